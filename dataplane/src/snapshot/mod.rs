@@ -1,0 +1,161 @@
+//! The immutable snapshot the workers answer from: every authoritative name with its answers
+//! precompiled to wire form, the zones with their SOA, and what wildcard queries need.
+//!
+//! A snapshot is built off the hot path (see [`skydns`]) and published through a [`SnapshotCell`];
+//! workers load it once per batch and never see a half-built zone.
+
+pub mod rrset;
+pub mod skydns;
+
+use crate::wire::types::rtype;
+use crate::wire::Name;
+use arc_swap::ArcSwap;
+use foldhash::fast::RandomState;
+use rrset::CompiledAnswer;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The qtypes a node can hold data for; any other qtype is NODATA on an existing name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Slot {
+    /// A
+    A,
+    /// AAAA
+    Aaaa,
+    /// CNAME
+    Cname,
+    /// SRV
+    Srv,
+    /// TXT
+    Txt,
+    /// MX
+    Mx,
+    /// NS (zone apex only)
+    Ns,
+    /// SOA (zone apex only)
+    Soa,
+    /// PTR (reverse names only)
+    Ptr,
+}
+
+impl Slot {
+    /// Number of slots.
+    pub const COUNT: usize = 9;
+
+    /// The slot answering `qtype`, if any.
+    pub fn for_qtype(qtype: u16) -> Option<Slot> {
+        Some(match qtype {
+            rtype::A => Slot::A,
+            rtype::AAAA => Slot::Aaaa,
+            rtype::CNAME => Slot::Cname,
+            rtype::SRV => Slot::Srv,
+            rtype::TXT => Slot::Txt,
+            rtype::MX => Slot::Mx,
+            rtype::NS => Slot::Ns,
+            rtype::SOA => Slot::Soa,
+            rtype::PTR => Slot::Ptr,
+            _ => return None,
+        })
+    }
+}
+
+/// An existing name: its precompiled answers per slot (`None` = NODATA).
+#[derive(Debug, Default, Clone)]
+pub struct Node {
+    /// Index of the zone in [`Snapshot::zones`].
+    pub zone: u16,
+    /// Answers per [`Slot`].
+    pub answers: [Option<Arc<CompiledAnswer>>; Slot::COUNT],
+}
+
+impl Node {
+    /// The answer for `slot`, if the name has data of that type.
+    pub fn answer(&self, slot: Slot) -> Option<&CompiledAnswer> {
+        self.answers[slot as usize].as_deref()
+    }
+}
+
+/// How names of a zone that have no node are answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZoneKind {
+    /// skyline owns the zone: missing names are NXDOMAIN with the SOA, AA=1.
+    Authoritative,
+    /// Reverse names skyline happens to hold PTRs for (`in-addr.arpa.`, `ip6.arpa.`): it does not
+    /// own the zone, so missing names are not its to deny and are passed on (forwarded, or
+    /// REFUSED while no forwarding is offered), and answers carry AA=0 as SkyDNS's do.
+    Reverse,
+}
+
+/// Whether a zone's source has completed its first full sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZoneState {
+    /// Data is complete: answers may deny names.
+    Ready,
+    /// Not yet synced: SERVFAIL, never NXDOMAIN from missing data.
+    Syncing,
+}
+
+/// A zone served from the snapshot.
+#[derive(Debug, Clone)]
+pub struct Zone {
+    /// Apex name.
+    pub apex: Name,
+    /// Ownership semantics.
+    pub kind: ZoneKind,
+    /// Sync state of the zone's source.
+    pub state: ZoneState,
+    /// SOA RDATA in uncompressed wire form, for the authority section of negative answers.
+    pub soa_rdata: Option<Box<[u8]>>,
+    /// TTL of the SOA in negative answers (SkyDNS `min_ttl`; RFC 2308 negative TTL).
+    pub negative_ttl: u32,
+    /// TTL of synthesised records (RFC 8482 HINFO).
+    pub default_ttl: u32,
+}
+
+/// CHAOS-class server identity; each answered only when configured.
+#[derive(Debug, Clone, Default)]
+pub struct Identity {
+    /// Answer for `version.bind.` / `version.server.`.
+    pub version: Option<Box<[u8]>>,
+    /// Answer for `id.server.` / `hostname.bind.`.
+    pub id: Option<Box<[u8]>>,
+}
+
+/// Everything the answer path reads, immutable once built.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// Increases with every snapshot published; tells apart generations in logs and tests.
+    pub generation: u64,
+    /// Zones, longest apex first so the first match is the most specific.
+    pub zones: Vec<Zone>,
+    /// Every existing name of every zone, keyed by lower-cased wire name.
+    pub nodes: HashMap<Name, Node, RandomState>,
+    /// CHAOS identity.
+    pub identity: Identity,
+    /// Typed SkyDNS records, for `*`/`any` wildcard queries answered on the slow path.
+    pub skydns: Option<Arc<skydns::Index>>,
+}
+
+impl Snapshot {
+    /// The node of a lower-cased wire name.
+    pub fn node(&self, wire: &[u8]) -> Option<&Node> {
+        self.nodes.get(wire)
+    }
+
+    /// The most specific zone containing the lower-cased wire name.
+    pub fn zone_of(&self, wire: &[u8]) -> Option<(usize, &Zone)> {
+        self.zones
+            .iter()
+            .enumerate()
+            .find(|(_, z)| crate::wire::name::is_within(wire, z.apex.wire()))
+    }
+}
+
+/// The published snapshot: replaced atomically by the control plane, loaded by workers.
+pub type SnapshotCell = Arc<ArcSwap<Snapshot>>;
+
+/// A cell holding an empty snapshot, before any source has loaded.
+pub fn empty_cell() -> SnapshotCell {
+    Arc::new(ArcSwap::from_pointee(Snapshot::default()))
+}

@@ -1,0 +1,12 @@
+//! The DNS wire format: reading queries in place and writing replies. Pure byte work: no I/O,
+//! no sockets, no allocation on the query path.
+
+pub mod error;
+pub mod name;
+pub mod query;
+pub mod types;
+pub mod writer;
+
+pub use error::WireError;
+pub use name::{LowerName, Name};
+pub use query::{parse_query, DropReason, Edns, FormatError, Query, Question};

@@ -1,0 +1,364 @@
+//! Domain names: reading them from messages (with bounded compression), and the owned,
+//! lower-cased wire form used as lookup keys.
+
+use super::error::WireError;
+use super::types::{MAX_LABEL_LEN, MAX_NAME_LEN, MAX_POINTER_HOPS};
+use std::fmt;
+
+/// A name read from a message, lower-cased into a fixed stack buffer so that lookups hash it
+/// without allocating. Also records where each label starts, for suffix (zone) matching.
+#[derive(Clone)]
+pub struct LowerName {
+    bytes: [u8; MAX_NAME_LEN],
+    len: u8,
+    label_starts: [u8; 128],
+    labels: u8,
+}
+
+impl Default for LowerName {
+    fn default() -> Self {
+        LowerName { bytes: [0; MAX_NAME_LEN], len: 1, label_starts: [0; 128], labels: 0 }
+    }
+}
+
+impl LowerName {
+    /// The lower-cased name in uncompressed wire form, root label included.
+    pub fn wire(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+
+    /// Number of labels, not counting the root.
+    pub fn label_count(&self) -> usize {
+        self.labels as usize
+    }
+
+    /// Offset in `wire()` where label `i` (0 = leftmost) starts.
+    pub fn label_start(&self, i: usize) -> usize {
+        self.label_starts[i] as usize
+    }
+
+    /// The name with its `skip` leftmost labels removed.
+    pub fn suffix(&self, skip: usize) -> &[u8] {
+        if skip >= self.labels as usize {
+            return &[0];
+        }
+        &self.wire()[self.label_start(skip)..]
+    }
+
+    /// The bytes of label `i` without its length octet.
+    pub fn label(&self, i: usize) -> &[u8] {
+        let start = self.label_start(i);
+        let len = self.bytes[start] as usize;
+        &self.bytes[start + 1..start + 1 + len]
+    }
+
+    /// Builds from an already valid lower-case wire name.
+    pub fn from_wire(wire: &[u8]) -> Result<LowerName, WireError> {
+        let mut out = LowerName::default();
+        read_name(wire, 0, Some(&mut out))?;
+        Ok(out)
+    }
+}
+
+/// Reads the name starting at `pos` in `msg`, following compression pointers (at most
+/// `MAX_POINTER_HOPS`, each strictly backwards), and returns the offset just past the name as it
+/// appears at `pos`. When `out` is given the name is stored there lower-cased.
+pub fn read_name(msg: &[u8], mut pos: usize, mut out: Option<&mut LowerName>) -> Result<usize, WireError> {
+    let mut end = None;
+    let mut hops = 0;
+    let mut len = 0usize;
+    let mut labels = 0usize;
+    loop {
+        let &b = msg.get(pos).ok_or(WireError::Truncated)?;
+        match b & 0xC0 {
+            0x00 => {
+                let l = b as usize;
+                if l == 0 {
+                    len += 1;
+                    if len > MAX_NAME_LEN {
+                        return Err(WireError::NameTooLong);
+                    }
+                    if let Some(o) = out.as_deref_mut() {
+                        o.bytes[len - 1] = 0;
+                        o.len = len as u8;
+                        o.labels = labels as u8;
+                    }
+                    return Ok(end.unwrap_or(pos + 1));
+                }
+                let label = msg.get(pos + 1..pos + 1 + l).ok_or(WireError::Truncated)?;
+                if len + 1 + l + 1 > MAX_NAME_LEN {
+                    return Err(WireError::NameTooLong);
+                }
+                if let Some(o) = out.as_deref_mut() {
+                    o.label_starts[labels] = len as u8;
+                    o.bytes[len] = l as u8;
+                    for (d, s) in o.bytes[len + 1..len + 1 + l].iter_mut().zip(label) {
+                        *d = s.to_ascii_lowercase();
+                    }
+                }
+                labels += 1;
+                len += 1 + l;
+                pos += 1 + l;
+            }
+            0xC0 => {
+                let &lo = msg.get(pos + 1).ok_or(WireError::Truncated)?;
+                let target = (((b & 0x3F) as usize) << 8) | lo as usize;
+                hops += 1;
+                if hops > MAX_POINTER_HOPS || target >= pos {
+                    return Err(WireError::PointerLoop);
+                }
+                end.get_or_insert(pos + 2);
+                pos = target;
+            }
+            _ => return Err(WireError::BadLabel),
+        }
+    }
+}
+
+/// Skips the name at `pos` without decoding it, returning the offset just past it.
+pub fn skip_name(msg: &[u8], mut pos: usize) -> Result<usize, WireError> {
+    loop {
+        let &b = msg.get(pos).ok_or(WireError::Truncated)?;
+        match b & 0xC0 {
+            0x00 if b == 0 => return Ok(pos + 1),
+            0x00 => pos += 1 + b as usize,
+            0xC0 => {
+                if pos + 2 > msg.len() {
+                    return Err(WireError::Truncated);
+                }
+                return Ok(pos + 2);
+            }
+            _ => return Err(WireError::BadLabel),
+        }
+    }
+}
+
+/// An owned domain name: lower-cased, uncompressed wire form. The key type of every lookup table,
+/// so that a query name read into a [`LowerName`] finds it by plain byte comparison.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Name(Box<[u8]>);
+
+impl Name {
+    /// The root name `.`.
+    pub fn root() -> Name {
+        Name(Box::new([0]))
+    }
+
+    /// Parses presentation form (`web.skydns.local.` or without the final dot), lower-casing it.
+    /// Escapes are not supported: service-discovery names are plain hostnames.
+    pub fn from_dotted(text: &str) -> Result<Name, WireError> {
+        let text = text.strip_suffix('.').unwrap_or(text);
+        let mut wire = Vec::with_capacity(text.len() + 2);
+        if !text.is_empty() {
+            for label in text.split('.') {
+                if label.is_empty() || label.len() > MAX_LABEL_LEN {
+                    return Err(WireError::BadText);
+                }
+                wire.push(label.len() as u8);
+                wire.extend(label.bytes().map(|b| b.to_ascii_lowercase()));
+            }
+        }
+        wire.push(0);
+        if wire.len() > MAX_NAME_LEN {
+            return Err(WireError::NameTooLong);
+        }
+        Ok(Name(wire.into_boxed_slice()))
+    }
+
+    /// Builds a name from labels given leftmost first.
+    pub fn from_labels<'a>(labels: impl IntoIterator<Item = &'a str>) -> Result<Name, WireError> {
+        let mut text = String::new();
+        for l in labels {
+            if l.is_empty() {
+                return Err(WireError::BadText);
+            }
+            text.push_str(l);
+            text.push('.');
+        }
+        Name::from_dotted(&text)
+    }
+
+    /// Wraps a lower-case, uncompressed wire name, checking it.
+    pub fn from_wire(wire: &[u8]) -> Result<Name, WireError> {
+        let parsed = LowerName::from_wire(wire)?;
+        Ok(Name(parsed.wire().into()))
+    }
+
+    /// The wire form.
+    pub fn wire(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The labels, leftmost first, without length octets.
+    pub fn labels(&self) -> Labels<'_> {
+        Labels { wire: &self.0, pos: 0 }
+    }
+
+    /// Number of labels, not counting the root.
+    pub fn label_count(&self) -> usize {
+        self.labels().count()
+    }
+
+    /// The name without its leftmost label; the root stays the root.
+    pub fn parent(&self) -> Name {
+        if self.0.len() <= 1 {
+            return Name::root();
+        }
+        Name(self.0[1 + self.0[0] as usize..].into())
+    }
+
+    /// The name with its `n` leftmost labels removed, or itself when it has no more than `n`
+    /// labels (SkyDNS `targetstrip` semantics).
+    pub fn strip_labels(&self, n: usize) -> Name {
+        if n == 0 || n >= self.label_count() {
+            return self.clone();
+        }
+        let mut pos = 0;
+        for _ in 0..n {
+            pos += 1 + self.0[pos] as usize;
+        }
+        Name(self.0[pos..].into())
+    }
+
+    /// Whether `self` equals `zone` or lies below it.
+    pub fn is_within(&self, zone: &Name) -> bool {
+        is_within(&self.0, &zone.0)
+    }
+
+    /// Prepends one label.
+    pub fn prepend(&self, label: &str) -> Result<Name, WireError> {
+        if label.is_empty() || label.len() > MAX_LABEL_LEN || self.0.len() + 1 + label.len() > MAX_NAME_LEN {
+            return Err(WireError::BadText);
+        }
+        let mut wire = Vec::with_capacity(self.0.len() + 1 + label.len());
+        wire.push(label.len() as u8);
+        wire.extend(label.bytes().map(|b| b.to_ascii_lowercase()));
+        wire.extend_from_slice(&self.0);
+        Ok(Name(wire.into_boxed_slice()))
+    }
+}
+
+/// Whether the wire name `name` equals `zone` or lies below it, on label boundaries.
+pub fn is_within(name: &[u8], zone: &[u8]) -> bool {
+    if zone.len() > name.len() {
+        return false;
+    }
+    let mut pos = 0;
+    loop {
+        if name.len() - pos == zone.len() {
+            return &name[pos..] == zone;
+        }
+        if name.len() - pos < zone.len() || name[pos] == 0 {
+            return false;
+        }
+        pos += 1 + name[pos] as usize;
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for Name {
+    fn borrow(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// Iterator over the labels of a [`Name`].
+pub struct Labels<'a> {
+    wire: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Iterator for Labels<'a> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let l = *self.wire.get(self.pos)? as usize;
+        if l == 0 {
+            return None;
+        }
+        let label = &self.wire[self.pos + 1..self.pos + 1 + l];
+        self.pos += 1 + l;
+        Some(label)
+    }
+}
+
+impl fmt::Display for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.len() == 1 {
+            return f.write_str(".");
+        }
+        for label in self.labels() {
+            for &b in label {
+                if b.is_ascii_graphic() && b != b'.' && b != b'\\' {
+                    write!(f, "{}", b as char)?;
+                } else {
+                    write!(f, "\\{:03}", b)?;
+                }
+            }
+            f.write_str(".")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Name({self})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dotted_round_trip_lower_cases() {
+        let n = Name::from_dotted("Web.SkyDNS.local.").unwrap();
+        assert_eq!(n.to_string(), "web.skydns.local.");
+        assert_eq!(n.label_count(), 3);
+        assert_eq!(n.parent().to_string(), "skydns.local.");
+        assert_eq!(n.strip_labels(1).to_string(), "skydns.local.");
+        assert_eq!(n.strip_labels(3).to_string(), "web.skydns.local.");
+    }
+
+    #[test]
+    fn within_is_on_label_boundaries() {
+        let zone = Name::from_dotted("skydns.local").unwrap();
+        assert!(Name::from_dotted("a.skydns.local").unwrap().is_within(&zone));
+        assert!(zone.is_within(&zone));
+        assert!(!Name::from_dotted("askydns.local").unwrap().is_within(&zone));
+        assert!(Name::from_dotted("x").unwrap().is_within(&Name::root()));
+    }
+
+    #[test]
+    fn pointer_loops_are_rejected() {
+        let msg = [0xC0, 0x00];
+        assert_eq!(read_name(&msg, 0, None), Err(WireError::PointerLoop));
+        let msg = [1, b'a', 0xC0, 0x00];
+        assert_eq!(read_name(&msg, 0, None), Err(WireError::PointerLoop));
+    }
+
+    #[test]
+    fn compressed_names_are_read_lower_cased() {
+        let msg = [3, b'C', b'o', b'M', 0, 1, b'X', 0xC0, 0x00];
+        let mut out = LowerName::default();
+        let end = read_name(&msg, 5, Some(&mut out)).unwrap();
+        assert_eq!(end, 9);
+        assert_eq!(out.wire(), &[1, b'x', 3, b'c', b'o', b'm', 0]);
+        assert_eq!(out.label_count(), 2);
+        assert_eq!(out.suffix(1), &[3, b'c', b'o', b'm', 0]);
+    }
+
+    #[test]
+    fn overlong_labels_and_names_fail() {
+        let mut msg = vec![64];
+        msg.extend([b'a'; 64]);
+        msg.push(0);
+        assert_eq!(read_name(&msg, 0, None), Err(WireError::BadLabel));
+        let mut msg = Vec::new();
+        for _ in 0..5 {
+            msg.push(63);
+            msg.extend([b'a'; 63]);
+        }
+        msg.push(0);
+        assert_eq!(read_name(&msg, 0, None), Err(WireError::NameTooLong));
+    }
+}
