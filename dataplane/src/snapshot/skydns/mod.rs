@@ -1,5 +1,9 @@
 //! SkyDNS semantics: typed records under their etcd keys, compiled into snapshot nodes.
 
+pub mod service;
+
+pub use service::{Config, Service};
+
 use super::rrset::CompiledAnswer;
 use crate::wire::LowerName;
 
