@@ -1,0 +1,37 @@
+//! The answer path allocates nothing: a counting global allocator (allocation-counter) watches whole batches of
+//! authoritative queries (positive, negative, truncated, EDNS, mixed case).
+
+mod common;
+
+use common::{snapshot, RawQuery};
+use skyline_dataplane::{answer, Context, Outcome, Transport};
+
+#[test]
+fn authoritative_answers_allocate_nothing() {
+    let snap = snapshot();
+    let queries: Vec<Vec<u8>> = vec![
+        RawQuery::new("web.skydns.test.", 1).bytes(),
+        RawQuery::new("WeB.SKYDNS.test.", 1).opt(1232, 0, &[]).bytes(),
+        RawQuery::new("nope.skydns.test.", 1).bytes(),
+        RawQuery::new("web.skydns.test.", 16).bytes(),
+        RawQuery::new("big.skydns.test.", 1).bytes(),
+        RawQuery::new("srv.skydns.test.", 33).opt(4096, 0, &[]).bytes(),
+        RawQuery::new("skydns.test.", 6).bytes(),
+        RawQuery::new("web.skydns.test.", 255).bytes(),
+        RawQuery::new("example.org.", 1).bytes(),
+    ];
+    let mut out = vec![0u8; 65535];
+    let mut answered = 0;
+    let info = allocation_counter::measure(|| {
+        for rotation in 0..1000u32 {
+            for q in &queries {
+                let ctx = Context { rotation, ..Context::new(Transport::Udp) };
+                if let Outcome::Reply(_) = answer(q, &snap, &ctx, &mut out) {
+                    answered += 1;
+                }
+            }
+        }
+    });
+    assert_eq!(answered, 9000);
+    assert_eq!(info.count_total, 0, "{} allocations for {answered} answers", info.count_total);
+}
