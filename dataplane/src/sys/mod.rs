@@ -1,0 +1,234 @@
+//! Everything that talks to the operating system below mio: batched datagram syscalls and
+//! socket setup. This is the only module of the crate allowed to hold `unsafe` code; every
+//! unsafe block says why it is sound, and nothing here knows about DNS.
+//!
+//! One file per platform behind this facade: `linux.rs` receives and sends a whole batch per
+//! syscall with `recvmmsg`/`sendmmsg`; `fallback.rs` loops over `recv_from`/`send_to` where
+//! those are not available.
+#![allow(unsafe_code)]
+
+#[cfg(target_os = "linux")]
+#[path = "linux.rs"]
+mod imp;
+
+#[cfg(not(target_os = "linux"))]
+#[path = "fallback.rs"]
+mod imp;
+
+pub use imp::{recv_batch, send_batch};
+
+use socket2::{Domain, Protocol, Socket, Type};
+use std::io;
+use std::net::SocketAddr;
+
+/// Datagrams moved per receive or send call. A batch of 32 amortises the syscall over enough
+/// queries to make its cost small next to answering (the kernel's per-datagram work dominates
+/// past that), while the per-worker buffers stay within a few hundred KiB.
+pub const BATCH_SIZE: usize = 32;
+
+/// Socket buffer size requested for every UDP socket and TCP listener. Bursts of queries larger
+/// than the default (about 200 KiB) would otherwise be dropped by the kernel before a worker
+/// gets to them. The kernel caps the request at `net.core.rmem_max` / `wmem_max`.
+pub const SOCKET_BUFFER_LEN: usize = 4 << 20;
+
+/// Pending-connection queue length for TCP listeners.
+pub const LISTEN_BACKLOG: i32 = 1024;
+
+/// Receive slots as the batched receive fills them: equally sized buffers cut from one
+/// allocation, and per slot the received length and the sender's address.
+///
+/// The number of usable slots is the smallest of `lens.len()`, `peers.len()`,
+/// `bufs.len() / slot_len` and [`BATCH_SIZE`].
+#[derive(Debug)]
+pub struct RecvSlots<'a> {
+    /// Consecutive buffers of `slot_len` bytes each.
+    pub bufs: &'a mut [u8],
+    /// Length of one buffer.
+    pub slot_len: usize,
+    /// Bytes received into each buffer.
+    pub lens: &'a mut [usize],
+    /// Sender of each datagram.
+    pub peers: &'a mut [SocketAddr],
+}
+
+impl RecvSlots<'_> {
+    /// Number of datagrams one receive call may fill.
+    pub fn capacity(&self) -> usize {
+        usable(self.bufs.len(), self.slot_len, self.lens.len(), self.peers.len())
+    }
+}
+
+/// Send slots: the datagrams to send, laid out as in [`RecvSlots`].
+#[derive(Debug, Clone, Copy)]
+pub struct SendSlots<'a> {
+    /// Consecutive buffers of `slot_len` bytes each; datagram `i` starts at `i * slot_len`.
+    pub bufs: &'a [u8],
+    /// Length of one buffer.
+    pub slot_len: usize,
+    /// Length of each datagram (at most `slot_len`).
+    pub lens: &'a [usize],
+    /// Destination of each datagram.
+    pub peers: &'a [SocketAddr],
+}
+
+impl SendSlots<'_> {
+    /// Number of datagrams described, capped at what one send call takes.
+    pub fn count(&self) -> usize {
+        usable(self.bufs.len(), self.slot_len, self.lens.len(), self.peers.len())
+    }
+
+    /// The payload of datagram `i`, clamped to its buffer.
+    fn payload(&self, i: usize) -> &[u8] {
+        let start = i * self.slot_len;
+        &self.bufs[start..start + self.lens[i].min(self.slot_len)]
+    }
+}
+
+fn usable(bufs: usize, slot_len: usize, lens: usize, peers: usize) -> usize {
+    match bufs.checked_div(slot_len) {
+        Some(slots) => slots.min(lens).min(peers).min(BATCH_SIZE),
+        None => 0,
+    }
+}
+
+/// Creates a non-blocking UDP socket bound to `addr`, sharing the port with the other workers'
+/// sockets (SO_REUSEPORT: the kernel spreads datagrams over them by flow hash).
+pub fn udp_socket(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    prepare(&socket)?;
+    socket.bind(&addr.into())?;
+    Ok(socket.into())
+}
+
+/// Creates a non-blocking TCP listener on `addr`, sharing the port with the other workers'
+/// listeners (SO_REUSEPORT: the kernel spreads connections over them).
+pub fn tcp_listener(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    prepare(&socket)?;
+    socket.bind(&addr.into())?;
+    socket.listen(LISTEN_BACKLOG)?;
+    Ok(socket.into())
+}
+
+fn prepare(socket: &Socket) -> io::Result<()> {
+    socket.set_nonblocking(true)?;
+    #[cfg(all(unix, not(any(target_os = "solaris", target_os = "illumos"))))]
+    socket.set_reuse_port(true)?;
+    // Best effort: a smaller buffer than asked for still works, only with less burst room.
+    let _ = socket.set_recv_buffer_size(SOCKET_BUFFER_LEN);
+    let _ = socket.set_send_buffer_size(SOCKET_BUFFER_LEN);
+    tracing::debug!(
+        recv_buffer = socket.recv_buffer_size().unwrap_or(0),
+        send_buffer = socket.send_buffer_size().unwrap_or(0),
+        "socket buffers"
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, UdpSocket};
+    use std::time::{Duration, Instant};
+
+    const SLOT: usize = 64;
+
+    fn receive_some(socket: &UdpSocket, want: usize) -> (Vec<u8>, Vec<usize>, Vec<SocketAddr>, usize) {
+        let mut bufs = vec![0u8; SLOT * BATCH_SIZE];
+        let mut lens = vec![0usize; BATCH_SIZE];
+        let mut peers = vec![SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)); BATCH_SIZE];
+        let mut got = 0;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while got < want && Instant::now() < deadline {
+            let slots = RecvSlots {
+                bufs: &mut bufs[got * SLOT..],
+                slot_len: SLOT,
+                lens: &mut lens[got..],
+                peers: &mut peers[got..],
+            };
+            match recv_batch(socket, slots) {
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(1)),
+                Err(e) => panic!("receive failed: {e}"),
+            }
+        }
+        (bufs, lens, peers, got)
+    }
+
+    #[test]
+    fn a_batch_sent_in_one_call_arrives_with_lengths_and_sender() {
+        let a = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let b = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        b.set_nonblocking(true).unwrap();
+        let to = b.local_addr().unwrap();
+
+        let mut bufs = vec![0u8; SLOT * 3];
+        for (i, chunk) in bufs.chunks_mut(SLOT).enumerate() {
+            chunk.fill(i as u8 + 1);
+        }
+        let lens = [5, SLOT, 1];
+        let peers = [to; 3];
+        let sent = send_batch(&a, SendSlots { bufs: &bufs, slot_len: SLOT, lens: &lens, peers: &peers }).unwrap();
+        assert!(sent >= 1);
+        let mut rest = sent;
+        while rest < 3 {
+            let slots = SendSlots { bufs: &bufs[rest * SLOT..], slot_len: SLOT, lens: &lens[rest..], peers: &peers[rest..] };
+            rest += send_batch(&a, slots).unwrap();
+        }
+
+        let (got_bufs, got_lens, got_peers, got) = receive_some(&b, 3);
+        assert_eq!(got, 3);
+        assert_eq!(&got_lens[..3], &lens);
+        for i in 0..3 {
+            assert_eq!(got_peers[i], a.local_addr().unwrap());
+            assert!(got_bufs[i * SLOT..i * SLOT + lens[i]].iter().all(|&b| b == i as u8 + 1));
+        }
+    }
+
+    #[test]
+    fn an_empty_socket_reports_would_block() {
+        let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        socket.set_nonblocking(true).unwrap();
+        let mut bufs = [0u8; SLOT];
+        let mut lens = [0usize; 1];
+        let mut peers = [SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)); 1];
+        let slots = RecvSlots { bufs: &mut bufs, slot_len: SLOT, lens: &mut lens, peers: &mut peers };
+        let err = recv_batch(&socket, slots).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+    }
+
+    #[test]
+    fn ipv6_peers_round_trip() {
+        let Ok(a) = UdpSocket::bind("[::1]:0") else { return };
+        let b = UdpSocket::bind("[::1]:0").unwrap();
+        b.set_nonblocking(true).unwrap();
+        let payload = [7u8; 9];
+        let peers = [b.local_addr().unwrap()];
+        let sent = send_batch(&a, SendSlots { bufs: &payload, slot_len: 9, lens: &[9], peers: &peers }).unwrap();
+        assert_eq!(sent, 1);
+        let (_, lens, got_peers, got) = receive_some(&b, 1);
+        assert_eq!(got, 1);
+        assert_eq!(lens[0], 9);
+        assert_eq!(got_peers[0], a.local_addr().unwrap());
+    }
+
+    #[test]
+    fn zero_sized_slots_hold_nothing() {
+        assert_eq!(usable(100, 0, 4, 4), 0);
+        assert_eq!(usable(100, 10, 4, 4), 4);
+        assert_eq!(usable(100, 10, 40, 40), 10);
+        assert_eq!(usable(100_000, 1, 1000, 1000), BATCH_SIZE);
+    }
+
+    #[test]
+    fn workers_can_share_a_port() {
+        let first = udp_socket(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
+        let addr = first.local_addr().unwrap();
+        let second = udp_socket(addr).unwrap();
+        assert_eq!(second.local_addr().unwrap(), addr);
+        let l1 = tcp_listener(addr).unwrap();
+        let l2 = tcp_listener(addr).unwrap();
+        assert_eq!(l1.local_addr().unwrap(), l2.local_addr().unwrap());
+    }
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what skyline needs on Debian, for one purpose given as the argument:
+#   build  protoc (etcd-client's build script)
+#   test   the above, plus etcd (the etcd source's tests) and dig/kdig (independent DNS clients)
+#   bench  the above, plus dnsperf, knot (the reference server) and taskset
+# Safe to run again: it installs only what is missing.
+set -euo pipefail
+purpose="${1:-test}"
+
+need=()
+command -v protoc >/dev/null || need+=(protobuf-compiler)
+if [ "$purpose" != build ]; then
+  command -v etcd >/dev/null || need+=(etcd-server)
+  command -v dig >/dev/null || need+=(dnsutils)
+  command -v kdig >/dev/null || need+=(knot-dnsutils)
+fi
+if [ "$purpose" = bench ]; then
+  command -v dnsperf >/dev/null || need+=(dnsperf)
+  command -v knotd >/dev/null || need+=(knot)
+  command -v taskset >/dev/null || need+=(util-linux)
+fi
+[ ${#need[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+# Keep apt from starting the packaged servers (etcd, knot) as system services on their ports.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
+  $sudo chmod +x /usr/sbin/policy-rc.d
+  trap '$sudo rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+echo "installing: ${need[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

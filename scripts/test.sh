@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what the tests need, then formatting, lints and every test of
+# the workspace (unit, property, end-to-end against the real binary). CI runs exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh test
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo test --workspace --all-targets --locked

@@ -1,0 +1,185 @@
+//! Harness for end-to-end tests: runs the real `skyline` binary on 127.0.0.1 with an ephemeral
+//! port and a records file in a temp dir, and queries it with hickory-proto (an independent DNS
+//! implementation) over real UDP and TCP sockets, or with `dig`.
+
+#![allow(dead_code)]
+
+use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
+use hickory_proto::rr::{Name, RecordType};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A running skyline process, killed on drop.
+pub struct Skyline {
+    child: Child,
+    pub addr: SocketAddr,
+    pub dir: tempfile::TempDir,
+    pub log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Skyline {
+    /// Starts skyline serving `records` (a JSON records file) with extra flags and environment.
+    pub fn start(records: &str, args: &[&str], env: &[(&str, &str)]) -> Skyline {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("records.json");
+        std::fs::write(&path, records).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_skyline"));
+        cmd.arg("--addr").arg("127.0.0.1:0").arg("--records").arg(&path).args(["--workers", "2", "--no-pin"]);
+        cmd.args(args).env("NO_COLOR", "1").env("RUST_LOG", "info");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let stderr = child.stderr.take().unwrap();
+        let lines = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(addr) = bound_address(&line) {
+                    let _ = tx.send(addr);
+                }
+                lines.lock().unwrap().push(line);
+            }
+        });
+        let addr = match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(addr) => addr,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("skyline did not report its address; log:\n{}", log.lock().unwrap().join("\n"));
+            }
+        };
+        Skyline { child, addr, dir, log }
+    }
+
+    /// Path of the records file, to rewrite it.
+    pub fn records_path(&self) -> PathBuf {
+        self.dir.path().join("records.json")
+    }
+
+    /// Replaces the records file atomically (write aside, rename).
+    pub fn rewrite(&self, records: &str) {
+        let tmp = self.dir.path().join("records.json.tmp");
+        std::fs::write(&tmp, records).unwrap();
+        std::fs::rename(&tmp, self.records_path()).unwrap();
+    }
+
+    /// Sends SIGHUP (reload).
+    pub fn hup(&self) {
+        let status = Command::new("kill").arg("-HUP").arg(self.child.id().to_string()).status().unwrap();
+        assert!(status.success());
+    }
+
+    /// Queries over UDP with EDNS(1232) and returns the parsed reply.
+    pub fn udp(&self, name: &str, rtype: RecordType) -> Message {
+        udp_query(self.addr, &query(name, rtype, Some(1232)))
+    }
+
+    /// Queries over UDP without EDNS (512-byte limit).
+    pub fn udp_plain(&self, name: &str, rtype: RecordType) -> Message {
+        udp_query(self.addr, &query(name, rtype, None))
+    }
+
+    /// Queries over TCP.
+    pub fn tcp(&self, name: &str, rtype: RecordType) -> Message {
+        tcp_query(self.addr, &query(name, rtype, Some(1232)))
+    }
+
+    /// Process log so far.
+    pub fn log_text(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+}
+
+impl Drop for Skyline {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn bound_address(line: &str) -> Option<SocketAddr> {
+    let at = line.find("udp://")? + "udp://".len();
+    let rest = &line[at..];
+    let end = rest.find(|c: char| c.is_whitespace() || c == '\u{1b}' || c == ',').unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+/// Builds a query message with a random ID.
+pub fn query(name: &str, rtype: RecordType, edns: Option<u16>) -> Message {
+    let mut m = Message::new();
+    m.set_id(rand_id()).set_message_type(MessageType::Query).set_op_code(OpCode::Query).set_recursion_desired(true);
+    m.add_query(Query::query(Name::from_ascii(name).unwrap(), rtype));
+    if let Some(size) = edns {
+        let mut e = Edns::new();
+        e.set_max_payload(size);
+        m.set_edns(e);
+    }
+    m
+}
+
+fn rand_id() -> u16 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(Instant::now()) as u16
+}
+
+/// Sends `q` over UDP and waits (bounded) for the reply with its ID.
+pub fn udp_query(addr: SocketAddr, q: &Message) -> Message {
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let bytes = q.to_vec().unwrap();
+    let mut buf = vec![0u8; 65535];
+    for _ in 0..3 {
+        sock.send_to(&bytes, addr).unwrap();
+        if let Ok((n, _)) = sock.recv_from(&mut buf) {
+            let reply = Message::from_vec(&buf[..n]).expect("hickory parses the reply");
+            assert_eq!(reply.id(), q.id());
+            return reply;
+        }
+    }
+    panic!("no UDP reply from {addr}");
+}
+
+/// Sends `q` over a new TCP connection and reads one reply.
+pub fn tcp_query(addr: SocketAddr, q: &Message) -> Message {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let bytes = q.to_vec().unwrap();
+    let mut framed = (bytes.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(&bytes);
+    s.write_all(&framed).unwrap();
+    let mut len = [0u8; 2];
+    s.read_exact(&mut len).unwrap();
+    let mut buf = vec![0u8; u16::from_be_bytes(len) as usize];
+    s.read_exact(&mut buf).unwrap();
+    let reply = Message::from_vec(&buf).expect("hickory parses the reply");
+    assert_eq!(reply.id(), q.id());
+    reply
+}
+
+/// Whether an external tool exists; under CI=true a missing tool is a failure, not a skip.
+pub fn tool(name: &str) -> bool {
+    let found = Command::new("sh").arg("-c").arg(format!("command -v {name}")).output().map(|o| o.status.success()).unwrap_or(false);
+    if !found && std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{name} is required under CI=true; scripts/setup.sh installs it");
+    }
+    found
+}
+
+/// Runs `dig` against skyline and returns its short output lines.
+pub fn dig(addr: SocketAddr, args: &[&str]) -> Vec<String> {
+    let out = Command::new("dig")
+        .arg(format!("@{}", addr.ip()))
+        .arg("-p")
+        .arg(addr.port().to_string())
+        .args(["+time=2", "+tries=2"])
+        .args(args)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect()
+}
