@@ -5,8 +5,13 @@
 //! [`snapshot::Snapshot`]; only `sys` talks to the kernel, and only it holds `unsafe` code.
 
 pub mod answer;
+pub mod io;
 pub mod snapshot;
+pub mod stats;
+pub mod sys;
+pub mod tcp;
 pub mod wire;
+pub mod worker;
 
 pub use answer::{answer, Context, Outcome, Reply, Transport};
 pub use snapshot::{Snapshot, SnapshotCell};

@@ -1,10 +1,15 @@
-//! The answer path allocates nothing: a counting global allocator (allocation-counter) watches whole batches of
+//! The answer path allocates nothing: a counting global allocator (stats_alloc) watches whole batches of
 //! authoritative queries (positive, negative, truncated, EDNS, mixed case).
 
 mod common;
 
 use common::{snapshot, RawQuery};
 use skyline_dataplane::{answer, Context, Outcome, Transport};
+use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
+use std::alloc::System;
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
 #[test]
 fn authoritative_answers_allocate_nothing() {
@@ -22,16 +27,16 @@ fn authoritative_answers_allocate_nothing() {
     ];
     let mut out = vec![0u8; 65535];
     let mut answered = 0;
-    let info = allocation_counter::measure(|| {
-        for rotation in 0..1000u32 {
-            for q in &queries {
-                let ctx = Context { rotation, ..Context::new(Transport::Udp) };
-                if let Outcome::Reply(_) = answer(q, &snap, &ctx, &mut out) {
-                    answered += 1;
-                }
+    let region = Region::new(GLOBAL);
+    for rotation in 0..1000u32 {
+        for q in &queries {
+            let ctx = Context { rotation, ..Context::new(Transport::Udp) };
+            if let Outcome::Reply(_) = answer(q, &snap, &ctx, &mut out) {
+                answered += 1;
             }
         }
-    });
+    }
+    let change = region.change();
     assert_eq!(answered, 9000);
-    assert_eq!(info.count_total, 0, "{} allocations for {answered} answers", info.count_total);
+    assert_eq!(change.allocations + change.reallocations, 0, "{change:?} for {answered} answers");
 }

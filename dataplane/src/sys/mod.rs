@@ -54,7 +54,12 @@ pub struct RecvSlots<'a> {
 impl RecvSlots<'_> {
     /// Number of datagrams one receive call may fill.
     pub fn capacity(&self) -> usize {
-        usable(self.bufs.len(), self.slot_len, self.lens.len(), self.peers.len())
+        usable(
+            self.bufs.len(),
+            self.slot_len,
+            self.lens.len(),
+            self.peers.len(),
+        )
     }
 }
 
@@ -74,7 +79,12 @@ pub struct SendSlots<'a> {
 impl SendSlots<'_> {
     /// Number of datagrams described, capped at what one send call takes.
     pub fn count(&self) -> usize {
-        usable(self.bufs.len(), self.slot_len, self.lens.len(), self.peers.len())
+        usable(
+            self.bufs.len(),
+            self.slot_len,
+            self.lens.len(),
+            self.peers.len(),
+        )
     }
 
     /// The payload of datagram `i`, clamped to its buffer.
@@ -129,12 +139,16 @@ fn prepare(socket: &Socket) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use socket2::SockRef;
     use std::net::{Ipv4Addr, UdpSocket};
     use std::time::{Duration, Instant};
 
     const SLOT: usize = 64;
 
-    fn receive_some(socket: &UdpSocket, want: usize) -> (Vec<u8>, Vec<usize>, Vec<SocketAddr>, usize) {
+    fn receive_some(
+        socket: &UdpSocket,
+        want: usize,
+    ) -> (Vec<u8>, Vec<usize>, Vec<SocketAddr>, usize) {
         let mut bufs = vec![0u8; SLOT * BATCH_SIZE];
         let mut lens = vec![0usize; BATCH_SIZE];
         let mut peers = vec![SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)); BATCH_SIZE];
@@ -147,9 +161,11 @@ mod tests {
                 lens: &mut lens[got..],
                 peers: &mut peers[got..],
             };
-            match recv_batch(socket, slots) {
+            match recv_batch(SockRef::from(socket), slots) {
                 Ok(n) => got += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(1)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
                 Err(e) => panic!("receive failed: {e}"),
             }
         }
@@ -169,12 +185,26 @@ mod tests {
         }
         let lens = [5, SLOT, 1];
         let peers = [to; 3];
-        let sent = send_batch(&a, SendSlots { bufs: &bufs, slot_len: SLOT, lens: &lens, peers: &peers }).unwrap();
+        let sent = send_batch(
+            SockRef::from(&a),
+            SendSlots {
+                bufs: &bufs,
+                slot_len: SLOT,
+                lens: &lens,
+                peers: &peers,
+            },
+        )
+        .unwrap();
         assert!(sent >= 1);
         let mut rest = sent;
         while rest < 3 {
-            let slots = SendSlots { bufs: &bufs[rest * SLOT..], slot_len: SLOT, lens: &lens[rest..], peers: &peers[rest..] };
-            rest += send_batch(&a, slots).unwrap();
+            let slots = SendSlots {
+                bufs: &bufs[rest * SLOT..],
+                slot_len: SLOT,
+                lens: &lens[rest..],
+                peers: &peers[rest..],
+            };
+            rest += send_batch(SockRef::from(&a), slots).unwrap();
         }
 
         let (got_bufs, got_lens, got_peers, got) = receive_some(&b, 3);
@@ -182,7 +212,9 @@ mod tests {
         assert_eq!(&got_lens[..3], &lens);
         for i in 0..3 {
             assert_eq!(got_peers[i], a.local_addr().unwrap());
-            assert!(got_bufs[i * SLOT..i * SLOT + lens[i]].iter().all(|&b| b == i as u8 + 1));
+            assert!(got_bufs[i * SLOT..i * SLOT + lens[i]]
+                .iter()
+                .all(|&b| b == i as u8 + 1));
         }
     }
 
@@ -193,19 +225,35 @@ mod tests {
         let mut bufs = [0u8; SLOT];
         let mut lens = [0usize; 1];
         let mut peers = [SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)); 1];
-        let slots = RecvSlots { bufs: &mut bufs, slot_len: SLOT, lens: &mut lens, peers: &mut peers };
-        let err = recv_batch(&socket, slots).unwrap_err();
+        let slots = RecvSlots {
+            bufs: &mut bufs,
+            slot_len: SLOT,
+            lens: &mut lens,
+            peers: &mut peers,
+        };
+        let err = recv_batch(SockRef::from(&socket), slots).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
     }
 
     #[test]
     fn ipv6_peers_round_trip() {
-        let Ok(a) = UdpSocket::bind("[::1]:0") else { return };
+        let Ok(a) = UdpSocket::bind("[::1]:0") else {
+            return;
+        };
         let b = UdpSocket::bind("[::1]:0").unwrap();
         b.set_nonblocking(true).unwrap();
         let payload = [7u8; 9];
         let peers = [b.local_addr().unwrap()];
-        let sent = send_batch(&a, SendSlots { bufs: &payload, slot_len: 9, lens: &[9], peers: &peers }).unwrap();
+        let sent = send_batch(
+            SockRef::from(&a),
+            SendSlots {
+                bufs: &payload,
+                slot_len: 9,
+                lens: &[9],
+                peers: &peers,
+            },
+        )
+        .unwrap();
         assert_eq!(sent, 1);
         let (_, lens, got_peers, got) = receive_some(&b, 1);
         assert_eq!(got, 1);

@@ -40,7 +40,13 @@ fn node(owner: &str, slots: &[(Slot, AnswerSet)]) -> (Name, Node) {
 fn a_set(owner: Option<&str>, ips: impl IntoIterator<Item = Ipv4Addr>, ttl: u32) -> Rrset {
     Rrset {
         owner: owner.map(name),
-        records: ips.into_iter().map(|ip| Record { ttl, rdata: Rdata::A(ip) }).collect(),
+        records: ips
+            .into_iter()
+            .map(|ip| Record {
+                ttl,
+                rdata: Rdata::A(ip),
+            })
+            .collect(),
         rotate: true,
     }
 }
@@ -51,7 +57,10 @@ fn a_set(owner: Option<&str>, ips: impl IntoIterator<Item = Ipv4Addr>, ttl: u32)
 /// - `srv.skydns.test.` SRV ×2 with 30 A glue records each for its two targets;
 /// - the apex with SOA.
 pub fn snapshot() -> Snapshot {
-    let mut snap = Snapshot { generation: 1, ..Snapshot::default() };
+    let mut snap = Snapshot {
+        generation: 1,
+        ..Snapshot::default()
+    };
     snap.zones.push(Zone {
         apex: name(ZONE),
         kind: ZoneKind::Authoritative,
@@ -76,22 +85,46 @@ pub fn snapshot() -> Snapshot {
         }],
         additional: vec![],
     };
-    let web = AnswerSet { answer: vec![a_set(None, [Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2)], 3600)], additional: vec![] };
-    let big = AnswerSet { answer: vec![a_set(None, (0..40).map(|i| Ipv4Addr::new(10, 1, 0, i)), 60)], additional: vec![] };
+    let web = AnswerSet {
+        answer: vec![a_set(
+            None,
+            [Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2)],
+            3600,
+        )],
+        additional: vec![],
+    };
+    let big = AnswerSet {
+        answer: vec![a_set(None, (0..40).map(|i| Ipv4Addr::new(10, 1, 0, i)), 60)],
+        additional: vec![],
+    };
     let targets = ["t1.skydns.test.", "t2.skydns.test."];
     let srv = AnswerSet {
         answer: vec![Rrset {
             owner: None,
             records: targets
                 .iter()
-                .map(|t| Record { ttl: 60, rdata: Rdata::Srv { priority: 10, weight: 50, port: 80, target: name(t) } })
+                .map(|t| Record {
+                    ttl: 60,
+                    rdata: Rdata::Srv {
+                        priority: 10,
+                        weight: 50,
+                        port: 80,
+                        target: name(t),
+                    },
+                })
                 .collect(),
             rotate: false,
         }],
         additional: targets
             .iter()
             .enumerate()
-            .map(|(n, t)| a_set(Some(t), (0..30).map(|i| Ipv4Addr::new(10, 2, n as u8, i)), 60))
+            .map(|(n, t)| {
+                a_set(
+                    Some(t),
+                    (0..30).map(|i| Ipv4Addr::new(10, 2, n as u8, i)),
+                    60,
+                )
+            })
             .collect(),
     };
     for (n, node) in [
@@ -108,7 +141,10 @@ pub fn snapshot() -> Snapshot {
 /// The same snapshot, with CHAOS identity configured.
 pub fn snapshot_with_identity() -> Snapshot {
     let mut snap = snapshot();
-    snap.identity = Identity { version: Some(b"skyline test".as_slice().into()), id: Some(b"node-1".as_slice().into()) };
+    snap.identity = Identity {
+        version: Some(b"skyline test".as_slice().into()),
+        id: Some(b"node-1".as_slice().into()),
+    };
     snap
 }
 
@@ -123,13 +159,23 @@ pub struct RawQuery {
 impl RawQuery {
     /// A standard query (RD set) for `qname`/`qtype`/IN.
     pub fn new(qname: &str, qtype: u16) -> RawQuery {
-        let mut q = RawQuery { id: 0xBEEF, flags: 0x0100, counts: [0; 4], body: Vec::new() };
+        let mut q = RawQuery {
+            id: 0xBEEF,
+            flags: 0x0100,
+            counts: [0; 4],
+            body: Vec::new(),
+        };
         q.question(qname, qtype, 1);
         q
     }
 
     pub fn empty() -> RawQuery {
-        RawQuery { id: 0xBEEF, flags: 0x0100, counts: [0; 4], body: Vec::new() }
+        RawQuery {
+            id: 0xBEEF,
+            flags: 0x0100,
+            counts: [0; 4],
+            body: Vec::new(),
+        }
     }
 
     /// Appends a question with the name spelled exactly as given (case kept).
@@ -159,7 +205,8 @@ impl RawQuery {
         self.body.extend_from_slice(&[0, 0, 41]);
         self.body.extend_from_slice(&udp_size.to_be_bytes());
         self.body.extend_from_slice(&[0, version, 0, 0]);
-        self.body.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+        self.body
+            .extend_from_slice(&(rdata.len() as u16).to_be_bytes());
         self.body.extend_from_slice(&rdata);
         self.counts[3] += 1;
         self

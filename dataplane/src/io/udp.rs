@@ -1,0 +1,180 @@
+//! The kernel UDP path: a non-blocking socket, one batched syscall per direction.
+
+use super::{Datagrams, PacketIo, SendReport};
+use crate::sys;
+use mio::net::UdpSocket;
+use mio::{Interest, Registry, Token};
+use socket2::SockRef;
+use std::io;
+
+/// How many times a batch whose send found the socket buffer full is retried before the rest
+/// is dropped. A full send buffer drains at wire speed; waiting longer would hold up every
+/// other client of the worker for the sake of a few replies the clients will retry anyway.
+const SEND_RETRIES: u32 = 3;
+
+/// A kernel UDP socket used through `recvmmsg`/`sendmmsg` (or their per-datagram fallback).
+#[derive(Debug)]
+pub struct KernelUdp {
+    socket: UdpSocket,
+}
+
+impl KernelUdp {
+    /// Wraps a bound socket; it is switched to non-blocking mode.
+    pub fn new(socket: std::net::UdpSocket) -> io::Result<KernelUdp> {
+        socket.set_nonblocking(true)?;
+        Ok(KernelUdp {
+            socket: UdpSocket::from_std(socket),
+        })
+    }
+
+    /// The address the socket is bound to.
+    pub fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
+        self.socket.local_addr()
+    }
+}
+
+impl PacketIo for KernelUdp {
+    fn recv(&mut self, batch: &mut Datagrams) -> io::Result<usize> {
+        let socket = &self.socket;
+        let n = socket.try_io(|| sys::recv_batch(SockRef::from(socket), batch.recv_slots()))?;
+        batch.set_received(n);
+        Ok(n)
+    }
+
+    fn send(&mut self, batch: &Datagrams) -> SendReport {
+        let socket = &self.socket;
+        let mut report = SendReport::default();
+        let mut retries = 0;
+        while report.sent + report.dropped < batch.len() {
+            let from = report.sent + report.dropped;
+            match socket.try_io(|| sys::send_batch(SockRef::from(socket), batch.send_slots(from))) {
+                Ok(n) if n > 0 => report.sent += n,
+                Ok(_) => {
+                    if retries == SEND_RETRIES {
+                        report.dropped = batch.len() - report.sent;
+                        break;
+                    }
+                    retries += 1;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if retries == SEND_RETRIES {
+                        report.dropped = batch.len() - report.sent;
+                        report.error = Some(e);
+                        break;
+                    }
+                    retries += 1;
+                    std::thread::yield_now();
+                }
+                Err(e) => {
+                    // The first datagram of the rest could not be sent (unreachable peer, bad
+                    // address): skip it and go on with the others.
+                    report.dropped += 1;
+                    report.error = Some(e);
+                }
+            }
+        }
+        report
+    }
+}
+
+impl mio::event::Source for KernelUdp {
+    fn register(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        interests: Interest,
+    ) -> io::Result<()> {
+        self.socket.register(registry, token, interests)
+    }
+
+    fn reregister(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        interests: Interest,
+    ) -> io::Result<()> {
+        self.socket.reregister(registry, token, interests)
+    }
+
+    fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
+        self.socket.deregister(registry)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, SocketAddr};
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_batch_is_received_and_echoed() {
+        let server = std::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let addr = server.local_addr().unwrap();
+        let mut io = KernelUdp::new(server).unwrap();
+        let client = std::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        for i in 0..10u8 {
+            client.send_to(&[i; 5], addr).unwrap();
+        }
+
+        let mut rx = Datagrams::new(512);
+        let mut tx = Datagrams::new(512);
+        let mut seen = 0;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while seen < 10 && Instant::now() < deadline {
+            match io.recv(&mut rx) {
+                Ok(n) => {
+                    tx.clear();
+                    for i in 0..n {
+                        let (payload, peer) = rx.get(i).unwrap();
+                        assert_eq!(peer, client.local_addr().unwrap());
+                        tx.push_with(peer, |out| {
+                            out[..payload.len()].copy_from_slice(payload);
+                            Some(payload.len())
+                        });
+                    }
+                    let report = io.send(&tx);
+                    assert_eq!((report.sent, report.dropped), (n, 0));
+                    seen += n;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(seen, 10);
+        let mut buf = [0u8; 16];
+        for _ in 0..10 {
+            let (n, from) = client.recv_from(&mut buf).unwrap();
+            assert_eq!((n, from), (5, addr));
+        }
+        assert_eq!(
+            io.recv(&mut rx).unwrap_err().kind(),
+            io::ErrorKind::WouldBlock
+        );
+    }
+
+    #[test]
+    fn a_datagram_to_an_impossible_peer_is_dropped_and_the_rest_sent() {
+        let server = std::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let mut io = KernelUdp::new(server).unwrap();
+        let client = std::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        let mut tx = Datagrams::new(16);
+        // Port 0 is not a valid destination; the kernel refuses that datagram alone.
+        tx.push_with(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), |_| Some(4));
+        tx.push_with(client.local_addr().unwrap(), |_| Some(4));
+        let report = io.send(&tx);
+        assert_eq!((report.sent, report.dropped), (1, 1));
+        assert!(report.error.is_some());
+        let mut buf = [0u8; 16];
+        assert_eq!(client.recv_from(&mut buf).unwrap().0, 4);
+    }
+}

@@ -1,0 +1,299 @@
+//! Per-worker counters, summed only when scraped.
+//!
+//! Each worker owns one set of counters on its own cache line and is its only writer, so a count
+//! is a relaxed load and store on a line no other core writes: no locked instruction and no
+//! cache-line ping-pong on the query path. A scrape reads every worker's counters into
+//! [`Totals`]; it may see one worker a few queries ahead of another, never a torn value.
+
+use crate::answer::{Outcome, Reply, Transport};
+use crate::wire::types::rcode;
+use crate::wire::DropReason;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Counts of everything a worker did, summed over all workers at scrape time. Every field
+/// counts since the server started and only ever grows.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Totals {
+    /// Datagrams received on the UDP sockets (each is one query, answered or not).
+    pub queries_udp: u64,
+    /// Messages received on TCP connections.
+    pub queries_tcp: u64,
+    /// Receive calls that returned datagrams; `queries_udp / udp_batches` is the mean batch
+    /// size, which shows how much each syscall is amortised.
+    pub udp_batches: u64,
+    /// Replies with rcode NOERROR (answers and NODATA).
+    pub replies_noerror: u64,
+    /// Replies with rcode NXDOMAIN.
+    pub replies_nxdomain: u64,
+    /// Replies with rcode SERVFAIL (zones not yet synced, answers too large even for TCP).
+    pub replies_servfail: u64,
+    /// Replies with rcode FORMERR (malformed queries).
+    pub replies_formerr: u64,
+    /// Replies with rcode NOTIMP (unsupported opcodes and meta types).
+    pub replies_notimp: u64,
+    /// Replies with rcode REFUSED (names outside every zone, unknown classes).
+    pub replies_refused: u64,
+    /// Replies with extended rcode BADVERS (EDNS version above 0).
+    pub replies_badvers: u64,
+    /// Replies with any other rcode.
+    pub replies_other: u64,
+    /// Replies sent with TC=1 because the answer did not fit the client's UDP size.
+    pub truncated: u64,
+    /// Messages dropped unanswered because they were shorter than a DNS header.
+    pub dropped_too_short: u64,
+    /// Messages dropped unanswered because they were responses (QR=1).
+    pub dropped_response: u64,
+    /// Queries that claimed answer or authority records, which were ignored.
+    pub ignored_records: u64,
+    /// Queries followed by trailing bytes, which were ignored.
+    pub trailing_bytes: u64,
+    /// UDP replies dropped because the kernel refused them (send buffer full past the retries,
+    /// unreachable peer).
+    pub udp_send_failures: u64,
+    /// Failed UDP receive calls other than "nothing waiting".
+    pub udp_receive_errors: u64,
+    /// TCP connections accepted and served.
+    pub tcp_accepted: u64,
+    /// TCP connections closed at once because the worker was at its connection cap.
+    pub tcp_refused_full: u64,
+    /// TCP connections closed at once because their client was at its per-client cap.
+    pub tcp_refused_per_client: u64,
+    /// TCP connections closed because a message, a length prefix, or a reply stalled past the
+    /// I/O timeout.
+    pub tcp_io_timeouts: u64,
+    /// TCP connections closed after the idle timeout.
+    pub tcp_idle_timeouts: u64,
+}
+
+/// A counter with a single writer: its worker.
+#[derive(Debug, Default)]
+pub(crate) struct Counter(AtomicU64);
+
+impl Counter {
+    /// Adds one. Only the owning worker calls this, so load-then-store loses nothing and avoids
+    /// the locked read-modify-write of `fetch_add`.
+    #[inline]
+    pub(crate) fn incr(&self) {
+        self.add(1);
+    }
+
+    /// Adds `n`.
+    #[inline]
+    pub(crate) fn add(&self, n: u64) {
+        self.0.store(
+            self.0.load(Ordering::Relaxed).wrapping_add(n),
+            Ordering::Relaxed,
+        );
+    }
+
+    fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// One worker's counters, aligned to a cache line so that workers never share one.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub(crate) struct WorkerStats {
+    pub(crate) queries_udp: Counter,
+    pub(crate) queries_tcp: Counter,
+    pub(crate) udp_batches: Counter,
+    replies: [Counter; RCODE_BUCKETS],
+    truncated: Counter,
+    dropped_too_short: Counter,
+    dropped_response: Counter,
+    ignored_records: Counter,
+    trailing_bytes: Counter,
+    pub(crate) udp_send_failures: Counter,
+    pub(crate) udp_receive_errors: Counter,
+    pub(crate) tcp_accepted: Counter,
+    pub(crate) tcp_refused_full: Counter,
+    pub(crate) tcp_refused_per_client: Counter,
+    pub(crate) tcp_io_timeouts: Counter,
+    pub(crate) tcp_idle_timeouts: Counter,
+}
+
+/// Reply counters by rcode: the seven named ones, then "other".
+const RCODE_BUCKETS: usize = 8;
+
+fn rcode_bucket(code: u16) -> usize {
+    match code {
+        rcode::NOERROR => 0,
+        rcode::NXDOMAIN => 1,
+        rcode::SERVFAIL => 2,
+        rcode::FORMERR => 3,
+        rcode::NOTIMP => 4,
+        rcode::REFUSED => 5,
+        rcode::BADVERS => 6,
+        _ => 7,
+    }
+}
+
+impl WorkerStats {
+    /// Counts one message received on `transport` and what answering it produced.
+    #[inline]
+    pub(crate) fn query(&self, transport: Transport, outcome: &Outcome) {
+        match transport {
+            Transport::Udp => self.queries_udp.incr(),
+            Transport::Tcp => self.queries_tcp.incr(),
+        }
+        match outcome {
+            Outcome::Reply(reply) => self.reply(reply),
+            Outcome::Drop(DropReason::TooShort) => self.dropped_too_short.incr(),
+            Outcome::Drop(DropReason::Response) => self.dropped_response.incr(),
+        }
+    }
+
+    fn reply(&self, reply: &Reply) {
+        self.replies[rcode_bucket(reply.rcode)].incr();
+        if reply.truncated {
+            self.truncated.incr();
+        }
+        if reply.ignored_records {
+            self.ignored_records.incr();
+        }
+        if reply.trailing {
+            self.trailing_bytes.incr();
+        }
+    }
+
+    /// Adds this worker's counters to `totals`.
+    pub(crate) fn add_to(&self, totals: &mut Totals) {
+        let r = |code: u16| self.replies[rcode_bucket(code)].get();
+        totals.queries_udp += self.queries_udp.get();
+        totals.queries_tcp += self.queries_tcp.get();
+        totals.udp_batches += self.udp_batches.get();
+        totals.replies_noerror += r(rcode::NOERROR);
+        totals.replies_nxdomain += r(rcode::NXDOMAIN);
+        totals.replies_servfail += r(rcode::SERVFAIL);
+        totals.replies_formerr += r(rcode::FORMERR);
+        totals.replies_notimp += r(rcode::NOTIMP);
+        totals.replies_refused += r(rcode::REFUSED);
+        totals.replies_badvers += r(rcode::BADVERS);
+        totals.replies_other += self.replies[RCODE_BUCKETS - 1].get();
+        totals.truncated += self.truncated.get();
+        totals.dropped_too_short += self.dropped_too_short.get();
+        totals.dropped_response += self.dropped_response.get();
+        totals.ignored_records += self.ignored_records.get();
+        totals.trailing_bytes += self.trailing_bytes.get();
+        totals.udp_send_failures += self.udp_send_failures.get();
+        totals.udp_receive_errors += self.udp_receive_errors.get();
+        totals.tcp_accepted += self.tcp_accepted.get();
+        totals.tcp_refused_full += self.tcp_refused_full.get();
+        totals.tcp_refused_per_client += self.tcp_refused_per_client.get();
+        totals.tcp_io_timeouts += self.tcp_io_timeouts.get();
+        totals.tcp_idle_timeouts += self.tcp_idle_timeouts.get();
+    }
+}
+
+/// How often a repeating data-path warning may be logged.
+pub(crate) const WARN_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Lets a data-path warning through at most once per [`WARN_INTERVAL`], so that a flood of
+/// failing packets cannot turn into a flood of log lines; the next warning says how many were
+/// held back.
+#[derive(Debug, Default)]
+pub(crate) struct RateLimitedWarning {
+    last: Option<Instant>,
+    suppressed: u64,
+}
+
+impl RateLimitedWarning {
+    /// Whether to log now; `Some(n)` with the number of warnings suppressed since the last one.
+    pub(crate) fn allow(&mut self, now: Instant) -> Option<u64> {
+        match self.last {
+            Some(last) if now.saturating_duration_since(last) < WARN_INTERVAL => {
+                self.suppressed += 1;
+                None
+            }
+            _ => {
+                self.last = Some(now);
+                Some(std::mem::take(&mut self.suppressed))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(code: u16) -> Outcome {
+        Outcome::Reply(Reply {
+            len: 12,
+            rcode: code,
+            truncated: false,
+            ignored_records: false,
+            trailing: false,
+        })
+    }
+
+    #[test]
+    fn replies_are_counted_by_rcode_and_transport() {
+        let stats = WorkerStats::default();
+        for code in [0, 1, 2, 3, 4, 5, 16, 9] {
+            stats.query(Transport::Udp, &reply(code));
+        }
+        stats.query(
+            Transport::Tcp,
+            &Outcome::Reply(Reply {
+                len: 12,
+                rcode: 0,
+                truncated: true,
+                ignored_records: true,
+                trailing: true,
+            }),
+        );
+        stats.query(Transport::Udp, &Outcome::Drop(DropReason::TooShort));
+        stats.query(Transport::Tcp, &Outcome::Drop(DropReason::Response));
+        let mut t = Totals::default();
+        stats.add_to(&mut t);
+        assert_eq!((t.queries_udp, t.queries_tcp), (9, 2));
+        assert_eq!(t.replies_noerror, 2);
+        for n in [
+            t.replies_formerr,
+            t.replies_servfail,
+            t.replies_nxdomain,
+            t.replies_notimp,
+            t.replies_refused,
+            t.replies_badvers,
+            t.replies_other,
+        ] {
+            assert_eq!(n, 1);
+        }
+        assert_eq!(
+            (t.truncated, t.ignored_records, t.trailing_bytes),
+            (1, 1, 1)
+        );
+        assert_eq!((t.dropped_too_short, t.dropped_response), (1, 1));
+    }
+
+    #[test]
+    fn totals_sum_over_workers() {
+        let workers = [WorkerStats::default(), WorkerStats::default()];
+        workers[0].tcp_accepted.add(3);
+        workers[1].tcp_accepted.incr();
+        let mut t = Totals::default();
+        for w in &workers {
+            w.add_to(&mut t);
+        }
+        assert_eq!(t.tcp_accepted, 4);
+    }
+
+    #[test]
+    fn each_worker_has_its_own_cache_line() {
+        assert_eq!(std::mem::align_of::<WorkerStats>(), 64);
+        assert_eq!(std::mem::size_of::<WorkerStats>() % 64, 0);
+    }
+
+    #[test]
+    fn warnings_pass_once_per_interval_and_report_what_was_held_back() {
+        let mut w = RateLimitedWarning::default();
+        let t0 = Instant::now();
+        assert_eq!(w.allow(t0), Some(0));
+        assert_eq!(w.allow(t0 + Duration::from_secs(1)), None);
+        assert_eq!(w.allow(t0 + Duration::from_secs(2)), None);
+        assert_eq!(w.allow(t0 + WARN_INTERVAL), Some(2));
+    }
+}

@@ -1,0 +1,553 @@
+//! DNS over TCP (RFC 7766) inside a worker's event loop.
+//!
+//! Each worker owns a listener and its connections. Everything is non-blocking and bounded so
+//! that no client can hold up the worker's UDP traffic or other connections:
+//! - messages are framed by a 2-byte length and answered in arrival order as soon as each is
+//!   complete, several per connection (pipelining);
+//! - a connection gets a bounded amount of work per turn of the event loop and is queued again
+//!   if it has more;
+//! - replies wait in a per-connection buffer; past a high-water mark the connection's queries
+//!   are left unread, so the kernel's flow control pushes back on a client that does not read;
+//! - a message or length prefix must arrive, and pending replies must make progress, within the
+//!   I/O timeout; a connection with nothing to do is closed after the idle timeout, which
+//!   shrinks when connections run short;
+//! - connections are capped per worker and per client address.
+//!
+//! Timeouts are checked by a sweep driven from the poll loop's timeout, not by timers per
+//! connection.
+
+use crate::answer::{answer, Context, Outcome, Transport};
+use crate::snapshot::Snapshot;
+use crate::stats::{RateLimitedWarning, WorkerStats};
+use crate::wire::types::MAX_MESSAGE_LEN;
+use mio::net::{TcpListener, TcpStream};
+use mio::{Interest, Registry, Token};
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+/// Limits and timeouts of DNS over TCP. The caps are per worker: the kernel spreads connections
+/// over the workers' listeners, so the server as a whole holds up to `workers` times as many.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpConfig {
+    /// Open connections per worker; further ones are closed as soon as they are accepted.
+    pub max_connections: usize,
+    /// Open connections per client address per worker, so that one client cannot take all.
+    pub max_per_client: usize,
+    /// How long a connection may sit with nothing to do before it is closed (RFC 7766 §6.2.3
+    /// suggests seconds, not minutes). Advertised in edns-tcp-keepalive (RFC 7828).
+    pub idle_timeout: Duration,
+    /// How long a started message or length prefix may take to arrive, and pending replies may
+    /// go without the client reading any of them.
+    pub io_timeout: Duration,
+}
+
+impl Default for TcpConfig {
+    fn default() -> TcpConfig {
+        TcpConfig {
+            max_connections: 1024,
+            max_per_client: 16,
+            idle_timeout: Duration::from_secs(10),
+            io_timeout: Duration::from_secs(1),
+        }
+    }
+}
+
+/// The token of a worker's listener; connections follow it.
+pub(crate) const LISTENER: Token = Token(2);
+/// Token of the first connection slot.
+const FIRST_CONNECTION: usize = LISTENER.0 + 1;
+
+/// Pending reply bytes above which a connection's further queries wait for the client to read.
+/// One reply of maximum size always fits on top, so the buffer stays below 128 KiB.
+const OUTPUT_HIGH_WATER: usize = 64 * 1024;
+/// Initial input buffer of a connection: room for many pipelined queries of usual size; it
+/// grows to fit a larger message and shrinks back once that is answered.
+const INITIAL_INPUT_LEN: usize = 2048;
+/// Messages answered per connection per turn before other work gets its go.
+const MESSAGES_PER_TURN: usize = 64;
+/// Reads per connection per turn.
+const READS_PER_TURN: usize = 8;
+/// Connections accepted per turn.
+const ACCEPTS_PER_TURN: usize = 64;
+/// How long accepting pauses after the listener fails (out of file descriptors, memory).
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+/// Bounds on the interval of the timeout sweep: a quarter of the I/O timeout within these.
+const MIN_SWEEP: Duration = Duration::from_millis(10);
+const MAX_SWEEP: Duration = Duration::from_millis(100);
+/// Length of the TCP framing prefix.
+const PREFIX_LEN: usize = 2;
+
+/// A worker's TCP side: its listener and its connections.
+pub(crate) struct TcpServer {
+    listener: TcpListener,
+    config: TcpConfig,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    active: usize,
+    per_client: HashMap<IpAddr, usize>,
+    /// Connections with work to do in the next turn.
+    ready: Vec<usize>,
+    /// The list being worked through in the current turn (kept to reuse its allocation).
+    serving: Vec<usize>,
+    listener_ready: bool,
+    accept_paused_until: Option<Instant>,
+    /// Reply buffer: a length prefix and a message of the largest size.
+    scratch: Box<[u8]>,
+    next_sweep: Instant,
+    sweep_every: Duration,
+    accept_warning: RateLimitedWarning,
+}
+
+/// Per-turn facts a connection needs to answer its queries.
+pub(crate) struct Turn<'a> {
+    /// The snapshot loaded for this turn.
+    pub(crate) snapshot: &'a Snapshot,
+    /// The worker's counters.
+    pub(crate) stats: &'a WorkerStats,
+    /// The worker's rotation counter for round-robin answers.
+    pub(crate) rotation: &'a mut u32,
+    /// The time of this turn.
+    pub(crate) now: Instant,
+}
+
+/// What to do with a connection after serving it.
+enum Next {
+    /// Nothing until its next readiness event.
+    Wait,
+    /// It has more work: serve it again next turn.
+    Again,
+    /// Close it.
+    Close,
+}
+
+impl TcpServer {
+    pub(crate) fn new(listener: TcpListener, config: TcpConfig, now: Instant) -> TcpServer {
+        let sweep_every = (config.io_timeout / 4).clamp(MIN_SWEEP, MAX_SWEEP);
+        TcpServer {
+            listener,
+            config,
+            conns: Vec::new(),
+            free: Vec::new(),
+            active: 0,
+            per_client: HashMap::new(),
+            ready: Vec::new(),
+            serving: Vec::new(),
+            listener_ready: true,
+            accept_paused_until: None,
+            scratch: vec![0; PREFIX_LEN + MAX_MESSAGE_LEN].into_boxed_slice(),
+            next_sweep: now + sweep_every,
+            sweep_every,
+            accept_warning: RateLimitedWarning::default(),
+        }
+    }
+
+    /// Registers the listener in the worker's poll.
+    pub(crate) fn register(&mut self, registry: &Registry) -> io::Result<()> {
+        registry.register(&mut self.listener, LISTENER, Interest::READABLE)
+    }
+
+    /// Notes a readiness event for the listener or a connection; other tokens are ignored.
+    pub(crate) fn on_event(&mut self, token: Token) {
+        if token == LISTENER {
+            self.listener_ready = self.accept_paused_until.is_none();
+            return;
+        }
+        let Some(idx) = token.0.checked_sub(FIRST_CONNECTION) else {
+            return;
+        };
+        if let Some(Some(conn)) = self.conns.get_mut(idx) {
+            if !conn.queued {
+                conn.queued = true;
+                self.ready.push(idx);
+            }
+        }
+    }
+
+    /// Whether work is waiting that needs no readiness event to continue.
+    pub(crate) fn has_work(&self) -> bool {
+        self.listener_ready || !self.ready.is_empty()
+    }
+
+    /// When the poll loop must wake up next for the timeout sweep, if anything can time out.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        (self.active > 0 || self.accept_paused_until.is_some()).then_some(self.next_sweep)
+    }
+
+    /// Accepts waiting connections and serves the connections with work, each within its
+    /// budget.
+    pub(crate) fn turn(&mut self, registry: &Registry, turn: &mut Turn<'_>) {
+        if self.listener_ready {
+            self.listener_ready = self.accept(registry, turn.stats, turn.now);
+        }
+        let mut serving = std::mem::take(&mut self.serving);
+        std::mem::swap(&mut serving, &mut self.ready);
+        let keepalive = keepalive(self.idle_timeout());
+        for idx in serving.drain(..) {
+            let Some(Some(conn)) = self.conns.get_mut(idx) else {
+                continue;
+            };
+            conn.queued = false;
+            match conn.serve(&mut self.scratch, turn, keepalive) {
+                Next::Wait => {}
+                Next::Again => {
+                    conn.queued = true;
+                    self.ready.push(idx);
+                }
+                Next::Close => self.close(registry, idx),
+            }
+        }
+        self.serving = serving;
+    }
+
+    /// Closes connections past their timeouts, at most once per sweep interval.
+    pub(crate) fn sweep(&mut self, registry: &Registry, stats: &WorkerStats, now: Instant) {
+        if now < self.next_sweep {
+            return;
+        }
+        self.next_sweep = now + self.sweep_every;
+        if self.accept_paused_until.is_some_and(|until| now >= until) {
+            self.accept_paused_until = None;
+            self.listener_ready = true;
+        }
+        let idle = self.idle_timeout();
+        let io = self.config.io_timeout;
+        for idx in 0..self.conns.len() {
+            let Some(conn) = &self.conns[idx] else {
+                continue;
+            };
+            let late = |since: Option<Instant>| {
+                since.is_some_and(|t| now.saturating_duration_since(t) >= io)
+            };
+            if late(conn.partial_since) || late(conn.stalled_since) {
+                stats.tcp_io_timeouts.incr();
+                self.close(registry, idx);
+            } else if conn.is_idle() && now.saturating_duration_since(conn.last_active) >= idle {
+                stats.tcp_idle_timeouts.incr();
+                self.close(registry, idx);
+            }
+        }
+    }
+
+    /// The idle timeout in force: the configured one, or the I/O timeout once more than three
+    /// quarters of the connection slots are taken, so that idle clients make room for new ones.
+    fn idle_timeout(&self) -> Duration {
+        if self.active * 4 > self.config.max_connections * 3 {
+            self.config.idle_timeout.min(self.config.io_timeout)
+        } else {
+            self.config.idle_timeout
+        }
+    }
+
+    /// Accepts up to a turn's worth of connections; returns whether more may be waiting.
+    fn accept(&mut self, registry: &Registry, stats: &WorkerStats, now: Instant) -> bool {
+        for _ in 0..ACCEPTS_PER_TURN {
+            match self.listener.accept() {
+                Ok((stream, peer)) => self.admit(registry, stream, peer, stats, now),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
+                    ) => {}
+                Err(e) => {
+                    // Typically out of file descriptors: the connection stays in the backlog;
+                    // try again after a pause rather than spinning on the error.
+                    if let Some(suppressed) = self.accept_warning.allow(now) {
+                        tracing::warn!(error = %e, suppressed, "accepting a TCP connection failed");
+                    }
+                    self.accept_paused_until = Some(now + ACCEPT_PAUSE);
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    fn admit(
+        &mut self,
+        registry: &Registry,
+        mut stream: TcpStream,
+        peer: SocketAddr,
+        stats: &WorkerStats,
+        now: Instant,
+    ) {
+        let client = peer.ip().to_canonical();
+        if self.active >= self.config.max_connections {
+            stats.tcp_refused_full.incr();
+            return;
+        }
+        let from_client = self.per_client.get(&client).copied().unwrap_or(0);
+        if from_client >= self.config.max_per_client {
+            stats.tcp_refused_per_client.incr();
+            return;
+        }
+        let idx = self.free.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.conns.len() - 1
+        });
+        if let Err(e) = registry.register(
+            &mut stream,
+            Token(FIRST_CONNECTION + idx),
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            self.free.push(idx);
+            if let Some(suppressed) = self.accept_warning.allow(now) {
+                tracing::warn!(error = %e, suppressed, "registering a TCP connection failed");
+            }
+            return;
+        }
+        // Replies are written whole; coalescing them with later ones only adds latency.
+        let _ = stream.set_nodelay(true);
+        self.conns[idx] = Some(Conn::new(stream, client, now));
+        self.active += 1;
+        *self.per_client.entry(client).or_insert(0) += 1;
+        stats.tcp_accepted.incr();
+    }
+
+    fn close(&mut self, registry: &Registry, idx: usize) {
+        let Some(mut conn) = self.conns[idx].take() else {
+            return;
+        };
+        let _ = registry.deregister(&mut conn.stream);
+        self.active -= 1;
+        if let Some(n) = self.per_client.get_mut(&conn.client) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_client.remove(&conn.client);
+            }
+        }
+        self.free.push(idx);
+    }
+}
+
+/// The edns-tcp-keepalive value for an idle timeout, in units of 100 ms (RFC 7828 §3.1).
+fn keepalive(idle: Duration) -> u16 {
+    (idle.as_millis() / 100).min(u128::from(u16::MAX)) as u16
+}
+
+/// One client connection and its buffers.
+struct Conn {
+    stream: TcpStream,
+    client: IpAddr,
+    /// Received bytes are `input[in_start..in_end]`; the rest of `input` is free room.
+    input: Vec<u8>,
+    in_start: usize,
+    in_end: usize,
+    /// Replies not yet written are `output[out_start..]`.
+    output: Vec<u8>,
+    out_start: usize,
+    /// When the last query was answered (or the connection opened).
+    last_active: Instant,
+    /// When the first byte of the message now arriving came, if one is incomplete.
+    partial_since: Option<Instant>,
+    /// Since when pending replies have gone without the client reading any.
+    stalled_since: Option<Instant>,
+    /// The client closed its side: answer what is buffered, then close.
+    eof: bool,
+    /// The connection is in the ready list.
+    queued: bool,
+}
+
+impl Conn {
+    fn new(stream: TcpStream, client: IpAddr, now: Instant) -> Conn {
+        Conn {
+            stream,
+            client,
+            input: vec![0; INITIAL_INPUT_LEN],
+            in_start: 0,
+            in_end: 0,
+            output: Vec::new(),
+            out_start: 0,
+            last_active: now,
+            partial_since: None,
+            stalled_since: None,
+            eof: false,
+            queued: false,
+        }
+    }
+
+    /// Answers, writes and reads within the turn's budget.
+    fn serve(&mut self, scratch: &mut [u8], turn: &mut Turn<'_>, keepalive: u16) -> Next {
+        let next = self.serve_inner(scratch, turn, keepalive);
+        if self.in_start < self.in_end {
+            self.partial_since.get_or_insert(turn.now);
+        } else {
+            self.partial_since = None;
+        }
+        next
+    }
+
+    fn serve_inner(&mut self, scratch: &mut [u8], turn: &mut Turn<'_>, keepalive: u16) -> Next {
+        let mut messages = 0;
+        let mut reads = 0;
+        loop {
+            while messages < MESSAGES_PER_TURN && self.pending_output() < OUTPUT_HIGH_WATER {
+                let Some(message) = self.next_message() else {
+                    break;
+                };
+                self.answer(message, scratch, turn, keepalive);
+                messages += 1;
+            }
+            if self.flush(turn.now).is_err() {
+                return Next::Close;
+            }
+            if self.pending_output() >= OUTPUT_HIGH_WATER {
+                // The write hit WouldBlock: a writable event resumes this connection.
+                return Next::Wait;
+            }
+            if self.complete_message().is_some() {
+                if messages < MESSAGES_PER_TURN {
+                    continue;
+                }
+                return Next::Again;
+            }
+            if self.eof {
+                return if self.pending_output() == 0 {
+                    Next::Close
+                } else {
+                    Next::Wait
+                };
+            }
+            if reads == READS_PER_TURN {
+                return Next::Again;
+            }
+            reads += 1;
+            match self.read() {
+                Ok(0) => self.eof = true,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Wait,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Next::Close,
+            }
+        }
+    }
+
+    fn answer(
+        &mut self,
+        message: Range<usize>,
+        scratch: &mut [u8],
+        turn: &mut Turn<'_>,
+        keepalive: u16,
+    ) {
+        let ctx = Context {
+            transport: Transport::Tcp,
+            rotation: *turn.rotation,
+            keepalive,
+        };
+        *turn.rotation = turn.rotation.wrapping_add(1);
+        let outcome = answer(
+            &self.input[message],
+            turn.snapshot,
+            &ctx,
+            &mut scratch[PREFIX_LEN..],
+        );
+        turn.stats.query(Transport::Tcp, &outcome);
+        if let Outcome::Reply(reply) = outcome {
+            let len = reply.len.min(MAX_MESSAGE_LEN);
+            scratch[..PREFIX_LEN].copy_from_slice(&(len as u16).to_be_bytes());
+            self.output.extend_from_slice(&scratch[..PREFIX_LEN + len]);
+        }
+        self.last_active = turn.now;
+    }
+
+    /// The byte range of the complete message at the front of the input, if there is one.
+    fn complete_message(&self) -> Option<Range<usize>> {
+        let buffered = &self.input[self.in_start..self.in_end];
+        let len = usize::from(u16::from_be_bytes([*buffered.first()?, *buffered.get(1)?]));
+        let start = self.in_start + PREFIX_LEN;
+        (buffered.len() >= PREFIX_LEN + len).then_some(start..start + len)
+    }
+
+    /// Takes the complete message at the front of the input, if there is one.
+    fn next_message(&mut self) -> Option<Range<usize>> {
+        let message = self.complete_message()?;
+        self.in_start = message.end;
+        self.partial_since = None;
+        Some(message)
+    }
+
+    /// One read into the free room of the input buffer, made large enough for the message
+    /// whose length prefix has arrived.
+    fn read(&mut self) -> io::Result<usize> {
+        if self.in_start == self.in_end {
+            self.in_start = 0;
+            self.in_end = 0;
+            if self.input.len() > INITIAL_INPUT_LEN {
+                self.input = vec![0; INITIAL_INPUT_LEN];
+            }
+        } else if self.in_start > 0 {
+            self.input.copy_within(self.in_start..self.in_end, 0);
+            self.in_end -= self.in_start;
+            self.in_start = 0;
+        }
+        if self.in_end >= PREFIX_LEN {
+            let needed =
+                PREFIX_LEN + usize::from(u16::from_be_bytes([self.input[0], self.input[1]]));
+            if needed > self.input.len() {
+                self.input.resize(needed, 0);
+            }
+        }
+        let n = self.stream.read(&mut self.input[self.in_end..])?;
+        self.in_end += n;
+        Ok(n)
+    }
+
+    fn pending_output(&self) -> usize {
+        self.output.len() - self.out_start
+    }
+
+    /// Writes pending replies until done or the socket is full.
+    fn flush(&mut self, now: Instant) -> io::Result<()> {
+        let mut progressed = false;
+        while self.out_start < self.output.len() {
+            match self.stream.write(&self.output[self.out_start..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.out_start += n;
+                    progressed = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if self.out_start == self.output.len() {
+            self.out_start = 0;
+            self.output.clear();
+            if self.output.capacity() > OUTPUT_HIGH_WATER {
+                self.output = Vec::new();
+            }
+            self.stalled_since = None;
+        } else if progressed || self.stalled_since.is_none() {
+            self.stalled_since = Some(now);
+        }
+        Ok(())
+    }
+
+    /// Nothing received, nothing to send: only the idle timeout applies.
+    fn is_idle(&self) -> bool {
+        self.in_start == self.in_end && self.pending_output() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keepalive_is_in_units_of_100_ms() {
+        assert_eq!(keepalive(Duration::from_secs(10)), 100);
+        assert_eq!(keepalive(Duration::from_millis(250)), 2);
+        assert_eq!(keepalive(Duration::from_secs(100_000)), u16::MAX);
+    }
+
+    #[test]
+    fn defaults_follow_rfc_7766_guidance() {
+        let c = TcpConfig::default();
+        assert!(c.io_timeout < c.idle_timeout);
+        assert!(c.max_per_client < c.max_connections);
+    }
+}
