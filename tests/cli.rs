@@ -10,15 +10,17 @@ use std::process::Command;
 
 const RECORDS: &str = r#"{
   "/skydns/local/skydns/web": {"host": "10.9.0.1"},
-  "/skydns/env/test/web": {"host": "10.9.0.2"},
-  "/skydns/flag/test/web": {"host": "10.9.0.3"},
-  "/skydns/file/test/web": {"host": "10.9.0.4"},
+  "/skydns/test/env/web": {"host": "10.9.0.2"},
+  "/skydns/test/flag/web": {"host": "10.9.0.3"},
+  "/skydns/test/file/web": {"host": "10.9.0.4"},
   "/custom/local/skydns/web": {"host": "10.9.0.5"}
 }"#;
 
 fn answer_of(s: &Skyline, name: &str) -> Option<String> {
     let reply = s.udp(name, RecordType::A);
-    (reply.response_code() == ResponseCode::NoError).then(|| reply.answers().first().map(|r| r.data().unwrap().to_string())).flatten()
+    (reply.response_code() == ResponseCode::NoError)
+        .then(|| reply.answers().first().map(|r| r.data().unwrap().to_string()))
+        .flatten()
 }
 
 #[test]
@@ -31,7 +33,10 @@ fn default_domain_is_skydns_local() {
 fn skydns_domain_environment_variable_sets_the_domain() {
     let s = Skyline::start(RECORDS, &[], &[("SKYDNS_DOMAIN", "env.test.")]);
     assert_eq!(answer_of(&s, "web.env.test.").as_deref(), Some("10.9.0.2"));
-    assert_eq!(s.udp("web.skydns.local.", RecordType::A).response_code(), ResponseCode::Refused);
+    assert_eq!(
+        s.udp("web.skydns.local.", RecordType::A).response_code(),
+        ResponseCode::Refused
+    );
 }
 
 #[test]
@@ -47,7 +52,11 @@ fn the_environment_beats_the_config_file() {
     std::fs::write(&toml, "domain = \"file.test.\"\n").unwrap();
     let file_only = Skyline::start(RECORDS, &["--config", toml.to_str().unwrap()], &[]);
     assert_eq!(answer_of(&file_only, "web.file.test.").as_deref(), Some("10.9.0.4"));
-    let both = Skyline::start(RECORDS, &["--config", toml.to_str().unwrap()], &[("SKYDNS_DOMAIN", "env.test.")]);
+    let both = Skyline::start(
+        RECORDS,
+        &["--config", toml.to_str().unwrap()],
+        &[("SKYDNS_DOMAIN", "env.test.")],
+    );
     assert_eq!(answer_of(&both, "web.env.test.").as_deref(), Some("10.9.0.2"));
 }
 
@@ -62,20 +71,35 @@ fn unknown_config_file_keys_are_rejected_at_start() {
     let dir = tempfile::tempdir().unwrap();
     let toml = dir.path().join("skyline.toml");
     std::fs::write(&toml, "domian = \"typo.test.\"\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_skyline")).arg("--config").arg(&toml).arg("--addr").arg("127.0.0.1:0").output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_skyline"))
+        .arg("--config")
+        .arg(&toml)
+        .arg("--addr")
+        .arg("127.0.0.1:0")
+        .output()
+        .unwrap();
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("domian"), "the error names the bad key");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("domian"),
+        "the error names the bad key"
+    );
 }
 
 #[test]
 fn an_invalid_address_is_rejected_at_start() {
-    let out = Command::new(env!("CARGO_BIN_EXE_skyline")).args(["--addr", "localhost:53"]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_skyline"))
+        .args(["--addr", "localhost:53"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
 }
 
 #[test]
 fn a_missing_records_file_is_a_clear_error() {
-    let out = Command::new(env!("CARGO_BIN_EXE_skyline")).args(["--addr", "127.0.0.1:0", "--records", "/nonexistent/records.json"]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_skyline"))
+        .args(["--addr", "127.0.0.1:0", "--records", "/nonexistent/records.json"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/records.json"));
 }

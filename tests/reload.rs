@@ -15,7 +15,8 @@ const HOSTS: u8 = 4;
 fn generation(g: u32) -> String {
     let mut r = serde_json::json!({"/skydns/config": {"domain": "skydns.test."}});
     for i in 0..HOSTS {
-        r[format!("/skydns/test/skydns/gen/h{i}")] = serde_json::json!({"host": format!("10.{}.{}.{i}", g / 256, g % 256)});
+        r[format!("/skydns/test/skydns/gen/h{i}")] =
+            serde_json::json!({"host": format!("10.{}.{}.{i}", g / 256, g % 256)});
     }
     r.to_string()
 }
@@ -35,7 +36,10 @@ fn generation_of(reply: &hickory_proto::op::Message) -> u32 {
             other => panic!("A expected, got {other:?}"),
         })
         .collect();
-    assert!(gens.windows(2).all(|w| w[0] == w[1]), "answer mixes generations: {gens:?}");
+    assert!(
+        gens.windows(2).all(|w| w[0] == w[1]),
+        "answer mixes generations: {gens:?}"
+    );
     gens[0]
 }
 
@@ -68,7 +72,10 @@ fn rewriting_the_records_file_under_load_never_fails_or_mixes_generations() {
             if seen == g {
                 break;
             }
-            assert!(Instant::now() < deadline, "generation {g} not served within 5 s (still {seen})");
+            assert!(
+                Instant::now() < deadline,
+                "generation {g} not served within 5 s (still {seen})"
+            );
             std::thread::sleep(Duration::from_millis(2));
         }
     }

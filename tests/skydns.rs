@@ -7,7 +7,6 @@ use common::{dig, query, tool, udp_query, Skyline};
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{RData, Record, RecordType};
 use std::collections::BTreeSet;
-use std::sync::OnceLock;
 
 fn records() -> String {
     let mut r = serde_json::json!({
@@ -39,9 +38,9 @@ fn records() -> String {
     r.to_string()
 }
 
-fn server() -> &'static Skyline {
-    static SERVER: OnceLock<Skyline> = OnceLock::new();
-    SERVER.get_or_init(|| Skyline::start(&records(), &[], &[]))
+/// A fresh server per test: the process is killed when the test's `Skyline` drops.
+fn server() -> Skyline {
+    Skyline::start(&records(), &[], &[])
 }
 
 fn data(records: &[Record]) -> BTreeSet<String> {
@@ -54,7 +53,8 @@ fn set(items: &[&str]) -> BTreeSet<String> {
 
 #[test]
 fn a_query_on_a_leaf_answers_its_address_authoritatively() {
-    let reply = server().udp("web1.a.skydns.test.", RecordType::A);
+    let s = server();
+    let reply = s.udp("web1.a.skydns.test.", RecordType::A);
     assert_eq!(reply.response_code(), ResponseCode::NoError);
     assert!(reply.authoritative());
     assert_eq!(data(reply.answers()), set(&["10.0.0.1"]));
@@ -63,15 +63,17 @@ fn a_query_on_a_leaf_answers_its_address_authoritatively() {
 
 #[test]
 fn a_query_on_a_directory_answers_every_record_below_it() {
-    let reply = server().udp("a.skydns.test.", RecordType::A);
+    let s = server();
+    let reply = s.udp("a.skydns.test.", RecordType::A);
     assert_eq!(data(reply.answers()), set(&["10.0.0.1", "10.0.0.2"]));
 }
 
 #[test]
 fn aaaa_answers_ipv6_hosts_and_a_on_them_is_nodata() {
-    let reply = server().udp("x.v6.skydns.test.", RecordType::AAAA);
+    let s = server();
+    let reply = s.udp("x.v6.skydns.test.", RecordType::AAAA);
     assert_eq!(data(reply.answers()), set(&["2001:db8::1"]));
-    let reply = server().udp("x.v6.skydns.test.", RecordType::A);
+    let reply = s.udp("x.v6.skydns.test.", RecordType::A);
     assert_eq!(reply.response_code(), ResponseCode::NoError);
     assert!(reply.answers().is_empty());
     assert_eq!(reply.name_servers()[0].record_type(), RecordType::SOA);
@@ -79,7 +81,8 @@ fn aaaa_answers_ipv6_hosts_and_a_on_them_is_nodata() {
 
 #[test]
 fn srv_answers_carry_normalised_weights_and_address_glue() {
-    let reply = server().udp("a.skydns.test.", RecordType::SRV);
+    let s = server();
+    let reply = s.udp("a.skydns.test.", RecordType::SRV);
     let mut srvs: Vec<(u16, u16, u16, String)> = reply
         .answers()
         .iter()
@@ -91,55 +94,87 @@ fn srv_answers_carry_normalised_weights_and_address_glue() {
     srvs.sort();
     assert_eq!(
         srvs,
-        vec![(10, 33, 8080, "web2.a.skydns.test.".into()), (10, 66, 80, "web1.a.skydns.test.".into())]
+        vec![
+            (10, 33, 8080, "web2.a.skydns.test.".into()),
+            (10, 66, 80, "web1.a.skydns.test.".into())
+        ]
     );
-    let glue: BTreeSet<(String, String)> =
-        reply.additionals().iter().filter(|r| r.record_type() == RecordType::A).map(|r| (r.name().to_ascii(), r.data().unwrap().to_string())).collect();
+    let glue: BTreeSet<(String, String)> = reply
+        .additionals()
+        .iter()
+        .filter(|r| r.record_type() == RecordType::A)
+        .map(|r| (r.name().to_ascii(), r.data().unwrap().to_string()))
+        .collect();
     assert!(glue.contains(&("web1.a.skydns.test.".into(), "10.0.0.1".into())));
     assert!(glue.contains(&("web2.a.skydns.test.".into(), "10.0.0.2".into())));
 }
 
 #[test]
 fn txt_answers_the_text_field_with_case_insensitive_field_names() {
-    let reply = server().udp("t.txt.skydns.test.", RecordType::TXT);
-    let RData::TXT(txt) = reply.answers()[0].data().unwrap() else { panic!("TXT expected") };
+    let s = server();
+    let reply = s.udp("t.txt.skydns.test.", RecordType::TXT);
+    let RData::TXT(txt) = reply.answers()[0].data().unwrap() else {
+        panic!("TXT expected")
+    };
     assert_eq!(txt.txt_data()[0].as_ref(), b"hello world");
 }
 
 #[test]
 fn mx_answers_mail_records_with_glue_for_in_domain_exchanges() {
-    let reply = server().udp("m1.mx.skydns.test.", RecordType::MX);
-    let RData::MX(mx) = reply.answers()[0].data().unwrap() else { panic!("MX expected") };
-    assert_eq!((mx.preference(), mx.exchange().to_ascii()), (20, "mail.skydns.test.".to_string()));
+    let s = server();
+    let reply = s.udp("m1.mx.skydns.test.", RecordType::MX);
+    let RData::MX(mx) = reply.answers()[0].data().unwrap() else {
+        panic!("MX expected")
+    };
+    assert_eq!(
+        (mx.preference(), mx.exchange().to_ascii()),
+        (20, "mail.skydns.test.".to_string())
+    );
     assert_eq!(data(reply.additionals()), set(&["10.0.1.1"]));
-    let reply = server().udp("web1.a.skydns.test.", RecordType::MX);
+    let reply = s.udp("web1.a.skydns.test.", RecordType::MX);
     assert!(reply.answers().is_empty(), "only mail:true records answer MX");
 }
 
 #[test]
 fn cname_chains_are_followed_inside_the_domain() {
-    let reply = server().udp("c1.chain.skydns.test.", RecordType::A);
-    let rendered: Vec<(String, RecordType, String)> =
-        reply.answers().iter().map(|r| (r.name().to_ascii(), r.record_type(), r.data().unwrap().to_string())).collect();
+    let s = server();
+    let reply = s.udp("c1.chain.skydns.test.", RecordType::A);
+    let rendered: Vec<(String, RecordType, String)> = reply
+        .answers()
+        .iter()
+        .map(|r| (r.name().to_ascii(), r.record_type(), r.data().unwrap().to_string()))
+        .collect();
     assert_eq!(
         rendered,
         vec![
-            ("c1.chain.skydns.test.".into(), RecordType::CNAME, "c2.chain.skydns.test.".into()),
-            ("c2.chain.skydns.test.".into(), RecordType::CNAME, "c3.chain.skydns.test.".into()),
+            (
+                "c1.chain.skydns.test.".into(),
+                RecordType::CNAME,
+                "c2.chain.skydns.test.".into()
+            ),
+            (
+                "c2.chain.skydns.test.".into(),
+                RecordType::CNAME,
+                "c3.chain.skydns.test.".into()
+            ),
             ("c3.chain.skydns.test.".into(), RecordType::A, "10.0.2.1".into()),
         ]
     );
-    assert!(reply.answers().iter().all(|r| r.ttl() == 30), "several answers share the smallest TTL");
+    assert!(
+        reply.answers().iter().all(|r| r.ttl() == 30),
+        "several answers share the smallest TTL"
+    );
 }
 
 #[test]
 fn missing_names_are_nxdomain_and_missing_types_nodata_both_with_soa() {
-    let nx = server().udp("nope.skydns.test.", RecordType::A);
+    let s = server();
+    let nx = s.udp("nope.skydns.test.", RecordType::A);
     assert_eq!(nx.response_code(), ResponseCode::NXDomain);
     assert!(nx.authoritative());
     assert_eq!(nx.name_servers()[0].record_type(), RecordType::SOA);
     assert_eq!(nx.name_servers()[0].ttl(), 60);
-    let nodata = server().udp("web1.a.skydns.test.", RecordType::TXT);
+    let nodata = s.udp("web1.a.skydns.test.", RecordType::TXT);
     assert_eq!(nodata.response_code(), ResponseCode::NoError);
     assert!(nodata.answers().is_empty() && nodata.authoritative());
     assert_eq!(nodata.name_servers()[0].record_type(), RecordType::SOA);
@@ -147,73 +182,90 @@ fn missing_names_are_nxdomain_and_missing_types_nodata_both_with_soa() {
 
 #[test]
 fn wildcard_labels_match_any_label_at_their_position() {
-    let reply = server().udp("*.region1.skydns.test.", RecordType::A);
-    assert_eq!(data(reply.answers()), set(&["10.0.4.1", "10.0.4.2", "10.0.4.3", "10.0.4.4"]));
+    let s = server();
+    let reply = s.udp("*.region1.skydns.test.", RecordType::A);
+    assert_eq!(
+        data(reply.answers()),
+        set(&["10.0.4.1", "10.0.4.2", "10.0.4.3", "10.0.4.4"])
+    );
     assert_eq!(reply.answers()[0].name().to_ascii(), "*.region1.skydns.test.");
-    let reply = server().udp("production.any.skydns.test.", RecordType::A);
+    let reply = s.udp("production.any.skydns.test.", RecordType::A);
     assert_eq!(data(reply.answers()), set(&["10.0.4.3", "10.0.4.4"]));
-    let reply = server().udp("*.nowhere.skydns.test.", RecordType::A);
+    let reply = s.udp("*.nowhere.skydns.test.", RecordType::A);
     assert_eq!(reply.response_code(), ResponseCode::NXDomain);
 }
 
 #[test]
 fn groups_keep_the_shallowest_group_and_ungrouped_records() {
-    let reply = server().udp("grp.skydns.test.", RecordType::A);
+    let s = server();
+    let reply = s.udp("grp.skydns.test.", RecordType::A);
     assert_eq!(data(reply.answers()), set(&["10.0.3.1", "10.0.3.3"]));
 }
 
 #[test]
 fn ptr_answers_come_from_the_arpa_tree() {
-    let reply = server().udp("1.0.0.10.in-addr.arpa.", RecordType::PTR);
+    let s = server();
+    let reply = s.udp("1.0.0.10.in-addr.arpa.", RecordType::PTR);
     assert_eq!(data(reply.answers()), set(&["web1.a.skydns.test."]));
 }
 
 #[test]
 fn apex_answers_soa_and_ns_with_glue() {
-    let soa = server().udp("skydns.test.", RecordType::SOA);
-    let RData::SOA(soa) = soa.answers()[0].data().unwrap() else { panic!("SOA expected") };
+    let s = server();
+    let soa = s.udp("skydns.test.", RecordType::SOA);
+    let RData::SOA(soa) = soa.answers()[0].data().unwrap() else {
+        panic!("SOA expected")
+    };
     assert_eq!(soa.mname().to_ascii(), "ns.dns.skydns.test.");
     assert_eq!(soa.rname().to_ascii(), "hostmaster.skydns.test.");
     assert_eq!(soa.minimum(), 60);
-    let ns = server().udp("skydns.test.", RecordType::NS);
+    let ns = s.udp("skydns.test.", RecordType::NS);
     assert_eq!(data(ns.answers()), set(&["ns1.ns.dns.skydns.test."]));
     assert_eq!(data(ns.additionals()), set(&["10.0.9.1"]));
 }
 
 #[test]
 fn a_bad_record_is_skipped_and_its_neighbours_still_serve() {
-    let reply = server().udp("bad.skydns.test.", RecordType::A);
+    let s = server();
+    let reply = s.udp("bad.skydns.test.", RecordType::A);
     assert_eq!(data(reply.answers()), set(&["10.0.5.2"]));
 }
 
 #[test]
 fn truncated_udp_answers_are_complete_over_tcp() {
-    let udp = server().udp_plain("big.skydns.test.", RecordType::A);
+    let s = server();
+    let udp = s.udp_plain("big.skydns.test.", RecordType::A);
     assert!(udp.truncated());
-    let tcp = server().tcp("big.skydns.test.", RecordType::A);
+    let tcp = s.tcp("big.skydns.test.", RecordType::A);
     assert!(!tcp.truncated());
     assert_eq!(tcp.answers().len(), 40);
 }
 
 #[test]
 fn edns_is_echoed_with_1232_advertised() {
-    let reply = server().udp("web1.a.skydns.test.", RecordType::A);
+    let s = server();
+    let reply = s.udp("web1.a.skydns.test.", RecordType::A);
     assert_eq!(reply.extensions().as_ref().expect("OPT echoed").max_payload(), 1232);
-    let plain = server().udp_plain("web1.a.skydns.test.", RecordType::A);
+    let plain = s.udp_plain("web1.a.skydns.test.", RecordType::A);
     assert!(plain.extensions().is_none());
 }
 
 #[test]
 fn mixed_case_names_are_echoed_and_owners_keep_the_case() {
+    let s = server();
     let q = query("WeB1.A.SkyDNS.TeSt.", RecordType::A, None);
-    let reply = udp_query(server().addr, &q);
+    let reply = udp_query(s.addr, &q);
     assert_eq!(reply.queries()[0].name().to_ascii(), "WeB1.A.SkyDNS.TeSt.");
     assert_eq!(reply.answers()[0].name().to_ascii(), "WeB1.A.SkyDNS.TeSt.");
 }
 
 #[test]
 fn names_outside_the_domain_are_refused() {
-    assert_eq!(server().udp("example.org.", RecordType::A).response_code(), ResponseCode::Refused);
+    let s = server();
+    assert_eq!(
+        s.udp("example.org.", RecordType::A).response_code(),
+        ResponseCode::Refused
+    );
 }
 
 #[test]

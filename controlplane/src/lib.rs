@@ -1,1 +1,11 @@
-//! x
+//! skyline's control plane: the sources that read service records (the records file; etcd and
+//! Kubernetes to come), the decoding and checking of SkyDNS's JSON schema, and the publishing of
+//! compiled snapshots to the data plane through its [`skyline_dataplane::SnapshotCell`].
+//!
+//! Everything here runs on a tokio runtime on threads of its own, never on the query path: a
+//! slow or failing source delays new data, it never slows or changes answers already served.
+
+#![forbid(unsafe_code)]
+
+pub mod skydns;
+pub mod source;

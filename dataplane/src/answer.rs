@@ -35,7 +35,11 @@ pub struct Context {
 impl Context {
     /// A context for `transport` with no rotation and a 10 s keepalive.
     pub fn new(transport: Transport) -> Context {
-        Context { transport, rotation: 0, keepalive: 100 }
+        Context {
+            transport,
+            rotation: 0,
+            keepalive: 100,
+        }
     }
 }
 
@@ -102,7 +106,11 @@ fn respond(r: &mut Responder<'_>, q: &Query, qname: &LowerName, snapshot: &Snaps
     match question.qtype {
         rtype::OPT => return r.set_rcode(rcode::FORMERR),
         rtype::AXFR | rtype::IXFR => {
-            let code = if r.ctx.transport == Transport::Udp { rcode::NOTIMP } else { rcode::REFUSED };
+            let code = if r.ctx.transport == Transport::Udp {
+                rcode::NOTIMP
+            } else {
+                rcode::REFUSED
+            };
             return r.set_rcode(code);
         }
         t if rtype::is_unsupported_meta(t) => return r.set_rcode(rcode::NOTIMP),
@@ -234,7 +242,11 @@ impl<'a> Responder<'a> {
     fn copy_question(&mut self, q: &Query, qname: &LowerName) {
         let Some(question) = q.question else { return };
         let name_len = question.end - 4 - HEADER_LEN;
-        let total = if name_len == qname.wire().len() { question.end - HEADER_LEN } else { qname.wire().len() + 4 };
+        let total = if name_len == qname.wire().len() {
+            question.end - HEADER_LEN
+        } else {
+            qname.wire().len() + 4
+        };
         if total > self.room() {
             return;
         }
@@ -333,7 +345,16 @@ impl<'a> Responder<'a> {
     }
 
     fn finish(self, q: &Query) -> Reply {
-        let Responder { out, mut pos, flags: fl, rcode: code, mut counts, ctx, opt_keepalive, .. } = self;
+        let Responder {
+            out,
+            mut pos,
+            flags: fl,
+            rcode: code,
+            mut counts,
+            ctx,
+            opt_keepalive,
+            ..
+        } = self;
         if let Some(edns) = q.edns {
             let ext = (code >> 4) as u8;
             let do_bit = if edns.dnssec_ok { 0x80 } else { 0 };

@@ -81,10 +81,8 @@ impl Counter {
     /// Adds `n`.
     #[inline]
     pub(crate) fn add(&self, n: u64) {
-        self.0.store(
-            self.0.load(Ordering::Relaxed).wrapping_add(n),
-            Ordering::Relaxed,
-        );
+        self.0
+            .store(self.0.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
     }
 
     fn get(&self) -> u64 {
@@ -262,10 +260,7 @@ mod tests {
         ] {
             assert_eq!(n, 1);
         }
-        assert_eq!(
-            (t.truncated, t.ignored_records, t.trailing_bytes),
-            (1, 1, 1)
-        );
+        assert_eq!((t.truncated, t.ignored_records, t.trailing_bytes), (1, 1, 1));
         assert_eq!((t.dropped_too_short, t.dropped_response), (1, 1));
     }
 

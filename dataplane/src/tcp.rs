@@ -218,9 +218,7 @@ impl TcpServer {
             let Some(conn) = &self.conns[idx] else {
                 continue;
             };
-            let late = |since: Option<Instant>| {
-                since.is_some_and(|t| now.saturating_duration_since(t) >= io)
-            };
+            let late = |since: Option<Instant>| since.is_some_and(|t| now.saturating_duration_since(t) >= io);
             if late(conn.partial_since) || late(conn.stalled_since) {
                 stats.tcp_io_timeouts.incr();
                 self.close(registry, idx);
@@ -247,11 +245,7 @@ impl TcpServer {
             match self.listener.accept() {
                 Ok((stream, peer)) => self.admit(registry, stream, peer, stats, now),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
-                    ) => {}
+                Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted) => {}
                 Err(e) => {
                     // Typically out of file descriptors: the connection stays in the backlog;
                     // try again after a pause rather than spinning on the error.
@@ -425,25 +419,14 @@ impl Conn {
         }
     }
 
-    fn answer(
-        &mut self,
-        message: Range<usize>,
-        scratch: &mut [u8],
-        turn: &mut Turn<'_>,
-        keepalive: u16,
-    ) {
+    fn answer(&mut self, message: Range<usize>, scratch: &mut [u8], turn: &mut Turn<'_>, keepalive: u16) {
         let ctx = Context {
             transport: Transport::Tcp,
             rotation: *turn.rotation,
             keepalive,
         };
         *turn.rotation = turn.rotation.wrapping_add(1);
-        let outcome = answer(
-            &self.input[message],
-            turn.snapshot,
-            &ctx,
-            &mut scratch[PREFIX_LEN..],
-        );
+        let outcome = answer(&self.input[message], turn.snapshot, &ctx, &mut scratch[PREFIX_LEN..]);
         turn.stats.query(Transport::Tcp, &outcome);
         if let Outcome::Reply(reply) = outcome {
             let len = reply.len.min(MAX_MESSAGE_LEN);
@@ -484,8 +467,7 @@ impl Conn {
             self.in_start = 0;
         }
         if self.in_end >= PREFIX_LEN {
-            let needed =
-                PREFIX_LEN + usize::from(u16::from_be_bytes([self.input[0], self.input[1]]));
+            let needed = PREFIX_LEN + usize::from(u16::from_be_bytes([self.input[0], self.input[1]]));
             if needed > self.input.len() {
                 self.input.resize(needed, 0);
             }

@@ -121,11 +121,7 @@ impl Server {
                 .spawn(move || {
                     if let Some(core) = core {
                         if !core_affinity::set_for_current(core) {
-                            tracing::warn!(
-                                worker = n,
-                                core = core.id,
-                                "pinning the worker to its core failed"
-                            );
+                            tracing::warn!(worker = n, core = core.id, "pinning the worker to its core failed");
                         }
                     }
                     worker.run();
@@ -184,11 +180,7 @@ type Sockets = Vec<(std::net::UdpSocket, std::net::TcpListener)>;
 /// socket picks the port and the rest follow it; if TCP cannot have that port, another is
 /// tried.
 fn bind_all(addr: SocketAddr, count: usize) -> io::Result<(SocketAddr, Sockets)> {
-    let attempts = if addr.port() == 0 {
-        EPHEMERAL_BIND_ATTEMPTS
-    } else {
-        1
-    };
+    let attempts = if addr.port() == 0 { EPHEMERAL_BIND_ATTEMPTS } else { 1 };
     let mut attempt = 1;
     loop {
         match bind_once(addr, count) {

@@ -30,7 +30,10 @@ fn authoritative_answers_allocate_nothing() {
     let region = Region::new(GLOBAL);
     for rotation in 0..1000u32 {
         for q in &queries {
-            let ctx = Context { rotation, ..Context::new(Transport::Udp) };
+            let ctx = Context {
+                rotation,
+                ..Context::new(Transport::Udp)
+            };
             if let Outcome::Reply(_) = answer(q, &snap, &ctx, &mut out) {
                 answered += 1;
             }
@@ -38,5 +41,9 @@ fn authoritative_answers_allocate_nothing() {
     }
     let change = region.change();
     assert_eq!(answered, 9000);
-    assert_eq!(change.allocations + change.reallocations, 0, "{change:?} for {answered} answers");
+    assert_eq!(
+        change.allocations + change.reallocations,
+        0,
+        "{change:?} for {answered} answers"
+    );
 }

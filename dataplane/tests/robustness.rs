@@ -53,7 +53,11 @@ fn unknown_opcodes_get_notimp_with_every_flag_but_qr_cleared() {
         let mut q = RawQuery::new("web.skydns.test.", A);
         q.flags = (opcode << 11) | 0x0100 | 0x0400 | 0x0200 | 0x0080 | 0x0040 | 0x0020 | 0x0010;
         let raw = ask_raw(&snapshot(), &q.bytes(), Transport::Udp).unwrap();
-        assert_eq!(u16::from_be_bytes([raw[2], raw[3]]), 0x8000 | (opcode << 11) | 4, "opcode {opcode}");
+        assert_eq!(
+            u16::from_be_bytes([raw[2], raw[3]]),
+            0x8000 | (opcode << 11) | 4,
+            "opcode {opcode}"
+        );
         assert_eq!(&raw[4..6], &[0, 1], "question copied");
         assert_eq!(&raw[12..], &q.bytes()[12..]);
         if opcode == 2 {
@@ -119,15 +123,28 @@ fn name_over_255_is_formerr() {
 
 #[test]
 fn edns_version_above_zero_is_badvers_with_version_zero_opt() {
-    let reply = ask(&snapshot(), &RawQuery::new("web.skydns.test.", A).opt(1232, 1, &[]).bytes());
-    assert_eq!(u16::from(reply.response_code()), 16, "BADVERS shares code 16 with BADSIG");
+    let reply = ask(
+        &snapshot(),
+        &RawQuery::new("web.skydns.test.", A).opt(1232, 1, &[]).bytes(),
+    );
+    assert_eq!(
+        u16::from(reply.response_code()),
+        16,
+        "BADVERS shares code 16 with BADSIG"
+    );
     assert_eq!(reply.extensions().as_ref().unwrap().version(), 0);
     assert!(reply.answers().is_empty());
 }
 
 #[test]
 fn two_opt_records_are_formerr_with_opt() {
-    let reply = ask(&snapshot(), &RawQuery::new("web.skydns.test.", A).opt(1232, 0, &[]).opt(1232, 0, &[]).bytes());
+    let reply = ask(
+        &snapshot(),
+        &RawQuery::new("web.skydns.test.", A)
+            .opt(1232, 0, &[])
+            .opt(1232, 0, &[])
+            .bytes(),
+    );
     assert_eq!(reply.response_code(), ResponseCode::FormErr);
     assert!(reply.extensions().is_some());
 }
@@ -143,7 +160,9 @@ fn opt_outside_additional_is_formerr() {
 
 #[test]
 fn opt_rdlen_overrun_is_formerr() {
-    let mut bytes = RawQuery::new("web.skydns.test.", A).opt(1232, 0, &[(10, COOKIE)]).bytes();
+    let mut bytes = RawQuery::new("web.skydns.test.", A)
+        .opt(1232, 0, &[(10, COOKIE)])
+        .bytes();
     let n = bytes.len();
     bytes[n - 13] = 40;
     let raw = ask_raw(&snapshot(), &bytes, Transport::Udp).unwrap();
@@ -152,7 +171,12 @@ fn opt_rdlen_overrun_is_formerr() {
 
 #[test]
 fn unknown_edns_options_are_ignored_and_opt_echoed() {
-    let reply = ask(&snapshot(), &RawQuery::new("web.skydns.test.", A).opt(1232, 0, &[(65001, b"xyz")]).bytes());
+    let reply = ask(
+        &snapshot(),
+        &RawQuery::new("web.skydns.test.", A)
+            .opt(1232, 0, &[(65001, b"xyz")])
+            .bytes(),
+    );
     assert_eq!(reply.response_code(), ResponseCode::NoError);
     assert_eq!(reply.answers().len(), 2);
     assert_eq!(reply.extensions().as_ref().unwrap().max_payload(), 1232);
@@ -171,8 +195,14 @@ fn edns_udp_size_below_512_counts_as_512() {
 fn oversized_answer_rrset_is_left_out_whole_with_tc() {
     let reply = ask(&snapshot(), &RawQuery::new("big.skydns.test.", A).bytes());
     assert!(reply.truncated());
-    assert!(reply.answers().is_empty(), "an RRset that does not fit is left out entirely");
-    let reply = ask(&snapshot(), &RawQuery::new("big.skydns.test.", A).opt(1232, 0, &[]).bytes());
+    assert!(
+        reply.answers().is_empty(),
+        "an RRset that does not fit is left out entirely"
+    );
+    let reply = ask(
+        &snapshot(),
+        &RawQuery::new("big.skydns.test.", A).opt(1232, 0, &[]).bytes(),
+    );
     assert!(!reply.truncated());
     assert_eq!(reply.answers().len(), 40);
 }
@@ -183,7 +213,11 @@ fn additional_records_that_do_not_fit_are_dropped_without_tc() {
     assert!(!reply.truncated());
     assert_eq!(reply.answers().len(), 2);
     assert!(reply.additionals().len() < 60);
-    let reply = ask_over(&snapshot(), &RawQuery::new("srv.skydns.test.", 33).bytes(), Transport::Tcp);
+    let reply = ask_over(
+        &snapshot(),
+        &RawQuery::new("srv.skydns.test.", 33).bytes(),
+        Transport::Tcp,
+    );
     assert_eq!(reply.additionals().len(), 60, "the full answer over TCP");
 }
 
@@ -219,14 +253,19 @@ fn ad_and_cd_are_cleared_in_authoritative_answers() {
 fn qtype_any_gets_a_minimal_hinfo_answer() {
     let reply = ask(&snapshot(), &RawQuery::new("web.skydns.test.", 255).bytes());
     assert_eq!(reply.answers().len(), 1);
-    let RData::HINFO(hinfo) = reply.answers()[0].data().unwrap() else { panic!("HINFO expected") };
+    let RData::HINFO(hinfo) = reply.answers()[0].data().unwrap() else {
+        panic!("HINFO expected")
+    };
     assert_eq!(hinfo.cpu(), b"RFC8482");
 }
 
 #[test]
 fn axfr_and_ixfr_over_udp_are_notimp() {
     for qtype in [252, 251] {
-        assert_eq!(ask(&snapshot(), &RawQuery::new("skydns.test.", qtype).bytes()).response_code(), ResponseCode::NotImp);
+        assert_eq!(
+            ask(&snapshot(), &RawQuery::new("skydns.test.", qtype).bytes()).response_code(),
+            ResponseCode::NotImp
+        );
     }
 }
 
@@ -238,7 +277,10 @@ fn axfr_over_tcp_is_refused_while_transfers_are_off() {
 
 #[test]
 fn qtype_opt_is_formerr() {
-    assert_eq!(ask(&snapshot(), &RawQuery::new("web.skydns.test.", 41).bytes()).response_code(), ResponseCode::FormErr);
+    assert_eq!(
+        ask(&snapshot(), &RawQuery::new("web.skydns.test.", 41).bytes()).response_code(),
+        ResponseCode::FormErr
+    );
 }
 
 #[test]
@@ -284,7 +326,11 @@ fn unknown_classes_are_refused() {
     for qclass in [254, 4, 255] {
         let mut q = RawQuery::empty();
         q.question("web.skydns.test.", A, qclass);
-        assert_eq!(ask(&snapshot(), &q.bytes()).response_code(), ResponseCode::Refused, "class {qclass}");
+        assert_eq!(
+            ask(&snapshot(), &q.bytes()).response_code(),
+            ResponseCode::Refused,
+            "class {qclass}"
+        );
     }
 }
 
@@ -301,7 +347,9 @@ fn answer_and_authority_records_in_a_query_are_ignored_and_noted() {
     q.body.extend_from_slice(&[0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 4, 1, 2, 3, 4]);
     q.counts[1] = 1;
     let mut out = vec![0u8; 65535];
-    let Outcome::Reply(r) = answer(&q.bytes(), &snapshot(), &Context::new(Transport::Udp), &mut out) else { panic!() };
+    let Outcome::Reply(r) = answer(&q.bytes(), &snapshot(), &Context::new(Transport::Udp), &mut out) else {
+        panic!()
+    };
     assert!(r.ignored_records);
     let reply = hickory_proto::op::Message::from_vec(&out[..r.len]).unwrap();
     assert_eq!(reply.answers().len(), 2);
@@ -312,9 +360,17 @@ fn trailing_bytes_are_ignored_and_noted() {
     let mut bytes = RawQuery::new("web.skydns.test.", A).bytes();
     bytes.extend_from_slice(b"junk");
     let mut out = vec![0u8; 65535];
-    let Outcome::Reply(r) = answer(&bytes, &snapshot(), &Context::new(Transport::Udp), &mut out) else { panic!() };
+    let Outcome::Reply(r) = answer(&bytes, &snapshot(), &Context::new(Transport::Udp), &mut out) else {
+        panic!()
+    };
     assert!(r.trailing);
-    assert_eq!(hickory_proto::op::Message::from_vec(&out[..r.len]).unwrap().answers().len(), 2);
+    assert_eq!(
+        hickory_proto::op::Message::from_vec(&out[..r.len])
+            .unwrap()
+            .answers()
+            .len(),
+        2
+    );
 }
 
 #[test]
@@ -354,8 +410,13 @@ fn address_rrsets_rotate_between_queries() {
     let q = RawQuery::new("web.skydns.test.", A).bytes();
     let first = |rotation| {
         let mut out = vec![0u8; 65535];
-        let ctx = Context { rotation, ..Context::new(Transport::Udp) };
-        let Outcome::Reply(r) = answer(&q, &snapshot(), &ctx, &mut out) else { panic!() };
+        let ctx = Context {
+            rotation,
+            ..Context::new(Transport::Udp)
+        };
+        let Outcome::Reply(r) = answer(&q, &snapshot(), &ctx, &mut out) else {
+            panic!()
+        };
         let reply = hickory_proto::op::Message::from_vec(&out[..r.len]).unwrap();
         reply.answers()[0].data().unwrap().clone()
     };

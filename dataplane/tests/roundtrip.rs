@@ -29,7 +29,10 @@ fn rdata() -> impl Strategy<Value = Rdata> {
             port,
             target: Name::from_dotted(&t).unwrap()
         }),
-        (any::<u16>(), dotted()).prop_map(|(p, n)| Rdata::Mx { preference: p, exchange: Name::from_dotted(&n).unwrap() }),
+        (any::<u16>(), dotted()).prop_map(|(p, n)| Rdata::Mx {
+            preference: p,
+            exchange: Name::from_dotted(&n).unwrap()
+        }),
         prop::collection::vec(prop::collection::vec(any::<u8>(), 0..255), 1..4)
             .prop_map(|ss| Rdata::Txt(ss.into_iter().map(Vec::into_boxed_slice).collect())),
     ]
@@ -44,10 +47,18 @@ fn matches(ours: &Rdata, theirs: &RData) -> bool {
         (Rdata::A(a), RData::A(b)) => *a == b.0,
         (Rdata::Aaaa(a), RData::AAAA(b)) => *a == b.0,
         (Rdata::Cname(a), RData::CNAME(b)) => same_name(a, &b.0),
-        (Rdata::Srv { priority, weight, port, target }, RData::SRV(s)) => {
-            *priority == s.priority() && *weight == s.weight() && *port == s.port() && same_name(target, s.target())
+        (
+            Rdata::Srv {
+                priority,
+                weight,
+                port,
+                target,
+            },
+            RData::SRV(s),
+        ) => *priority == s.priority() && *weight == s.weight() && *port == s.port() && same_name(target, s.target()),
+        (Rdata::Mx { preference, exchange }, RData::MX(m)) => {
+            *preference == m.preference() && same_name(exchange, m.exchange())
         }
-        (Rdata::Mx { preference, exchange }, RData::MX(m)) => *preference == m.preference() && same_name(exchange, m.exchange()),
         (Rdata::Txt(ours), RData::TXT(t)) => ours.iter().map(|s| &s[..]).eq(t.txt_data().iter().map(|s| &s[..])),
         _ => false,
     }

@@ -60,9 +60,7 @@ fn client_for(server: SocketAddr) -> UdpSocket {
         "[::1]:0".parse().unwrap()
     };
     let socket = UdpSocket::bind(local).unwrap();
-    socket
-        .set_read_timeout(Some(Duration::from_secs(2)))
-        .unwrap();
+    socket.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     socket
 }
 
@@ -83,9 +81,7 @@ fn frame(message: &[u8]) -> Vec<u8> {
 
 fn tcp_connect(server: SocketAddr) -> TcpStream {
     let stream = TcpStream::connect(server).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(2)))
-        .unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     stream
 }
 
@@ -106,14 +102,7 @@ fn closed_within(stream: &mut TcpStream, limit: Duration) -> Option<Duration> {
         match stream.read(&mut buf) {
             Ok(0) => return Some(started.elapsed()),
             Ok(_) => continue,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                return None
-            }
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => return None,
             Err(_) => return Some(started.elapsed()),
         }
     }
@@ -150,10 +139,7 @@ fn udp_queries_are_answered_from_the_snapshot() {
     assert_eq!(reply.response_code(), ResponseCode::NoError);
     assert!(reply.authoritative());
     assert_eq!(reply.answers().len(), 2);
-    assert!(reply
-        .answers()
-        .iter()
-        .all(|r| r.record_type() == RecordType::A));
+    assert!(reply.answers().iter().all(|r| r.record_type() == RecordType::A));
 
     let reply = udp_ask(addr, &query(8, "nope.skydns.test.", A));
     assert_eq!(reply.id(), 8);
@@ -163,11 +149,7 @@ fn udp_queries_are_answered_from_the_snapshot() {
 
     let totals = wait_for_stats(&server, |t| t.queries_udp == 2);
     assert_eq!(
-        (
-            totals.queries_udp,
-            totals.replies_noerror,
-            totals.replies_nxdomain
-        ),
+        (totals.queries_udp, totals.replies_noerror, totals.replies_nxdomain),
         (2, 1, 1)
     );
     server.shutdown();
@@ -245,9 +227,7 @@ fn datagrams_that_are_not_queries_are_dropped_and_counted() {
     let mut response = query(3, "web.skydns.test.", A);
     response[2] |= 0x80;
     socket.send_to(&response, addr).unwrap();
-    socket
-        .send_to(&query(4, "web.skydns.test.", A), addr)
-        .unwrap();
+    socket.send_to(&query(4, "web.skydns.test.", A), addr).unwrap();
     let mut buf = [0u8; 4096];
     let (n, _) = socket.recv_from(&mut buf).unwrap();
     assert_eq!(
@@ -281,9 +261,7 @@ fn pipelined_tcp_queries_in_one_write_are_all_answered() {
     assert_eq!(seen.len(), 2);
 
     // The connection stays open for more.
-    stream
-        .write_all(&frame(&query(0x3333, "big.skydns.test.", A)))
-        .unwrap();
+    stream.write_all(&frame(&query(0x3333, "big.skydns.test.", A))).unwrap();
     let reply = read_frame(&mut stream);
     assert_eq!(reply.id(), 0x3333);
     assert_eq!(reply.answers().len(), 40);
@@ -311,12 +289,7 @@ fn large_and_small_queries_alternate_on_one_connection() {
     let server = start(1, TcpConfig::default());
     let mut stream = tcp_connect(server.local_addr());
     let padding = vec![0u8; 6000];
-    for (id, pad) in [
-        (1u16, &padding[..]),
-        (2, &[][..]),
-        (3, &padding[..3000]),
-        (4, &[][..]),
-    ] {
+    for (id, pad) in [(1u16, &padding[..]), (2, &[][..]), (3, &padding[..3000]), (4, &[][..])] {
         let mut q = RawQuery::new("web.skydns.test.", A);
         q.id = id;
         q.opt(1232, 0, &[(12, pad)]);
@@ -336,9 +309,7 @@ fn an_oversized_datagram_does_not_disturb_the_worker() {
     q.opt(1232, 0, &[(12, &[0u8; 9000])]);
     socket.send_to(&q.bytes(), addr).unwrap();
     let mut buf = [0u8; 4096];
-    let (n, _) = socket
-        .recv_from(&mut buf)
-        .expect("a reply to the cut datagram");
+    let (n, _) = socket.recv_from(&mut buf).expect("a reply to the cut datagram");
     assert_eq!(
         Message::from_vec(&buf[..n]).unwrap().response_code(),
         ResponseCode::FormErr
@@ -383,8 +354,7 @@ fn a_stalled_length_prefix_is_closed_after_the_io_timeout_while_udp_keeps_answer
     while started.elapsed() < Duration::from_millis(250) {
         id += 1;
         let sent = Instant::now();
-        udp.send_to(&query(id, "web.skydns.test.", A), addr)
-            .unwrap();
+        udp.send_to(&query(id, "web.skydns.test.", A), addr).unwrap();
         let (n, _) = udp.recv_from(&mut buf).expect("UDP is answered meanwhile");
         assert!(
             sent.elapsed() < Duration::from_millis(200),
@@ -416,14 +386,8 @@ fn a_stalled_message_body_is_closed_after_the_io_timeout() {
     let framed = frame(&query(1, "web.skydns.test.", A));
     stalled.write_all(&framed[..framed.len() - 3]).unwrap();
     let waited = closed_within(&mut stalled, Duration::from_secs(2)).expect("closed");
-    assert!(
-        waited >= Duration::from_millis(250),
-        "closed too early: {waited:?}"
-    );
-    assert_eq!(
-        wait_for_stats(&server, |t| t.tcp_io_timeouts == 1).tcp_io_timeouts,
-        1
-    );
+    assert!(waited >= Duration::from_millis(250), "closed too early: {waited:?}");
+    assert_eq!(wait_for_stats(&server, |t| t.tcp_io_timeouts == 1).tcp_io_timeouts, 1);
     server.shutdown();
 }
 
@@ -432,9 +396,7 @@ fn idle_connections_are_closed_after_the_idle_timeout() {
     let server = start(1, short_timeouts());
     let mut stream = tcp_connect(server.local_addr());
     let answered = Instant::now();
-    stream
-        .write_all(&frame(&query(9, "web.skydns.test.", A)))
-        .unwrap();
+    stream.write_all(&frame(&query(9, "web.skydns.test.", A))).unwrap();
     assert_eq!(read_frame(&mut stream).id(), 9);
     assert!(
         closed_within(&mut stream, Duration::from_secs(2)).is_some(),
@@ -463,9 +425,7 @@ fn connections_over_the_per_client_cap_are_closed() {
     let mut first = tcp_connect(addr);
     let mut second = tcp_connect(addr);
     for (stream, id) in [(&mut first, 1), (&mut second, 2)] {
-        stream
-            .write_all(&frame(&query(id, "web.skydns.test.", A)))
-            .unwrap();
+        stream.write_all(&frame(&query(id, "web.skydns.test.", A))).unwrap();
         assert_eq!(read_frame(stream).id(), id);
     }
     let mut third = tcp_connect(addr);
@@ -479,25 +439,18 @@ fn connections_over_the_per_client_cap_are_closed() {
     );
 
     // The admitted ones still work, and closing one makes room again.
-    first
-        .write_all(&frame(&query(3, "web.skydns.test.", A)))
-        .unwrap();
+    first.write_all(&frame(&query(3, "web.skydns.test.", A))).unwrap();
     assert_eq!(read_frame(&mut first).id(), 3);
     drop(first);
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
         let mut again = tcp_connect(addr);
-        again
-            .write_all(&frame(&query(4, "web.skydns.test.", A)))
-            .unwrap();
+        again.write_all(&frame(&query(4, "web.skydns.test.", A))).unwrap();
         let mut prefix = [0u8; 2];
         if again.read_exact(&mut prefix).is_ok() {
             break;
         }
-        assert!(
-            Instant::now() < deadline,
-            "a slot frees up once a connection closes"
-        );
+        assert!(Instant::now() < deadline, "a slot frees up once a connection closes");
         std::thread::sleep(Duration::from_millis(20));
     }
     server.shutdown();
@@ -514,19 +467,14 @@ fn connections_over_the_worker_cap_are_closed() {
     );
     let addr = server.local_addr();
     let mut first = tcp_connect(addr);
-    first
-        .write_all(&frame(&query(1, "web.skydns.test.", A)))
-        .unwrap();
+    first.write_all(&frame(&query(1, "web.skydns.test.", A))).unwrap();
     assert_eq!(read_frame(&mut first).id(), 1);
     let mut second = tcp_connect(addr);
     assert!(
         closed_within(&mut second, Duration::from_secs(1)).is_some(),
         "the second connection is refused"
     );
-    assert_eq!(
-        wait_for_stats(&server, |t| t.tcp_refused_full == 1).tcp_refused_full,
-        1
-    );
+    assert_eq!(wait_for_stats(&server, |t| t.tcp_refused_full == 1).tcp_refused_full, 1);
     server.shutdown();
 }
 
@@ -555,13 +503,10 @@ fn a_client_that_never_reads_its_replies_holds_up_nobody() {
     while started.elapsed() < Duration::from_millis(500) {
         id += 1;
         let sent = Instant::now();
-        udp.send_to(&query(id, "web.skydns.test.", A), addr)
-            .unwrap();
+        udp.send_to(&query(id, "web.skydns.test.", A), addr).unwrap();
         let (n, _) = udp.recv_from(&mut buf).expect("UDP is answered meanwhile");
         assert_eq!(Message::from_vec(&buf[..n]).unwrap().id(), id);
-        other
-            .write_all(&frame(&query(id, "web.skydns.test.", A)))
-            .unwrap();
+        other.write_all(&frame(&query(id, "web.skydns.test.", A))).unwrap();
         assert_eq!(read_frame(&mut other).id(), id);
         assert!(
             sent.elapsed() < Duration::from_millis(300),
@@ -571,10 +516,7 @@ fn a_client_that_never_reads_its_replies_holds_up_nobody() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let totals = wait_for_stats(&server, |t| t.tcp_io_timeouts == 1);
-    assert_eq!(
-        totals.tcp_io_timeouts, 1,
-        "the hog is closed for not reading"
-    );
+    assert_eq!(totals.tcp_io_timeouts, 1, "the hog is closed for not reading");
     drop(writer.join().unwrap());
     server.shutdown();
 }
@@ -599,21 +541,14 @@ fn every_worker_answers_on_the_shared_port_over_ipv6_too() {
         return;
     };
     drop(probe);
-    let server = start_with(
-        "[::1]:0".parse().unwrap(),
-        3,
-        TcpConfig::default(),
-        cell(snapshot()),
-    );
+    let server = start_with("[::1]:0".parse().unwrap(), 3, TcpConfig::default(), cell(snapshot()));
     let addr = server.local_addr();
     assert!(addr.is_ipv6());
     for id in 0..30 {
         assert_eq!(udp_ask(addr, &query(id, "web.skydns.test.", A)).id(), id);
     }
     let mut stream = tcp_connect(addr);
-    stream
-        .write_all(&frame(&query(99, "web.skydns.test.", A)))
-        .unwrap();
+    stream.write_all(&frame(&query(99, "web.skydns.test.", A))).unwrap();
     assert_eq!(read_frame(&mut stream).id(), 99);
     server.shutdown();
 }
@@ -621,10 +556,7 @@ fn every_worker_answers_on_the_shared_port_over_ipv6_too() {
 #[test]
 fn zero_workers_means_one_per_core() {
     let server = start(0, TcpConfig::default());
-    assert_eq!(
-        udp_ask(server.local_addr(), &query(5, "web.skydns.test.", A)).id(),
-        5
-    );
+    assert_eq!(udp_ask(server.local_addr(), &query(5, "web.skydns.test.", A)).id(), 5);
     server.shutdown();
 }
 

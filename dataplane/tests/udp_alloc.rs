@@ -29,19 +29,13 @@ fn answering_udp_queries_allocates_nothing() {
     let server = Server::start(config, snapshots).unwrap();
     let addr = server.local_addr();
     let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    client
-        .set_read_timeout(Some(Duration::from_secs(2)))
-        .unwrap();
+    client.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     let mut queries: Vec<Vec<u8>> = vec![
         RawQuery::new("web.skydns.test.", 1).bytes(),
-        RawQuery::new("WeB.skydns.TEST.", 1)
-            .opt(1232, 0, &[])
-            .bytes(),
+        RawQuery::new("WeB.skydns.TEST.", 1).opt(1232, 0, &[]).bytes(),
         RawQuery::new("nope.skydns.test.", 1).bytes(),
         RawQuery::new("big.skydns.test.", 1).bytes(),
-        RawQuery::new("srv.skydns.test.", 33)
-            .opt(4096, 0, &[])
-            .bytes(),
+        RawQuery::new("srv.skydns.test.", 33).opt(4096, 0, &[]).bytes(),
         RawQuery::new("example.org.", 1).bytes(),
     ];
     let mut buf = vec![0u8; 4096];

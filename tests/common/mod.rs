@@ -29,7 +29,11 @@ impl Skyline {
         let path = dir.path().join("records.json");
         std::fs::write(&path, records).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_skyline"));
-        cmd.arg("--addr").arg("127.0.0.1:0").arg("--records").arg(&path).args(["--workers", "2", "--no-pin"]);
+        cmd.arg("--addr")
+            .arg("127.0.0.1:0")
+            .arg("--records")
+            .arg(&path)
+            .args(["--workers", "2", "--no-pin"]);
         cmd.args(args).env("NO_COLOR", "1").env("RUST_LOG", "info");
         for (k, v) in env {
             cmd.env(k, v);
@@ -51,7 +55,10 @@ impl Skyline {
             Ok(addr) => addr,
             Err(_) => {
                 let _ = child.kill();
-                panic!("skyline did not report its address; log:\n{}", log.lock().unwrap().join("\n"));
+                panic!(
+                    "skyline did not report its address; log:\n{}",
+                    log.lock().unwrap().join("\n")
+                );
             }
         };
         Skyline { child, addr, dir, log }
@@ -71,7 +78,11 @@ impl Skyline {
 
     /// Sends SIGHUP (reload).
     pub fn hup(&self) {
-        let status = Command::new("kill").arg("-HUP").arg(self.child.id().to_string()).status().unwrap();
+        let status = Command::new("kill")
+            .arg("-HUP")
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
         assert!(status.success());
     }
 
@@ -106,14 +117,19 @@ impl Drop for Skyline {
 fn bound_address(line: &str) -> Option<SocketAddr> {
     let at = line.find("udp://")? + "udp://".len();
     let rest = &line[at..];
-    let end = rest.find(|c: char| c.is_whitespace() || c == '\u{1b}' || c == ',').unwrap_or(rest.len());
+    let end = rest
+        .find(|c: char| c.is_whitespace() || c == '\u{1b}' || c == ',')
+        .unwrap_or(rest.len());
     rest[..end].parse().ok()
 }
 
 /// Builds a query message with a random ID.
 pub fn query(name: &str, rtype: RecordType, edns: Option<u16>) -> Message {
     let mut m = Message::new();
-    m.set_id(rand_id()).set_message_type(MessageType::Query).set_op_code(OpCode::Query).set_recursion_desired(true);
+    m.set_id(rand_id())
+        .set_message_type(MessageType::Query)
+        .set_op_code(OpCode::Query)
+        .set_recursion_desired(true);
     m.add_query(Query::query(Name::from_ascii(name).unwrap(), rtype));
     if let Some(size) = edns {
         let mut e = Edns::new();
@@ -164,7 +180,12 @@ pub fn tcp_query(addr: SocketAddr, q: &Message) -> Message {
 
 /// Whether an external tool exists; under CI=true a missing tool is a failure, not a skip.
 pub fn tool(name: &str) -> bool {
-    let found = Command::new("sh").arg("-c").arg(format!("command -v {name}")).output().map(|o| o.status.success()).unwrap_or(false);
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {name}"))
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
     if !found && std::env::var("CI").is_ok_and(|v| v == "true") {
         panic!("{name} is required under CI=true; scripts/setup.sh installs it");
     }
@@ -181,5 +202,8 @@ pub fn dig(addr: SocketAddr, args: &[&str]) -> Vec<String> {
         .args(args)
         .output()
         .unwrap();
-    String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect()
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
 }

@@ -100,11 +100,7 @@ impl Datagrams {
     /// Appends a datagram for `peer` written in place by `fill`, which gets the whole free slot
     /// and returns the length it wrote, or `None` to append nothing. Returns whether a
     /// datagram was appended (`false` also when the batch is full).
-    pub fn push_with(
-        &mut self,
-        peer: SocketAddr,
-        fill: impl FnOnce(&mut [u8]) -> Option<usize>,
-    ) -> bool {
+    pub fn push_with(&mut self, peer: SocketAddr, fill: impl FnOnce(&mut [u8]) -> Option<usize>) -> bool {
         if self.is_full() {
             return false;
         }

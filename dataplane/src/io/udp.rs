@@ -79,21 +79,11 @@ impl PacketIo for KernelUdp {
 }
 
 impl mio::event::Source for KernelUdp {
-    fn register(
-        &mut self,
-        registry: &Registry,
-        token: Token,
-        interests: Interest,
-    ) -> io::Result<()> {
+    fn register(&mut self, registry: &Registry, token: Token, interests: Interest) -> io::Result<()> {
         self.socket.register(registry, token, interests)
     }
 
-    fn reregister(
-        &mut self,
-        registry: &Registry,
-        token: Token,
-        interests: Interest,
-    ) -> io::Result<()> {
+    fn reregister(&mut self, registry: &Registry, token: Token, interests: Interest) -> io::Result<()> {
         self.socket.reregister(registry, token, interests)
     }
 
@@ -114,9 +104,7 @@ mod tests {
         let addr = server.local_addr().unwrap();
         let mut io = KernelUdp::new(server).unwrap();
         let client = std::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-        client
-            .set_read_timeout(Some(Duration::from_secs(2)))
-            .unwrap();
+        client.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         for i in 0..10u8 {
             client.send_to(&[i; 5], addr).unwrap();
         }
@@ -141,9 +129,7 @@ mod tests {
                     assert_eq!((report.sent, report.dropped), (n, 0));
                     seen += n;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_millis(1))
-                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(1)),
                 Err(e) => panic!("{e}"),
             }
         }
@@ -153,10 +139,7 @@ mod tests {
             let (n, from) = client.recv_from(&mut buf).unwrap();
             assert_eq!((n, from), (5, addr));
         }
-        assert_eq!(
-            io.recv(&mut rx).unwrap_err().kind(),
-            io::ErrorKind::WouldBlock
-        );
+        assert_eq!(io.recv(&mut rx).unwrap_err().kind(), io::ErrorKind::WouldBlock);
     }
 
     #[test]
@@ -164,9 +147,7 @@ mod tests {
         let server = std::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
         let mut io = KernelUdp::new(server).unwrap();
         let client = std::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-        client
-            .set_read_timeout(Some(Duration::from_secs(2)))
-            .unwrap();
+        client.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         let mut tx = Datagrams::new(16);
         // Port 0 is not a valid destination; the kernel refuses that datagram alone.
         tx.push_with(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), |_| Some(4));

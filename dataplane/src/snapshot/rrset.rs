@@ -161,7 +161,12 @@ impl CompiledAnswer {
 
     /// An answer known to be too large for any message.
     pub fn overflowing() -> CompiledAnswer {
-        CompiledAnswer { bytes: Box::new([]), answer: Box::new([]), additional: Box::new([]), overflow: true }
+        CompiledAnswer {
+            bytes: Box::new([]),
+            answer: Box::new([]),
+            additional: Box::new([]),
+            overflow: true,
+        }
     }
 
     /// Bytes of the answer set, then of the additional set, for memory accounting.
@@ -184,7 +189,11 @@ fn compile_section(bytes: &mut Vec<u8>, qname: &LowerName, sets: &[Rrset]) -> Ve
             lens.push(bytes.len() - before);
         }
         let uniform = lens.windows(2).all(|w| w[0] == w[1]);
-        let rotate_len = if set.rotate && set.records.len() > 1 && uniform { lens[0] as u16 } else { 0 };
+        let rotate_len = if set.rotate && set.records.len() > 1 && uniform {
+            lens[0] as u16
+        } else {
+            0
+        };
         spans.push(RrsetSpan {
             start: start as u32,
             end: bytes.len() as u32,
@@ -205,8 +214,18 @@ fn write_record(w: &mut RrWriter<'_>, owner: Option<&Name>, record: &Record) {
         Rdata::Ns(n) => w.name_rr(owner, rtype::NS, ttl, n),
         Rdata::Ptr(n) => w.name_rr(owner, rtype::PTR, ttl, n),
         Rdata::Mx { preference, exchange } => w.mx(owner, ttl, *preference, exchange),
-        Rdata::Srv { priority, weight, port, target } => w.srv(owner, ttl, *priority, *weight, *port, target),
+        Rdata::Srv {
+            priority,
+            weight,
+            port,
+            target,
+        } => w.srv(owner, ttl, *priority, *weight, *port, target),
         Rdata::Txt(strings) => w.txt(owner, class::IN, ttl, strings.iter().map(|s| &s[..])),
-        Rdata::Soa { mname, rname, serial, timers } => w.soa(owner, ttl, mname, rname, *serial, *timers),
+        Rdata::Soa {
+            mname,
+            rname,
+            serial,
+            timers,
+        } => w.soa(owner, ttl, mname, rname, *serial, *timers),
     }
 }

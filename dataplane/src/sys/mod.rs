@@ -54,12 +54,7 @@ pub struct RecvSlots<'a> {
 impl RecvSlots<'_> {
     /// Number of datagrams one receive call may fill.
     pub fn capacity(&self) -> usize {
-        usable(
-            self.bufs.len(),
-            self.slot_len,
-            self.lens.len(),
-            self.peers.len(),
-        )
+        usable(self.bufs.len(), self.slot_len, self.lens.len(), self.peers.len())
     }
 }
 
@@ -79,12 +74,7 @@ pub struct SendSlots<'a> {
 impl SendSlots<'_> {
     /// Number of datagrams described, capped at what one send call takes.
     pub fn count(&self) -> usize {
-        usable(
-            self.bufs.len(),
-            self.slot_len,
-            self.lens.len(),
-            self.peers.len(),
-        )
+        usable(self.bufs.len(), self.slot_len, self.lens.len(), self.peers.len())
     }
 
     /// The payload of datagram `i`, clamped to its buffer.
@@ -145,10 +135,7 @@ mod tests {
 
     const SLOT: usize = 64;
 
-    fn receive_some(
-        socket: &UdpSocket,
-        want: usize,
-    ) -> (Vec<u8>, Vec<usize>, Vec<SocketAddr>, usize) {
+    fn receive_some(socket: &UdpSocket, want: usize) -> (Vec<u8>, Vec<usize>, Vec<SocketAddr>, usize) {
         let mut bufs = vec![0u8; SLOT * BATCH_SIZE];
         let mut lens = vec![0usize; BATCH_SIZE];
         let mut peers = vec![SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)); BATCH_SIZE];
@@ -163,9 +150,7 @@ mod tests {
             };
             match recv_batch(SockRef::from(socket), slots) {
                 Ok(n) => got += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_millis(1))
-                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(1)),
                 Err(e) => panic!("receive failed: {e}"),
             }
         }
@@ -212,9 +197,7 @@ mod tests {
         assert_eq!(&got_lens[..3], &lens);
         for i in 0..3 {
             assert_eq!(got_peers[i], a.local_addr().unwrap());
-            assert!(got_bufs[i * SLOT..i * SLOT + lens[i]]
-                .iter()
-                .all(|&b| b == i as u8 + 1));
+            assert!(got_bufs[i * SLOT..i * SLOT + lens[i]].iter().all(|&b| b == i as u8 + 1));
         }
     }
 

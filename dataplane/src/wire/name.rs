@@ -17,7 +17,12 @@ pub struct LowerName {
 
 impl Default for LowerName {
     fn default() -> Self {
-        LowerName { bytes: [0; MAX_NAME_LEN], len: 1, label_starts: [0; 128], labels: 0 }
+        LowerName {
+            bytes: [0; MAX_NAME_LEN],
+            len: 1,
+            label_starts: [0; 128],
+            labels: 0,
+        }
     }
 }
 

@@ -135,7 +135,11 @@ fn parse_body(msg: &[u8], q: &mut Query, arcount: u16, qname: &mut LowerName) ->
         let qclass = u16_at(msg, end + 2).map_err(FormatError::Wire)?;
         pos = end + 4;
         if i == 0 {
-            q.question = Some(Question { qtype, qclass, end: pos });
+            q.question = Some(Question {
+                qtype,
+                qclass,
+                end: pos,
+            });
         }
     }
     for _ in 0..(q.ancount as u32 + q.nscount as u32) {
@@ -169,7 +173,11 @@ fn skip_record(msg: &[u8], pos: usize) -> Result<(u16, usize, usize), FormatErro
     let rdlen = u16_at(msg, end + 8).map_err(FormatError::Wire)? as usize;
     let rdata = end + 10;
     if rdata + rdlen > msg.len() {
-        return Err(if rtype_ == rtype::OPT { FormatError::BadOpt } else { FormatError::Wire(WireError::Truncated) });
+        return Err(if rtype_ == rtype::OPT {
+            FormatError::BadOpt
+        } else {
+            FormatError::Wire(WireError::Truncated)
+        });
     }
     Ok((rtype_, rdata + rdlen, rdata))
 }
@@ -225,7 +233,14 @@ mod tests {
         let mut n = LowerName::default();
         let q = parse_query(&m, &mut n).unwrap();
         assert_eq!(q.id, 0x1234);
-        assert_eq!(q.question, Some(Question { qtype: 1, qclass: 1, end: m.len() }));
+        assert_eq!(
+            q.question,
+            Some(Question {
+                qtype: 1,
+                qclass: 1,
+                end: m.len()
+            })
+        );
         assert_eq!(n.wire(), b"\x03www\x00");
         assert!(q.edns.is_none() && q.error.is_none() && !q.trailing);
     }
@@ -263,6 +278,9 @@ mod tests {
         let mut m = query(b"\x00", 1, None);
         m[2] |= 0x80;
         assert_eq!(parse_query(&m, &mut LowerName::default()), Err(DropReason::Response));
-        assert_eq!(parse_query(&m[..11], &mut LowerName::default()), Err(DropReason::TooShort));
+        assert_eq!(
+            parse_query(&m[..11], &mut LowerName::default()),
+            Err(DropReason::TooShort)
+        );
     }
 }

@@ -118,13 +118,7 @@ pub fn snapshot() -> Snapshot {
         additional: targets
             .iter()
             .enumerate()
-            .map(|(n, t)| {
-                a_set(
-                    Some(t),
-                    (0..30).map(|i| Ipv4Addr::new(10, 2, n as u8, i)),
-                    60,
-                )
-            })
+            .map(|(n, t)| a_set(Some(t), (0..30).map(|i| Ipv4Addr::new(10, 2, n as u8, i)), 60))
             .collect(),
     };
     for (n, node) in [
@@ -205,8 +199,7 @@ impl RawQuery {
         self.body.extend_from_slice(&[0, 0, 41]);
         self.body.extend_from_slice(&udp_size.to_be_bytes());
         self.body.extend_from_slice(&[0, version, 0, 0]);
-        self.body
-            .extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+        self.body.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
         self.body.extend_from_slice(&rdata);
         self.counts[3] += 1;
         self

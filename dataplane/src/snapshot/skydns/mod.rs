@@ -1,28 +1,25 @@
-//! SkyDNS semantics: typed records under their etcd keys, compiled into snapshot nodes.
+//! SkyDNS semantics (see `spec/skydns-semantics.md`): typed records under their etcd keys,
+//! compiled into snapshot nodes by [`build`], and the slow path for `*`/`any` query wildcards,
+//! [`wildcard`], which reads the [`Index`] the snapshot keeps.
 
+mod address;
+mod answers;
+mod build;
+mod entry;
+mod group;
+mod index;
+mod key;
+mod reverse;
+mod section;
+mod select;
 pub mod service;
+mod srv;
+mod wildcard;
 
+pub use build::build;
+pub use index::Index;
 pub use service::{Config, Service};
+pub use wildcard::{wildcard, WildcardAnswer};
 
-use super::rrset::CompiledAnswer;
-use crate::wire::LowerName;
-
-/// Typed SkyDNS records kept for wildcard queries.
-#[derive(Debug, Default)]
-pub struct Index {}
-
-/// The outcome of a wildcard query.
-#[derive(Debug)]
-pub enum WildcardAnswer {
-    /// The fixed part of the name does not exist.
-    NxDomain,
-    /// Something matched the name but nothing of the asked type.
-    NoData,
-    /// Records matched.
-    Answer(CompiledAnswer),
-}
-
-/// Answers a query whose name holds `*` or `any` labels.
-pub fn wildcard(_index: &Index, _qname: &LowerName, _qtype: u16) -> WildcardAnswer {
-    WildcardAnswer::NxDomain
-}
+#[cfg(test)]
+mod tests;

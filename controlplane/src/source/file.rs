@@ -1,0 +1,260 @@
+//! The records-file source, skyline's embedded default: no etcd needed. It reads a records file
+//! (see [`super::records_file`]), compiles a SkyDNS snapshot and publishes it, then watches the
+//! file and republishes whenever it changes.
+//!
+//! Change detection polls the file's metadata (device, inode, size, modification and change
+//! times) every [`POLL_INTERVAL`], which sees both an atomic replace (write aside, rename: a new
+//! inode) and an in-place rewrite; SIGHUP reloads at once whatever the metadata says. A file
+//! caught half-written fails to decode, keeps the current snapshot, and loads on the next poll
+//! once the writer is done and the metadata has moved again. Reading, decoding and compiling run
+//! on tokio's blocking pool, so a large file never stalls the runtime.
+
+use super::records_file::{config_key, parse_records_file, FileError, RecordsFile};
+use super::stats::SourceStats;
+use crate::skydns::ConfigPatch;
+use skyline_dataplane::snapshot::skydns::build;
+use skyline_dataplane::SnapshotCell;
+use std::future::Future;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::time::MissedTickBehavior;
+
+/// How often the file's metadata is checked: a change is served within about this long, while
+/// a `stat` four times a second costs nothing measurable.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Rejected records logged one by one per load; past this only their number is logged, so that
+/// a file full of bad records cannot flood the log on every reload.
+const LOGGED_REJECTIONS: usize = 16;
+
+/// A records file being served: where it is, how to read it, and where to publish.
+#[derive(Debug)]
+pub struct FileSource {
+    shared: Arc<Shared>,
+    /// The file's metadata at the last load attempt; `None` before the first.
+    seen: Option<Stamp>,
+}
+
+/// What a successful load published.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The generation of the published snapshot.
+    pub generation: u64,
+    /// Records in it.
+    pub records: usize,
+    /// Records skipped as invalid.
+    pub rejected: usize,
+    /// The file's own settings object (`/<prefix>/config`), as written there.
+    pub config: Option<ConfigPatch>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    path: PathBuf,
+    path_prefix: String,
+    overrides: ConfigPatch,
+    cell: SnapshotCell,
+    stats: Arc<SourceStats>,
+}
+
+impl FileSource {
+    /// A source for the file at `path`, whose keys live under `/<path_prefix>/`. `overrides` are
+    /// the settings of the layers above the file's own `/<prefix>/config` (flags, environment,
+    /// configuration file): they win over it, and SkyDNS's defaults fill what neither sets.
+    /// Nothing is read until [`FileSource::load`] or [`FileSource::watch`].
+    pub fn new(
+        path: impl Into<PathBuf>,
+        path_prefix: impl Into<String>,
+        overrides: ConfigPatch,
+        cell: SnapshotCell,
+    ) -> FileSource {
+        let shared = Shared {
+            path: path.into(),
+            path_prefix: path_prefix.into(),
+            overrides,
+            cell,
+            stats: Arc::default(),
+        };
+        FileSource {
+            shared: Arc::new(shared),
+            seen: None,
+        }
+    }
+
+    /// The source's counters, shared with whoever reports them.
+    pub fn stats(&self) -> Arc<SourceStats> {
+        Arc::clone(&self.shared.stats)
+    }
+
+    /// The file being served.
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// Loads the file and publishes its snapshot now, on the calling thread: at startup, so that
+    /// a missing or broken file is reported before anything is served. On error the published
+    /// snapshot is left as it was.
+    pub fn load(&mut self) -> Result<Loaded, FileError> {
+        let stamp = Stamp::of(&std::fs::metadata(&self.shared.path).map_err(FileError::Read)?);
+        self.seen = Some(stamp);
+        self.shared.publish()
+    }
+
+    /// Starts watching: registers the SIGHUP handler at once, so that a SIGHUP sent after this
+    /// returns reloads the file instead of ending the process, and returns the future that polls
+    /// the file and reloads it, forever. Must be called within a tokio runtime (with time and
+    /// signal drivers enabled). If the file was never loaded, the first poll loads it.
+    pub fn watch(self) -> io::Result<impl Future<Output = ()> + Send + 'static> {
+        let hangup = signal(SignalKind::hangup())?;
+        Ok(self.run(hangup))
+    }
+
+    async fn run(mut self, mut hangup: tokio::signal::unix::Signal) {
+        let mut poll = tokio::time::interval(POLL_INTERVAL);
+        poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut missing = false;
+        loop {
+            let forced = tokio::select! {
+                _ = poll.tick() => false,
+                Some(()) = hangup.recv() => true,
+            };
+            let stamp = match tokio::fs::metadata(&self.shared.path).await {
+                Ok(meta) => Stamp::of(&meta),
+                Err(e) => {
+                    if !missing || forced {
+                        self.shared.stats.reload_failures.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(
+                            path = %self.shared.path.display(),
+                            error = %e,
+                            "records file unavailable; keeping the current snapshot"
+                        );
+                    }
+                    missing = true;
+                    continue;
+                }
+            };
+            missing = false;
+            if !forced && self.seen == Some(stamp) {
+                continue;
+            }
+            self.seen = Some(stamp);
+            let shared = Arc::clone(&self.shared);
+            match tokio::task::spawn_blocking(move || shared.publish()).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(
+                        path = %self.shared.path.display(),
+                        error = %e,
+                        "records file not loaded; keeping the current snapshot"
+                    );
+                }
+                Err(e) => {
+                    self.shared.stats.reload_failures.fetch_add(1, Ordering::Relaxed);
+                    tracing::error!(
+                        path = %self.shared.path.display(),
+                        error = %e,
+                        "records file load did not complete; keeping the current snapshot"
+                    );
+                }
+            }
+        }
+    }
+}
+
+impl Shared {
+    /// Loads and publishes, counting the outcome; a failure is left to the caller to report.
+    fn publish(&self) -> Result<Loaded, FileError> {
+        let result = self.load();
+        match &result {
+            Ok(loaded) => {
+                self.stats.reloads.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(
+                    path = %self.path.display(),
+                    generation = loaded.generation,
+                    records = loaded.records,
+                    rejected = loaded.rejected,
+                    "records file loaded"
+                );
+            }
+            Err(_) => {
+                self.stats.reload_failures.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        result
+    }
+
+    fn load(&self) -> Result<Loaded, FileError> {
+        let bytes = std::fs::read(&self.path).map_err(FileError::Read)?;
+        let file = parse_records_file(&bytes, &self.path_prefix)?;
+        let settings = self.overrides.clone().or(file.config.clone().unwrap_or_default());
+        let config = settings
+            .skydns_config(&self.path_prefix)
+            .map_err(|source| FileError::Config {
+                key: config_key(&self.path_prefix),
+                source,
+            })?;
+        self.log_rejected(&file);
+        let generation = self.cell.load().generation + 1;
+        let snapshot = build(&config, &file.records, generation, SystemTime::now());
+        self.cell.store(Arc::new(snapshot));
+        let stats = &self.stats;
+        stats.records_loaded.store(file.records.len() as u64, Ordering::Relaxed);
+        stats
+            .records_rejected
+            .store(file.rejected.len() as u64, Ordering::Relaxed);
+        stats.generation.store(generation, Ordering::Relaxed);
+        Ok(Loaded {
+            generation,
+            records: file.records.len(),
+            rejected: file.rejected.len(),
+            config: file.config,
+        })
+    }
+
+    fn log_rejected(&self, file: &RecordsFile) {
+        for rejected in file.rejected.iter().take(LOGGED_REJECTIONS) {
+            tracing::warn!(
+                path = %self.path.display(),
+                key = %rejected.key,
+                error = %rejected.error,
+                "record skipped"
+            );
+        }
+        if file.rejected.len() > LOGGED_REJECTIONS {
+            tracing::warn!(
+                path = %self.path.display(),
+                skipped = file.rejected.len(),
+                logged = LOGGED_REJECTIONS,
+                "more records skipped than logged one by one"
+            );
+        }
+    }
+}
+
+/// The metadata that changes whenever the file's contents may have: a rename brings a new inode,
+/// a rewrite a new size or modification time; the change time also moves on `touch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}

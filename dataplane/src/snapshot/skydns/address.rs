@@ -1,0 +1,144 @@
+//! A and AAAA answers with CNAME chasing (SkyDNS `AddressRecords`, §6.2), also used for the
+//! address glue of SRV and MX targets inside the domain.
+//!
+//! A record whose host is a name becomes `owner CNAME host` followed by the host's own address
+//! records, resolved the same way. A chain holds at most 8 CNAMEs, never repeats a target, and an
+//! alias whose target resolves to nothing inside the domain is left out, so that an unresolvable
+//! chain vanishes. Targets outside the domain cannot be resolved here: their CNAME stands alone.
+
+use super::answers::{Abort, Answerer};
+use super::entry::Host;
+use super::section::{Rr, Section};
+use super::select::Selection;
+use crate::snapshot::rrset::Rdata;
+use crate::wire::Name;
+use std::rc::Rc;
+
+/// Longest chain of CNAMEs SkyDNS follows (`len(previousRecords) > 7` stops it).
+const MAX_CHAIN: usize = 8;
+
+/// Which addresses an answer wants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// A queries.
+    V4,
+    /// AAAA queries.
+    V6,
+    /// Glue for SRV/MX targets.
+    Both,
+}
+
+/// What [`Answerer::chase`] remembers of one target name: per family and chain of CNAME
+/// targets leading to it (which a loop must not revisit), the outcome.
+pub type Resolutions = Vec<(Family, Box<[Name]>, Chased)>;
+
+/// The outcome of resolving a target name.
+#[derive(Debug, Clone)]
+pub enum Chased {
+    /// The name holds no records.
+    Missing,
+    /// The name's address records (with their own CNAMEs), possibly none.
+    Found(Rc<[Rr]>),
+    /// The records cannot fit in any message.
+    TooLarge,
+}
+
+impl Answerer<'_> {
+    /// The address records of the lookup `sel` of `query`, owned by `owner` (`None` = the query
+    /// name as sent). `chain` holds the targets of the CNAMEs that led here.
+    pub(super) fn addresses<'q>(
+        &mut self,
+        sel: &Selection,
+        query: &'q Name,
+        owner: Option<&Name>,
+        family: Family,
+        chain: &mut Vec<Name>,
+    ) -> Result<Section<'q>, Abort> {
+        let index = self.index;
+        let mut out = if owner.is_none() {
+            Section::for_query(query)
+        } else {
+            Section::default()
+        };
+        for &i in sel.grouped() {
+            let e = &index.entries[i as usize];
+            let rdata = match &e.host {
+                Host::None => continue,
+                Host::V4(ip) if family != Family::V6 => Rdata::A(*ip),
+                Host::V6(ip) if family != Family::V4 => Rdata::Aaaa(*ip),
+                Host::V4(_) | Host::V6(_) => continue,
+                Host::Name(target) => {
+                    if target == query || chain.len() >= MAX_CHAIN || chain.contains(target) {
+                        continue;
+                    }
+                    chain.push(target.clone());
+                    let chased = self.chase(target, family, chain);
+                    chain.pop();
+                    let cname = Rr {
+                        owner: owner.cloned(),
+                        ttl: e.ttl,
+                        rdata: Rdata::Cname(target.clone()),
+                    };
+                    match chased? {
+                        Chased::Found(rrs) if !rrs.is_empty() => {
+                            out.push(cname);
+                            out.extend(&rrs);
+                        }
+                        Chased::Missing if !target.is_within(&index.domain) => out.push(cname),
+                        Chased::TooLarge => return Err(Abort::TooLarge),
+                        Chased::Found(_) | Chased::Missing => {}
+                    }
+                    if out.is_full() {
+                        return Err(Abort::TooLarge);
+                    }
+                    continue;
+                }
+            };
+            out.push(Rr {
+                owner: owner.cloned(),
+                ttl: e.ttl,
+                rdata,
+            });
+            if out.is_full() {
+                return Err(Abort::TooLarge);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Resolves `target` after the CNAMEs whose targets are `chain`, remembering the result.
+    pub(super) fn chase(&mut self, target: &Name, family: Family, chain: &[Name]) -> Result<Chased, Abort> {
+        let known = self.memo.get(target.wire()).into_iter().flatten();
+        if let Some((_, _, chased)) = known.into_iter().find(|(f, c, _)| *f == family && **c == *chain) {
+            return Ok(chased.clone());
+        }
+        if self.budget == 0 {
+            return Err(self.exhausted(target));
+        }
+        self.budget -= 1;
+        let chased = match self.index.lookup(target) {
+            None => Chased::Missing,
+            Some(sel) => match self.addresses(&sel, target, Some(target), family, &mut chain.to_vec()) {
+                Ok(section) => Chased::Found(section.into_rrs().into()),
+                Err(Abort::TooLarge) => Chased::TooLarge,
+                Err(Abort::Exhausted) => return Err(Abort::Exhausted),
+            },
+        };
+        self.memo
+            .entry(target.clone())
+            .or_default()
+            .push((family, chain.into(), chased.clone()));
+        Ok(chased)
+    }
+
+    /// Address glue for an SRV/MX `target` (SkyDNS calls `AddressRecords` afresh, with both
+    /// families). Targets outside the domain get none: they would need forwarding.
+    pub(super) fn glue(&mut self, target: &Name, additional: &mut Section<'_>) {
+        if additional.is_full() || !target.is_within(&self.index.domain) {
+            return;
+        }
+        if let Ok(Chased::Found(rrs)) = self.chase(target, Family::Both, &[]) {
+            additional.extend(&rrs);
+        }
+    }
+}

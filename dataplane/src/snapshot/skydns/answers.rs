@@ -1,0 +1,163 @@
+//! Answers per query type for what one lookup selected (SkyDNS `server.go`, §6). The address,
+//! SRV and MX answers live in their own files; the small ones are here.
+
+use super::entry::{split255, Host};
+use super::index::Index;
+use super::section::{answer_set, Rr, Section};
+use super::select::Selection;
+use crate::snapshot::rrset::{AnswerSet, Rdata};
+use crate::snapshot::Slot;
+use crate::wire::Name;
+use std::collections::HashMap;
+
+/// Why an answer was not built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Abort {
+    /// The answer section cannot fit in any DNS message.
+    TooLarge,
+    /// CNAME chasing needed more lookups than the bound allows (a pathological fan-out).
+    Exhausted,
+}
+
+/// Lookups of CNAME targets a single answer may make before it is given up, on top of
+/// [`BUDGET_PER_RECORD`] for each record the answer starts from. Ordinary chains need a handful;
+/// the bound keeps crafted fan-outs of chains from costing exponential time.
+const BUDGET_BASE: usize = 1024;
+/// See [`BUDGET_BASE`].
+const BUDGET_PER_RECORD: usize = 8;
+
+/// Builds answers from an [`Index`], remembering resolved CNAME targets across the answers it
+/// builds (they depend only on the target, the address family and the chain so far).
+pub struct Answerer<'a> {
+    /// The records.
+    pub(super) index: &'a Index,
+    /// Resolved CNAME targets and SRV/MX glue.
+    pub(super) memo: HashMap<Name, super::address::Resolutions, foldhash::fast::RandomState>,
+    /// Target lookups left for the answer being built.
+    pub(super) budget: usize,
+    /// Whether running out of budget was already logged.
+    pub(super) warned: bool,
+}
+
+impl<'a> Answerer<'a> {
+    /// An answerer with nothing remembered yet.
+    pub fn new(index: &'a Index) -> Answerer<'a> {
+        Answerer {
+            index,
+            memo: HashMap::default(),
+            budget: 0,
+            warned: false,
+        }
+    }
+
+    /// The answer to a query of type `slot` for `query`, whose lookup selected `sel`, with
+    /// records owned by the query name. NS, SOA and PTR are never answered from a selection.
+    pub fn answer(&mut self, sel: &Selection, query: &Name, slot: Slot) -> Result<Option<AnswerSet>, Abort> {
+        self.budget = BUDGET_BASE + BUDGET_PER_RECORD * sel.deduped().len();
+        let (answer, additional) = match slot {
+            Slot::A => (
+                self.addresses(sel, query, None, super::address::Family::V4, &mut Vec::new())?,
+                None,
+            ),
+            Slot::Aaaa => (
+                self.addresses(sel, query, None, super::address::Family::V6, &mut Vec::new())?,
+                None,
+            ),
+            Slot::Srv => {
+                let (answer, additional) = self.srv(sel)?;
+                (answer, Some(additional))
+            }
+            Slot::Mx => {
+                let (answer, additional) = self.mx(sel)?;
+                (answer, Some(additional))
+            }
+            Slot::Txt => (self.txt(sel)?, None),
+            Slot::Cname => (self.cname(sel), None),
+            Slot::Ns | Slot::Soa | Slot::Ptr => return Ok(None),
+        };
+        Ok(self.finish(answer, additional.unwrap_or_default()))
+    }
+
+    /// NS at the apex (§6.8) from the lookup of `ns.dns.<domain>`: one NS per address record,
+    /// named by its key, with the address as glue. Records with a name host are skipped.
+    pub fn ns(&mut self, sel: &Selection) -> Result<Option<AnswerSet>, Abort> {
+        let index = self.index;
+        let mut answer = Section::default();
+        let mut additional = Section::default();
+        for &i in sel.grouped() {
+            let e = &index.entries[i as usize];
+            let glue = match &e.host {
+                Host::V4(ip) => Rdata::A(*ip),
+                Host::V6(ip) => Rdata::Aaaa(*ip),
+                Host::None | Host::Name(_) => {
+                    tracing::warn!(ns = %e.name(), "skipping SkyDNS nameserver record whose host is not an IP address");
+                    continue;
+                }
+            };
+            let target = e.name();
+            answer.push(Rr::at_query(e.ttl, Rdata::Ns(target.clone())));
+            additional.push(Rr {
+                owner: Some(target),
+                ttl: e.ttl,
+                rdata: glue,
+            });
+            if answer.is_full() {
+                return Err(Abort::TooLarge);
+            }
+        }
+        Ok(self.finish(answer, additional))
+    }
+
+    /// TXT (§6.5): one record per record with text, split into 255-byte strings.
+    fn txt(&mut self, sel: &Selection) -> Result<Section<'static>, Abort> {
+        let mut answer = Section::default();
+        for &i in sel.grouped() {
+            let e = &self.index.entries[i as usize];
+            if e.text.is_empty() {
+                continue;
+            }
+            answer.push(Rr::at_query(e.ttl, Rdata::Txt(split255(e.text.as_bytes()))));
+            if answer.is_full() {
+                return Err(Abort::TooLarge);
+            }
+        }
+        Ok(answer)
+    }
+
+    /// CNAME (§6.4): nothing for a directory; for a key, its first record's host if a name,
+    /// without chasing.
+    fn cname(&mut self, sel: &Selection) -> Section<'static> {
+        let mut answer = Section::default();
+        if sel.directory {
+            return answer;
+        }
+        if let Some(&i) = sel.grouped().first() {
+            let e = &self.index.entries[i as usize];
+            if let Host::Name(target) = &e.host {
+                answer.push(Rr::at_query(e.ttl, Rdata::Cname(target.clone())));
+            }
+        }
+        answer
+    }
+
+    fn finish(&self, answer: Section<'_>, additional: Section<'_>) -> Option<AnswerSet> {
+        if answer.is_empty() {
+            return None;
+        }
+        Some(answer_set(
+            answer.into_rrs(),
+            additional.into_rrs(),
+            self.index.ttl,
+            self.index.round_robin,
+        ))
+    }
+
+    /// Logs, once per answerer, that an answer was given up for its CNAME fan-out.
+    pub(super) fn exhausted(&mut self, target: &Name) -> Abort {
+        if !self.warned {
+            self.warned = true;
+            tracing::warn!(%target, "SkyDNS CNAME chasing exceeded its lookup bound; answering as too large");
+        }
+        Abort::Exhausted
+    }
+}

@@ -1,0 +1,182 @@
+//! The etcd key layout (SkyDNS `msg.Path` / `msg.Domain`): the components of a key after the
+//! prefix are the labels of a name, root side first. `/skydns/local/skydns/east/web` holds the
+//! records of `web.east.skydns.local.`.
+//!
+//! Inside the snapshot builder a name is kept as a *path*: its labels root side first, each with
+//! its length octet, without the root terminator. Paths compared component by component put
+//! every name right before the names below it, so the records of a name and of everything below
+//! it form one contiguous run of a sorted table.
+
+use crate::wire::types::{MAX_LABEL_LEN, MAX_NAME_LEN};
+use crate::wire::Name;
+use std::cmp::Ordering;
+
+/// Why a key under the prefix does not name a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyError {
+    /// Two slashes in a row, or a trailing slash.
+    #[error("empty path component")]
+    EmptyComponent,
+    /// A component with a dot can never be reached: `msg.Path` splits names on dots.
+    #[error("path component contains a dot")]
+    DotInComponent,
+    /// A component longer than a DNS label may be.
+    #[error("path component longer than 63 bytes")]
+    LabelTooLong,
+    /// The name would be longer than 255 bytes in wire form.
+    #[error("name longer than 255 bytes")]
+    NameTooLong,
+}
+
+/// The path of the name a key holds records for, lower-cased; `Ok(None)` when the key is not
+/// below `/<prefix>/`.
+pub fn parse_key(key: &str, prefix: &str) -> Result<Option<Vec<u8>>, KeyError> {
+    let Some(rest) = key
+        .strip_prefix('/')
+        .and_then(|k| k.strip_prefix(prefix))
+        .and_then(|k| k.strip_prefix('/'))
+    else {
+        return Ok(None);
+    };
+    let mut path = Vec::with_capacity(rest.len() + 1);
+    for component in rest.split('/') {
+        if component.is_empty() {
+            return Err(KeyError::EmptyComponent);
+        }
+        if component.contains('.') {
+            return Err(KeyError::DotInComponent);
+        }
+        if component.len() > MAX_LABEL_LEN {
+            return Err(KeyError::LabelTooLong);
+        }
+        path.push(component.len() as u8);
+        path.extend(component.bytes().map(|b| b.to_ascii_lowercase()));
+    }
+    if path.len() + 1 > MAX_NAME_LEN {
+        return Err(KeyError::NameTooLong);
+    }
+    Ok(Some(path))
+}
+
+/// The path of a name: its labels in reverse order.
+pub fn path_of(name: &Name) -> Vec<u8> {
+    let labels: Vec<&[u8]> = name.labels().collect();
+    let mut path = Vec::with_capacity(name.wire().len().saturating_sub(1));
+    for label in labels.iter().rev() {
+        path.push(label.len() as u8);
+        path.extend_from_slice(label);
+    }
+    path
+}
+
+/// The name a path stands for (SkyDNS `msg.Domain`).
+pub fn name_of(path: &[u8]) -> Name {
+    let labels: Vec<&[u8]> = components(path).collect();
+    let mut wire = Vec::with_capacity(path.len() + 1);
+    for label in labels.iter().rev() {
+        wire.push(label.len() as u8);
+        wire.extend_from_slice(label);
+    }
+    wire.push(0);
+    Name::from_wire(&wire).unwrap_or_else(|_| Name::root())
+}
+
+/// The components of a path, root side first.
+pub fn components(path: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut pos = 0;
+    std::iter::from_fn(move || {
+        let len = *path.get(pos)? as usize;
+        let label = path.get(pos + 1..pos + 1 + len)?;
+        pos += 1 + len;
+        Some(label)
+    })
+}
+
+/// Number of components of a path.
+pub fn depth(path: &[u8]) -> usize {
+    components(path).count()
+}
+
+/// Component-wise order: a path sorts right before every path it is a prefix of, and the paths
+/// below one name are never interleaved with others.
+pub fn cmp_paths(a: &[u8], b: &[u8]) -> Ordering {
+    let mut a = components(a);
+    let mut b = components(b);
+    loop {
+        match (a.next(), b.next()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(x), Some(y)) => match x.cmp(y) {
+                Ordering::Equal => continue,
+                other => return other,
+            },
+        }
+    }
+}
+
+/// Whether `path` is `ancestor` or lies below it. Length octets make a byte prefix a component
+/// prefix.
+pub fn is_below(path: &[u8], ancestor: &[u8]) -> bool {
+    path.starts_with(ancestor)
+}
+
+/// Whether a label is a SkyDNS query wildcard (`msg.PathWithWildcard`).
+pub fn is_wildcard(label: &[u8]) -> bool {
+    label == b"*" || label == b"any"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(s: &str) -> Name {
+        Name::from_dotted(s).unwrap()
+    }
+
+    #[test]
+    fn a_key_names_its_components_in_reverse() {
+        let path = parse_key("/skydns/local/skydns/East/web", "skydns").unwrap().unwrap();
+        assert_eq!(name_of(&path), name("web.east.skydns.local."));
+        assert_eq!(path, path_of(&name("web.east.skydns.local.")));
+        assert_eq!(depth(&path), 4);
+    }
+
+    #[test]
+    fn keys_outside_the_prefix_are_not_records() {
+        assert_eq!(parse_key("/other/local/skydns/web", "skydns"), Ok(None));
+        assert_eq!(parse_key("/skydnsx/local", "skydns"), Ok(None));
+        assert_eq!(parse_key("/skydns", "skydns"), Ok(None));
+    }
+
+    #[test]
+    fn malformed_keys_are_errors() {
+        assert_eq!(parse_key("/skydns/local//web", "skydns"), Err(KeyError::EmptyComponent));
+        assert_eq!(parse_key("/skydns/local/web/", "skydns"), Err(KeyError::EmptyComponent));
+        assert_eq!(parse_key("/skydns/local/a.b", "skydns"), Err(KeyError::DotInComponent));
+        let long = format!("/skydns/{}", "a".repeat(64));
+        assert_eq!(parse_key(&long, "skydns"), Err(KeyError::LabelTooLong));
+        let deep = format!("/skydns{}", "/abcdefgh".repeat(30));
+        assert_eq!(parse_key(&deep, "skydns"), Err(KeyError::NameTooLong));
+    }
+
+    #[test]
+    fn the_reverse_tree_maps_to_arpa_names() {
+        let path = parse_key("/skydns/arpa/in-addr/10/0/0/1", "skydns").unwrap().unwrap();
+        assert_eq!(name_of(&path), name("1.0.0.10.in-addr.arpa."));
+    }
+
+    #[test]
+    fn paths_sort_component_wise_with_subtrees_contiguous() {
+        let mut paths: Vec<Vec<u8>> = ["b.x.", "x.", "ab.x.", "c.b.x.", "a.c.x."]
+            .iter()
+            .map(|s| path_of(&name(s)))
+            .collect();
+        paths.sort_by(|a, b| cmp_paths(a, b));
+        let sorted: Vec<String> = paths.iter().map(|p| name_of(p).to_string()).collect();
+        assert_eq!(sorted, ["x.", "ab.x.", "b.x.", "c.b.x.", "a.c.x."]);
+        assert!(is_below(&path_of(&name("c.b.x.")), &path_of(&name("b.x."))));
+        assert!(!is_below(&path_of(&name("ab.x.")), &path_of(&name("b.x."))));
+    }
+}

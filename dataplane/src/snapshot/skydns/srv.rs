@@ -1,0 +1,158 @@
+//! SRV (SkyDNS `SRVRecords`, §6.3) and MX (`MXRecords`, §6.3b): every record with a host is a
+//! service location; `mail: true` records are also mail exchanges. Address hosts are named by
+//! their key, name hosts are the target; both may lose leftmost labels (`targetstrip`). The
+//! additional section carries the addresses of the targets.
+
+use super::answers::{Abort, Answerer};
+use super::entry::{Entry, Host};
+use super::section::{Rr, Section};
+use super::select::Selection;
+use crate::snapshot::rrset::Rdata;
+use crate::wire::Name;
+use foldhash::fast::RandomState;
+use std::collections::{HashMap, HashSet};
+
+/// SkyDNS's weight normalisation, in its exact float order: `floor((100 / sum) * weight)` with a
+/// weight of 0 counting as 100, so that a lone weight-97 record gets 99.
+pub fn normalised_weight(weight: u16, sum: u64) -> u16 {
+    let w1 = 100.0 / sum as f64;
+    (w1 * effective_weight(weight) as f64).floor() as u16
+}
+
+fn effective_weight(weight: u16) -> u64 {
+    if weight == 0 {
+        100
+    } else {
+        weight as u64
+    }
+}
+
+impl Answerer<'_> {
+    /// SRV records of `sel` (grouped) with their glue. Weights are normalised per priority over
+    /// the records that serve SRV; records without a host do not.
+    pub(super) fn srv(&mut self, sel: &Selection) -> Result<(Section<'static>, Section<'static>), Abort> {
+        let index = self.index;
+        let served = || {
+            sel.grouped()
+                .iter()
+                .map(|&i| &index.entries[i as usize])
+                .filter(|e| e.host != Host::None)
+        };
+        let mut sums: HashMap<u16, u64, RandomState> = HashMap::default();
+        for e in served() {
+            *sums.entry(e.priority).or_default() += effective_weight(e.weight);
+        }
+        let mut answer = Section::default();
+        let mut additional = Section::default();
+        let mut looked_up: HashSet<Name, RandomState> = HashSet::default();
+        for e in served() {
+            let weight = normalised_weight(e.weight, sums.get(&e.priority).copied().unwrap_or(1));
+            let Some(target) = self.target(e, &mut additional, &mut looked_up, |target| target.clone()) else {
+                continue;
+            };
+            answer.push(Rr::at_query(
+                e.ttl,
+                Rdata::Srv {
+                    priority: e.priority,
+                    weight,
+                    port: e.port,
+                    target,
+                },
+            ));
+            if answer.is_full() {
+                return Err(Abort::TooLarge);
+            }
+        }
+        Ok((answer, additional))
+    }
+
+    /// MX records of `sel`: `mail: true` records only, groups ignored.
+    pub(super) fn mx(&mut self, sel: &Selection) -> Result<(Section<'static>, Section<'static>), Abort> {
+        let index = self.index;
+        let mut answer = Section::default();
+        let mut additional = Section::default();
+        let mut looked_up: HashSet<Name, RandomState> = HashSet::default();
+        for &i in sel.deduped() {
+            let e = &index.entries[i as usize];
+            if !e.mail {
+                continue;
+            }
+            // SkyDNS names an address host's glue by the unstripped key even when the exchange
+            // itself is stripped; kept for compatibility.
+            let Some(exchange) = self.target(e, &mut additional, &mut looked_up, |_| e.name()) else {
+                continue;
+            };
+            answer.push(Rr::at_query(
+                e.ttl,
+                Rdata::Mx {
+                    preference: e.priority,
+                    exchange,
+                },
+            ));
+            if answer.is_full() {
+                return Err(Abort::TooLarge);
+            }
+        }
+        Ok((answer, additional))
+    }
+
+    /// The SRV/MX target of `e`, adding its glue to `additional`: the address itself for an
+    /// address host (owned by `glue_owner` of the target), the resolved addresses of a name host
+    /// once per distinct target. A record without a host has no target.
+    fn target(
+        &mut self,
+        e: &Entry,
+        additional: &mut Section<'_>,
+        looked_up: &mut HashSet<Name, RandomState>,
+        glue_owner: impl FnOnce(&Name) -> Name,
+    ) -> Option<Name> {
+        let strip = e.target_strip as usize;
+        let glue = match &e.host {
+            Host::Name(host) => {
+                let target = host.strip_labels(strip);
+                if looked_up.insert(target.clone()) {
+                    self.glue(&target, additional);
+                }
+                return Some(target);
+            }
+            Host::V4(ip) => Rdata::A(*ip),
+            Host::V6(ip) => Rdata::Aaaa(*ip),
+            Host::None => return None,
+        };
+        let target = e.name().strip_labels(strip);
+        if !additional.is_full() {
+            additional.push(Rr {
+                owner: Some(glue_owner(&target)),
+                ttl: e.ttl,
+                rdata: glue,
+            });
+        }
+        Some(target)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalised_weight;
+
+    fn weights(raw: &[u16]) -> Vec<u16> {
+        let sum: u64 = raw.iter().map(|&w| if w == 0 { 100 } else { w as u64 }).sum();
+        raw.iter().map(|&w| normalised_weight(w, sum)).collect()
+    }
+
+    #[test]
+    fn three_unweighted_records_get_33_each() {
+        assert_eq!(weights(&[0, 0, 0]), [33, 33, 33]);
+    }
+
+    #[test]
+    fn weights_are_scaled_to_100_per_priority() {
+        assert_eq!(weights(&[130, 80, 150]), [36, 22, 41]);
+        assert_eq!(weights(&[120, 100, 130]), [34, 28, 37]);
+    }
+
+    #[test]
+    fn a_lone_weight_97_gets_99_from_float_rounding() {
+        assert_eq!(weights(&[97]), [99]);
+    }
+}

@@ -1,0 +1,143 @@
+//! A/AAAA answers and CNAME chasing (§6.2).
+
+use super::*;
+
+/// `c1 → c2 → … → c<len+1>`, the last one holding an address: a chain of `len` CNAMEs.
+fn chain(len: usize) -> Vec<(String, Service)> {
+    let mut records: Vec<(String, Service)> = (1..=len)
+        .map(|i| {
+            (
+                format!("test/skydns/chain/c{i}"),
+                host(&format!("c{}.chain.skydns.test.", i + 1)),
+            )
+        })
+        .collect();
+    records.push((format!("test/skydns/chain/c{}", len + 1), host("10.0.2.1")));
+    records
+}
+
+fn snapshot_of(records: &[(String, Service)]) -> Snapshot {
+    let refs: Vec<(&str, Service)> = records.iter().map(|(k, s)| (k.as_str(), s.clone())).collect();
+    snapshot(&refs)
+}
+
+#[test]
+fn a_chain_of_eight_cnames_resolves() {
+    let snap = snapshot_of(&chain(8));
+    let lines = answers(&snap, "c1.chain.skydns.test.", RecordType::A);
+    assert_eq!(lines.len(), 9);
+    assert_eq!(lines[0], "c1.chain.skydns.test. 3600 CNAME c2.chain.skydns.test.");
+    assert_eq!(lines[8], "c9.chain.skydns.test. 3600 A 10.0.2.1");
+}
+
+#[test]
+fn a_chain_of_nine_cnames_vanishes_whole() {
+    let snap = snapshot_of(&chain(9));
+    assert!(is_nodata(&snap, "c1.chain.skydns.test.", RecordType::A));
+    assert_eq!(
+        answers(&snap, "c2.chain.skydns.test.", RecordType::A).len(),
+        9,
+        "from one step further it fits"
+    );
+}
+
+#[test]
+fn a_cname_loop_vanishes() {
+    let snap = snapshot(&[
+        ("test/skydns/c3", host("c4.skydns.test.")),
+        ("test/skydns/c4", host("c3.skydns.test.")),
+    ]);
+    assert!(is_nodata(&snap, "c3.skydns.test.", RecordType::A));
+}
+
+#[test]
+fn a_loop_back_to_the_query_name_stops_at_its_addresses() {
+    let snap = snapshot(&[
+        ("test/skydns/c3/a", host("c4.skydns.test.")),
+        ("test/skydns/c3/b", host("10.0.0.3")),
+        ("test/skydns/c4", host("c3.skydns.test.")),
+    ]);
+    assert_eq!(
+        answers(&snap, "c3.skydns.test.", RecordType::A),
+        [
+            "c3.skydns.test. 3600 CNAME c4.skydns.test.",
+            "c4.skydns.test. 3600 CNAME c3.skydns.test.",
+            "c3.skydns.test. 3600 A 10.0.0.3",
+        ]
+    );
+}
+
+#[test]
+fn a_record_aliasing_its_own_lookup_name_is_skipped() {
+    let snap = snapshot(&[
+        ("test/skydns/d/self", host("d.skydns.test.")),
+        ("test/skydns/d/ip", host("10.0.0.1")),
+    ]);
+    assert_eq!(
+        answers(&snap, "d.skydns.test.", RecordType::A),
+        ["d.skydns.test. 3600 A 10.0.0.1"]
+    );
+}
+
+#[test]
+fn a_cname_to_a_missing_name_inside_the_domain_vanishes() {
+    let snap = snapshot(&[("test/skydns/alias", host("missing.skydns.test."))]);
+    assert!(is_nodata(&snap, "alias.skydns.test.", RecordType::A));
+}
+
+#[test]
+fn a_cname_outside_the_domain_stands_alone() {
+    let snap = snapshot(&[("test/skydns/alias", host("www.example.org"))]);
+    assert_eq!(
+        answers(&snap, "alias.skydns.test.", RecordType::A),
+        ["alias.skydns.test. 3600 CNAME www.example.org."]
+    );
+    assert_eq!(answers(&snap, "alias.skydns.test.", RecordType::AAAA).len(), 1);
+}
+
+#[test]
+fn a_cname_is_chased_for_the_asked_family_only() {
+    let snap = snapshot(&[
+        ("test/skydns/alias", host("target.skydns.test.")),
+        ("test/skydns/target/v4", host("10.0.0.1")),
+        ("test/skydns/target/v6", host("2001:db8::1")),
+    ]);
+    assert_eq!(
+        answers(&snap, "alias.skydns.test.", RecordType::AAAA),
+        [
+            "alias.skydns.test. 3600 CNAME target.skydns.test.",
+            "target.skydns.test. 3600 AAAA 2001:db8::1"
+        ]
+    );
+}
+
+#[test]
+fn a_chain_takes_the_smallest_ttl_of_its_records() {
+    let snap = snapshot(&[
+        ("test/skydns/c1", host("c2.skydns.test.")),
+        (
+            "test/skydns/c2",
+            Service {
+                host: "10.0.2.1".into(),
+                ttl: 30,
+                ..Service::default()
+            },
+        ),
+    ]);
+    assert!(ask(&snap, "c1.skydns.test.", RecordType::A)
+        .answers()
+        .iter()
+        .all(|r| r.ttl() == 30));
+}
+
+#[test]
+fn two_aliases_of_one_owner_keep_the_first_by_key_order() {
+    let snap = snapshot(&[
+        ("test/skydns/d/b", host("two.example.org.")),
+        ("test/skydns/d/a", host("one.example.org.")),
+    ]);
+    assert_eq!(
+        answers(&snap, "d.skydns.test.", RecordType::A),
+        ["d.skydns.test. 3600 CNAME one.example.org."]
+    );
+}

@@ -1,0 +1,110 @@
+//! SkyDNS query wildcards (§2 `PathWithWildcard`, §5.1): a `*` or `any` label matches any label
+//! at its position. The lookup starts at the fixed part right of the rightmost wildcard label:
+//! missing → NXDOMAIN; a single key → that key's records, whatever the wildcards say; a directory
+//! → every key below it that matches the whole name position by position, keys shorter than the
+//! name skipped, longer ones matching by their leading components.
+//!
+//! Matching walks the sorted index: a literal label narrows the run by binary search, a wildcard
+//! label visits each child run once, so selective patterns never scan the whole zone.
+
+use super::answers::{Abort, Answerer};
+use super::index::Index;
+use super::key::{components, is_wildcard};
+use super::select::Selection;
+use crate::snapshot::rrset::{AnswerSet, CompiledAnswer};
+use crate::snapshot::Slot;
+use crate::wire::types::rtype;
+use crate::wire::{LowerName, Name};
+use std::ops::Range;
+
+/// The outcome of a wildcard query.
+#[derive(Debug)]
+pub enum WildcardAnswer {
+    /// The fixed part of the name does not exist.
+    NxDomain,
+    /// Something matched the name but nothing of the asked type.
+    NoData,
+    /// Records matched.
+    Answer(CompiledAnswer),
+}
+
+/// Answers a query whose name holds `*` or `any` labels below the SkyDNS domain, with the query
+/// name as the owner of every record. Qtype ANY gets an empty answer when anything matched, for
+/// the caller to answer minimally.
+pub fn wildcard(index: &Index, qname: &LowerName, qtype: u16) -> WildcardAnswer {
+    let Ok(name) = Name::from_wire(qname.wire()) else {
+        return WildcardAnswer::NxDomain;
+    };
+    let Some(sel) = index.lookup(&name) else {
+        return WildcardAnswer::NxDomain;
+    };
+    if sel.deduped().is_empty() {
+        return WildcardAnswer::NoData;
+    }
+    if qtype == rtype::ANY {
+        return WildcardAnswer::Answer(CompiledAnswer::compile(qname, &AnswerSet::default()));
+    }
+    let Some(slot) = Slot::for_qtype(qtype) else {
+        return WildcardAnswer::NoData;
+    };
+    match Answerer::new(index).answer(&sel, &name, slot) {
+        Ok(None) => WildcardAnswer::NoData,
+        Ok(Some(set)) => WildcardAnswer::Answer(CompiledAnswer::compile(qname, &set)),
+        Err(Abort::TooLarge | Abort::Exhausted) => WildcardAnswer::Answer(CompiledAnswer::overflowing()),
+    }
+}
+
+/// The records the wildcard pattern `path` (a name's path, with wildcard components below the
+/// domain) selects, or `None` when its fixed part does not exist.
+pub(super) fn select(index: &Index, path: &[u8]) -> Option<Selection> {
+    let mut fixed = index.apex.len();
+    for label in components(&path[fixed..]) {
+        if is_wildcard(label) {
+            break;
+        }
+        fixed += 1 + label.len();
+    }
+    let range = index.subtree(&path[..fixed]);
+    if range.is_empty() {
+        return None;
+    }
+    let exact = index.exact_count(range.clone(), fixed);
+    if exact == range.len() {
+        return Some(Selection::from_range(index, range, exact));
+    }
+    let pattern: Vec<&[u8]> = components(&path[fixed..]).collect();
+    let mut matched = Vec::new();
+    descend(index, range, fixed, &pattern, &mut matched);
+    Some(Selection::from_list(index, matched, true))
+}
+
+/// Collects the entries of `run` (all below a common prefix of `prefix_len` bytes) whose next
+/// components match `pattern`.
+fn descend(index: &Index, run: Range<usize>, prefix_len: usize, pattern: &[&[u8]], matched: &mut Vec<u32>) {
+    let Some((&label, rest)) = pattern.split_first() else {
+        matched.extend(run.map(|i| i as u32));
+        return;
+    };
+    // Entries exactly at the prefix are shorter than the pattern.
+    let start = run.start + index.exact_count(run.clone(), prefix_len);
+    let Some(first) = index.entries.get(start..run.end).and_then(|r| r.first()) else {
+        return;
+    };
+    if is_wildcard(label) {
+        let mut i = start;
+        while i < run.end {
+            let path = &index.entries[i].path;
+            let child = &path[..prefix_len + 1 + path[prefix_len] as usize];
+            let sub = index.subtree_within(i..run.end, child);
+            let next = sub.end;
+            descend(index, sub, child.len(), rest, matched);
+            i = next;
+        }
+    } else {
+        let mut child = first.path[..prefix_len].to_vec();
+        child.push(label.len() as u8);
+        child.extend_from_slice(label);
+        let sub = index.subtree_within(start..run.end, &child);
+        descend(index, sub, child.len(), rest, matched);
+    }
+}

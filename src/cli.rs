@@ -1,0 +1,153 @@
+//! The command line: SkyDNS's flags (as long options) with SkyDNS's environment variables, plus
+//! skyline's own. Every option is optional here; [`crate::config`] stacks them over the
+//! configuration file, the records file's `/<prefix>/config` and the defaults.
+
+use clap::{CommandFactory, FromArgMatches, Parser};
+use skyline_controlplane::skydns::config;
+use skyline_dataplane::wire::Name;
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// skyline: a service-discovery DNS server serving SkyDNS records.
+///
+/// Precedence of settings: flags, then environment variables, then the --config file, then the
+/// /<prefix>/config object of the records file, then SkyDNS's defaults.
+#[derive(Debug, Parser)]
+#[command(name = "skyline", version)]
+pub struct Cli {
+    /// IP:port to serve DNS on, over UDP and TCP [default: 127.0.0.1:53]
+    #[arg(long, env = "SKYDNS_ADDR", value_name = "IP:PORT", value_parser = parse_addr)]
+    pub addr: Option<SocketAddr>,
+
+    /// Domain to be authoritative for [default: skydns.local.]
+    #[arg(long, env = "SKYDNS_DOMAIN", value_parser = parse_domain)]
+    pub domain: Option<Name>,
+
+    /// First element of every record key: records live under /<prefix>/ [default: skydns]
+    #[arg(long, env = "SKYDNS_PATH_PREFIX", value_name = "PREFIX")]
+    pub path_prefix: Option<String>,
+
+    /// Comma-separated IP:port list of resolvers for names outside the domain
+    #[arg(long, env = "SKYDNS_NAMESERVERS", value_name = "IP:PORT,...", value_delimiter = ',', value_parser = parse_addr)]
+    pub nameservers: Option<Vec<SocketAddr>>,
+
+    /// Labels a name needs before it is forwarded; 0 means the default [default: 2]
+    #[arg(long, env = "SKYDNS_NDOTS", value_name = "N")]
+    pub ndots: Option<u32>,
+
+    /// Comma-separated etcd endpoints [default: http://127.0.0.1:2379]
+    #[arg(long, env = "ETCD_MACHINES", value_name = "URL,...", value_delimiter = ',')]
+    pub machines: Option<Vec<String>>,
+
+    /// Name whose records local.dns.<domain> answers with
+    #[arg(long, value_name = "NAME", value_parser = parse_domain)]
+    pub local: Option<Name>,
+
+    /// SOA contact; the mail form hostmaster@skydns.local. is accepted [default: hostmaster.<domain>]
+    #[arg(long, value_name = "NAME", value_parser = parse_hostmaster)]
+    pub hostmaster: Option<Name>,
+
+    /// Shuffle A/AAAA answers; --round-robin=false turns it off [default: true]
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_parser = parse_go_bool
+    )]
+    pub round_robin: Option<bool>,
+
+    /// Records file: a JSON object mapping etcd keys to SkyDNS records; reloaded when it changes
+    /// and on SIGHUP [default: none, an empty zone]
+    #[arg(long, value_name = "FILE")]
+    pub records: Option<PathBuf>,
+
+    /// Worker threads answering queries; 0 means one per core [default: 0]
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+
+    /// Do not pin worker threads to cores
+    #[arg(long)]
+    pub no_pin: bool,
+
+    /// TOML configuration file, keys as the long options in snake_case
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Log at debug level (otherwise RUST_LOG, default info)
+    #[arg(long, short)]
+    pub verbose: bool,
+}
+
+impl Cli {
+    /// Parses a command line, reading the environment variables as SkyDNS does: Go's
+    /// `os.Getenv` makes an empty variable the same as an unset one (deployments often carry
+    /// e.g. `SKYDNS_NAMESERVERS=""`), whereas clap would take it as an empty, invalid value.
+    pub fn try_parse_skydns<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let command = Cli::command().mut_args(|arg| {
+            let empty = arg
+                .get_env()
+                .and_then(std::env::var_os)
+                .is_some_and(|value| value.is_empty());
+            if empty {
+                arg.env(None)
+            } else {
+                arg
+            }
+        });
+        Cli::from_arg_matches(&command.try_get_matches_from(args)?)
+    }
+}
+
+fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+    config::address("addr", text)
+        .map_err(|_| format!("{text:?} is not an IP:port address (a host name is not accepted)"))
+}
+
+fn parse_domain(text: &str) -> Result<Name, String> {
+    config::domain("domain", text).map_err(|e| e.to_string())
+}
+
+fn parse_hostmaster(text: &str) -> Result<Name, String> {
+    config::hostmaster(text).map_err(|e| e.to_string())
+}
+
+/// Boolean values as Go's `strconv.ParseBool` takes them, so SkyDNS command lines keep working.
+fn parse_go_bool(text: &str) -> Result<bool, String> {
+    match text {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
+        _ => Err(format!("{text:?} is not a boolean (true or false)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn go_booleans_are_accepted() {
+        for (text, value) in [
+            ("true", true),
+            ("T", true),
+            ("1", true),
+            ("false", false),
+            ("F", false),
+            ("0", false),
+        ] {
+            assert_eq!(parse_go_bool(text), Ok(value));
+        }
+        assert!(parse_go_bool("yes").is_err());
+    }
+}

@@ -1,0 +1,507 @@
+//! The TOML configuration file and the resolution of every setting into one [`Settings`].
+//!
+//! Precedence, highest first: command-line flags, environment variables (clap applies these two),
+//! the TOML file given with `--config`, the records file's `/<prefix>/config` object, SkyDNS's
+//! defaults. SkyDNS itself lets its etcd config override flags; skyline lets what the operator
+//! typed win over data, so a stray key in the data cannot move the server elsewhere.
+//!
+//! Resolution is pure: [`operator`] stacks what the operator set (it decides which records file
+//! to read and under which prefix), [`resolve`] stacks that over the records file's settings.
+//! The records file source applies the same stacking on every reload for the settings that shape
+//! answers (domain, TTLs, priority, hostmaster, local, round robin); the listen address, the
+//! workers and the prefix are fixed at start.
+//!
+//! | TOML key | flag | environment | `/<prefix>/config` key | default | on reload |
+//! |---|---|---|---|---|---|
+//! | `addr` | `--addr` | `SKYDNS_ADDR` | `dns_addr` | `127.0.0.1:53` | restart |
+//! | `domain` | `--domain` | `SKYDNS_DOMAIN` | `domain` | `skydns.local.` | applied |
+//! | `path_prefix` | `--path-prefix` | `SKYDNS_PATH_PREFIX` | — | `skydns` | restart |
+//! | `nameservers` | `--nameservers` | `SKYDNS_NAMESERVERS` | `nameservers` | none | restart |
+//! | `ndots` | `--ndots` | `SKYDNS_NDOTS` | `ndot` | 2 (0 = default) | restart |
+//! | `machines` | `--machines` | `ETCD_MACHINES` | — | `http://127.0.0.1:2379` | restart |
+//! | `local` | `--local` | — | `local` | none | applied |
+//! | `hostmaster` | `--hostmaster` | — | `hostmaster` | `hostmaster.<domain>` | applied |
+//! | `round_robin` | `--round-robin` | — | `round_robin` | true | applied |
+//! | `records` | `--records` | — | — | none (empty zone) | restart |
+//! | `workers` | `--workers` | — | — | 0 (one per core) | restart |
+//! | `no_pin` | `--no-pin` | — | — | false | restart |
+//! | — | — | — | `ttl`, `min_ttl`, `priority` | 3600, 60, 10 | applied |
+
+use crate::cli::Cli;
+use serde::Deserialize;
+use skyline_controlplane::skydns::config::{self as skydns_config, ConfigPatch};
+use skyline_dataplane::snapshot::skydns::Config;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// The default path prefix: records live under `/skydns/`.
+const DEFAULT_PATH_PREFIX: &str = "skydns";
+
+/// The default etcd endpoint (SkyDNS's).
+const DEFAULT_MACHINE: &str = "http://127.0.0.1:2379";
+
+/// Why the configuration is unusable; each message names the file or setting at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The TOML file could not be read.
+    #[error("cannot read configuration file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The TOML file is not valid, or has a key or value this version does not know.
+    #[error("configuration file {path}: {source}")]
+    Toml {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with its line and column.
+        source: toml::de::Error,
+    },
+    /// A setting's value is not valid.
+    #[error(transparent)]
+    Setting(#[from] skydns_config::ConfigError),
+    /// The path prefix cannot be a key's first element.
+    #[error("path_prefix: {0:?} must be one non-empty key element, without '/'")]
+    PathPrefix(String),
+}
+
+/// The TOML configuration file: the long options' names in snake_case. Unknown keys are errors,
+/// so that a typo is reported instead of silently ignored.
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// `--addr`.
+    pub addr: Option<SocketAddr>,
+    /// `--domain`.
+    pub domain: Option<String>,
+    /// `--path-prefix`.
+    pub path_prefix: Option<String>,
+    /// `--nameservers`, as a list.
+    pub nameservers: Option<Vec<SocketAddr>>,
+    /// `--ndots`.
+    pub ndots: Option<u32>,
+    /// `--machines`, as a list.
+    pub machines: Option<Vec<String>>,
+    /// `--local`.
+    pub local: Option<String>,
+    /// `--hostmaster`.
+    pub hostmaster: Option<String>,
+    /// `--round-robin`.
+    pub round_robin: Option<bool>,
+    /// `--records`; a relative path is relative to the configuration file's directory.
+    pub records: Option<PathBuf>,
+    /// `--workers`.
+    pub workers: Option<usize>,
+    /// `--no-pin`.
+    pub no_pin: Option<bool>,
+}
+
+impl FileConfig {
+    /// Parses TOML text read from `path`, whose directory anchors a relative `records` path.
+    pub fn parse(text: &str, path: &Path) -> Result<FileConfig, ConfigError> {
+        let mut file: FileConfig = toml::from_str(text).map_err(|source| ConfigError::Toml {
+            path: path.to_owned(),
+            source,
+        })?;
+        if let (Some(records), Some(dir)) = (&file.records, path.parent()) {
+            if records.is_relative() {
+                file.records = Some(dir.join(records));
+            }
+        }
+        Ok(file)
+    }
+
+    /// Reads and parses the file at `path`.
+    pub fn load(path: &Path) -> Result<FileConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        FileConfig::parse(&text, path)
+    }
+}
+
+/// What the operator set, flags and environment over the configuration file: enough to find the
+/// records file, and the settings that override the records file's own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Operator {
+    /// Settings that win over the records file's `/<prefix>/config`.
+    pub overrides: ConfigPatch,
+    /// First element of every record key.
+    pub path_prefix: String,
+    /// The records file, if any.
+    pub records: Option<PathBuf>,
+    /// etcd endpoints.
+    pub machines: Vec<String>,
+    /// Worker threads (0 = one per core).
+    pub workers: usize,
+    /// Pin workers to cores.
+    pub pin: bool,
+}
+
+/// Every setting, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Where DNS is served, UDP and TCP.
+    pub addr: SocketAddr,
+    /// What shapes SkyDNS answers (domain, TTLs, priority, hostmaster, local, round robin, prefix).
+    pub skydns: Config,
+    /// The records file, if any.
+    pub records: Option<PathBuf>,
+    /// Resolvers for names outside the domain.
+    pub nameservers: Vec<SocketAddr>,
+    /// Labels a name needs before it is forwarded.
+    pub ndots: u32,
+    /// etcd endpoints.
+    pub machines: Vec<String>,
+    /// Worker threads (0 = one per core).
+    pub workers: usize,
+    /// Pin workers to cores.
+    pub pin: bool,
+}
+
+/// Stacks the command line (flags and environment) over the configuration file.
+pub fn operator(cli: &Cli, file: Option<&FileConfig>) -> Result<Operator, ConfigError> {
+    let empty = FileConfig::default();
+    let file = file.unwrap_or(&empty);
+    let from_file = ConfigPatch {
+        dns_addr: file.addr,
+        domain: file
+            .domain
+            .as_deref()
+            .map(|d| skydns_config::domain("domain", d))
+            .transpose()?,
+        local: file
+            .local
+            .as_deref()
+            .map(|d| skydns_config::domain("local", d))
+            .transpose()?,
+        hostmaster: file.hostmaster.as_deref().map(skydns_config::hostmaster).transpose()?,
+        round_robin: file.round_robin,
+        nameservers: file.nameservers.clone(),
+        ndots: file.ndots,
+        ..ConfigPatch::default()
+    };
+    let from_cli = ConfigPatch {
+        dns_addr: cli.addr,
+        domain: cli.domain.clone(),
+        local: cli.local.clone(),
+        hostmaster: cli.hostmaster.clone(),
+        round_robin: cli.round_robin,
+        nameservers: cli.nameservers.clone(),
+        ndots: cli.ndots,
+        ..ConfigPatch::default()
+    };
+    let mut overrides = from_cli.or(from_file);
+    if overrides.ndots == Some(0) {
+        overrides.ndots = None;
+    }
+    if overrides.nameservers.as_ref().is_some_and(Vec::is_empty) {
+        overrides.nameservers = None;
+    }
+    let prefix = cli
+        .path_prefix
+        .as_deref()
+        .or(file.path_prefix.as_deref())
+        .unwrap_or(DEFAULT_PATH_PREFIX);
+    Ok(Operator {
+        overrides,
+        path_prefix: path_prefix(prefix)?,
+        records: cli.records.clone().or_else(|| file.records.clone()),
+        machines: cli
+            .machines
+            .clone()
+            .or_else(|| file.machines.clone())
+            .unwrap_or_else(|| vec![DEFAULT_MACHINE.to_owned()]),
+        workers: cli.workers.or(file.workers).unwrap_or(0),
+        pin: !(cli.no_pin || file.no_pin.unwrap_or(false)),
+    })
+}
+
+/// Stacks the operator's settings over the records file's `/<prefix>/config` and the defaults.
+pub fn resolve(operator: Operator, records_config: Option<&ConfigPatch>) -> Result<Settings, ConfigError> {
+    let stacked = operator.overrides.or(records_config.cloned().unwrap_or_default());
+    Ok(Settings {
+        addr: stacked.dns_addr_or_default(),
+        skydns: stacked.skydns_config(&operator.path_prefix)?,
+        nameservers: stacked.nameservers.clone().unwrap_or_default(),
+        ndots: stacked.ndots_or_default(),
+        records: operator.records,
+        machines: operator.machines,
+        workers: operator.workers,
+        pin: operator.pin,
+    })
+}
+
+/// A path prefix as SkyDNS's `-path-prefix` takes it (`skydns`); surrounding slashes are dropped.
+fn path_prefix(text: &str) -> Result<String, ConfigError> {
+    let trimmed = text.trim_matches('/');
+    if trimmed.is_empty() || trimmed.contains('/') {
+        return Err(ConfigError::PathPrefix(text.to_owned()));
+    }
+    Ok(trimmed.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use skyline_controlplane::source::records_file::parse_records_file;
+    use skyline_dataplane::wire::Name;
+    use std::sync::Mutex;
+
+    /// Environment variables are process-wide: tests that parse a command line (which reads them)
+    /// take this lock so that one test's variables never leak into another's parse.
+    static ENV: Mutex<()> = Mutex::new(());
+
+    const SKYDNS_VARS: &[&str] = &[
+        "SKYDNS_ADDR",
+        "SKYDNS_DOMAIN",
+        "SKYDNS_PATH_PREFIX",
+        "SKYDNS_NAMESERVERS",
+        "SKYDNS_NDOTS",
+        "ETCD_MACHINES",
+    ];
+
+    /// Parses `args` with exactly the environment variables `env` set among SkyDNS's.
+    fn cli(args: &[&str], env: &[(&str, &str)]) -> Result<Cli, clap::Error> {
+        let _lock = ENV.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        for var in SKYDNS_VARS {
+            std::env::remove_var(var);
+        }
+        for (k, v) in env {
+            std::env::set_var(k, v);
+        }
+        let parsed = Cli::try_parse_skydns(std::iter::once("skyline").chain(args.iter().copied()));
+        for (k, _) in env {
+            std::env::remove_var(k);
+        }
+        parsed
+    }
+
+    fn toml(text: &str) -> FileConfig {
+        FileConfig::parse(text, Path::new("/etc/skyline/skyline.toml")).unwrap()
+    }
+
+    fn settings(args: &[&str], env: &[(&str, &str)], file: Option<&str>, records: Option<&str>) -> Settings {
+        let cli = cli(args, env).unwrap();
+        let file = file.map(toml);
+        let records = records.map(|r| ConfigPatch::parse(r.as_bytes()).unwrap());
+        resolve(operator(&cli, file.as_ref()).unwrap(), records.as_ref()).unwrap()
+    }
+
+    fn name(s: &str) -> Name {
+        Name::from_dotted(s).unwrap()
+    }
+
+    #[test]
+    fn defaults_are_skydns_defaults() {
+        let s = settings(&[], &[], None, None);
+        assert_eq!(s.addr.to_string(), "127.0.0.1:53");
+        assert_eq!(s.skydns, Config::default());
+        assert_eq!(s.skydns.domain, name("skydns.local."));
+        assert_eq!(s.skydns.hostmaster, name("hostmaster.skydns.local."));
+        assert_eq!((s.skydns.ttl, s.skydns.min_ttl, s.skydns.priority), (3600, 60, 10));
+        assert_eq!(s.skydns.path_prefix, "skydns");
+        assert_eq!(s.ndots, 2);
+        assert!(s.nameservers.is_empty());
+        assert_eq!(s.machines, ["http://127.0.0.1:2379"]);
+        assert_eq!((s.workers, s.pin, s.records), (0, true, None));
+    }
+
+    #[test]
+    fn each_layer_beats_the_ones_below() {
+        let records = Some(r#"{"domain":"records.test.","dns_addr":"127.0.0.1:5301","ttl":30}"#);
+        let file = Some("domain = \"file.test.\"\naddr = \"127.0.0.1:5302\"\n");
+        let env = [("SKYDNS_DOMAIN", "env.test."), ("SKYDNS_ADDR", "127.0.0.1:5303")];
+        let flags = ["--domain", "flag.test.", "--addr", "127.0.0.1:5304"];
+
+        let s = settings(&[], &[], None, records);
+        assert_eq!(
+            (s.skydns.domain.clone(), s.addr.port(), s.skydns.ttl),
+            (name("records.test."), 5301, 30)
+        );
+        let s = settings(&[], &[], file, records);
+        assert_eq!(
+            (s.skydns.domain.clone(), s.addr.port(), s.skydns.ttl),
+            (name("file.test."), 5302, 30)
+        );
+        let s = settings(&[], &env, file, records);
+        assert_eq!((s.skydns.domain.clone(), s.addr.port()), (name("env.test."), 5303));
+        let s = settings(&flags, &env, file, records);
+        assert_eq!((s.skydns.domain.clone(), s.addr.port()), (name("flag.test."), 5304));
+        assert_eq!(
+            s.skydns.hostmaster,
+            name("hostmaster.flag.test."),
+            "the hostmaster follows the served domain"
+        );
+    }
+
+    #[test]
+    fn skydns_environment_variables_are_read() {
+        let env = [
+            ("SKYDNS_PATH_PREFIX", "custom"),
+            ("SKYDNS_NAMESERVERS", "8.8.8.8:53,[2001:db8::1]:53"),
+            ("SKYDNS_NDOTS", "3"),
+            ("ETCD_MACHINES", "http://10.0.0.1:2379,http://10.0.0.2:2379"),
+        ];
+        let s = settings(&[], &env, None, None);
+        assert_eq!(s.skydns.path_prefix, "custom");
+        assert_eq!(
+            s.nameservers,
+            ["8.8.8.8:53".parse().unwrap(), "[2001:db8::1]:53".parse().unwrap()]
+        );
+        assert_eq!(s.ndots, 3);
+        assert_eq!(s.machines, ["http://10.0.0.1:2379", "http://10.0.0.2:2379"]);
+    }
+
+    #[test]
+    fn skydns_flag_forms_are_accepted() {
+        let s = settings(
+            &[
+                "--hostmaster",
+                "admin@example.org.",
+                "--round-robin=false",
+                "--local",
+                "Node1.Hosts.skydns.local",
+                "--no-pin",
+            ],
+            &[],
+            None,
+            None,
+        );
+        assert_eq!(s.skydns.hostmaster, name("admin.example.org."));
+        assert!(!s.skydns.round_robin);
+        assert_eq!(s.skydns.local, Some(name("node1.hosts.skydns.local.")));
+        assert!(!s.pin);
+        assert!(
+            settings(&["--round-robin"], &[], None, Some(r#"{"round_robin":false}"#))
+                .skydns
+                .round_robin
+        );
+        assert!(
+            !settings(&[], &[], None, Some(r#"{"round_robin":false}"#))
+                .skydns
+                .round_robin
+        );
+    }
+
+    #[test]
+    fn lists_from_a_higher_layer_replace_lower_ones() {
+        let s = settings(
+            &["--nameservers", "1.1.1.1:53"],
+            &[],
+            Some("nameservers = [\"8.8.8.8:53\", \"8.8.4.4:53\"]"),
+            None,
+        );
+        assert_eq!(s.nameservers, ["1.1.1.1:53".parse().unwrap()]);
+        let s = settings(
+            &[],
+            &[],
+            Some("nameservers = [\"8.8.8.8:53\", \"8.8.4.4:53\"]"),
+            Some(r#"{"nameservers":["9.9.9.9:53"]}"#),
+        );
+        assert_eq!(s.nameservers.len(), 2);
+    }
+
+    #[test]
+    fn zero_ndots_means_the_default() {
+        assert_eq!(settings(&["--ndots", "0"], &[], None, Some(r#"{"ndot":4}"#)).ndots, 4);
+        assert_eq!(settings(&["--ndots", "0"], &[], None, None).ndots, 2);
+    }
+
+    #[test]
+    fn invalid_command_line_values_are_rejected() {
+        for args in [
+            &["--addr", "localhost:53"][..],
+            &["--addr", "127.0.0.1"],
+            &["--nameservers", "8.8.8.8"],
+            &["--domain", "bad domain"],
+            &["--hostmaster", "a..b"],
+            &["--round-robin", "false"],
+            &["--round-robin=maybe"],
+            &["--workers", "-1"],
+            &["--unknown"],
+        ] {
+            assert!(cli(args, &[]).is_err(), "{args:?}");
+        }
+        assert!(cli(&[], &[("SKYDNS_ADDR", "nohost:53")]).is_err());
+    }
+
+    #[test]
+    fn empty_environment_variables_count_as_unset() {
+        let s = settings(
+            &[],
+            &[("SKYDNS_DOMAIN", ""), ("SKYDNS_NAMESERVERS", ""), ("SKYDNS_ADDR", "")],
+            None,
+            None,
+        );
+        assert_eq!(s.skydns.domain, name("skydns.local."));
+        assert!(s.nameservers.is_empty());
+        assert_eq!(s.addr.port(), 53);
+    }
+
+    #[test]
+    fn bad_path_prefixes_are_rejected() {
+        let cli = cli(&["--path-prefix", "a/b"], &[]).unwrap();
+        assert!(matches!(operator(&cli, None), Err(ConfigError::PathPrefix(_))));
+        assert_eq!(path_prefix("/skydns/").unwrap(), "skydns");
+        assert!(path_prefix("/").is_err());
+    }
+
+    #[test]
+    fn unknown_toml_keys_are_rejected() {
+        let err = FileConfig::parse("domian = \"typo.test.\"\n", Path::new("x.toml")).unwrap_err();
+        assert!(matches!(err, ConfigError::Toml { .. }));
+        assert!(err.to_string().contains("domian"), "{err}");
+        assert!(FileConfig::parse("addr = \"localhost:53\"\n", Path::new("x.toml")).is_err());
+        assert!(FileConfig::parse("workers = \"two\"\n", Path::new("x.toml")).is_err());
+    }
+
+    #[test]
+    fn a_relative_records_path_is_relative_to_the_file() {
+        assert_eq!(
+            toml("records = \"records.json\"").records,
+            Some(PathBuf::from("/etc/skyline/records.json"))
+        );
+        assert_eq!(
+            toml("records = \"/srv/r.json\"").records,
+            Some(PathBuf::from("/srv/r.json"))
+        );
+    }
+
+    #[test]
+    fn every_example_config_parses_and_resolves() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let file = FileConfig::load(&path).unwrap_or_else(|e| panic!("{e}"));
+                let op = operator(&cli(&[], &[]).unwrap(), Some(&file))
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                resolve(op, None).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                seen += 1;
+            }
+        }
+        assert!(seen > 0, "no example configuration in {}", dir.display());
+    }
+
+    #[test]
+    fn the_example_records_file_is_valid_throughout() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/records.json");
+        let bytes = std::fs::read(&path).unwrap();
+        let file = parse_records_file(&bytes, DEFAULT_PATH_PREFIX).unwrap();
+        let rejected: Vec<_> = file
+            .rejected
+            .iter()
+            .map(|r| format!("{}: {}", r.key, r.error))
+            .collect();
+        assert!(rejected.is_empty(), "{rejected:?}");
+        assert!(file.records.len() > 20);
+        let settings = resolve(operator(&cli(&[], &[]).unwrap(), None).unwrap(), file.config.as_ref()).unwrap();
+        assert_eq!(settings.skydns.domain, name("skydns.local."));
+        assert_eq!(settings.skydns.local, Some(name("node1.hosts.skydns.local.")));
+    }
+}
