@@ -33,7 +33,9 @@ impl Index {
     /// Sorts `records` (paths below the domain with their values) into an index. Values that
     /// cannot serve are skipped with a warning.
     pub(super) fn new(config: &Config, mut records: Vec<(Vec<u8>, &(String, Service))>) -> Index {
+        let t = std::time::Instant::now();
         records.sort_by(|a, b| cmp_paths(&a.0, &b.0));
+        eprintln!("  sort {:?}", t.elapsed());
         let mut groups: HashMap<&str, u32, RandomState> = HashMap::default();
         let mut kept: Vec<&Service> = Vec::with_capacity(records.len());
         let mut entries = Vec::with_capacity(records.len());
@@ -51,7 +53,9 @@ impl Index {
                 Err(error) => tracing::warn!(%key, %error, "skipping SkyDNS record"),
             }
         }
+        eprintln!("  entries {:?}", t.elapsed());
         link_equal_records(&mut entries, &kept);
+        eprintln!("  link {:?}", t.elapsed());
         Index {
             apex: path_of(&config.domain).into_boxed_slice(),
             domain: config.domain.clone(),
