@@ -1,4 +1,4 @@
-//! skyline's control plane: the sources that read service records (the records file; etcd and
+//! skyline's control plane: the sources that read service records (the records file, etcd v3;
 //! Kubernetes to come), the decoding and checking of SkyDNS's JSON schema, and the publishing of
 //! compiled snapshots to the data plane through its [`skyline_dataplane::SnapshotCell`].
 //!
@@ -7,5 +7,6 @@
 
 #![forbid(unsafe_code)]
 
+pub mod etcd;
 pub mod skydns;
 pub mod source;

@@ -84,12 +84,16 @@ impl Histogram {
     }
 
     /// The value below which a fraction `q` (0..=1) of the counted values lie: the middle of
-    /// the bucket holding the value of rank `ceil(q * count)`, kept within the seen extremes.
+    /// the bucket holding the value of rank `ceil(q * count)`, kept within the seen extremes;
+    /// the largest rank is the exact maximum.
     pub fn quantile(&self, q: f64) -> u64 {
         if self.count == 0 {
             return 0;
         }
         let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
+        if rank >= self.count {
+            return self.max;
+        }
         let mut seen = 0;
         for (i, &c) in self.counts.iter().enumerate() {
             seen += c;

@@ -30,6 +30,9 @@ pub struct Edns {
     pub tcp_keepalive: bool,
     /// The client sent a COOKIE option (RFC 7873).
     pub cookie: bool,
+    /// The query carries SkyDNS's stub loop guard option (65011): it was already forwarded to a
+    /// stub zone once and must not be forwarded again.
+    pub skydns_stub_loop: bool,
     /// Number of options present.
     pub options: u16,
 }
@@ -202,6 +205,7 @@ fn parse_opt(msg: &[u8], fixed: usize, rdata: usize, end: usize) -> Result<Edns,
         match code {
             option::TCP_KEEPALIVE => edns.tcp_keepalive = true,
             option::COOKIE => edns.cookie = true,
+            option::SKYDNS_STUB_LOOP => edns.skydns_stub_loop = true,
             _ => {}
         }
         edns.options = edns.options.saturating_add(1);

@@ -72,6 +72,21 @@ pub mod option {
     pub const TCP_KEEPALIVE: u16 = 11;
     /// Extended DNS error (RFC 8914).
     pub const EDE: u16 = 15;
+    /// SkyDNS's stub-forwarding loop guard (`EDNS0LOCALSTART + 10`), a local-use code: a query
+    /// carrying it was already forwarded to a stub zone by a SkyDNS-compatible server.
+    pub const SKYDNS_STUB_LOOP: u16 = 65011;
+}
+
+/// Extended DNS error info codes (RFC 8914 §4) that a forwarding cache sends.
+pub mod ede {
+    /// An answer served from cache past its TTL because upstreams failed (RFC 8767).
+    pub const STALE_ANSWER: u16 = 3;
+    /// A stale NXDOMAIN served from cache because upstreams failed (RFC 8767).
+    pub const STALE_NXDOMAIN: u16 = 19;
+    /// No upstream could be reached within the time allowed.
+    pub const NO_REACHABLE_AUTHORITY: u16 = 22;
+    /// Upstreams could be reached but gave no usable answer.
+    pub const NETWORK_ERROR: u16 = 23;
 }
 
 /// Header flag bits in the second 16-bit word of the header.

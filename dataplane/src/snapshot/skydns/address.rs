@@ -12,6 +12,9 @@ use super::section::{Rr, Section};
 use super::select::Selection;
 use crate::snapshot::rrset::Rdata;
 use crate::wire::Name;
+use foldhash::fast::{FixedState, RandomState};
+use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::rc::Rc;
 
 /// Longest chain of CNAMEs SkyDNS follows (`len(previousRecords) > 7` stops it).
@@ -28,9 +31,23 @@ pub enum Family {
     Both,
 }
 
-/// What [`Answerer::chase`] remembers of one target name: per family and chain of CNAME
-/// targets leading to it (which a loop must not revisit), the outcome.
-pub type Resolutions = Vec<(Family, Box<[Name]>, Chased)>;
+/// What [`Answerer::chase`] remembers, by [`resolution_hash`]; a bucket holds the resolutions
+/// whose hashes collide.
+pub type Resolutions = HashMap<u64, Vec<Resolution>, RandomState>;
+
+/// One remembered resolution of a target name.
+#[derive(Debug)]
+pub struct Resolution {
+    target: Name,
+    family: Family,
+    /// Targets of the CNAMEs leading here, which a loop must not revisit.
+    chain: Box<[Name]>,
+    chased: Chased,
+}
+
+fn resolution_hash(target: &Name, family: Family, chain: &[Name]) -> u64 {
+    FixedState::default().hash_one((target, family, chain))
+}
 
 /// The outcome of resolving a target name.
 #[derive(Debug, Clone)]
@@ -74,17 +91,17 @@ impl Answerer<'_> {
                     chain.push(target.clone());
                     let chased = self.chase(target, family, chain);
                     chain.pop();
-                    let cname = Rr {
+                    let cname = || Rr {
                         owner: owner.cloned(),
                         ttl: e.ttl,
                         rdata: Rdata::Cname(target.clone()),
                     };
                     match chased? {
                         Chased::Found(rrs) if !rrs.is_empty() => {
-                            out.push(cname);
+                            out.push(cname());
                             out.extend(&rrs);
                         }
-                        Chased::Missing if !target.is_within(&index.domain) => out.push(cname),
+                        Chased::Missing if !target.is_within(&index.domain) => out.push(cname()),
                         Chased::TooLarge => return Err(Abort::TooLarge),
                         Chased::Found(_) | Chased::Missing => {}
                     }
@@ -107,15 +124,18 @@ impl Answerer<'_> {
     }
 
     /// Resolves `target` after the CNAMEs whose targets are `chain`, remembering the result.
+    /// Every call spends one unit of the answer's budget, remembered or not, so that the work of
+    /// one answer stays bounded whatever the shape of the chains.
     pub(super) fn chase(&mut self, target: &Name, family: Family, chain: &[Name]) -> Result<Chased, Abort> {
-        let known = self.memo.get(target.wire()).into_iter().flatten();
-        if let Some((_, _, chased)) = known.into_iter().find(|(f, c, _)| *f == family && **c == *chain) {
-            return Ok(chased.clone());
-        }
         if self.budget == 0 {
             return Err(self.exhausted(target));
         }
         self.budget -= 1;
+        let hash = resolution_hash(target, family, chain);
+        let mut known = self.memo.get(&hash).into_iter().flatten();
+        if let Some(r) = known.find(|r| r.target == *target && r.family == family && *r.chain == *chain) {
+            return Ok(r.chased.clone());
+        }
         let chased = match self.index.lookup(target) {
             None => Chased::Missing,
             Some(sel) => match self.addresses(&sel, target, Some(target), family, &mut chain.to_vec()) {
@@ -124,10 +144,12 @@ impl Answerer<'_> {
                 Err(Abort::Exhausted) => return Err(Abort::Exhausted),
             },
         };
-        self.memo
-            .entry(target.clone())
-            .or_default()
-            .push((family, chain.into(), chased.clone()));
+        self.memo.entry(hash).or_default().push(Resolution {
+            target: target.clone(),
+            family,
+            chain: chain.into(),
+            chased: chased.clone(),
+        });
         Ok(chased)
     }
 

@@ -1,6 +1,7 @@
 //! Answers per query type for what one lookup selected (SkyDNS `server.go`, §6). The address,
 //! SRV and MX answers live in their own files; the small ones are here.
 
+use super::address::{Family, Resolutions};
 use super::entry::{split255, Host};
 use super::index::Index;
 use super::section::{answer_set, Rr, Section};
@@ -8,7 +9,6 @@ use super::select::Selection;
 use crate::snapshot::rrset::{AnswerSet, Rdata};
 use crate::snapshot::Slot;
 use crate::wire::Name;
-use std::collections::HashMap;
 
 /// Why an answer was not built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,10 +19,10 @@ pub enum Abort {
     Exhausted,
 }
 
-/// Lookups of CNAME targets a single answer may make before it is given up, on top of
-/// [`BUDGET_PER_RECORD`] for each record the answer starts from. Ordinary chains need a handful;
-/// the bound keeps crafted fan-outs of chains from costing exponential time.
-const BUDGET_BASE: usize = 1024;
+/// Resolutions of CNAME targets a single answer may ask for before it is given up, on top of
+/// [`BUDGET_PER_RECORD`] for each record the answer starts from. A chain costs one per CNAME;
+/// the bound keeps fan-outs of distinct chains (exponential in their length) from stalling a build.
+const BUDGET_BASE: usize = 64;
 /// See [`BUDGET_BASE`].
 const BUDGET_PER_RECORD: usize = 8;
 
@@ -32,7 +32,7 @@ pub struct Answerer<'a> {
     /// The records.
     pub(super) index: &'a Index,
     /// Resolved CNAME targets and SRV/MX glue.
-    pub(super) memo: HashMap<Name, super::address::Resolutions, foldhash::fast::RandomState>,
+    pub(super) memo: Resolutions,
     /// Target lookups left for the answer being built.
     pub(super) budget: usize,
     /// Whether running out of budget was already logged.
@@ -44,7 +44,7 @@ impl<'a> Answerer<'a> {
     pub fn new(index: &'a Index) -> Answerer<'a> {
         Answerer {
             index,
-            memo: HashMap::default(),
+            memo: Resolutions::default(),
             budget: 0,
             warned: false,
         }
@@ -55,14 +55,8 @@ impl<'a> Answerer<'a> {
     pub fn answer(&mut self, sel: &Selection, query: &Name, slot: Slot) -> Result<Option<AnswerSet>, Abort> {
         self.budget = BUDGET_BASE + BUDGET_PER_RECORD * sel.deduped().len();
         let (answer, additional) = match slot {
-            Slot::A => (
-                self.addresses(sel, query, None, super::address::Family::V4, &mut Vec::new())?,
-                None,
-            ),
-            Slot::Aaaa => (
-                self.addresses(sel, query, None, super::address::Family::V6, &mut Vec::new())?,
-                None,
-            ),
+            Slot::A => (self.addresses(sel, query, None, Family::V4, &mut Vec::new())?, None),
+            Slot::Aaaa => (self.addresses(sel, query, None, Family::V6, &mut Vec::new())?, None),
             Slot::Srv => {
                 let (answer, additional) = self.srv(sel)?;
                 (answer, Some(additional))

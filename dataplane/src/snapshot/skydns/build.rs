@@ -31,83 +31,32 @@ const RECORD_SLOTS: [Slot; 6] = [Slot::A, Slot::Aaaa, Slot::Cname, Slot::Srv, Sl
 /// `/<path_prefix>/`, outside the domain and the reverse trees are ignored; keys that are not
 /// valid names and values that cannot serve are skipped with a warning. `now` sets the SOA serial.
 pub fn build(config: &Config, records: &[(String, Service)], generation: u64, now: SystemTime) -> Snapshot {
-    let t0 = std::time::Instant::now();
-    let domain_path = path_of(&config.domain);
     let reverse_apexes = [reverse_apex("in-addr"), reverse_apex("ip6")];
-    let reverse_paths: Vec<Vec<u8>> = reverse_apexes.iter().map(path_of).collect();
-    let mut in_domain = Vec::with_capacity(records.len());
-    let mut reverse = Vec::new();
-    for record in records {
-        let key = &record.0;
-        match parse_key(key, &config.path_prefix) {
-            Ok(None) => {}
-            Err(error) => tracing::warn!(%key, %error, "skipping SkyDNS key that is not a valid name"),
-            Ok(Some(path)) if is_below(&path, &domain_path) => in_domain.push((path, record)),
-            Ok(Some(path)) if reverse_paths.iter().any(|r| is_below(&path, r)) => reverse.push((path, record)),
-            Ok(Some(_)) => {}
-        }
-    }
-
+    let Partition {
+        in_domain,
+        reverse,
+        mut skipped,
+    } = partition(config, records, &reverse_apexes);
     let zones = zones(config, &reverse_apexes, now);
     let zone_index = |apex: &Name| zones.iter().position(|z| z.apex == *apex).unwrap_or(0) as u16;
-    let domain_zone = zone_index(&config.domain);
-    let reverse_zones: Vec<(&[u8], u16)> = reverse_paths
-        .iter()
-        .zip(&reverse_apexes)
-        .map(|(p, apex)| (p.as_slice(), zone_index(apex)))
-        .collect();
-
-    eprintln!("parse {:?}", t0.elapsed());
-    let index = Arc::new(Index::new(config, in_domain));
-    eprintln!("index {:?}", t0.elapsed());
-    let mut tn = std::time::Duration::ZERO; let mut ts = std::time::Duration::ZERO; let mut slots = [std::time::Duration::ZERO; 6];
-    let mut nodes: HashMap<Name, Node, RandomState> = HashMap::default();
-    let mut answerer = Answerer::new(&index);
-    for run in names(&index) {
-        let t1 = std::time::Instant::now();
-        let path = run.path(&index);
-        let name = name_of(path);
-        let Ok(qname) = LowerName::from_wire(name.wire()) else {
-            continue;
-        };
-        let exact = index.exact_count(run.range.clone(), path.len());
-        let sel = Selection::from_range(&index, run.range.clone(), exact);
-        tn += t1.elapsed();
-        let mut node = Node {
-            zone: domain_zone,
-            ..Node::default()
-        };
-        for (k, slot) in RECORD_SLOTS.into_iter().enumerate() {
-            let t2 = std::time::Instant::now();
-            let a = answerer.answer(&sel, &name, slot);
-            slots[k] += t2.elapsed();
-            let t3 = std::time::Instant::now();
-            node.answers[slot as usize] = compiled(&qname, a);
-            ts += t3.elapsed();
-        }
-        nodes.insert(name, node);
-    }
-    eprintln!("nodes {:?} name+sel {:?} compile {:?} slots {:?}", t0.elapsed(), tn, ts, slots);
-    if let Some(apex) = nodes.get_mut(&config.domain) {
-        apex_answers(config, &mut answerer, apex, now);
-    }
-    if let Some(local) = &config.local {
-        local_alias(config, local, &mut answerer, domain_zone, &mut nodes);
-    }
-    drop(answerer);
-
+    let reverse_zones: Vec<(Vec<u8>, u16)> = reverse_apexes.iter().map(|a| (path_of(a), zone_index(a))).collect();
     let zone_of_reverse = |path: &[u8]| {
         reverse_zones
             .iter()
             .find(|(apex, _)| is_below(path, apex))
             .map_or(0, |&(_, zone)| zone)
     };
-    for (name, node) in ptr_nodes(config, reverse, zone_of_reverse) {
+    let ptrs = ptr_nodes(config, reverse, zone_of_reverse, &mut skipped);
+
+    let index = Arc::new(Index::new(config, in_domain, skipped));
+    let mut nodes = domain_nodes(config, &index, zone_index(&config.domain), now);
+    for (name, node) in ptrs {
         nodes.entry(name).or_insert(node);
     }
     tracing::debug!(
         generation,
-        records = index.entries.len(),
+        records = index.len(),
+        skipped = index.skipped(),
         names = nodes.len(),
         "built SkyDNS snapshot"
     );
@@ -124,27 +73,47 @@ fn reverse_apex(kind: &str) -> Name {
     Name::from_labels([kind, "arpa"]).unwrap_or_else(|_| Name::root())
 }
 
+/// The records of a build sorted by where they belong, as paths with their values.
+struct Partition<'r> {
+    in_domain: Vec<(Vec<u8>, &'r (String, Service))>,
+    reverse: Vec<(Vec<u8>, &'r (String, Service))>,
+    /// Keys that are not valid names.
+    skipped: usize,
+}
+
+fn partition<'r>(config: &Config, records: &'r [(String, Service)], reverse_apexes: &[Name]) -> Partition<'r> {
+    let domain_path = path_of(&config.domain);
+    let reverse_paths: Vec<Vec<u8>> = reverse_apexes.iter().map(path_of).collect();
+    let mut partition = Partition {
+        in_domain: Vec::with_capacity(records.len()),
+        reverse: Vec::new(),
+        skipped: 0,
+    };
+    for record in records {
+        let key = &record.0;
+        match parse_key(key, &config.path_prefix) {
+            Ok(None) => {}
+            Err(error) => {
+                tracing::warn!(%key, %error, "skipping SkyDNS key that is not a valid name");
+                partition.skipped += 1;
+            }
+            Ok(Some(path)) if is_below(&path, &domain_path) => partition.in_domain.push((path, record)),
+            Ok(Some(path)) if reverse_paths.iter().any(|r| is_below(&path, r)) => {
+                partition.reverse.push((path, record))
+            }
+            Ok(Some(_)) => {}
+        }
+    }
+    partition
+}
+
 /// The domain's zone and the reverse zones, longest apex first.
 fn zones(config: &Config, reverse_apexes: &[Name], now: SystemTime) -> Vec<Zone> {
-    let soa = soa(config, now);
-    let mut rdata = Vec::new();
-    if let Rdata::Soa {
-        mname,
-        rname,
-        serial,
-        timers,
-    } = &soa
-    {
-        rdata.extend_from_slice(mname.wire());
-        rdata.extend_from_slice(rname.wire());
-        rdata.extend_from_slice(&serial.to_be_bytes());
-        timers.iter().for_each(|t| rdata.extend_from_slice(&t.to_be_bytes()));
-    }
     let mut zones = vec![Zone {
         apex: config.domain.clone(),
         kind: ZoneKind::Authoritative,
         state: ZoneState::Ready,
-        soa_rdata: Some(rdata.into_boxed_slice()),
+        soa_rdata: Some(Soa::new(config, now).wire()),
         negative_ttl: config.min_ttl,
         default_ttl: config.ttl,
     }];
@@ -169,19 +138,78 @@ fn zones(config: &Config, reverse_apexes: &[Name], now: SystemTime) -> Vec<Zone>
 }
 
 /// SkyDNS `NewSOA`: `ns.dns.<domain>`, the hostmaster, the current hour as serial.
-fn soa(config: &Config, now: SystemTime) -> Rdata {
-    let hour = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() / 3600 * 3600);
-    let mname = config
-        .domain
-        .prepend("dns")
-        .and_then(|d| d.prepend("ns"))
-        .unwrap_or_else(|_| config.domain.clone());
-    Rdata::Soa {
-        mname,
-        rname: config.hostmaster.clone(),
-        serial: hour as u32,
-        timers: [SOA_TIMERS[0], SOA_TIMERS[1], SOA_TIMERS[2], config.min_ttl],
+struct Soa {
+    mname: Name,
+    rname: Name,
+    serial: u32,
+    timers: [u32; 4],
+}
+
+impl Soa {
+    fn new(config: &Config, now: SystemTime) -> Soa {
+        let hour = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() / 3600 * 3600);
+        Soa {
+            mname: config
+                .domain
+                .prepend("dns")
+                .and_then(|d| d.prepend("ns"))
+                .unwrap_or_else(|_| config.domain.clone()),
+            rname: config.hostmaster.clone(),
+            serial: hour as u32,
+            timers: [SOA_TIMERS[0], SOA_TIMERS[1], SOA_TIMERS[2], config.min_ttl],
+        }
     }
+
+    fn rdata(self) -> Rdata {
+        Rdata::Soa {
+            mname: self.mname,
+            rname: self.rname,
+            serial: self.serial,
+            timers: self.timers,
+        }
+    }
+
+    /// Uncompressed RDATA, for the authority section of negative answers.
+    fn wire(&self) -> Box<[u8]> {
+        let mut rdata = Vec::with_capacity(self.mname.wire().len() + self.rname.wire().len() + 20);
+        rdata.extend_from_slice(self.mname.wire());
+        rdata.extend_from_slice(self.rname.wire());
+        rdata.extend_from_slice(&self.serial.to_be_bytes());
+        self.timers
+            .iter()
+            .for_each(|t| rdata.extend_from_slice(&t.to_be_bytes()));
+        rdata.into_boxed_slice()
+    }
+}
+
+/// A node for every existing name of the domain, the `local` alias included.
+fn domain_nodes(config: &Config, index: &Index, zone: u16, now: SystemTime) -> HashMap<Name, Node, RandomState> {
+    let mut nodes: HashMap<Name, Node, RandomState> = HashMap::default();
+    let mut answerer = Answerer::new(index);
+    for run in names(index) {
+        let path = run.path(index);
+        let name = name_of(path);
+        let Ok(qname) = LowerName::from_wire(name.wire()) else {
+            continue;
+        };
+        let exact = index.exact_count(run.range.clone(), path.len());
+        let sel = Selection::from_range(index, run.range.clone(), exact);
+        let mut node = Node {
+            zone,
+            ..Node::default()
+        };
+        for slot in RECORD_SLOTS {
+            node.answers[slot as usize] = compiled(&qname, answerer.answer(&sel, &name, slot));
+        }
+        nodes.insert(name, node);
+    }
+    if let Some(apex) = nodes.get_mut(&config.domain) {
+        apex_answers(config, &mut answerer, apex, now);
+    }
+    if let Some(local) = &config.local {
+        local_alias(config, local, &mut answerer, zone, &mut nodes);
+    }
+    nodes
 }
 
 /// SOA and NS at the apex (§6.6, §6.8); NS comes from the records under `ns.dns.<domain>`.
@@ -190,7 +218,7 @@ fn apex_answers(config: &Config, answerer: &mut Answerer<'_>, apex: &mut Node, n
         return;
     };
     let soa = answer_set(
-        vec![Rr::at_query(config.ttl, soa(config, now))],
+        vec![Rr::at_query(config.ttl, Soa::new(config, now).rdata())],
         Vec::new(),
         config.ttl,
         false,

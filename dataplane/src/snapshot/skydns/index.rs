@@ -27,18 +27,20 @@ pub struct Index {
     pub(super) round_robin: bool,
     /// Records sorted component-wise by path; equal paths keep their input order.
     pub(super) entries: Vec<Entry>,
+    /// Records of the build that were skipped as invalid.
+    skipped: usize,
 }
 
 impl Index {
     /// Sorts `records` (paths below the domain with their values) into an index. Values that
-    /// cannot serve are skipped with a warning.
-    pub(super) fn new(config: &Config, mut records: Vec<(Vec<u8>, &(String, Service))>) -> Index {
-        let t = std::time::Instant::now();
+    /// cannot serve are skipped with a warning and counted on top of `skipped`, the records the
+    /// build already skipped.
+    pub(super) fn new(config: &Config, mut records: Vec<(Vec<u8>, &(String, Service))>, skipped: usize) -> Index {
         records.sort_by(|a, b| cmp_paths(&a.0, &b.0));
-        eprintln!("  sort {:?}", t.elapsed());
         let mut groups: HashMap<&str, u32, RandomState> = HashMap::default();
         let mut kept: Vec<&Service> = Vec::with_capacity(records.len());
         let mut entries = Vec::with_capacity(records.len());
+        let mut skipped = skipped;
         for (path, (key, service)) in records {
             let next = groups.len() as u32 + 1;
             let group = match service.group.as_str() {
@@ -50,19 +52,37 @@ impl Index {
                     entries.push(entry);
                     kept.push(service);
                 }
-                Err(error) => tracing::warn!(%key, %error, "skipping SkyDNS record"),
+                Err(error) => {
+                    tracing::warn!(%key, %error, "skipping SkyDNS record");
+                    skipped += 1;
+                }
             }
         }
-        eprintln!("  entries {:?}", t.elapsed());
         link_equal_records(&mut entries, &kept);
-        eprintln!("  link {:?}", t.elapsed());
         Index {
             apex: path_of(&config.domain).into_boxed_slice(),
             domain: config.domain.clone(),
             ttl: config.ttl,
             round_robin: config.round_robin,
             entries,
+            skipped,
         }
+    }
+
+    /// Number of records the SkyDNS domain serves from.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the domain holds no records.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Records skipped by the build because their key is not a valid name or their value cannot
+    /// serve (each also logged), for the control plane's counters.
+    pub fn skipped(&self) -> usize {
+        self.skipped
     }
 
     /// The entries at `path` or below it.

@@ -61,25 +61,43 @@ pub fn parse_key(key: &str, prefix: &str) -> Result<Option<Vec<u8>>, KeyError> {
 
 /// The path of a name: its labels in reverse order.
 pub fn path_of(name: &Name) -> Vec<u8> {
-    let labels: Vec<&[u8]> = name.labels().collect();
-    let mut path = Vec::with_capacity(name.wire().len().saturating_sub(1));
-    for label in labels.iter().rev() {
-        path.push(label.len() as u8);
-        path.extend_from_slice(label);
-    }
+    let labels = &name.wire()[..name.wire().len().saturating_sub(1)];
+    let mut path = vec![0; labels.len()];
+    reverse_labels(labels, &mut path);
     path
 }
 
 /// The name a path stands for (SkyDNS `msg.Domain`).
 pub fn name_of(path: &[u8]) -> Name {
-    let labels: Vec<&[u8]> = components(path).collect();
-    let mut wire = Vec::with_capacity(path.len() + 1);
-    for label in labels.iter().rev() {
-        wire.push(label.len() as u8);
-        wire.extend_from_slice(label);
+    let mut wire = [0u8; MAX_NAME_LEN];
+    let Some(labels) = wire.get_mut(..path.len()) else {
+        return Name::root();
+    };
+    reverse_labels(path, labels);
+    Name::from_wire(&wire[..path.len() + 1]).unwrap_or_else(|_| Name::root())
+}
+
+/// The name of a path without its `strip` leftmost labels, or the whole name when it has no more
+/// than `strip` labels (SkyDNS `targetstrip` on `msg.Domain(key)`).
+pub fn stripped_name_of(path: &[u8], strip: usize) -> Name {
+    let keep = depth(path).saturating_sub(strip);
+    if strip == 0 || keep == 0 {
+        return name_of(path);
     }
-    wire.push(0);
-    Name::from_wire(&wire).unwrap_or_else(|_| Name::root())
+    let cut = components(path).take(keep).map(|label| 1 + label.len()).sum();
+    name_of(&path[..cut])
+}
+
+/// Copies the length-prefixed labels of `src` into `dst` (of the same length) in reverse order:
+/// a label at offset `pos` lands where as many bytes follow it as precede it in `src`.
+fn reverse_labels(src: &[u8], dst: &mut [u8]) {
+    let total = src.len().min(dst.len());
+    let mut pos = 0;
+    while pos < total {
+        let end = (pos + 1 + src[pos] as usize).min(total);
+        dst[total - end..total - pos].copy_from_slice(&src[pos..end]);
+        pos = end;
+    }
 }
 
 /// The components of a path, root side first.
@@ -101,19 +119,27 @@ pub fn depth(path: &[u8]) -> usize {
 /// Component-wise order: a path sorts right before every path it is a prefix of, and the paths
 /// below one name are never interleaved with others.
 pub fn cmp_paths(a: &[u8], b: &[u8]) -> Ordering {
-    let mut a = components(a);
-    let mut b = components(b);
+    // Equal bytes up to the first difference are equal labels; only the label holding the
+    // difference needs comparing.
+    let Some(diff) = a.iter().zip(b).position(|(x, y)| x != y) else {
+        return a.len().cmp(&b.len());
+    };
+    let mut start = 0;
     loop {
-        match (a.next(), b.next()) {
-            (None, None) => return Ordering::Equal,
-            (None, Some(_)) => return Ordering::Less,
-            (Some(_), None) => return Ordering::Greater,
-            (Some(x), Some(y)) => match x.cmp(y) {
-                Ordering::Equal => continue,
-                other => return other,
-            },
+        let next = start + 1 + a[start] as usize;
+        if diff < next {
+            break;
         }
+        start = next;
     }
+    label_at(a, start).cmp(label_at(b, start))
+}
+
+/// The label of `path` whose length octet is at `start`.
+fn label_at(path: &[u8], start: usize) -> &[u8] {
+    let len = path.get(start).map_or(0, |&l| l as usize);
+    path.get(start + 1..(start + 1 + len).min(path.len()))
+        .unwrap_or_default()
 }
 
 /// Whether `path` is `ancestor` or lies below it. Length octets make a byte prefix a component
@@ -178,5 +204,13 @@ mod tests {
         assert_eq!(sorted, ["x.", "ab.x.", "b.x.", "c.b.x.", "a.c.x."]);
         assert!(is_below(&path_of(&name("c.b.x.")), &path_of(&name("b.x."))));
         assert!(!is_below(&path_of(&name("ab.x.")), &path_of(&name("b.x."))));
+    }
+
+    #[test]
+    fn a_stripped_key_name_loses_its_leftmost_labels_unless_it_has_too_few() {
+        let path = path_of(&name("a.web.x.skydns.test."));
+        assert_eq!(stripped_name_of(&path, 1), name("web.x.skydns.test."));
+        assert_eq!(stripped_name_of(&path, 4), name("test."));
+        assert_eq!(stripped_name_of(&path, 5), name("a.web.x.skydns.test."));
     }
 }

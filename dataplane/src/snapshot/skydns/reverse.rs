@@ -12,11 +12,12 @@ use crate::wire::{LowerName, Name};
 use std::sync::Arc;
 
 /// The nodes of the reverse keys `records` (paths with their values); `zone_of` gives the index
-/// of the zone a path belongs to.
+/// of the zone a path belongs to. Values that cannot serve are logged and counted in `skipped`.
 pub fn ptr_nodes(
     config: &Config,
     mut records: Vec<(Vec<u8>, &(String, Service))>,
     zone_of: impl Fn(&[u8]) -> u16,
+    skipped: &mut usize,
 ) -> Vec<(Name, Node)> {
     records.sort_by(|a, b| cmp_paths(&a.0, &b.0));
     let mut nodes = Vec::new();
@@ -31,10 +32,12 @@ pub fn ptr_nodes(
             Ok(Host::None) => continue,
             Ok(Host::V4(_) | Host::V6(_)) => {
                 tracing::warn!(%key, "skipping SkyDNS reverse record whose host is an address, not a name");
+                *skipped += 1;
                 continue;
             }
             Err(error) => {
                 tracing::warn!(%key, %error, "skipping SkyDNS reverse record");
+                *skipped += 1;
                 continue;
             }
         };

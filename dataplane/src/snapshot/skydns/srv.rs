@@ -119,7 +119,7 @@ impl Answerer<'_> {
             Host::V6(ip) => Rdata::Aaaa(*ip),
             Host::None => return None,
         };
-        let target = e.name().strip_labels(strip);
+        let target = super::key::stripped_name_of(&e.path, strip);
         if !additional.is_full() {
             additional.push(Rr {
                 owner: Some(glue_owner(&target)),

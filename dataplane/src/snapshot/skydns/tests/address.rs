@@ -141,3 +141,28 @@ fn two_aliases_of_one_owner_keep_the_first_by_key_order() {
         ["d.skydns.test. 3600 CNAME one.example.org."]
     );
 }
+
+#[test]
+fn a_fan_out_of_distinct_chains_is_bounded_and_answered_as_too_large() {
+    // Every name of level n aliases all three names of level n+1: 3^8 distinct chains.
+    let mut records: Vec<(String, Service)> = Vec::new();
+    for level in 0..8 {
+        for i in 0..3 {
+            for j in 0..3 {
+                let target = format!("t{j}.l{}.skydns.test.", level + 1);
+                records.push((format!("test/skydns/l{level}/t{i}/{j}"), host(&target)));
+            }
+        }
+    }
+    records.extend((0..3).map(|j| (format!("test/skydns/l8/t{j}"), host("10.0.0.8"))));
+    let snap = snapshot_of(&records);
+    let node = snap
+        .node(Name::from_dotted("t0.l0.skydns.test.").unwrap().wire())
+        .unwrap();
+    assert!(node.answer(crate::snapshot::Slot::A).unwrap().overflow);
+    assert_eq!(
+        answers(&snap, "t0.l7.skydns.test.", RecordType::A).len(),
+        4,
+        "short chains still resolve"
+    );
+}

@@ -1,0 +1,313 @@
+#!/usr/bin/env bash
+# Side-by-side load harness: skyline against Knot DNS on the same data in the same run, and
+# both against an echo responder that does no DNS work (the ceiling). Method and numbers:
+# tuning.md.
+#
+# Usage: benches/compare.sh [all|peak|callgrind|report]          (default: all)
+#   peak       for each round, mix and generator: every server at peak load (A/B alternating,
+#              the order reversed every other round); then paced runs at PACED_FRACTION of
+#              each server's median peak rate, with latency histograms
+#   callgrind  user-space instructions per answered query, each server under valgrind
+#   report     summary tables, JSON and the SVG picture from what is in RESULTS
+#   all        peak, callgrind, the zero-allocation tests, report
+#
+# Knobs (environment, defaults in brackets): ROUNDS [3], DURATION [10] seconds per run,
+# MIXES ["a nxdomain srv mixedcase"], GENERATORS ["loadgen dnsperf"],
+# SERVERS ["echo skyline knot"], PACED_MIXES ["a"], PACED_FRACTION [0.8], SERVICES [2500]
+# (four A names each), QUERIES [100000] per mix file, CALLGRIND_QUERIES [10000], WINDOW [100]
+# and BATCH [16] for skyline-loadgen, SERVER_CPU [1], CLIENT_CPU [0],
+# RESULTS [benches/results]. A quick look: ROUNDS=1 DURATION=2 MIXES=a benches/compare.sh peak
+#
+# Everything listens on 127.0.0.1 only, every run is bounded in time, and every process this
+# script starts is stopped when it exits. As root, servers and generators run at real-time
+# priority (chrt -f 1) so that other work on the machine disturbs them less.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MODE="${1:-all}"
+ROUNDS="${ROUNDS:-3}"
+DURATION="${DURATION:-10}"
+MIXES="${MIXES:-a nxdomain srv mixedcase}"
+GENERATORS="${GENERATORS:-loadgen dnsperf}"
+SERVERS="${SERVERS:-echo skyline knot}"
+PACED_MIXES="${PACED_MIXES:-a}"
+PACED_FRACTION="${PACED_FRACTION:-0.8}"
+SERVICES="${SERVICES:-2500}"
+QUERIES="${QUERIES:-100000}"
+CALLGRIND_QUERIES="${CALLGRIND_QUERIES:-10000}"
+WINDOW="${WINDOW:-100}"
+BATCH="${BATCH:-16}"
+SERVER_CPU="${SERVER_CPU:-1}"
+CLIENT_CPU="${CLIENT_CPU:-0}"
+RESULTS="${RESULTS:-benches/results}"
+DOMAIN=skydns.local
+BIN=target/release
+
+case "$MODE" in all | peak | callgrind | report) ;; *)
+  sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2
+  exit 2
+  ;;
+esac
+
+log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+work=$(mktemp -d)
+declare -A PID PORT
+cleanup() {
+  for name in "${!PID[@]}"; do stop "$name"; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+prio=()
+if [ "$(id -u)" -eq 0 ] && command -v chrt >/dev/null; then prio=(chrt -f 1); fi
+tick=$(getconf CLK_TCK)
+
+prepare() {
+  if [ "$MODE" != report ]; then
+    scripts/setup.sh bench
+    log "building release binaries"
+    cargo build --release --locked -p skyline -p skyline-bench --bins >&2
+    "$BIN/skyline-dataset" --out "$work/data" --domain "$DOMAIN" --services "$SERVICES" --queries "$QUERIES"
+  fi
+  mkdir -p "$RESULTS/latency"
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
+    echo $((20000 + RANDOM % 20000))
+}
+
+# Sum of user and system time of a process (all its threads), in clock ticks.
+cpu_ticks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+
+wait_ready() { # name, seconds
+  local port=${PORT[$1]} tries=$(($2 * 4))
+  for _ in $(seq "$tries"); do
+    if ! kill -0 "${PID[$1]}" 2>/dev/null; then
+      log "$1 exited early:"; tail -20 "$work/$1.log" >&2; return 1
+    fi
+    dig +time=1 +tries=1 +norec @127.0.0.1 -p "$port" "$DOMAIN" SOA >/dev/null 2>&1 && return 0
+    sleep 0.25
+  done
+  log "$1 on port $port did not answer"; tail -20 "$work/$1.log" >&2; return 1
+}
+
+knot_conf() { # port
+  mkdir -p "$work/knot"
+  cat >"$work/knot/knot.conf" <<CONF
+server:
+    listen: 127.0.0.1@$1
+    udp-workers: 1
+    tcp-workers: 1
+    background-workers: 1
+    rundir: $work/knot
+database:
+    storage: $work/knot
+log:
+  - target: stderr
+    any: warning
+zone:
+  - domain: $DOMAIN
+    file: $work/data/$DOMAIN.zone
+CONF
+}
+
+server_cmd() { # name, port
+  case "$1" in
+  echo) echo "$BIN/skyline-echo --addr 127.0.0.1:$2" ;;
+  skyline) echo "$BIN/skyline --records $work/data/records.json --domain $DOMAIN. --addr 127.0.0.1:$2 --workers 1 --no-pin" ;;
+  knot) knot_conf "$2"; echo "knotd -c $work/knot/knot.conf" ;;
+  *) log "unknown server $1"; return 1 ;;
+  esac
+}
+
+start() { # name [wrapper...]: one server pinned to SERVER_CPU, run by the wrapper if any
+  local name=$1; shift
+  local port cmd
+  port=$(free_port)
+  cmd=$(server_cmd "$name" "$port")
+  # shellcheck disable=SC2086 # the command line is split on purpose
+  taskset -c "$SERVER_CPU" "$@" $cmd >"$work/$name.log" 2>&1 &
+  PID[$name]=$!
+  PORT[$name]=$port
+  wait_ready "$name" "${READY_SECONDS:-10}"
+  # Knot pins its UDP worker to a CPU of its own choosing at start: move every thread back.
+  taskset -a -p -c "$SERVER_CPU" "${PID[$name]}" >/dev/null
+}
+
+stop() {
+  local pid=${PID[$1]:-}
+  [ -n "$pid" ] || return 0
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  unset "PID[$1]"
+}
+
+field() { # key, text: the value of key=value in a RESULT line
+  sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" <<<"$2" | head -1
+}
+
+RUNS_HEADER=mode,round,mix,generator,server,rate,qps,sent,answered,lost,avg_us,p50_us,p99_us,p999_us,max_us,server_cpu_s,server_cpu_us_per_query,client_cpu_us_per_query,avg_reply_bytes
+
+run_one() { # mode round mix generator server [rate]
+  local mode=$1 round=$2 mix=$3 gen=$4 server=$5 rate=${6:-}
+  local port=${PORT[$server]} pid=${PID[$server]} out="$work/run.out"
+  local qps sent answered lost avg p50="nan" p99="nan" p999="nan" max="nan" client="nan" bytes
+  local before after
+  before=$(cpu_ticks "$pid")
+  case "$gen" in
+  loadgen)
+    local hist="$RESULTS/latency/$mode-$mix-$gen-$server-r$round.csv"
+    local pace=()
+    [ -n "$rate" ] && pace=(-Q "$rate")
+    timeout $((DURATION + 30)) "${prio[@]}" taskset -c "$CLIENT_CPU" "$BIN/skyline-loadgen" -s "127.0.0.1:$port" \
+      -d "$work/data/$mix.txt" -l "$DURATION" -q "$WINDOW" -b "$BATCH" "${pace[@]}" --histogram "$hist" >"$out"
+    local line
+    line=" $(grep '^RESULT ' "$out")"
+    qps=$(field qps "$line"); sent=$(field sent "$line"); answered=$(field answered "$line")
+    lost=$(field lost "$line"); avg=$(field avg_us "$line"); p50=$(field p50_us "$line")
+    p99=$(field p99_us "$line"); p999=$(field p999_us "$line"); max=$(field max_us "$line")
+    client=$(field client_cpu_us_per_query "$line"); bytes=$(field avg_reply_bytes "$line")
+    ;;
+  dnsperf)
+    timeout $((DURATION + 30)) "${prio[@]}" taskset -c "$CLIENT_CPU" dnsperf -s 127.0.0.1 -p "$port" \
+      -d "$work/data/$mix.txt" -l "$DURATION" -c 10 -T 1 -q 100 -t 2 >"$out" 2>&1
+    qps=$(awk '/Queries per second:/ {print $4}' "$out")
+    sent=$(awk '/Queries sent:/ {print $3}' "$out")
+    answered=$(awk '/Queries completed:/ {print $3}' "$out")
+    lost=$(awk '/Queries lost:/ {print $3}' "$out")
+    avg=$(awk '/Average Latency/ {printf "%.1f", $4 * 1e6}' "$out")
+    max=$(awk '/Average Latency/ {gsub(/[()]/, ""); printf "%.1f", $8 * 1e6}' "$out")
+    bytes=$(awk '/Average packet size:/ {print $NF}' "$out")
+    ;;
+  esac
+  after=$(cpu_ticks "$pid")
+  local cpu per_query
+  cpu=$(awk -v t=$((after - before)) -v hz="$tick" 'BEGIN {printf "%.2f", t / hz}')
+  per_query=$(awk -v c="$cpu" -v n="${answered:-0}" 'BEGIN {if (n > 0) printf "%.3f", c * 1e6 / n; else print "nan"}')
+  echo "$mode,$round,$mix,$gen,$server,$rate,$qps,$sent,$answered,$lost,$avg,$p50,$p99,$p999,$max,$cpu,$per_query,$client,$bytes" >>"$RESULTS/runs.csv"
+  log "$(printf '%-6s r%s %-9s %-7s %-7s qps=%-7s lost=%-5s avg_us=%-7s p99_us=%-7s cpu_us/q=%s' \
+    "$mode" "$round" "$mix" "$gen" "$server" "$qps" "$lost" "$avg" "$p99" "$per_query")"
+}
+
+# Server order for a round: as given in odd rounds, reversed in even ones (A/B, B/A, ...).
+order() {
+  local list=($SERVERS)
+  if [ $(($1 % 2)) -eq 0 ]; then
+    local i
+    for ((i = ${#list[@]} - 1; i >= 0; i--)); do printf '%s ' "${list[$i]}"; done
+  else
+    printf '%s ' "${list[@]}"
+  fi
+}
+
+peak() {
+  echo "$RUNS_HEADER" >"$RESULTS/runs.csv"
+  rm -f "$RESULTS"/latency/*.csv
+  for s in $SERVERS; do start "$s" "${prio[@]}"; done
+  log "servers up: $(for s in $SERVERS; do printf '%s=127.0.0.1:%s(pid %s) ' "$s" "${PORT[$s]}" "${PID[$s]}"; done)"
+  # Warm-up: page in the zone data and the code paths of every server.
+  for s in $SERVERS; do
+    "$BIN/skyline-loadgen" -s "127.0.0.1:${PORT[$s]}" -d "$work/data/a.txt" -l 1 >/dev/null
+  done
+  for round in $(seq "$ROUNDS"); do
+    for mix in $MIXES; do
+      for gen in $GENERATORS; do
+        for s in $(order "$round"); do run_one peak "$round" "$mix" "$gen" "$s"; done
+      done
+    done
+  done
+  for round in $(seq "$ROUNDS"); do
+    for mix in $PACED_MIXES; do
+      for s in $(order "$round"); do
+        local top rate
+        top=$("$BIN/skyline-report" median --runs "$RESULTS/runs.csv" --mix "$mix" --server "$s")
+        rate=$(awk -v q="$top" -v f="$PACED_FRACTION" 'BEGIN {if (q == q + 0 && q > 0) printf "%.0f", q * f}')
+        [ -n "$rate" ] && run_one paced "$round" "$mix" loadgen "$s" "$rate"
+      done
+    done
+  done
+  for s in $SERVERS; do stop "$s"; done
+}
+
+# Sums the `summary:` lines (instructions executed) of the dump files that appeared since
+# the listing in $1 was taken.
+new_instructions() { # old listing, prefix
+  local total=0 f
+  for f in "$2".*; do
+    grep -qxF "$f" "$1" && continue
+    [ -f "$f" ] || continue
+    total=$((total + $(awk '/^summary:/ {s += $2} END {print s + 0}' "$f")))
+  done
+  echo "$total"
+}
+
+callgrind() {
+  command -v valgrind >/dev/null && command -v callgrind_control >/dev/null || {
+    log "valgrind is not installed: skipping callgrind"; return 0
+  }
+  echo "server,mix,instructions,answered" >"$RESULTS/callgrind.csv"
+  mkdir -p "$work/cg"
+  for mix in $MIXES; do head -n "$CALLGRIND_QUERIES" "$work/data/$mix.txt" >"$work/cg/$mix.txt"; done
+  for s in $SERVERS; do
+    READY_SECONDS=120 start "$s" valgrind --tool=callgrind --callgrind-out-file="$work/cg/$s.%p"
+    local pid=${PID[$s]}
+    # Warm-up, so that first-touch work is not counted.
+    dnsperf -s 127.0.0.1 -p "${PORT[$s]}" -d "$work/cg/a.txt" -n 1 -c 1 -q 20 -t 5 >/dev/null
+    for mix in $MIXES; do
+      callgrind_control -z "$pid" >/dev/null 2>&1
+      ls "$work/cg/$s.$pid".* >"$work/cg/before" 2>/dev/null || true
+      dnsperf -s 127.0.0.1 -p "${PORT[$s]}" -d "$work/cg/$mix.txt" -n 1 -c 1 -q 20 -t 5 >"$work/cg/out" 2>&1
+      callgrind_control -d "$pid" >/dev/null 2>&1
+      local answered instructions
+      answered=$(awk '/Queries completed:/ {print $3}' "$work/cg/out")
+      instructions=$(new_instructions "$work/cg/before" "$work/cg/$s.$pid")
+      echo "$s,$mix,$instructions,$answered" >>"$RESULTS/callgrind.csv"
+      log "callgrind $s $mix: $instructions instructions for $answered answers: $(awk -v i="$instructions" -v n="$answered" 'BEGIN {if (n > 0) printf "%.0f", i / n}') per query"
+    done
+    stop "$s"
+  done
+}
+
+allocations() {
+  log "zero-allocation tests of the answer path and of a running worker"
+  if cargo test --release --locked -p skyline-dataplane --test alloc --test udp_alloc >"$work/alloc.out" 2>&1; then
+    echo pass >"$RESULTS/allocations.txt"
+  else
+    tail -30 "$work/alloc.out" >&2
+    echo fail >"$RESULTS/allocations.txt"
+  fi
+}
+
+environment() {
+  {
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "kernel: $(uname -r)"
+    echo "cpu: $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), $(nproc) cores"
+    echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "knotd: $(knotd -V 2>&1 | head -1)"
+    echo "dnsperf: $(dnsperf -h 2>&1 | awk '/Version/ {print $2; exit}')"
+    echo "skyline: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo '+changes')"
+    echo "rounds=$ROUNDS duration=$DURATION window=$WINDOW batch=$BATCH services=$SERVICES priority=${prio[*]:-none}"
+  } >"$RESULTS/environment.txt"
+}
+
+report() {
+  local extra=()
+  [ -f "$RESULTS/callgrind.csv" ] && extra+=(--callgrind "$RESULTS/callgrind.csv")
+  [ -f "$RESULTS/allocations.txt" ] && extra+=(--allocations "$RESULTS/allocations.txt")
+  "$BIN/skyline-report" summary --runs "$RESULTS/runs.csv" --latency "$RESULTS/latency" --out "$RESULTS" "${extra[@]}"
+  log "results: $RESULTS/summary.md, $RESULTS/summary.json, $RESULTS/compare.svg"
+}
+
+prepare
+case "$MODE" in
+all) environment; peak; callgrind; allocations; report ;;
+peak) environment; peak; report ;;
+callgrind) callgrind; if [ -f "$RESULTS/runs.csv" ]; then report; fi ;;
+report) report ;;
+esac

@@ -1,0 +1,149 @@
+//! The records the source holds, in key order: a map from etcd key to typed record, stored as a
+//! sorted vector because the snapshot builder reads exactly that, a slice of `(key, record)`.
+//! A change finds its entry by binary search and touches only it; a build borrows the whole
+//! table through an `Arc` without copying a record.
+
+use skyline_dataplane::snapshot::skydns::Service;
+use std::sync::Arc;
+
+/// Records by etcd key, sorted by key bytes (etcd's own order, so a range read arrives sorted).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Records(Arc<Vec<(String, Service)>>);
+
+impl Records {
+    /// A table from records in any order; a key given twice keeps its last record.
+    pub(super) fn from_unsorted(mut records: Vec<(String, Service)>) -> Records {
+        records.reverse();
+        records.sort_by(|a, b| a.0.cmp(&b.0));
+        records.dedup_by(|later, earlier| later.0 == earlier.0);
+        Records(Arc::new(records))
+    }
+
+    /// The table as the snapshot builder takes it, shared with the build.
+    pub(super) fn shared(&self) -> Arc<Vec<(String, Service)>> {
+        Arc::clone(&self.0)
+    }
+
+    /// Number of records.
+    pub(super) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The record at `key`.
+    pub(super) fn get(&self, key: &str) -> Option<&Service> {
+        self.find(key).ok().map(|i| &self.0[i].1)
+    }
+
+    /// Sets the record at `key`; true when that changed anything.
+    pub(super) fn upsert(&mut self, key: &str, service: Service) -> bool {
+        match self.find(key) {
+            Ok(i) if self.0[i].1 == service => false,
+            Ok(i) => {
+                self.entries()[i].1 = service;
+                true
+            }
+            Err(i) => {
+                self.entries().insert(i, (key.to_owned(), service));
+                true
+            }
+        }
+    }
+
+    /// Removes the record at `key`; true when there was one.
+    pub(super) fn remove(&mut self, key: &str) -> bool {
+        match self.find(key) {
+            Ok(i) => {
+                self.entries().remove(i);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Sets the TTL the record at `key` answers with; true when it changed.
+    pub(super) fn set_ttl(&mut self, key: &str, ttl: u32) -> bool {
+        match self.find(key) {
+            Ok(i) if self.0[i].1.ttl != ttl => {
+                self.entries()[i].1.ttl = ttl;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The records whose key starts with `prefix`.
+    pub(super) fn with_prefix(&self, prefix: &str) -> &[(String, Service)] {
+        let start = self.0.partition_point(|(k, _)| k.as_str() < prefix);
+        let len = self.0[start..].partition_point(|(k, _)| k.starts_with(prefix));
+        &self.0[start..start + len]
+    }
+
+    fn find(&self, key: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|(k, _)| k.as_str().cmp(key))
+    }
+
+    /// The vector, to change in place. The source never changes the table while a build holds
+    /// it (changes wait for the build), so this never has to copy it.
+    fn entries(&mut self) -> &mut Vec<(String, Service)> {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(h: &str) -> Service {
+        Service {
+            host: h.into(),
+            ..Service::default()
+        }
+    }
+
+    fn keys(r: &Records) -> Vec<&str> {
+        r.0.iter().map(|(k, _)| k.as_str()).collect()
+    }
+
+    #[test]
+    fn changes_keep_key_order_and_report_whether_anything_changed() {
+        let mut r = Records::from_unsorted(vec![
+            ("/skydns/b".into(), host("10.0.0.2")),
+            ("/skydns/a".into(), host("10.0.0.1")),
+            ("/skydns/b".into(), host("10.0.0.3")),
+        ]);
+        assert_eq!(keys(&r), ["/skydns/a", "/skydns/b"]);
+        assert_eq!(r.get("/skydns/b").unwrap().host, "10.0.0.3", "the last of duplicates wins");
+        assert!(r.upsert("/skydns/ab", host("10.0.0.4")));
+        assert!(!r.upsert("/skydns/ab", host("10.0.0.4")));
+        assert!(r.upsert("/skydns/ab", host("10.0.0.5")));
+        assert_eq!(keys(&r), ["/skydns/a", "/skydns/ab", "/skydns/b"]);
+        assert!(r.remove("/skydns/a"));
+        assert!(!r.remove("/skydns/a"));
+        assert!(r.set_ttl("/skydns/b", 5));
+        assert!(!r.set_ttl("/skydns/b", 5));
+        assert!(!r.set_ttl("/skydns/zz", 5));
+        assert_eq!(r.len(), 2);
+    }
+
+    #[test]
+    fn a_prefix_selects_one_contiguous_run() {
+        let r = Records::from_unsorted(
+            ["/skydns/a/x", "/skydns/a/y", "/skydns/a0", "/skydns/b", "/skydns/a"]
+                .iter()
+                .map(|k| (k.to_string(), Service::default()))
+                .collect(),
+        );
+        let run: Vec<_> = r.with_prefix("/skydns/a/").iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(run, ["/skydns/a/x", "/skydns/a/y"]);
+        assert!(r.with_prefix("/skydns/c/").is_empty());
+    }
+
+    #[test]
+    fn a_build_holding_the_table_keeps_its_version() {
+        let mut r = Records::from_unsorted(vec![("/skydns/a".into(), host("10.0.0.1"))]);
+        let held = r.shared();
+        r.upsert("/skydns/a", host("10.0.0.2"));
+        assert_eq!(held[0].1.host, "10.0.0.1");
+        assert_eq!(r.get("/skydns/a").unwrap().host, "10.0.0.2");
+    }
+}

@@ -1,0 +1,840 @@
+//! The etcd source's life: connect, read the whole prefix at one revision, watch from the next
+//! one, publish a snapshot for every burst of changes, and survive every etcd fault without
+//! changing what clients see.
+//!
+//! One task on the control-plane runtime owns all of it. Snapshot builds run on tokio's
+//! blocking pool, one at a time; changes that arrive during a build wait in a queue and go into
+//! the next build together, so a burst costs as many builds as fit in it, not one per change.
+
+use super::backoff::Backoff;
+use super::health::SourceHealth;
+use super::lease::LeaseTtls;
+use super::options::{EtcdOptions, OptionsError};
+use super::state::{Changed, Put, State};
+use super::stub::{stub_key_prefix, stub_zones, StubZone, Unusable};
+use crate::skydns::{ConfigError, ConfigPatch};
+use crate::source::SourceStats;
+use etcd_client::{Client, ConnectOptions, EventType, GetOptions, WatchOptions, WatchResponse, WatchStream};
+use skyline_dataplane::snapshot::skydns::{build, Config};
+use skyline_dataplane::snapshot::ZoneState;
+use skyline_dataplane::SnapshotCell;
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use tokio::task::{JoinError, JoinHandle, JoinSet};
+
+/// How long a burst of changes may gather before its snapshot is built: events of one client
+/// writing several keys arrive within this, and no change waits longer for its build to start.
+pub const DEBOUNCE: Duration = Duration::from_millis(2);
+
+/// Longest wait for one etcd request (a page of the range read, a lease lookup, opening a
+/// watch) before the attempt counts as failed.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Keys per page of the range read: large enough that a million keys take 200 requests, small
+/// enough that a page of typical records stays a few megabytes.
+const PAGE_KEYS: i64 = 5000;
+
+/// Largest message accepted from etcd: a page of large values, or one watch response holding a
+/// transaction's worth of events. etcd itself caps a value at 1.5 MiB by default.
+const MAX_MESSAGE: usize = 256 << 20;
+
+/// Lease lookups in flight at once.
+const LEASE_LOOKUPS: usize = 64;
+
+/// Shortest period between the rebuilds that count leased records' TTLs down.
+const COUNTDOWN: Duration = Duration::from_secs(1);
+
+/// The countdown period as a multiple of the last build's duration: with large data sets the
+/// countdown takes at most a quarter of a core, and TTLs step by more than a second.
+const COUNTDOWN_PER_BUILD: u32 = 4;
+
+/// The settings of `/<prefix>/config` that only a restart applies, with their JSON names: the
+/// listener, the forwarder and the features skyline does not offer.
+const RESTART_ONLY: [&str; 12] = [
+    "dns_addr",
+    "nameservers",
+    "ndot",
+    "no_rec",
+    "ns_rotate",
+    "read_timeout",
+    "rcache",
+    "rcache_ttl",
+    "scache",
+    "dnssec",
+    "systemd",
+    "etcd3",
+];
+
+/// Why an attempt to read or follow etcd ended. None of these changes what is served: the last
+/// snapshot stays in place and the source tries again.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SyncError {
+    /// The client reported an error: connection, TLS, authentication, or an etcd status.
+    #[error(transparent)]
+    Etcd(#[from] etcd_client::Error),
+    /// etcd did not answer in time.
+    #[error("etcd did not answer within {0:?}")]
+    Timeout(Duration),
+    /// The watch stream ended without an error.
+    #[error("the watch stream ended")]
+    WatchEnded,
+    /// etcd canceled the watch for a reason other than compaction (e.g. its member lost the
+    /// leader).
+    #[error("etcd canceled the watch: {0}")]
+    WatchCanceled(String),
+    /// The revision to resume from is compacted away: only a full read can catch up.
+    #[error("revision {wanted} is compacted (etcd keeps revisions from {compacted} on); reading the prefix again")]
+    Compacted {
+        /// The revision the watch asked for.
+        wanted: i64,
+        /// The oldest revision etcd still has.
+        compacted: i64,
+    },
+    /// etcd answered as another cluster, or behind the revision already served (restored from a
+    /// backup): resuming could miss changes, so everything is read again.
+    #[error("etcd is now cluster {cluster:x} at revision {revision}; reading the prefix again")]
+    History {
+        /// The cluster that answered.
+        cluster: u64,
+        /// Its revision.
+        revision: i64,
+    },
+    /// The settings object read at start is invalid.
+    #[error("settings under {key}: {source}")]
+    Config {
+        /// The settings key.
+        key: String,
+        /// What is wrong.
+        #[source]
+        source: ConfigError,
+    },
+}
+
+impl SyncError {
+    /// Whether the next attempt is a full read that should start at once: etcd is up, only the
+    /// watch's history is gone.
+    fn wants_full_sync(&self) -> bool {
+        matches!(self, SyncError::Compacted { .. } | SyncError::History { .. })
+    }
+}
+
+/// A change that arrived while a build held the records.
+#[derive(Debug)]
+enum Pending {
+    Put {
+        key: Vec<u8>,
+        value: Vec<u8>,
+        lease: i64,
+        mod_revision: i64,
+    },
+    Delete {
+        key: Vec<u8>,
+        mod_revision: i64,
+    },
+}
+
+/// What a finished build reports.
+#[derive(Debug)]
+struct Built {
+    generation: u64,
+    revision: i64,
+    records: usize,
+    skipped: usize,
+    took: Duration,
+}
+
+/// The etcd v3 source: SkyDNS records under `/<prefix>/` in etcd, mirrored by a range read and a
+/// watch into snapshots published on a [`SnapshotCell`].
+#[derive(Debug)]
+pub struct EtcdSource {
+    endpoints: Vec<String>,
+    connect: ConnectOptions,
+    path_prefix: String,
+    /// `/<prefix>/`, the range read and watched.
+    below: String,
+    overrides: ConfigPatch,
+    /// The settings object in force when the process started (see [`EtcdSource::read_config`]).
+    started: Option<ConfigPatch>,
+    cell: SnapshotCell,
+    stats: Arc<SourceStats>,
+    health: Arc<SourceHealth>,
+    client: Option<Client>,
+    /// `None` until the first full read.
+    state: Option<State>,
+    /// The next attempt must read everything (compaction, another cluster).
+    full_sync_needed: bool,
+    leases: LeaseTtls,
+    pending: Vec<Pending>,
+    build: Option<JoinHandle<Built>>,
+    /// Changes not yet in a started build.
+    dirty: bool,
+    /// When the next build starts (armed by the first change of a burst).
+    build_at: Option<Instant>,
+    next_countdown: Instant,
+    last_build: Duration,
+    /// The settings the snapshots are built with.
+    config: Config,
+    /// Restart-only settings already reported as changed.
+    restart_pending: Vec<&'static str>,
+    stubs: (Vec<StubZone>, Vec<Unusable>),
+}
+
+impl EtcdSource {
+    /// A source for the etcd cluster `options` describe, serving keys under `/<path_prefix>/`.
+    /// `overrides` are the operator's settings: they win over etcd's `/<prefix>/config`, and
+    /// SkyDNS's defaults fill what neither sets. Reads the TLS files; connects to nothing yet.
+    pub fn new(
+        options: &EtcdOptions,
+        path_prefix: impl Into<String>,
+        overrides: ConfigPatch,
+        cell: SnapshotCell,
+    ) -> Result<EtcdSource, OptionsError> {
+        let (endpoints, connect) = options.connect_options()?;
+        let path_prefix = path_prefix.into();
+        let config = Config {
+            path_prefix: path_prefix.clone(),
+            ..Config::default()
+        };
+        Ok(EtcdSource {
+            endpoints,
+            connect,
+            below: format!("/{path_prefix}/"),
+            path_prefix,
+            overrides,
+            started: None,
+            cell,
+            stats: Arc::default(),
+            health: Arc::default(),
+            client: None,
+            state: None,
+            full_sync_needed: true,
+            leases: LeaseTtls::default(),
+            pending: Vec::new(),
+            build: None,
+            dirty: false,
+            build_at: None,
+            next_countdown: Instant::now(),
+            last_build: Duration::ZERO,
+            config,
+            restart_pending: Vec::new(),
+            stubs: (Vec::new(), Vec::new()),
+        })
+    }
+
+    /// The source's load counters, shared with whoever reports them.
+    pub fn stats(&self) -> Arc<SourceStats> {
+        Arc::clone(&self.stats)
+    }
+
+    /// The source's readiness and freshness, shared with whoever reports them.
+    pub fn health(&self) -> Arc<SourceHealth> {
+        Arc::clone(&self.health)
+    }
+
+    /// Reads `/<prefix>/config` once, giving up after `limit`: at start, so that the settings only
+    /// a restart applies (the listen address, the forwarder's) are SkyDNS's from etcd when etcd
+    /// is up. `Ok(None)` when the key does not exist. Must run within a tokio runtime.
+    pub async fn read_config(&mut self, limit: Duration) -> Result<Option<ConfigPatch>, SyncError> {
+        let key = format!("/{}/config", self.path_prefix);
+        let read = async {
+            let mut client = self.client().await?;
+            let response = client.get(key.as_str(), None).await?;
+            Ok::<_, SyncError>(response.kvs().first().map(|kv| kv.value().to_vec()))
+        };
+        let value = tokio::time::timeout(limit, read)
+            .await
+            .map_err(|_| SyncError::Timeout(limit))??;
+        let patch = value
+            .map(|v| ConfigPatch::parse(&v))
+            .transpose()
+            .map_err(|source| SyncError::Config { key, source })?;
+        self.started.clone_from(&patch);
+        Ok(patch)
+    }
+
+    /// Publishes at once a snapshot of `config` in which every zone answers SERVFAIL (never a
+    /// denial from data not yet read), then returns the future that syncs with etcd and follows
+    /// it, forever. `config` is the configuration resolved at start; etcd's `/<prefix>/config`
+    /// updates it live. Spawn the future on a tokio runtime with time enabled.
+    pub fn serve(mut self, config: Config) -> impl Future<Output = ()> + Send + 'static {
+        let generation = self.cell.load().generation + 1;
+        let mut snapshot = build(&config, &[], generation, SystemTime::now());
+        for zone in &mut snapshot.zones {
+            zone.state = ZoneState::Syncing;
+        }
+        self.cell.store(Arc::new(snapshot));
+        self.stats.generation.store(generation, Ordering::Relaxed);
+        self.config = config;
+        self.run()
+    }
+
+    async fn run(mut self) {
+        let mut backoff = Backoff::default();
+        let mut failing = false;
+        loop {
+            let error = match self.session(&mut backoff).await {
+                Ok(never) => match never {},
+                Err(error) => error,
+            };
+            self.health.set_watching(false);
+            self.flush().await;
+            if error.wants_full_sync() {
+                tracing::info!(%error, "etcd watch cannot resume");
+                self.full_sync_needed = true;
+                continue;
+            }
+            self.client = None;
+            self.health.retried();
+            let pause = backoff.next_pause();
+            if failing {
+                tracing::debug!(%error, ?pause, "etcd still unavailable");
+            } else {
+                tracing::warn!(
+                    %error,
+                    ?pause,
+                    ready = self.health.is_ready(),
+                    "etcd unavailable; the current snapshot keeps serving, retrying with backoff"
+                );
+            }
+            failing = true;
+            tokio::time::sleep(pause).await;
+        }
+    }
+
+    /// One connection's worth of work: catch up (a full read, or a watch resumed from the last
+    /// revision seen) and follow the watch until something breaks.
+    async fn session(&mut self, backoff: &mut Backoff) -> Result<std::convert::Infallible, SyncError> {
+        let client = self.client().await?;
+        if self.full_sync_needed || self.state.is_none() {
+            self.full_sync(&client).await?;
+        } else {
+            self.health.resumed();
+        }
+        let mut stream = self.open_watch(&client).await?;
+        backoff.reset();
+        self.health.set_watching(true);
+        self.follow(&client, &mut stream).await
+    }
+
+    /// The client, connecting first if there is none.
+    async fn client(&mut self) -> Result<Client, SyncError> {
+        if let Some(client) = &self.client {
+            return Ok(client.clone());
+        }
+        let connect = Client::connect(self.endpoints.clone(), Some(self.connect.clone()));
+        let client = within(REQUEST_TIMEOUT, connect).await?;
+        self.client = Some(client.clone());
+        Ok(client)
+    }
+
+    /// Reads every key under the prefix at one revision into a fresh state, then swaps it in and
+    /// builds its snapshot: the old snapshot serves until the new one replaces it whole.
+    async fn full_sync(&mut self, client: &Client) -> Result<(), SyncError> {
+        let started = Instant::now();
+        let mut kv = client.kv_client().max_decoding_message_size(MAX_MESSAGE);
+        let rejected = self.state.as_mut().map(State::take_rejected).unwrap_or_default();
+        let mut fresh = State::new(&self.path_prefix, rejected);
+        let end = prefix_end(self.below.as_bytes());
+        let mut from = self.below.as_bytes().to_vec();
+        let mut revision = 0;
+        loop {
+            let mut options = GetOptions::new().with_range(end.clone()).with_limit(PAGE_KEYS);
+            if revision != 0 {
+                options = options.with_revision(revision);
+            }
+            let mut page = within(REQUEST_TIMEOUT, kv.get(from.clone(), Some(options))).await?;
+            self.health.contact();
+            if revision == 0 {
+                let header = page.header();
+                revision = header.map_or(0, |h| h.revision());
+                fresh.cluster = header.map_or(0, |h| h.cluster_id());
+            }
+            let more = page.more();
+            let kvs = page.take_kvs();
+            for kv in &kvs {
+                let put = Put {
+                    key: kv.key(),
+                    value: kv.value(),
+                    lease: kv.lease(),
+                    mod_revision: kv.mod_revision(),
+                };
+                fresh.put(put, &self.health);
+            }
+            match kvs.last() {
+                Some(last) if more => {
+                    from = last.key().to_vec();
+                    from.push(0);
+                }
+                _ => break,
+            }
+        }
+        fresh.revision = revision;
+        let read = started.elapsed();
+        self.settle_build().await;
+        self.pending.clear();
+        self.state = Some(fresh);
+        self.full_sync_needed = false;
+        self.health.synced(revision);
+        self.settings_changed();
+        self.start_build(Some(client)).await;
+        let records = self.state.as_ref().map_or(0, |s| s.records.len());
+        tracing::info!(
+            records,
+            revision,
+            read = ?read,
+            "etcd prefix {} read; its snapshot is building",
+            self.below
+        );
+        Ok(())
+    }
+
+    /// Opens the watch at the revision after the last one served, and checks that etcd still
+    /// has that history.
+    async fn open_watch(&mut self, client: &Client) -> Result<WatchStream, SyncError> {
+        let (revision, cluster) = self.state.as_ref().map_or((0, 0), |s| (s.revision, s.cluster));
+        let wanted = revision + 1;
+        let mut watcher = client.watch_client().max_decoding_message_size(MAX_MESSAGE);
+        let options = WatchOptions::new().with_prefix().with_start_revision(wanted);
+        let mut stream = within(REQUEST_TIMEOUT, watcher.watch(self.below.as_str(), Some(options))).await?;
+        let created = within(REQUEST_TIMEOUT, stream.message())
+            .await?
+            .ok_or(SyncError::WatchEnded)?;
+        self.health.contact();
+        if let Some(header) = created.header() {
+            if header.cluster_id() != cluster || header.revision() < revision {
+                return Err(SyncError::History {
+                    cluster: header.cluster_id(),
+                    revision: header.revision(),
+                });
+            }
+        }
+        self.on_response(&created, wanted)?;
+        tracing::info!(from = wanted, "watching etcd prefix {}", self.below);
+        Ok(stream)
+    }
+
+    /// Follows the watch: applies events, builds debounced snapshots, counts leases down.
+    async fn follow(
+        &mut self,
+        client: &Client,
+        stream: &mut WatchStream,
+    ) -> Result<std::convert::Infallible, SyncError> {
+        loop {
+            let idle = self.build.is_none();
+            let build_at = self.build_at.filter(|_| idle);
+            let countdown = (idle && self.state.as_ref().is_some_and(State::has_leases)).then_some(self.next_countdown);
+            tokio::select! {
+                message = stream.message() => {
+                    let response = message?.ok_or(SyncError::WatchEnded)?;
+                    self.health.contact();
+                    let wanted = self.state.as_ref().map_or(0, |s| s.revision) + 1;
+                    self.on_response(&response, wanted)?;
+                }
+                built = join(&mut self.build) => self.finish_build(built),
+                () = sleep_until(build_at) => self.start_build(Some(client)).await,
+                () = sleep_until(countdown) => self.count_down(client).await,
+            }
+        }
+    }
+
+    /// Applies a watch response, or reports why the watch is over.
+    fn on_response(&mut self, response: &WatchResponse, wanted: i64) -> Result<(), SyncError> {
+        if response.compact_revision() > 0 {
+            return Err(SyncError::Compacted {
+                wanted,
+                compacted: response.compact_revision(),
+            });
+        }
+        if response.canceled() {
+            return Err(SyncError::WatchCanceled(response.cancel_reason().to_owned()));
+        }
+        let events = response.events();
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.health.received(events.len());
+        for event in events {
+            let Some(kv) = event.kv() else {
+                continue;
+            };
+            let delete = event.event_type() == EventType::Delete;
+            if self.build.is_some() {
+                self.pending.push(if delete {
+                    Pending::Delete {
+                        key: kv.key().to_vec(),
+                        mod_revision: kv.mod_revision(),
+                    }
+                } else {
+                    Pending::Put {
+                        key: kv.key().to_vec(),
+                        value: kv.value().to_vec(),
+                        lease: kv.lease(),
+                        mod_revision: kv.mod_revision(),
+                    }
+                });
+                self.dirty = true;
+                continue;
+            }
+            let Some(state) = self.state.as_mut() else {
+                continue;
+            };
+            let changed = if delete {
+                state.delete(kv.key(), kv.mod_revision())
+            } else {
+                let put = Put {
+                    key: kv.key(),
+                    value: kv.value(),
+                    lease: kv.lease(),
+                    mod_revision: kv.mod_revision(),
+                };
+                state.put(put, &self.health)
+            };
+            self.changed(changed);
+        }
+        if self.dirty && self.build_at.is_none() {
+            self.build_at = Some(Instant::now() + DEBOUNCE);
+        }
+        Ok(())
+    }
+
+    fn changed(&mut self, changed: Changed) {
+        match changed {
+            Changed::Nothing => {}
+            Changed::Record => self.dirty = true,
+            Changed::Config => {
+                self.dirty = true;
+                self.settings_changed();
+            }
+        }
+    }
+
+    /// Applies the changes that waited for a build.
+    fn apply_pending(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        for change in pending {
+            let Some(state) = self.state.as_mut() else {
+                return;
+            };
+            let changed = match &change {
+                Pending::Put {
+                    key,
+                    value,
+                    lease,
+                    mod_revision,
+                } => {
+                    let put = Put {
+                        key,
+                        value,
+                        lease: *lease,
+                        mod_revision: *mod_revision,
+                    };
+                    state.put(put, &self.health)
+                }
+                Pending::Delete { key, mod_revision } => state.delete(key, *mod_revision),
+            };
+            self.changed(changed);
+        }
+    }
+
+    /// Starts building a snapshot of the current state on the blocking pool. With a client,
+    /// leases never looked up are looked up first, so that a new leased record never answers
+    /// with more than its lease.
+    async fn start_build(&mut self, client: Option<&Client>) {
+        let Some(leases) = self.state.as_ref().map(State::leases) else {
+            return;
+        };
+        if let Some(client) = client {
+            let unknown = self.leases.unknown(leases);
+            self.look_up_leases(client, unknown).await;
+        }
+        let Some(state) = self.state.as_mut() else {
+            return;
+        };
+        state.fold_leases(&self.leases, Instant::now());
+        self.update_stub_zones();
+        let Some(state) = self.state.as_ref() else {
+            return;
+        };
+        let records = state.records.shared();
+        let revision = state.revision;
+        self.stats
+            .records_rejected
+            .store(state.rejected_count() as u64, Ordering::Relaxed);
+        let config = self.config.clone();
+        let cell = Arc::clone(&self.cell);
+        let health = Arc::clone(&self.health);
+        let generation = cell.load().generation + 1;
+        self.dirty = false;
+        self.build_at = None;
+        self.build = Some(tokio::task::spawn_blocking(move || {
+            let started = Instant::now();
+            let snapshot = build(&config, &records, generation, SystemTime::now());
+            let skipped = snapshot.skydns.as_ref().map_or(0, |index| index.skipped());
+            let took = started.elapsed();
+            cell.store(Arc::new(snapshot));
+            health.set_ready();
+            Built {
+                generation,
+                revision,
+                records: records.len(),
+                skipped,
+                took,
+            }
+        }));
+    }
+
+    /// Takes a finished build's outcome, then lets the changes that waited for it in.
+    fn finish_build(&mut self, built: Result<Built, JoinError>) {
+        self.build = None;
+        match built {
+            Ok(built) => {
+                self.last_build = built.took;
+                self.stats.records_loaded.store(built.records as u64, Ordering::Relaxed);
+                self.stats.generation.store(built.generation, Ordering::Relaxed);
+                let published = self.stats.reloads.fetch_add(1, Ordering::Relaxed) + 1;
+                self.health.set_revision(built.revision);
+                if published == 1 {
+                    tracing::info!(
+                        records = built.records,
+                        revision = built.revision,
+                        took = ?built.took,
+                        "etcd data served"
+                    );
+                } else {
+                    tracing::debug!(
+                        generation = built.generation,
+                        records = built.records,
+                        skipped = built.skipped,
+                        revision = built.revision,
+                        took = ?built.took,
+                        "snapshot published"
+                    );
+                }
+            }
+            Err(error) => {
+                self.stats.reload_failures.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(%error, "snapshot build did not complete; the current snapshot keeps serving");
+                self.dirty = true;
+            }
+        }
+        self.apply_pending();
+        if self.dirty && self.build_at.is_none() {
+            self.build_at = Some(Instant::now());
+        }
+    }
+
+    /// Waits for the build in flight, if any, and takes its outcome.
+    async fn settle_build(&mut self) {
+        if self.build.is_some() {
+            let built = join(&mut self.build).await;
+            self.finish_build(built);
+        }
+    }
+
+    /// After the watch broke: publishes what was received before, without waiting for etcd.
+    async fn flush(&mut self) {
+        self.settle_build().await;
+        if self.dirty {
+            self.start_build(None).await;
+            self.settle_build().await;
+        }
+    }
+
+    /// Looks leases up again as they come due, and rebuilds when leased TTLs moved.
+    async fn count_down(&mut self, client: &Client) {
+        let now = Instant::now();
+        self.next_countdown = now + COUNTDOWN.max(self.last_build * COUNTDOWN_PER_BUILD);
+        let Some(leases) = self.state.as_ref().map(State::leases) else {
+            return;
+        };
+        self.leases.retain(|lease| leases.contains(&lease));
+        let due = self.leases.due(leases, now);
+        self.look_up_leases(client, due).await;
+        let Some(state) = self.state.as_mut() else {
+            return;
+        };
+        if state.fold_leases(&self.leases, Instant::now()) {
+            self.dirty = true;
+            self.build_at.get_or_insert_with(Instant::now);
+        }
+    }
+
+    /// Asks etcd for the remaining TTL of `leases`, a few at a time. A lookup that fails keeps
+    /// what was known: the lease's TTL goes on counting down from its last report.
+    async fn look_up_leases(&mut self, client: &Client, leases: Vec<i64>) {
+        for batch in leases.chunks(LEASE_LOOKUPS) {
+            let mut lookups = JoinSet::new();
+            for &lease in batch {
+                let mut client = client.clone();
+                lookups.spawn(async move {
+                    let response = within(REQUEST_TIMEOUT, client.lease_time_to_live(lease, None)).await;
+                    (lease, response)
+                });
+            }
+            while let Some(done) = lookups.join_next().await {
+                match done {
+                    Ok((lease, Ok(ttl))) => {
+                        self.leases.record(lease, ttl.ttl(), ttl.granted_ttl(), Instant::now());
+                    }
+                    Ok((lease, Err(error))) => {
+                        tracing::debug!(lease, %error, "lease lookup failed; its TTL counts down from the last report");
+                    }
+                    Err(error) => tracing::debug!(%error, "lease lookup did not complete"),
+                }
+            }
+        }
+    }
+
+    /// Applies `/<prefix>/config` as it now stands: the settings that shape answers go into the
+    /// next snapshot; the ones only a restart applies are reported when they change.
+    fn settings_changed(&mut self) {
+        let Some(state) = self.state.as_ref() else {
+            return;
+        };
+        let key = state.config_key().to_owned();
+        let stacked = self.stacked(state.config.as_ref());
+        match stacked.skydns_config(&self.path_prefix) {
+            Ok(config) if config != self.config => {
+                tracing::info!(
+                    domain = %config.domain,
+                    ttl = config.ttl,
+                    min_ttl = config.min_ttl,
+                    priority = config.priority,
+                    hostmaster = %config.hostmaster,
+                    local = ?config.local.as_ref().map(ToString::to_string),
+                    round_robin = config.round_robin,
+                    "settings from {key} applied"
+                );
+                self.config = config;
+            }
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, "settings from {key} not applied; the previous ones stay in force");
+            }
+        }
+        let at_start = self.stacked(self.started.as_ref());
+        let differing = restart_only_changes(&at_start, &stacked);
+        if differing != self.restart_pending {
+            if !differing.is_empty() {
+                tracing::warn!(
+                    settings = ?differing,
+                    "settings from {key} differ from those in force and apply only at restart"
+                );
+            }
+            self.restart_pending = differing;
+        }
+    }
+
+    /// The operator's settings over `etcd`'s.
+    fn stacked(&self, etcd: Option<&ConfigPatch>) -> ConfigPatch {
+        self.overrides.clone().or(etcd.cloned().unwrap_or_default())
+    }
+
+    /// Reads the stub zones under the domain now served, and reports them when they change.
+    fn update_stub_zones(&mut self) {
+        let Some(state) = self.state.as_ref() else {
+            return;
+        };
+        let prefix = stub_key_prefix(&self.path_prefix, &self.config.domain);
+        let stubs = stub_zones(&prefix, state.records.with_prefix(&prefix));
+        if stubs == self.stubs {
+            return;
+        }
+        for unusable in stubs.1.iter().filter(|u| !self.stubs.1.contains(u)) {
+            tracing::warn!(key = %unusable.key, reason = unusable.reason, "stub zone record not used");
+        }
+        let zones: Vec<String> = stubs.0.iter().map(ToString::to_string).collect();
+        tracing::info!(zones = ?zones, "stub zones read from {prefix}");
+        self.health.set_stub_zones(stubs.0.clone());
+        self.stubs = stubs;
+    }
+}
+
+/// The settings only a restart applies that differ between `a` and `b`, by JSON name.
+fn restart_only_changes(a: &ConfigPatch, b: &ConfigPatch) -> Vec<&'static str> {
+    let differs = [
+        a.dns_addr != b.dns_addr,
+        a.nameservers != b.nameservers,
+        a.ndots != b.ndots,
+        a.no_rec != b.no_rec,
+        a.ns_rotate != b.ns_rotate,
+        a.read_timeout != b.read_timeout,
+        a.rcache != b.rcache,
+        a.rcache_ttl != b.rcache_ttl,
+        a.scache != b.scache,
+        a.dnssec != b.dnssec,
+        a.systemd != b.systemd,
+        a.etcd3 != b.etcd3,
+    ];
+    RESTART_ONLY
+        .iter()
+        .zip(differs)
+        .filter_map(|(name, differs)| differs.then_some(*name))
+        .collect()
+}
+
+/// The first key after every key that starts with `prefix` (etcd's range end for a prefix).
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+/// Runs an etcd request with a deadline.
+async fn within<T>(
+    limit: Duration,
+    request: impl Future<Output = Result<T, etcd_client::Error>>,
+) -> Result<T, SyncError> {
+    match tokio::time::timeout(limit, request).await {
+        Ok(result) => result.map_err(SyncError::from),
+        Err(_) => Err(SyncError::Timeout(limit)),
+    }
+}
+
+/// The outcome of the build in flight; never completes when there is none.
+async fn join(build: &mut Option<JoinHandle<Built>>) -> Result<Built, JoinError> {
+    match build {
+        Some(handle) => {
+            let built = handle.await;
+            *build = None;
+            built
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// Sleeps until `deadline`; never completes when there is none.
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_range_end_covers_exactly_the_prefix() {
+        assert_eq!(prefix_end(b"/skydns/"), b"/skydns0");
+        assert_eq!(prefix_end(b"a\xff"), b"b");
+        assert_eq!(prefix_end(b"\xff"), b"\0");
+    }
+
+    #[test]
+    fn restart_only_settings_are_named_by_their_json_keys() {
+        let a = ConfigPatch::parse(br#"{"dns_addr":"127.0.0.1:53","ttl":30,"ndot":3}"#).unwrap();
+        let b = ConfigPatch::parse(br#"{"dns_addr":"127.0.0.1:54","ttl":60,"ndot":3,"no_rec":true}"#).unwrap();
+        assert_eq!(restart_only_changes(&a, &b), ["dns_addr", "no_rec"]);
+        assert!(restart_only_changes(&a, &a).is_empty());
+    }
+}

@@ -1,0 +1,359 @@
+//! One cached response: the records an upstream sent after its question, kept byte for byte so
+//! that serving it is a copy and a few TTL patches.
+//!
+//! Compression pointers in the stored records point at offsets of the upstream's message. A reply
+//! built from the entry puts the client's question at offset 12 with the same length as the
+//! upstream's (it is the same name), so every offset lands where it did upstream and the pointers
+//! stay valid. Pointers only ever point backwards (RFC 1035 §4.1.4, enforced when the reply is
+//! read), which is what lets a reply end after any record without leaving one dangling.
+
+use crate::wire::name::read_name;
+use crate::wire::types::{rcode, rtype, HEADER_LEN};
+use crate::wire::LowerName;
+use std::time::Instant;
+
+/// TTL served for stale answers (RFC 8767 §4: "a TTL of 30 seconds is RECOMMENDED").
+pub const STALE_TTL: u32 = 30;
+
+/// The TTL bounds that apply to one entry, resolved for its name by the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TtlCaps {
+    /// Lowest lifetime of a positive answer.
+    pub min: u32,
+    /// Highest lifetime of a positive answer.
+    pub max: u32,
+    /// Highest lifetime of a negative answer (NXDOMAIN, NODATA).
+    pub negative_max: u32,
+}
+
+/// Why an upstream reply's records could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RecordsError {
+    /// A record ran past the end of the message or held an unreadable name.
+    #[error("malformed record")]
+    Malformed,
+    /// An OPT record outside the additional section (RFC 6891 §6.1.1).
+    #[error("OPT record outside the additional section")]
+    MisplacedOpt,
+}
+
+/// Where one stored record ends and where its TTL sits, both relative to the stored bytes.
+#[derive(Debug, Clone, Copy)]
+struct RecordMeta {
+    end: u16,
+    ttl_at: u16,
+    /// The record starts a new RRset (owner, type or class differ from the one before).
+    rrset_start: bool,
+}
+
+/// A response as cached: rcode, flags worth keeping, and the answer, authority and additional
+/// records in wire form (the upstream's OPT left out: every reply gets skyline's own).
+#[derive(Debug)]
+pub struct Entry {
+    body: Box<[u8]>,
+    records: Box<[RecordMeta]>,
+    counts: [u16; 3],
+    rcode: u8,
+    authentic: bool,
+    lifetime: u32,
+    stored: Instant,
+}
+
+/// What [`Entry::write`] put into a reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    /// Bytes written.
+    pub len: usize,
+    /// Records written per section: answer, authority, additional.
+    pub counts: [u16; 3],
+    /// The answer section did not fit: TC must be set.
+    pub truncated: bool,
+}
+
+/// How the TTLs of a served entry are rewritten.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Age {
+    /// Seconds since the entry was stored: each TTL is decremented by that much.
+    Fresh(u32),
+    /// Served past its lifetime: every TTL is [`STALE_TTL`].
+    Stale,
+}
+
+impl Entry {
+    /// Reads the records of the upstream reply `msg`, whose question ends at `body_start`, and
+    /// works out how long they may be cached under `caps` (RFC 2308 for negative answers).
+    pub fn from_reply(msg: &[u8], body_start: usize, caps: TtlCaps, now: Instant) -> Result<Entry, RecordsError> {
+        if msg.len() < HEADER_LEN || body_start < HEADER_LEN || body_start > msg.len() {
+            return Err(RecordsError::Malformed);
+        }
+        let header_counts = [6, 8, 10].map(|i| u16::from_be_bytes([msg[i], msg[i + 1]]));
+        let mut records = Vec::with_capacity(header_counts.iter().map(|&c| usize::from(c)).sum::<usize>().min(256));
+        let mut counts = [0u16; 3];
+        let mut pos = body_start;
+        let mut owner = LowerName::default();
+        let mut previous: Option<(LowerName, u16, u16)> = None;
+        let mut answer_ttl: Option<u32> = None;
+        let mut negative_ttl: Option<u32> = None;
+        'sections: for (section, &count) in header_counts.iter().enumerate() {
+            previous = None;
+            for _ in 0..count {
+                let name_end = read_name(msg, pos, Some(&mut owner)).map_err(|_| RecordsError::Malformed)?;
+                let fixed = msg.get(name_end..name_end + 10).ok_or(RecordsError::Malformed)?;
+                let rtype_ = u16::from_be_bytes([fixed[0], fixed[1]]);
+                let rclass = u16::from_be_bytes([fixed[2], fixed[3]]);
+                // RFC 2181 §8: a TTL with the top bit set is treated as zero.
+                let ttl = match u32::from_be_bytes([fixed[4], fixed[5], fixed[6], fixed[7]]) {
+                    t if t & 0x8000_0000 != 0 => 0,
+                    t => t,
+                };
+                let rdata_end = name_end + 10 + usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
+                if rdata_end > msg.len() {
+                    return Err(RecordsError::Malformed);
+                }
+                if rtype_ == rtype::OPT {
+                    if section != 2 {
+                        return Err(RecordsError::MisplacedOpt);
+                    }
+                    // Records after the OPT are dropped with it: cutting only at record ends
+                    // keeps every backward pointer valid.
+                    break 'sections;
+                }
+                let rrset_start = previous
+                    .as_ref()
+                    .map_or(true, |(o, t, c)| o.wire() != owner.wire() || *t != rtype_ || *c != rclass);
+                previous = Some((owner.clone(), rtype_, rclass));
+                match section {
+                    0 => answer_ttl = Some(answer_ttl.map_or(ttl, |m| m.min(ttl))),
+                    1 if rtype_ == rtype::SOA && rdata_end >= name_end + 10 + 4 => {
+                        let m = &msg[rdata_end - 4..rdata_end];
+                        let minimum = u32::from_be_bytes([m[0], m[1], m[2], m[3]]);
+                        negative_ttl = Some(ttl.min(minimum));
+                    }
+                    _ => {}
+                }
+                records.push(RecordMeta {
+                    end: offset(rdata_end - body_start)?,
+                    ttl_at: offset(name_end + 4 - body_start)?,
+                    rrset_start,
+                });
+                counts[section] += 1;
+                pos = rdata_end;
+            }
+        }
+        let code = msg[3] & 0x0F;
+        let lifetime = match (u16::from(code), counts[0]) {
+            (rcode::NOERROR, n) if n > 0 => answer_ttl.unwrap_or(0).clamp(caps.min, caps.max.max(caps.min)),
+            (rcode::NOERROR | rcode::NXDOMAIN, _) => {
+                // RFC 2308 §5: a negative answer without an SOA is not cached.
+                negative_ttl.map_or(0, |t| t.max(caps.min).min(caps.negative_max))
+            }
+            _ => 0,
+        };
+        Ok(Entry {
+            body: msg[body_start..pos].into(),
+            records: records.into_boxed_slice(),
+            counts,
+            rcode: code,
+            authentic: u16::from_be_bytes([msg[2], msg[3]]) & crate::wire::types::flags::AD != 0,
+            lifetime,
+            stored: now,
+        })
+    }
+
+    /// The response code (the low four bits; extended rcodes are never cached).
+    pub fn rcode(&self) -> u16 {
+        u16::from(self.rcode)
+    }
+
+    /// Whether the upstream set AD (RFC 4035 §3.2.3); passed on only to clients that asked.
+    pub fn authentic(&self) -> bool {
+        self.authentic
+    }
+
+    /// Seconds the entry is fresh; 0 means it must not be cached.
+    pub fn lifetime(&self) -> u32 {
+        self.lifetime
+    }
+
+    /// When it was received.
+    pub fn stored(&self) -> Instant {
+        self.stored
+    }
+
+    /// Bytes the entry holds on the heap, for the cache's memory bound.
+    pub fn heap_bytes(&self) -> usize {
+        self.body.len() + self.records.len() * std::mem::size_of::<RecordMeta>()
+    }
+
+    /// Whether the answer is negative (NXDOMAIN, or NOERROR without answer records).
+    pub fn is_negative(&self) -> bool {
+        self.rcode() == rcode::NXDOMAIN || (self.rcode() == rcode::NOERROR && self.counts[0] == 0)
+    }
+
+    /// Writes the records into `out` (the reply just past its question), using at most `room`
+    /// bytes, with TTLs rewritten for `age`. Additional, then authority records that do not fit
+    /// are dropped without TC; if the answer section itself does not fit, the longest run of
+    /// whole answer RRsets that does is written and TC is reported (RFC 2181 §9).
+    pub fn write(&self, out: &mut [u8], room: usize, age: Age) -> Written {
+        let room = room.min(out.len());
+        let [an, ns, ar] = self.counts.map(usize::from);
+        let end_of = |n: usize| if n == 0 { 0 } else { usize::from(self.records[n - 1].end) };
+        let (kept, counts, truncated) = if self.body.len() <= room {
+            (an + ns + ar, self.counts, false)
+        } else if end_of(an + ns) <= room {
+            (an + ns, [self.counts[0], self.counts[1], 0], false)
+        } else if an > 0 && end_of(an) <= room {
+            (an, [self.counts[0], 0, 0], false)
+        } else {
+            let mut fit = 0;
+            for i in 0..an {
+                if usize::from(self.records[i].end) > room {
+                    break;
+                }
+                if i + 1 == an || self.records[i + 1].rrset_start {
+                    fit = i + 1;
+                }
+            }
+            (fit, [fit as u16, 0, 0], true)
+        };
+        let len = end_of(kept);
+        out[..len].copy_from_slice(&self.body[..len]);
+        for record in &self.records[..kept] {
+            let at = usize::from(record.ttl_at);
+            let ttl = match age {
+                Age::Fresh(age) => {
+                    let original = u32::from_be_bytes([out[at], out[at + 1], out[at + 2], out[at + 3]]);
+                    original.min(self.lifetime).saturating_sub(age)
+                }
+                Age::Stale => STALE_TTL,
+            };
+            out[at..at + 4].copy_from_slice(&ttl.to_be_bytes());
+        }
+        Written { len, counts, truncated }
+    }
+}
+
+fn offset(n: usize) -> Result<u16, RecordsError> {
+    u16::try_from(n).map_err(|_| RecordsError::Malformed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CAPS: TtlCaps = TtlCaps {
+        min: 0,
+        max: 86400,
+        negative_max: 3600,
+    };
+
+    /// A reply for `a.example.` A with the given answer TTLs and an SOA (TTL 600, minimum 300) in
+    /// authority when `soa` is set, and an OPT at the end.
+    fn reply(code: u8, ttls: &[u32], soa: bool) -> (Vec<u8>, usize) {
+        let mut m = vec![0x12, 0x34, 0x81, 0x80 | code, 0, 1, 0, ttls.len() as u8, 0, soa as u8, 0, 1];
+        m.extend_from_slice(b"\x01a\x07example\x00\x00\x01\x00\x01");
+        let body_start = m.len();
+        for (i, ttl) in ttls.iter().enumerate() {
+            m.extend_from_slice(&[0xC0, 12, 0, 1, 0, 1]);
+            m.extend_from_slice(&ttl.to_be_bytes());
+            m.extend_from_slice(&[0, 4, 10, 0, 0, i as u8]);
+        }
+        if soa {
+            m.extend_from_slice(&[0xC0, 14, 0, 6, 0, 1]);
+            m.extend_from_slice(&600u32.to_be_bytes());
+            let rdata_len = 2 + 2 + 20;
+            m.extend_from_slice(&(rdata_len as u16).to_be_bytes());
+            m.extend_from_slice(&[0xC0, 14, 0xC0, 14]);
+            for v in [1u32, 2, 3, 4, 300] {
+                m.extend_from_slice(&v.to_be_bytes());
+            }
+        }
+        m.extend_from_slice(&[0, 0, 41, 4, 0xD0, 0, 0, 0, 0, 0, 0]);
+        (m, body_start)
+    }
+
+    fn ttl_at(out: &[u8], record: usize) -> u32 {
+        let at = record * 16 + 6;
+        u32::from_be_bytes([out[at], out[at + 1], out[at + 2], out[at + 3]])
+    }
+
+    #[test]
+    fn a_positive_answer_lives_for_its_smallest_answer_ttl() {
+        let (m, start) = reply(0, &[300, 120], false);
+        let e = Entry::from_reply(&m, start, CAPS, Instant::now()).unwrap();
+        assert_eq!((e.lifetime(), e.counts, e.is_negative()), (120, [2, 0, 0], false));
+        assert_eq!(e.body.len(), 32, "the OPT is left out");
+    }
+
+    #[test]
+    fn ttls_are_capped_and_floored() {
+        let (m, start) = reply(0, &[100_000], false);
+        let caps = TtlCaps { max: 3600, ..CAPS };
+        assert_eq!(Entry::from_reply(&m, start, caps, Instant::now()).unwrap().lifetime(), 3600);
+        let (m, start) = reply(0, &[2], false);
+        let caps = TtlCaps { min: 10, ..CAPS };
+        assert_eq!(Entry::from_reply(&m, start, caps, Instant::now()).unwrap().lifetime(), 10);
+        let (m, start) = reply(0, &[0x8000_0001], false);
+        assert_eq!(Entry::from_reply(&m, start, CAPS, Instant::now()).unwrap().lifetime(), 0);
+    }
+
+    #[test]
+    fn negative_answers_live_for_the_soa_minimum_under_their_cap() {
+        let (m, start) = reply(3, &[], true);
+        let e = Entry::from_reply(&m, start, CAPS, Instant::now()).unwrap();
+        assert_eq!((e.lifetime(), e.is_negative()), (300, true));
+        let caps = TtlCaps {
+            negative_max: 5,
+            ..CAPS
+        };
+        assert_eq!(Entry::from_reply(&m, start, caps, Instant::now()).unwrap().lifetime(), 5);
+        let (m, start) = reply(3, &[], false);
+        assert_eq!(Entry::from_reply(&m, start, CAPS, Instant::now()).unwrap().lifetime(), 0);
+    }
+
+    #[test]
+    fn failures_are_never_cached() {
+        let (m, start) = reply(2, &[300], false);
+        assert_eq!(Entry::from_reply(&m, start, CAPS, Instant::now()).unwrap().lifetime(), 0);
+    }
+
+    #[test]
+    fn served_ttls_count_down_and_stale_ones_read_30() {
+        let (m, start) = reply(0, &[300, 120], false);
+        let e = Entry::from_reply(&m, start, CAPS, Instant::now()).unwrap();
+        let mut out = [0u8; 512];
+        let w = e.write(&mut out, 512, Age::Fresh(7));
+        assert_eq!((w.len, w.counts, w.truncated), (32, [2, 0, 0], false));
+        assert_eq!((ttl_at(&out, 0), ttl_at(&out, 1)), (113, 113));
+        e.write(&mut out, 512, Age::Fresh(500));
+        assert_eq!(ttl_at(&out, 0), 0);
+        e.write(&mut out, 512, Age::Stale);
+        assert_eq!(ttl_at(&out, 1), STALE_TTL);
+    }
+
+    #[test]
+    fn what_does_not_fit_is_cut_at_rrset_boundaries() {
+        let (m, start) = reply(0, &[60, 60, 60], true);
+        let e = Entry::from_reply(&m, start, CAPS, Instant::now()).unwrap();
+        let mut out = [0u8; 512];
+        let all = e.write(&mut out, 512, Age::Fresh(0));
+        assert_eq!(all.counts, [3, 1, 0]);
+        let w = e.write(&mut out, 48, Age::Fresh(0));
+        assert_eq!((w.len, w.counts, w.truncated), (48, [3, 0, 0], false), "authority dropped first");
+        let w = e.write(&mut out, 40, Age::Fresh(0));
+        assert_eq!((w.len, w.counts, w.truncated), (0, [0, 0, 0], true), "one RRset: all or nothing");
+    }
+
+    #[test]
+    fn malformed_records_are_rejected() {
+        let (m, start) = reply(0, &[60], false);
+        assert_eq!(
+            Entry::from_reply(&m[..start + 10], start, CAPS, Instant::now()).unwrap_err(),
+            RecordsError::Malformed
+        );
+        let mut m = m;
+        m[start] = 0xC0;
+        m[start + 1] = 200;
+        assert!(Entry::from_reply(&m, start, CAPS, Instant::now()).is_err(), "forward pointer");
+    }
+}

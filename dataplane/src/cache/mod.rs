@@ -1,0 +1,506 @@
+//! The response cache of one worker: upstream answers, positive and negative (RFC 2308), served
+//! with TTLs counted down, kept past their lifetime for serve-stale (RFC 8767), within a hard
+//! memory bound.
+//!
+//! Each worker owns its cache: a hit takes no lock and touches no cache line another core
+//! writes, and is a hash lookup plus a copy, like an authoritative answer. The price is that
+//! workers do not share entries; SO_REUSEPORT keeps a client's flow on one worker, so a client
+//! mostly finds what it asked before.
+//!
+//! Eviction is S3-FIFO (Yang et al., SOSP 2023): new entries enter a small FIFO (a tenth of the
+//! memory); those asked for again before they leave it move to the main FIFO, the rest leave a
+//! hash in a ghost FIFO so that a quick return goes straight to main. A scan of names asked once
+//! only churns the small FIFO and never pushes out the popular names in main.
+
+mod entry;
+
+pub use entry::{Age, Entry, RecordsError, TtlCaps, Written, STALE_TTL};
+
+use crate::wire::name::is_within;
+use crate::wire::types::MAX_NAME_LEN;
+use crate::wire::{LowerName, Name};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::{BuildHasher, Hasher};
+use std::time::{Duration, Instant};
+
+/// Bytes of a key before the name: qtype, qclass, flag bits.
+const KEY_PREFIX_LEN: usize = 5;
+/// Longest key.
+const KEY_MAX_LEN: usize = KEY_PREFIX_LEN + MAX_NAME_LEN;
+/// Key flag bit: the client set DO, so the answer carries DNSSEC records.
+const KEY_DO: u8 = 1;
+/// Key flag bit: the client set CD, so the answer was not validated upstream.
+const KEY_CD: u8 = 2;
+/// Highest access count kept per entry (S3-FIFO uses two bits).
+const MAX_FREQ: u8 = 3;
+/// Share of the memory bound held by the small FIFO, in tenths.
+const SMALL_TENTHS: usize = 1;
+/// Bookkeeping per entry beyond its key and records: the slot, the index and queue entries.
+const ENTRY_OVERHEAD: usize = std::mem::size_of::<Stored>() + 32;
+/// A refresh (prefetch or stale recheck) of one name starts at most this often.
+pub const REFRESH_INTERVAL: Duration = Duration::from_secs(1);
+/// Entries with a shorter lifetime are not prefetched: refreshing them would cost more than
+/// the misses it saves.
+const PREFETCH_MIN_LIFETIME: u32 = 10;
+/// Hits an entry needs before it is worth prefetching.
+const PREFETCH_MIN_HITS: u32 = 2;
+
+/// Cache limits. Defaults: 16 MiB, TTLs capped at a day, negative answers at an hour and at
+/// 5 s in `cluster.local.`, served stale for up to a day, prefetch on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheConfig {
+    /// Memory bound of this cache, keys and records included.
+    pub max_bytes: usize,
+    /// Lowest lifetime given to a positive answer.
+    pub min_ttl: u32,
+    /// Highest lifetime given to a positive answer.
+    pub max_ttl: u32,
+    /// Highest lifetime given to a negative answer.
+    pub negative_max_ttl: u32,
+    /// Lower negative caps for names in given zones (the most specific zone wins): names of a
+    /// cluster appear and disappear quickly, so their absence must not be remembered long.
+    pub negative_zone_caps: Vec<(Name, u32)>,
+    /// How long past its lifetime an entry may still be served when upstreams fail (RFC 8767
+    /// §5 suggests 1 to 3 days); 0 turns serve-stale off.
+    pub stale_for: u32,
+    /// Refresh popular entries shortly before they expire, so that they never miss.
+    pub prefetch: bool,
+}
+
+impl Default for CacheConfig {
+    fn default() -> CacheConfig {
+        CacheConfig {
+            max_bytes: 16 << 20,
+            min_ttl: 0,
+            max_ttl: 86_400,
+            negative_max_ttl: 3_600,
+            negative_zone_caps: vec![(
+                Name::from_dotted("cluster.local.").unwrap_or_else(|_| Name::root()),
+                5,
+            )],
+            stale_for: 86_400,
+            prefetch: true,
+        }
+    }
+}
+
+/// A cache key on the stack: qtype, qclass, the DO and CD bits, and the lower-cased name, so
+/// that `WWW.Example.` and `www.example.` share an entry and DNSSEC answers do not mix with
+/// plain ones.
+#[derive(Clone)]
+pub struct Key {
+    bytes: [u8; KEY_MAX_LEN],
+    len: u16,
+}
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Key")
+            .field("qtype", &self.qtype())
+            .field("name", &self.name_wire())
+            .finish()
+    }
+}
+
+impl Key {
+    /// The key of a question.
+    pub fn new(qname: &LowerName, qtype: u16, qclass: u16, dnssec_ok: bool, checking_disabled: bool) -> Key {
+        let mut bytes = [0u8; KEY_MAX_LEN];
+        bytes[0..2].copy_from_slice(&qtype.to_be_bytes());
+        bytes[2..4].copy_from_slice(&qclass.to_be_bytes());
+        bytes[4] = if dnssec_ok { KEY_DO } else { 0 } | if checking_disabled { KEY_CD } else { 0 };
+        let name = qname.wire();
+        bytes[KEY_PREFIX_LEN..KEY_PREFIX_LEN + name.len()].copy_from_slice(name);
+        Key {
+            bytes,
+            len: (KEY_PREFIX_LEN + name.len()) as u16,
+        }
+    }
+
+    /// The key as bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    /// The lower-cased question name in wire form.
+    pub fn name_wire(&self) -> &[u8] {
+        &self.bytes()[KEY_PREFIX_LEN..]
+    }
+
+    /// Query type.
+    pub fn qtype(&self) -> u16 {
+        u16::from_be_bytes([self.bytes[0], self.bytes[1]])
+    }
+
+    /// Query class.
+    pub fn qclass(&self) -> u16 {
+        u16::from_be_bytes([self.bytes[2], self.bytes[3]])
+    }
+
+    /// Whether the question asks for DNSSEC records (DO).
+    pub fn dnssec_ok(&self) -> bool {
+        self.bytes[4] & KEY_DO != 0
+    }
+
+    /// Whether the question disables validation (CD).
+    pub fn checking_disabled(&self) -> bool {
+        self.bytes[4] & KEY_CD != 0
+    }
+}
+
+/// An entry found for a question.
+#[derive(Debug)]
+pub struct Hit<'a> {
+    /// The cached response.
+    pub entry: &'a Entry,
+    /// How to rewrite its TTLs.
+    pub age: Age,
+    /// The entry should be refreshed from upstream now (prefetch, or the once-per-interval
+    /// recheck of a name served stale); the cache has noted that a refresh started.
+    pub refresh: bool,
+}
+
+/// The result of a lookup.
+#[derive(Debug)]
+pub enum Lookup<'a> {
+    /// Within its lifetime.
+    Fresh(Hit<'a>),
+    /// Past its lifetime, within the stale window.
+    Stale(Hit<'a>),
+    /// Nothing usable.
+    Miss,
+}
+
+/// What an insertion did, for counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Inserted {
+    /// The entry was stored (it may have replaced an older one).
+    pub stored: bool,
+    /// Entries evicted to make room.
+    pub evicted: u64,
+}
+
+#[derive(Debug)]
+struct Stored {
+    key: Box<[u8]>,
+    hash: u64,
+    entry: Entry,
+    /// Accesses since the entry entered its current queue, up to [`MAX_FREQ`].
+    freq: u8,
+    in_main: bool,
+    /// Past its stale window: kept only until its queue reaches it.
+    dead: bool,
+    hits: u32,
+    last_refresh: Option<Instant>,
+    cost: usize,
+}
+
+/// One worker's response cache.
+#[derive(Debug)]
+pub struct Cache {
+    config: CacheConfig,
+    hasher: foldhash::fast::RandomState,
+    index: HashMap<u64, u32, PreHashed>,
+    slots: Vec<Option<Stored>>,
+    free: Vec<u32>,
+    small: VecDeque<u32>,
+    main: VecDeque<u32>,
+    ghost: VecDeque<u64>,
+    ghosts: HashSet<u64, PreHashed>,
+    bytes: usize,
+    small_bytes: usize,
+}
+
+impl Cache {
+    /// An empty cache bounded by `config`.
+    pub fn new(config: CacheConfig) -> Cache {
+        Cache {
+            config,
+            hasher: foldhash::fast::RandomState::default(),
+            index: HashMap::default(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            small: VecDeque::new(),
+            main: VecDeque::new(),
+            ghost: VecDeque::new(),
+            ghosts: HashSet::default(),
+            bytes: 0,
+            small_bytes: 0,
+        }
+    }
+
+    /// The limits in force.
+    pub fn config(&self) -> &CacheConfig {
+        &self.config
+    }
+
+    /// Entries held (stale ones included).
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Whether the cache holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// Bytes accounted against the memory bound.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The TTL caps for an answer about the lower-cased wire name `name`.
+    pub fn caps_for(&self, name: &[u8]) -> TtlCaps {
+        let zone_cap = self
+            .config
+            .negative_zone_caps
+            .iter()
+            .filter(|(zone, _)| is_within(name, zone.wire()))
+            .max_by_key(|(zone, _)| zone.wire().len())
+            .map(|&(_, cap)| cap);
+        TtlCaps {
+            min: self.config.min_ttl,
+            max: self.config.max_ttl,
+            negative_max: zone_cap.map_or(self.config.negative_max_ttl, |cap| {
+                cap.min(self.config.negative_max_ttl)
+            }),
+        }
+    }
+
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// Looks `key` up at time `now`. A fresh entry counts as a hit for eviction; a stale one is
+    /// returned only inside the stale window. `upstreams_down` says the entry would be served
+    /// stale because no upstream can be asked, which is when a stale recheck is due.
+    pub fn lookup(&mut self, key: &[u8], now: Instant, upstreams_down: bool) -> Lookup<'_> {
+        let hash = self.hash(key);
+        let Some(&slot) = self.index.get(&hash) else {
+            return Lookup::Miss;
+        };
+        let stale_for = u64::from(self.config.stale_for);
+        let prefetch = self.config.prefetch;
+        let Some(stored) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
+            return Lookup::Miss;
+        };
+        if stored.dead || &*stored.key != key {
+            return Lookup::Miss;
+        }
+        let age = now.saturating_duration_since(stored.entry.stored()).as_secs();
+        let lifetime = u64::from(stored.entry.lifetime());
+        let refresh_due = stored
+            .last_refresh
+            .map_or(true, |at| now.saturating_duration_since(at) >= REFRESH_INTERVAL);
+        if age < lifetime {
+            stored.freq = (stored.freq + 1).min(MAX_FREQ);
+            stored.hits = stored.hits.saturating_add(1);
+            let remaining = lifetime - age;
+            let refresh = prefetch
+                && refresh_due
+                && stored.hits >= PREFETCH_MIN_HITS
+                && stored.entry.lifetime() >= PREFETCH_MIN_LIFETIME
+                && remaining * 10 <= lifetime;
+            if refresh {
+                stored.last_refresh = Some(now);
+            }
+            return Lookup::Fresh(Hit {
+                entry: &stored.entry,
+                age: Age::Fresh(age as u32),
+                refresh,
+            });
+        }
+        if age < lifetime + stale_for {
+            let refresh = upstreams_down && refresh_due;
+            if refresh {
+                stored.last_refresh = Some(now);
+            }
+            return Lookup::Stale(Hit {
+                entry: &stored.entry,
+                age: Age::Stale,
+                refresh,
+            });
+        }
+        stored.dead = true;
+        Lookup::Miss
+    }
+
+    /// Stores `entry` under `key`, replacing what was there, unless it must not be cached (a
+    /// zero lifetime, or larger than the whole cache). Evicts until the memory bound holds.
+    pub fn insert(&mut self, key: &[u8], entry: Entry) -> Inserted {
+        let cost = key.len() + entry.heap_bytes() + ENTRY_OVERHEAD;
+        if entry.lifetime() == 0 || cost > self.config.max_bytes {
+            return Inserted::default();
+        }
+        let hash = self.hash(key);
+        if let Some(&slot) = self.index.get(&hash) {
+            if let Some(stored) = self.slots[slot as usize].as_mut() {
+                let (old, in_main) = (stored.cost, stored.in_main);
+                stored.key = key.into();
+                stored.entry = entry;
+                stored.dead = false;
+                stored.cost = cost;
+                stored.last_refresh = None;
+                self.bytes = self.bytes - old + cost;
+                if !in_main {
+                    self.small_bytes = self.small_bytes - old + cost;
+                }
+                return Inserted {
+                    stored: true,
+                    evicted: self.evict(),
+                };
+            }
+        }
+        let in_main = self.ghosts.remove(&hash);
+        let stored = Stored {
+            key: key.into(),
+            hash,
+            entry,
+            freq: 0,
+            in_main,
+            dead: false,
+            hits: 0,
+            last_refresh: None,
+            cost,
+        };
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = Some(stored);
+                slot
+            }
+            None => {
+                self.slots.push(Some(stored));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.index.insert(hash, slot);
+        self.bytes += cost;
+        if in_main {
+            self.main.push_back(slot);
+        } else {
+            self.small.push_back(slot);
+            self.small_bytes += cost;
+        }
+        Inserted {
+            stored: true,
+            evicted: self.evict(),
+        }
+    }
+
+    /// Evicts until the memory bound holds; returns how many entries left.
+    fn evict(&mut self) -> u64 {
+        let mut evicted = 0;
+        let small_share = self.config.max_bytes / 10 * SMALL_TENTHS;
+        while self.bytes > self.config.max_bytes {
+            let progressed = if self.small_bytes > small_share || self.main.is_empty() {
+                self.evict_small(&mut evicted)
+            } else {
+                self.evict_main(&mut evicted)
+            };
+            if !progressed {
+                break;
+            }
+        }
+        evicted
+    }
+
+    /// Takes the oldest entry of the small FIFO: asked again → main, else out (its hash to the
+    /// ghost FIFO).
+    fn evict_small(&mut self, evicted: &mut u64) -> bool {
+        let Some(slot) = self.small.pop_front() else {
+            return self.evict_main(evicted);
+        };
+        let Some(stored) = self.slots[slot as usize].as_mut() else {
+            return true;
+        };
+        self.small_bytes -= stored.cost;
+        if stored.freq > 0 && !stored.dead {
+            stored.freq = 0;
+            stored.in_main = true;
+            self.main.push_back(slot);
+        } else {
+            let hash = stored.hash;
+            self.remove(slot);
+            self.remember_ghost(hash);
+            *evicted += 1;
+        }
+        true
+    }
+
+    /// Takes the oldest entry of the main FIFO: asked since its last turn → another turn with
+    /// one access less, else out.
+    fn evict_main(&mut self, evicted: &mut u64) -> bool {
+        let Some(slot) = self.main.pop_front() else {
+            return false;
+        };
+        let Some(stored) = self.slots[slot as usize].as_mut() else {
+            return true;
+        };
+        if stored.freq > 0 && !stored.dead {
+            stored.freq -= 1;
+            self.main.push_back(slot);
+        } else {
+            self.remove(slot);
+            *evicted += 1;
+        }
+        true
+    }
+
+    fn remove(&mut self, slot: u32) {
+        if let Some(stored) = self.slots[slot as usize].take() {
+            self.bytes -= stored.cost;
+            if self.index.get(&stored.hash) == Some(&slot) {
+                self.index.remove(&stored.hash);
+            }
+            self.free.push(slot);
+        }
+    }
+
+    /// Remembers an evicted hash, as many as there are entries (S3-FIFO sizes the ghost FIFO
+    /// like the main one).
+    fn remember_ghost(&mut self, hash: u64) {
+        if self.ghosts.insert(hash) {
+            self.ghost.push_back(hash);
+        }
+        let cap = self.index.len().max(64);
+        while self.ghost.len() > cap {
+            if let Some(old) = self.ghost.pop_front() {
+                self.ghosts.remove(&old);
+            }
+        }
+    }
+}
+
+/// Hashes `u64` keys that already are well-mixed hashes by passing them through.
+#[derive(Debug, Clone, Copy, Default)]
+struct PreHashed;
+
+impl BuildHasher for PreHashed {
+    type Hasher = PassThrough;
+    fn build_hasher(&self) -> PassThrough {
+        PassThrough(0)
+    }
+}
+
+/// The hasher of [`PreHashed`].
+#[derive(Debug)]
+struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+#[cfg(test)]
+mod tests;

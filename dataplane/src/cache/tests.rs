@@ -1,0 +1,188 @@
+use super::*;
+
+fn lower(name: &str) -> LowerName {
+    LowerName::from_wire(Name::from_dotted(name).unwrap().wire()).unwrap()
+}
+
+fn key(name: &str) -> Key {
+    Key::new(&lower(name), 1, 1, false, false)
+}
+
+/// An upstream reply for `name` A with one record of `ttl`, and `pad` bytes of TXT-free filler
+/// in an extra A RRset so that entries can be made large.
+fn entry(name: &str, ttl: u32, now: Instant) -> Entry {
+    let wire = Name::from_dotted(name).unwrap();
+    let mut m = vec![0, 1, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0];
+    m.extend_from_slice(wire.wire());
+    m.extend_from_slice(&[0, 1, 0, 1]);
+    let body_start = m.len();
+    m.extend_from_slice(&[0xC0, 12, 0, 1, 0, 1]);
+    m.extend_from_slice(&ttl.to_be_bytes());
+    m.extend_from_slice(&[0, 4, 192, 0, 2, 1]);
+    Entry::from_reply(&m, body_start, TtlCaps {
+        min: 0,
+        max: 86400,
+        negative_max: 3600,
+    }, now)
+    .unwrap()
+}
+
+fn small_cache(max_bytes: usize) -> Cache {
+    Cache::new(CacheConfig {
+        max_bytes,
+        ..CacheConfig::default()
+    })
+}
+
+#[test]
+fn keys_fold_case_and_keep_dnssec_answers_apart() {
+    assert_eq!(key("WWW.Example.").bytes(), key("www.example.").bytes());
+    let plain = Key::new(&lower("www.example."), 1, 1, false, false);
+    let dnssec = Key::new(&lower("www.example."), 1, 1, true, false);
+    let unchecked = Key::new(&lower("www.example."), 1, 1, false, true);
+    assert_ne!(plain.bytes(), dnssec.bytes());
+    assert_ne!(plain.bytes(), unchecked.bytes());
+    assert!(dnssec.dnssec_ok() && !dnssec.checking_disabled());
+    assert_eq!((plain.qtype(), plain.qclass()), (1, 1));
+    assert_eq!(plain.name_wire(), lower("www.example.").wire());
+}
+
+#[test]
+fn an_entry_is_fresh_then_stale_then_gone() {
+    let t0 = Instant::now();
+    let mut cache = Cache::new(CacheConfig {
+        stale_for: 100,
+        ..CacheConfig::default()
+    });
+    let k = key("a.example.");
+    assert!(matches!(cache.lookup(k.bytes(), t0, false), Lookup::Miss));
+    assert!(cache.insert(k.bytes(), entry("a.example.", 60, t0)).stored);
+    match cache.lookup(k.bytes(), t0 + Duration::from_secs(20), false) {
+        Lookup::Fresh(hit) => assert_eq!(hit.age, Age::Fresh(20)),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        cache.lookup(k.bytes(), t0 + Duration::from_secs(61), false),
+        Lookup::Stale(Hit { age: Age::Stale, .. })
+    ));
+    assert!(matches!(
+        cache.lookup(k.bytes(), t0 + Duration::from_secs(161), false),
+        Lookup::Miss
+    ));
+    assert!(
+        matches!(cache.lookup(k.bytes(), t0, false), Lookup::Miss),
+        "an entry past its stale window stays gone"
+    );
+    cache.insert(k.bytes(), entry("a.example.", 60, t0));
+    assert!(matches!(cache.lookup(k.bytes(), t0, false), Lookup::Fresh(_)), "until stored again");
+}
+
+#[test]
+fn zero_ttl_answers_are_not_stored() {
+    let mut cache = Cache::new(CacheConfig::default());
+    let k = key("z.example.");
+    assert!(!cache.insert(k.bytes(), entry("z.example.", 0, Instant::now())).stored);
+    assert!(cache.is_empty());
+}
+
+#[test]
+fn popular_entries_are_prefetched_once_near_their_end() {
+    let t0 = Instant::now();
+    let mut cache = Cache::new(CacheConfig::default());
+    let k = key("p.example.");
+    cache.insert(k.bytes(), entry("p.example.", 100, t0));
+    let refresh = |cache: &mut Cache, secs| match cache.lookup(k.bytes(), t0 + Duration::from_secs(secs), false) {
+        Lookup::Fresh(hit) => hit.refresh,
+        other => panic!("{other:?}"),
+    };
+    assert!(!refresh(&mut cache, 10));
+    assert!(!refresh(&mut cache, 50), "not yet near the end");
+    assert!(refresh(&mut cache, 91));
+    assert!(!refresh(&mut cache, 91), "one refresh per interval");
+    assert!(refresh(&mut cache, 93));
+}
+
+#[test]
+fn stale_entries_are_rechecked_once_per_interval_while_upstreams_are_down() {
+    let t0 = Instant::now();
+    let mut cache = Cache::new(CacheConfig::default());
+    let k = key("s.example.");
+    cache.insert(k.bytes(), entry("s.example.", 5, t0));
+    let at = |ms| t0 + Duration::from_millis(ms);
+    let refresh = |cache: &mut Cache, ms, down| match cache.lookup(k.bytes(), at(ms), down) {
+        Lookup::Stale(hit) => hit.refresh,
+        other => panic!("{other:?}"),
+    };
+    assert!(!refresh(&mut cache, 6_000, false), "upstreams up: the caller forwards instead");
+    assert!(refresh(&mut cache, 6_100, true));
+    assert!(!refresh(&mut cache, 6_900, true));
+    assert!(refresh(&mut cache, 7_200, true));
+}
+
+#[test]
+fn negative_caps_follow_the_most_specific_zone() {
+    let cache = Cache::new(CacheConfig {
+        negative_max_ttl: 900,
+        negative_zone_caps: vec![
+            (Name::from_dotted("cluster.local.").unwrap(), 5),
+            (Name::from_dotted("svc.cluster.local.").unwrap(), 2),
+        ],
+        ..CacheConfig::default()
+    });
+    assert_eq!(cache.caps_for(lower("example.org.").wire()).negative_max, 900);
+    assert_eq!(cache.caps_for(lower("a.b.cluster.local.").wire()).negative_max, 5);
+    assert_eq!(cache.caps_for(lower("x.svc.cluster.local.").wire()).negative_max, 2);
+}
+
+#[test]
+fn the_memory_bound_holds() {
+    let t0 = Instant::now();
+    let mut cache = small_cache(20_000);
+    let mut evicted = 0;
+    for i in 0..1_000 {
+        let name = format!("n{i}.example.");
+        evicted += cache.insert(key(&name).bytes(), entry(&name, 300, t0)).evicted;
+        assert!(cache.bytes() <= 20_000);
+    }
+    assert!(evicted > 0);
+    assert_eq!(cache.len() as u64 + evicted, 1_000);
+}
+
+#[test]
+fn a_scan_does_not_push_out_popular_names() {
+    let t0 = Instant::now();
+    let mut cache = small_cache(40_000);
+    let popular: Vec<String> = (0..40).map(|i| format!("hot{i}.example.")).collect();
+    for name in &popular {
+        cache.insert(key(name).bytes(), entry(name, 3600, t0));
+    }
+    for round in 0..20 {
+        for name in &popular {
+            cache.lookup(key(name).bytes(), t0, false);
+        }
+        for i in 0..200 {
+            let name = format!("scan{round}-{i}.example.");
+            cache.insert(key(&name).bytes(), entry(&name, 3600, t0));
+        }
+    }
+    let kept = popular
+        .iter()
+        .filter(|name| matches!(cache.lookup(key(name).bytes(), t0, false), Lookup::Fresh(_)))
+        .count();
+    assert_eq!(kept, popular.len(), "every popular name survived 4000 one-off names");
+}
+
+#[test]
+fn a_name_evicted_and_asked_again_returns_to_main() {
+    let t0 = Instant::now();
+    let mut cache = small_cache(6_000);
+    for i in 0..100 {
+        let name = format!("g{i}.example.");
+        cache.insert(key(&name).bytes(), entry(&name, 300, t0));
+    }
+    let first = key("g0.example.");
+    assert!(matches!(cache.lookup(first.bytes(), t0, false), Lookup::Miss));
+    cache.insert(first.bytes(), entry("g0.example.", 300, t0));
+    let slot = cache.index[&cache.hash(first.bytes())];
+    assert!(cache.slots[slot as usize].as_ref().unwrap().in_main);
+}

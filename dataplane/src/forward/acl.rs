@@ -1,0 +1,167 @@
+//! Who may use forwarding: a list of address prefixes. A node-local cache must not become an
+//! open resolver on a cluster IP, so by default only loopback, link-local and private addresses
+//! are served recursion; everyone else gets REFUSED for names outside the zones.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::str::FromStr;
+
+/// An address prefix, `10.0.0.0/8` or `fd00::/8`; a bare address is a /32 or /128.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prefix {
+    addr: IpAddr,
+    len: u8,
+}
+
+/// Why a prefix could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not an address prefix such as 10.0.0.0/8 or fd00::/8")]
+pub struct PrefixError(String);
+
+impl Prefix {
+    /// The prefix of `addr` with `len` leading bits; `None` if `len` is too long for the family.
+    pub fn new(addr: IpAddr, len: u8) -> Option<Prefix> {
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        (len <= max).then_some(Prefix { addr, len })
+    }
+
+    /// Whether `ip` lies in the prefix. IPv4-mapped IPv6 addresses count as IPv4.
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        match (self.addr, ip.to_canonical()) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => leading_match(u128::from(net.to_bits()) << 96, u128::from(ip.to_bits()) << 96, self.len),
+            (IpAddr::V6(net), IpAddr::V6(ip)) => leading_match(net.to_bits(), ip.to_bits(), self.len),
+            _ => false,
+        }
+    }
+}
+
+fn leading_match(a: u128, b: u128, len: u8) -> bool {
+    len == 0 || (a ^ b) >> (128 - u32::from(len)) == 0
+}
+
+impl FromStr for Prefix {
+    type Err = PrefixError;
+    fn from_str(text: &str) -> Result<Prefix, PrefixError> {
+        let err = || PrefixError(text.to_owned());
+        let (addr, len) = match text.trim().split_once('/') {
+            Some((addr, len)) => (addr, Some(len)),
+            None => (text.trim(), None),
+        };
+        let addr: IpAddr = addr.parse().map_err(|_| err())?;
+        let len = match len {
+            Some(len) => len.parse().map_err(|_| err())?,
+            None if addr.is_ipv4() => 32,
+            None => 128,
+        };
+        Prefix::new(addr, len).ok_or_else(err)
+    }
+}
+
+impl fmt::Display for Prefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.len)
+    }
+}
+
+/// The recursion access list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Acl {
+    prefixes: Vec<Prefix>,
+}
+
+impl Acl {
+    /// An access list of the given prefixes; empty allows nobody.
+    pub fn new(prefixes: Vec<Prefix>) -> Acl {
+        Acl { prefixes }
+    }
+
+    /// Loopback, link-local and private ranges: 127.0.0.0/8, ::1, 169.254.0.0/16, fe80::/10,
+    /// 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 (RFC 1918) and fc00::/7 (RFC 4193).
+    pub fn private() -> Acl {
+        let v4 = |a, b, len| Prefix {
+            addr: IpAddr::V4(Ipv4Addr::new(a, b, 0, 0)),
+            len,
+        };
+        let v6 = |addr: Ipv6Addr, len| Prefix {
+            addr: IpAddr::V6(addr),
+            len,
+        };
+        Acl::new(vec![
+            v4(127, 0, 8),
+            v6(Ipv6Addr::LOCALHOST, 128),
+            v4(169, 254, 16),
+            v6(Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0), 10),
+            v4(10, 0, 8),
+            v4(172, 16, 12),
+            v4(192, 168, 16),
+            v6(Ipv6Addr::new(0xfc00, 0, 0, 0, 0, 0, 0, 0), 7),
+        ])
+    }
+
+    /// Whether `ip` may use forwarding.
+    #[inline]
+    pub fn allows(&self, ip: IpAddr) -> bool {
+        self.prefixes.iter().any(|p| p.contains(ip))
+    }
+
+    /// The prefixes.
+    pub fn prefixes(&self) -> &[Prefix] {
+        &self.prefixes
+    }
+}
+
+impl Default for Acl {
+    fn default() -> Acl {
+        Acl::private()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_default_allows_loopback_link_local_and_private_addresses_only() {
+        let acl = Acl::default();
+        for allowed in [
+            "127.0.0.1",
+            "127.9.9.9",
+            "::1",
+            "169.254.20.10",
+            "fe80::1",
+            "10.1.2.3",
+            "172.31.255.255",
+            "192.168.0.1",
+            "fd12::1",
+            "::ffff:10.0.0.1",
+        ] {
+            assert!(acl.allows(ip(allowed)), "{allowed}");
+        }
+        for denied in ["8.8.8.8", "172.32.0.1", "192.169.0.1", "2001:db8::1", "100.64.0.1"] {
+            assert!(!acl.allows(ip(denied)), "{denied}");
+        }
+    }
+
+    #[test]
+    fn prefixes_parse_and_print() {
+        let p: Prefix = "10.20.0.0/16".parse().unwrap();
+        assert_eq!(p.to_string(), "10.20.0.0/16");
+        assert!(p.contains(ip("10.20.3.4")) && !p.contains(ip("10.21.0.0")));
+        let host: Prefix = "192.0.2.7".parse().unwrap();
+        assert!(host.contains(ip("192.0.2.7")) && !host.contains(ip("192.0.2.8")));
+        let all: Prefix = "::/0".parse().unwrap();
+        assert!(all.contains(ip("2001:db8::1")) && !all.contains(ip("1.2.3.4")));
+        for bad in ["10.0.0.0/33", "nope", "::/129", "1.2.3.4/x"] {
+            assert!(bad.parse::<Prefix>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_empty_list_allows_nobody() {
+        assert!(!Acl::new(vec![]).allows(ip("127.0.0.1")));
+    }
+}

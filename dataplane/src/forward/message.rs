@@ -1,0 +1,153 @@
+//! Upstream messages: the query skyline sends for a question, and the checks a reply must pass
+//! before anything in it is believed.
+
+use crate::cache::Key;
+use crate::wire::name::read_name;
+use crate::wire::types::{flags, option, rtype, ADVERTISED_UDP_LEN, HEADER_LEN};
+use crate::wire::LowerName;
+
+/// Longest upstream query: header, question, OPT with the loop guard option.
+pub const MAX_QUERY_LEN: usize = HEADER_LEN + 255 + 4 + 11 + 5;
+
+/// Why a datagram on an upstream socket is not the reply awaited. Each is counted: a stream of
+/// them is what a spoofing attempt looks like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mismatch {
+    /// Not a response, or its ID is not the query's.
+    Id,
+    /// The question differs from the one asked (or there is not exactly one).
+    Question,
+}
+
+/// What a matching reply says before its records are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplyShape {
+    /// Where the records start: just past the question.
+    pub body_start: usize,
+    /// TC was set: the full answer needs TCP.
+    pub truncated: bool,
+    /// The response code (low four bits).
+    pub rcode: u16,
+}
+
+/// Writes the upstream query for `key` with message ID `id` into `out` and returns its length.
+/// RD is set, CD and DO follow the client's; the OPT advertises 1232 bytes. `stub_guard` adds
+/// SkyDNS's loop guard option so that a SkyDNS-compatible stub server does not forward it back.
+pub fn write_query(out: &mut [u8; MAX_QUERY_LEN], id: u16, key: &Key, stub_guard: bool) -> usize {
+    let name = key.name_wire();
+    let mut flag_word = flags::RD;
+    if key.checking_disabled() {
+        flag_word |= flags::CD;
+    }
+    out[0..2].copy_from_slice(&id.to_be_bytes());
+    out[2..4].copy_from_slice(&flag_word.to_be_bytes());
+    out[4..12].copy_from_slice(&[0, 1, 0, 0, 0, 0, 0, 1]);
+    let mut pos = HEADER_LEN;
+    out[pos..pos + name.len()].copy_from_slice(name);
+    pos += name.len();
+    out[pos..pos + 2].copy_from_slice(&key.qtype().to_be_bytes());
+    out[pos + 2..pos + 4].copy_from_slice(&key.qclass().to_be_bytes());
+    pos += 4;
+    let options: &[u8] = if stub_guard {
+        &[(option::SKYDNS_STUB_LOOP >> 8) as u8, option::SKYDNS_STUB_LOOP as u8, 0, 1, 1]
+    } else {
+        &[]
+    };
+    let opt_flags: u16 = if key.dnssec_ok() { 0x8000 } else { 0 };
+    out[pos] = 0;
+    out[pos + 1..pos + 3].copy_from_slice(&rtype::OPT.to_be_bytes());
+    out[pos + 3..pos + 5].copy_from_slice(&ADVERTISED_UDP_LEN.to_be_bytes());
+    out[pos + 5..pos + 7].copy_from_slice(&[0, 0]);
+    out[pos + 7..pos + 9].copy_from_slice(&opt_flags.to_be_bytes());
+    out[pos + 9..pos + 11].copy_from_slice(&(options.len() as u16).to_be_bytes());
+    pos += 11;
+    out[pos..pos + options.len()].copy_from_slice(options);
+    pos + options.len()
+}
+
+/// Checks that `msg` answers the query with ID `id` for `key`: a response, same ID, one
+/// question equal to the one asked (name compared case-insensitively, written without
+/// compression so that record offsets line up with replies built from it).
+pub fn check_reply(msg: &[u8], id: u16, key: &Key) -> Result<ReplyShape, Mismatch> {
+    if msg.len() < HEADER_LEN {
+        return Err(Mismatch::Id);
+    }
+    let flag_word = u16::from_be_bytes([msg[2], msg[3]]);
+    if u16::from_be_bytes([msg[0], msg[1]]) != id || flag_word & flags::QR == 0 {
+        return Err(Mismatch::Id);
+    }
+    if flag_word & flags::OPCODE_MASK != 0 || u16::from_be_bytes([msg[4], msg[5]]) != 1 {
+        return Err(Mismatch::Question);
+    }
+    let mut name = LowerName::default();
+    let name_end = read_name(msg, HEADER_LEN, Some(&mut name)).map_err(|_| Mismatch::Question)?;
+    let expected = key.name_wire();
+    if name.wire() != expected || name_end != HEADER_LEN + expected.len() {
+        return Err(Mismatch::Question);
+    }
+    let fields = msg.get(name_end..name_end + 4).ok_or(Mismatch::Question)?;
+    if u16::from_be_bytes([fields[0], fields[1]]) != key.qtype()
+        || u16::from_be_bytes([fields[2], fields[3]]) != key.qclass()
+    {
+        return Err(Mismatch::Question);
+    }
+    Ok(ReplyShape {
+        body_start: name_end + 4,
+        truncated: flag_word & flags::TC != 0,
+        rcode: flag_word & 0x000F,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Name;
+
+    fn key(name: &str, dnssec_ok: bool) -> Key {
+        let n = LowerName::from_wire(Name::from_dotted(name).unwrap().wire()).unwrap();
+        Key::new(&n, rtype::A, 1, dnssec_ok, false)
+    }
+
+    fn reply_to(query: &[u8], question_case: impl Fn(u8) -> u8) -> Vec<u8> {
+        let mut r = query.to_vec();
+        r[2] |= 0x80;
+        let end = HEADER_LEN + key("www.example.", false).name_wire().len();
+        for b in &mut r[HEADER_LEN..end] {
+            *b = question_case(*b);
+        }
+        r
+    }
+
+    #[test]
+    fn queries_carry_the_question_rd_and_an_opt() {
+        let mut out = [0u8; MAX_QUERY_LEN];
+        let len = write_query(&mut out, 0xABCD, &key("www.example.", true), false);
+        let q = &out[..len];
+        assert_eq!(&q[0..4], &[0xAB, 0xCD, 0x01, 0x00]);
+        assert_eq!(&q[4..12], &[0, 1, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(&q[12..25], b"\x03www\x07example\x00");
+        assert_eq!(&q[len - 11..], &[0, 0, 41, 4, 0xD0, 0, 0, 0x80, 0, 0, 0]);
+        let guarded = write_query(&mut out, 1, &key("www.example.", false), true);
+        assert_eq!(&out[guarded - 5..guarded], &[0xFD, 0xF3, 0, 1, 1]);
+    }
+
+    #[test]
+    fn a_reply_must_match_id_and_question() {
+        let k = key("www.example.", false);
+        let mut out = [0u8; MAX_QUERY_LEN];
+        let len = write_query(&mut out, 7, &k, false);
+        let good = reply_to(&out[..len], |b| b.to_ascii_uppercase());
+        let shape = check_reply(&good, 7, &k).unwrap();
+        assert_eq!(shape.body_start, 12 + 13 + 4);
+        assert!(!shape.truncated);
+        assert_eq!(check_reply(&good, 8, &k), Err(Mismatch::Id));
+        assert_eq!(check_reply(&out[..len], 7, &k), Err(Mismatch::Id), "a query is no reply");
+        assert_eq!(check_reply(&good, 7, &key("www.example.", true).clone()).map(|s| s.rcode), Ok(0));
+        assert_eq!(check_reply(&good, 7, &key("ftp.example.", false)), Err(Mismatch::Question));
+        let mut other_type = good.clone();
+        other_type[26] = 28;
+        assert_eq!(check_reply(&other_type, 7, &k), Err(Mismatch::Question));
+        assert_eq!(check_reply(&good[..5], 7, &k), Err(Mismatch::Id));
+        assert_eq!(check_reply(&good[..20], 7, &k), Err(Mismatch::Question));
+    }
+}
