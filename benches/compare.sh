@@ -6,7 +6,8 @@
 # Usage: benches/compare.sh [all|peak|callgrind|report]          (default: all)
 #   peak       for each round, mix and generator: every server at peak load (A/B alternating,
 #              the order reversed every other round); then paced runs at PACED_FRACTION of
-#              each server's median peak rate, with latency histograms
+#              each server's median peak rate, with latency histograms; then syscalls per
+#              query (perf) at peak load
 #   callgrind  user-space instructions per answered query, each server under valgrind
 #   report     summary tables, JSON and the SVG picture from what is in RESULTS
 #   all        peak, callgrind, the zero-allocation tests, report
@@ -15,8 +16,11 @@
 # MIXES ["a nxdomain srv mixedcase"], GENERATORS ["loadgen dnsperf"],
 # SERVERS ["echo skyline knot"], PACED_MIXES ["a"], PACED_FRACTION [0.8], SERVICES [2500]
 # (four A names each), QUERIES [100000] per mix file, CALLGRIND_QUERIES [10000], WINDOW [100]
-# and BATCH [16] for skyline-loadgen, SERVER_CPU [1], CLIENT_CPU [0],
-# RESULTS [benches/results]. A quick look: ROUNDS=1 DURATION=2 MIXES=a benches/compare.sh peak
+# and BATCH [16] for skyline-loadgen, SOCKETS [1] client source ports, SERVER_CPU [1] (a
+# taskset CPU list), CLIENT_CPU [0], SKYLINE_BIN [target/release/skyline] (e.g. a build with
+# another batch size), SKYLINE_FLAGS ["--workers 1 --no-pin"], BUILD [1] (0: use the binaries
+# as they are), RESULTS [benches/results].
+# A quick look: ROUNDS=1 DURATION=2 MIXES=a GENERATORS=loadgen benches/compare.sh peak
 #
 # Everything listens on 127.0.0.1 only, every run is bounded in time, and every process this
 # script starts is stopped when it exits. As root, servers and generators run at real-time
@@ -37,6 +41,10 @@ QUERIES="${QUERIES:-100000}"
 CALLGRIND_QUERIES="${CALLGRIND_QUERIES:-10000}"
 WINDOW="${WINDOW:-100}"
 BATCH="${BATCH:-16}"
+SOCKETS="${SOCKETS:-1}"
+SKYLINE_BIN="${SKYLINE_BIN:-target/release/skyline}"
+SKYLINE_FLAGS="${SKYLINE_FLAGS:---workers 1 --no-pin}"
+BUILD="${BUILD:-1}"
 SERVER_CPU="${SERVER_CPU:-1}"
 CLIENT_CPU="${CLIENT_CPU:-0}"
 RESULTS="${RESULTS:-benches/results}"
@@ -67,8 +75,10 @@ tick=$(getconf CLK_TCK)
 prepare() {
   if [ "$MODE" != report ]; then
     scripts/setup.sh bench
-    log "building release binaries"
-    cargo build --release --locked -p skyline -p skyline-bench --bins >&2
+    if [ "$BUILD" = 1 ]; then
+      log "building release binaries"
+      cargo build --release --locked -p skyline -p skyline-bench --bins >&2
+    fi
     "$BIN/skyline-dataset" --out "$work/data" --domain "$DOMAIN" --services "$SERVICES" --queries "$QUERIES"
   fi
   mkdir -p "$RESULTS/latency"
@@ -117,7 +127,7 @@ CONF
 server_cmd() { # name, port
   case "$1" in
   echo) echo "$BIN/skyline-echo --addr 127.0.0.1:$2" ;;
-  skyline) echo "$BIN/skyline --records $work/data/records.json --domain $DOMAIN. --addr 127.0.0.1:$2 --workers 1 --no-pin" ;;
+  skyline) echo "$SKYLINE_BIN --records $work/data/records.json --domain $DOMAIN. --addr 127.0.0.1:$2 $SKYLINE_FLAGS" ;;
   knot) knot_conf "$2"; echo "knotd -c $work/knot/knot.conf" ;;
   *) log "unknown server $1"; return 1 ;;
   esac
@@ -165,7 +175,7 @@ run_one() { # mode round mix generator server [rate]
     local pace=()
     [ -n "$rate" ] && pace=(-Q "$rate")
     timeout $((DURATION + 30)) "${prio[@]}" taskset -c "$CLIENT_CPU" "$BIN/skyline-loadgen" -s "127.0.0.1:$port" \
-      -d "$work/data/$mix.txt" -l "$DURATION" -q "$WINDOW" -b "$BATCH" "${pace[@]}" --histogram "$hist" >"$out"
+      -d "$work/data/$mix.txt" -l "$DURATION" -q "$WINDOW" -b "$BATCH" -c "$SOCKETS" "${pace[@]}" --histogram "$hist" >"$out"
     local line
     line=" $(grep '^RESULT ' "$out")"
     qps=$(field qps "$line"); sent=$(field sent "$line"); answered=$(field answered "$line")
@@ -231,7 +241,30 @@ peak() {
       done
     done
   done
+  syscalls
   for s in $SERVERS; do stop "$s"; done
+}
+
+# Syscalls per answered query of each server at peak load on the A mix, counted by perf.
+syscalls() {
+  if ! perf stat -e raw_syscalls:sys_enter true >/dev/null 2>&1; then
+    log "perf cannot count syscalls here: skipping"; return 0
+  fi
+  echo "server,mix,syscalls,answered" >"$RESULTS/syscalls.csv"
+  local s seconds=$((DURATION < 5 ? DURATION : 5))
+  for s in $SERVERS; do
+    perf stat -x, -e raw_syscalls:sys_enter -p "${PID[$s]}" -o "$work/perf.out" &
+    local perf=$!
+    sleep 0.2
+    "${prio[@]}" taskset -c "$CLIENT_CPU" "$BIN/skyline-loadgen" -s "127.0.0.1:${PORT[$s]}" -d "$work/data/a.txt" \
+      -l "$seconds" -q "$WINDOW" -b "$BATCH" >"$work/run.out"
+    kill -INT "$perf"; wait "$perf" 2>/dev/null || true
+    local count answered
+    count=$(awk -F, '/raw_syscalls:sys_enter/ {print $1}' "$work/perf.out")
+    answered=$(field answered " $(grep '^RESULT ' "$work/run.out")")
+    echo "$s,a,$count,$answered" >>"$RESULTS/syscalls.csv"
+    log "syscalls $s: $count for $answered answers"
+  done
 }
 
 # Sums the `summary:` lines (instructions executed) of the dump files that appeared since
@@ -292,13 +325,15 @@ environment() {
     echo "knotd: $(knotd -V 2>&1 | head -1)"
     echo "dnsperf: $(dnsperf -h 2>&1 | awk '/Version/ {print $2; exit}')"
     echo "skyline: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo '+changes')"
-    echo "rounds=$ROUNDS duration=$DURATION window=$WINDOW batch=$BATCH services=$SERVICES priority=${prio[*]:-none}"
+    echo "rounds=$ROUNDS duration=$DURATION window=$WINDOW batch=$BATCH sockets=$SOCKETS services=$SERVICES priority=${prio[*]:-none}"
+    echo "server cpu=$SERVER_CPU client cpu=$CLIENT_CPU skyline=$SKYLINE_BIN $SKYLINE_FLAGS"
   } >"$RESULTS/environment.txt"
 }
 
 report() {
   local extra=()
   [ -f "$RESULTS/callgrind.csv" ] && extra+=(--callgrind "$RESULTS/callgrind.csv")
+  [ -f "$RESULTS/syscalls.csv" ] && extra+=(--syscalls "$RESULTS/syscalls.csv")
   [ -f "$RESULTS/allocations.txt" ] && extra+=(--allocations "$RESULTS/allocations.txt")
   "$BIN/skyline-report" summary --runs "$RESULTS/runs.csv" --latency "$RESULTS/latency" --out "$RESULTS" "${extra[@]}"
   log "results: $RESULTS/summary.md, $RESULTS/summary.json, $RESULTS/compare.svg"

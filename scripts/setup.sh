@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what skyline needs on Debian, for one purpose given as the argument:
 #   build  protoc (etcd-client's build script)
-#   test   the above, plus etcd (the etcd source's tests) and dig/kdig (independent DNS clients)
-#   bench  the above, plus dnsperf, knot (the reference server) and taskset
+#   test   the above, plus etcd (the etcd source's tests), dig/kdig (independent DNS clients) and
+#          knot (the reference server of the differential test)
+#   bench  the above, plus dnsperf and taskset
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 purpose="${1:-test}"
@@ -13,10 +14,10 @@ if [ "$purpose" != build ]; then
   command -v etcd >/dev/null || need+=(etcd-server)
   command -v dig >/dev/null || need+=(dnsutils)
   command -v kdig >/dev/null || need+=(knot-dnsutils)
+  command -v knotd >/dev/null || [ -x /usr/sbin/knotd ] || need+=(knot)
 fi
 if [ "$purpose" = bench ]; then
   command -v dnsperf >/dev/null || need+=(dnsperf)
-  command -v knotd >/dev/null || need+=(knot)
   command -v taskset >/dev/null || need+=(util-linux)
 fi
 [ ${#need[@]} -eq 0 ] && exit 0

@@ -1,7 +1,8 @@
 //! The command line: SkyDNS's flags (as long options) with SkyDNS's environment variables, plus
 //! skyline's own. Every option is optional here; [`crate::config`] stacks them over the
-//! configuration file, the records file's `/<prefix>/config` and the defaults.
+//! configuration file, the data's `/<prefix>/config` and the defaults.
 
+use crate::forwarding::ForwardArgs;
 use clap::{CommandFactory, FromArgMatches, Parser};
 use skyline_controlplane::skydns::config;
 use skyline_dataplane::wire::Name;
@@ -12,13 +13,14 @@ use std::path::PathBuf;
 /// skyline: a service-discovery DNS server serving SkyDNS records.
 ///
 /// Precedence of settings: flags, then environment variables, then the --config file, then the
-/// /<prefix>/config object of the records file, then SkyDNS's defaults.
+/// /<prefix>/config object of the data (the records file or etcd), then SkyDNS's defaults.
 #[derive(Debug, Parser)]
 #[command(name = "skyline", version)]
 pub struct Cli {
-    /// IP:port to serve DNS on, over UDP and TCP [default: 127.0.0.1:53]
-    #[arg(long, env = "SKYDNS_ADDR", value_name = "IP:PORT", value_parser = parse_addr)]
-    pub addr: Option<SocketAddr>,
+    /// IP:port to serve DNS on, over UDP and TCP; repeat or comma-separate to serve on several
+    /// (a node-local cache on 169.254.20.10:53 and a cluster IP) [default: 127.0.0.1:53]
+    #[arg(long, env = "SKYDNS_ADDR", value_name = "IP:PORT", value_delimiter = ',', value_parser = parse_addr)]
+    pub addr: Option<Vec<SocketAddr>>,
 
     /// Domain to be authoritative for [default: skydns.local.]
     #[arg(long, env = "SKYDNS_DOMAIN", value_parser = parse_domain)]
@@ -36,9 +38,30 @@ pub struct Cli {
     #[arg(long, env = "SKYDNS_NDOTS", value_name = "N")]
     pub ndots: Option<u32>,
 
-    /// Comma-separated etcd endpoints [default: http://127.0.0.1:2379]
+    /// Comma-separated etcd v3 endpoints; setting them makes etcd the data source, watched live
+    /// [default: none]
     #[arg(long, env = "ETCD_MACHINES", value_name = "URL,...", value_delimiter = ',')]
     pub machines: Option<Vec<String>>,
+
+    /// Client private key for TLS to etcd, PEM; goes with --tls-pem
+    #[arg(long, env = "ETCD_TLSKEY", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+
+    /// Client certificate for TLS to etcd, PEM; goes with --tls-key
+    #[arg(long, env = "ETCD_TLSPEM", value_name = "FILE")]
+    pub tls_pem: Option<PathBuf>,
+
+    /// Certificate authority of the etcd members' certificates, PEM; needed for https endpoints
+    #[arg(long, env = "ETCD_CACERT", value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
+
+    /// etcd user; goes with --password
+    #[arg(long, env = "ETCD_USERNAME", value_name = "USER")]
+    pub username: Option<String>,
+
+    /// Password of the etcd user
+    #[arg(long, env = "ETCD_PASSWORD", value_name = "PASSWORD", hide_env_values = true)]
+    pub password: Option<String>,
 
     /// Name whose records local.dns.<domain> answers with
     #[arg(long, value_name = "NAME", value_parser = parse_domain)]
@@ -60,7 +83,7 @@ pub struct Cli {
     pub round_robin: Option<bool>,
 
     /// Records file: a JSON object mapping etcd keys to SkyDNS records; reloaded when it changes
-    /// and on SIGHUP [default: none, an empty zone]
+    /// and on SIGHUP; not with --machines [default: none, an empty zone]
     #[arg(long, value_name = "FILE")]
     pub records: Option<PathBuf>,
 
@@ -79,6 +102,10 @@ pub struct Cli {
     /// Log at debug level (otherwise RUST_LOG, default info)
     #[arg(long, short)]
     pub verbose: bool,
+
+    /// Forwarding and the response cache.
+    #[command(flatten)]
+    pub forward: ForwardArgs,
 }
 
 impl Cli {
@@ -119,7 +146,7 @@ fn parse_hostmaster(text: &str) -> Result<Name, String> {
 }
 
 /// Boolean values as Go's `strconv.ParseBool` takes them, so SkyDNS command lines keep working.
-fn parse_go_bool(text: &str) -> Result<bool, String> {
+pub(crate) fn parse_go_bool(text: &str) -> Result<bool, String> {
     match text {
         "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
         "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),

@@ -5,20 +5,28 @@
 //! defaults. SkyDNS itself lets its etcd config override flags; skyline lets what the operator
 //! typed win over data, so a stray key in the data cannot move the server elsewhere.
 //!
-//! Resolution is pure: [`operator`] stacks what the operator set (it decides which records file
-//! to read and under which prefix), [`resolve`] stacks that over the records file's settings.
-//! The records file source applies the same stacking on every reload for the settings that shape
-//! answers (domain, TTLs, priority, hostmaster, local, round robin); the listen address, the
-//! workers and the prefix are fixed at start.
+//! Resolution is pure: [`operator`] stacks what the operator set (it decides the data source,
+//! the records file or etcd, and the prefix), [`resolve`] stacks that over the data's own
+//! `/<prefix>/config`. Both sources apply the same stacking whenever that object changes, for
+//! the settings that shape answers (domain, TTLs, priority, hostmaster, local, round robin); the
+//! listen address, the workers, the prefix and the etcd connection are fixed at start.
+//!
+//! The data source: etcd when `machines` is set, else the records file when `records` is set,
+//! else an empty zone. Setting both is an error, so that it is never a guess which one serves.
 //!
 //! | TOML key | flag | environment | `/<prefix>/config` key | default | on reload |
 //! |---|---|---|---|---|---|
-//! | `addr` | `--addr` | `SKYDNS_ADDR` | `dns_addr` | `127.0.0.1:53` | restart |
+//! | `addr` (one or a list) | `--addr` (repeatable) | `SKYDNS_ADDR` | `dns_addr` | `127.0.0.1:53` | restart |
 //! | `domain` | `--domain` | `SKYDNS_DOMAIN` | `domain` | `skydns.local.` | applied |
 //! | `path_prefix` | `--path-prefix` | `SKYDNS_PATH_PREFIX` | — | `skydns` | restart |
 //! | `nameservers` | `--nameservers` | `SKYDNS_NAMESERVERS` | `nameservers` | none | restart |
 //! | `ndots` | `--ndots` | `SKYDNS_NDOTS` | `ndot` | 2 (0 = default) | restart |
-//! | `machines` | `--machines` | `ETCD_MACHINES` | — | `http://127.0.0.1:2379` | restart |
+//! | `machines` | `--machines` | `ETCD_MACHINES` | — | none (no etcd) | restart |
+//! | `tls_key` | `--tls-key` | `ETCD_TLSKEY` | — | none | restart |
+//! | `tls_pem` | `--tls-pem` | `ETCD_TLSPEM` | — | none | restart |
+//! | `ca_cert` | `--ca-cert` | `ETCD_CACERT` | — | none | restart |
+//! | `username` | `--username` | `ETCD_USERNAME` | — | none | restart |
+//! | `password` | `--password` | `ETCD_PASSWORD` | — | none | restart |
 //! | `local` | `--local` | — | `local` | none | applied |
 //! | `hostmaster` | `--hostmaster` | — | `hostmaster` | `hostmaster.<domain>` | applied |
 //! | `round_robin` | `--round-robin` | — | `round_robin` | true | applied |
@@ -28,7 +36,9 @@
 //! | — | — | — | `ttl`, `min_ttl`, `priority` | 3600, 60, 10 | applied |
 
 use crate::cli::Cli;
+use crate::forwarding::{CacheFile, ForwardFile, ForwardingError};
 use serde::Deserialize;
+use skyline_controlplane::etcd::EtcdOptions;
 use skyline_controlplane::skydns::config::{self as skydns_config, ConfigPatch};
 use skyline_dataplane::snapshot::skydns::Config;
 use std::net::SocketAddr;
@@ -36,9 +46,6 @@ use std::path::{Path, PathBuf};
 
 /// The default path prefix: records live under `/skydns/`.
 const DEFAULT_PATH_PREFIX: &str = "skydns";
-
-/// The default etcd endpoint (SkyDNS's).
-const DEFAULT_MACHINE: &str = "http://127.0.0.1:2379";
 
 /// Why the configuration is unusable; each message names the file or setting at fault.
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +72,15 @@ pub enum ConfigError {
     /// The path prefix cannot be a key's first element.
     #[error("path_prefix: {0:?} must be one non-empty key element, without '/'")]
     PathPrefix(String),
+    /// A forwarding or cache setting is not valid.
+    #[error(transparent)]
+    Forwarding(#[from] ForwardingError),
+    /// Both data sources are set.
+    #[error("both a records file ({records}) and etcd (machines) are set; choose one data source")]
+    TwoSources {
+        /// The records file.
+        records: PathBuf,
+    },
 }
 
 /// The TOML configuration file: the long options' names in snake_case. Unknown keys are errors,
@@ -72,8 +88,8 @@ pub enum ConfigError {
 #[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
-    /// `--addr`.
-    pub addr: Option<SocketAddr>,
+    /// `--addr`: one address, or a list to serve on several.
+    pub addr: Option<Addrs>,
     /// `--domain`.
     pub domain: Option<String>,
     /// `--path-prefix`.
@@ -84,6 +100,16 @@ pub struct FileConfig {
     pub ndots: Option<u32>,
     /// `--machines`, as a list.
     pub machines: Option<Vec<String>>,
+    /// `--tls-key`; a relative path is relative to the configuration file's directory.
+    pub tls_key: Option<PathBuf>,
+    /// `--tls-pem`; relative like `tls_key`.
+    pub tls_pem: Option<PathBuf>,
+    /// `--ca-cert`; relative like `tls_key`.
+    pub ca_cert: Option<PathBuf>,
+    /// `--username`.
+    pub username: Option<String>,
+    /// `--password`.
+    pub password: Option<String>,
     /// `--local`.
     pub local: Option<String>,
     /// `--hostmaster`.
@@ -96,18 +122,29 @@ pub struct FileConfig {
     pub workers: Option<usize>,
     /// `--no-pin`.
     pub no_pin: Option<bool>,
+    /// The `[forward]` table (see [`crate::forwarding`]).
+    pub forward: Option<ForwardFile>,
+    /// The `[cache]` table (see [`crate::forwarding`]).
+    pub cache: Option<CacheFile>,
 }
 
 impl FileConfig {
-    /// Parses TOML text read from `path`, whose directory anchors a relative `records` path.
+    /// Parses TOML text read from `path`, whose directory anchors relative file paths.
     pub fn parse(text: &str, path: &Path) -> Result<FileConfig, ConfigError> {
         let mut file: FileConfig = toml::from_str(text).map_err(|source| ConfigError::Toml {
             path: path.to_owned(),
             source,
         })?;
-        if let (Some(records), Some(dir)) = (&file.records, path.parent()) {
-            if records.is_relative() {
-                file.records = Some(dir.join(records));
+        if let Some(dir) = path.parent() {
+            for file_path in [
+                &mut file.records,
+                &mut file.tls_key,
+                &mut file.tls_pem,
+                &mut file.ca_cert,
+            ] {
+                if let Some(relative) = file_path.as_mut().filter(|p| p.is_relative()) {
+                    *relative = dir.join(&*relative);
+                }
             }
         }
         Ok(file)
@@ -124,7 +161,7 @@ impl FileConfig {
 }
 
 /// What the operator set, flags and environment over the configuration file: enough to find the
-/// records file, and the settings that override the records file's own.
+/// data source, and the settings that override the data's own `/<prefix>/config`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Operator {
     /// Settings that win over the records file's `/<prefix>/config`.
@@ -133,12 +170,14 @@ pub struct Operator {
     pub path_prefix: String,
     /// The records file, if any.
     pub records: Option<PathBuf>,
-    /// etcd endpoints.
-    pub machines: Vec<String>,
+    /// etcd, when it is the data source.
+    pub etcd: Option<EtcdOptions>,
     /// Worker threads (0 = one per core).
     pub workers: usize,
     /// Pin workers to cores.
     pub pin: bool,
+    /// Listening addresses beyond the first.
+    pub extra_addrs: Vec<SocketAddr>,
 }
 
 /// Every setting, resolved.
@@ -154,20 +193,50 @@ pub struct Settings {
     pub nameservers: Vec<SocketAddr>,
     /// Labels a name needs before it is forwarded.
     pub ndots: u32,
-    /// etcd endpoints.
-    pub machines: Vec<String>,
+    /// etcd, when it is the data source.
+    pub etcd: Option<EtcdOptions>,
     /// Worker threads (0 = one per core).
     pub workers: usize,
     /// Pin workers to cores.
     pub pin: bool,
+    /// Listening addresses beyond `addr`.
+    pub extra_addrs: Vec<SocketAddr>,
+    /// Never forward (SkyDNS `no_rec`).
+    pub no_rec: bool,
+    /// Rotate over the nameservers (SkyDNS `ns_rotate`).
+    pub ns_rotate: bool,
+    /// SkyDNS `read_timeout`, if set: the forwarding time budget.
+    pub read_timeout: Option<std::time::Duration>,
+}
+
+/// One listening address or several, as `addr` may be written in the TOML file.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum Addrs {
+    /// `addr = "127.0.0.1:53"`.
+    One(SocketAddr),
+    /// `addr = ["169.254.20.10:53", "10.96.0.10:53"]`.
+    Many(Vec<SocketAddr>),
+}
+
+impl Addrs {
+    fn to_vec(&self) -> Vec<SocketAddr> {
+        match self {
+            Addrs::One(addr) => vec![*addr],
+            Addrs::Many(addrs) => addrs.clone(),
+        }
+    }
 }
 
 /// Stacks the command line (flags and environment) over the configuration file.
 pub fn operator(cli: &Cli, file: Option<&FileConfig>) -> Result<Operator, ConfigError> {
     let empty = FileConfig::default();
     let file = file.unwrap_or(&empty);
+    let file_addrs = file.addr.as_ref().map(Addrs::to_vec).unwrap_or_default();
     let from_file = ConfigPatch {
-        dns_addr: file.addr,
+        dns_addr: file_addrs.first().copied(),
+        no_rec: file.forward.as_ref().and_then(|f| f.no_rec),
+        ns_rotate: file.forward.as_ref().and_then(|f| f.ns_rotate),
         domain: file
             .domain
             .as_deref()
@@ -184,8 +253,11 @@ pub fn operator(cli: &Cli, file: Option<&FileConfig>) -> Result<Operator, Config
         ndots: file.ndots,
         ..ConfigPatch::default()
     };
+    let cli_addrs = cli.addr.clone().unwrap_or_default();
     let from_cli = ConfigPatch {
-        dns_addr: cli.addr,
+        dns_addr: cli_addrs.first().copied(),
+        no_rec: cli.forward.no_rec,
+        ns_rotate: cli.forward.ns_rotate,
         domain: cli.domain.clone(),
         local: cli.local.clone(),
         hostmaster: cli.hostmaster.clone(),
@@ -206,32 +278,55 @@ pub fn operator(cli: &Cli, file: Option<&FileConfig>) -> Result<Operator, Config
         .as_deref()
         .or(file.path_prefix.as_deref())
         .unwrap_or(DEFAULT_PATH_PREFIX);
+    let records = cli.records.clone().or_else(|| file.records.clone());
+    let etcd = cli
+        .machines
+        .clone()
+        .or_else(|| file.machines.clone())
+        .map(|endpoints| EtcdOptions {
+            endpoints,
+            tls_key: cli.tls_key.clone().or_else(|| file.tls_key.clone()),
+            tls_pem: cli.tls_pem.clone().or_else(|| file.tls_pem.clone()),
+            ca_cert: cli.ca_cert.clone().or_else(|| file.ca_cert.clone()),
+            username: cli.username.clone().or_else(|| file.username.clone()),
+            password: cli.password.clone().or_else(|| file.password.clone()),
+        });
+    if let (Some(records), Some(_)) = (&records, &etcd) {
+        return Err(ConfigError::TwoSources {
+            records: records.clone(),
+        });
+    }
     Ok(Operator {
         overrides,
         path_prefix: path_prefix(prefix)?,
-        records: cli.records.clone().or_else(|| file.records.clone()),
-        machines: cli
-            .machines
-            .clone()
-            .or_else(|| file.machines.clone())
-            .unwrap_or_else(|| vec![DEFAULT_MACHINE.to_owned()]),
+        records,
+        etcd,
         workers: cli.workers.or(file.workers).unwrap_or(0),
         pin: !(cli.no_pin || file.no_pin.unwrap_or(false)),
+        extra_addrs: if cli_addrs.is_empty() { file_addrs } else { cli_addrs }
+            .into_iter()
+            .skip(1)
+            .collect(),
     })
 }
 
-/// Stacks the operator's settings over the records file's `/<prefix>/config` and the defaults.
-pub fn resolve(operator: Operator, records_config: Option<&ConfigPatch>) -> Result<Settings, ConfigError> {
-    let stacked = operator.overrides.or(records_config.cloned().unwrap_or_default());
+/// Stacks the operator's settings over the data's `/<prefix>/config` (from the records file or
+/// etcd) and the defaults.
+pub fn resolve(operator: Operator, data_config: Option<&ConfigPatch>) -> Result<Settings, ConfigError> {
+    let stacked = operator.overrides.or(data_config.cloned().unwrap_or_default());
     Ok(Settings {
         addr: stacked.dns_addr_or_default(),
         skydns: stacked.skydns_config(&operator.path_prefix)?,
         nameservers: stacked.nameservers.clone().unwrap_or_default(),
         ndots: stacked.ndots_or_default(),
         records: operator.records,
-        machines: operator.machines,
+        etcd: operator.etcd,
         workers: operator.workers,
         pin: operator.pin,
+        extra_addrs: operator.extra_addrs,
+        no_rec: stacked.no_rec.unwrap_or(false),
+        ns_rotate: stacked.ns_rotate.unwrap_or(true),
+        read_timeout: stacked.read_timeout,
     })
 }
 
@@ -262,6 +357,11 @@ mod tests {
         "SKYDNS_NAMESERVERS",
         "SKYDNS_NDOTS",
         "ETCD_MACHINES",
+        "ETCD_TLSKEY",
+        "ETCD_TLSPEM",
+        "ETCD_CACERT",
+        "ETCD_USERNAME",
+        "ETCD_PASSWORD",
     ];
 
     /// Parses `args` with exactly the environment variables `env` set among SkyDNS's.
@@ -306,7 +406,7 @@ mod tests {
         assert_eq!(s.skydns.path_prefix, "skydns");
         assert_eq!(s.ndots, 2);
         assert!(s.nameservers.is_empty());
-        assert_eq!(s.machines, ["http://127.0.0.1:2379"]);
+        assert_eq!(s.etcd, None, "the records file, not etcd, is the default");
         assert_eq!((s.workers, s.pin, s.records), (0, true, None));
     }
 
@@ -353,7 +453,46 @@ mod tests {
             ["8.8.8.8:53".parse().unwrap(), "[2001:db8::1]:53".parse().unwrap()]
         );
         assert_eq!(s.ndots, 3);
-        assert_eq!(s.machines, ["http://10.0.0.1:2379", "http://10.0.0.2:2379"]);
+        assert_eq!(
+            s.etcd.unwrap().endpoints,
+            ["http://10.0.0.1:2379", "http://10.0.0.2:2379"]
+        );
+    }
+
+    #[test]
+    fn etcd_connection_settings_come_from_flags_environment_and_file() {
+        let env = [
+            ("ETCD_MACHINES", "https://10.0.0.1:2379"),
+            ("ETCD_TLSKEY", "/env/key.pem"),
+            ("ETCD_TLSPEM", "/env/cert.pem"),
+            ("ETCD_USERNAME", "env-user"),
+            ("ETCD_PASSWORD", "env-pass"),
+        ];
+        let file = Some("ca_cert = \"ca.pem\"\ntls_key = \"key.pem\"\nusername = \"file-user\"\n");
+        let s = settings(&["--password", "flag-pass"], &env, file, None);
+        let etcd = s.etcd.unwrap();
+        assert_eq!(etcd.endpoints, ["https://10.0.0.1:2379"]);
+        assert_eq!(etcd.tls_key, Some(PathBuf::from("/env/key.pem")));
+        assert_eq!(etcd.tls_pem, Some(PathBuf::from("/env/cert.pem")));
+        assert_eq!(etcd.ca_cert, Some(PathBuf::from("/etc/skyline/ca.pem")));
+        assert_eq!(etcd.username.as_deref(), Some("env-user"));
+        assert_eq!(etcd.password.as_deref(), Some("flag-pass"));
+    }
+
+    #[test]
+    fn a_records_file_and_etcd_together_are_refused() {
+        let both = cli(
+            &["--records", "/srv/r.json"],
+            &[("ETCD_MACHINES", "http://127.0.0.1:2379")],
+        )
+        .unwrap();
+        assert!(matches!(operator(&both, None), Err(ConfigError::TwoSources { .. })));
+        let etcd = cli(&["--machines", "http://127.0.0.1:2379"], &[]).unwrap();
+        let file = toml("records = \"records.json\"");
+        assert!(matches!(
+            operator(&etcd, Some(&file)),
+            Err(ConfigError::TwoSources { .. })
+        ));
     }
 
     #[test]

@@ -1,16 +1,18 @@
-//! The `skyline` server: resolves the configuration, loads the records file, starts the data
-//! plane workers on the snapshot cell, and runs the control plane (the records file watch and
-//! the signal handling) on a small tokio runtime of its own beside them.
+//! The `skyline` server: resolves the configuration, opens its data source (the records file, or
+//! etcd), starts the data plane workers on the snapshot cell, and runs the control plane (the
+//! source's watch and the signal handling) on a small tokio runtime of its own beside them.
 
 mod cli;
 mod config;
+mod forwarding;
 
 use cli::Cli;
 use config::{ConfigError, FileConfig, Settings};
+use skyline_controlplane::etcd::{EtcdSource, OptionsError};
 use skyline_controlplane::source::records_file::FileError;
 use skyline_controlplane::source::FileSource;
 use skyline_dataplane::snapshot::{self, skydns};
-use skyline_dataplane::worker::{Server, ServerConfig, TcpConfig};
+use skyline_dataplane::worker::{Options, Server, ServerConfig, TcpConfig};
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -23,6 +25,11 @@ use tracing_subscriber::EnvFilter;
 /// How long, at exit, a records file load still in progress may take before it is abandoned.
 const CONTROL_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
+/// How long the start waits for etcd's `/<prefix>/config` (its listen address and forwarder
+/// settings apply only at start). An etcd that is down refuses at once; one that does not answer
+/// costs this much, then the server starts without it and its zones answer SERVFAIL until synced.
+const ETCD_CONFIG_WAIT: Duration = Duration::from_secs(1);
+
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
 enum StartError {
@@ -30,6 +37,8 @@ enum StartError {
     Config(#[from] ConfigError),
     #[error("records file {path}: {source}")]
     Records { path: PathBuf, source: FileError },
+    #[error(transparent)]
+    Etcd(#[from] OptionsError),
     #[error("cannot start the control plane runtime: {0}")]
     Runtime(std::io::Error),
     #[error("cannot install signal handlers: {0}")]
@@ -86,23 +95,48 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             Arc::clone(&cell),
         )
     });
-    let records_config = match source.as_mut() {
-        Some(source) => {
+    let mut etcd = operator
+        .etcd
+        .as_ref()
+        .map(|options| {
+            EtcdSource::new(
+                options,
+                &operator.path_prefix,
+                operator.overrides.clone(),
+                Arc::clone(&cell),
+            )
+        })
+        .transpose()?;
+    let data_config = match (source.as_mut(), etcd.as_mut()) {
+        (Some(source), _) => {
             let loaded = source.load().map_err(|e| StartError::Records {
                 path: source.path().to_owned(),
                 source: e,
             })?;
             loaded.config
         }
-        None => None,
+        (None, Some(etcd)) => match runtime.block_on(etcd.read_config(ETCD_CONFIG_WAIT)) {
+            Ok(config) => config,
+            Err(error) => {
+                tracing::warn!(
+                    %error,
+                    "etcd settings not read at start; serving SERVFAIL for the domain until etcd is synced"
+                );
+                None
+            }
+        },
+        (None, None) => None,
     };
-    let settings = config::resolve(operator, records_config.as_ref())?;
-    if source.is_none() {
+    let settings = config::resolve(operator, data_config.as_ref())?;
+    if source.is_none() && etcd.is_none() {
         cell.store(Arc::new(skydns::build(&settings.skydns, &[], 1, SystemTime::now())));
     }
     log_settings(&settings);
 
     let shutdown = Shutdown::register().map_err(StartError::Signals)?;
+    if let Some(etcd) = etcd {
+        runtime.spawn(etcd.serve(settings.skydns.clone()));
+    }
     match source {
         Some(source) => {
             runtime.spawn(source.watch().map_err(StartError::Signals)?);
@@ -124,15 +158,21 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         pin: settings.pin,
         tcp: TcpConfig::default(),
     };
-    let server = Server::start(server_config, cell).map_err(|source| StartError::Bind {
+    let forward = forwarding_settings(cli, file.as_ref(), &settings)?;
+    let options = Options {
+        extra_addrs: settings.extra_addrs.clone(),
+        forward,
+    };
+    let server = Server::start_with(server_config, options, cell).map_err(|source| StartError::Bind {
         addr: settings.addr,
         source,
     })?;
-    let local = server.local_addr();
-    tracing::info!(
-        "listening on udp://{local} tcp://{local} for {}",
-        settings.skydns.domain
-    );
+    for local in server.local_addrs() {
+        tracing::info!(
+            "listening on udp://{local} tcp://{local} for {}",
+            settings.skydns.domain
+        );
+    }
 
     let signal = runtime.block_on(shutdown.wait());
     tracing::info!("{signal} received, shutting down");
@@ -140,6 +180,44 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     drop(entered);
     runtime.shutdown_timeout(CONTROL_SHUTDOWN_GRACE);
     Ok(())
+}
+
+/// Forwarding as configured, with resolv.conf read when no nameserver is set; logged, since
+/// where names outside the domain go is the first thing to check when they do not resolve.
+fn forwarding_settings(
+    cli: &Cli,
+    file: Option<&FileConfig>,
+    settings: &Settings,
+) -> Result<Option<skyline_dataplane::forward::ForwardConfig>, ConfigError> {
+    let mut listen = vec![settings.addr];
+    listen.extend(settings.extra_addrs.iter().copied());
+    let stacked = forwarding::Stacked {
+        nameservers: settings.nameservers.clone(),
+        ndots: settings.ndots,
+        no_rec: settings.no_rec,
+        ns_rotate: settings.ns_rotate,
+        read_timeout: settings.read_timeout,
+        listen,
+    };
+    let forward = forwarding::forward_config(
+        &cli.forward,
+        file.and_then(|f| f.forward.as_ref()),
+        file.and_then(|f| f.cache.as_ref()),
+        &stacked,
+        |path| std::fs::read_to_string(path).ok(),
+    )?;
+    match &forward {
+        Some(f) => tracing::info!(
+            upstreams = ?f.upstreams,
+            stub_zones = f.stub_zones.len(),
+            acl = %f.acl.prefixes().iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
+            timeout_ms = f.timeout.as_millis() as u64,
+            cache_bytes = f.cache.max_bytes,
+            "forwarding names outside the domain"
+        ),
+        None => tracing::info!("not forwarding: names outside the domain are refused"),
+    }
+    Ok(forward)
 }
 
 /// One line with the effective configuration, so that what is served can be told from the log.
@@ -156,7 +234,7 @@ fn log_settings(s: &Settings) {
         pin = s.pin,
         nameservers = ?s.nameservers,
         ndots = s.ndots,
-        machines = ?s.machines,
+        etcd = ?s.etcd.as_ref().map(|e| &e.endpoints),
         "configuration"
     );
 }

@@ -4,13 +4,17 @@
 //! allocates on the authoritative path: the query name is folded onto the stack, the node is
 //! found by one hash lookup, and the precompiled RRsets are copied after the client's question.
 
+use crate::cache::{Age, Cache, Entry, Key, Lookup};
+use crate::forward::{Failure, Route, Routes};
 use crate::snapshot::rrset::CompiledAnswer;
 use crate::snapshot::skydns::{self, WildcardAnswer};
 use crate::snapshot::{Slot, Snapshot, Zone, ZoneKind, ZoneState};
 use crate::wire::types::{
-    class, flags, option, rcode, rtype, ADVERTISED_UDP_LEN, CLASSIC_UDP_LEN, HEADER_LEN, MAX_MESSAGE_LEN,
+    class, ede, flags, option, rcode, rtype, ADVERTISED_UDP_LEN, CLASSIC_UDP_LEN, HEADER_LEN, MAX_MESSAGE_LEN,
+    MAX_NAME_LEN,
 };
-use crate::wire::{parse_query, DropReason, LowerName, Query};
+use crate::wire::{parse_query, DropReason, LowerName, Query, Question};
+use std::time::Instant;
 
 /// The transport a query arrived on; it sets the reply size limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,14 +71,165 @@ pub struct Reply {
     pub trailing: bool,
 }
 
+/// What the forwarding side lends the answer path for one query: the worker's cache, the
+/// routing rules, which routes have every upstream down, whether this client may use
+/// forwarding, and the time. The answer path itself does no I/O: a question it cannot answer
+/// from the cache comes back as [`Resolution::Forward`].
+#[derive(Debug)]
+pub struct Recursion<'a> {
+    /// The worker's response cache.
+    pub cache: &'a mut Cache,
+    /// Stub zones, default resolvers, `ndots`.
+    pub routes: &'a Routes,
+    /// Per route index: every upstream is known to be down, so nothing should wait for one.
+    pub down: &'a [bool],
+    /// The client passes the recursion ACL: names outside the zones are served to it and RA is
+    /// set in its replies; other clients get REFUSED for them.
+    pub allowed: bool,
+    /// The current time, for TTL arithmetic.
+    pub now: Instant,
+    /// Set when answering a client that waited for an upstream: the outcome to answer with
+    /// instead of looking at the cache or forwarding again.
+    pub resolved: Option<Resolved<'a>>,
+}
+
+/// How a forwarded question ended.
+#[derive(Debug, Clone, Copy)]
+pub enum Resolved<'a> {
+    /// An upstream answered (NOERROR or NXDOMAIN); the entry may or may not be cacheable.
+    Answer(&'a Entry),
+    /// No usable answer: served stale from the cache if possible, else SERVFAIL with an
+    /// Extended DNS Error.
+    Failed(Failure),
+}
+
+/// What [`answer_recursive`] did with a message.
+// The forwarding variants carry a question and a reduced query (about 550 bytes) by value: the
+// result is consumed at once by the caller, and boxing it would allocate per cache miss.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Resolution {
+    /// Answered (or dropped) without the cache.
+    Done(Outcome),
+    /// Answered from the cache.
+    Cached {
+        /// The reply.
+        outcome: Outcome,
+        /// The entry was past its lifetime (RFC 8767).
+        stale: bool,
+        /// The entry should be fetched again in the background (prefetch, stale recheck).
+        refresh: Option<Refresh>,
+    },
+    /// Not answerable here: the question must go upstream, and the client be answered later.
+    Forward(Forward),
+    /// A stub-zone query that already passed through a SkyDNS-compatible forwarder (option
+    /// 65011): dropped unanswered, as SkyDNS does, to break the loop.
+    Looped,
+}
+
+/// A question to ask upstream without a client waiting for it.
+#[derive(Debug, Clone)]
+pub struct Refresh {
+    /// The question.
+    pub key: Key,
+    /// Where to ask it.
+    pub route: Route,
+}
+
+/// A question to ask upstream, and how to answer the client once it is resolved.
+#[derive(Debug, Clone)]
+pub struct Forward {
+    /// The question (cache key: name, type, class, DO, CD).
+    pub key: Key,
+    /// Where to ask it.
+    pub route: Route,
+    /// The client's query, reduced to what shapes the reply.
+    pub query: ClientQuery,
+    /// The cache holds a stale answer: if upstreams are already failing for this question,
+    /// the client should get it at once rather than wait (RFC 8767 §5).
+    pub stale: bool,
+}
+
+/// Longest [`ClientQuery`]: header, question, OPT with an empty keepalive option.
+const CLIENT_QUERY_LEN: usize = HEADER_LEN + MAX_NAME_LEN + 4 + OPT_LEN + 4;
+
+/// A client's query reduced to what its reply depends on (ID, flags, question as spelled, EDNS
+/// size, DO, keepalive), kept while the question is upstream so that the reply can be built by
+/// running it through [`answer_recursive`] again, in a fixed-size buffer.
+#[derive(Clone)]
+pub struct ClientQuery {
+    bytes: [u8; CLIENT_QUERY_LEN],
+    len: u16,
+}
+
+impl std::fmt::Debug for ClientQuery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientQuery").field("len", &self.len).finish()
+    }
+}
+
+impl ClientQuery {
+    fn new(query: &[u8], q: &Query, qname: &LowerName) -> ClientQuery {
+        let mut bytes = [0u8; CLIENT_QUERY_LEN];
+        bytes[0..2].copy_from_slice(&q.id.to_be_bytes());
+        bytes[2..4].copy_from_slice(&q.flags.to_be_bytes());
+        bytes[4..6].copy_from_slice(&1u16.to_be_bytes());
+        bytes[10..12].copy_from_slice(&u16::from(q.edns.is_some()).to_be_bytes());
+        let mut pos = HEADER_LEN;
+        if let Some(question) = q.question {
+            let spelled = &query[HEADER_LEN..question.end];
+            if spelled.len() == qname.wire().len() + 4 {
+                bytes[pos..pos + spelled.len()].copy_from_slice(spelled);
+            } else {
+                bytes[pos..pos + qname.wire().len()].copy_from_slice(qname.wire());
+                bytes[pos + qname.wire().len()..pos + qname.wire().len() + 4]
+                    .copy_from_slice(&query[question.end - 4..question.end]);
+            }
+            pos += qname.wire().len() + 4;
+        }
+        if let Some(edns) = q.edns {
+            bytes[pos + 1..pos + 3].copy_from_slice(&rtype::OPT.to_be_bytes());
+            bytes[pos + 3..pos + 5].copy_from_slice(&edns.udp_size.to_be_bytes());
+            bytes[pos + 7] = if edns.dnssec_ok { 0x80 } else { 0 };
+            pos += OPT_LEN;
+            if edns.tcp_keepalive {
+                bytes[pos - 1] = 4;
+                bytes[pos..pos + 2].copy_from_slice(&option::TCP_KEEPALIVE.to_be_bytes());
+                pos += 4;
+            }
+        }
+        ClientQuery { bytes, len: pos as u16 }
+    }
+
+    /// The reduced query as a message.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+/// What the answer path decided beyond writing a reply.
+enum Flow {
+    /// The reply is written.
+    Written,
+    /// The reply is written from the cache.
+    Cached { stale: bool, refresh: Option<Refresh> },
+    /// Nothing written: forward; a stale answer is at hand.
+    Forward(Key, Route, bool),
+    /// Nothing written: drop (stub loop).
+    Looped,
+}
+
 /// RFC 8482 §4.2: the synthesised HINFO that answers ANY.
 const RFC8482_HINFO: &[u8] = b"\x07RFC8482\x00";
 /// Length of an OPT record without options.
 const OPT_LEN: usize = 11;
 /// Length of an edns-tcp-keepalive option carrying a timeout.
 const KEEPALIVE_LEN: usize = 6;
+/// Length of an Extended DNS Error option without extra text (RFC 8914 §2).
+const EDE_LEN: usize = 6;
 
-/// Answers one query. `out` should hold at least 65535 bytes; a smaller buffer caps replies.
+/// Answers one query with no forwarding: names outside every zone are REFUSED. `out` should
+/// hold at least 65535 bytes; a smaller buffer caps replies.
 pub fn answer(query: &[u8], snapshot: &Snapshot, ctx: &Context, out: &mut [u8]) -> Outcome {
     let mut qname = LowerName::default();
     let q = match parse_query(query, &mut qname) {
@@ -82,69 +237,227 @@ pub fn answer(query: &[u8], snapshot: &Snapshot, ctx: &Context, out: &mut [u8]) 
         Err(reason) => return Outcome::Drop(reason),
     };
     let mut r = Responder::new(query, &q, ctx, out);
-    respond(&mut r, &q, &qname, snapshot);
+    // Without recursion every path writes a reply: there is nothing to forward.
+    respond(&mut r, &q, &qname, snapshot, None);
     Outcome::Reply(r.finish(&q))
 }
 
-fn respond(r: &mut Responder<'_>, q: &Query, qname: &LowerName, snapshot: &Snapshot) {
+/// Answers one query as [`answer`] does, and names outside the zones from `rec`'s cache; a
+/// question the cache cannot answer is returned as [`Resolution::Forward`] with nothing sent.
+/// A cache hit allocates nothing, as an authoritative answer does.
+pub fn answer_recursive(
+    query: &[u8],
+    snapshot: &Snapshot,
+    ctx: &Context,
+    rec: &mut Recursion<'_>,
+    out: &mut [u8],
+) -> Resolution {
+    let mut qname = LowerName::default();
+    let q = match parse_query(query, &mut qname) {
+        Ok(q) => q,
+        Err(reason) => return Resolution::Done(Outcome::Drop(reason)),
+    };
+    let mut r = Responder::new(query, &q, ctx, out);
+    match respond(&mut r, &q, &qname, snapshot, Some(rec)) {
+        Flow::Written => Resolution::Done(Outcome::Reply(r.finish(&q))),
+        Flow::Cached { stale, refresh } => Resolution::Cached {
+            outcome: Outcome::Reply(r.finish(&q)),
+            stale,
+            refresh,
+        },
+        Flow::Forward(key, route, stale) => Resolution::Forward(Forward {
+            key,
+            route,
+            query: ClientQuery::new(query, &q, &qname),
+            stale,
+        }),
+        Flow::Looped => Resolution::Looped,
+    }
+}
+
+fn respond(
+    r: &mut Responder<'_>,
+    q: &Query,
+    qname: &LowerName,
+    snapshot: &Snapshot,
+    rec: Option<&mut Recursion<'_>>,
+) -> Flow {
     if q.opcode() != 0 {
         r.flags = flags::QR | (q.flags & flags::OPCODE_MASK);
         r.copy_question(q, qname);
-        return r.set_rcode(rcode::NOTIMP);
+        r.set_rcode(rcode::NOTIMP);
+        return Flow::Written;
     }
+    if rec.as_ref().is_some_and(|rec| rec.allowed) {
+        r.flags |= flags::RA;
+    }
+    authoritative(r, q, qname, snapshot, rec)
+}
+
+fn authoritative(
+    r: &mut Responder<'_>,
+    q: &Query,
+    qname: &LowerName,
+    snapshot: &Snapshot,
+    rec: Option<&mut Recursion<'_>>,
+) -> Flow {
     let question = match (q.error, q.question) {
         (None, Some(question)) if q.qdcount == 1 => question,
         _ => {
             r.copy_question(q, qname);
-            return r.set_rcode(rcode::FORMERR);
+            r.set_rcode(rcode::FORMERR);
+            return Flow::Written;
         }
     };
     r.copy_question(q, qname);
     if q.edns.is_some_and(|e| e.version > 0) {
-        return r.set_rcode(rcode::BADVERS);
+        r.set_rcode(rcode::BADVERS);
+        return Flow::Written;
     }
     match question.qtype {
-        rtype::OPT => return r.set_rcode(rcode::FORMERR),
+        rtype::OPT => r.set_rcode(rcode::FORMERR),
         rtype::AXFR | rtype::IXFR => {
             let code = if r.ctx.transport == Transport::Udp {
                 rcode::NOTIMP
             } else {
                 rcode::REFUSED
             };
-            return r.set_rcode(code);
+            r.set_rcode(code);
         }
-        t if rtype::is_unsupported_meta(t) => return r.set_rcode(rcode::NOTIMP),
-        _ => {}
+        t if rtype::is_unsupported_meta(t) => r.set_rcode(rcode::NOTIMP),
+        _ => return by_class(r, q, qname, question, snapshot, rec),
     }
+    Flow::Written
+}
+
+fn by_class(
+    r: &mut Responder<'_>,
+    q: &Query,
+    qname: &LowerName,
+    question: Question,
+    snapshot: &Snapshot,
+    rec: Option<&mut Recursion<'_>>,
+) -> Flow {
     match question.qclass {
         class::IN => {}
-        class::CH => return chaos(r, qname, question.qtype, snapshot),
-        _ => return r.set_rcode(rcode::REFUSED),
+        class::CH => {
+            chaos(r, qname, question.qtype, snapshot);
+            return Flow::Written;
+        }
+        _ => {
+            r.set_rcode(rcode::REFUSED);
+            return Flow::Written;
+        }
     }
     let Some((_, zone)) = snapshot.zone_of(qname.wire()) else {
-        return r.set_rcode(rcode::REFUSED);
+        return beyond(r, q, qname, question, rec);
     };
     if zone.state == ZoneState::Syncing {
-        return r.set_rcode(rcode::SERVFAIL);
+        r.set_rcode(rcode::SERVFAIL);
+        return Flow::Written;
     }
     if zone.kind == ZoneKind::Authoritative {
         r.flags |= flags::AA;
         if has_wildcard_label(qname, zone) {
-            return wildcard(r, qname, question.qtype, zone, snapshot);
+            wildcard(r, qname, question.qtype, zone, snapshot);
+            return Flow::Written;
         }
     }
     let Some(node) = snapshot.node(qname.wire()) else {
-        return match zone.kind {
+        match zone.kind {
             ZoneKind::Authoritative => r.negative(rcode::NXDOMAIN, qname, zone),
-            ZoneKind::Reverse => r.set_rcode(rcode::REFUSED),
-        };
+            ZoneKind::Reverse => return beyond(r, q, qname, question, rec),
+        }
+        return Flow::Written;
     };
     if question.qtype == rtype::ANY {
-        return r.hinfo(zone.default_ttl);
+        r.hinfo(zone.default_ttl);
+        return Flow::Written;
     }
     match Slot::for_qtype(question.qtype).and_then(|s| node.answer(s)) {
         Some(compiled) => r.compiled(compiled),
         None => r.negative(rcode::NOERROR, qname, zone),
+    }
+    Flow::Written
+}
+
+/// A name no zone answers for: from the cache, or forwarded, when this client may use
+/// forwarding; REFUSED otherwise (and always without recursion).
+fn beyond(
+    r: &mut Responder<'_>,
+    q: &Query,
+    qname: &LowerName,
+    question: Question,
+    rec: Option<&mut Recursion<'_>>,
+) -> Flow {
+    let Some(rec) = rec.filter(|rec| rec.allowed) else {
+        r.set_rcode(rcode::REFUSED);
+        return Flow::Written;
+    };
+    let Some(route) = rec.routes.route(qname) else {
+        r.set_rcode(rcode::REFUSED);
+        return Flow::Written;
+    };
+    if route.is_stub() && q.edns.is_some_and(|e| e.skydns_stub_loop) {
+        return Flow::Looped;
+    }
+    if !route.is_stub() && (qname.label_count() as u64) < u64::from(rec.routes.ndots()) {
+        // SkyDNS: names with fewer labels than `ndots` are not forwarded; SERVFAIL, RA set.
+        r.set_rcode(rcode::SERVFAIL);
+        return Flow::Written;
+    }
+    r.flags |= q.flags & flags::CD;
+    let checking_disabled = q.flags & flags::CD != 0;
+    let key = Key::new(
+        qname,
+        question.qtype,
+        question.qclass,
+        q.edns.is_some_and(|e| e.dnssec_ok),
+        checking_disabled,
+    );
+    let down = rec.down.get(route.index()).copied().unwrap_or(true);
+    match rec.resolved {
+        Some(Resolved::Answer(entry)) => {
+            r.cached(q, entry, Age::Fresh(0));
+            Flow::Written
+        }
+        Some(Resolved::Failed(failure)) => match rec.cache.lookup(key.bytes(), rec.now, true) {
+            Lookup::Fresh(hit) | Lookup::Stale(hit) => {
+                r.cached(q, hit.entry, hit.age);
+                Flow::Cached {
+                    stale: hit.age == Age::Stale,
+                    refresh: None,
+                }
+            }
+            Lookup::Miss => {
+                r.fail(failure);
+                Flow::Written
+            }
+        },
+        None => match rec.cache.lookup(key.bytes(), rec.now, down) {
+            Lookup::Fresh(hit) => {
+                let refresh = hit.refresh;
+                r.cached(q, hit.entry, hit.age);
+                Flow::Cached {
+                    stale: false,
+                    refresh: refresh.then_some(Refresh { key, route }),
+                }
+            }
+            Lookup::Stale(hit) if down => {
+                let refresh = hit.refresh;
+                r.cached(q, hit.entry, Age::Stale);
+                Flow::Cached {
+                    stale: true,
+                    refresh: refresh.then_some(Refresh { key, route }),
+                }
+            }
+            Lookup::Miss if down => {
+                r.fail(Failure::Unreachable);
+                Flow::Written
+            }
+            Lookup::Stale(_) => Flow::Forward(key, route, true),
+            Lookup::Miss => Flow::Forward(key, route, false),
+        },
     }
 }
 
@@ -195,6 +508,10 @@ struct Responder<'a> {
     rcode: u16,
     counts: [u16; 4],
     opt_keepalive: bool,
+    /// Extended DNS Error info code to send in the OPT (room already subtracted).
+    ede: Option<u16>,
+    /// The query had an OPT, so the reply gets one.
+    has_opt: bool,
 }
 
 impl<'a> Responder<'a> {
@@ -221,11 +538,54 @@ impl<'a> Responder<'a> {
             rcode: rcode::NOERROR,
             counts: [0; 4],
             opt_keepalive,
+            ede: None,
+            has_opt: q.edns.is_some(),
         }
     }
 
     fn set_rcode(&mut self, code: u16) {
         self.rcode = code;
+    }
+
+    /// Adds an Extended DNS Error (RFC 8914) to the reply's OPT, if it has one.
+    fn set_ede(&mut self, code: u16) {
+        if self.has_opt && self.ede.is_none() {
+            self.limit = self.limit.saturating_sub(EDE_LEN);
+            self.ede = Some(code);
+        }
+    }
+
+    /// Writes a cached (or just received) upstream answer after the question. Compression
+    /// pointers in it stay valid because the question has the upstream's length (see
+    /// [`crate::cache::Entry`]). AA stays clear: a cache is not an authority.
+    fn cached(&mut self, q: &Query, entry: &Entry, age: Age) {
+        self.rcode = entry.rcode();
+        let asked_for_ad = q.flags & flags::AD != 0 || q.edns.is_some_and(|e| e.dnssec_ok);
+        if entry.authentic() && asked_for_ad {
+            self.flags |= flags::AD;
+        }
+        if age == Age::Stale {
+            self.set_ede(if entry.rcode() == rcode::NXDOMAIN {
+                ede::STALE_NXDOMAIN
+            } else {
+                ede::STALE_ANSWER
+            });
+        }
+        let room = self.room();
+        let written = entry.write(&mut self.out[self.pos..], room, age);
+        self.pos += written.len;
+        for (count, n) in self.counts[1..].iter_mut().zip(written.counts) {
+            *count += n;
+        }
+        if written.truncated {
+            self.flags |= flags::TC;
+        }
+    }
+
+    /// SERVFAIL for a question no upstream answered, saying why.
+    fn fail(&mut self, failure: Failure) {
+        self.rcode = rcode::SERVFAIL;
+        self.set_ede(failure.ede());
     }
 
     fn room(&self) -> usize {
@@ -353,22 +713,31 @@ impl<'a> Responder<'a> {
             mut counts,
             ctx,
             opt_keepalive,
+            ede: ede_code,
             ..
         } = self;
         if let Some(edns) = q.edns {
             let ext = (code >> 4) as u8;
             let do_bit = if edns.dnssec_ok { 0x80 } else { 0 };
-            let rdlen: u16 = if opt_keepalive { KEEPALIVE_LEN as u16 } else { 0 };
-            let mut opt = [0u8; OPT_LEN + KEEPALIVE_LEN];
+            let mut opt = [0u8; OPT_LEN + KEEPALIVE_LEN + EDE_LEN];
             opt[1..3].copy_from_slice(&rtype::OPT.to_be_bytes());
             opt[3..5].copy_from_slice(&ADVERTISED_UDP_LEN.to_be_bytes());
             opt[5] = ext;
             opt[7] = do_bit;
-            opt[9..11].copy_from_slice(&rdlen.to_be_bytes());
-            opt[11..13].copy_from_slice(&option::TCP_KEEPALIVE.to_be_bytes());
-            opt[13..15].copy_from_slice(&2u16.to_be_bytes());
-            opt[15..17].copy_from_slice(&ctx.keepalive.to_be_bytes());
-            let len = OPT_LEN + rdlen as usize;
+            let mut len = OPT_LEN;
+            if opt_keepalive {
+                opt[len..len + 2].copy_from_slice(&option::TCP_KEEPALIVE.to_be_bytes());
+                opt[len + 2..len + 4].copy_from_slice(&2u16.to_be_bytes());
+                opt[len + 4..len + 6].copy_from_slice(&ctx.keepalive.to_be_bytes());
+                len += KEEPALIVE_LEN;
+            }
+            if let Some(info) = ede_code {
+                opt[len..len + 2].copy_from_slice(&option::EDE.to_be_bytes());
+                opt[len + 2..len + 4].copy_from_slice(&2u16.to_be_bytes());
+                opt[len + 4..len + 6].copy_from_slice(&info.to_be_bytes());
+                len += EDE_LEN;
+            }
+            opt[9..11].copy_from_slice(&((len - OPT_LEN) as u16).to_be_bytes());
             out[pos..pos + len].copy_from_slice(&opt[..len]);
             pos += len;
             counts[3] += 1;

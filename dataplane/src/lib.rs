@@ -5,6 +5,8 @@
 //! [`snapshot::Snapshot`]; only `sys` talks to the kernel, and only it holds `unsafe` code.
 
 pub mod answer;
+pub mod cache;
+pub mod forward;
 pub mod io;
 pub mod snapshot;
 pub mod stats;
@@ -13,5 +15,5 @@ pub mod tcp;
 pub mod wire;
 pub mod worker;
 
-pub use answer::{answer, Context, Outcome, Reply, Transport};
+pub use answer::{answer, answer_recursive, Context, Outcome, Recursion, Reply, Resolution, Transport};
 pub use snapshot::{Snapshot, SnapshotCell};

@@ -64,6 +64,48 @@ pub struct Totals {
     pub tcp_io_timeouts: u64,
     /// TCP connections closed after the idle timeout.
     pub tcp_idle_timeouts: u64,
+    /// Queries for names outside the zones answered from the cache (stale ones included).
+    pub cache_hits: u64,
+    /// Answers served past their TTL because upstreams failed (RFC 8767).
+    pub cache_stale_answers: u64,
+    /// Queries for names outside the zones the cache could not answer: forwarded.
+    pub cache_misses: u64,
+    /// Background refreshes started: prefetches of popular entries, rechecks of stale ones.
+    pub cache_refreshes: u64,
+    /// Upstream answers stored in the cache.
+    pub cache_inserts: u64,
+    /// Entries evicted to keep the cache within its memory bound.
+    pub cache_evictions: u64,
+    /// Entries held now, all workers together (a gauge).
+    pub cache_entries: u64,
+    /// Bytes held now against the memory bound, all workers together (a gauge).
+    pub cache_bytes: u64,
+    /// Queries sent to upstreams (each try, each TCP retry, each probe).
+    pub upstream_queries: u64,
+    /// Truncated upstream answers asked again over TCP.
+    pub upstream_tcp_retries: u64,
+    /// Upstream tries that timed out.
+    pub upstream_timeouts: u64,
+    /// Upstream tries that failed outright (refused, reset, socket errors).
+    pub upstream_errors: u64,
+    /// Upstream answers with a failure rcode or unreadable records.
+    pub upstream_bad_answers: u64,
+    /// Datagrams on upstream sockets dropped because their ID (or QR) did not match the query.
+    pub upstream_mismatched_id: u64,
+    /// Datagrams on upstream sockets dropped because their question did not match the query's.
+    pub upstream_mismatched_question: u64,
+    /// Health probes sent to down upstreams.
+    pub upstream_probes: u64,
+    /// Times an upstream was marked down after repeated failures.
+    pub upstreams_marked_down: u64,
+    /// Client questions merged into an identical one already in flight (single-flight).
+    pub forward_merged: u64,
+    /// Client questions refused at once because too many were in flight.
+    pub forward_busy: u64,
+    /// Forwarded questions whose clients got SERVFAIL because no upstream answered usably.
+    pub forward_failures: u64,
+    /// Stub-zone queries dropped because they carried the SkyDNS loop guard.
+    pub stub_loops_dropped: u64,
 }
 
 /// A counter with a single writer: its worker.
@@ -83,6 +125,12 @@ impl Counter {
     pub(crate) fn add(&self, n: u64) {
         self.0
             .store(self.0.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+    }
+
+    /// Sets a gauge.
+    #[inline]
+    pub(crate) fn set(&self, n: u64) {
+        self.0.store(n, Ordering::Relaxed);
     }
 
     fn get(&self) -> u64 {
@@ -110,6 +158,27 @@ pub(crate) struct WorkerStats {
     pub(crate) tcp_refused_per_client: Counter,
     pub(crate) tcp_io_timeouts: Counter,
     pub(crate) tcp_idle_timeouts: Counter,
+    pub(crate) cache_hits: Counter,
+    pub(crate) cache_stale_answers: Counter,
+    pub(crate) cache_misses: Counter,
+    pub(crate) cache_refreshes: Counter,
+    pub(crate) cache_inserts: Counter,
+    pub(crate) cache_evictions: Counter,
+    pub(crate) cache_entries: Counter,
+    pub(crate) cache_bytes: Counter,
+    pub(crate) upstream_queries: Counter,
+    pub(crate) upstream_tcp_retries: Counter,
+    pub(crate) upstream_timeouts: Counter,
+    pub(crate) upstream_errors: Counter,
+    pub(crate) upstream_bad_answers: Counter,
+    pub(crate) upstream_mismatched_id: Counter,
+    pub(crate) upstream_mismatched_question: Counter,
+    pub(crate) upstream_probes: Counter,
+    pub(crate) upstreams_marked_down: Counter,
+    pub(crate) forward_merged: Counter,
+    pub(crate) forward_busy: Counter,
+    pub(crate) forward_failures: Counter,
+    pub(crate) stub_loops_dropped: Counter,
 }
 
 /// Reply counters by rcode: the seven named ones, then "other".
@@ -129,13 +198,18 @@ fn rcode_bucket(code: u16) -> usize {
 }
 
 impl WorkerStats {
-    /// Counts one message received on `transport` and what answering it produced.
+    /// Counts one message received on `transport`, whose outcome may come later.
     #[inline]
-    pub(crate) fn query(&self, transport: Transport, outcome: &Outcome) {
+    pub(crate) fn received(&self, transport: Transport) {
         match transport {
             Transport::Udp => self.queries_udp.incr(),
             Transport::Tcp => self.queries_tcp.incr(),
         }
+    }
+
+    /// Counts what answering a message produced.
+    #[inline]
+    pub(crate) fn outcome(&self, outcome: &Outcome) {
         match outcome {
             Outcome::Reply(reply) => self.reply(reply),
             Outcome::Drop(DropReason::TooShort) => self.dropped_too_short.incr(),
@@ -182,6 +256,27 @@ impl WorkerStats {
         totals.tcp_refused_per_client += self.tcp_refused_per_client.get();
         totals.tcp_io_timeouts += self.tcp_io_timeouts.get();
         totals.tcp_idle_timeouts += self.tcp_idle_timeouts.get();
+        totals.cache_hits += self.cache_hits.get();
+        totals.cache_stale_answers += self.cache_stale_answers.get();
+        totals.cache_misses += self.cache_misses.get();
+        totals.cache_refreshes += self.cache_refreshes.get();
+        totals.cache_inserts += self.cache_inserts.get();
+        totals.cache_evictions += self.cache_evictions.get();
+        totals.cache_entries += self.cache_entries.get();
+        totals.cache_bytes += self.cache_bytes.get();
+        totals.upstream_queries += self.upstream_queries.get();
+        totals.upstream_tcp_retries += self.upstream_tcp_retries.get();
+        totals.upstream_timeouts += self.upstream_timeouts.get();
+        totals.upstream_errors += self.upstream_errors.get();
+        totals.upstream_bad_answers += self.upstream_bad_answers.get();
+        totals.upstream_mismatched_id += self.upstream_mismatched_id.get();
+        totals.upstream_mismatched_question += self.upstream_mismatched_question.get();
+        totals.upstream_probes += self.upstream_probes.get();
+        totals.upstreams_marked_down += self.upstreams_marked_down.get();
+        totals.forward_merged += self.forward_merged.get();
+        totals.forward_busy += self.forward_busy.get();
+        totals.forward_failures += self.forward_failures.get();
+        totals.stub_loops_dropped += self.stub_loops_dropped.get();
     }
 }
 
@@ -217,6 +312,11 @@ impl RateLimitedWarning {
 mod tests {
     use super::*;
 
+    fn query(stats: &WorkerStats, transport: Transport, outcome: &Outcome) {
+        stats.received(transport);
+        stats.outcome(outcome);
+    }
+
     fn reply(code: u16) -> Outcome {
         Outcome::Reply(Reply {
             len: 12,
@@ -231,9 +331,10 @@ mod tests {
     fn replies_are_counted_by_rcode_and_transport() {
         let stats = WorkerStats::default();
         for code in [0, 1, 2, 3, 4, 5, 16, 9] {
-            stats.query(Transport::Udp, &reply(code));
+            query(&stats, Transport::Udp, &reply(code));
         }
-        stats.query(
+        query(
+            &stats,
             Transport::Tcp,
             &Outcome::Reply(Reply {
                 len: 12,
@@ -243,8 +344,8 @@ mod tests {
                 trailing: true,
             }),
         );
-        stats.query(Transport::Udp, &Outcome::Drop(DropReason::TooShort));
-        stats.query(Transport::Tcp, &Outcome::Drop(DropReason::Response));
+        query(&stats, Transport::Udp, &Outcome::Drop(DropReason::TooShort));
+        query(&stats, Transport::Tcp, &Outcome::Drop(DropReason::Response));
         let mut t = Totals::default();
         stats.add_to(&mut t);
         assert_eq!((t.queries_udp, t.queries_tcp), (9, 2));

@@ -1,6 +1,6 @@
 //! DNS over TCP (RFC 7766) inside a worker's event loop.
 //!
-//! Each worker owns a listener and its connections. Everything is non-blocking and bounded so
+//! Each worker owns a listener per listening address and its connections. Everything is non-blocking and bounded so
 //! that no client can hold up the worker's UDP traffic or other connections:
 //! - messages are framed by a 2-byte length and answered in arrival order as soon as each is
 //!   complete, several per connection (pipelining);
@@ -17,6 +17,7 @@
 //! connection.
 
 use crate::answer::{answer, Context, Outcome, Transport};
+use crate::forward::{Answered, Client, Resolver};
 use crate::snapshot::Snapshot;
 use crate::stats::{RateLimitedWarning, WorkerStats};
 use crate::wire::types::MAX_MESSAGE_LEN;
@@ -55,10 +56,11 @@ impl Default for TcpConfig {
     }
 }
 
-/// The token of a worker's listener; connections follow it.
-pub(crate) const LISTENER: Token = Token(2);
+/// The token of a worker's first listener; the others follow it. Far above any connection's
+/// token, which counts up from [`FIRST_CONNECTION`].
+const LISTENER_BASE: usize = 1 << (usize::BITS - 3);
 /// Token of the first connection slot.
-const FIRST_CONNECTION: usize = LISTENER.0 + 1;
+const FIRST_CONNECTION: usize = 3;
 
 /// Pending reply bytes above which a connection's further queries wait for the client to read.
 /// One reply of maximum size always fits on top, so the buffer stays below 128 KiB.
@@ -80,9 +82,9 @@ const MAX_SWEEP: Duration = Duration::from_millis(100);
 /// Length of the TCP framing prefix.
 const PREFIX_LEN: usize = 2;
 
-/// A worker's TCP side: its listener and its connections.
+/// A worker's TCP side: its listeners and its connections.
 pub(crate) struct TcpServer {
-    listener: TcpListener,
+    listeners: Vec<TcpListener>,
     config: TcpConfig,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
@@ -92,13 +94,16 @@ pub(crate) struct TcpServer {
     ready: Vec<usize>,
     /// The list being worked through in the current turn (kept to reuse its allocation).
     serving: Vec<usize>,
-    listener_ready: bool,
+    listener_ready: Vec<bool>,
     accept_paused_until: Option<Instant>,
     /// Reply buffer: a length prefix and a message of the largest size.
     scratch: Box<[u8]>,
     next_sweep: Instant,
     sweep_every: Duration,
     accept_warning: RateLimitedWarning,
+    /// Number given to the next connection, so that a late answer for a connection that has
+    /// since closed is not delivered to the one that took its slot.
+    next_serial: u64,
 }
 
 /// Per-turn facts a connection needs to answer its queries.
@@ -111,6 +116,8 @@ pub(crate) struct Turn<'a> {
     pub(crate) rotation: &'a mut u32,
     /// The time of this turn.
     pub(crate) now: Instant,
+    /// The worker's forwarding side, if it forwards.
+    pub(crate) resolver: Option<&'a mut Resolver>,
 }
 
 /// What to do with a connection after serving it.
@@ -124,10 +131,11 @@ enum Next {
 }
 
 impl TcpServer {
-    pub(crate) fn new(listener: TcpListener, config: TcpConfig, now: Instant) -> TcpServer {
+    pub(crate) fn new(listeners: Vec<TcpListener>, config: TcpConfig, now: Instant) -> TcpServer {
         let sweep_every = (config.io_timeout / 4).clamp(MIN_SWEEP, MAX_SWEEP);
         TcpServer {
-            listener,
+            listener_ready: vec![true; listeners.len()],
+            listeners,
             config,
             conns: Vec::new(),
             free: Vec::new(),
@@ -135,24 +143,51 @@ impl TcpServer {
             per_client: HashMap::new(),
             ready: Vec::new(),
             serving: Vec::new(),
-            listener_ready: true,
             accept_paused_until: None,
             scratch: vec![0; PREFIX_LEN + MAX_MESSAGE_LEN].into_boxed_slice(),
             next_sweep: now + sweep_every,
             sweep_every,
             accept_warning: RateLimitedWarning::default(),
+            next_serial: 0,
         }
     }
 
-    /// Registers the listener in the worker's poll.
+    /// Queues a reply that was waiting for an upstream on connection slot `conn`, if it still
+    /// holds connection number `serial`; it is written on the connection's next turn.
+    pub(crate) fn deliver(&mut self, conn: usize, serial: u64, reply: &[u8], now: Instant) {
+        let Some(Some(c)) = self.conns.get_mut(conn) else {
+            return;
+        };
+        if c.serial != serial {
+            return;
+        }
+        let len = reply.len().min(MAX_MESSAGE_LEN);
+        c.output.extend_from_slice(&(len as u16).to_be_bytes());
+        c.output.extend_from_slice(&reply[..len]);
+        c.outstanding = c.outstanding.saturating_sub(1);
+        c.last_active = now;
+        if !c.queued {
+            c.queued = true;
+            self.ready.push(conn);
+        }
+    }
+
+    /// Registers the listeners in the worker's poll.
     pub(crate) fn register(&mut self, registry: &Registry) -> io::Result<()> {
-        registry.register(&mut self.listener, LISTENER, Interest::READABLE)
+        for (i, listener) in self.listeners.iter_mut().enumerate() {
+            registry.register(listener, Token(LISTENER_BASE + i), Interest::READABLE)?;
+        }
+        Ok(())
     }
 
     /// Notes a readiness event for the listener or a connection; other tokens are ignored.
     pub(crate) fn on_event(&mut self, token: Token) {
-        if token == LISTENER {
-            self.listener_ready = self.accept_paused_until.is_none();
+        if let Some(ready) = token
+            .0
+            .checked_sub(LISTENER_BASE)
+            .and_then(|i| self.listener_ready.get_mut(i))
+        {
+            *ready = self.accept_paused_until.is_none();
             return;
         }
         let Some(idx) = token.0.checked_sub(FIRST_CONNECTION) else {
@@ -168,7 +203,7 @@ impl TcpServer {
 
     /// Whether work is waiting that needs no readiness event to continue.
     pub(crate) fn has_work(&self) -> bool {
-        self.listener_ready || !self.ready.is_empty()
+        self.listener_ready.contains(&true) || !self.ready.is_empty()
     }
 
     /// When the poll loop must wake up next for the timeout sweep, if anything can time out.
@@ -179,8 +214,10 @@ impl TcpServer {
     /// Accepts waiting connections and serves the connections with work, each within its
     /// budget.
     pub(crate) fn turn(&mut self, registry: &Registry, turn: &mut Turn<'_>) {
-        if self.listener_ready {
-            self.listener_ready = self.accept(registry, turn.stats, turn.now);
+        for i in 0..self.listeners.len() {
+            if self.listener_ready[i] {
+                self.listener_ready[i] = self.accept(i, registry, turn.stats, turn.now);
+            }
         }
         let mut serving = std::mem::take(&mut self.serving);
         std::mem::swap(&mut serving, &mut self.ready);
@@ -210,7 +247,7 @@ impl TcpServer {
         self.next_sweep = now + self.sweep_every;
         if self.accept_paused_until.is_some_and(|until| now >= until) {
             self.accept_paused_until = None;
-            self.listener_ready = true;
+            self.listener_ready.fill(true);
         }
         let idle = self.idle_timeout();
         let io = self.config.io_timeout;
@@ -240,9 +277,9 @@ impl TcpServer {
     }
 
     /// Accepts up to a turn's worth of connections; returns whether more may be waiting.
-    fn accept(&mut self, registry: &Registry, stats: &WorkerStats, now: Instant) -> bool {
+    fn accept(&mut self, listener: usize, registry: &Registry, stats: &WorkerStats, now: Instant) -> bool {
         for _ in 0..ACCEPTS_PER_TURN {
-            match self.listener.accept() {
+            match self.listeners[listener].accept() {
                 Ok((stream, peer)) => self.admit(registry, stream, peer, stats, now),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted) => {}
@@ -295,7 +332,8 @@ impl TcpServer {
         }
         // Replies are written whole; coalescing them with later ones only adds latency.
         let _ = stream.set_nodelay(true);
-        self.conns[idx] = Some(Conn::new(stream, client, now));
+        self.next_serial += 1;
+        self.conns[idx] = Some(Conn::new(stream, client, idx, self.next_serial, now));
         self.active += 1;
         *self.per_client.entry(client).or_insert(0) += 1;
         stats.tcp_accepted.incr();
@@ -326,6 +364,12 @@ fn keepalive(idle: Duration) -> u16 {
 struct Conn {
     stream: TcpStream,
     client: IpAddr,
+    /// Its slot in the server's table.
+    slot: usize,
+    /// Its connection number.
+    serial: u64,
+    /// Queries forwarded upstream whose answers have not come back yet.
+    outstanding: u32,
     /// Received bytes are `input[in_start..in_end]`; the rest of `input` is free room.
     input: Vec<u8>,
     in_start: usize,
@@ -346,10 +390,13 @@ struct Conn {
 }
 
 impl Conn {
-    fn new(stream: TcpStream, client: IpAddr, now: Instant) -> Conn {
+    fn new(stream: TcpStream, client: IpAddr, slot: usize, serial: u64, now: Instant) -> Conn {
         Conn {
             stream,
             client,
+            slot,
+            serial,
+            outstanding: 0,
             input: vec![0; INITIAL_INPUT_LEN],
             in_start: 0,
             in_end: 0,
@@ -399,7 +446,7 @@ impl Conn {
                 return Next::Again;
             }
             if self.eof {
-                return if self.pending_output() == 0 {
+                return if self.pending_output() == 0 && self.outstanding == 0 {
                     Next::Close
                 } else {
                     Next::Wait
@@ -426,8 +473,32 @@ impl Conn {
             keepalive,
         };
         *turn.rotation = turn.rotation.wrapping_add(1);
-        let outcome = answer(&self.input[message], turn.snapshot, &ctx, &mut scratch[PREFIX_LEN..]);
-        turn.stats.query(Transport::Tcp, &outcome);
+        let query = &self.input[message];
+        let out = &mut scratch[PREFIX_LEN..];
+        turn.stats.received(Transport::Tcp);
+        let outcome = match turn.resolver.as_deref_mut() {
+            Some(resolver) => {
+                let client = Client::Tcp {
+                    conn: self.slot,
+                    serial: self.serial,
+                    peer: self.client,
+                };
+                match resolver.answer(query, turn.snapshot, &ctx, client, turn.now, out) {
+                    Answered::Now(outcome) => outcome,
+                    Answered::Later => {
+                        self.outstanding += 1;
+                        self.last_active = turn.now;
+                        return;
+                    }
+                    Answered::Dropped => {
+                        self.last_active = turn.now;
+                        return;
+                    }
+                }
+            }
+            None => answer(query, turn.snapshot, &ctx, out),
+        };
+        turn.stats.outcome(&outcome);
         if let Outcome::Reply(reply) = outcome {
             let len = reply.len.min(MAX_MESSAGE_LEN);
             scratch[..PREFIX_LEN].copy_from_slice(&(len as u16).to_be_bytes());
@@ -509,9 +580,10 @@ impl Conn {
         Ok(())
     }
 
-    /// Nothing received, nothing to send: only the idle timeout applies.
+    /// Nothing received, nothing to send, nothing awaited upstream: only the idle timeout
+    /// applies.
     fn is_idle(&self) -> bool {
-        self.in_start == self.in_end && self.pending_output() == 0
+        self.in_start == self.in_end && self.pending_output() == 0 && self.outstanding == 0
     }
 }
 

@@ -1,13 +1,16 @@
-//! The per-core workers: each one a thread with its own UDP socket, TCP listener and mio poll,
-//! answering from the published snapshot.
+//! The per-core workers: each one a thread with its own UDP sockets, TCP listeners (one of each
+//! per listening address), upstream sockets and mio poll, answering from the published snapshot
+//! and, for names outside the zones, from its cache and upstreams.
 //!
-//! A worker's loop: wait for readiness (or for the next TCP timeout), then receive UDP
-//! datagrams a batch at a time, answer the batch from one snapshot load into preallocated reply
-//! slots, send the replies with one call, and give TCP its turn. Each kind of work has a budget
-//! per turn; when a budget runs out the loop polls without waiting instead of sleeping, so
-//! nothing starves and edge-triggered readiness is never lost.
+//! A worker's loop: wait for readiness (or for the next TCP or upstream timeout), then receive
+//! UDP datagrams a batch at a time, answer the batch from one snapshot load into preallocated
+//! reply slots, send the replies with one call, read upstream answers and send the replies that
+//! waited for them, and give TCP its turn. Each kind of work has a budget per turn; when a
+//! budget runs out the loop polls without waiting instead of sleeping, so nothing starves and
+//! edge-triggered readiness is never lost.
 
 use crate::answer::{answer, Context, Outcome, Transport};
+use crate::forward::{Answered, Client, ForwardConfig, Resolver};
 use crate::io::{Datagrams, KernelUdp, PacketIo};
 use crate::snapshot::{Snapshot, SnapshotCell};
 use crate::stats::{RateLimitedWarning, Totals, WorkerStats};
@@ -25,8 +28,10 @@ use std::time::{Duration, Instant};
 
 pub use crate::tcp::TcpConfig;
 
-/// Token of a worker's UDP socket.
-const UDP: Token = Token(0);
+/// Token of a worker's first UDP socket; the sockets of further listening addresses follow.
+/// Apart from connection tokens (counting up from 3) and the listeners' and upstream sockets'
+/// (higher still).
+const UDP_BASE: usize = 1 << (usize::BITS - 4);
 /// Token of the waker that tells a worker to stop.
 const WAKER: Token = Token(1);
 
@@ -58,10 +63,20 @@ pub struct ServerConfig {
     pub tcp: TcpConfig,
 }
 
-/// The running data plane: worker threads answering on one address until shut down.
+/// What a server does beyond answering on one address: more listening addresses (a node-local
+/// cache on a link-local address and a cluster IP), and forwarding with a cache.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Further addresses to serve UDP and TCP on, beside [`ServerConfig::addr`].
+    pub extra_addrs: Vec<SocketAddr>,
+    /// Forwarding of names outside the zones; `None` (or no upstream) answers them REFUSED.
+    pub forward: Option<ForwardConfig>,
+}
+
+/// The running data plane: worker threads answering on its addresses until shut down.
 #[derive(Debug)]
 pub struct Server {
-    local_addr: SocketAddr,
+    local_addrs: Vec<SocketAddr>,
     stats: Vec<Arc<WorkerStats>>,
     wakers: Vec<Waker>,
     stop: Arc<AtomicBool>,
@@ -70,41 +85,78 @@ pub struct Server {
 
 impl Server {
     /// Binds every socket before returning (so bind errors surface to the caller), then
-    /// spawns the worker threads.
+    /// spawns the worker threads. Names outside the zones are REFUSED.
     pub fn start(config: ServerConfig, snapshots: SnapshotCell) -> io::Result<Server> {
+        Server::start_with(config, Options::default(), snapshots)
+    }
+
+    /// As [`Server::start`], with more listening addresses and forwarding.
+    pub fn start_with(config: ServerConfig, options: Options, snapshots: SnapshotCell) -> io::Result<Server> {
         let cores = core_affinity::get_core_ids().unwrap_or_default();
         let count = match config.workers {
             0 if !cores.is_empty() => cores.len(),
             0 => std::thread::available_parallelism().map_or(1, usize::from),
             n => n,
         };
-        let (local_addr, sockets) = bind_all(config.addr, count)?;
+        let mut addrs = vec![config.addr];
+        addrs.extend(options.extra_addrs.iter().copied());
+        let mut local_addrs = Vec::with_capacity(addrs.len());
+        let mut per_worker: Vec<Vec<(std::net::UdpSocket, std::net::TcpListener)>> =
+            (0..count).map(|_| Vec::with_capacity(addrs.len())).collect();
+        for addr in addrs {
+            let (bound, sockets) = bind_all(addr, count)?;
+            local_addrs.push(bound);
+            for (worker, pair) in per_worker.iter_mut().zip(sockets) {
+                worker.push(pair);
+            }
+        }
+        let forward = options.forward.as_ref().filter(|f| f.is_enabled());
+        let now = Instant::now();
+        let health = forward.map(|f| f.health(now));
         let stop = Arc::new(AtomicBool::new(false));
         let mut workers = Vec::with_capacity(count);
         let mut wakers = Vec::with_capacity(count);
         let mut stats = Vec::with_capacity(count);
-        let now = Instant::now();
-        for (udp, listener) in sockets {
+        for sockets in per_worker {
             let poll = Poll::new()?;
             wakers.push(Waker::new(poll.registry(), WAKER)?);
-            let mut io = KernelUdp::new(udp)?;
-            poll.registry().register(&mut io, UDP, Interest::READABLE)?;
-            listener.set_nonblocking(true)?;
-            let mut tcp = TcpServer::new(TcpListener::from_std(listener), config.tcp, now);
+            let mut ios = Vec::with_capacity(sockets.len());
+            let mut listeners = Vec::with_capacity(sockets.len());
+            for (i, (udp, listener)) in sockets.into_iter().enumerate() {
+                let mut io = KernelUdp::new(udp)?;
+                poll.registry()
+                    .register(&mut io, Token(UDP_BASE + i), Interest::READABLE)?;
+                ios.push(io);
+                listener.set_nonblocking(true)?;
+                listeners.push(TcpListener::from_std(listener));
+            }
+            let mut tcp = TcpServer::new(listeners, config.tcp, now);
             tcp.register(poll.registry())?;
             let worker_stats = Arc::new(WorkerStats::default());
             stats.push(Arc::clone(&worker_stats));
+            let resolver = match (forward, &health) {
+                (Some(f), Some(health)) => Some(Resolver::new(
+                    f,
+                    count,
+                    health,
+                    poll.registry(),
+                    Arc::clone(&worker_stats),
+                )?),
+                _ => None,
+            };
             workers.push(Worker::new(
                 poll,
-                io,
+                ios,
                 tcp,
+                resolver,
                 Cache::new(Arc::clone(&snapshots)),
                 worker_stats,
                 Arc::clone(&stop),
             ));
         }
+        let local_addr = local_addrs[0];
         let mut server = Server {
-            local_addr,
+            local_addrs,
             stats,
             wakers,
             stop,
@@ -128,13 +180,24 @@ impl Server {
                 })?;
             server.threads.push(thread);
         }
-        tracing::info!(addr = %local_addr, workers = count, pinned = config.pin, "data plane serving");
+        tracing::info!(
+            addr = %local_addr,
+            workers = count,
+            pinned = config.pin,
+            forwarding = forward.is_some(),
+            "data plane serving"
+        );
         Ok(server)
     }
 
-    /// The address actually bound (with the port the kernel chose when asked for port 0).
+    /// The first address actually bound (with the port the kernel chose when asked for port 0).
     pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
+        self.local_addrs[0]
+    }
+
+    /// Every address bound, in the order given.
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.local_addrs
     }
 
     /// Every worker's counters, summed now.
@@ -201,11 +264,16 @@ fn bind_once(addr: SocketAddr, count: usize) -> io::Result<(SocketAddr, Sockets)
     Ok((bound, sockets))
 }
 
-/// One worker: its poll, its packet path, its TCP side, its reusable buffers.
+/// One worker: its poll, its packet paths (one per listening address), its TCP side, its
+/// forwarding side, its reusable buffers.
 struct Worker<P: PacketIo> {
     poll: Poll,
-    io: P,
+    io: Vec<P>,
+    udp_ready: Vec<bool>,
     tcp: TcpServer,
+    resolver: Option<Resolver>,
+    /// Replies that waited for an upstream, per listening socket.
+    late: Vec<Datagrams>,
     snapshots: Cache<SnapshotCell, Arc<Snapshot>>,
     stats: Arc<WorkerStats>,
     stop: Arc<AtomicBool>,
@@ -219,16 +287,25 @@ struct Worker<P: PacketIo> {
 impl<P: PacketIo> Worker<P> {
     fn new(
         poll: Poll,
-        io: P,
+        io: Vec<P>,
         tcp: TcpServer,
+        resolver: Option<Resolver>,
         snapshots: Cache<SnapshotCell, Arc<Snapshot>>,
         stats: Arc<WorkerStats>,
         stop: Arc<AtomicBool>,
     ) -> Worker<P> {
+        let late = match resolver {
+            Some(_) => io.iter().map(|_| Datagrams::new(REPLY_SLOT_LEN)).collect(),
+            None => Vec::new(),
+        };
         Worker {
             poll,
+            // Datagrams may have arrived between binding and registering: look before waiting.
+            udp_ready: vec![true; io.len()],
             io,
             tcp,
+            resolver,
+            late,
             snapshots,
             stats,
             stop,
@@ -242,15 +319,19 @@ impl<P: PacketIo> Worker<P> {
 
     fn run(mut self) {
         let mut events = Events::with_capacity(EVENTS_PER_POLL);
-        // Datagrams may have arrived between binding and registering: look before waiting.
-        let mut udp_ready = true;
         loop {
-            let timeout = if udp_ready || self.tcp.has_work() {
+            let busy = self.udp_ready.contains(&true)
+                || self.tcp.has_work()
+                || self.resolver.as_ref().is_some_and(Resolver::has_work);
+            let timeout = if busy {
                 Some(Duration::ZERO)
             } else {
-                self.tcp
-                    .next_deadline()
-                    .map(|at| at.saturating_duration_since(Instant::now()))
+                let upstream = self.resolver.as_ref().and_then(Resolver::next_deadline);
+                let deadline = match (self.tcp.next_deadline(), upstream) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                deadline.map(|at| at.saturating_duration_since(Instant::now()))
             };
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == io::ErrorKind::Interrupted {
@@ -264,34 +345,45 @@ impl<P: PacketIo> Worker<P> {
             }
             for event in &events {
                 match event.token() {
-                    UDP => udp_ready = true,
                     WAKER => {}
-                    token => self.tcp.on_event(token),
+                    token if Resolver::owns(token) => {
+                        if let Some(resolver) = self.resolver.as_mut() {
+                            resolver.on_event(token);
+                        }
+                    }
+                    token => match token.0.checked_sub(UDP_BASE).and_then(|i| self.udp_ready.get_mut(i)) {
+                        Some(ready) => *ready = true,
+                        None => self.tcp.on_event(token),
+                    },
                 }
             }
-            if udp_ready {
-                udp_ready = self.udp_turn();
+            for socket in 0..self.io.len() {
+                if self.udp_ready[socket] {
+                    self.udp_ready[socket] = self.udp_turn(socket);
+                }
             }
             let now = Instant::now();
+            self.resolver_turn(now);
             let mut turn = Turn {
                 snapshot: self.snapshots.load(),
                 stats: &self.stats,
                 rotation: &mut self.rotation,
                 now,
+                resolver: self.resolver.as_mut(),
             };
             self.tcp.turn(self.poll.registry(), &mut turn);
             self.tcp.sweep(self.poll.registry(), &self.stats, now);
         }
     }
 
-    /// Receives and answers up to a turn's worth of batches; returns whether datagrams may
-    /// still be waiting.
-    fn udp_turn(&mut self) -> bool {
+    /// Receives and answers up to a turn's worth of batches on listening socket `socket`;
+    /// returns whether datagrams may still be waiting.
+    fn udp_turn(&mut self, socket: usize) -> bool {
         for _ in 0..UDP_BATCHES_PER_TURN {
-            match self.io.recv(&mut self.queries) {
+            match self.io[socket].recv(&mut self.queries) {
                 Ok(_) => {
                     self.stats.udp_batches.incr();
-                    self.answer_batch();
+                    self.answer_batch(socket);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -307,16 +399,19 @@ impl<P: PacketIo> Worker<P> {
     }
 
     /// Answers every received datagram from one snapshot load and sends the replies at once.
-    fn answer_batch(&mut self) {
+    /// Queries that go upstream are answered later, from [`Worker::resolver_turn`].
+    fn answer_batch(&mut self, socket: usize) {
         let Worker {
             snapshots,
             stats,
             queries,
             replies,
             rotation,
+            resolver,
             ..
         } = self;
         let snapshot = snapshots.load();
+        let now = Instant::now();
         replies.clear();
         for i in 0..queries.len() {
             let Some((query, peer)) = queries.get(i) else {
@@ -329,8 +424,17 @@ impl<P: PacketIo> Worker<P> {
             };
             *rotation = rotation.wrapping_add(1);
             replies.push_with(peer, |out| {
-                let outcome = answer(query, snapshot, &ctx, out);
-                stats.query(Transport::Udp, &outcome);
+                stats.received(Transport::Udp);
+                let outcome = match resolver.as_mut() {
+                    Some(resolver) => {
+                        match resolver.answer(query, snapshot, &ctx, Client::Udp { socket, peer }, now, out) {
+                            Answered::Now(outcome) => outcome,
+                            Answered::Later | Answered::Dropped => return None,
+                        }
+                    }
+                    None => answer(query, snapshot, &ctx, out),
+                };
+                stats.outcome(&outcome);
                 match outcome {
                     Outcome::Reply(reply) => Some(reply.len),
                     Outcome::Drop(_) => None,
@@ -340,13 +444,60 @@ impl<P: PacketIo> Worker<P> {
         if replies.is_empty() {
             return;
         }
-        let report = self.io.send(&self.replies);
-        if report.dropped > 0 {
-            self.stats.udp_send_failures.add(report.dropped as u64);
-            if let Some(suppressed) = self.send_warning.allow(Instant::now()) {
-                let error = report.error.map(|e| e.to_string()).unwrap_or_default();
-                tracing::warn!(%error, dropped = report.dropped, suppressed, "sending UDP replies failed");
+        send(&mut self.io[socket], &self.replies, &self.stats, &mut self.send_warning);
+    }
+
+    /// Lets the resolver read upstream answers and fire its timers, and sends the replies that
+    /// waited for them: UDP ones in batches per listening socket, TCP ones to their connection.
+    fn resolver_turn(&mut self, now: Instant) {
+        let Worker {
+            resolver: Some(resolver),
+            snapshots,
+            tcp,
+            late,
+            io,
+            stats,
+            send_warning,
+            ..
+        } = self
+        else {
+            return;
+        };
+        let snapshot = snapshots.load();
+        resolver.turn(snapshot, now, |client, reply| match client {
+            Client::Udp { socket, peer } => {
+                let (Some(batch), Some(io)) = (late.get_mut(socket), io.get_mut(socket)) else {
+                    return;
+                };
+                if batch.is_full() {
+                    send(io, batch, stats, send_warning);
+                    batch.clear();
+                }
+                batch.push_with(peer, |out| {
+                    let len = reply.len().min(out.len());
+                    out[..len].copy_from_slice(&reply[..len]);
+                    Some(len)
+                });
             }
+            Client::Tcp { conn, serial, .. } => tcp.deliver(conn, serial, reply, now),
+        });
+        for (batch, io) in late.iter_mut().zip(io.iter_mut()) {
+            if !batch.is_empty() {
+                send(io, batch, stats, send_warning);
+                batch.clear();
+            }
+        }
+    }
+}
+
+/// Sends a batch of replies, counting and (rate-limited) logging what the kernel refused.
+fn send<P: PacketIo>(io: &mut P, batch: &Datagrams, stats: &WorkerStats, warning: &mut RateLimitedWarning) {
+    let report = io.send(batch);
+    if report.dropped > 0 {
+        stats.udp_send_failures.add(report.dropped as u64);
+        if let Some(suppressed) = warning.allow(Instant::now()) {
+            let error = report.error.map(|e| e.to_string()).unwrap_or_default();
+            tracing::warn!(%error, dropped = report.dropped, suppressed, "sending UDP replies failed");
         }
     }
 }

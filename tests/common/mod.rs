@@ -34,7 +34,12 @@ impl Skyline {
             .arg("--records")
             .arg(&path)
             .args(["--workers", "2", "--no-pin"]);
-        cmd.args(args).env("NO_COLOR", "1").env("RUST_LOG", "info");
+        // No upstream unless a test names one: the host's resolv.conf must not decide what a
+        // test sees for names outside the domain.
+        cmd.args(args)
+            .env("NO_COLOR", "1")
+            .env("RUST_LOG", "info")
+            .env("SKYLINE_RESOLV_CONF", "/dev/null");
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -206,4 +211,124 @@ pub fn dig(addr: SocketAddr, args: &[&str]) -> Vec<String> {
         .lines()
         .map(str::to_owned)
         .collect()
+}
+
+/// Sends `bytes` as one UDP datagram from a fresh socket and waits up to `wait` for one reply.
+/// `None` means no reply came: what a dropped message looks like from outside.
+pub fn udp_raw(addr: SocketAddr, bytes: &[u8], wait: Duration) -> Option<Vec<u8>> {
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(wait)).unwrap();
+    sock.send_to(bytes, addr).unwrap();
+    let mut buf = vec![0u8; 65535];
+    match sock.recv_from(&mut buf) {
+        Ok((n, _)) => Some(buf[..n].to_vec()),
+        Err(_) => None,
+    }
+}
+
+/// Opens a TCP connection from `local`, any address of 127.0.0.0/8, so that one test can act
+/// as many clients; reads time out after `wait`. Fails when the connection is not set up within
+/// two seconds.
+pub fn tcp_connect_from(local: std::net::Ipv4Addr, addr: SocketAddr, wait: Duration) -> std::io::Result<TcpStream> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let stream = runtime.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind(SocketAddr::from((local, 0)))?;
+        match tokio::time::timeout(Duration::from_secs(2), socket.connect(addr)).await {
+            Ok(connected) => connected?.into_std(),
+            Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
+        }
+    })?;
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(wait))?;
+    Ok(stream)
+}
+
+/// Writes one message with its 2-byte length prefix (RFC 1035 §4.2.2).
+pub fn tcp_send(stream: &mut TcpStream, message: &[u8]) -> std::io::Result<()> {
+    let mut framed = (message.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(message);
+    stream.write_all(&framed)
+}
+
+/// Reads one length-prefixed message; `None` when the connection closed or the read timed out
+/// first.
+pub fn tcp_recv(stream: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut len = [0u8; 2];
+    stream.read_exact(&mut len).ok()?;
+    let mut message = vec![0u8; usize::from(u16::from_be_bytes(len))];
+    stream.read_exact(&mut message).ok()?;
+    Some(message)
+}
+
+/// Whether the peer closed the connection within the stream's read timeout: a read returns end
+/// of file or a reset. Any data arriving first counts as not closed.
+pub fn tcp_closed(stream: &mut TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    match stream.read(&mut byte) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => matches!(
+            e.kind(),
+            std::io::ErrorKind::ConnectionReset
+                | std::io::ErrorKind::ConnectionAborted
+                | std::io::ErrorKind::BrokenPipe
+        ),
+    }
+}
+
+impl Skyline {
+    /// Starts skyline with no records file, its data source chosen by `args` (etcd with
+    /// `--machines`), on 127.0.0.1 with an ephemeral port and two unpinned workers.
+    pub fn start_with(args: &[&str], env: &[(&str, &str)]) -> Skyline {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_skyline"));
+        cmd.arg("--addr")
+            .arg("127.0.0.1:0")
+            .args(["--workers", "2", "--no-pin"]);
+        cmd.args(args).env("NO_COLOR", "1").env("RUST_LOG", "info");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let stderr = child.stderr.take().unwrap();
+        let lines = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(addr) = bound_address(&line) {
+                    let _ = tx.send(addr);
+                }
+                lines.lock().unwrap().push(line);
+            }
+        });
+        let Ok(addr) = rx.recv_timeout(Duration::from_secs(20)) else {
+            let _ = child.kill();
+            panic!(
+                "skyline did not report its address; log:\n{}",
+                log.lock().unwrap().join("\n")
+            );
+        };
+        Skyline { child, addr, dir, log }
+    }
+
+    /// How many log lines so far contain `needle`.
+    pub fn log_count(&self, needle: &str) -> usize {
+        self.log.lock().unwrap().iter().filter(|l| l.contains(needle)).count()
+    }
+}
+
+/// Polls `check` every 20 ms until it holds, failing the test with `what` after `limit`.
+pub fn eventually(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    loop {
+        if check() {
+            return;
+        }
+        if Instant::now() >= deadline {
+            panic!("not within {limit:?}: {what}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

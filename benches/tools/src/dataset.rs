@@ -135,13 +135,7 @@ impl Spec {
                     let name = format!("h{h}.svc{s}.{d}");
                     let mixed: String = name
                         .chars()
-                        .map(|c| {
-                            if rng.one_in(2) {
-                                c.to_ascii_uppercase()
-                            } else {
-                                c
-                            }
-                        })
+                        .map(|c| if rng.one_in(2) { c.to_ascii_uppercase() } else { c })
                         .collect();
                     writeln!(out, "{mixed} A")
                 }
@@ -219,7 +213,10 @@ mod tests {
 
     #[test]
     fn skydns_weights_floor_the_even_share() {
-        assert_eq!([srv_weight(1), srv_weight(3), srv_weight(4), srv_weight(5)], [100, 33, 25, 20]);
+        assert_eq!(
+            [srv_weight(1), srv_weight(3), srv_weight(4), srv_weight(5)],
+            [100, 33, 25, 20]
+        );
     }
 
     #[test]

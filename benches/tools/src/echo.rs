@@ -93,9 +93,7 @@ mod tests {
     fn every_query_sent_once_comes_back_answered() {
         let mut echo = Echo::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
         let addr = echo.local_addr().unwrap();
-        let server = std::thread::spawn(move || {
-            echo.serve(Some(Instant::now() + Duration::from_millis(500)))
-        });
+        let server = std::thread::spawn(move || echo.serve(Some(Instant::now() + Duration::from_millis(500))));
         let queries: Vec<_> = (0..2_000)
             .map(|i| build(&format!("h{i}.svc.skydns.local"), 1, QueryOptions::default()).unwrap())
             .collect();

@@ -108,14 +108,10 @@ impl Histogram {
     /// The non-empty buckets as (lowest value, width, count), in increasing order: enough to
     /// draw the distribution or merge runs later.
     pub fn buckets(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
-        self.counts
-            .iter()
-            .enumerate()
-            .filter(|(_, &c)| c > 0)
-            .map(|(i, &c)| {
-                let (low, width) = bounds(i);
-                (low, width, c)
-            })
+        self.counts.iter().enumerate().filter(|(_, &c)| c > 0).map(|(i, &c)| {
+            let (low, width) = bounds(i);
+            (low, width, c)
+        })
     }
 }
 

@@ -139,13 +139,7 @@ mod tests {
         let mut t = Inflight::new(1);
         let id = t.begin(7, 100).unwrap();
         assert_eq!(t.outstanding(), 1);
-        assert_eq!(
-            t.complete(id),
-            Some(Answered {
-                query: 7,
-                sent_at: 100
-            })
-        );
+        assert_eq!(t.complete(id), Some(Answered { query: 7, sent_at: 100 }));
         assert_eq!(t.complete(id), None);
         assert_eq!(t.outstanding(), 0);
     }

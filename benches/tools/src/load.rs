@@ -161,8 +161,7 @@ pub fn run(config: &Config, queries: &[Query]) -> io::Result<Report> {
     let mut sockets = Vec::with_capacity(config.sockets.max(1));
     for i in 0..config.sockets.max(1) {
         let mut socket = client_socket(config.server)?;
-        poll.registry()
-            .register(&mut socket, Token(i), Interest::READABLE)?;
+        poll.registry().register(&mut socket, Token(i), Interest::READABLE)?;
         sockets.push(socket);
     }
     let longest = queries.iter().map(|q| q.message.len()).max().unwrap_or(0);
@@ -302,24 +301,14 @@ impl State<'_> {
                     let now = self.now();
                     for i in 0..self.replies.len() {
                         if let Some((reply, _)) = self.replies.get(i) {
-                            account(
-                                &mut self.report,
-                                &mut self.inflight,
-                                self.queries,
-                                reply,
-                                now,
-                            );
+                            account(&mut self.report, &mut self.inflight, self.queries, reply, now);
                         }
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(any),
                 // An ICMP error from an earlier send (the server not listening yet): the query
                 // concerned times out on its own.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::Interrupted | io::ErrorKind::ConnectionRefused
-                    ) => {}
+                Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::ConnectionRefused) => {}
                 Err(e) => return Err(e),
             }
         }

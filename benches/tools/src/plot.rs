@@ -27,8 +27,7 @@ impl Distribution {
     pub fn add_csv(&mut self, text: &str) {
         for line in text.lines().skip(1) {
             let mut f = line.split(',').map(|v| v.trim().parse::<u64>());
-            if let (Some(Ok(low)), Some(Ok(width)), Some(Ok(count))) = (f.next(), f.next(), f.next())
-            {
+            if let (Some(Ok(low)), Some(Ok(width)), Some(Ok(count))) = (f.next(), f.next(), f.next()) {
                 *self.buckets.entry((low, width)).or_default() += count;
             }
         }
@@ -136,7 +135,11 @@ pub fn draw(
     let (xmin, xmax, ymin) = points.fold((f64::MAX, 0.0f64, 1.0f64), |(a, b, c), &(x, y)| {
         (a.min(x), b.max(x), c.min(y))
     });
-    let (xmin, xmax) = if xmax > 0.0 { (xmin * 0.8, xmax * 1.25) } else { (1.0, 1e4) };
+    let (xmin, xmax) = if xmax > 0.0 {
+        (xmin * 0.8, xmax * 1.25)
+    } else {
+        (1.0, 1e4)
+    };
     let mut chart = ChartBuilder::on(&bottom)
         .caption(curves_caption, ("sans-serif", 16))
         .margin(12)

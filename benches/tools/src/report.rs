@@ -151,16 +151,16 @@ pub fn medians(runs: &Table) -> BTreeMap<Key, Medians> {
         .collect()
 }
 
-/// Callgrind results: (server, mix) → user-space instructions per answered query, the median
-/// over repetitions.
-pub fn instructions(callgrind: &Table) -> BTreeMap<(String, String), f64> {
+/// Counts per answered query by (server, mix) from rows of `server,mix,<column>,answered` —
+/// callgrind's instructions, or syscalls — the median over repetitions.
+pub fn per_query(table: &Table, column: &str) -> BTreeMap<(String, String), f64> {
     let mut groups: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
-    for r in callgrind.records() {
+    for r in table.records() {
         let key = (r.text("server").to_string(), r.text("mix").to_string());
         groups
             .entry(key)
             .or_default()
-            .push(r.number("instructions") / r.number("answered"));
+            .push(r.number(column) / r.number("answered"));
     }
     groups.into_iter().map(|(k, v)| (k, median(v))).collect()
 }
@@ -200,6 +200,8 @@ pub struct Inputs {
     pub medians: BTreeMap<Key, Medians>,
     /// Callgrind instructions per query by (server, mix).
     pub instructions: BTreeMap<(String, String), f64>,
+    /// Syscalls per query by (server, mix).
+    pub syscalls: BTreeMap<(String, String), f64>,
     /// Whether the data plane's zero-allocation tests passed, when they were run.
     pub allocations: Option<bool>,
 }
@@ -341,13 +343,20 @@ pub fn markdown(inputs: &Inputs) -> String {
             cell(vs_peer, 3),
         );
     }
-    if !instructions.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n### User-space instructions per answered query (callgrind)\n\n| server | mix | instructions/query |\n|---|---|---|"
-        );
-        for ((server, mix), v) in instructions {
-            let _ = writeln!(out, "| {server} | {mix} | {} |", cell(*v, 0));
+    for (title, counts, decimals) in [
+        (
+            "User-space instructions per answered query (callgrind)",
+            instructions,
+            0,
+        ),
+        ("Syscalls per answered query (perf, peak load)", &inputs.syscalls, 3),
+    ] {
+        if counts.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n### {title}\n\n| server | mix | per query |\n|---|---|---|");
+        for ((server, mix), v) in counts {
+            let _ = writeln!(out, "| {server} | {mix} | {} |", cell(*v, decimals));
         }
     }
     let _ = writeln!(out, "\n### Targets\n\n| target | measured | met |\n|---|---|---|");
@@ -365,29 +374,30 @@ pub fn markdown(inputs: &Inputs) -> String {
 /// The summary as JSON, for tools that track results over time.
 pub fn json(inputs: &Inputs) -> serde_json::Value {
     let (medians, instructions) = (&inputs.medians, &inputs.instructions);
-    let number = |v: f64| {
-        serde_json::Number::from_f64(v).map_or(serde_json::Value::Null, serde_json::Value::Number)
-    };
+    let number = |v: f64| serde_json::Number::from_f64(v).map_or(serde_json::Value::Null, serde_json::Value::Number);
     let groups: Vec<_> = medians
         .iter()
         .map(|(k, m)| {
-            let values: serde_json::Map<_, _> =
-                m.values.iter().map(|(n, v)| (n.clone(), number(*v))).collect();
+            let values: serde_json::Map<_, _> = m.values.iter().map(|(n, v)| (n.clone(), number(*v))).collect();
             serde_json::json!({
                 "mode": k.mode, "mix": k.mix, "generator": k.generator, "server": k.server,
                 "runs": m.runs, "medians": values,
             })
         })
         .collect();
-    let ins: Vec<_> = instructions
-        .iter()
-        .map(|((server, mix), v)| serde_json::json!({"server": server, "mix": mix, "per_query": number(*v)}))
-        .collect();
+    let per_query = |counts: &BTreeMap<(String, String), f64>| -> Vec<serde_json::Value> {
+        counts
+            .iter()
+            .map(|((server, mix), v)| serde_json::json!({"server": server, "mix": mix, "per_query": number(*v)}))
+            .collect()
+    };
+    let ins = per_query(instructions);
+    let syscalls = per_query(&inputs.syscalls);
     let targets: Vec<_> = verdicts(inputs)
         .into_iter()
         .map(|v| serde_json::json!({"target": v.target, "measured": v.measured, "met": v.met}))
         .collect();
-    serde_json::json!({"groups": groups, "instructions": ins, "targets": targets})
+    serde_json::json!({"groups": groups, "instructions": ins, "syscalls": syscalls, "targets": targets})
 }
 
 #[cfg(test)]
@@ -425,7 +435,14 @@ paced,1,a,loadgen,knot,120000,120000,1,0,1,1,100,1,nan,,
     fn targets_are_judged_from_ratios_of_medians() {
         let inputs = Inputs {
             medians: medians(&Table::parse(RUNS)),
-            instructions: instructions(&Table::parse("server,mix,instructions,answered\nskyline,a,900000,1000\n")),
+            instructions: per_query(
+                &Table::parse("server,mix,instructions,answered\nskyline,a,900000,1000\n"),
+                "instructions",
+            ),
+            syscalls: per_query(
+                &Table::parse("server,mix,syscalls,answered\nknot,a,30,100\n"),
+                "syscalls",
+            ),
             allocations: Some(true),
         };
         let met: Vec<_> = verdicts(&inputs).iter().map(|v| v.met).collect();
@@ -433,10 +450,20 @@ paced,1,a,loadgen,knot,120000,120000,1,0,1,1,100,1,nan,,
         // instructions, no allocations, p99 0.8 x knot.
         assert_eq!(
             met,
-            [Some(true), Some(true), None, None, Some(true), Some(true), Some(true), Some(true)]
+            [
+                Some(true),
+                Some(true),
+                None,
+                None,
+                Some(true),
+                Some(true),
+                Some(true),
+                Some(true)
+            ]
         );
         let md = markdown(&inputs);
         assert!(md.contains("| a | loadgen | skyline | 3 | 190000 | 0.950 | 1.267 |"));
+        assert!(md.contains("| knot | a | 0.300 |"));
         assert_eq!(json(&inputs)["targets"].as_array().unwrap().len(), 8);
     }
 }

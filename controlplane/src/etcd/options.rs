@@ -114,10 +114,7 @@ impl EtcdOptions {
             _ => return Err(OptionsError::HalfCredentials),
         }
         let identity = match (&self.tls_pem, &self.tls_key) {
-            (Some(pem), Some(key)) => Some(Identity::from_pem(
-                read("--tls-pem", pem)?,
-                read("--tls-key", key)?,
-            )),
+            (Some(pem), Some(key)) => Some(Identity::from_pem(read("--tls-pem", pem)?, read("--tls-key", key)?)),
             (None, None) => None,
             _ => return Err(OptionsError::HalfIdentity),
         };
@@ -183,17 +180,26 @@ mod tests {
 
     #[test]
     fn incomplete_or_inconsistent_settings_are_refused() {
-        assert!(matches!(options(&[" "]).connect_options(), Err(OptionsError::NoEndpoints)));
+        assert!(matches!(
+            options(&[" "]).connect_options(),
+            Err(OptionsError::NoEndpoints)
+        ));
         let half_user = EtcdOptions {
             username: Some("root".into()),
             ..options(&["http://127.0.0.1:2379"])
         };
-        assert!(matches!(half_user.connect_options(), Err(OptionsError::HalfCredentials)));
+        assert!(matches!(
+            half_user.connect_options(),
+            Err(OptionsError::HalfCredentials)
+        ));
         let half_identity = EtcdOptions {
             tls_key: Some("/nonexistent/key.pem".into()),
             ..options(&["https://127.0.0.1:2379"])
         };
-        assert!(matches!(half_identity.connect_options(), Err(OptionsError::HalfIdentity)));
+        assert!(matches!(
+            half_identity.connect_options(),
+            Err(OptionsError::HalfIdentity)
+        ));
         assert!(matches!(
             options(&["https://127.0.0.1:2379"]).connect_options(),
             Err(OptionsError::NoCertificateAuthority { .. })

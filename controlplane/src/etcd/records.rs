@@ -11,14 +11,6 @@ use std::sync::Arc;
 pub(super) struct Records(Arc<Vec<(String, Service)>>);
 
 impl Records {
-    /// A table from records in any order; a key given twice keeps its last record.
-    pub(super) fn from_unsorted(mut records: Vec<(String, Service)>) -> Records {
-        records.reverse();
-        records.sort_by(|a, b| a.0.cmp(&b.0));
-        records.dedup_by(|later, earlier| later.0 == earlier.0);
-        Records(Arc::new(records))
-    }
-
     /// The table as the snapshot builder takes it, shared with the build.
     pub(super) fn shared(&self) -> Arc<Vec<(String, Service)>> {
         Arc::clone(&self.0)
@@ -27,11 +19,6 @@ impl Records {
     /// Number of records.
     pub(super) fn len(&self) -> usize {
         self.0.len()
-    }
-
-    /// The record at `key`.
-    pub(super) fn get(&self, key: &str) -> Option<&Service> {
-        self.find(key).ok().map(|i| &self.0[i].1)
     }
 
     /// Sets the record at `key`; true when that changed anything.
@@ -104,15 +91,22 @@ mod tests {
         r.0.iter().map(|(k, _)| k.as_str()).collect()
     }
 
+    fn table(keys: &[&str]) -> Records {
+        let mut r = Records::default();
+        for k in keys {
+            r.upsert(k, Service::default());
+        }
+        r
+    }
+
     #[test]
     fn changes_keep_key_order_and_report_whether_anything_changed() {
-        let mut r = Records::from_unsorted(vec![
-            ("/skydns/b".into(), host("10.0.0.2")),
-            ("/skydns/a".into(), host("10.0.0.1")),
-            ("/skydns/b".into(), host("10.0.0.3")),
-        ]);
+        let mut r = Records::default();
+        assert!(r.upsert("/skydns/b", host("10.0.0.2")));
+        assert!(r.upsert("/skydns/a", host("10.0.0.1")));
+        assert!(r.upsert("/skydns/b", host("10.0.0.3")));
         assert_eq!(keys(&r), ["/skydns/a", "/skydns/b"]);
-        assert_eq!(r.get("/skydns/b").unwrap().host, "10.0.0.3", "the last of duplicates wins");
+        assert_eq!(r.0[1].1.host, "10.0.0.3");
         assert!(r.upsert("/skydns/ab", host("10.0.0.4")));
         assert!(!r.upsert("/skydns/ab", host("10.0.0.4")));
         assert!(r.upsert("/skydns/ab", host("10.0.0.5")));
@@ -127,12 +121,7 @@ mod tests {
 
     #[test]
     fn a_prefix_selects_one_contiguous_run() {
-        let r = Records::from_unsorted(
-            ["/skydns/a/x", "/skydns/a/y", "/skydns/a0", "/skydns/b", "/skydns/a"]
-                .iter()
-                .map(|k| (k.to_string(), Service::default()))
-                .collect(),
-        );
+        let r = table(&["/skydns/a/x", "/skydns/a/y", "/skydns/a0", "/skydns/b", "/skydns/a"]);
         let run: Vec<_> = r.with_prefix("/skydns/a/").iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(run, ["/skydns/a/x", "/skydns/a/y"]);
         assert!(r.with_prefix("/skydns/c/").is_empty());
@@ -140,10 +129,11 @@ mod tests {
 
     #[test]
     fn a_build_holding_the_table_keeps_its_version() {
-        let mut r = Records::from_unsorted(vec![("/skydns/a".into(), host("10.0.0.1"))]);
+        let mut r = Records::default();
+        r.upsert("/skydns/a", host("10.0.0.1"));
         let held = r.shared();
         r.upsert("/skydns/a", host("10.0.0.2"));
         assert_eq!(held[0].1.host, "10.0.0.1");
-        assert_eq!(r.get("/skydns/a").unwrap().host, "10.0.0.2");
+        assert_eq!(r.0[0].1.host, "10.0.0.2");
     }
 }

@@ -148,7 +148,6 @@ struct Built {
 
 /// The etcd v3 source: SkyDNS records under `/<prefix>/` in etcd, mirrored by a range read and a
 /// watch into snapshots published on a [`SnapshotCell`].
-#[derive(Debug)]
 pub struct EtcdSource {
     endpoints: Vec<String>,
     connect: ConnectOptions,
@@ -180,6 +179,19 @@ pub struct EtcdSource {
     /// Restart-only settings already reported as changed.
     restart_pending: Vec<&'static str>,
     stubs: (Vec<StubZone>, Vec<Unusable>),
+}
+
+impl std::fmt::Debug for EtcdSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdSource")
+            .field("endpoints", &self.endpoints)
+            .field("below", &self.below)
+            .field("connected", &self.client.is_some())
+            .field("records", &self.state.as_ref().map(|s| s.records.len()))
+            .field("revision", &self.state.as_ref().map(|s| s.revision))
+            .field("health", &self.health)
+            .finish_non_exhaustive()
+    }
 }
 
 impl EtcdSource {

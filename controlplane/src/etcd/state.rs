@@ -132,7 +132,12 @@ impl State {
     pub(super) fn put(&mut self, put: Put<'_>, health: &SourceHealth) -> Changed {
         self.revision = self.revision.max(put.mod_revision);
         let Ok(key) = std::str::from_utf8(put.key) else {
-            self.reject(&String::from_utf8_lossy(put.key), put.mod_revision, ValueError::KeyNotUtf8, health);
+            self.reject(
+                &String::from_utf8_lossy(put.key),
+                put.mod_revision,
+                ValueError::KeyNotUtf8,
+                health,
+            );
             return Changed::Nothing;
         };
         if key == self.config_key {
@@ -320,7 +325,11 @@ mod tests {
         s.put(put("/skydns/test/b", r#"{"port":"80"}"#, 0, 2), &health);
         assert_eq!(s.records.len(), 0, "the bad value at a took the good one's place");
         assert_eq!(s.rejected_count(), 5);
-        assert_eq!(health.rejections(), 5, "the repeated put of b at the same revision was not counted");
+        assert_eq!(
+            health.rejections(),
+            5,
+            "the repeated put of b at the same revision was not counted"
+        );
         let rejected = s.take_rejected();
         let mut resync = State::new("skydns", rejected);
         resync.put(put("/skydns/test/b", r#"{"port":"80"}"#, 0, 2), &health);
@@ -361,9 +370,17 @@ mod tests {
         let mut ttls = LeaseTtls::default();
         ttls.record(7, 5, 5, t0);
         assert!(s.fold_leases(&ttls, t0));
-        let ttl = |s: &State, k: &str| s.records.get(k).unwrap().ttl;
+        let ttl = |s: &State, k: &str| {
+            let run = s.records.with_prefix(k);
+            run[0].1.ttl
+        };
         assert_eq!(
-            [ttl(&s, "/skydns/test/a"), ttl(&s, "/skydns/test/b"), ttl(&s, "/skydns/test/c"), ttl(&s, "/skydns/test/d")],
+            [
+                ttl(&s, "/skydns/test/a"),
+                ttl(&s, "/skydns/test/b"),
+                ttl(&s, "/skydns/test/c"),
+                ttl(&s, "/skydns/test/d")
+            ],
             [5, 5, 2, 0]
         );
         assert!(!s.fold_leases(&ttls, t0));

@@ -54,7 +54,7 @@ pub(super) struct Unusable {
 }
 
 /// The stub zones of `records`, the run of records under `prefix` (see [`stub_key_prefix`]),
-/// sorted by zone, and the records that were passed over. As in SkyDNS the host must be an IP
+/// in a stable order (by the zone's wire form), and the records that were passed over. As in SkyDNS the host must be an IP
 /// address, and a port of 0 means 53.
 pub(super) fn stub_zones(prefix: &str, records: &[(String, Service)]) -> (Vec<StubZone>, Vec<Unusable>) {
     let mut zones: BTreeMap<Name, Vec<SocketAddr>> = BTreeMap::new();
@@ -134,7 +134,7 @@ mod tests {
         let shown: Vec<String> = zones.iter().map(|z| z.to_string()).collect();
         assert_eq!(
             shown,
-            ["example.com. → 172.16.1.1:54 [2001:db8::53]:53", "org. → 172.16.2.1:53"]
+            ["org. → 172.16.2.1:53", "example.com. → 172.16.1.1:54 [2001:db8::53]:53"]
         );
         let passed_over: Vec<&str> = unusable.iter().map(|u| u.key.as_str()).collect();
         assert_eq!(

@@ -91,7 +91,7 @@ impl Entry {
         let mut counts = [0u16; 3];
         let mut pos = body_start;
         let mut owner = LowerName::default();
-        let mut previous: Option<(LowerName, u16, u16)> = None;
+        let mut previous: Option<(LowerName, u16, u16)>;
         let mut answer_ttl: Option<u32> = None;
         let mut negative_ttl: Option<u32> = None;
         'sections: for (section, &count) in header_counts.iter().enumerate() {
@@ -118,9 +118,9 @@ impl Entry {
                     // keeps every backward pointer valid.
                     break 'sections;
                 }
-                let rrset_start = previous
-                    .as_ref()
-                    .map_or(true, |(o, t, c)| o.wire() != owner.wire() || *t != rtype_ || *c != rclass);
+                let rrset_start = previous.as_ref().map_or(true, |(o, t, c)| {
+                    o.wire() != owner.wire() || *t != rtype_ || *c != rclass
+                });
                 previous = Some((owner.clone(), rtype_, rclass));
                 match section {
                     0 => answer_ttl = Some(answer_ttl.map_or(ttl, |m| m.min(ttl))),
@@ -197,7 +197,13 @@ impl Entry {
     pub fn write(&self, out: &mut [u8], room: usize, age: Age) -> Written {
         let room = room.min(out.len());
         let [an, ns, ar] = self.counts.map(usize::from);
-        let end_of = |n: usize| if n == 0 { 0 } else { usize::from(self.records[n - 1].end) };
+        let end_of = |n: usize| {
+            if n == 0 {
+                0
+            } else {
+                usize::from(self.records[n - 1].end)
+            }
+        };
         let (kept, counts, truncated) = if self.body.len() <= room {
             (an + ns + ar, self.counts, false)
         } else if end_of(an + ns) <= room {
@@ -250,7 +256,20 @@ mod tests {
     /// A reply for `a.example.` A with the given answer TTLs and an SOA (TTL 600, minimum 300) in
     /// authority when `soa` is set, and an OPT at the end.
     fn reply(code: u8, ttls: &[u32], soa: bool) -> (Vec<u8>, usize) {
-        let mut m = vec![0x12, 0x34, 0x81, 0x80 | code, 0, 1, 0, ttls.len() as u8, 0, soa as u8, 0, 1];
+        let mut m = vec![
+            0x12,
+            0x34,
+            0x81,
+            0x80 | code,
+            0,
+            1,
+            0,
+            ttls.len() as u8,
+            0,
+            soa as u8,
+            0,
+            1,
+        ];
         m.extend_from_slice(b"\x01a\x07example\x00\x00\x01\x00\x01");
         let body_start = m.len();
         for (i, ttl) in ttls.iter().enumerate() {
@@ -289,12 +308,21 @@ mod tests {
     fn ttls_are_capped_and_floored() {
         let (m, start) = reply(0, &[100_000], false);
         let caps = TtlCaps { max: 3600, ..CAPS };
-        assert_eq!(Entry::from_reply(&m, start, caps, Instant::now()).unwrap().lifetime(), 3600);
+        assert_eq!(
+            Entry::from_reply(&m, start, caps, Instant::now()).unwrap().lifetime(),
+            3600
+        );
         let (m, start) = reply(0, &[2], false);
         let caps = TtlCaps { min: 10, ..CAPS };
-        assert_eq!(Entry::from_reply(&m, start, caps, Instant::now()).unwrap().lifetime(), 10);
+        assert_eq!(
+            Entry::from_reply(&m, start, caps, Instant::now()).unwrap().lifetime(),
+            10
+        );
         let (m, start) = reply(0, &[0x8000_0001], false);
-        assert_eq!(Entry::from_reply(&m, start, CAPS, Instant::now()).unwrap().lifetime(), 0);
+        assert_eq!(
+            Entry::from_reply(&m, start, CAPS, Instant::now()).unwrap().lifetime(),
+            0
+        );
     }
 
     #[test]
@@ -306,15 +334,24 @@ mod tests {
             negative_max: 5,
             ..CAPS
         };
-        assert_eq!(Entry::from_reply(&m, start, caps, Instant::now()).unwrap().lifetime(), 5);
+        assert_eq!(
+            Entry::from_reply(&m, start, caps, Instant::now()).unwrap().lifetime(),
+            5
+        );
         let (m, start) = reply(3, &[], false);
-        assert_eq!(Entry::from_reply(&m, start, CAPS, Instant::now()).unwrap().lifetime(), 0);
+        assert_eq!(
+            Entry::from_reply(&m, start, CAPS, Instant::now()).unwrap().lifetime(),
+            0
+        );
     }
 
     #[test]
     fn failures_are_never_cached() {
         let (m, start) = reply(2, &[300], false);
-        assert_eq!(Entry::from_reply(&m, start, CAPS, Instant::now()).unwrap().lifetime(), 0);
+        assert_eq!(
+            Entry::from_reply(&m, start, CAPS, Instant::now()).unwrap().lifetime(),
+            0
+        );
     }
 
     #[test]
@@ -339,9 +376,17 @@ mod tests {
         let all = e.write(&mut out, 512, Age::Fresh(0));
         assert_eq!(all.counts, [3, 1, 0]);
         let w = e.write(&mut out, 48, Age::Fresh(0));
-        assert_eq!((w.len, w.counts, w.truncated), (48, [3, 0, 0], false), "authority dropped first");
+        assert_eq!(
+            (w.len, w.counts, w.truncated),
+            (48, [3, 0, 0], false),
+            "authority dropped first"
+        );
         let w = e.write(&mut out, 40, Age::Fresh(0));
-        assert_eq!((w.len, w.counts, w.truncated), (0, [0, 0, 0], true), "one RRset: all or nothing");
+        assert_eq!(
+            (w.len, w.counts, w.truncated),
+            (0, [0, 0, 0], true),
+            "one RRset: all or nothing"
+        );
     }
 
     #[test]
@@ -354,6 +399,9 @@ mod tests {
         let mut m = m;
         m[start] = 0xC0;
         m[start + 1] = 200;
-        assert!(Entry::from_reply(&m, start, CAPS, Instant::now()).is_err(), "forward pointer");
+        assert!(
+            Entry::from_reply(&m, start, CAPS, Instant::now()).is_err(),
+            "forward pointer"
+        );
     }
 }

@@ -74,10 +74,7 @@ impl Default for CacheConfig {
             min_ttl: 0,
             max_ttl: 86_400,
             negative_max_ttl: 3_600,
-            negative_zone_caps: vec![(
-                Name::from_dotted("cluster.local.").unwrap_or_else(|_| Name::root()),
-                5,
-            )],
+            negative_zone_caps: vec![(Name::from_dotted("cluster.local.").unwrap_or_else(|_| Name::root()), 5)],
             stale_for: 86_400,
             prefetch: true,
         }
@@ -323,6 +320,22 @@ impl Cache {
         }
         stored.dead = true;
         Lookup::Miss
+    }
+
+    /// Whether `key` has an entry that [`Cache::lookup`] would return now, fresh or stale.
+    pub fn can_serve(&self, key: &[u8], now: Instant) -> bool {
+        let Some(stored) = self
+            .index
+            .get(&self.hash(key))
+            .and_then(|&slot| self.slots.get(slot as usize))
+            .and_then(Option::as_ref)
+        else {
+            return false;
+        };
+        let age = now.saturating_duration_since(stored.entry.stored()).as_secs();
+        !stored.dead
+            && &*stored.key == key
+            && age < u64::from(stored.entry.lifetime()) + u64::from(self.config.stale_for)
     }
 
     /// Stores `entry` under `key`, replacing what was there, unless it must not be cached (a

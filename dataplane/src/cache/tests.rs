@@ -19,11 +19,16 @@ fn entry(name: &str, ttl: u32, now: Instant) -> Entry {
     m.extend_from_slice(&[0xC0, 12, 0, 1, 0, 1]);
     m.extend_from_slice(&ttl.to_be_bytes());
     m.extend_from_slice(&[0, 4, 192, 0, 2, 1]);
-    Entry::from_reply(&m, body_start, TtlCaps {
-        min: 0,
-        max: 86400,
-        negative_max: 3600,
-    }, now)
+    Entry::from_reply(
+        &m,
+        body_start,
+        TtlCaps {
+            min: 0,
+            max: 86400,
+            negative_max: 3600,
+        },
+        now,
+    )
     .unwrap()
 }
 
@@ -74,7 +79,10 @@ fn an_entry_is_fresh_then_stale_then_gone() {
         "an entry past its stale window stays gone"
     );
     cache.insert(k.bytes(), entry("a.example.", 60, t0));
-    assert!(matches!(cache.lookup(k.bytes(), t0, false), Lookup::Fresh(_)), "until stored again");
+    assert!(
+        matches!(cache.lookup(k.bytes(), t0, false), Lookup::Fresh(_)),
+        "until stored again"
+    );
 }
 
 #[test]
@@ -113,7 +121,10 @@ fn stale_entries_are_rechecked_once_per_interval_while_upstreams_are_down() {
         Lookup::Stale(hit) => hit.refresh,
         other => panic!("{other:?}"),
     };
-    assert!(!refresh(&mut cache, 6_000, false), "upstreams up: the caller forwards instead");
+    assert!(
+        !refresh(&mut cache, 6_000, false),
+        "upstreams up: the caller forwards instead"
+    );
     assert!(refresh(&mut cache, 6_100, true));
     assert!(!refresh(&mut cache, 6_900, true));
     assert!(refresh(&mut cache, 7_200, true));
@@ -176,7 +187,7 @@ fn a_scan_does_not_push_out_popular_names() {
 fn a_name_evicted_and_asked_again_returns_to_main() {
     let t0 = Instant::now();
     let mut cache = small_cache(6_000);
-    for i in 0..100 {
+    for i in 0..40 {
         let name = format!("g{i}.example.");
         cache.insert(key(&name).bytes(), entry(&name, 300, t0));
     }

@@ -28,7 +28,11 @@ impl Prefix {
     /// Whether `ip` lies in the prefix. IPv4-mapped IPv6 addresses count as IPv4.
     pub fn contains(&self, ip: IpAddr) -> bool {
         match (self.addr, ip.to_canonical()) {
-            (IpAddr::V4(net), IpAddr::V4(ip)) => leading_match(u128::from(net.to_bits()) << 96, u128::from(ip.to_bits()) << 96, self.len),
+            (IpAddr::V4(net), IpAddr::V4(ip)) => leading_match(
+                u128::from(net.to_bits()) << 96,
+                u128::from(ip.to_bits()) << 96,
+                self.len,
+            ),
             (IpAddr::V6(net), IpAddr::V6(ip)) => leading_match(net.to_bits(), ip.to_bits(), self.len),
             _ => false,
         }

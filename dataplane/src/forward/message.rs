@@ -49,7 +49,13 @@ pub fn write_query(out: &mut [u8; MAX_QUERY_LEN], id: u16, key: &Key, stub_guard
     out[pos + 2..pos + 4].copy_from_slice(&key.qclass().to_be_bytes());
     pos += 4;
     let options: &[u8] = if stub_guard {
-        &[(option::SKYDNS_STUB_LOOP >> 8) as u8, option::SKYDNS_STUB_LOOP as u8, 0, 1, 1]
+        &[
+            (option::SKYDNS_STUB_LOOP >> 8) as u8,
+            option::SKYDNS_STUB_LOOP as u8,
+            0,
+            1,
+            1,
+        ]
     } else {
         &[]
     };
@@ -141,9 +147,19 @@ mod tests {
         assert_eq!(shape.body_start, 12 + 13 + 4);
         assert!(!shape.truncated);
         assert_eq!(check_reply(&good, 8, &k), Err(Mismatch::Id));
-        assert_eq!(check_reply(&out[..len], 7, &k), Err(Mismatch::Id), "a query is no reply");
-        assert_eq!(check_reply(&good, 7, &key("www.example.", true).clone()).map(|s| s.rcode), Ok(0));
-        assert_eq!(check_reply(&good, 7, &key("ftp.example.", false)), Err(Mismatch::Question));
+        assert_eq!(
+            check_reply(&out[..len], 7, &k),
+            Err(Mismatch::Id),
+            "a query is no reply"
+        );
+        assert_eq!(
+            check_reply(&good, 7, &key("www.example.", true).clone()).map(|s| s.rcode),
+            Ok(0)
+        );
+        assert_eq!(
+            check_reply(&good, 7, &key("ftp.example.", false)),
+            Err(Mismatch::Question)
+        );
         let mut other_type = good.clone();
         other_type[26] = 28;
         assert_eq!(check_reply(&other_type, 7, &k), Err(Mismatch::Question));

@@ -1,8 +1,13 @@
-//! Upstream servers and what a worker has learned about them: round-trip times (for the retry
-//! timeout, as TCP does it: RFC 6298) and health. An upstream that fails [`MAX_FAILS`] times in
-//! a row is down: it gets no client queries, only health probes, until it answers again.
+//! Upstream servers and what is known about them: round-trip times (per worker, for the retry
+//! timeout, as TCP does it: RFC 6298) and health (shared by all workers). An upstream that fails
+//! [`MAX_FAILS`] times in a row is down: it gets no client queries, only health probes, until it
+//! answers again. Health is shared so that once one worker has found an upstream dead, no
+//! worker makes its clients wait for it; it changes only on upstream failures and answers,
+//! never on a cache hit.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Consecutive failures (timeouts, refused connections) that mark an upstream down.
@@ -13,40 +18,87 @@ const INITIAL_RTO: Duration = Duration::from_millis(500);
 const MIN_RTO: Duration = Duration::from_millis(150);
 /// Ceiling of the retry timeout.
 const MAX_RTO: Duration = Duration::from_secs(1);
-/// How often a down upstream is probed.
+/// How often a down upstream is probed (by one worker at a time).
 pub const PROBE_INTERVAL: Duration = Duration::from_millis(500);
 
-/// One upstream server.
+/// The health of one upstream, shared by every worker.
+#[derive(Debug)]
+pub struct Health {
+    failures: AtomicU32,
+    down: AtomicBool,
+    /// When the next probe is due, in milliseconds since `epoch`.
+    next_probe: AtomicU64,
+    epoch: Instant,
+}
+
+impl Health {
+    /// A healthy upstream, times counted from `epoch`.
+    pub fn new(epoch: Instant) -> Health {
+        Health {
+            failures: AtomicU32::new(0),
+            down: AtomicBool::new(false),
+            next_probe: AtomicU64::new(0),
+            epoch,
+        }
+    }
+
+    fn millis(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.epoch).as_millis() as u64
+    }
+}
+
+/// The shared health of every upstream of every route, built once per server.
+#[derive(Debug, Clone)]
+pub struct SharedHealth {
+    routes: Arc<[Box<[Arc<Health>]>]>,
+}
+
+impl SharedHealth {
+    /// Health for routes of `sizes[i]` upstreams each.
+    pub fn new(sizes: impl IntoIterator<Item = usize>, epoch: Instant) -> SharedHealth {
+        SharedHealth {
+            routes: sizes
+                .into_iter()
+                .map(|n| (0..n).map(|_| Arc::new(Health::new(epoch))).collect())
+                .collect(),
+        }
+    }
+
+    fn get(&self, route: usize, upstream: usize) -> Arc<Health> {
+        self.routes
+            .get(route)
+            .and_then(|r| r.get(upstream))
+            .cloned()
+            .unwrap_or_else(|| Arc::new(Health::new(Instant::now())))
+    }
+}
+
+/// One upstream server as one worker sees it.
 #[derive(Debug, Clone)]
 pub struct Upstream {
     /// Its address.
     pub addr: SocketAddr,
     srtt: Option<Duration>,
     rttvar: Duration,
-    failures: u32,
-    down: bool,
-    /// When a probe is next due, while down.
-    next_probe: Instant,
-    /// A probe is in flight.
+    health: Arc<Health>,
+    /// This worker has a probe in flight.
     pub(crate) probing: bool,
 }
 
 impl Upstream {
-    fn new(addr: SocketAddr, now: Instant) -> Upstream {
+    fn new(addr: SocketAddr, health: Arc<Health>) -> Upstream {
         Upstream {
             addr,
             srtt: None,
             rttvar: Duration::ZERO,
-            failures: 0,
-            down: false,
-            next_probe: now,
+            health,
             probing: false,
         }
     }
 
     /// Whether the upstream is considered down.
     pub fn is_down(&self) -> bool {
-        self.down
+        self.health.down.load(Ordering::Relaxed)
     }
 
     /// The timeout of an attempt, doubled for each earlier try of the same question.
@@ -58,8 +110,9 @@ impl Upstream {
         (base * 2u32.saturating_pow(try_number.min(4))).min(MAX_RTO * 2)
     }
 
-    /// Records an answer received `rtt` after its query: the upstream is up.
-    pub fn succeeded(&mut self, rtt: Duration) {
+    /// Records an answer received `rtt` after its query: the upstream is up. Returns whether
+    /// it was down until now.
+    pub fn succeeded(&mut self, rtt: Duration) -> bool {
         // RFC 6298 §2: alpha = 1/8, beta = 1/4.
         match self.srtt {
             None => {
@@ -67,40 +120,53 @@ impl Upstream {
                 self.rttvar = rtt / 2;
             }
             Some(srtt) => {
-                let delta = srtt.abs_diff(rtt);
+                let delta = if srtt > rtt { srtt - rtt } else { rtt - srtt };
                 self.rttvar = (self.rttvar * 3 + delta) / 4;
                 self.srtt = Some((srtt * 7 + rtt) / 8);
             }
         }
-        self.failures = 0;
-        self.down = false;
+        // Written only when it changes: answers are frequent, and the line is shared.
+        if self.health.failures.load(Ordering::Relaxed) != 0 {
+            self.health.failures.store(0, Ordering::Relaxed);
+        }
+        self.is_down() && self.health.down.swap(false, Ordering::Relaxed)
     }
 
     /// Records a failed attempt; returns whether the upstream just went down.
     pub fn failed(&mut self, now: Instant) -> bool {
-        self.failures = self.failures.saturating_add(1);
-        if !self.down && self.failures >= MAX_FAILS {
-            self.down = true;
-            self.next_probe = now;
+        let failures = self.health.failures.fetch_add(1, Ordering::Relaxed).saturating_add(1);
+        if failures >= MAX_FAILS && !self.health.down.swap(true, Ordering::Relaxed) {
+            self.health.next_probe.store(self.health.millis(now), Ordering::Relaxed);
             return true;
         }
         false
     }
 
-    /// Whether a health probe should be sent now.
-    pub fn probe_due(&self, now: Instant) -> bool {
-        self.down && !self.probing && now >= self.next_probe
-    }
-
-    /// Notes that a probe was sent.
-    pub fn probe_sent(&mut self, now: Instant) {
-        self.probing = true;
-        self.next_probe = now + PROBE_INTERVAL;
+    /// Claims the probe that is due now, if any: at most one worker probes an upstream per
+    /// interval.
+    pub fn claim_probe(&mut self, now: Instant) -> bool {
+        if !self.is_down() || self.probing {
+            return false;
+        }
+        let now_ms = self.health.millis(now);
+        let due = self.health.next_probe.load(Ordering::Relaxed);
+        if now_ms < due {
+            return false;
+        }
+        let next = now_ms + PROBE_INTERVAL.as_millis() as u64;
+        let claimed = self
+            .health
+            .next_probe
+            .compare_exchange(due, next, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok();
+        self.probing = claimed;
+        claimed
     }
 
     /// When the next probe is due, while down.
     pub fn next_probe(&self) -> Option<Instant> {
-        (self.down && !self.probing).then_some(self.next_probe)
+        (self.is_down() && !self.probing)
+            .then(|| self.health.epoch + Duration::from_millis(self.health.next_probe.load(Ordering::Relaxed)))
     }
 }
 
@@ -114,11 +180,15 @@ pub struct Group {
 }
 
 impl Group {
-    /// A group of `addrs`; with `rotate`, successive questions start at successive servers
-    /// (SkyDNS `ns_rotate`), otherwise always at the first.
-    pub fn new(addrs: &[SocketAddr], rotate: bool, now: Instant) -> Group {
+    /// A group of `addrs` (route `route` of `health`); with `rotate`, successive questions
+    /// start at successive servers (SkyDNS `ns_rotate`), otherwise always at the first.
+    pub fn new(addrs: &[SocketAddr], route: usize, health: &SharedHealth, rotate: bool) -> Group {
         Group {
-            upstreams: addrs.iter().map(|&a| Upstream::new(a, now)).collect(),
+            upstreams: addrs
+                .iter()
+                .enumerate()
+                .map(|(i, &a)| Upstream::new(a, health.get(route, i)))
+                .collect(),
             rotate,
             next: 0,
         }
@@ -162,7 +232,7 @@ mod tests {
 
     fn group(n: u16, rotate: bool) -> Group {
         let addrs: Vec<SocketAddr> = (0..n).map(|i| SocketAddr::from(([127, 0, 0, 1], 5300 + i))).collect();
-        Group::new(&addrs, rotate, Instant::now())
+        Group::new(&addrs, 0, &SharedHealth::new([n as usize], Instant::now()), rotate)
     }
 
     #[test]
@@ -198,16 +268,39 @@ mod tests {
         assert!(g.all_down());
         assert_eq!((g.first(false), g.after(0)), (None, None));
         assert_eq!(g.first(true), Some(0), "a recheck may still go");
-        assert!(g.upstreams[0].probe_due(now));
-        g.upstreams[0].probe_sent(now);
-        assert!(!g.upstreams[0].probe_due(now + PROBE_INTERVAL / 2));
-        g.upstreams[0].succeeded(Duration::from_millis(1));
+        assert!(g.upstreams[0].claim_probe(now));
+        g.upstreams[0].probing = false;
+        assert!(
+            !g.upstreams[0].claim_probe(now + PROBE_INTERVAL / 2),
+            "one probe per interval"
+        );
+        assert!(g.upstreams[0].succeeded(Duration::from_millis(1)));
         assert!(!g.all_down());
     }
 
     #[test]
+    fn health_is_shared_between_workers_and_one_of_them_probes() {
+        let epoch = Instant::now();
+        let shared = SharedHealth::new([1], epoch);
+        let addrs = [SocketAddr::from(([127, 0, 0, 1], 53))];
+        let mut one = Group::new(&addrs, 0, &shared, true);
+        let mut two = Group::new(&addrs, 0, &shared, true);
+        for _ in 0..MAX_FAILS {
+            one.upstreams[0].failed(epoch);
+        }
+        assert!(two.all_down(), "the other worker sees it down at once");
+        assert!(two.upstreams[0].claim_probe(epoch));
+        assert!(!one.upstreams[0].claim_probe(epoch), "the probe is claimed once");
+        assert!(two.upstreams[0].succeeded(Duration::from_millis(1)));
+        assert!(!one.all_down());
+    }
+
+    #[test]
     fn the_retry_timeout_follows_the_round_trip_time_within_bounds() {
-        let mut u = Upstream::new(SocketAddr::from(([127, 0, 0, 1], 53)), Instant::now());
+        let mut u = Upstream::new(
+            SocketAddr::from(([127, 0, 0, 1], 53)),
+            Arc::new(Health::new(Instant::now())),
+        );
         assert_eq!(u.rto(0), INITIAL_RTO);
         u.succeeded(Duration::from_micros(100));
         assert_eq!(u.rto(0), MIN_RTO);

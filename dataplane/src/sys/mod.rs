@@ -111,6 +111,18 @@ pub fn tcp_listener(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
     Ok(socket.into())
 }
 
+/// Creates a non-blocking UDP socket connected to the upstream server `upstream`, for one
+/// upstream query. Connecting binds it to an ephemeral port the kernel picks at random (Linux
+/// randomises UDP port selection within `ip_local_port_range`), makes the kernel discard
+/// datagrams from any other address, and reports the ICMP "port unreachable" of a dead upstream
+/// as a refused receive, so that the next upstream can be tried at once.
+pub fn upstream_udp(upstream: SocketAddr) -> io::Result<std::net::UdpSocket> {
+    let socket = Socket::new(Domain::for_address(upstream), Type::DGRAM, Some(Protocol::UDP))?;
+    socket.set_nonblocking(true)?;
+    socket.connect(&upstream.into())?;
+    Ok(socket.into())
+}
+
 fn prepare(socket: &Socket) -> io::Result<()> {
     socket.set_nonblocking(true)?;
     #[cfg(all(unix, not(any(target_os = "solaris", target_os = "illumos"))))]

@@ -79,6 +79,8 @@ pub mod option {
 
 /// Extended DNS error info codes (RFC 8914 §4) that a forwarding cache sends.
 pub mod ede {
+    /// None of the specific reasons; used when too many questions are in flight.
+    pub const OTHER: u16 = 0;
     /// An answer served from cache past its TTL because upstreams failed (RFC 8767).
     pub const STALE_ANSWER: u16 = 3;
     /// A stale NXDOMAIN served from cache because upstreams failed (RFC 8767).

@@ -73,8 +73,7 @@ fn main() -> ExitCode {
 }
 
 fn run_with(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
-    let text = std::fs::read_to_string(&args.queries)
-        .map_err(|e| format!("{}: {e}", args.queries.display()))?;
+    let text = std::fs::read_to_string(&args.queries).map_err(|e| format!("{}: {e}", args.queries.display()))?;
     let options = QueryOptions {
         recursion_desired: !args.no_recursion,
         edns_payload: args.edns,
@@ -99,7 +98,11 @@ fn run_with(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         "queries sent {}, answered {}, lost {}, mismatched {}, unexpected {}",
         report.sent, report.answered, report.lost, report.mismatched, report.unexpected
     );
-    println!("run time {:.3} s, {:.0} queries per second", report.elapsed.as_secs_f64(), report.qps());
+    println!(
+        "run time {:.3} s, {:.0} queries per second",
+        report.elapsed.as_secs_f64(),
+        report.qps()
+    );
     println!(
         "latency ms: avg {:.3} p50 {:.3} p99 {:.3} p99.9 {:.3} max {:.3}",
         h.mean() / 1e6,

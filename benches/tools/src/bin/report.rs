@@ -4,7 +4,7 @@
 
 use clap::{Parser, Subcommand};
 use skyline_bench::plot::{draw, Bars, Distribution};
-use skyline_bench::report::{self, instructions, markdown, medians, Inputs, Key, Table, CEILING, PEER, SUBJECT};
+use skyline_bench::report::{self, markdown, medians, per_query, Inputs, Key, Table, CEILING, PEER, SUBJECT};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -30,6 +30,9 @@ enum Command {
         /// Directory of latency histograms named MODE-MIX-GENERATOR-SERVER-rROUND.csv.
         #[arg(long)]
         latency: Option<PathBuf>,
+        /// Syscall rows: server,mix,syscalls,answered.
+        #[arg(long)]
+        syscalls: Option<PathBuf>,
         /// The word `pass` or `fail` from the data plane's zero-allocation tests.
         #[arg(long)]
         allocations: Option<PathBuf>,
@@ -98,15 +101,20 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             runs,
             callgrind,
             latency,
+            syscalls,
             allocations,
             out,
         } => {
+            let counts = |path: Option<PathBuf>, column: &str| -> Result<_, String> {
+                Ok(match path {
+                    Some(path) => per_query(&Table::parse(&read(&path)?), column),
+                    None => BTreeMap::new(),
+                })
+            };
             let inputs = Inputs {
                 medians: medians(&Table::parse(&read(&runs)?)),
-                instructions: match callgrind {
-                    Some(path) => instructions(&Table::parse(&read(&path)?)),
-                    None => BTreeMap::new(),
-                },
+                instructions: counts(callgrind, "instructions")?,
+                syscalls: counts(syscalls, "syscalls")?,
                 allocations: match allocations {
                     Some(path) => Some(read(&path)?.trim() == "pass"),
                     None => None,

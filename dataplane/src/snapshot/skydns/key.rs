@@ -70,10 +70,10 @@ pub fn path_of(name: &Name) -> Vec<u8> {
 /// The name a path stands for (SkyDNS `msg.Domain`).
 pub fn name_of(path: &[u8]) -> Name {
     let mut wire = [0u8; MAX_NAME_LEN];
-    let Some(labels) = wire.get_mut(..path.len()) else {
+    if path.len() >= MAX_NAME_LEN {
         return Name::root();
-    };
-    reverse_labels(path, labels);
+    }
+    reverse_labels(path, &mut wire[..path.len()]);
     Name::from_wire(&wire[..path.len() + 1]).unwrap_or_else(|_| Name::root())
 }
 

@@ -36,14 +36,14 @@ impl Selection {
         Selection::grouping(index, deduped, directory)
     }
 
-    /// The lookup of a wildcard pattern that matched `matched` (in key order).
-    pub fn from_list(index: &Index, matched: Vec<u32>, directory: bool) -> Selection {
+    /// The lookup of a wildcard pattern below a directory that matched `matched` (in key order).
+    pub fn from_matches(index: &Index, matched: Vec<u32>) -> Selection {
         let mut seen: HashSet<u32, RandomState> = HashSet::default();
         let deduped = matched
             .into_iter()
             .filter(|&i| seen.insert(index.entries[i as usize].class))
             .collect();
-        Selection::grouping(index, deduped, directory)
+        Selection::grouping(index, deduped, true)
     }
 
     fn grouping(index: &Index, deduped: Vec<u32>, directory: bool) -> Selection {

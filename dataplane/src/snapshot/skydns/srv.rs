@@ -110,7 +110,8 @@ impl Answerer<'_> {
         let glue = match &e.host {
             Host::Name(host) => {
                 let target = host.strip_labels(strip);
-                if looked_up.insert(target.clone()) {
+                if !looked_up.contains(&target) {
+                    looked_up.insert(target.clone());
                     self.glue(&target, additional);
                 }
                 return Some(target);

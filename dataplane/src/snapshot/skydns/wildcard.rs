@@ -75,7 +75,7 @@ pub(super) fn select(index: &Index, path: &[u8]) -> Option<Selection> {
     let pattern: Vec<&[u8]> = components(&path[fixed..]).collect();
     let mut matched = Vec::new();
     descend(index, range, fixed, &pattern, &mut matched);
-    Some(Selection::from_list(index, matched, true))
+    Some(Selection::from_matches(index, matched))
 }
 
 /// Collects the entries of `run` (all below a common prefix of `prefix_len` bytes) whose next

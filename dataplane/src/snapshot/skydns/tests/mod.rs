@@ -5,6 +5,7 @@ mod address;
 mod apex;
 mod names;
 mod reverse;
+mod robustness;
 mod srv;
 mod wildcard;
 
@@ -104,3 +105,4 @@ fn is_nxdomain(snap: &Snapshot, name: &str, rtype: RecordType) -> bool {
             .first()
             .is_some_and(|r| r.record_type() == RecordType::SOA)
 }
+mod timing;

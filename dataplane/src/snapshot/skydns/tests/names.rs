@@ -73,6 +73,11 @@ fn invalid_keys_and_values_are_skipped_and_their_neighbours_serve() {
         ["dir.skydns.test. 3600 A 10.0.0.1"]
     );
     assert!(is_nxdomain(&snap, "badhost.dir.skydns.test.", RecordType::A));
+    assert_eq!(
+        snap.skydns.as_ref().unwrap().skipped(),
+        3,
+        "each skipped record is counted"
+    );
 }
 
 #[test]

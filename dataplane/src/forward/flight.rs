@@ -1,0 +1,807 @@
+//! Questions in flight to upstreams: one table per worker, one entry per distinct question
+//! (single-flight), each try on a fresh socket with a fresh ID, timers in a heap.
+//!
+//! A question is tried at most [`TRIES`] times within the time budget, moving to the next
+//! healthy upstream each time. A try that timed out keeps its socket open until the question
+//! ends, so that a late answer still counts (and tells that the upstream is alive). A refused
+//! datagram (the upstream's port is closed) fails its try at once. A truncated answer is asked
+//! again over TCP from the same upstream.
+
+use super::entropy::Entropy;
+use super::message::{check_reply, write_query, Mismatch, MAX_QUERY_LEN};
+use super::upstream::{Group, SharedHealth};
+use super::{Client, ForwardConfig};
+use crate::answer::{ClientQuery, Context};
+use crate::cache::{Cache, Entry, Key};
+use crate::forward::Failure;
+use crate::stats::WorkerStats;
+use crate::sys;
+use crate::wire::types::{class, rcode, rtype, MAX_MESSAGE_LEN};
+use crate::wire::LowerName;
+use mio::net::{TcpStream, UdpSocket};
+use mio::{Interest, Registry, Token};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// First token of upstream sockets; tokens below are the worker's own.
+const TOKEN_BASE: usize = 1 << (usize::BITS - 2);
+/// Tries per question: SkyDNS makes at most n + 1 for n upstreams; three cover the common one
+/// or two upstreams and bound the work a question that never resolves can cause.
+const TRIES: usize = 3;
+/// Clients that may wait on one question; more get SERVFAIL at once.
+const MAX_WAITERS: usize = 256;
+/// How long a health probe may take.
+const PROBE_BUDGET: Duration = Duration::from_secs(1);
+/// Floor of the timeout of a TCP retry, which costs a handshake more than the UDP try.
+const MIN_TCP_TIMEOUT: Duration = Duration::from_millis(500);
+/// Bytes read from a TCP upstream per read call.
+const TCP_READ_LEN: usize = 4096;
+
+/// Why a question is in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Clients wait for it; `stale` says the cache holds a stale answer for it.
+    Clients {
+        /// A stale answer is at hand.
+        stale: bool,
+    },
+    /// A prefetch or stale recheck: only the cache waits. When every upstream is down it goes
+    /// anyway and doubles as a probe.
+    Refresh,
+    /// A health probe (`. NS`) of one down upstream.
+    Probe(usize),
+}
+
+/// A client waiting for a question.
+#[derive(Debug)]
+pub(crate) struct Waiter {
+    /// Where the answer goes.
+    pub(crate) client: Client,
+    /// The client's transport and keepalive.
+    pub(crate) ctx: Context,
+    /// The client's query, reduced.
+    pub(crate) query: ClientQuery,
+}
+
+/// A question that ended (or whose waiters get a stale answer while it goes on).
+#[derive(Debug)]
+pub(crate) struct Done {
+    /// The question.
+    pub(crate) key: Key,
+    /// Clients to answer.
+    pub(crate) waiters: Vec<Waiter>,
+    /// The answer, or why there is none.
+    pub(crate) result: Result<Entry, Failure>,
+    /// The answer should be cached.
+    pub(crate) store: bool,
+}
+
+struct Flight {
+    key: Key,
+    route: usize,
+    kind: Kind,
+    waiters: Vec<Waiter>,
+    deadline: Instant,
+    serial: u64,
+    tries: usize,
+    last: usize,
+    attempts: [Option<Attempt>; TRIES],
+    bad_answer: bool,
+    /// Tries that timed out or failed so far.
+    failures: u32,
+}
+
+impl Flight {
+    /// Whether a try is still waiting within its own timeout.
+    fn has_live_attempt(&self) -> bool {
+        self.attempts.iter().flatten().any(|a| !a.timed_out)
+    }
+}
+
+struct Attempt {
+    upstream: usize,
+    id: u16,
+    serial: u64,
+    sent: Instant,
+    timed_out: bool,
+    link: Link,
+}
+
+enum Link {
+    Udp(UdpSocket),
+    Tcp(TcpLink),
+}
+
+struct TcpLink {
+    stream: TcpStream,
+    connected: bool,
+    out: Vec<u8>,
+    written: usize,
+    input: Vec<u8>,
+}
+
+/// What a TCP link has after being driven.
+enum TcpProgress {
+    /// Waiting for readiness.
+    Pending,
+    /// A whole reply of this length is at the front of the input, after its prefix.
+    Message(usize),
+    /// The connection failed or closed early.
+    Failed,
+}
+
+impl TcpLink {
+    fn progress(&mut self) -> TcpProgress {
+        if !self.connected {
+            match self.stream.take_error() {
+                Ok(None) => {}
+                Ok(Some(_)) | Err(_) => return TcpProgress::Failed,
+            }
+            match self.stream.peer_addr() {
+                Ok(_) => self.connected = true,
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => return TcpProgress::Pending,
+                Err(_) => return TcpProgress::Failed,
+            }
+        }
+        while self.written < self.out.len() {
+            match self.stream.write(&self.out[self.written..]) {
+                Ok(0) => return TcpProgress::Failed,
+                Ok(n) => self.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return TcpProgress::Pending,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return TcpProgress::Failed,
+            }
+        }
+        let mut chunk = [0u8; TCP_READ_LEN];
+        loop {
+            if self.input.len() >= 2 {
+                let len = usize::from(u16::from_be_bytes([self.input[0], self.input[1]]));
+                if self.input.len() >= 2 + len {
+                    return TcpProgress::Message(len);
+                }
+            }
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return TcpProgress::Failed,
+                Ok(n) => self.input.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return TcpProgress::Pending,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return TcpProgress::Failed,
+            }
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Timer {
+    at: Instant,
+    serial: u64,
+    slot: usize,
+    /// The try that times out, or `None` for the question's whole budget.
+    attempt: Option<usize>,
+}
+
+/// What a received message means for its try.
+enum Verdict {
+    /// Not the awaited reply: counted, ignored.
+    Mismatched(Mismatch),
+    /// The reply was truncated: ask again over TCP.
+    Truncated,
+    /// A usable answer.
+    Answer(Entry),
+    /// A failure rcode or unreadable records.
+    Bad,
+    /// A probe was answered.
+    Alive,
+}
+
+/// One worker's questions in flight and upstream health.
+pub(crate) struct Forwarder {
+    registry: Registry,
+    groups: Vec<Group>,
+    down: Vec<bool>,
+    flights: Vec<Option<Flight>>,
+    free: Vec<usize>,
+    active: usize,
+    max_in_flight: usize,
+    by_key: HashMap<Box<[u8]>, usize, foldhash::fast::RandomState>,
+    timers: BinaryHeap<Reverse<Timer>>,
+    ready: Vec<usize>,
+    serial: u64,
+    entropy: Entropy,
+    budget: Duration,
+    buf: Box<[u8]>,
+    done: Vec<Done>,
+    stats: Arc<WorkerStats>,
+}
+
+impl Forwarder {
+    /// A forwarder over `groups` of upstreams (route index → servers).
+    pub(crate) fn new(
+        registry: Registry,
+        groups: &[&[SocketAddr]],
+        config: &ForwardConfig,
+        health: &SharedHealth,
+        stats: Arc<WorkerStats>,
+    ) -> Forwarder {
+        let groups: Vec<Group> = groups
+            .iter()
+            .enumerate()
+            .map(|(route, g)| Group::new(g, route, health, config.rotate))
+            .collect();
+        Forwarder {
+            registry,
+            down: groups.iter().map(Group::all_down).collect(),
+            groups,
+            flights: Vec::new(),
+            free: Vec::new(),
+            active: 0,
+            max_in_flight: config.max_in_flight.max(1),
+            by_key: HashMap::default(),
+            timers: BinaryHeap::new(),
+            ready: Vec::new(),
+            serial: 0,
+            entropy: Entropy::default(),
+            budget: config.timeout,
+            buf: vec![0; MAX_MESSAGE_LEN].into_boxed_slice(),
+            done: Vec::new(),
+            stats,
+        }
+    }
+
+    /// Per route index: whether every upstream is down.
+    pub(crate) fn down(&self) -> &[bool] {
+        &self.down
+    }
+
+    pub(crate) fn owns(token: Token) -> bool {
+        token.0 >= TOKEN_BASE
+    }
+
+    pub(crate) fn on_event(&mut self, token: Token) {
+        if let Some(offset) = token.0.checked_sub(TOKEN_BASE) {
+            self.ready.push(offset);
+        }
+    }
+
+    pub(crate) fn has_work(&self) -> bool {
+        !self.ready.is_empty() || !self.done.is_empty()
+    }
+
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        let timer = self.timers.peek().map(|Reverse(t)| t.at);
+        let probe = self
+            .groups
+            .iter()
+            .flat_map(|g| g.upstreams.iter())
+            .filter_map(|u| u.next_probe())
+            .min();
+        match (timer, probe) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn next_serial(&mut self) -> u64 {
+        self.serial += 1;
+        self.serial
+    }
+
+    /// Puts a question in flight, or adds `waiter` to the identical question already in
+    /// flight. Fails when the table is full, the waiters of that question are too many, or
+    /// the route has no upstream to ask; and, for a client with a stale answer at hand, when
+    /// the question in flight has already failed a try (the client gets the stale answer now).
+    pub(crate) fn submit(
+        &mut self,
+        key: Key,
+        route: crate::forward::Route,
+        waiter: Option<Waiter>,
+        kind: Kind,
+        now: Instant,
+    ) -> Result<(), Failure> {
+        self.submit_to(key, route.index(), waiter, kind, now)
+    }
+
+    fn submit_to(
+        &mut self,
+        key: Key,
+        route: usize,
+        waiter: Option<Waiter>,
+        kind: Kind,
+        now: Instant,
+    ) -> Result<(), Failure> {
+        if !matches!(kind, Kind::Probe(_)) {
+            if let Some(&slot) = self.by_key.get(key.bytes()) {
+                if let (Some(waiter), Some(flight)) = (waiter, self.flights[slot].as_mut()) {
+                    if matches!(kind, Kind::Clients { stale: true }) && flight.failures > 0 {
+                        return Err(Failure::Unreachable);
+                    }
+                    if flight.waiters.len() >= MAX_WAITERS {
+                        self.stats.forward_busy.incr();
+                        return Err(Failure::Busy);
+                    }
+                    flight.waiters.push(waiter);
+                    self.stats.forward_merged.incr();
+                }
+                return Ok(());
+            }
+        }
+        if self.active >= self.max_in_flight {
+            self.stats.forward_busy.incr();
+            return Err(Failure::Busy);
+        }
+        let group = self.groups.get_mut(route).ok_or(Failure::Unreachable)?;
+        let first = match kind {
+            Kind::Probe(upstream) => Some(upstream),
+            Kind::Refresh => group.first(true),
+            Kind::Clients { .. } => group.first(false),
+        }
+        .ok_or(Failure::Unreachable)?;
+        let serial = self.next_serial();
+        let budget = match kind {
+            Kind::Probe(_) => PROBE_BUDGET,
+            _ => self.budget,
+        };
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => {
+                self.flights.push(None);
+                self.flights.len() - 1
+            }
+        };
+        if !matches!(kind, Kind::Probe(_)) {
+            self.by_key.insert(key.bytes().into(), slot);
+        }
+        self.flights[slot] = Some(Flight {
+            key,
+            route,
+            kind,
+            waiters: waiter.into_iter().collect(),
+            deadline: now + budget,
+            serial,
+            tries: 0,
+            last: first,
+            attempts: [None, None, None],
+            bad_answer: false,
+            failures: 0,
+        });
+        self.active += 1;
+        self.timers.push(Reverse(Timer {
+            at: now + budget,
+            serial,
+            slot,
+            attempt: None,
+        }));
+        self.advance(slot, Some(first), now);
+        Ok(())
+    }
+
+    /// Hands over the questions that ended.
+    pub(crate) fn drain_done(&mut self, into: &mut Vec<Done>) {
+        into.append(&mut self.done);
+    }
+
+    /// Reads what upstream sockets received, fires due timers, sends due probes.
+    pub(crate) fn turn(&mut self, cache: &Cache, now: Instant, done: &mut Vec<Done>) {
+        for route in 0..self.groups.len() {
+            self.update_down(route);
+        }
+        let mut ready = std::mem::take(&mut self.ready);
+        for &offset in &ready {
+            self.service(offset / TRIES, offset % TRIES, cache, now);
+        }
+        ready.clear();
+        self.ready = ready;
+        while self.timers.peek().is_some_and(|Reverse(t)| t.at <= now) {
+            if let Some(Reverse(timer)) = self.timers.pop() {
+                self.expire(timer, cache, now);
+            }
+        }
+        self.probe(now);
+        self.drain_done(done);
+    }
+
+    /// Starts the next try of a question, on `candidate` or the next upstream that is up; gives
+    /// the question up when no try is left.
+    fn advance(&mut self, slot: usize, mut candidate: Option<usize>, now: Instant) {
+        loop {
+            let Some(flight) = self.flights.get(slot).and_then(Option::as_ref) else {
+                return;
+            };
+            let group = &self.groups[flight.route];
+            let upstream = match candidate.take() {
+                Some(u) if flight.tries < TRIES => Some(u),
+                _ if flight.tries >= TRIES || now >= flight.deadline => None,
+                _ => match flight.kind {
+                    Kind::Probe(_) => None,
+                    Kind::Refresh if group.all_down() => Some(flight.last),
+                    _ => group.after(flight.last),
+                },
+            };
+            let Some(upstream) = upstream else {
+                return self.give_up(slot);
+            };
+            match self.send_udp(slot, upstream, now) {
+                Ok(()) => return,
+                Err(e) => {
+                    self.stats.upstream_errors.incr();
+                    tracing::debug!(error = %e, "sending an upstream query failed");
+                    self.note_failure(slot, upstream, now);
+                }
+            }
+        }
+    }
+
+    fn send_udp(&mut self, slot: usize, upstream: usize, now: Instant) -> io::Result<()> {
+        let id = self.entropy.u16();
+        let serial = self.next_serial();
+        let Some(flight) = self.flights.get_mut(slot).and_then(Option::as_mut) else {
+            return Ok(());
+        };
+        let k = flight.tries;
+        flight.tries += 1;
+        flight.last = upstream;
+        let server = &self.groups[flight.route].upstreams[upstream];
+        let mut query = [0u8; MAX_QUERY_LEN];
+        let len = write_query(&mut query, id, &flight.key, flight.route != 0);
+        let mut socket = UdpSocket::from_std(sys::upstream_udp(server.addr)?);
+        self.registry
+            .register(&mut socket, Token(TOKEN_BASE + slot * TRIES + k), Interest::READABLE)?;
+        if let Err(e) = socket.send(&query[..len]) {
+            let _ = self.registry.deregister(&mut socket);
+            return Err(e);
+        }
+        let at = (now + server.rto(k as u32)).min(flight.deadline);
+        flight.attempts[k] = Some(Attempt {
+            upstream,
+            id,
+            serial,
+            sent: now,
+            timed_out: false,
+            link: Link::Udp(socket),
+        });
+        self.timers.push(Reverse(Timer {
+            at,
+            serial,
+            slot,
+            attempt: Some(k),
+        }));
+        self.stats.upstream_queries.incr();
+        Ok(())
+    }
+
+    /// Reads everything try `k` of question `slot` has received.
+    fn service(&mut self, slot: usize, k: usize, cache: &Cache, now: Instant) {
+        loop {
+            let Forwarder { flights, buf, .. } = self;
+            let Some(attempt) = flights
+                .get_mut(slot)
+                .and_then(Option::as_mut)
+                .and_then(|f| f.attempts.get_mut(k))
+                .and_then(Option::as_mut)
+            else {
+                return;
+            };
+            let (len, via_tcp) = match &mut attempt.link {
+                Link::Udp(socket) => match socket.recv(buf) {
+                    Ok(n) => (n, false),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => {
+                        self.stats.upstream_errors.incr();
+                        return self.attempt_failed(slot, k, cache, now);
+                    }
+                },
+                Link::Tcp(link) => match link.progress() {
+                    TcpProgress::Pending => return,
+                    TcpProgress::Failed => {
+                        self.stats.upstream_errors.incr();
+                        return self.attempt_failed(slot, k, cache, now);
+                    }
+                    TcpProgress::Message(len) => {
+                        buf[..len].copy_from_slice(&link.input[2..2 + len]);
+                        (len, true)
+                    }
+                },
+            };
+            if !self.on_message(slot, k, len, via_tcp, cache, now) {
+                return;
+            }
+        }
+    }
+
+    /// Handles a message of `len` bytes (in the receive buffer) on try `k`; returns whether
+    /// the try goes on listening.
+    fn on_message(&mut self, slot: usize, k: usize, len: usize, via_tcp: bool, cache: &Cache, now: Instant) -> bool {
+        let Some(flight) = self.flights.get(slot).and_then(Option::as_ref) else {
+            return false;
+        };
+        let Some(attempt) = flight.attempts[k].as_ref() else {
+            return false;
+        };
+        let msg = &self.buf[..len];
+        let verdict = match check_reply(msg, attempt.id, &flight.key) {
+            Err(mismatch) => Verdict::Mismatched(mismatch),
+            Ok(_) if matches!(flight.kind, Kind::Probe(_)) => Verdict::Alive,
+            Ok(shape) if shape.truncated && !via_tcp => Verdict::Truncated,
+            Ok(shape) if matches!(shape.rcode, rcode::NOERROR | rcode::NXDOMAIN) => {
+                let caps = cache.caps_for(flight.key.name_wire());
+                match Entry::from_reply(msg, shape.body_start, caps, now) {
+                    Ok(entry) => Verdict::Answer(entry),
+                    Err(_) => Verdict::Bad,
+                }
+            }
+            Ok(_) => Verdict::Bad,
+        };
+        let (route, upstream, rtt) = (
+            flight.route,
+            attempt.upstream,
+            now.saturating_duration_since(attempt.sent),
+        );
+        match verdict {
+            Verdict::Mismatched(Mismatch::Id) => {
+                self.stats.upstream_mismatched_id.incr();
+                return true;
+            }
+            Verdict::Mismatched(Mismatch::Question) => {
+                self.stats.upstream_mismatched_question.incr();
+                return true;
+            }
+            _ => {}
+        }
+        if self.groups[route].upstreams[upstream].succeeded(rtt) {
+            tracing::info!(upstream = %self.groups[route].upstreams[upstream].addr, "upstream answers again");
+        }
+        self.update_down(route);
+        match verdict {
+            Verdict::Mismatched(_) => true,
+            Verdict::Alive => {
+                self.complete(slot, Err(Failure::Unreachable));
+                false
+            }
+            Verdict::Truncated => {
+                self.retry_over_tcp(slot, k, now);
+                false
+            }
+            Verdict::Answer(entry) => {
+                self.complete(slot, Ok(entry));
+                false
+            }
+            Verdict::Bad => {
+                self.stats.upstream_bad_answers.incr();
+                self.close_attempt(slot, k);
+                if let Some(flight) = self.flights[slot].as_mut() {
+                    flight.bad_answer = true;
+                    if !flight.has_live_attempt() {
+                        self.advance(slot, None, now);
+                    }
+                }
+                false
+            }
+        }
+    }
+
+    /// Asks try `k`'s question again over TCP, of the same upstream, with a new ID.
+    fn retry_over_tcp(&mut self, slot: usize, k: usize, now: Instant) {
+        self.stats.upstream_tcp_retries.incr();
+        let id = self.entropy.u16();
+        let serial = self.next_serial();
+        let Some(flight) = self.flights.get_mut(slot).and_then(Option::as_mut) else {
+            return;
+        };
+        let Some(attempt) = flight.attempts[k].as_mut() else {
+            return;
+        };
+        let server = &self.groups[flight.route].upstreams[attempt.upstream];
+        let mut query = [0u8; MAX_QUERY_LEN];
+        let len = write_query(&mut query, id, &flight.key, flight.route != 0);
+        let mut framed = Vec::with_capacity(2 + len);
+        framed.extend_from_slice(&(len as u16).to_be_bytes());
+        framed.extend_from_slice(&query[..len]);
+        let token = Token(TOKEN_BASE + slot * TRIES + k);
+        let connected = TcpStream::connect(server.addr).and_then(|mut stream| {
+            self.registry
+                .register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)
+                .map(|()| stream)
+        });
+        let stream = match connected {
+            Ok(stream) => stream,
+            Err(_) => {
+                self.stats.upstream_errors.incr();
+                self.close_attempt(slot, k);
+                if self.flights[slot].as_ref().is_some_and(|f| !f.has_live_attempt()) {
+                    self.advance(slot, None, now);
+                }
+                return;
+            }
+        };
+        let timeout = server.rto(1).max(MIN_TCP_TIMEOUT);
+        if let Link::Udp(socket) = &mut attempt.link {
+            let _ = self.registry.deregister(socket);
+        }
+        attempt.link = Link::Tcp(TcpLink {
+            stream,
+            connected: false,
+            out: framed,
+            written: 0,
+            input: Vec::new(),
+        });
+        attempt.id = id;
+        attempt.serial = serial;
+        attempt.sent = now;
+        attempt.timed_out = false;
+        self.timers.push(Reverse(Timer {
+            at: (now + timeout).min(flight.deadline),
+            serial,
+            slot,
+            attempt: Some(k),
+        }));
+        self.stats.upstream_queries.incr();
+    }
+
+    /// A timer fired: a try timed out, or the question's budget ran out.
+    fn expire(&mut self, timer: Timer, cache: &Cache, now: Instant) {
+        let Some(flight) = self.flights.get_mut(timer.slot).and_then(Option::as_mut) else {
+            return;
+        };
+        let Some(k) = timer.attempt else {
+            if flight.serial == timer.serial {
+                self.give_up(timer.slot);
+            }
+            return;
+        };
+        let Some(attempt) = flight.attempts[k].as_mut() else {
+            return;
+        };
+        if attempt.serial != timer.serial || attempt.timed_out {
+            return;
+        }
+        attempt.timed_out = true;
+        let upstream = attempt.upstream;
+        let over_tcp = matches!(attempt.link, Link::Tcp(_));
+        self.stats.upstream_timeouts.incr();
+        if over_tcp {
+            self.close_attempt(timer.slot, k);
+        }
+        self.note_failure(timer.slot, upstream, now);
+        self.serve_stale_early(timer.slot, cache, now);
+        if self.flights[timer.slot].as_ref().is_some_and(|f| !f.has_live_attempt()) {
+            self.advance(timer.slot, None, now);
+        }
+    }
+
+    /// Try `k` failed outright (refused, reset).
+    fn attempt_failed(&mut self, slot: usize, k: usize, cache: &Cache, now: Instant) {
+        let Some(upstream) = self
+            .flights
+            .get(slot)
+            .and_then(Option::as_ref)
+            .and_then(|f| f.attempts[k].as_ref())
+            .map(|a| a.upstream)
+        else {
+            return;
+        };
+        self.close_attempt(slot, k);
+        self.note_failure(slot, upstream, now);
+        self.serve_stale_early(slot, cache, now);
+        if self.flights[slot].as_ref().is_some_and(|f| !f.has_live_attempt()) {
+            self.advance(slot, None, now);
+        }
+    }
+
+    /// Counts a failure against `upstream` of question `slot`'s route.
+    fn note_failure(&mut self, slot: usize, upstream: usize, now: Instant) {
+        let Some(flight) = self.flights.get_mut(slot).and_then(Option::as_mut) else {
+            return;
+        };
+        flight.failures += 1;
+        let route = flight.route;
+        let server = &mut self.groups[route].upstreams[upstream];
+        if server.failed(now) {
+            self.stats.upstreams_marked_down.incr();
+            tracing::warn!(upstream = %server.addr, "upstream marked down after repeated failures");
+        }
+        self.update_down(route);
+    }
+
+    /// After a failed try, clients of a question the cache can still answer (stale) get that
+    /// answer now instead of waiting for the remaining tries (RFC 8767 §5's client response
+    /// timer); the question goes on to refresh the cache.
+    fn serve_stale_early(&mut self, slot: usize, cache: &Cache, now: Instant) {
+        let Some(flight) = self.flights.get_mut(slot).and_then(Option::as_mut) else {
+            return;
+        };
+        if flight.waiters.is_empty() || !cache.can_serve(flight.key.bytes(), now) {
+            return;
+        }
+        self.done.push(Done {
+            key: flight.key.clone(),
+            waiters: std::mem::take(&mut flight.waiters),
+            result: Err(Failure::Unreachable),
+            store: false,
+        });
+    }
+
+    fn give_up(&mut self, slot: usize) {
+        let failure = match self.flights.get(slot).and_then(Option::as_ref) {
+            Some(flight) if flight.bad_answer => Failure::BadAnswers,
+            Some(_) => Failure::Unreachable,
+            None => return,
+        };
+        self.complete(slot, Err(failure));
+    }
+
+    fn close_attempt(&mut self, slot: usize, k: usize) {
+        let Some(attempt) = self
+            .flights
+            .get_mut(slot)
+            .and_then(Option::as_mut)
+            .and_then(|f| f.attempts[k].take())
+        else {
+            return;
+        };
+        deregister(&self.registry, attempt);
+    }
+
+    /// Ends question `slot`: closes its sockets and queues its clients' answers.
+    fn complete(&mut self, slot: usize, result: Result<Entry, Failure>) {
+        let Some(mut flight) = self.flights.get_mut(slot).and_then(Option::take) else {
+            return;
+        };
+        self.free.push(slot);
+        self.active -= 1;
+        for attempt in flight.attempts.iter_mut().filter_map(Option::take) {
+            deregister(&self.registry, attempt);
+        }
+        match flight.kind {
+            Kind::Probe(upstream) => self.groups[flight.route].upstreams[upstream].probing = false,
+            Kind::Clients { .. } | Kind::Refresh => {
+                self.by_key.remove(flight.key.bytes());
+                if result.is_err() && !flight.waiters.is_empty() {
+                    self.stats.forward_failures.incr();
+                }
+                let store = result.is_ok();
+                if store || !flight.waiters.is_empty() {
+                    self.done.push(Done {
+                        key: flight.key,
+                        waiters: flight.waiters,
+                        result,
+                        store,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Sends a `. NS` probe to every down upstream whose probe is due.
+    fn probe(&mut self, now: Instant) {
+        for route in 0..self.groups.len() {
+            for upstream in 0..self.groups[route].upstreams.len() {
+                if !self.groups[route].upstreams[upstream].claim_probe(now) {
+                    continue;
+                }
+                self.stats.upstream_probes.incr();
+                let root = Key::new(&LowerName::default(), rtype::NS, class::IN, false, false);
+                if self.submit_to(root, route, None, Kind::Probe(upstream), now).is_err() {
+                    self.groups[route].upstreams[upstream].probing = false;
+                }
+            }
+        }
+    }
+
+    fn update_down(&mut self, route: usize) {
+        if let (Some(flag), Some(group)) = (self.down.get_mut(route), self.groups.get(route)) {
+            *flag = group.all_down();
+        }
+    }
+}
+
+fn deregister(registry: &Registry, attempt: Attempt) {
+    let _ = match attempt.link {
+        Link::Udp(mut socket) => registry.deregister(&mut socket),
+        Link::Tcp(mut link) => registry.deregister(&mut link.stream),
+    };
+}

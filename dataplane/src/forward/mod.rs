@@ -1,0 +1,330 @@
+//! Forwarding of names outside the zones, from each worker over its own non-blocking sockets,
+//! with the worker's response cache in front (DESIGN §5, spec/robustness.md).
+//!
+//! A [`Resolver`] belongs to one worker. A query for a name outside the zones goes through
+//! [`crate::answer::answer_recursive`]: a cache hit is answered at once; a miss becomes an
+//! upstream question, merged with any identical one in flight (single-flight), sent from a
+//! fresh socket (random source port) with a random ID, retried on timeout on the next upstream,
+//! over TCP when the answer was truncated. When it resolves, every client that asked is
+//! answered by running its query through the answer path again, now with the result in hand,
+//! and the answer is cached. All upstreams failing gives the clients a stale answer if there is
+//! one (RFC 8767), else SERVFAIL with an Extended DNS Error (RFC 8914), within a bounded time.
+
+mod acl;
+mod entropy;
+mod flight;
+mod message;
+pub mod resolv_conf;
+mod route;
+mod upstream;
+
+pub use acl::{Acl, Prefix, PrefixError};
+pub use route::{Failure, Route, Routes};
+pub use upstream::{SharedHealth, MAX_FAILS, PROBE_INTERVAL};
+
+use crate::answer::{answer_recursive, Context, Outcome, Recursion, Resolution, Resolved};
+use crate::cache::{Cache, CacheConfig};
+use crate::snapshot::Snapshot;
+use crate::stats::WorkerStats;
+use crate::wire::types::MAX_MESSAGE_LEN;
+use crate::wire::Name;
+use flight::{Done, Forwarder, Kind, Waiter};
+use mio::{Registry, Token};
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A zone whose names go to given servers instead of the default resolvers (SkyDNS stub
+/// zones).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StubZone {
+    /// The zone apex.
+    pub zone: Name,
+    /// Its servers.
+    pub servers: Vec<SocketAddr>,
+}
+
+/// How names outside the zones are resolved.
+///
+/// | setting | default | why |
+/// |---|---|---|
+/// | `timeout` | 1.5 s | below the 2 s a stub resolver typically waits before its own retry |
+/// | `max_in_flight` | 512 per worker | one socket each; bounded so that a flood cannot take every file descriptor |
+/// | `acl` | loopback, link-local, private | a node-local cache must not be an open resolver |
+/// | `ndots` | 2 | SkyDNS |
+/// | `rotate` | on | SkyDNS `ns_rotate` |
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForwardConfig {
+    /// Default resolvers.
+    pub upstreams: Vec<SocketAddr>,
+    /// Stub zones with their own servers.
+    pub stub_zones: Vec<StubZone>,
+    /// Start successive questions at successive upstreams.
+    pub rotate: bool,
+    /// Labels a name needs before it goes to the default resolvers.
+    pub ndots: u32,
+    /// How long a question may take, all tries together, before its clients get a stale
+    /// answer or SERVFAIL.
+    pub timeout: Duration,
+    /// Upstream questions in flight per worker; more get SERVFAIL at once.
+    pub max_in_flight: usize,
+    /// Who may use forwarding.
+    pub acl: Acl,
+    /// The response cache, for the whole server: each worker gets an equal share of its
+    /// memory bound.
+    pub cache: CacheConfig,
+}
+
+impl Default for ForwardConfig {
+    fn default() -> ForwardConfig {
+        ForwardConfig {
+            upstreams: Vec::new(),
+            stub_zones: Vec::new(),
+            rotate: true,
+            ndots: 2,
+            timeout: Duration::from_millis(1500),
+            max_in_flight: 512,
+            acl: Acl::default(),
+            cache: CacheConfig::default(),
+        }
+    }
+}
+
+impl ForwardConfig {
+    /// Whether there is anywhere to forward to.
+    pub fn is_enabled(&self) -> bool {
+        !self.upstreams.is_empty() || self.stub_zones.iter().any(|s| !s.servers.is_empty())
+    }
+
+    /// Fresh health state for these upstreams, to be shared by every worker's resolver.
+    pub fn health(&self, now: Instant) -> SharedHealth {
+        let sizes = std::iter::once(self.upstreams.len()).chain(self.stub_zones.iter().map(|s| s.servers.len()));
+        SharedHealth::new(sizes, now)
+    }
+}
+
+/// Who asked, so that a late answer finds its way back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Client {
+    /// Over UDP, on the worker's listening socket `socket`, from `peer`.
+    Udp { socket: usize, peer: SocketAddr },
+    /// Over TCP, on connection slot `conn` while it holds connection number `serial`.
+    Tcp { conn: usize, serial: u64, peer: IpAddr },
+}
+
+impl Client {
+    fn ip(&self) -> IpAddr {
+        match self {
+            Client::Udp { peer, .. } => peer.ip(),
+            Client::Tcp { peer, .. } => *peer,
+        }
+    }
+}
+
+/// What became of a query handed to [`Resolver::answer`].
+#[derive(Debug)]
+pub(crate) enum Answered {
+    /// Answered (or dropped) now, as [`crate::answer::answer`] would report it.
+    Now(Outcome),
+    /// The client will be answered when its question resolves.
+    Later,
+    /// Dropped on purpose (stub loop guard); nothing will be sent.
+    Dropped,
+}
+
+/// One worker's forwarding side: cache, upstream sockets, questions in flight.
+pub(crate) struct Resolver {
+    acl: Acl,
+    routes: Routes,
+    cache: Cache,
+    forwarder: Forwarder,
+    stats: Arc<WorkerStats>,
+    scratch: Box<[u8]>,
+    done: Vec<Done>,
+}
+
+impl Resolver {
+    /// A resolver for one of `workers` workers, registering its sockets with `registry`;
+    /// `health` is shared by all of them (see [`ForwardConfig::health`]).
+    pub(crate) fn new(
+        config: &ForwardConfig,
+        workers: usize,
+        health: &SharedHealth,
+        registry: &Registry,
+        stats: Arc<WorkerStats>,
+    ) -> io::Result<Resolver> {
+        let stubs = config.stub_zones.iter().map(|s| s.zone.clone()).collect();
+        let routes = Routes::new(config.ndots, !config.upstreams.is_empty(), stubs);
+        let mut groups = vec![config.upstreams.as_slice()];
+        groups.extend(config.stub_zones.iter().map(|s| s.servers.as_slice()));
+        let cache = Cache::new(CacheConfig {
+            max_bytes: config.cache.max_bytes / workers.max(1),
+            ..config.cache.clone()
+        });
+        Ok(Resolver {
+            acl: config.acl.clone(),
+            routes,
+            cache,
+            forwarder: Forwarder::new(registry.try_clone()?, &groups, config, health, Arc::clone(&stats)),
+            stats,
+            scratch: vec![0; MAX_MESSAGE_LEN].into_boxed_slice(),
+            done: Vec::new(),
+        })
+    }
+
+    /// Answers `query` from `client`: authoritative names and cache hits now, misses later.
+    pub(crate) fn answer(
+        &mut self,
+        query: &[u8],
+        snapshot: &Snapshot,
+        ctx: &Context,
+        client: Client,
+        now: Instant,
+        out: &mut [u8],
+    ) -> Answered {
+        let mut rec = Recursion {
+            cache: &mut self.cache,
+            routes: &self.routes,
+            down: self.forwarder.down(),
+            allowed: self.acl.allows(client.ip()),
+            now,
+            resolved: None,
+        };
+        match answer_recursive(query, snapshot, ctx, &mut rec, out) {
+            Resolution::Done(outcome) => Answered::Now(outcome),
+            Resolution::Cached {
+                outcome,
+                stale,
+                refresh,
+            } => {
+                self.stats.cache_hits.incr();
+                if stale {
+                    self.stats.cache_stale_answers.incr();
+                }
+                if let Some(refresh) = refresh {
+                    self.stats.cache_refreshes.incr();
+                    let _ = self
+                        .forwarder
+                        .submit(refresh.key, refresh.route, None, Kind::Refresh, now);
+                }
+                Answered::Now(outcome)
+            }
+            Resolution::Forward(forward) => {
+                self.stats.cache_misses.incr();
+                let waiter = Waiter {
+                    client,
+                    ctx: *ctx,
+                    query: forward.query,
+                };
+                match self.forwarder.submit(
+                    forward.key,
+                    forward.route,
+                    Some(waiter),
+                    Kind::Clients { stale: forward.stale },
+                    now,
+                ) {
+                    Ok(()) => Answered::Later,
+                    Err(failure) => {
+                        let mut rec = Recursion {
+                            cache: &mut self.cache,
+                            routes: &self.routes,
+                            down: self.forwarder.down(),
+                            allowed: true,
+                            now,
+                            resolved: Some(Resolved::Failed(failure)),
+                        };
+                        match answer_recursive(query, snapshot, ctx, &mut rec, out) {
+                            Resolution::Done(outcome) | Resolution::Cached { outcome, .. } => Answered::Now(outcome),
+                            Resolution::Forward(_) | Resolution::Looped => Answered::Dropped,
+                        }
+                    }
+                }
+            }
+            Resolution::Looped => {
+                self.stats.stub_loops_dropped.incr();
+                Answered::Dropped
+            }
+        }
+    }
+
+    /// Whether `token` belongs to one of the resolver's upstream sockets.
+    pub(crate) fn owns(token: Token) -> bool {
+        Forwarder::owns(token)
+    }
+
+    /// Notes a readiness event of an upstream socket.
+    pub(crate) fn on_event(&mut self, token: Token) {
+        self.forwarder.on_event(token);
+    }
+
+    /// Whether upstream sockets have readiness to be handled without waiting.
+    pub(crate) fn has_work(&self) -> bool {
+        self.forwarder.has_work()
+    }
+
+    /// When the worker must wake up next for a timeout or a health probe.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        self.forwarder.next_deadline()
+    }
+
+    /// Reads upstream replies, handles timeouts and probes, and hands every reply now due to
+    /// a waiting client to `send`.
+    pub(crate) fn turn(&mut self, snapshot: &Snapshot, now: Instant, mut send: impl FnMut(Client, &[u8])) {
+        let Resolver {
+            routes,
+            cache,
+            forwarder,
+            stats,
+            scratch,
+            done,
+            ..
+        } = self;
+        forwarder.turn(cache, now, done);
+        for finished in done.drain(..) {
+            let Done {
+                key,
+                waiters,
+                result,
+                store,
+            } = finished;
+            let resolved = match &result {
+                Ok(entry) => Resolved::Answer(entry),
+                Err(failure) => Resolved::Failed(*failure),
+            };
+            for waiter in &waiters {
+                let mut rec = Recursion {
+                    cache,
+                    routes,
+                    down: forwarder.down(),
+                    allowed: true,
+                    now,
+                    resolved: Some(resolved),
+                };
+                let outcome = match answer_recursive(waiter.query.bytes(), snapshot, &waiter.ctx, &mut rec, scratch) {
+                    Resolution::Done(outcome) => outcome,
+                    Resolution::Cached { outcome, stale, .. } => {
+                        if stale {
+                            stats.cache_stale_answers.incr();
+                        }
+                        outcome
+                    }
+                    Resolution::Forward(_) | Resolution::Looped => continue,
+                };
+                stats.outcome(&outcome);
+                if let Outcome::Reply(reply) = outcome {
+                    send(waiter.client, &scratch[..reply.len]);
+                }
+            }
+            if let (Ok(entry), true) = (result, store) {
+                let inserted = cache.insert(key.bytes(), entry);
+                if inserted.stored {
+                    stats.cache_inserts.incr();
+                }
+                stats.cache_evictions.add(inserted.evicted);
+            }
+        }
+        stats.cache_entries.set(cache.len() as u64);
+        stats.cache_bytes.set(cache.bytes() as u64);
+    }
+}

@@ -1,0 +1,538 @@
+//! Forwarding and caching end to end: the real binary in front of real upstream servers on
+//! 127.0.0.1 (Knot DNS serving generated zones, and a scripted upstream that counts queries and
+//! misbehaves on purpose), queried with hickory-proto.
+
+mod common;
+mod upstream;
+
+use common::{query, tcp_query, udp_query, Skyline};
+use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::{RData, RecordType};
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+use upstream::{Knot, Script, Scripted, GOOD};
+
+const RECORDS: &str = r#"{"/skydns/local/skydns/web": {"host": "10.9.0.1"}}"#;
+
+const ZONE: &str = "$ORIGIN example.test.
+$TTL 300
+@ SOA ns.example.test. admin.example.test. 1 3600 600 86400 30
+@ NS ns
+ns A 127.0.0.1
+www A 192.0.2.10
+v6 AAAA 2001:db8::10
+alias CNAME www
+_http._tcp SRV 10 5 80 www
+@ MX 10 mail
+mail A 192.0.2.25
+short 1 A 192.0.2.11
+* A 192.0.2.99
+";
+
+/// The zone with an RRset too large for a 1232-byte UDP answer.
+fn big_zone() -> String {
+    let mut zone = String::from(ZONE);
+    for i in 0..100 {
+        zone.push_str(&format!("big A 10.1.{}.{}\n", i / 250, i % 250));
+    }
+    zone
+}
+
+fn forwarding_to(upstreams: &[SocketAddr], more: &[&str]) -> Skyline {
+    let list = upstreams.iter().map(ToString::to_string).collect::<Vec<_>>().join(",");
+    let mut args = vec!["--nameservers", list.as_str()];
+    args.extend_from_slice(more);
+    Skyline::start(RECORDS, &args, &[])
+}
+
+fn ask(s: &Skyline, name: &str, rtype: RecordType) -> Message {
+    udp_query(s.addr, &query(name, rtype, Some(1232)))
+}
+
+/// A client with one socket for all its queries. Each worker has its own cache, and the kernel
+/// keeps a client's flow (its address and port) on one worker; a test that watches what the
+/// cache remembers asks through one client.
+struct Client {
+    socket: UdpSocket,
+}
+
+impl Client {
+    fn new() -> Client {
+        Client {
+            socket: UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap(),
+        }
+    }
+
+    fn ask(&self, s: &Skyline, name: &str, rtype: RecordType) -> Message {
+        let q = query(name, rtype, Some(1232));
+        let (raw, _) = self.timed(s.addr, &q, Duration::from_secs(3)).expect("an answer");
+        Message::from_vec(&raw).unwrap()
+    }
+
+    /// Sends one query and returns the raw reply and how long it took, or `None` after `wait`.
+    fn timed(&self, addr: SocketAddr, q: &Message, wait: Duration) -> Option<(Vec<u8>, Duration)> {
+        self.socket.set_read_timeout(Some(wait)).unwrap();
+        let started = Instant::now();
+        self.socket.send_to(&q.to_vec().unwrap(), addr).unwrap();
+        let mut buf = [0u8; 4096];
+        loop {
+            let (n, _) = self.socket.recv_from(&mut buf).ok()?;
+            if n >= 2 && buf[..2] == q.id().to_be_bytes() {
+                return Some((buf[..n].to_vec(), started.elapsed()));
+            }
+        }
+    }
+}
+
+/// Sends one query from a fresh socket; the raw reply and how long it took, or `None` after
+/// `wait`.
+fn timed(addr: SocketAddr, q: &Message, wait: Duration) -> Option<(Vec<u8>, Duration)> {
+    Client::new().timed(addr, q, wait)
+}
+
+/// The Extended DNS Error info code of a reply: skyline puts it last in its OPT, the last
+/// record.
+fn ede(raw: &[u8]) -> Option<u16> {
+    let tail = raw.get(raw.len().checked_sub(6)?..)?;
+    (tail[..4] == [0, 15, 0, 2]).then(|| u16::from_be_bytes([tail[4], tail[5]]))
+}
+
+fn ttl_of(reply: &Message) -> u32 {
+    reply.answers()[0].ttl()
+}
+
+fn a_of(reply: &Message) -> Vec<Ipv4Addr> {
+    reply
+        .answers()
+        .iter()
+        .filter_map(|r| match r.data() {
+            Some(RData::A(a)) => Some(a.0),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn names_outside_the_domain_are_forwarded_and_cached_for_each_type() {
+    let Some(knot) = Knot::start(&[("example.test.", ZONE)]) else {
+        return;
+    };
+    let s = forwarding_to(&[knot.addr], &[]);
+
+    let a = ask(&s, "www.example.test.", RecordType::A);
+    assert_eq!(a.response_code(), ResponseCode::NoError);
+    assert!(a.recursion_available() && !a.authoritative());
+    assert_eq!(a_of(&a), [Ipv4Addr::new(192, 0, 2, 10)]);
+
+    let aaaa = ask(&s, "v6.example.test.", RecordType::AAAA);
+    assert!(
+        matches!(aaaa.answers()[0].data(), Some(RData::AAAA(ip)) if ip.0 == "2001:db8::10".parse::<std::net::Ipv6Addr>().unwrap())
+    );
+
+    let cname = ask(&s, "Alias.Example.Test.", RecordType::A);
+    assert_eq!(
+        cname.queries()[0].name().to_ascii(),
+        "Alias.Example.Test.",
+        "the question is echoed as asked"
+    );
+    assert!(
+        matches!(cname.answers()[0].data(), Some(RData::CNAME(t)) if t.0.to_ascii().eq_ignore_ascii_case("www.example.test.")),
+        "{cname:?}"
+    );
+    assert_eq!(a_of(&cname), [Ipv4Addr::new(192, 0, 2, 10)]);
+
+    let srv = ask(&s, "_http._tcp.example.test.", RecordType::SRV);
+    assert!(
+        matches!(srv.answers()[0].data(), Some(RData::SRV(v)) if v.port() == 80 && v.target().to_ascii() == "www.example.test.")
+    );
+
+    let mx = ask(&s, "example.test.", RecordType::MX);
+    assert!(matches!(mx.answers()[0].data(), Some(RData::MX(v)) if v.exchange().to_ascii() == "mail.example.test."));
+
+    let client = Client::new();
+    for name in ["www.example.test.", "alias.example.test.", "_http._tcp.example.test."] {
+        let rtype = if name.starts_with('_') {
+            RecordType::SRV
+        } else {
+            RecordType::A
+        };
+        let first = client.ask(&s, name, rtype);
+        let again = client.ask(&s, name, rtype);
+        assert_eq!(
+            first.answers(),
+            again.answers(),
+            "{name} comes from the cache unchanged"
+        );
+    }
+    assert_eq!(
+        ask(&s, "web.skydns.local.", RecordType::A).response_code(),
+        ResponseCode::NoError
+    );
+}
+
+#[test]
+fn cached_ttls_count_down() {
+    let Some(knot) = Knot::start(&[("example.test.", ZONE)]) else {
+        return;
+    };
+    let s = forwarding_to(&[knot.addr], &[]);
+    let client = Client::new();
+    assert_eq!(ttl_of(&client.ask(&s, "www.example.test.", RecordType::A)), 300);
+    std::thread::sleep(Duration::from_millis(2100));
+    let ttl = ttl_of(&client.ask(&s, "www.example.test.", RecordType::A));
+    assert!((297..=298).contains(&ttl), "TTL {ttl} after 2.1 s");
+}
+
+#[test]
+fn truncated_upstream_answers_are_fetched_again_over_tcp() {
+    let Some(knot) = Knot::start(&[("example.test.", &big_zone())]) else {
+        return;
+    };
+    let s = forwarding_to(&[knot.addr], &[]);
+    let udp = ask(&s, "big.example.test.", RecordType::A);
+    assert!(udp.truncated(), "100 addresses do not fit 1232 bytes");
+    let tcp = tcp_query(s.addr, &query("big.example.test.", RecordType::A, Some(1232)));
+    assert!(!tcp.truncated());
+    assert_eq!(a_of(&tcp).len(), 100, "the whole RRset came from the upstream over TCP");
+}
+
+#[test]
+fn negative_answers_are_cached_within_their_cap() {
+    let upstream = Scripted::start(Script::NxDomain { soa_ttl: 300 });
+    let s = forwarding_to(&[upstream.addr], &["--cache-negative-ttl", "2"]);
+    let client = Client::new();
+    let first = client.ask(&s, "gone.example.test.", RecordType::A);
+    assert_eq!(first.response_code(), ResponseCode::NXDomain);
+    assert!(first.name_servers()[0].ttl() <= 2, "SOA TTL capped");
+    assert_eq!(
+        client.ask(&s, "gone.example.test.", RecordType::A).response_code(),
+        ResponseCode::NXDomain
+    );
+    assert_eq!(
+        upstream.count("gone.example.test."),
+        1,
+        "the second came from the cache"
+    );
+    std::thread::sleep(Duration::from_millis(2300));
+    assert_eq!(
+        client.ask(&s, "gone.example.test.", RecordType::A).response_code(),
+        ResponseCode::NXDomain
+    );
+    assert_eq!(
+        upstream.count("gone.example.test."),
+        2,
+        "asked again once the cap ran out"
+    );
+
+    let cluster = ask(&s, "gone.svc.cluster.local.", RecordType::A);
+    assert_eq!(cluster.response_code(), ResponseCode::NXDomain);
+    assert!(cluster.name_servers()[0].ttl() <= 2);
+    let s = forwarding_to(&[upstream.addr], &[]);
+    let cluster = ask(&s, "gone2.svc.cluster.local.", RecordType::A);
+    assert!(
+        cluster.name_servers()[0].ttl() <= 5,
+        "cluster.local. absence is remembered 5 s at most"
+    );
+    assert_eq!(
+        ask(&s, "gone3.example.test.", RecordType::A).name_servers()[0].ttl(),
+        300
+    );
+}
+
+#[test]
+fn a_killed_upstream_fails_over_to_the_other() {
+    let Some(mut dead) = Knot::start(&[("example.test.", ZONE)]) else {
+        return;
+    };
+    let Some(alive) = Knot::start(&[("example.test.", ZONE)]) else {
+        return;
+    };
+    let s = forwarding_to(&[dead.addr, alive.addr], &[]);
+    assert_eq!(
+        ask(&s, "warm.example.test.", RecordType::A).response_code(),
+        ResponseCode::NoError
+    );
+    dead.kill();
+    for i in 0..20 {
+        let q = query(&format!("host{i}.example.test."), RecordType::A, Some(1232));
+        let (raw, took) = timed(s.addr, &q, Duration::from_secs(3)).expect("an answer");
+        let reply = Message::from_vec(&raw).unwrap();
+        assert_eq!(reply.response_code(), ResponseCode::NoError, "host{i}");
+        assert_eq!(a_of(&reply), [Ipv4Addr::new(192, 0, 2, 99)]);
+        assert!(took < Duration::from_millis(500), "host{i} took {took:?}");
+    }
+}
+
+#[test]
+fn a_paused_upstream_gives_stale_answers_and_fast_failures() {
+    let Some(knot) = Knot::start(&[("example.test.", ZONE)]) else {
+        return;
+    };
+    let s = forwarding_to(&[knot.addr], &[]);
+    let client = Client::new();
+    assert_eq!(ttl_of(&client.ask(&s, "short.example.test.", RecordType::A)), 1);
+    knot.pause();
+    std::thread::sleep(Duration::from_millis(1500));
+
+    let stale = query("short.example.test.", RecordType::A, Some(1232));
+    let (raw, took) = client
+        .timed(s.addr, &stale, Duration::from_secs(3))
+        .expect("a stale answer, not silence");
+    let reply = Message::from_vec(&raw).unwrap();
+    assert_eq!(a_of(&reply), [Ipv4Addr::new(192, 0, 2, 11)]);
+    assert_eq!(ttl_of(&reply), 30, "stale answers carry TTL 30 (RFC 8767)");
+    assert_eq!(ede(&raw), Some(3), "EDE Stale Answer");
+    assert!(took < Duration::from_millis(1000), "first stale answer took {took:?}");
+
+    // By now the upstream has failed its tries and is known to be down: nothing waits.
+    std::thread::sleep(Duration::from_millis(1500));
+    let (raw, took) = client
+        .timed(s.addr, &stale, Duration::from_secs(3))
+        .expect("a stale answer");
+    assert_eq!(ede(&raw), Some(3));
+    assert!(
+        took < Duration::from_millis(100),
+        "stale answer while down took {took:?}"
+    );
+    let never = query("never-cached.example.test.", RecordType::A, Some(1232));
+    let (raw, took) = timed(s.addr, &never, Duration::from_secs(3)).expect("SERVFAIL, not silence");
+    assert_eq!(Message::from_vec(&raw).unwrap().response_code(), ResponseCode::ServFail);
+    assert_eq!(ede(&raw), Some(22), "EDE No Reachable Authority");
+    assert!(took < Duration::from_millis(100), "SERVFAIL took {took:?}");
+
+    knot.resume();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let reply = ask(&s, "never-cached.example.test.", RecordType::A);
+        if reply.response_code() == ResponseCode::NoError {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the upstream was not found back");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while ede(&client
+        .timed(s.addr, &stale, Duration::from_secs(3))
+        .expect("an answer")
+        .0)
+    .is_some()
+    {
+        assert!(Instant::now() < deadline, "still stale after the upstream came back");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn identical_questions_in_flight_reach_the_upstream_once() {
+    let upstream = Scripted::start(Script::Address {
+        ttl: 60,
+        delay: Duration::from_millis(300),
+    });
+    let s = forwarding_to(&[upstream.addr], &[]);
+    let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    client.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    for id in 0..20u16 {
+        let mut q = query("same.example.test.", RecordType::A, Some(1232));
+        q.set_id(id);
+        client.send_to(&q.to_vec().unwrap(), s.addr).unwrap();
+    }
+    let mut ids = Vec::new();
+    let mut buf = [0u8; 4096];
+    for _ in 0..20 {
+        let (n, _) = client.recv_from(&mut buf).expect("every client is answered");
+        let reply = Message::from_vec(&buf[..n]).unwrap();
+        assert_eq!(a_of(&reply), [GOOD]);
+        ids.push(reply.id());
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, (0..20).collect::<Vec<_>>());
+    assert_eq!(upstream.count("same.example.test."), 1);
+}
+
+#[test]
+fn popular_names_are_refreshed_before_they_expire() {
+    let upstream = Scripted::start(Script::Address {
+        ttl: 10,
+        delay: Duration::ZERO,
+    });
+    let s = forwarding_to(&[upstream.addr], &[]);
+    let client = Client::new();
+    let started = Instant::now();
+    for _ in 0..3 {
+        assert_eq!(a_of(&client.ask(&s, "hot.example.test.", RecordType::A)), [GOOD]);
+    }
+    assert_eq!(upstream.count("hot.example.test."), 1);
+    std::thread::sleep(Duration::from_millis(9200).saturating_sub(started.elapsed()));
+    assert_eq!(a_of(&client.ask(&s, "hot.example.test.", RecordType::A)), [GOOD]);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        upstream.count("hot.example.test."),
+        2,
+        "refreshed in the last tenth of its TTL"
+    );
+    std::thread::sleep(Duration::from_millis(10_500).saturating_sub(started.elapsed()));
+    let after = client.ask(&s, "hot.example.test.", RecordType::A);
+    assert!(
+        ttl_of(&after) >= 8,
+        "the refreshed entry answers: TTL {}",
+        ttl_of(&after)
+    );
+    assert_eq!(upstream.count("hot.example.test."), 2, "no miss at expiry");
+}
+
+#[test]
+fn forged_replies_are_dropped() {
+    let upstream = Scripted::start(Script::Forge);
+    let s = forwarding_to(&[upstream.addr], &[]);
+    let reply = ask(&s, "target.example.test.", RecordType::A);
+    assert_eq!(
+        a_of(&reply),
+        [GOOD],
+        "neither another port, nor a wrong ID, nor a wrong question got in"
+    );
+    let queries = upstream.queries();
+    let q = &queries[0];
+    assert_ne!(q.id(), reply.id(), "the upstream query has an ID of its own");
+}
+
+#[test]
+fn upstream_queries_use_random_ids_and_ports() {
+    let upstream = Scripted::start(Script::Address {
+        ttl: 60,
+        delay: Duration::ZERO,
+    });
+    let s = forwarding_to(&[upstream.addr], &[]);
+    for i in 0..20 {
+        ask(&s, &format!("n{i}.example.test."), RecordType::A);
+    }
+    let ids: std::collections::HashSet<u16> = upstream.queries().iter().map(Message::id).collect();
+    assert!(ids.len() >= 19, "{} distinct IDs in 20 queries", ids.len());
+}
+
+#[test]
+fn the_recursion_acl_refuses_other_clients() {
+    let upstream = Scripted::start(Script::Address {
+        ttl: 60,
+        delay: Duration::ZERO,
+    });
+    let s = forwarding_to(&[upstream.addr], &["--recursion-acl", "10.0.0.0/8,192.168.0.0/16"]);
+    let refused = ask(&s, "www.example.test.", RecordType::A);
+    assert_eq!(refused.response_code(), ResponseCode::Refused);
+    assert!(!refused.recursion_available());
+    assert_eq!(upstream.count("www.example.test."), 0);
+    let local = ask(&s, "web.skydns.local.", RecordType::A);
+    assert_eq!(
+        local.response_code(),
+        ResponseCode::NoError,
+        "the domain is served to everyone"
+    );
+    assert!(!local.recursion_available());
+
+    let open = forwarding_to(&[upstream.addr], &[]);
+    let reply = ask(&open, "www.example.test.", RecordType::A);
+    assert_eq!(
+        reply.response_code(),
+        ResponseCode::NoError,
+        "127.0.0.1 is in the default ACL"
+    );
+    assert!(reply.recursion_available());
+    assert!(ask(&open, "web.skydns.local.", RecordType::A).recursion_available());
+}
+
+#[test]
+fn no_rec_and_ndots_keep_names_from_upstreams_as_skydns_does() {
+    let upstream = Scripted::start(Script::Address {
+        ttl: 60,
+        delay: Duration::ZERO,
+    });
+    let s = forwarding_to(&[upstream.addr], &["--no-rec"]);
+    assert_eq!(
+        ask(&s, "www.example.test.", RecordType::A).response_code(),
+        ResponseCode::Refused
+    );
+
+    let s = forwarding_to(&[upstream.addr], &["--ndots", "3"]);
+    let short = ask(&s, "example.test.", RecordType::A);
+    assert_eq!(short.response_code(), ResponseCode::ServFail, "2 labels < ndots 3");
+    assert!(short.recursion_available());
+    assert_eq!(a_of(&ask(&s, "a.example.test.", RecordType::A)), [GOOD]);
+    assert_eq!(upstream.count("example.test."), 0);
+}
+
+#[test]
+fn several_listen_addresses_serve_alike() {
+    let upstream = Scripted::start(Script::Address {
+        ttl: 60,
+        delay: Duration::ZERO,
+    });
+    let s = forwarding_to(&[upstream.addr], &["--addr", "127.0.0.2:0"]);
+    let second = second_address(&s);
+    for addr in [s.addr, second] {
+        let q = query("www.example.test.", RecordType::A, Some(1232));
+        let reply = udp_query(addr, &q);
+        assert_eq!(a_of(&reply), [GOOD], "{addr}");
+        let web = udp_query(addr, &query("web.skydns.local.", RecordType::A, None));
+        assert_eq!(web.response_code(), ResponseCode::NoError, "{addr}");
+        let tcp = tcp_query(addr, &query("www.example.test.", RecordType::A, None));
+        assert_eq!(a_of(&tcp), [GOOD], "{addr} over TCP");
+    }
+}
+
+fn second_address(s: &Skyline) -> SocketAddr {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let log = s.log_text();
+        if let Some(at) = log.find("udp://127.0.0.2:") {
+            let rest = &log[at + "udp://".len()..];
+            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+            return rest[..end].parse().unwrap();
+        }
+        assert!(Instant::now() < deadline, "no second address in the log:\n{log}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn stub_zones_go_to_their_servers_with_the_loop_guard() {
+    let stub = Scripted::start(Script::Address {
+        ttl: 60,
+        delay: Duration::ZERO,
+    });
+    let spec = format!("corp.test.={}", stub.addr);
+    let s = Skyline::start(RECORDS, &["--stub-zone", &spec], &[]);
+    assert_eq!(a_of(&ask(&s, "www.corp.test.", RecordType::A)), [GOOD]);
+    let sent = &stub.queries()[0];
+    let guard = sent.extensions().as_ref().and_then(|e| {
+        e.option(hickory_proto::rr::rdata::opt::EdnsCode::Unknown(65011))
+            .cloned()
+    });
+    assert!(guard.is_some(), "the stub server got option 65011: {sent:?}");
+    assert_eq!(
+        ask(&s, "www.example.test.", RecordType::A).response_code(),
+        ResponseCode::Refused,
+        "no default resolvers: only the stub zone is forwarded"
+    );
+
+    let mut looped = query("loop.corp.test.", RecordType::A, Some(1232));
+    if let Some(edns) = looped.extensions_mut().as_mut() {
+        edns.options_mut()
+            .insert(hickory_proto::rr::rdata::opt::EdnsOption::Unknown(65011, vec![1]));
+    }
+    assert!(
+        timed(s.addr, &looped, Duration::from_millis(800)).is_none(),
+        "a query that already went through a stub forwarder is dropped"
+    );
+    assert_eq!(stub.count("loop.corp.test."), 0);
+}
+
+#[test]
+fn tcp_clients_are_answered_from_upstreams_too() {
+    let Some(knot) = Knot::start(&[("example.test.", ZONE)]) else {
+        return;
+    };
+    let s = forwarding_to(&[knot.addr], &[]);
+    let reply = tcp_query(s.addr, &query("v6.example.test.", RecordType::AAAA, Some(1232)));
+    assert_eq!(reply.answers().len(), 1);
+    let cached = tcp_query(s.addr, &query("v6.example.test.", RecordType::AAAA, None));
+    assert_eq!(cached.answers(), reply.answers());
+}
