@@ -105,4 +105,3 @@ fn is_nxdomain(snap: &Snapshot, name: &str, rtype: RecordType) -> bool {
             .first()
             .is_some_and(|r| r.record_type() == RecordType::SOA)
 }
-mod timing;
