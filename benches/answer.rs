@@ -1,5 +1,6 @@
 //! Criterion benches of the sans-I/O path on a 10k-record SkyDNS snapshot: query parsing, node
-//! lookup, and the whole answer function for the common query shapes.
+//! lookup, the whole answer function for the common query shapes, and a response-cache hit for a
+//! name outside the zones.
 //!
 //! Run: `cargo bench --bench answer` (numbers and method in tuning.md).
 
@@ -7,10 +8,13 @@
 #![allow(missing_docs)]
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use skyline_dataplane::answer::{answer_recursive, Recursion, Resolution};
+use skyline_dataplane::cache::{Cache, CacheConfig, Entry, Key};
+use skyline_dataplane::forward::Routes;
 use skyline_dataplane::snapshot::skydns::{self, Config, Service};
 use skyline_dataplane::wire::{parse_query, LowerName};
 use skyline_dataplane::{answer, Context, Outcome, Snapshot, Transport};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 /// 1,000 services of 10 instances each under `skydns.local.`.
 fn snapshot() -> Snapshot {
@@ -94,5 +98,60 @@ fn benches(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(answer_path, benches);
+/// An upstream's reply to `query` (no EDNS): one A record with a 300 s TTL.
+fn upstream_reply(query: &[u8]) -> Vec<u8> {
+    let mut m = query[..12].to_vec();
+    m[2] = 0x81;
+    m[3] = 0x80;
+    m[7] = 1;
+    m[11] = 0;
+    m.extend_from_slice(&query[12..]);
+    m.extend_from_slice(&[0xC0, 12, 0, 1, 0, 1, 0, 0, 1, 44, 0, 4, 192, 0, 2, 7]);
+    m
+}
+
+/// A fresh response-cache hit: the query goes through the same entry point as every UDP query
+/// of a forwarding worker and is answered from the cache, TTL aged on the way out.
+fn cache_hit(c: &mut Criterion) {
+    let snap = snapshot();
+    let start = Instant::now();
+    let q = query("www.example.org.", 1, false);
+    let mut name = LowerName::default();
+    parse_query(&q, &mut name).unwrap();
+    let mut cache = Cache::new(CacheConfig::default());
+    let entry = Entry::from_reply(&upstream_reply(&q), q.len(), cache.caps_for(name.wire()), start).unwrap();
+    cache.insert(Key::new(&name, 1, 1, false, false).bytes(), entry);
+    let routes = Routes::new(2, true, Vec::new());
+    let down = [false];
+    let now = start + Duration::from_secs(30);
+    let mut out = vec![0u8; 65535];
+
+    let mut g = c.benchmark_group("cache");
+    g.throughput(Throughput::Elements(1));
+    for (label, q) in [("hit", q.clone()), ("hit_edns", query("www.example.org.", 1, true))] {
+        g.bench_function(label, |b| {
+            let ctx = Context::new(Transport::Udp);
+            b.iter(|| {
+                let mut rec = Recursion {
+                    cache: &mut cache,
+                    routes: &routes,
+                    down: &down,
+                    allowed: true,
+                    now,
+                    resolved: None,
+                };
+                match answer_recursive(black_box(&q), &snap, &ctx, &mut rec, &mut out) {
+                    Resolution::Cached {
+                        outcome: Outcome::Reply(r),
+                        ..
+                    } => r.len,
+                    other => panic!("not a cache hit: {other:?}"),
+                }
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(answer_path, benches, cache_hit);
 criterion_main!(answer_path);

@@ -6,8 +6,8 @@
 # Usage: benches/compare.sh [all|peak|callgrind|report]          (default: all)
 #   peak       for each round, mix and generator: every server at peak load (A/B alternating,
 #              the order reversed every other round); then paced runs at PACED_FRACTION of
-#              each server's median peak rate, with latency histograms; then syscalls per
-#              query (perf) at peak load
+#              each server's own median peak rate and of Knot's, with latency histograms;
+#              then syscalls per query (perf) at peak load
 #   callgrind  user-space instructions per answered query, each server under valgrind
 #   report     summary tables, JSON and the SVG picture from what is in RESULTS
 #   all        peak, callgrind, the zero-allocation tests, report
@@ -19,7 +19,9 @@
 # and BATCH [16] for skyline-loadgen, SOCKETS [1] client source ports, SERVER_CPU [1] (a
 # taskset CPU list), CLIENT_CPU [0], SKYLINE_BIN [target/release/skyline] (e.g. a build with
 # another batch size), SKYLINE_FLAGS ["--workers 1 --no-pin"], BUILD [1] (0: use the binaries
-# as they are), RESULTS [benches/results].
+# as they are), RESULTS [benches/results]. A server named skyline-TAG in SERVERS runs the
+# binary VARIANTS/skyline-TAG [VARIANTS: target/variants], so that builds differing in one
+# constant are compared in the same run.
 # A quick look: ROUNDS=1 DURATION=2 MIXES=a GENERATORS=loadgen benches/compare.sh peak
 #
 # Everything listens on 127.0.0.1 only, every run is bounded in time, and every process this
@@ -45,6 +47,7 @@ SOCKETS="${SOCKETS:-1}"
 SKYLINE_BIN="${SKYLINE_BIN:-target/release/skyline}"
 SKYLINE_FLAGS="${SKYLINE_FLAGS:---workers 1 --no-pin}"
 BUILD="${BUILD:-1}"
+VARIANTS="${VARIANTS:-target/variants}"
 SERVER_CPU="${SERVER_CPU:-1}"
 CLIENT_CPU="${CLIENT_CPU:-0}"
 RESULTS="${RESULTS:-benches/results}"
@@ -129,6 +132,7 @@ server_cmd() { # name, port
   echo) echo "$BIN/skyline-echo --addr 127.0.0.1:$2" ;;
   skyline) echo "$SKYLINE_BIN --records $work/data/records.json --domain $DOMAIN. --addr 127.0.0.1:$2 $SKYLINE_FLAGS" ;;
   knot) knot_conf "$2"; echo "knotd -c $work/knot/knot.conf" ;;
+  skyline-*) echo "$VARIANTS/$1 --records $work/data/records.json --domain $DOMAIN. --addr 127.0.0.1:$2 $SKYLINE_FLAGS" ;;
   *) log "unknown server $1"; return 1 ;;
   esac
 }
@@ -215,6 +219,13 @@ order() {
   fi
 }
 
+# PACED_FRACTION of a server's median peak rate with skyline-loadgen on a mix; empty if unknown.
+paced_rate() { # mix server
+  local top
+  top=$("$BIN/skyline-report" median --runs "$RESULTS/runs.csv" --mix "$1" --server "$2")
+  awk -v q="$top" -v f="$PACED_FRACTION" 'BEGIN {if (q == q + 0 && q > 0) printf "%.0f", q * f}'
+}
+
 peak() {
   echo "$RUNS_HEADER" >"$RESULTS/runs.csv"
   rm -f "$RESULTS"/latency/*.csv
@@ -231,13 +242,17 @@ peak() {
       done
     done
   done
+  # Paced: each server at PACED_FRACTION of its own median peak ("paced"), and every server
+  # at PACED_FRACTION of the peer's ("paced-common": the same offered load for all, so the
+  # client's own load is the same too).
   for round in $(seq "$ROUNDS"); do
     for mix in $PACED_MIXES; do
       for s in $(order "$round"); do
-        local top rate
-        top=$("$BIN/skyline-report" median --runs "$RESULTS/runs.csv" --mix "$mix" --server "$s")
-        rate=$(awk -v q="$top" -v f="$PACED_FRACTION" 'BEGIN {if (q == q + 0 && q > 0) printf "%.0f", q * f}')
-        [ -n "$rate" ] && run_one paced "$round" "$mix" loadgen "$s" "$rate"
+        local rate
+        rate=$(paced_rate "$mix" "$s")
+        if [ -n "$rate" ]; then run_one paced "$round" "$mix" loadgen "$s" "$rate"; fi
+        rate=$(paced_rate "$mix" knot)
+        if [ -n "$rate" ]; then run_one paced-common "$round" "$mix" loadgen "$s" "$rate"; fi
       done
     done
   done

@@ -488,6 +488,24 @@ mod tests {
     }
 
     #[test]
+    fn the_example_configuration_resolves() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/skyline.toml");
+        let file = crate::config::FileConfig::load(&path).unwrap();
+        let c = forward_config(
+            &ForwardArgs::default(),
+            file.forward.as_ref(),
+            file.cache.as_ref(),
+            &stacked(&["8.8.8.8:53"]),
+            |_| None,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.stub_zones.len(), 1);
+        assert_eq!(c.cache.max_bytes, 64 << 20);
+        assert_eq!(c.acl, Acl::default(), "the example spells out the default");
+    }
+
+    #[test]
     fn unknown_keys_in_the_tables_are_rejected() {
         assert!(toml::from_str::<ForwardFile>("timeuot = \"1s\"").is_err());
         assert!(toml::from_str::<CacheFile>("sise = \"1MiB\"").is_err());

@@ -159,6 +159,12 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         tcp: TcpConfig::default(),
     };
     let forward = forwarding_settings(cli, file.as_ref(), &settings)?;
+    if forward.is_some() {
+        match skyline_dataplane::sys::raise_open_files_limit() {
+            Ok(limit) => tracing::debug!(limit, "open files limit"),
+            Err(e) => tracing::warn!(error = %e, "cannot raise the open files limit"),
+        }
+    }
     let options = Options {
         extra_addrs: settings.extra_addrs.clone(),
         forward,

@@ -7,60 +7,15 @@ mod common;
 mod etcd_harness;
 
 use common::{eventually, Skyline};
-use etcd_harness::{etcd_available, free_port, Etcd, EtcdClient, Proxy};
-use hickory_proto::op::{Message, ResponseCode};
+use etcd_harness::{
+    addresses, etcd_available, free_port, set, start_skyline, wait_for, wait_for_rcode, Etcd, EtcdClient, Proxy,
+    VISIBLE,
+};
+use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::RecordType;
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-/// Longest wait for a change in etcd to show in answers (they take milliseconds; the bound is
-/// for slow CI machines and reconnection backoff).
-const VISIBLE: Duration = Duration::from_secs(10);
-
 const CONFIG: &str = r#"{"domain":"skydns.test.","ttl":120,"min_ttl":30}"#;
-
-fn start_skyline(endpoints: &str) -> Skyline {
-    Skyline::start_with(&["--machines", endpoints], &[])
-}
-
-fn addresses(reply: &Message) -> BTreeSet<String> {
-    reply
-        .answers()
-        .iter()
-        .filter(|r| matches!(r.record_type(), RecordType::A | RecordType::AAAA))
-        .map(|r| r.data().unwrap().to_string())
-        .collect()
-}
-
-fn set(items: &[&str]) -> BTreeSet<String> {
-    items.iter().map(|s| s.to_string()).collect()
-}
-
-/// Waits until `name` answers A with exactly `expected`.
-fn wait_for(s: &Skyline, name: &str, expected: &[&str]) {
-    let expected = (ResponseCode::NoError, set(expected));
-    let deadline = Instant::now() + VISIBLE;
-    loop {
-        let reply = s.udp(name, RecordType::A);
-        let got = (reply.response_code(), addresses(&reply));
-        if got == expected {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{name} A: expected {expected:?} within {VISIBLE:?}, last {got:?}; log:\n{}",
-            s.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Waits until `name` answers with `rcode`.
-fn wait_for_rcode(s: &Skyline, name: &str, rcode: ResponseCode) {
-    eventually(VISIBLE, &format!("{name} A → {rcode:?}"), || {
-        s.udp(name, RecordType::A).response_code() == rcode
-    });
-}
 
 #[test]
 fn the_initial_sync_serves_what_etcd_holds_with_its_settings() {
@@ -314,7 +269,7 @@ fn username_and_password_from_the_environment_authenticate() {
     client.put("/skydns/config", CONFIG);
     client.put("/skydns/test/skydns/auth", r#"{"host":"10.8.0.1"}"#);
     let s = Skyline::start_with(
-        &[],
+        &["--no-rec"],
         &[
             ("ETCD_MACHINES", &etcd.endpoint()),
             ("ETCD_USERNAME", "root"),

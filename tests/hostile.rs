@@ -41,7 +41,8 @@ const WORKERS: usize = 2;
 
 /// The zone `skydns.test.`: a name with two addresses, 40 addresses (too many for 512 bytes,
 /// fine for 1232), SRV records whose glue does not fit 512 bytes, a TXT directory too large for
-/// any message, and an NS for the apex.
+/// any message, one whose 65520-byte TXT RRset fits a message only without its question, and an
+/// NS for the apex.
 fn records() -> String {
     let mut r = serde_json::json!({
         "/skydns/config": {"domain": "skydns.test.", "ttl": 3600, "min_ttl": 60},
@@ -52,6 +53,8 @@ fn records() -> String {
         "/skydns/test/skydns/svc/b": {"host": "t2.skydns.test.", "port": 80},
         "/skydns/test/skydns/overflow/o1": {"text": "x".repeat(40_000)},
         "/skydns/test/skydns/overflow/o2": {"text": "y".repeat(40_000)},
+        "/skydns/test/skydns/wall/w1": {"text": "v".repeat(32_620)},
+        "/skydns/test/skydns/wall/w2": {"text": "w".repeat(32_620)},
     });
     for i in 0..40 {
         r[format!("/skydns/test/skydns/big/h{i:02}")] = serde_json::json!({"host": format!("10.1.0.{i}")});
@@ -64,8 +67,21 @@ fn records() -> String {
     r.to_string()
 }
 
+/// A server that forwards nothing (`--no-rec`): names outside the zone are REFUSED, and no
+/// query ever leaves the loopback interface.
 fn server() -> Skyline {
-    Skyline::start(&records(), &[], &[])
+    Skyline::start(&records(), &["--no-rec"], &[])
+}
+
+/// A server that forwards to `upstream`, a loopback socket that never answers, giving up after
+/// 300 ms; with `acl`, only those clients may use forwarding.
+fn forwarding_server(upstream: &UdpSocket, acl: Option<&str>) -> Skyline {
+    let upstream = upstream.local_addr().unwrap().to_string();
+    let mut args = vec!["--nameservers", &upstream, "--forward-timeout", "300ms"];
+    if let Some(acl) = acl {
+        args.extend(["--recursion-acl", acl]);
+    }
+    Skyline::start(&records(), &args, &[])
 }
 
 /// A query written byte by byte, so that any malformation can be expressed.
@@ -194,16 +210,28 @@ impl Via {
                 reply.map(Reply)
             }
             Via::Tcp => {
+                // Replies may come out of order (RFC 7766 §6.2.1.1): read until the sentinel's
+                // has come, then give the message's a moment more.
                 let mut conn = tcp_connect_from(Ipv4Addr::LOCALHOST, s.addr, REPLY_WAIT).unwrap();
                 tcp_send(&mut conn, message).unwrap();
                 tcp_send(&mut conn, &sentinel().bytes()).unwrap();
-                let first = Reply(tcp_recv(&mut conn).expect("a reply on the connection"));
-                if first.id() == sentinel().id && message.get(..2) != Some(&sentinel().id.to_be_bytes()[..]) {
-                    return None;
+                let mut reply = None;
+                let mut sentinel_seen = false;
+                while reply.is_none() || !sentinel_seen {
+                    let Some(frame) = tcp_recv(&mut conn) else {
+                        assert!(sentinel_seen, "the sentinel is answered on the connection");
+                        break;
+                    };
+                    let frame = Reply(frame);
+                    if frame.id() == sentinel().id && !sentinel_seen {
+                        sentinel_seen = true;
+                        conn.set_read_timeout(Some(SILENCE)).unwrap();
+                    } else {
+                        assert!(reply.is_none(), "one reply per message");
+                        reply = Some(frame);
+                    }
                 }
-                let second = Reply(tcp_recv(&mut conn).expect("the sentinel's reply follows"));
-                assert_eq!(second.id(), sentinel().id);
-                Some(first)
+                reply
             }
         }
     }
@@ -521,6 +549,17 @@ row! {
 }
 
 row! {
+    /// RA only where recursion is offered: set for a client that may use forwarding, on
+    /// authoritative answers too.
+    fn ra_is_set_where_recursion_is_offered(via) {
+        let upstream = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let s = forwarding_server(&upstream, None);
+        let reply = via.reply(&s, &Raw::query("w1.web.skydns.test.", A).bytes());
+        assert_eq!(reply.flags() & 0x0580, 0x0580, "RD, AA and RA set");
+    }
+}
+
+row! {
     /// RFC 4035 §3.1.6, RFC 6840: authoritative answers clear AD and CD.
     fn ad_and_cd_are_cleared_in_authoritative_answers(via) {
         let s = server();
@@ -613,6 +652,39 @@ row! {
         let reply = via.reply(&s, &Raw::query("example.org.", A).bytes());
         assert_eq!(reply.rcode(), 5);
         assert_eq!(reply.flags() & 0x0400, 0, "not authoritative");
+    }
+}
+
+row! {
+    /// Forwarding enabled, but not for this client (outside the recursion ACL): REFUSED.
+    fn names_outside_every_zone_are_refused_to_clients_not_offered_recursion(via) {
+        let upstream = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let s = forwarding_server(&upstream, Some("10.0.0.0/8"));
+        let reply = via.reply(&s, &Raw::query("example.org.", A).bytes());
+        assert_eq!(reply.rcode(), 5);
+        assert_eq!(reply.flags() & 0x0080, 0, "no RA for this client");
+    }
+}
+
+row! {
+    /// RFC 8914: a name never cached, every upstream down: SERVFAIL with an Extended DNS Error,
+    /// within the forwarding timeout the first time and at once after that, never silence.
+    fn names_outside_the_zone_get_a_timely_servfail_with_ede_while_upstreams_are_down(via) {
+        let upstream = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let s = forwarding_server(&upstream, None);
+        for (i, bound) in [Duration::from_millis(1500), Duration::from_millis(1500)].into_iter().enumerate() {
+            let q = Raw::query(&format!("n{i}.example.org."), A).opt(1232, 0, &[]);
+            let start = Instant::now();
+            let reply = via.reply(&s, &q.bytes());
+            assert!(start.elapsed() < bound, "answered after {:?}", start.elapsed());
+            assert_eq!(reply.rcode(), 2, "SERVFAIL");
+            let parsed = reply.parsed();
+            let edns = parsed.extensions().as_ref().expect("OPT");
+            assert!(
+                edns.options().as_ref().keys().any(|code| u16::from(*code) == 15),
+                "an Extended DNS Error option"
+            );
+        }
     }
 }
 
@@ -940,6 +1012,18 @@ fn answer_too_large_for_any_message_is_servfail_over_tcp_and_tc_over_udp() {
     assert_eq!(tcp.count(1), 0);
     let udp = Via::Udp.reply(&s, &q);
     assert!(udp.parsed().truncated());
+}
+
+#[test]
+fn answer_that_fits_a_message_only_without_its_question_is_servfail_over_tcp() {
+    let s = server();
+    let q = Raw::query("wall.skydns.test.", TXT).bytes();
+    let tcp = Via::Tcp.reply(&s, &q);
+    assert_eq!(tcp.rcode(), 2, "SERVFAIL, not TC: TCP has no larger transport to retry on");
+    assert_eq!(tcp.flags() & 0x0200, 0);
+    assert_eq!(tcp.count(1), 0);
+    let leaf = Via::Tcp.reply(&s, &Raw::query("w1.wall.skydns.test.", TXT).bytes());
+    assert_eq!(leaf.count(1), 1, "one of the two records fits");
 }
 
 #[test]

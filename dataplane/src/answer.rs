@@ -14,6 +14,7 @@ use crate::wire::types::{
     MAX_NAME_LEN,
 };
 use crate::wire::{parse_query, DropReason, LowerName, Query, Question};
+use std::net::IpAddr;
 use std::time::Instant;
 
 /// The transport a query arrived on; it sets the reply size limit.
@@ -364,6 +365,10 @@ fn by_class(
         }
     }
     let Some(node) = snapshot.node(qname.wire()) else {
+        if let Some(address) = snapshot.echoed_address(qname) {
+            echo(r, qname, question.qtype, zone, address);
+            return Flow::Written;
+        }
         match zone.kind {
             ZoneKind::Authoritative => r.negative(rcode::NXDOMAIN, qname, zone),
             ZoneKind::Reverse => return beyond(r, q, qname, question, rec),
@@ -379,6 +384,16 @@ fn by_class(
         None => r.negative(rcode::NOERROR, qname, zone),
     }
     Flow::Written
+}
+
+/// A name that answers with the address it spells (see [`Snapshot::echoed_address`]).
+fn echo(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, address: IpAddr) {
+    match (qtype, address) {
+        (rtype::ANY, _) => r.hinfo(zone.default_ttl),
+        (rtype::A, IpAddr::V4(a)) => r.record_at_query(rtype::A, class::IN, zone.default_ttl, &[&a.octets()]),
+        (rtype::AAAA, IpAddr::V6(a)) => r.record_at_query(rtype::AAAA, class::IN, zone.default_ttl, &[&a.octets()]),
+        _ => r.negative(rcode::NOERROR, qname, zone),
+    }
 }
 
 /// A name no zone answers for: from the cache, or forwarded, when this client may use
@@ -623,19 +638,17 @@ impl<'a> Responder<'a> {
 
     fn compiled(&mut self, compiled: &CompiledAnswer) {
         if compiled.overflow {
-            match self.ctx.transport {
-                Transport::Udp => self.flags |= flags::TC,
-                Transport::Tcp => {
-                    self.flags &= !flags::AA;
-                    self.rcode = rcode::SERVFAIL;
-                }
-            }
-            return;
+            return self.does_not_fit();
         }
+        let answer_start = self.pos;
         for span in compiled.answer.iter() {
             if span.len() > self.room() {
-                self.flags |= flags::TC;
-                return;
+                if self.ctx.transport == Transport::Tcp {
+                    // Fits no message after this question: nothing of it is sent.
+                    self.pos = answer_start;
+                    self.counts[1] = 0;
+                }
+                return self.does_not_fit();
             }
             let bytes = &compiled.bytes[span.start as usize..span.end as usize];
             if span.rotate_len > 0 {
@@ -651,6 +664,18 @@ impl<'a> Responder<'a> {
             if span.len() <= self.room() {
                 self.put(&compiled.bytes[span.start as usize..span.end as usize]);
                 self.counts[3] += span.count;
+            }
+        }
+    }
+
+    /// An answer section too large for the reply: TC over UDP, so that the client retries over
+    /// TCP; over TCP there is no larger transport, so SERVFAIL (spec/robustness.md, TCP).
+    fn does_not_fit(&mut self) {
+        match self.ctx.transport {
+            Transport::Udp => self.flags |= flags::TC,
+            Transport::Tcp => {
+                self.flags &= !flags::AA;
+                self.rcode = rcode::SERVFAIL;
             }
         }
     }
@@ -754,5 +779,81 @@ impl<'a> Responder<'a> {
             ignored_records: q.ancount != 0 || q.nscount != 0,
             trailing: q.trailing,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::rrset::{AnswerSet, Rdata, Record, Rrset};
+    use crate::snapshot::Node;
+    use crate::wire::Name;
+    use std::sync::Arc;
+
+    /// The second message of a TCP stream the `answer` fuzz target found (kept in
+    /// `fuzz/corpus/answer/regression-tc-over-tcp`): TXT for `wall.skydns.local.`.
+    const WALL_TXT_QUERY: &[u8] = &[
+        0x12, 0x34, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x77, 0x61, 0x6c, 0x6c, 0x06,
+        0x73, 0x6b, 0x79, 0x64, 0x6e, 0x73, 0x05, 0x6c, 0x6f, 0x63, 0x61, 0x6c, 0x00, 0x00, 0x10, 0x00, 0x01,
+    ];
+
+    /// `wall.skydns.local.` with a TXT RRset of two 32760-byte records: 65520 bytes, a message's
+    /// worth, but 20 bytes more than the room left after the header and this question.
+    fn wall() -> Snapshot {
+        let apex = Name::from_dotted("skydns.local.").unwrap();
+        let owner = Name::from_dotted("wall.skydns.local.").unwrap();
+        let strings = |c: u8| -> Vec<Box<[u8]>> { [c; 32_620].chunks(255).map(Box::from).collect() };
+        let set = AnswerSet {
+            answer: vec![Rrset {
+                owner: None,
+                records: [b'v', b'w']
+                    .map(|c| Record {
+                        ttl: 60,
+                        rdata: Rdata::Txt(strings(c)),
+                    })
+                    .into(),
+                rotate: false,
+            }],
+            additional: vec![],
+        };
+        let compiled = CompiledAnswer::compile(&LowerName::from_wire(owner.wire()).unwrap(), &set);
+        assert!(!compiled.overflow && compiled.bytes.len() == 65_520);
+        let mut node = Node::default();
+        node.answers[Slot::Txt as usize] = Some(Arc::new(compiled));
+        let mut snapshot = Snapshot::default();
+        snapshot.zones.push(Zone {
+            apex,
+            kind: ZoneKind::Authoritative,
+            state: ZoneState::Ready,
+            soa_rdata: None,
+            negative_ttl: 60,
+            default_ttl: 3600,
+        });
+        snapshot.nodes.insert(owner, node);
+        snapshot
+    }
+
+    fn reply(transport: Transport) -> Vec<u8> {
+        let mut out = vec![0u8; MAX_MESSAGE_LEN];
+        match answer(WALL_TXT_QUERY, &wall(), &Context::new(transport), &mut out) {
+            Outcome::Reply(r) => out[..r.len].to_vec(),
+            Outcome::Drop(reason) => panic!("dropped: {reason:?}"),
+        }
+    }
+
+    #[test]
+    fn answer_too_large_for_a_tcp_message_after_its_question_is_servfail_not_tc() {
+        let tcp = reply(Transport::Tcp);
+        let word = u16::from_be_bytes([tcp[2], tcp[3]]);
+        assert_eq!(word & 0x000F, rcode::SERVFAIL);
+        assert_eq!(word & (flags::TC | flags::AA), 0);
+        assert_eq!(&tcp[6..8], &[0, 0], "no answer records");
+        assert_eq!(tcp.len(), WALL_TXT_QUERY.len(), "header and question only");
+    }
+
+    #[test]
+    fn answer_too_large_for_udp_is_truncated_for_a_retry_over_tcp() {
+        let udp = reply(Transport::Udp);
+        assert_ne!(u16::from_be_bytes([udp[2], udp[3]]) & flags::TC, 0);
     }
 }

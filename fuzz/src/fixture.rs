@@ -11,9 +11,10 @@ use std::time::{Duration, UNIX_EPOCH};
 /// The SkyDNS domain of the fixture.
 pub const DOMAIN: &str = "skydns.local.";
 
-/// Text length of the record whose TXT answer is a few bytes short of the 65535-byte message
-/// limit: its leaf name's answer does not fit a message, its directory's answer just does.
-const WALL_TEXT_LEN: usize = 65_232;
+/// Text length of the two records below `wall.skydns.local.`: their TXT RRset is 65520 bytes,
+/// within what one message can carry after a short header, but not after a 12-byte header and
+/// the question `wall.skydns.local.` (65535 - 35 = 65500 bytes of room).
+const WALL_TEXT_LEN: usize = 32_620;
 
 /// Records of every kind at small sizes: addresses, aliases (chains, loops, self-references,
 /// out-of-domain targets), SRV with address and name targets, MX, TXT split at 255 bytes, NS,
@@ -96,8 +97,8 @@ pub fn small_records() -> Vec<(String, String)> {
 }
 
 /// Every record: the small ones, plus answers of every size class: 60 addresses (over 512
-/// bytes, under 1232), 100 addresses (over 1232), a TXT answer at the 65535-byte limit, and a
-/// directory whose answer exceeds any message.
+/// bytes, under 1232), 100 addresses (over 1232), a TXT RRset just over what a message holds
+/// after its question, and a directory whose answer exceeds any message.
 pub fn all_records() -> Vec<(String, String)> {
     let mut records = small_records();
     let text = |n: usize, c: char| format!(r#"{{"text":"{}"}}"#, c.to_string().repeat(n));
@@ -113,7 +114,8 @@ pub fn all_records() -> Vec<(String, String)> {
             format!(r#"{{"host":"10.2.{}.{}"}}"#, i / 200, i % 200),
         ));
     }
-    records.push(("/skydns/local/skydns/wall/w1".into(), text(WALL_TEXT_LEN, 'w')));
+    records.push(("/skydns/local/skydns/wall/w1".into(), text(WALL_TEXT_LEN, 'v')));
+    records.push(("/skydns/local/skydns/wall/w2".into(), text(WALL_TEXT_LEN, 'w')));
     records.push(("/skydns/local/skydns/overflow/o1".into(), text(40_000, 'x')));
     records.push(("/skydns/local/skydns/overflow/o2".into(), text(40_000, 'y')));
     records

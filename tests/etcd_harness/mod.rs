@@ -1,11 +1,16 @@
 //! Harness for the etcd end-to-end tests: real `etcd` processes (one member or a cluster) on
 //! 127.0.0.1 with free ports and temporary data directories, stopped by PID; a client to change
 //! their data (the `etcd-client` crate, as a second, independent user of etcd); and a TCP proxy
-//! that can cut skyline off from etcd while etcd itself stays up.
+//! that can cut skyline off from etcd while etcd itself stays up; the DNS expectations the
+//! etcd tests share. Test files that use it declare `mod common;` too.
 
 #![allow(dead_code)]
 
+use crate::common::{eventually, Skyline};
 use etcd_client::{Client, CompactionOptions, ConnectOptions, PutOptions};
+use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::RecordType;
+use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -404,5 +409,56 @@ fn pipe(mut from: TcpStream, mut to: TcpStream) {
         let _ = std::io::copy(&mut from, &mut to);
         let _ = to.shutdown(Shutdown::Both);
         let _ = from.shutdown(Shutdown::Both);
+    });
+}
+
+/// Longest wait for a change in etcd to show in answers (they take milliseconds; the bound is
+/// for slow CI machines and reconnection backoff).
+pub const VISIBLE: Duration = Duration::from_secs(10);
+
+/// skyline on etcd at `endpoints`; `--no-rec` keeps names outside the zones from being
+/// forwarded anywhere (tests send traffic to this machine only).
+pub fn start_skyline(endpoints: &str) -> Skyline {
+    Skyline::start_with(&["--machines", endpoints, "--no-rec"], &[])
+}
+
+/// The A and AAAA addresses of an answer.
+pub fn addresses(reply: &Message) -> BTreeSet<String> {
+    reply
+        .answers()
+        .iter()
+        .filter(|r| matches!(r.record_type(), RecordType::A | RecordType::AAAA))
+        .map(|r| r.data().unwrap().to_string())
+        .collect()
+}
+
+/// A set of strings, to compare answers with.
+pub fn set(items: &[&str]) -> BTreeSet<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+/// Waits until `name` answers A with exactly `expected`.
+pub fn wait_for(s: &Skyline, name: &str, expected: &[&str]) {
+    let expected = (ResponseCode::NoError, set(expected));
+    let deadline = Instant::now() + VISIBLE;
+    loop {
+        let reply = s.udp(name, RecordType::A);
+        let got = (reply.response_code(), addresses(&reply));
+        if got == expected {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name} A: expected {expected:?} within {VISIBLE:?}, last {got:?}; log:\n{}",
+            s.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until `name` answers with `rcode`.
+pub fn wait_for_rcode(s: &Skyline, name: &str, rcode: ResponseCode) {
+    eventually(VISIBLE, &format!("{name} A → {rcode:?}"), || {
+        s.udp(name, RecordType::A).response_code() == rcode
     });
 }

@@ -14,7 +14,7 @@ use super::{Client, ForwardConfig};
 use crate::answer::{ClientQuery, Context};
 use crate::cache::{Cache, Entry, Key};
 use crate::forward::Failure;
-use crate::stats::WorkerStats;
+use crate::stats::{RateLimitedWarning, WorkerStats};
 use crate::sys;
 use crate::wire::types::{class, rcode, rtype, MAX_MESSAGE_LEN};
 use crate::wire::LowerName;
@@ -184,6 +184,26 @@ struct Timer {
     attempt: Option<usize>,
 }
 
+/// Why a try could not be sent.
+enum SendError {
+    /// This host ran out of something (file descriptors, memory, ports).
+    Local(io::Error),
+    /// The upstream cannot be reached (no route, refused).
+    Upstream(io::Error),
+}
+
+impl SendError {
+    /// Socket setup fails on this host's limits, or because the upstream's address cannot be
+    /// connected to.
+    fn classify(e: io::Error) -> SendError {
+        if sys::is_resource_exhaustion(&e) {
+            SendError::Local(e)
+        } else {
+            SendError::Upstream(e)
+        }
+    }
+}
+
 /// What a received message means for its try.
 enum Verdict {
     /// Not the awaited reply: counted, ignored.
@@ -216,6 +236,7 @@ pub(crate) struct Forwarder {
     buf: Box<[u8]>,
     done: Vec<Done>,
     stats: Arc<WorkerStats>,
+    socket_warning: RateLimitedWarning,
 }
 
 impl Forwarder {
@@ -249,6 +270,7 @@ impl Forwarder {
             buf: vec![0; MAX_MESSAGE_LEN].into_boxed_slice(),
             done: Vec::new(),
             stats,
+            socket_warning: RateLimitedWarning::default(),
         }
     }
 
@@ -426,16 +448,25 @@ impl Forwarder {
             };
             match self.send_udp(slot, upstream, now) {
                 Ok(()) => return,
-                Err(e) => {
+                Err(SendError::Upstream(e)) => {
                     self.stats.upstream_errors.incr();
                     tracing::debug!(error = %e, "sending an upstream query failed");
                     self.note_failure(slot, upstream, now);
+                }
+                Err(SendError::Local(e)) => {
+                    // Out of sockets or file descriptors: the upstream is not at fault, and
+                    // trying others would fail alike.
+                    self.stats.upstream_errors.incr();
+                    if let Some(suppressed) = self.socket_warning.allow(now) {
+                        tracing::warn!(error = %e, suppressed, "cannot open an upstream socket");
+                    }
+                    return self.complete(slot, Err(Failure::Busy));
                 }
             }
         }
     }
 
-    fn send_udp(&mut self, slot: usize, upstream: usize, now: Instant) -> io::Result<()> {
+    fn send_udp(&mut self, slot: usize, upstream: usize, now: Instant) -> Result<(), SendError> {
         let id = self.entropy.u16();
         let serial = self.next_serial();
         let Some(flight) = self.flights.get_mut(slot).and_then(Option::as_mut) else {
@@ -447,12 +478,13 @@ impl Forwarder {
         let server = &self.groups[flight.route].upstreams[upstream];
         let mut query = [0u8; MAX_QUERY_LEN];
         let len = write_query(&mut query, id, &flight.key, flight.route != 0);
-        let mut socket = UdpSocket::from_std(sys::upstream_udp(server.addr)?);
+        let mut socket = UdpSocket::from_std(sys::upstream_udp(server.addr).map_err(SendError::classify)?);
         self.registry
-            .register(&mut socket, Token(TOKEN_BASE + slot * TRIES + k), Interest::READABLE)?;
+            .register(&mut socket, Token(TOKEN_BASE + slot * TRIES + k), Interest::READABLE)
+            .map_err(SendError::Local)?;
         if let Err(e) = socket.send(&query[..len]) {
             let _ = self.registry.deregister(&mut socket);
-            return Err(e);
+            return Err(SendError::Upstream(e));
         }
         let at = (now + server.rto(k as u32)).min(flight.deadline);
         flight.attempts[k] = Some(Attempt {

@@ -4,15 +4,17 @@
 //! A snapshot is built off the hot path (see [`skydns`]) and published through a [`SnapshotCell`];
 //! workers load it once per batch and never see a half-built zone.
 
+pub mod kubernetes;
 pub mod rrset;
 pub mod skydns;
 
 use crate::wire::types::rtype;
-use crate::wire::Name;
+use crate::wire::{LowerName, Name};
 use arc_swap::ArcSwap;
 use foldhash::fast::RandomState;
 use rrset::CompiledAnswer;
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 /// The qtypes a node can hold data for; any other qtype is NODATA on an existing name.
@@ -65,8 +67,22 @@ impl Slot {
 pub struct Node {
     /// Index of the zone in [`Snapshot::zones`].
     pub zone: u16,
+    /// What the names directly below it that have no node of their own are.
+    pub below: Below,
     /// Answers per [`Slot`].
     pub answers: [Option<Arc<CompiledAnswer>>; Slot::COUNT],
+}
+
+/// What a name without a node is when its parent's node says so: names that cannot be listed
+/// in advance because any spelling of a kind answers.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Below {
+    /// Nothing: such names do not exist.
+    #[default]
+    Nothing,
+    /// A dashed address (`10-0-0-1`, `fd00-10--f`) answers with that address: Kubernetes pod
+    /// names under `pods insecure`, which kube-dns served for any address without a check.
+    DashedAddresses,
 }
 
 impl Node {
@@ -143,12 +159,69 @@ impl Snapshot {
         self.nodes.get(wire)
     }
 
+    /// The address a name with no node stands for by its spelling alone: a dashed address
+    /// directly below a node whose [`Below`] says so. Allocation-free, for the query path.
+    pub fn echoed_address(&self, qname: &LowerName) -> Option<IpAddr> {
+        if qname.label_count() < 2 {
+            return None;
+        }
+        let parent = self.nodes.get(qname.suffix(1))?;
+        if parent.below != Below::DashedAddresses {
+            return None;
+        }
+        kubernetes::names::undashed(qname.label(0))
+    }
+
     /// The most specific zone containing the lower-cased wire name.
     pub fn zone_of(&self, wire: &[u8]) -> Option<(usize, &Zone)> {
         self.zones
             .iter()
             .enumerate()
             .find(|(_, z)| crate::wire::name::is_within(wire, z.apex.wire()))
+    }
+}
+
+/// One snapshot serving the zones of two sources: `overlay`'s zones (the Kubernetes cluster
+/// zones) and those of `base` (the SkyDNS domain and its reverse zones). A zone both have (the
+/// reverse zones) takes `overlay`'s settings and holds both sources' names; where both hold a
+/// name, `overlay`'s node wins. `overlay` is consumed so that its nodes move rather than copy;
+/// `base`'s are cloned (their answers are shared, not copied).
+pub fn compose(base: &Snapshot, overlay: Snapshot, generation: u64) -> Snapshot {
+    let mut zones: Vec<Zone> = overlay.zones.clone();
+    zones.extend(
+        base.zones
+            .iter()
+            .filter(|z| !overlay.zones.iter().any(|o| o.apex == z.apex))
+            .cloned(),
+    );
+    zones.sort_by(|a, b| {
+        b.apex
+            .wire()
+            .len()
+            .cmp(&a.apex.wire().len())
+            .then_with(|| a.apex.cmp(&b.apex))
+    });
+    let index_of = |apex: &Name| zones.iter().position(|z| z.apex == *apex).unwrap_or(0) as u16;
+    let base_map: Vec<u16> = base.zones.iter().map(|z| index_of(&z.apex)).collect();
+    let overlay_map: Vec<u16> = overlay.zones.iter().map(|z| index_of(&z.apex)).collect();
+    let mut nodes = overlay.nodes;
+    nodes.reserve(base.nodes.len());
+    for node in nodes.values_mut() {
+        node.zone = overlay_map.get(usize::from(node.zone)).copied().unwrap_or(0);
+    }
+    for (name, node) in &base.nodes {
+        if !nodes.contains_key(name) {
+            let mut node = node.clone();
+            node.zone = base_map.get(usize::from(node.zone)).copied().unwrap_or(0);
+            nodes.insert(name.clone(), node);
+        }
+    }
+    Snapshot {
+        generation,
+        zones,
+        nodes,
+        identity: base.identity.clone(),
+        skydns: base.skydns.clone(),
     }
 }
 

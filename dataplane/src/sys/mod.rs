@@ -123,6 +123,41 @@ pub fn upstream_udp(upstream: SocketAddr) -> io::Result<std::net::UdpSocket> {
     Ok(socket.into())
 }
 
+/// Whether a socket call failed for lack of a local resource (file descriptors, buffer memory,
+/// ephemeral ports) rather than because of the peer.
+pub fn is_resource_exhaustion(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    ) || e.kind() == io::ErrorKind::AddrNotAvailable
+}
+
+/// Raises the soft limit on open files to the hard limit and returns the limit now in force.
+/// Forwarding holds a socket per upstream try in flight on top of the TCP connections, which the
+/// common default soft limit of 1024 does not cover.
+pub fn raise_open_files_limit() -> io::Result<libc::rlim_t> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid, writable `rlimit` for the duration of the call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    if limit.rlim_cur < limit.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: limit.rlim_max,
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: `raised` is a valid `rlimit` that outlives the call, which only reads it.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        limit = raised;
+    }
+    Ok(limit.rlim_cur)
+}
+
 fn prepare(socket: &Socket) -> io::Result<()> {
     socket.set_nonblocking(true)?;
     #[cfg(all(unix, not(any(target_os = "solaris", target_os = "illumos"))))]
@@ -262,6 +297,19 @@ mod tests {
         assert_eq!(usable(100, 10, 4, 4), 4);
         assert_eq!(usable(100, 10, 40, 40), 10);
         assert_eq!(usable(100_000, 1, 1000, 1000), BATCH_SIZE);
+    }
+
+    #[test]
+    fn the_open_files_limit_is_raised_to_the_hard_limit() {
+        let limit = raise_open_files_limit().unwrap();
+        assert!(limit >= 1024);
+        assert_eq!(raise_open_files_limit().unwrap(), limit, "raising again changes nothing");
+    }
+
+    #[test]
+    fn running_out_of_descriptors_is_local() {
+        assert!(is_resource_exhaustion(&io::Error::from_raw_os_error(libc::EMFILE)));
+        assert!(!is_resource_exhaustion(&io::Error::from_raw_os_error(libc::ECONNREFUSED)));
     }
 
     #[test]

@@ -200,14 +200,16 @@ fn latency_curves(dir: &Path) -> Result<(String, Vec<(String, Vec<(f64, f64)>)>)
                 .add_csv(&read(&path)?);
         }
     }
-    let mode = if by_run.keys().any(|(mode, _)| mode == "paced") {
-        "paced"
+    let has = |wanted: &str| by_run.keys().any(|(mode, _)| mode == wanted);
+    let (mode, caption) = if has("paced-common") {
+        (
+            "paced-common",
+            "latency at the same offered load (80 % of knot's peak), A mix, all rounds",
+        )
+    } else if has("paced") {
+        ("paced", "latency at 80 % of each server's own peak, A mix, all rounds")
     } else {
-        "peak"
-    };
-    let caption = match mode {
-        "paced" => "latency at 80 % of each server's peak rate, A mix, all rounds (lower and further left is better)",
-        _ => "latency at peak load, A mix, all rounds (lower and further left is better)",
+        ("peak", "latency at peak load, A mix, all rounds")
     };
     let mut curves: Vec<(String, Vec<(f64, f64)>)> = by_run
         .iter()
@@ -215,5 +217,5 @@ fn latency_curves(dir: &Path) -> Result<(String, Vec<(String, Vec<(f64, f64)>)>)
         .map(|((_, server), d)| (server.clone(), d.exceedance()))
         .collect();
     curves.sort_by_key(|(s, _)| rank(&[CEILING, SUBJECT, PEER], s));
-    Ok((caption.to_string(), curves))
+    Ok((format!("{caption} (lower and further left is better)"), curves))
 }

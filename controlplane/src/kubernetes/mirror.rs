@@ -1,0 +1,257 @@
+//! The source's copy of the cluster, kept by watch events, and what happens to it on a re-list.
+//!
+//! A re-list (the first list, or one after a watch expired with 410 Gone) does not build a second
+//! copy beside the first: the objects held so far move aside as *unconfirmed*, each listed object
+//! takes its place (and drops its unconfirmed twin), and when the list is complete whatever is
+//! still unconfirmed was deleted meanwhile and is dropped. At every moment each object is held
+//! once. Snapshots are not built while a re-list is under way (see [`Mirror::is_settled`]), since
+//! the objects not yet listed again are then missing from the live tables.
+
+use skyline_dataplane::snapshot::kubernetes::{Cluster, ObjectKey};
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, Hash};
+
+/// The kinds of objects watched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Namespaces.
+    Namespace,
+    /// Services.
+    Service,
+    /// EndpointSlices.
+    EndpointSlice,
+    /// Pods.
+    Pod,
+}
+
+impl Kind {
+    /// Every kind, in [`Kind::index`] order.
+    pub const ALL: [Kind; 4] = [Kind::Namespace, Kind::Service, Kind::EndpointSlice, Kind::Pod];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A table that can hand its entries over to its unconfirmed twin.
+trait Table: Default {
+    type Key: Eq + Hash;
+    fn forget(&mut self, key: &Self::Key);
+    fn absorb(&mut self, other: Self);
+}
+
+impl<V, S: BuildHasher + Default> Table for HashMap<ObjectKey, V, S> {
+    type Key = ObjectKey;
+    fn forget(&mut self, key: &ObjectKey) {
+        self.remove(key);
+    }
+    fn absorb(&mut self, other: Self) {
+        self.extend(other);
+    }
+}
+
+impl<S: BuildHasher + Default> Table for HashSet<Box<str>, S> {
+    type Key = Box<str>;
+    fn forget(&mut self, key: &Box<str>) {
+        self.remove(key);
+    }
+    fn absorb(&mut self, other: Self) {
+        self.extend(other);
+    }
+}
+
+/// Starts a re-list of `live`: its entries become unconfirmed (joining any left from an
+/// interrupted re-list).
+fn begin<T: Table>(live: &mut T, unconfirmed: &mut Option<T>) {
+    let held = std::mem::take(live);
+    match unconfirmed {
+        Some(earlier) => earlier.absorb(held),
+        None => *unconfirmed = Some(held),
+    }
+}
+
+/// The cluster as watched, with per-kind list state.
+#[derive(Debug, Default)]
+pub struct Mirror {
+    /// The objects, as the builder reads them.
+    pub cluster: Cluster,
+    listed: [bool; 4],
+    namespaces: Option<<Cluster as Tables>::Namespaces>,
+    services: Option<<Cluster as Tables>::Services>,
+    slices: Option<<Cluster as Tables>::Slices>,
+    pods: Option<<Cluster as Tables>::Pods>,
+}
+
+/// The table types of [`Cluster`], named once.
+trait Tables {
+    type Namespaces;
+    type Services;
+    type Slices;
+    type Pods;
+}
+
+impl Tables for Cluster {
+    type Namespaces = HashSet<Box<str>, foldhash::fast::RandomState>;
+    type Services = HashMap<ObjectKey, skyline_dataplane::snapshot::kubernetes::Service, foldhash::fast::RandomState>;
+    type Slices =
+        HashMap<ObjectKey, skyline_dataplane::snapshot::kubernetes::EndpointSlice, foldhash::fast::RandomState>;
+    type Pods = HashMap<ObjectKey, skyline_dataplane::snapshot::kubernetes::Pod, foldhash::fast::RandomState>;
+}
+
+impl Mirror {
+    /// A list of `kind` starts: what is held becomes unconfirmed.
+    pub fn begin_list(&mut self, kind: Kind) {
+        let c = &mut self.cluster;
+        match kind {
+            Kind::Namespace => begin(&mut c.namespaces, &mut self.namespaces),
+            Kind::Service => begin(&mut c.services, &mut self.services),
+            Kind::EndpointSlice => begin(&mut c.slices, &mut self.slices),
+            Kind::Pod => begin(&mut c.pods, &mut self.pods),
+        }
+    }
+
+    /// A list of `kind` is complete: what was not listed again is gone.
+    pub fn end_list(&mut self, kind: Kind) {
+        match kind {
+            Kind::Namespace => self.namespaces = None,
+            Kind::Service => self.services = None,
+            Kind::EndpointSlice => self.slices = None,
+            Kind::Pod => self.pods = None,
+        }
+        self.listed[kind.index()] = true;
+    }
+
+    /// Whether `kind` has been listed completely at least once.
+    pub fn is_listed(&self, kind: Kind) -> bool {
+        self.listed[kind.index()]
+    }
+
+    /// Whether no re-list is under way, so that the live tables hold every object.
+    pub fn is_settled(&self) -> bool {
+        self.namespaces.is_none() && self.services.is_none() && self.slices.is_none() && self.pods.is_none()
+    }
+
+    /// A Namespace exists (listed or added).
+    pub fn put_namespace(&mut self, name: Box<str>) {
+        if let Some(unconfirmed) = &mut self.namespaces {
+            unconfirmed.forget(&name);
+        }
+        self.cluster.namespaces.insert(name);
+    }
+
+    /// A Namespace is gone.
+    pub fn remove_namespace(&mut self, name: &str) {
+        self.cluster.namespaces.remove(name);
+        if let Some(unconfirmed) = &mut self.namespaces {
+            unconfirmed.remove(name);
+        }
+    }
+
+    /// A Service is listed, added or changed; `None` means it cannot answer any more.
+    pub fn put_service(&mut self, key: ObjectKey, service: Option<skyline_dataplane::snapshot::kubernetes::Service>) {
+        put(&mut self.cluster.services, &mut self.services, key, service);
+    }
+
+    /// An EndpointSlice is listed, added or changed; `None` means DNS does not read it.
+    pub fn put_slice(&mut self, key: ObjectKey, slice: Option<skyline_dataplane::snapshot::kubernetes::EndpointSlice>) {
+        put(&mut self.cluster.slices, &mut self.slices, key, slice);
+    }
+
+    /// A Pod is listed, added or changed; `None` means it does not answer (terminating, over).
+    pub fn put_pod(&mut self, key: ObjectKey, pod: Option<skyline_dataplane::snapshot::kubernetes::Pod>) {
+        put(&mut self.cluster.pods, &mut self.pods, key, pod);
+    }
+
+    /// An object of `kind` is gone.
+    pub fn remove(&mut self, kind: Kind, key: &ObjectKey) {
+        match kind {
+            Kind::Namespace => self.remove_namespace(&key.name),
+            Kind::Service => self.put_service(key.clone(), None),
+            Kind::EndpointSlice => self.put_slice(key.clone(), None),
+            Kind::Pod => self.put_pod(key.clone(), None),
+        }
+    }
+}
+
+fn put<V, S: BuildHasher + Default>(
+    live: &mut HashMap<ObjectKey, V, S>,
+    unconfirmed: &mut Option<HashMap<ObjectKey, V, S>>,
+    key: ObjectKey,
+    value: Option<V>,
+) {
+    if let Some(unconfirmed) = unconfirmed {
+        unconfirmed.forget(&key);
+    }
+    match value {
+        Some(value) => {
+            live.insert(key, value);
+        }
+        None => {
+            live.remove(&key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use skyline_dataplane::snapshot::kubernetes::{Service, ServiceKind};
+
+    fn service() -> Option<Service> {
+        Some(Service {
+            kind: ServiceKind::Headless,
+            ports: Box::new([]),
+        })
+    }
+
+    #[test]
+    fn a_relist_replaces_the_objects_without_copying_them() {
+        let mut m = Mirror::default();
+        m.begin_list(Kind::Service);
+        m.put_service(ObjectKey::new("ns", "a"), service());
+        m.put_service(ObjectKey::new("ns", "b"), service());
+        m.end_list(Kind::Service);
+        assert!(m.is_listed(Kind::Service) && m.is_settled());
+
+        m.begin_list(Kind::Service);
+        assert!(!m.is_settled());
+        assert!(m.cluster.services.is_empty(), "held objects moved aside, not copied");
+        m.put_service(ObjectKey::new("ns", "b"), service());
+        m.put_service(ObjectKey::new("ns", "c"), service());
+        assert_eq!(m.services.as_ref().map(HashMap::len), Some(1), "only a is unconfirmed");
+        m.end_list(Kind::Service);
+        let mut names: Vec<&str> = m.cluster.services.keys().map(|k| &*k.name).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["b", "c"], "a was deleted while the watch was away");
+        assert!(m.is_settled());
+    }
+
+    #[test]
+    fn an_interrupted_relist_keeps_everything_unconfirmed() {
+        let mut m = Mirror::default();
+        m.begin_list(Kind::Namespace);
+        m.put_namespace("one".into());
+        m.put_namespace("two".into());
+        m.end_list(Kind::Namespace);
+        m.begin_list(Kind::Namespace);
+        m.put_namespace("one".into());
+        m.begin_list(Kind::Namespace);
+        m.put_namespace("two".into());
+        m.end_list(Kind::Namespace);
+        let mut names: Vec<&str> = m.cluster.namespaces.iter().map(|n| &**n).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["two"]);
+    }
+
+    #[test]
+    fn deletions_reach_both_tables() {
+        let mut m = Mirror::default();
+        m.begin_list(Kind::Service);
+        m.put_service(ObjectKey::new("ns", "a"), service());
+        m.end_list(Kind::Service);
+        m.begin_list(Kind::Service);
+        m.remove(Kind::Service, &ObjectKey::new("ns", "a"));
+        m.end_list(Kind::Service);
+        assert!(m.cluster.services.is_empty());
+    }
+}

@@ -1,0 +1,566 @@
+//! Compiles a [`Cluster`] into the snapshot of the cluster zones: a node for every name that
+//! exists, with every answer precompiled, so that NXDOMAIN versus NODATA is node presence, as
+//! everywhere in skyline (spec file §2.5 lists which names exist).
+//!
+//! Names, per forward zone `<zone>` (`<base>` is `<svc>.<ns>.svc.<zone>`):
+//! - the apex (SOA, NS), `dns-version.<zone>` (TXT), `svc.<zone>`, `pod.<zone>` and
+//!   `<ns>.svc.<zone>` for every exposed namespace (no data);
+//! - `<base>`: the cluster IPs, or for a headless service its ready endpoints (none ⇒ the name
+//!   does not exist), or a CNAME for ExternalName; SRV for every port;
+//! - `_<port>._<proto>.<base>`: SRV for every named port;
+//! - `<endpoint>.<base>`: the addresses of the endpoints with that label;
+//! - pods: `<ns>.pod.<zone>` (no data; under `insecure` every dashed address below it answers
+//!   with itself) and, under `verified`, `<dashed podIP>.<ns>.pod.<zone>`;
+//! - with `openshift_names`: `<svc>.<ns>.endpoints.<zone>`, its endpoints, and
+//!   `_endpoints.<base>`.
+//!
+//! Reverse zones get their apex and a PTR for every cluster IP (to `<base>`) and every other
+//! ready endpoint address (to `<endpoint>.<base>`, one per distinct target), named in the
+//! primary zone.
+
+use super::config::{Config, PodMode, SCHEMA_VERSION, VERSION_TTL};
+use super::model::{Cluster, EndpointSlice, ServiceKind};
+use super::names::{dashed, reverse};
+use super::service::ServiceView;
+use super::sets::{address_answers, address_rrsets, single, srv_answer, SrvEntry};
+use crate::snapshot::rrset::{AnswerSet, CompiledAnswer, Rdata};
+use crate::snapshot::{Below, Identity, Node, Slot, Snapshot, Zone, ZoneKind, ZoneState};
+use crate::wire::{LowerName, Name};
+use foldhash::fast::RandomState;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// SOA refresh, retry and expire as CoreDNS writes them; the minimum is the `ttl`.
+const SOA_TIMERS: [u32; 3] = [7200, 1800, 86400];
+/// The SOA's own TTL is the `ttl` capped at this (CoreDNS).
+const SOA_TTL_CAP: u32 = 300;
+
+/// The snapshot of the cluster zones before every watch has listed: the zones answer SERVFAIL,
+/// never a denial from data not yet read.
+pub fn syncing(config: &Config, generation: u64, now: SystemTime) -> Snapshot {
+    Snapshot {
+        generation,
+        zones: zones(config, ZoneState::Syncing, now),
+        ..Snapshot::default()
+    }
+}
+
+/// Builds the cluster zones of `cluster` under `config`. `now` sets the SOA serial.
+pub fn build(config: &Config, cluster: &Cluster, generation: u64, now: SystemTime) -> Snapshot {
+    let zones = zones(config, ZoneState::Ready, now);
+    let mut slices: HashMap<(&str, &str), Vec<&EndpointSlice>, RandomState> = HashMap::default();
+    for (key, slice) in &cluster.slices {
+        slices.entry((&key.namespace, &slice.service)).or_default().push(slice);
+    }
+    let exposed = |ns: &str| cluster.namespaces.contains(ns) && config.exposes(ns);
+    let views: HashMap<(&str, &str), ServiceView<'_>, RandomState> = cluster
+        .services
+        .iter()
+        .filter(|(key, _)| exposed(&key.namespace))
+        .map(|(key, service)| {
+            let id = (&*key.namespace, &*key.name);
+            let own = slices.get(&id).map_or(&[][..], Vec::as_slice);
+            (id, ServiceView::new(config, key, service, own))
+        })
+        .collect();
+    let mut namespaces: Vec<&str> = cluster.namespaces.iter().map(|n| &**n).filter(|n| exposed(n)).collect();
+    namespaces.sort_unstable();
+
+    let mut b = Builder {
+        config,
+        zones: &zones,
+        views: &views,
+        nodes: HashMap::default(),
+        cluster_ptrs: HashMap::default(),
+        endpoint_ptrs: Vec::new(),
+        serial: serial(now),
+    };
+    for (primary, zone) in config.forward_zones().enumerate().map(|(i, z)| (i == 0, z)) {
+        let Some(zi) = b.zone_index(zone) else { continue };
+        b.forward_apex(zone, zi);
+        for ns in &namespaces {
+            b.namespace(zone, zi, ns);
+        }
+        for view in views.values() {
+            b.service(zone, zi, view, primary);
+        }
+        if config.pods == PodMode::Verified {
+            b.pods(zone, zi, cluster);
+        }
+    }
+    for zone in config.reverse_zones() {
+        if let Some(zi) = b.zone_index(zone) {
+            b.apex(zone, zi);
+        }
+    }
+    b.ptrs();
+    let nodes = b.nodes;
+    tracing::debug!(
+        generation,
+        services = cluster.services.len(),
+        slices = cluster.slices.len(),
+        names = nodes.len(),
+        "built cluster zones"
+    );
+    Snapshot {
+        generation,
+        zones,
+        nodes,
+        identity: Identity::default(),
+        skydns: None,
+    }
+}
+
+/// The configured zones, longest apex first, with their SOA.
+fn zones(config: &Config, state: ZoneState, now: SystemTime) -> Vec<Zone> {
+    let mut zones: Vec<Zone> = Vec::with_capacity(config.zones.len());
+    for apex in &config.zones {
+        if zones.iter().any(|z| z.apex == *apex) {
+            continue;
+        }
+        zones.push(Zone {
+            apex: apex.clone(),
+            kind: if config.falls_through(apex) {
+                ZoneKind::Reverse
+            } else {
+                ZoneKind::Authoritative
+            },
+            state,
+            soa_rdata: Some(soa(apex, config.ttl, serial(now)).wire()),
+            negative_ttl: config.ttl.min(SOA_TTL_CAP),
+            default_ttl: config.ttl,
+        });
+    }
+    zones.sort_by(|a, b| {
+        b.apex
+            .wire()
+            .len()
+            .cmp(&a.apex.wire().len())
+            .then_with(|| a.apex.cmp(&b.apex))
+    });
+    zones
+}
+
+fn serial(now: SystemTime) -> u32 {
+    now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as u32)
+}
+
+/// The zone's SOA as CoreDNS writes it: `ns.dns.<zone>`, `hostmaster.<zone>`.
+struct Soa {
+    mname: Name,
+    rname: Name,
+    serial: u32,
+    timers: [u32; 4],
+}
+
+fn soa(zone: &Name, ttl: u32, serial: u32) -> Soa {
+    Soa {
+        mname: ns_name(zone),
+        rname: zone.prepend("hostmaster").unwrap_or_else(|_| zone.clone()),
+        serial,
+        timers: [SOA_TIMERS[0], SOA_TIMERS[1], SOA_TIMERS[2], ttl],
+    }
+}
+
+fn ns_name(zone: &Name) -> Name {
+    zone.prepend("dns")
+        .and_then(|d| d.prepend("ns"))
+        .unwrap_or_else(|_| zone.clone())
+}
+
+impl Soa {
+    fn wire(&self) -> Box<[u8]> {
+        let mut rdata = Vec::with_capacity(self.mname.wire().len() + self.rname.wire().len() + 20);
+        rdata.extend_from_slice(self.mname.wire());
+        rdata.extend_from_slice(self.rname.wire());
+        rdata.extend_from_slice(&self.serial.to_be_bytes());
+        self.timers
+            .iter()
+            .for_each(|t| rdata.extend_from_slice(&t.to_be_bytes()));
+        rdata.into_boxed_slice()
+    }
+
+    fn rdata(self) -> Rdata {
+        Rdata::Soa {
+            mname: self.mname,
+            rname: self.rname,
+            serial: self.serial,
+            timers: self.timers,
+        }
+    }
+}
+
+struct Builder<'a, 'c> {
+    config: &'a Config,
+    zones: &'a [Zone],
+    views: &'a HashMap<(&'c str, &'c str), ServiceView<'c>, RandomState>,
+    nodes: HashMap<Name, Node, RandomState>,
+    /// Cluster IP → its service's name: the one PTR such an address gets.
+    cluster_ptrs: HashMap<IpAddr, Name, RandomState>,
+    /// Endpoint address → endpoint name, duplicates included.
+    endpoint_ptrs: Vec<(IpAddr, Name)>,
+    serial: u32,
+}
+
+impl<'c> Builder<'_, 'c> {
+    fn zone_index(&self, apex: &Name) -> Option<u16> {
+        self.zones.iter().position(|z| z.apex == *apex).map(|i| i as u16)
+    }
+
+    /// Adds the node `name` with `answers`; a name already present keeps its first node.
+    fn put(&mut self, name: Name, zone: u16, below: Below, answers: [(Slot, Option<AnswerSet>); 3]) {
+        if self.nodes.contains_key(&name) {
+            return;
+        }
+        let Ok(qname) = LowerName::from_wire(name.wire()) else {
+            return;
+        };
+        let mut node = Node {
+            zone,
+            below,
+            ..Node::default()
+        };
+        for (slot, set) in answers {
+            if let Some(set) = set {
+                node.answers[slot as usize] = Some(Arc::new(CompiledAnswer::compile(&qname, &set)));
+            }
+        }
+        self.nodes.insert(name, node);
+    }
+
+    fn empty(&mut self, name: Name, zone: u16) {
+        self.put(name, zone, Below::Nothing, [(Slot::A, None), (Slot::Aaaa, None), (Slot::Srv, None)]);
+    }
+
+    fn addresses(&mut self, name: Name, zone: u16, addresses: &[IpAddr], srv: Option<AnswerSet>) {
+        let (a, aaaa) = address_answers(self.config.ttl, addresses);
+        self.put(name, zone, Below::Nothing, [(Slot::A, a), (Slot::Aaaa, aaaa), (Slot::Srv, srv)]);
+    }
+
+    /// SOA and NS at a zone's apex.
+    fn apex(&mut self, zone: &Name, zi: u16) {
+        let ttl = self.config.ttl;
+        let soa = single(ttl.min(SOA_TTL_CAP), soa(zone, ttl, self.serial).rdata());
+        let ns = single(ttl, Rdata::Ns(ns_name(zone)));
+        self.put(
+            zone.clone(),
+            zi,
+            Below::Nothing,
+            [(Slot::Soa, Some(soa)), (Slot::Ns, Some(ns)), (Slot::A, None)],
+        );
+    }
+
+    fn forward_apex(&mut self, zone: &Name, zi: u16) {
+        self.apex(zone, zi);
+        if let Ok(version) = zone.prepend("dns-version") {
+            let txt = single(VERSION_TTL, Rdata::Txt(vec![SCHEMA_VERSION.as_bytes().into()]));
+            self.put(
+                version,
+                zi,
+                Below::Nothing,
+                [(Slot::Txt, Some(txt)), (Slot::A, None), (Slot::Aaaa, None)],
+            );
+        }
+        for label in ["svc", "pod"] {
+            if let Ok(name) = zone.prepend(label) {
+                self.empty(name, zi);
+            }
+        }
+        if self.config.openshift_names {
+            if let Ok(name) = zone.prepend("endpoints") {
+                self.empty(name, zi);
+            }
+        }
+    }
+
+    /// `<ns>.svc.<zone>`, `<ns>.pod.<zone>` (unless pods are disabled) and, with
+    /// `openshift_names`, `<ns>.endpoints.<zone>`: names with no data of their own.
+    fn namespace(&mut self, zone: &Name, zi: u16, ns: &str) {
+        if let Ok(name) = zone.prepend("svc").and_then(|n| n.prepend(ns)) {
+            self.empty(name, zi);
+        }
+        let below = match self.config.pods {
+            PodMode::Disabled => None,
+            PodMode::Insecure => Some(Below::DashedAddresses),
+            PodMode::Verified => Some(Below::Nothing),
+        };
+        if let Some(below) = below {
+            if let Ok(name) = zone.prepend("pod").and_then(|n| n.prepend(ns)) {
+                self.put(name, zi, below, [(Slot::A, None), (Slot::Aaaa, None), (Slot::Srv, None)]);
+            }
+        }
+        if self.config.openshift_names {
+            if let Ok(name) = zone.prepend("endpoints").and_then(|n| n.prepend(ns)) {
+                self.empty(name, zi);
+            }
+        }
+    }
+
+    fn service(&mut self, zone: &Name, zi: u16, view: &ServiceView<'c>, primary: bool) {
+        let Ok(base) = zone
+            .prepend("svc")
+            .and_then(|n| n.prepend(&view.key.namespace))
+            .and_then(|n| n.prepend(&view.key.name))
+        else {
+            return;
+        };
+        match &view.service.kind {
+            ServiceKind::ExternalName(target) => self.external_name(zone, zi, base, target),
+            ServiceKind::ClusterIp(ips) => {
+                if self.config.ignore_empty_service && view.endpoints.is_empty() {
+                    return;
+                }
+                self.cluster_ip(zi, &base, view, ips);
+                self.endpoints(zone, zi, &base, view, primary);
+                if primary {
+                    for &ip in ips.iter() {
+                        self.cluster_ptrs.entry(ip).or_insert_with(|| base.clone());
+                    }
+                }
+            }
+            ServiceKind::Headless => {
+                if view.endpoints.is_empty() {
+                    return;
+                }
+                let srv = self.endpoint_srv(&base, view, None);
+                self.addresses(base.clone(), zi, &view.addresses(), srv);
+                for port in view.named_slice_ports() {
+                    let Some(name) = srv_name(&base, &port.name, port.protocol.label()) else {
+                        continue;
+                    };
+                    let srv = self.endpoint_srv(&base, view, Some((&port.name, port.protocol.label())));
+                    self.put(name, zi, Below::Nothing, [(Slot::Srv, srv), (Slot::A, None), (Slot::Aaaa, None)]);
+                }
+                self.endpoints(zone, zi, &base, view, primary);
+            }
+        }
+    }
+
+    /// The service name and its `_<port>._<proto>` names, answering with the cluster IPs.
+    fn cluster_ip(&mut self, zi: u16, base: &Name, view: &ServiceView<'c>, ips: &[IpAddr]) {
+        let ttl = self.config.ttl;
+        let entries: Vec<SrvEntry<'_>> = view
+            .service
+            .ports
+            .iter()
+            .flat_map(|port| {
+                ips.iter().map(|_| SrvEntry {
+                    port: port.port,
+                    target: base.clone(),
+                    addresses: ips,
+                })
+            })
+            .collect();
+        self.addresses(base.clone(), zi, ips, srv_answer(ttl, &entries));
+        for port in view.service.ports.iter().filter(|p| !p.name.is_empty()) {
+            let Some(name) = srv_name(base, &port.name, port.protocol.label()) else {
+                continue;
+            };
+            let entries: Vec<SrvEntry<'_>> = ips
+                .iter()
+                .map(|_| SrvEntry {
+                    port: port.port,
+                    target: base.clone(),
+                    addresses: ips,
+                })
+                .collect();
+            let srv = srv_answer(ttl, &entries);
+            self.put(name, zi, Below::Nothing, [(Slot::Srv, srv), (Slot::A, None), (Slot::Aaaa, None)]);
+        }
+    }
+
+    /// SRV records naming the endpoints under `owner`, one per endpoint and slice port (only the
+    /// ports named `port` when given), with the endpoint (target) port.
+    fn endpoint_srv(&self, owner: &Name, view: &ServiceView<'c>, port: Option<(&str, &str)>) -> Option<AnswerSet> {
+        let labels = view.by_label();
+        let targets: HashMap<&str, (Name, &[IpAddr]), RandomState> = labels
+            .iter()
+            .filter_map(|(label, addresses)| Some((*label, (owner.prepend(label).ok()?, addresses.as_slice()))))
+            .collect();
+        let mut entries = Vec::new();
+        for endpoint in &view.endpoints {
+            let Some((target, addresses)) = targets.get(endpoint.label.as_str()) else {
+                continue;
+            };
+            for p in endpoint.ports {
+                let matches = port.map_or(true, |(name, proto)| *p.name == *name && p.protocol.label() == proto);
+                if matches {
+                    entries.push(SrvEntry {
+                        port: p.port,
+                        target: target.clone(),
+                        addresses,
+                    });
+                }
+            }
+        }
+        srv_answer(self.config.ttl, &entries)
+    }
+
+    /// `<endpoint>.<base>` names, OpenShift's endpoint names, and the endpoints' PTRs.
+    fn endpoints(&mut self, zone: &Name, zi: u16, base: &Name, view: &ServiceView<'c>, primary: bool) {
+        for (label, addresses) in view.by_label() {
+            let Ok(name) = base.prepend(label) else { continue };
+            if primary {
+                self.endpoint_ptrs.extend(addresses.iter().map(|&a| (a, name.clone())));
+            }
+            self.addresses(name, zi, &addresses, None);
+        }
+        if self.config.openshift_names && !view.endpoints.is_empty() {
+            self.openshift(zone, zi, base, view);
+        }
+    }
+
+    /// `<svc>.<ns>.endpoints.<zone>` with its endpoints, and `_endpoints.<base>`: every ready
+    /// endpoint address whatever the service type, SRV per endpoint and port.
+    fn openshift(&mut self, zone: &Name, zi: u16, base: &Name, view: &ServiceView<'c>) {
+        let Ok(owner) = zone
+            .prepend("endpoints")
+            .and_then(|n| n.prepend(&view.key.namespace))
+            .and_then(|n| n.prepend(&view.key.name))
+        else {
+            return;
+        };
+        let addresses = view.addresses();
+        for (label, own) in view.by_label() {
+            if let Ok(name) = owner.prepend(label) {
+                self.addresses(name, zi, &own, None);
+            }
+        }
+        let srv = self.endpoint_srv(&owner, view, None);
+        if let Ok(prefixed) = base.prepend("_endpoints") {
+            self.addresses(prefixed, zi, &addresses, srv.clone());
+        }
+        self.addresses(owner, zi, &addresses, srv);
+    }
+
+    /// A CNAME to `target`. An in-zone target is followed: its addresses come along, and a type
+    /// it has none of is NODATA, as CoreDNS answers. An address as `externalName` is not served.
+    fn external_name(&mut self, zone: &Name, zi: u16, base: Name, target: &str) {
+        if target.parse::<IpAddr>().is_ok() {
+            return;
+        }
+        let Ok(target) = Name::from_dotted(target) else {
+            return;
+        };
+        let ttl = self.config.ttl;
+        let cname = single(ttl, Rdata::Cname(target.clone()));
+        let (a, aaaa) = if target.is_within(zone) {
+            let addresses = self.resolve(zone, &target);
+            let (v4, v6) = address_rrsets(Some(&target), ttl, &addresses);
+            let chased = |set: Option<_>| {
+                set.map(|set| {
+                    let mut answer = cname.clone();
+                    answer.answer.push(set);
+                    answer
+                })
+            };
+            (chased(v4), chased(v6))
+        } else {
+            (Some(cname.clone()), Some(cname.clone()))
+        };
+        self.put(base, zi, Below::Nothing, [(Slot::Cname, Some(cname)), (Slot::A, a), (Slot::Aaaa, aaaa)]);
+    }
+
+    /// The addresses an in-zone name answers with: `<svc>.<ns>.svc.<zone>` or
+    /// `<endpoint>.<svc>.<ns>.svc.<zone>`.
+    fn resolve(&self, zone: &Name, target: &Name) -> Vec<IpAddr> {
+        let own = target.label_count().saturating_sub(zone.label_count());
+        let labels: Vec<&[u8]> = target.labels().take(own).collect();
+        let text = |l: &[u8]| std::str::from_utf8(l).ok().map(str::to_owned);
+        let (endpoint, rest) = match labels.as_slice() {
+            [svc, ns, b"svc"] => (None, (text(svc), text(ns))),
+            [ep, svc, ns, b"svc"] => (text(ep), (text(svc), text(ns))),
+            _ => return Vec::new(),
+        };
+        let (Some(svc), Some(ns)) = rest else {
+            return Vec::new();
+        };
+        let Some(view) = self.views.get(&(ns.as_str(), svc.as_str())) else {
+            return Vec::new();
+        };
+        match (endpoint, &view.service.kind) {
+            (Some(label), ServiceKind::ClusterIp(_) | ServiceKind::Headless) => view
+                .by_label()
+                .into_iter()
+                .find(|(l, _)| *l == label)
+                .map(|(_, a)| a)
+                .unwrap_or_default(),
+            (None, ServiceKind::ClusterIp(ips)) => {
+                if self.config.ignore_empty_service && view.endpoints.is_empty() {
+                    Vec::new()
+                } else {
+                    ips.to_vec()
+                }
+            }
+            (None, ServiceKind::Headless) => view.addresses(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// `<dashed podIP>.<ns>.pod.<zone>` for every pod of an exposed namespace.
+    fn pods(&mut self, zone: &Name, zi: u16, cluster: &Cluster) {
+        for (key, pod) in &cluster.pods {
+            if !cluster.namespaces.contains(&key.namespace) || !self.config.exposes(&key.namespace) {
+                continue;
+            }
+            let name = zone
+                .prepend("pod")
+                .and_then(|n| n.prepend(&key.namespace))
+                .and_then(|n| n.prepend(&dashed(pod.address)));
+            if let Ok(name) = name {
+                self.addresses(name, zi, &[pod.address], None);
+            }
+        }
+    }
+
+    /// PTRs in the reverse zones: a cluster IP's one PTR to its service, else one PTR per
+    /// distinct endpoint name holding the address.
+    fn ptrs(&mut self) {
+        let reverse_zones: Vec<(Name, u16)> = self
+            .config
+            .reverse_zones()
+            .filter_map(|z| Some((z.clone(), self.zone_index(z)?)))
+            .collect();
+        let zone_of = |name: &Name| {
+            reverse_zones
+                .iter()
+                .filter(|(apex, _)| name.is_within(apex))
+                .max_by_key(|(apex, _)| apex.wire().len())
+                .map(|&(_, zi)| zi)
+        };
+        let ttl = self.config.ttl;
+        let cluster_ptrs = std::mem::take(&mut self.cluster_ptrs);
+        for (&address, target) in &cluster_ptrs {
+            let name = reverse(address);
+            if let Some(zi) = zone_of(&name) {
+                let ptr = single(ttl, Rdata::Ptr(target.clone()));
+                self.put(name, zi, Below::Nothing, [(Slot::Ptr, Some(ptr)), (Slot::A, None), (Slot::Aaaa, None)]);
+            }
+        }
+        let mut endpoint_ptrs = std::mem::take(&mut self.endpoint_ptrs);
+        endpoint_ptrs.retain(|(address, _)| !cluster_ptrs.contains_key(address));
+        endpoint_ptrs.sort_unstable();
+        endpoint_ptrs.dedup();
+        for group in endpoint_ptrs.chunk_by(|a, b| a.0 == b.0) {
+            let name = reverse(group[0].0);
+            let Some(zi) = zone_of(&name) else { continue };
+            let mut set = single(ttl, Rdata::Ptr(group[0].1.clone()));
+            if let Some(rrset) = set.answer.first_mut() {
+                rrset.records.extend(group[1..].iter().map(|(_, target)| crate::snapshot::rrset::Record {
+                    ttl,
+                    rdata: Rdata::Ptr(target.clone()),
+                }));
+            }
+            self.put(name, zi, Below::Nothing, [(Slot::Ptr, Some(set)), (Slot::A, None), (Slot::Aaaa, None)]);
+        }
+    }
+}
+
+/// `_<port>._<proto>.<base>`.
+fn srv_name(base: &Name, port: &str, proto: &str) -> Option<Name> {
+    base.prepend(&format!("_{proto}"))
+        .and_then(|n| n.prepend(&format!("_{port}")))
+        .ok()
+}

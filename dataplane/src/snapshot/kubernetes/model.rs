@@ -1,0 +1,132 @@
+//! The cluster as DNS sees it: only the fields of Services, EndpointSlices, Namespaces and Pods
+//! that shape answers, so that a cluster of 100k endpoints stays a few megabytes in memory. The
+//! control plane keeps one [`Cluster`] up to date from its watches; the builder reads it.
+
+use foldhash::fast::RandomState;
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+
+/// Where an object lives: its namespace and name (cluster-scoped objects have no namespace).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    /// `metadata.namespace`; empty for cluster-scoped objects.
+    pub namespace: Box<str>,
+    /// `metadata.name`.
+    pub name: Box<str>,
+}
+
+impl ObjectKey {
+    /// The key of `name` in `namespace`.
+    pub fn new(namespace: &str, name: &str) -> ObjectKey {
+        ObjectKey {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+}
+
+/// Everything the cluster zones are built from.
+#[derive(Debug, Default, Clone)]
+pub struct Cluster {
+    /// Names of the Namespaces that exist: a service or pod in any other namespace is not served.
+    pub namespaces: HashSet<Box<str>, RandomState>,
+    /// Services by namespace and name.
+    pub services: HashMap<ObjectKey, Service, RandomState>,
+    /// EndpointSlices by namespace and slice name.
+    pub slices: HashMap<ObjectKey, EndpointSlice, RandomState>,
+    /// Pods by namespace and name; filled only when pod records are verified.
+    pub pods: HashMap<ObjectKey, Pod, RandomState>,
+}
+
+/// A Service, reduced to its DNS shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Service {
+    /// ClusterIP, headless or ExternalName.
+    pub kind: ServiceKind,
+    /// `spec.ports`: SRV records of a ClusterIP service, with the service port.
+    pub ports: Box<[ServicePort]>,
+}
+
+/// How a Service's own name answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServiceKind {
+    /// `spec.clusterIPs` (primary first): the name answers with these (NodePort and
+    /// LoadBalancer services are ClusterIP services for DNS).
+    ClusterIp(Box<[IpAddr]>),
+    /// `spec.clusterIP: None`: the name answers with the ready endpoints.
+    Headless,
+    /// `type: ExternalName`: the name is a CNAME to `spec.externalName`.
+    ExternalName(Box<str>),
+}
+
+/// A named or unnamed port of a Service or an EndpointSlice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServicePort {
+    /// `name`, lower-cased; empty for an unnamed port, which gets no `_<port>._<proto>` name.
+    pub name: Box<str>,
+    /// `protocol`.
+    pub protocol: Protocol,
+    /// `port`: the service port for a Service, the target port for an EndpointSlice.
+    pub port: u16,
+}
+
+/// A port's transport protocol, the `_<proto>` label of SRV names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    /// TCP, the default.
+    Tcp,
+    /// UDP.
+    Udp,
+    /// SCTP.
+    Sctp,
+}
+
+impl Protocol {
+    /// The protocol of a Kubernetes `protocol` field; absent means TCP, an unknown value `None`.
+    pub fn from_api(text: Option<&str>) -> Option<Protocol> {
+        match text {
+            None | Some("TCP") => Some(Protocol::Tcp),
+            Some("UDP") => Some(Protocol::Udp),
+            Some("SCTP") => Some(Protocol::Sctp),
+            Some(_) => None,
+        }
+    }
+
+    /// The SRV label, without its underscore.
+    pub fn label(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+            Protocol::Sctp => "sctp",
+        }
+    }
+}
+
+/// An EndpointSlice of IPv4 or IPv6 addresses, with its ready endpoints only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointSlice {
+    /// The Service it belongs to (label `kubernetes.io/service-name`), in the slice's namespace.
+    pub service: Box<str>,
+    /// `ports`: the target ports, which SRV records of headless services carry.
+    pub ports: Box<[ServicePort]>,
+    /// Endpoints whose `conditions.ready` is not false, one per address.
+    pub endpoints: Box<[Endpoint]>,
+}
+
+/// One ready address of a slice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The address.
+    pub address: IpAddr,
+    /// `hostname`, set for pods whose `spec.subdomain` names the service (StatefulSets).
+    pub hostname: Option<Box<str>>,
+    /// `targetRef.name` when the target is a Pod: the label under `endpoint_pod_names`.
+    pub pod: Option<Box<str>>,
+}
+
+/// A running or pending Pod with an address: what verified pod records need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pod {
+    /// `status.podIP`, the primary address (the only one pod names answer for).
+    pub address: IpAddr,
+}

@@ -1,0 +1,181 @@
+//! Forwarding inside a running worker, against upstreams written here that misbehave on
+//! purpose, with the worker's counters read back: forged replies are dropped and counted, and
+//! the number of questions in flight is bounded with a fast SERVFAIL beyond it.
+
+mod common;
+
+use common::{snapshot, RawQuery};
+use skyline_dataplane::forward::ForwardConfig;
+use skyline_dataplane::snapshot::empty_cell;
+use skyline_dataplane::stats::Totals;
+use skyline_dataplane::worker::{Options, Server, ServerConfig, TcpConfig};
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// A UDP upstream on 127.0.0.1 running `serve` on each query it receives (the query, the
+/// sender, the socket) until dropped.
+struct Upstream {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Upstream {
+    fn start(serve: impl Fn(&[u8], SocketAddr, &UdpSocket) + Send + 'static) -> Upstream {
+        let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        socket.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        let addr = socket.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let halt = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let mut buf = [0u8; 1024];
+            while !halt.load(Ordering::Relaxed) {
+                if let Ok((n, from)) = socket.recv_from(&mut buf) {
+                    serve(&buf[..n], from, &socket);
+                }
+            }
+        });
+        Upstream {
+            addr,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A reply to `query` (its ID and question) with one `A ip`, TTL 300.
+fn answer(query: &[u8], ip: [u8; 4]) -> Vec<u8> {
+    let name_end = 12 + query[12..].iter().position(|&b| b == 0).unwrap() + 1;
+    let mut m = vec![query[0], query[1], 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0];
+    m.extend_from_slice(&query[12..name_end + 4]);
+    m.extend_from_slice(&[0xC0, 12, 0, 1, 0, 1, 0, 0, 1, 44, 0, 4]);
+    m.extend_from_slice(&ip);
+    m
+}
+
+fn server(forward: ForwardConfig) -> Server {
+    let snapshots = empty_cell();
+    snapshots.store(Arc::new(snapshot()));
+    let config = ServerConfig {
+        addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        workers: 1,
+        pin: false,
+        tcp: TcpConfig::default(),
+    };
+    let options = Options {
+        extra_addrs: Vec::new(),
+        forward: Some(forward),
+    };
+    Server::start_with(config, options, snapshots).unwrap()
+}
+
+fn wait_for(server: &Server, what: impl Fn(&Totals) -> bool) -> Totals {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let totals = server.stats();
+        if what(&totals) || Instant::now() > deadline {
+            return totals;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn forged_replies_are_dropped_and_counted() {
+    let upstream = Upstream::start(|query, from, socket| {
+        let mut wrong_id = answer(query, [6, 6, 6, 7]);
+        wrong_id[0] ^= 0xFF;
+        socket.send_to(&wrong_id, from).unwrap();
+        let mut wrong_name = answer(query, [6, 6, 6, 8]);
+        wrong_name[13] ^= 0x20 ^ 0x01;
+        socket.send_to(&wrong_name, from).unwrap();
+        let forger = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        forger.send_to(&answer(query, [6, 6, 6, 6]), from).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        socket.send_to(&answer(query, [192, 0, 2, 1]), from).unwrap();
+    });
+    let server = server(ForwardConfig {
+        upstreams: vec![upstream.addr],
+        ..ForwardConfig::default()
+    });
+    let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    client.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    client
+        .send_to(&RawQuery::new("target.example.org.", 1).bytes(), server.local_addr())
+        .unwrap();
+    let mut buf = [0u8; 512];
+    let (n, _) = client.recv_from(&mut buf).unwrap();
+    assert_eq!(&buf[n - 4..n], &[192, 0, 2, 1], "only the real answer got through");
+    let totals = wait_for(&server, |t| t.upstream_mismatched_question >= 1);
+    assert_eq!(totals.upstream_mismatched_id, 1);
+    assert_eq!(totals.upstream_mismatched_question, 1);
+    assert_eq!(totals.cache_inserts, 1);
+}
+
+#[test]
+fn questions_beyond_the_in_flight_bound_fail_fast() {
+    let silent = Upstream::start(|_, _, _| {});
+    let server = server(ForwardConfig {
+        upstreams: vec![silent.addr],
+        max_in_flight: 2,
+        ..ForwardConfig::default()
+    });
+    let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    client.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    let started = Instant::now();
+    for i in 0..6u16 {
+        let mut q = RawQuery::new(&format!("n{i}.example.org."), 1);
+        q.id = i;
+        q.opt(1232, 0, &[]);
+        client.send_to(&q.bytes(), server.local_addr()).unwrap();
+    }
+    let mut buf = [0u8; 512];
+    let mut fast = 0;
+    while let Ok((n, _)) = client.recv_from(&mut buf) {
+        if started.elapsed() > Duration::from_millis(400) {
+            break;
+        }
+        assert_eq!(buf[3] & 0x0F, 2, "SERVFAIL");
+        assert_eq!(&buf[n - 6..n], &[0, 15, 0, 2, 0, 0], "with an Extended DNS Error");
+        fast += 1;
+    }
+    assert_eq!(fast, 4, "two questions in flight, four refused at once");
+    assert_eq!(server.stats().forward_busy, 4);
+}
+
+#[test]
+fn an_upstream_that_never_answers_gives_servfail_within_the_budget() {
+    let silent = Upstream::start(|_, _, _| {});
+    let server = server(ForwardConfig {
+        upstreams: vec![silent.addr],
+        timeout: Duration::from_millis(600),
+        ..ForwardConfig::default()
+    });
+    let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    client.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let started = Instant::now();
+    let mut q = RawQuery::new("slow.example.org.", 1);
+    q.opt(1232, 0, &[]);
+    client.send_to(&q.bytes(), server.local_addr()).unwrap();
+    let mut buf = [0u8; 512];
+    let (n, _) = client.recv_from(&mut buf).expect("SERVFAIL, never silence");
+    let took = started.elapsed();
+    assert_eq!(buf[3] & 0x0F, 2);
+    assert_eq!(&buf[n - 6..n], &[0, 15, 0, 2, 0, 22]);
+    assert!(took < Duration::from_millis(900), "took {took:?} with a 600 ms budget");
+    let totals = server.stats();
+    assert!(totals.upstream_timeouts >= 1);
+    assert_eq!(totals.forward_failures, 1);
+}
