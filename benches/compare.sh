@@ -14,7 +14,7 @@
 #
 # Knobs (environment, defaults in brackets): ROUNDS [3], DURATION [10] seconds per run,
 # MIXES ["a nxdomain srv mixedcase"], GENERATORS ["loadgen dnsperf"],
-# SERVERS ["echo skyline knot"], PACED_MIXES ["a"], PACED_FRACTION [0.8], SERVICES [2500]
+# SERVERS ["echo skyline knot"], PACED_MIXES ["a"; empty for none], PACED_FRACTION [0.8], SERVICES [2500]
 # (four A names each), QUERIES [100000] per mix file, CALLGRIND_QUERIES [10000], WINDOW [100]
 # and BATCH [16] for skyline-loadgen, SOCKETS [1] client source ports, SERVER_CPU [1] (a
 # taskset CPU list), CLIENT_CPU [0], SKYLINE_BIN [target/release/skyline] (e.g. a build with
@@ -36,7 +36,7 @@ DURATION="${DURATION:-10}"
 MIXES="${MIXES:-a nxdomain srv mixedcase}"
 GENERATORS="${GENERATORS:-loadgen dnsperf}"
 SERVERS="${SERVERS:-echo skyline knot}"
-PACED_MIXES="${PACED_MIXES:-a}"
+PACED_MIXES="${PACED_MIXES-a}"
 PACED_FRACTION="${PACED_FRACTION:-0.8}"
 SERVICES="${SERVICES:-2500}"
 QUERIES="${QUERIES:-100000}"
@@ -45,7 +45,7 @@ WINDOW="${WINDOW:-100}"
 BATCH="${BATCH:-16}"
 SOCKETS="${SOCKETS:-1}"
 SKYLINE_BIN="${SKYLINE_BIN:-target/release/skyline}"
-SKYLINE_FLAGS="${SKYLINE_FLAGS:---workers 1 --no-pin}"
+SKYLINE_FLAGS="${SKYLINE_FLAGS---workers 1 --no-pin}"
 BUILD="${BUILD:-1}"
 VARIANTS="${VARIANTS:-target/variants}"
 SERVER_CPU="${SERVER_CPU:-1}"

@@ -106,6 +106,95 @@ pub struct Cli {
     /// Forwarding and the response cache.
     #[command(flatten)]
     pub forward: ForwardArgs,
+
+    /// Kubernetes cluster DNS.
+    #[command(flatten)]
+    pub kubernetes: KubernetesArgs,
+}
+
+/// Kubernetes cluster DNS, its options named after CoreDNS's `kubernetes` plugin. Any of them
+/// turns the Kubernetes source on; so does a `[kubernetes]` table in the configuration file.
+#[derive(Debug, Default, clap::Args)]
+pub struct KubernetesArgs {
+    /// Serve Kubernetes cluster DNS from the API server (connection from --kubeconfig, else
+    /// KUBECONFIG or ~/.kube/config, else the in-cluster service account)
+    #[arg(long)]
+    pub kubernetes: bool,
+
+    /// kubeconfig file of the API server to watch (CoreDNS `kubeconfig`)
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// kubeconfig context to use instead of the current one
+    #[arg(long, value_name = "NAME")]
+    pub kubernetes_context: Option<String>,
+
+    /// Comma-separated zones of cluster DNS: forward zones (the first names PTR targets) and
+    /// reverse zones [default: cluster.local.,in-addr.arpa.,ip6.arpa.]
+    #[arg(long, value_name = "ZONE,...", value_delimiter = ',')]
+    pub kubernetes_zones: Option<Vec<String>>,
+
+    /// Pod names <ip>.<ns>.pod.<zone>: disabled, insecure (any address) or verified (existing
+    /// pods) [default: disabled]
+    #[arg(long, value_name = "MODE")]
+    pub kubernetes_pods: Option<String>,
+
+    /// Name endpoints without a hostname after their pod rather than their address
+    #[arg(long)]
+    pub kubernetes_endpoint_pod_names: bool,
+
+    /// TTL of cluster records, 0-3600 [default: 5]
+    #[arg(long, value_name = "SECONDS")]
+    pub kubernetes_ttl: Option<u32>,
+
+    /// Comma-separated namespaces to serve; others do not exist [default: all]
+    #[arg(long, value_name = "NS,...", value_delimiter = ',')]
+    pub kubernetes_namespaces: Option<Vec<String>>,
+
+    /// Label selector of the watched Services (and Pods)
+    #[arg(long, value_name = "SELECTOR")]
+    pub kubernetes_labels: Option<String>,
+
+    /// Label selector of the watched Namespaces
+    #[arg(long, value_name = "SELECTOR")]
+    pub kubernetes_namespace_labels: Option<String>,
+
+    /// A ClusterIP service without ready endpoints is NXDOMAIN (CoreDNS `ignore empty_service`)
+    #[arg(long)]
+    pub kubernetes_ignore_empty_service: bool,
+
+    /// Do not watch EndpointSlices: no headless service or endpoint names
+    #[arg(long)]
+    pub kubernetes_noendpoints: bool,
+
+    /// Also serve OpenShift's <svc>.<ns>.endpoints.<zone> and _endpoints.<svc>.<ns>.svc.<zone>
+    #[arg(long)]
+    pub kubernetes_openshift_names: bool,
+
+    /// Comma-separated zones whose missing names are forwarded instead of denied; without a
+    /// value, every cluster zone (CoreDNS `fallthrough`)
+    #[arg(long, value_name = "ZONE,...", value_delimiter = ',', num_args = 0..)]
+    pub kubernetes_fallthrough: Option<Vec<String>>,
+}
+
+impl KubernetesArgs {
+    /// Whether any Kubernetes option is given.
+    pub fn any(&self) -> bool {
+        self.kubernetes
+            || self.kubeconfig.is_some()
+            || self.kubernetes_context.is_some()
+            || self.kubernetes_zones.is_some()
+            || self.kubernetes_pods.is_some()
+            || self.kubernetes_endpoint_pod_names
+            || self.kubernetes_ttl.is_some()
+            || self.kubernetes_namespaces.is_some()
+            || self.kubernetes_labels.is_some()
+            || self.kubernetes_namespace_labels.is_some()
+            || self.kubernetes_ignore_empty_service
+            || self.kubernetes_noendpoints
+            || self.kubernetes_openshift_names
+            || self.kubernetes_fallthrough.is_some()
+    }
 }
 
 impl Cli {

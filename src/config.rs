@@ -34,13 +34,20 @@
 //! | `workers` | `--workers` | — | — | 0 (one per core) | restart |
 //! | `no_pin` | `--no-pin` | — | — | false | restart |
 //! | — | — | — | `ttl`, `min_ttl`, `priority` | 3600, 60, 10 | applied |
+//!
+//! The `[kubernetes]` table (any `--kubernetes*` flag or `--kubeconfig` too) turns on Kubernetes
+//! cluster DNS beside the SkyDNS data source; its keys are CoreDNS's `kubernetes` options (see
+//! [`KubernetesFile`]), fixed at start.
 
 use crate::cli::Cli;
 use crate::forwarding::{CacheFile, ForwardFile, ForwardingError};
 use serde::Deserialize;
 use skyline_controlplane::etcd::EtcdOptions;
+use skyline_controlplane::kubernetes::KubernetesOptions;
 use skyline_controlplane::skydns::config::{self as skydns_config, ConfigPatch};
+use skyline_dataplane::snapshot::kubernetes::{self, PodMode};
 use skyline_dataplane::snapshot::skydns::Config;
+use skyline_dataplane::wire::Name;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -75,6 +82,14 @@ pub enum ConfigError {
     /// A forwarding or cache setting is not valid.
     #[error(transparent)]
     Forwarding(#[from] ForwardingError),
+    /// A `[kubernetes]` setting or `--kubernetes-*` flag is not valid.
+    #[error("kubernetes.{key}: {message}")]
+    Kubernetes {
+        /// The setting.
+        key: &'static str,
+        /// What is wrong.
+        message: String,
+    },
     /// Both data sources are set.
     #[error("both a records file ({records}) and etcd (machines) are set; choose one data source")]
     TwoSources {
@@ -126,6 +141,50 @@ pub struct FileConfig {
     pub forward: Option<ForwardFile>,
     /// The `[cache]` table (see [`crate::forwarding`]).
     pub cache: Option<CacheFile>,
+    /// The `[kubernetes]` table: its presence serves Kubernetes cluster DNS.
+    pub kubernetes: Option<KubernetesFile>,
+}
+
+/// The `[kubernetes]` table: CoreDNS's `kubernetes` plugin options under the same names, so that
+/// a Corefile block translates line by line. Each `--kubernetes-*` flag wins over its key.
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct KubernetesFile {
+    /// `--kubeconfig`; a relative path is relative to the configuration file's directory.
+    pub kubeconfig: Option<PathBuf>,
+    /// `--kubernetes-context`.
+    pub context: Option<String>,
+    /// `--kubernetes-zones`.
+    pub zones: Option<Vec<String>>,
+    /// `--kubernetes-pods`: `disabled`, `insecure` or `verified`.
+    pub pods: Option<String>,
+    /// `--kubernetes-endpoint-pod-names`.
+    pub endpoint_pod_names: Option<bool>,
+    /// `--kubernetes-ttl`.
+    pub ttl: Option<u32>,
+    /// `--kubernetes-namespaces`.
+    pub namespaces: Option<Vec<String>>,
+    /// `--kubernetes-labels`.
+    pub labels: Option<String>,
+    /// `--kubernetes-namespace-labels`.
+    pub namespace_labels: Option<String>,
+    /// `--kubernetes-ignore-empty-service`.
+    pub ignore_empty_service: Option<bool>,
+    /// `--kubernetes-noendpoints`.
+    pub noendpoints: Option<bool>,
+    /// `--kubernetes-openshift-names`.
+    pub openshift_names: Option<bool>,
+    /// `--kubernetes-fallthrough`: an empty list means every cluster zone.
+    pub fallthrough: Option<Vec<String>>,
+}
+
+/// The Kubernetes source's settings, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KubernetesSettings {
+    /// Connection and watches.
+    pub options: KubernetesOptions,
+    /// What the cluster zones answer.
+    pub zones: kubernetes::Config,
 }
 
 impl FileConfig {
@@ -136,6 +195,14 @@ impl FileConfig {
             source,
         })?;
         if let Some(dir) = path.parent() {
+            if let Some(relative) = file
+                .kubernetes
+                .as_mut()
+                .and_then(|k| k.kubeconfig.as_mut())
+                .filter(|p| p.is_relative())
+            {
+                *relative = dir.join(&*relative);
+            }
             for file_path in [
                 &mut file.records,
                 &mut file.tls_key,
@@ -307,6 +374,90 @@ pub fn operator(cli: &Cli, file: Option<&FileConfig>) -> Result<Operator, Config
             .into_iter()
             .skip(1)
             .collect(),
+    })
+}
+
+/// The Kubernetes source's settings, flags over the `[kubernetes]` table over CoreDNS's
+/// defaults; `None` when neither turns it on.
+pub fn kubernetes(cli: &Cli, file: Option<&FileConfig>) -> Result<Option<KubernetesSettings>, ConfigError> {
+    let args = &cli.kubernetes;
+    let table = file.and_then(|f| f.kubernetes.as_ref());
+    if !args.any() && table.is_none() {
+        return Ok(None);
+    }
+    let empty = KubernetesFile::default();
+    let table = table.unwrap_or(&empty);
+    let flag = |on: bool, key: Option<bool>| on || key.unwrap_or(false);
+    let defaults = kubernetes::Config::default();
+    let zones = match args.kubernetes_zones.as_ref().or(table.zones.as_ref()) {
+        Some(zones) => zones
+            .iter()
+            .map(|z| kube_zone("zones", z))
+            .collect::<Result<Vec<_>, _>>()?,
+        None => defaults.zones.clone(),
+    };
+    if !zones.iter().any(|z| !kubernetes::is_reverse(z)) {
+        return Err(ConfigError::Kubernetes {
+            key: "zones",
+            message: "at least one zone must be a forward zone (like cluster.local.)".into(),
+        });
+    }
+    let pods = match args.kubernetes_pods.as_deref().or(table.pods.as_deref()) {
+        None | Some("disabled") => PodMode::Disabled,
+        Some("insecure") => PodMode::Insecure,
+        Some("verified") => PodMode::Verified,
+        Some(other) => {
+            return Err(ConfigError::Kubernetes {
+                key: "pods",
+                message: format!("{other:?} is not disabled, insecure or verified"),
+            })
+        }
+    };
+    let ttl = args.kubernetes_ttl.or(table.ttl).unwrap_or(kubernetes::DEFAULT_TTL);
+    if ttl > kubernetes::MAX_TTL {
+        return Err(ConfigError::Kubernetes {
+            key: "ttl",
+            message: format!("{ttl} is above {}", kubernetes::MAX_TTL),
+        });
+    }
+    let fallthrough = args
+        .kubernetes_fallthrough
+        .as_ref()
+        .or(table.fallthrough.as_ref())
+        .map(|zones| zones.iter().map(|z| kube_zone("fallthrough", z)).collect())
+        .transpose()?;
+    let zones = kubernetes::Config {
+        zones,
+        ttl,
+        pods,
+        endpoint_pod_names: flag(args.kubernetes_endpoint_pod_names, table.endpoint_pod_names),
+        ignore_empty_service: flag(args.kubernetes_ignore_empty_service, table.ignore_empty_service),
+        namespaces: args
+            .kubernetes_namespaces
+            .clone()
+            .or_else(|| table.namespaces.clone())
+            .unwrap_or_default(),
+        fallthrough,
+        openshift_names: flag(args.kubernetes_openshift_names, table.openshift_names),
+    };
+    let options = KubernetesOptions {
+        kubeconfig: args.kubeconfig.clone().or_else(|| table.kubeconfig.clone()),
+        context: args.kubernetes_context.clone().or_else(|| table.context.clone()),
+        labels: args.kubernetes_labels.clone().or_else(|| table.labels.clone()),
+        namespace_labels: args
+            .kubernetes_namespace_labels
+            .clone()
+            .or_else(|| table.namespace_labels.clone()),
+        noendpoints: flag(args.kubernetes_noendpoints, table.noendpoints),
+        pods: pods == PodMode::Verified,
+    };
+    Ok(Some(KubernetesSettings { options, zones }))
+}
+
+fn kube_zone(key: &'static str, text: &str) -> Result<Name, ConfigError> {
+    Name::from_dotted(text).map_err(|_| ConfigError::Kubernetes {
+        key,
+        message: format!("{text:?} is not a domain name"),
     })
 }
 
@@ -642,5 +793,57 @@ mod tests {
         let settings = resolve(operator(&cli(&[], &[]).unwrap(), None).unwrap(), file.config.as_ref()).unwrap();
         assert_eq!(settings.skydns.domain, name("skydns.local."));
         assert_eq!(settings.skydns.local, Some(name("node1.hosts.skydns.local.")));
+    }
+
+    #[test]
+    fn kubernetes_is_off_unless_asked_for() {
+        assert_eq!(kubernetes(&cli(&[], &[]).unwrap(), None).unwrap(), None);
+        let on = kubernetes(&cli(&["--kubernetes"], &[]).unwrap(), None).unwrap().unwrap();
+        assert_eq!(on.zones, kubernetes::Config::default());
+        assert_eq!(on.options, KubernetesOptions::default());
+        let table = toml("[kubernetes]\n");
+        assert!(kubernetes(&cli(&[], &[]).unwrap(), Some(&table)).unwrap().is_some());
+    }
+
+    #[test]
+    fn kubernetes_flags_win_over_the_table() {
+        let table = toml(
+            "[kubernetes]\nkubeconfig = \"kube.yaml\"\nzones = [\"cluster.example\", \"10.in-addr.arpa\"]\n\
+             pods = \"verified\"\nttl = 30\nnamespaces = [\"a\"]\nignore_empty_service = true\n\
+             fallthrough = []\nlabels = \"app=x\"\n",
+        );
+        let k = kubernetes(&cli(&[], &[]).unwrap(), Some(&table)).unwrap().unwrap();
+        assert_eq!(k.options.kubeconfig, Some(PathBuf::from("/etc/skyline/kube.yaml")));
+        assert_eq!(k.zones.zones, [name("cluster.example."), name("10.in-addr.arpa.")]);
+        assert_eq!((k.zones.pods, k.zones.ttl), (PodMode::Verified, 30));
+        assert!(k.options.pods && k.zones.ignore_empty_service);
+        assert_eq!(k.zones.fallthrough, Some(vec![]));
+        assert_eq!(k.options.labels.as_deref(), Some("app=x"));
+        let flags = cli(
+            &["--kubernetes-ttl", "7", "--kubernetes-pods", "insecure", "--kubeconfig", "/k"],
+            &[],
+        )
+        .unwrap();
+        let k = kubernetes(&flags, Some(&table)).unwrap().unwrap();
+        assert_eq!((k.zones.pods, k.zones.ttl), (PodMode::Insecure, 7));
+        assert!(!k.options.pods, "no Pod watch unless verified");
+        assert_eq!(k.options.kubeconfig, Some(PathBuf::from("/k")));
+    }
+
+    #[test]
+    fn invalid_kubernetes_settings_are_rejected() {
+        for args in [
+            &["--kubernetes-ttl", "3601"][..],
+            &["--kubernetes-pods", "sometimes"],
+            &["--kubernetes-zones", "in-addr.arpa"],
+            &["--kubernetes-zones", "a..b"],
+        ] {
+            let parsed = cli(args, &[]).unwrap();
+            assert!(
+                matches!(kubernetes(&parsed, None), Err(ConfigError::Kubernetes { .. })),
+                "{args:?}"
+            );
+        }
+        assert!(FileConfig::parse("[kubernetes]\nendpoint = \"x\"\n", Path::new("x.toml")).is_err());
     }
 }

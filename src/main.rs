@@ -1,6 +1,7 @@
-//! The `skyline` server: resolves the configuration, opens its data source (the records file, or
-//! etcd), starts the data plane workers on the snapshot cell, and runs the control plane (the
-//! source's watch and the signal handling) on a small tokio runtime of its own beside them.
+//! The `skyline` server: resolves the configuration, opens its data sources (the records file or
+//! etcd, and the Kubernetes API when cluster DNS is on), starts the data plane workers on the
+//! snapshot cell, and runs the control plane (the sources' watches and the signal handling) on a
+//! small tokio runtime of its own beside them.
 
 mod cli;
 mod config;
@@ -9,6 +10,7 @@ mod forwarding;
 use cli::Cli;
 use config::{ConfigError, FileConfig, Settings};
 use skyline_controlplane::etcd::{EtcdSource, OptionsError};
+use skyline_controlplane::kubernetes::{ConnectError, KubernetesSource};
 use skyline_controlplane::source::records_file::FileError;
 use skyline_controlplane::source::FileSource;
 use skyline_dataplane::snapshot::{self, skydns};
@@ -39,6 +41,8 @@ enum StartError {
     Records { path: PathBuf, source: FileError },
     #[error(transparent)]
     Etcd(#[from] OptionsError),
+    #[error(transparent)]
+    Kubernetes(ConnectError),
     #[error("cannot start the control plane runtime: {0}")]
     Runtime(std::io::Error),
     #[error("cannot install signal handlers: {0}")]
@@ -86,13 +90,20 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         .map_err(StartError::Runtime)?;
     let entered = runtime.enter();
 
+    let kubernetes = config::kubernetes(cli, file.as_ref())?;
     let cell = snapshot::empty_cell();
+    // With cluster DNS on, the SkyDNS source publishes aside and the Kubernetes source serves
+    // the two composed; otherwise the SkyDNS source publishes what is served.
+    let skydns_cell = match kubernetes {
+        Some(_) => snapshot::empty_cell(),
+        None => Arc::clone(&cell),
+    };
     let mut source = operator.records.as_ref().map(|path| {
         FileSource::new(
             path,
             &operator.path_prefix,
             operator.overrides.clone(),
-            Arc::clone(&cell),
+            Arc::clone(&skydns_cell),
         )
     });
     let mut etcd = operator
@@ -103,7 +114,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
                 options,
                 &operator.path_prefix,
                 operator.overrides.clone(),
-                Arc::clone(&cell),
+                Arc::clone(&skydns_cell),
             )
         })
         .transpose()?;
@@ -129,13 +140,26 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     };
     let settings = config::resolve(operator, data_config.as_ref())?;
     if source.is_none() && etcd.is_none() {
-        cell.store(Arc::new(skydns::build(&settings.skydns, &[], 1, SystemTime::now())));
+        skydns_cell.store(Arc::new(skydns::build(&settings.skydns, &[], 1, SystemTime::now())));
     }
     log_settings(&settings);
 
     let shutdown = Shutdown::register().map_err(StartError::Signals)?;
     if let Some(etcd) = etcd {
         runtime.spawn(etcd.serve(settings.skydns.clone()));
+    }
+    if let Some(kubernetes) = kubernetes {
+        let client = runtime
+            .block_on(kubernetes.options.client())
+            .map_err(StartError::Kubernetes)?;
+        tracing::info!(
+            zones = %kubernetes.zones.zones.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
+            pods = ?kubernetes.zones.pods,
+            ttl = kubernetes.zones.ttl,
+            "serving Kubernetes cluster DNS"
+        );
+        let source = KubernetesSource::new(kubernetes.options, kubernetes.zones, skydns_cell, Arc::clone(&cell));
+        runtime.spawn(source.serve(client));
     }
     match source {
         Some(source) => {

@@ -8,7 +8,7 @@ mod etcd_harness;
 
 use common::{eventually, Skyline};
 use etcd_harness::{
-    addresses, etcd_available, free_port, set, start_skyline, wait_for, wait_for_rcode, Etcd, EtcdClient, Proxy,
+    addresses, etcd_available, free_port, set, start_skyline, wait_for, wait_for_rcode, Etcd, EtcdClient, Pki, Proxy,
     VISIBLE,
 };
 use hickory_proto::op::ResponseCode;
@@ -280,4 +280,32 @@ fn username_and_password_from_the_environment_authenticate() {
     client.put("/skydns/test/skydns/auth", r#"{"host":"10.8.0.2"}"#);
     wait_for(&s, "auth.skydns.test.", &["10.8.0.2"]);
     assert!(!s.log_text().contains("rootpw"), "the password is never logged");
+}
+
+#[test]
+fn tls_with_client_certificates_connects_to_an_https_only_etcd() {
+    if !etcd_available() {
+        return;
+    }
+    let pki = Pki::generate();
+    let etcd = Etcd::start_tls(&pki);
+    let client = EtcdClient::connect_tls(&[etcd.endpoint()], &pki);
+    client.put("/skydns/config", CONFIG);
+    client.put("/skydns/test/skydns/tls", r#"{"host":"10.10.0.1"}"#);
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let s = Skyline::start_with(
+        &[
+            "--machines",
+            &etcd.endpoint(),
+            "--no-rec",
+            "--tls-pem",
+            &path(&pki.client_cert),
+            "--tls-key",
+            &path(&pki.client_key),
+        ],
+        &[("ETCD_CACERT", &path(&pki.ca))],
+    );
+    wait_for(&s, "tls.skydns.test.", &["10.10.0.1"]);
+    client.put("/skydns/test/skydns/tls", r#"{"host":"10.10.0.2"}"#);
+    wait_for(&s, "tls.skydns.test.", &["10.10.0.2"]);
 }

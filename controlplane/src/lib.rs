@@ -1,5 +1,5 @@
-//! skyline's control plane: the sources that read service records (the records file, etcd v3;
-//! Kubernetes to come), the decoding and checking of SkyDNS's JSON schema, and the publishing of
+//! skyline's control plane: the sources that read service records (the records file, etcd v3,
+//! the Kubernetes API), the decoding and checking of SkyDNS's JSON schema, and the publishing of
 //! compiled snapshots to the data plane through its [`skyline_dataplane::SnapshotCell`].
 //!
 //! Everything here runs on a tokio runtime on threads of its own, never on the query path: a
@@ -8,5 +8,6 @@
 #![forbid(unsafe_code)]
 
 pub mod etcd;
+pub mod kubernetes;
 pub mod skydns;
 pub mod source;

@@ -2,7 +2,9 @@
 //! function, and the per-core workers that feed it packets.
 //!
 //! Layering: [`wire`] never touches sockets; [`answer`] is a pure function over bytes and a
-//! [`snapshot::Snapshot`]; only `sys` talks to the kernel, and only it holds `unsafe` code.
+//! [`snapshot::Snapshot`] (and, for names outside the zones, a worker's [`cache::Cache`]); the
+//! [`forward`] side owns each worker's upstream sockets; only `sys` talks to the kernel, and only
+//! it holds `unsafe` code.
 
 pub mod answer;
 pub mod cache;

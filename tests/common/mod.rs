@@ -313,6 +313,11 @@ impl Skyline {
         Skyline { child, addr, dir, log }
     }
 
+    /// The process ID, e.g. to read its memory use from `/proc`.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// How many log lines so far contain `needle`.
     pub fn log_count(&self, needle: &str) -> usize {
         self.log.lock().unwrap().iter().filter(|l| l.contains(needle)).count()

@@ -1,5 +1,6 @@
-//! Harness for the etcd end-to-end tests: real `etcd` processes (one member or a cluster) on
-//! 127.0.0.1 with free ports and temporary data directories, stopped by PID; a client to change
+//! Harness for the etcd end-to-end tests: real `etcd` processes (one member or a cluster, plain
+//! or TLS with certificates made on the spot) on 127.0.0.1 with free ports and temporary data
+//! directories, stopped by PID; a client to change
 //! their data (the `etcd-client` crate, as a second, independent user of etcd); and a TCP proxy
 //! that can cut skyline off from etcd while etcd itself stays up; the DNS expectations the
 //! etcd tests share. Test files that use it declare `mod common;` too.
@@ -7,7 +8,7 @@
 #![allow(dead_code)]
 
 use crate::common::{eventually, Skyline};
-use etcd_client::{Client, CompactionOptions, ConnectOptions, PutOptions};
+use etcd_client::{Certificate, Client, CompactionOptions, ConnectOptions, Identity, PutOptions, TlsOptions};
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::RecordType;
 use std::collections::BTreeSet;
@@ -49,6 +50,10 @@ pub struct Etcd {
     pub name: String,
     pub client_port: u16,
     pub peer_port: u16,
+    /// Where `/health` answers over plain HTTP (the client port, or a metrics port with TLS).
+    health_port: u16,
+    scheme: &'static str,
+    extra: Vec<String>,
     cluster: String,
     initial_state: &'static str,
     data: PathBuf,
@@ -76,6 +81,34 @@ impl Etcd {
         etcd
     }
 
+    /// Starts a single-member cluster serving clients over TLS only, with the certificates of
+    /// `pki` and client certificates required.
+    pub fn start_tls(pki: &Pki) -> Etcd {
+        let dir = tempfile::tempdir().unwrap();
+        let peer_port = free_port();
+        let name = "tls".to_string();
+        let cluster = format!("{name}=http://127.0.0.1:{peer_port}");
+        let mut etcd = Etcd::member(name, free_port(), peer_port, cluster, dir.path());
+        etcd._dir = Some(dir);
+        etcd.scheme = "https";
+        etcd.health_port = free_port();
+        let path = |p: &Path| p.to_str().unwrap().to_string();
+        etcd.extra = vec![
+            "--cert-file".into(),
+            path(&pki.server_cert),
+            "--key-file".into(),
+            path(&pki.server_key),
+            "--trusted-ca-file".into(),
+            path(&pki.ca),
+            "--client-cert-auth".into(),
+            "--listen-metrics-urls".into(),
+            format!("http://127.0.0.1:{}", etcd.health_port),
+        ];
+        etcd.spawn();
+        etcd.wait_healthy();
+        etcd
+    }
+
     fn member(name: String, client_port: u16, peer_port: u16, cluster: String, dir: &Path) -> Etcd {
         Etcd {
             data: dir.join(format!("{name}.etcd")),
@@ -83,6 +116,9 @@ impl Etcd {
             name,
             client_port,
             peer_port,
+            health_port: client_port,
+            scheme: "http",
+            extra: Vec::new(),
             cluster,
             initial_state: "new",
             child: None,
@@ -92,7 +128,7 @@ impl Etcd {
 
     /// The client URL.
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+        format!("{}://127.0.0.1:{}", self.scheme, self.client_port)
     }
 
     fn spawn(&mut self) {
@@ -119,6 +155,7 @@ impl Etcd {
             .arg("--initial-cluster-state")
             .arg(self.initial_state)
             .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
+            .args(&self.extra)
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
@@ -131,7 +168,7 @@ impl Etcd {
     pub fn wait_healthy(&self) {
         let deadline = Instant::now() + START_LIMIT;
         while Instant::now() < deadline {
-            if healthy(self.client_port) {
+            if healthy(self.health_port) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -238,6 +275,15 @@ impl EtcdClient {
         EtcdClient::connect_with(endpoints, None)
     }
 
+    /// Connects over TLS to `endpoints`, trusting `pki`'s CA and showing its client certificate.
+    pub fn connect_tls(endpoints: &[String], pki: &Pki) -> EtcdClient {
+        let read = |p: &PathBuf| std::fs::read(p).unwrap();
+        let tls = TlsOptions::new()
+            .ca_certificate(Certificate::from_pem(read(&pki.ca)))
+            .identity(Identity::from_pem(read(&pki.client_cert), read(&pki.client_key)));
+        EtcdClient::connect_with(endpoints, Some(ConnectOptions::new().with_tls(tls)))
+    }
+
     /// Connects to `endpoints` as `user` with `password`.
     pub fn connect_as(endpoints: &[String], user: &str, password: &str) -> EtcdClient {
         EtcdClient::connect_with(endpoints, Some(ConnectOptions::new().with_user(user, password)))
@@ -325,6 +371,59 @@ impl EtcdClient {
             let own = status.header().map(|h| h.member_id())?;
             Some((status.leader(), own))
         })
+    }
+}
+
+/// A certificate authority with a server certificate for 127.0.0.1 and a client certificate,
+/// as PEM files in a temporary directory.
+pub struct Pki {
+    pub ca: PathBuf,
+    pub server_cert: PathBuf,
+    pub server_key: PathBuf,
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Pki {
+    /// Makes a fresh CA and signs the two certificates with it.
+    pub fn generate() -> Pki {
+        use rcgen::{
+            BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+            KeyUsagePurpose,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params.distinguished_name.push(DnType::CommonName, "skyline test CA");
+        ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
+        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+        let write = |name: &str, pem: String| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, pem).unwrap();
+            path
+        };
+        let mut leaf = |name: &str| {
+            let key = KeyPair::generate().unwrap();
+            let mut params = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+            params.distinguished_name.push(DnType::CommonName, name);
+            params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
+            let cert = params.signed_by(&key, &ca).unwrap();
+            (
+                write(&format!("{name}.pem"), cert.pem()),
+                write(&format!("{name}-key.pem"), key.serialize_pem()),
+            )
+        };
+        let (server_cert, server_key) = leaf("server");
+        let (client_cert, client_key) = leaf("client");
+        Pki {
+            ca: write("ca.pem", ca.pem()),
+            server_cert,
+            server_key,
+            client_cert,
+            client_key,
+            _dir: dir,
+        }
     }
 }
 

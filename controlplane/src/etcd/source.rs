@@ -291,6 +291,9 @@ impl EtcdSource {
                 Ok(never) => match never {},
                 Err(error) => error,
             };
+            if self.health.is_watching() {
+                failing = false;
+            }
             self.health.set_watching(false);
             self.flush().await;
             if error.wants_full_sync() {

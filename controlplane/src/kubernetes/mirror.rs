@@ -7,7 +7,7 @@
 //! once. Snapshots are not built while a re-list is under way (see [`Mirror::is_settled`]), since
 //! the objects not yet listed again are then missing from the live tables.
 
-use skyline_dataplane::snapshot::kubernetes::{Cluster, ObjectKey};
+use skyline_dataplane::snapshot::kubernetes::{Cluster, EndpointSlice, Names, ObjectKey, Objects, Pod, Service};
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, Hash};
 
@@ -76,26 +76,10 @@ pub struct Mirror {
     /// The objects, as the builder reads them.
     pub cluster: Cluster,
     listed: [bool; 4],
-    namespaces: Option<<Cluster as Tables>::Namespaces>,
-    services: Option<<Cluster as Tables>::Services>,
-    slices: Option<<Cluster as Tables>::Slices>,
-    pods: Option<<Cluster as Tables>::Pods>,
-}
-
-/// The table types of [`Cluster`], named once.
-trait Tables {
-    type Namespaces;
-    type Services;
-    type Slices;
-    type Pods;
-}
-
-impl Tables for Cluster {
-    type Namespaces = HashSet<Box<str>, foldhash::fast::RandomState>;
-    type Services = HashMap<ObjectKey, skyline_dataplane::snapshot::kubernetes::Service, foldhash::fast::RandomState>;
-    type Slices =
-        HashMap<ObjectKey, skyline_dataplane::snapshot::kubernetes::EndpointSlice, foldhash::fast::RandomState>;
-    type Pods = HashMap<ObjectKey, skyline_dataplane::snapshot::kubernetes::Pod, foldhash::fast::RandomState>;
+    namespaces: Option<Names>,
+    services: Option<Objects<Service>>,
+    slices: Option<Objects<EndpointSlice>>,
+    pods: Option<Objects<Pod>>,
 }
 
 impl Mirror {
@@ -148,17 +132,17 @@ impl Mirror {
     }
 
     /// A Service is listed, added or changed; `None` means it cannot answer any more.
-    pub fn put_service(&mut self, key: ObjectKey, service: Option<skyline_dataplane::snapshot::kubernetes::Service>) {
+    pub fn put_service(&mut self, key: ObjectKey, service: Option<Service>) {
         put(&mut self.cluster.services, &mut self.services, key, service);
     }
 
     /// An EndpointSlice is listed, added or changed; `None` means DNS does not read it.
-    pub fn put_slice(&mut self, key: ObjectKey, slice: Option<skyline_dataplane::snapshot::kubernetes::EndpointSlice>) {
+    pub fn put_slice(&mut self, key: ObjectKey, slice: Option<EndpointSlice>) {
         put(&mut self.cluster.slices, &mut self.slices, key, slice);
     }
 
     /// A Pod is listed, added or changed; `None` means it does not answer (terminating, over).
-    pub fn put_pod(&mut self, key: ObjectKey, pod: Option<skyline_dataplane::snapshot::kubernetes::Pod>) {
+    pub fn put_pod(&mut self, key: ObjectKey, pod: Option<Pod>) {
         put(&mut self.cluster.pods, &mut self.pods, key, pod);
     }
 
@@ -195,7 +179,7 @@ fn put<V, S: BuildHasher + Default>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use skyline_dataplane::snapshot::kubernetes::{Service, ServiceKind};
+    use skyline_dataplane::snapshot::kubernetes::ServiceKind;
 
     fn service() -> Option<Service> {
         Some(Service {

@@ -12,7 +12,9 @@ mod sets;
 
 pub use build::{build, syncing};
 pub use config::{is_reverse, Config, PodMode, DEFAULT_TTL, MAX_TTL, SCHEMA_VERSION, VERSION_TTL};
-pub use model::{Cluster, Endpoint, EndpointSlice, ObjectKey, Pod, Protocol, Service, ServiceKind, ServicePort};
+pub use model::{
+    Cluster, Endpoint, EndpointSlice, Names, ObjectKey, Objects, Pod, Protocol, Service, ServiceKind, ServicePort,
+};
 
 #[cfg(test)]
 mod tests;

@@ -25,17 +25,23 @@ impl ObjectKey {
     }
 }
 
+/// Objects of one kind by namespace and name.
+pub type Objects<V> = HashMap<ObjectKey, V, RandomState>;
+
+/// Names of cluster-scoped objects.
+pub type Names = HashSet<Box<str>, RandomState>;
+
 /// Everything the cluster zones are built from.
 #[derive(Debug, Default, Clone)]
 pub struct Cluster {
     /// Names of the Namespaces that exist: a service or pod in any other namespace is not served.
-    pub namespaces: HashSet<Box<str>, RandomState>,
-    /// Services by namespace and name.
-    pub services: HashMap<ObjectKey, Service, RandomState>,
-    /// EndpointSlices by namespace and slice name.
-    pub slices: HashMap<ObjectKey, EndpointSlice, RandomState>,
-    /// Pods by namespace and name; filled only when pod records are verified.
-    pub pods: HashMap<ObjectKey, Pod, RandomState>,
+    pub namespaces: Names,
+    /// Services.
+    pub services: Objects<Service>,
+    /// EndpointSlices, by the slice's own name.
+    pub slices: Objects<EndpointSlice>,
+    /// Pods; filled only when pod records are verified.
+    pub pods: Objects<Pod>,
 }
 
 /// A Service, reduced to its DNS shape.

@@ -1,0 +1,26 @@
+//! The Kubernetes source: cluster DNS from the API server's Services, EndpointSlices, Namespaces
+//! and (for `pods verified`) Pods, served from snapshots so that no query waits on the API
+//! server and no API fault changes answers.
+//!
+//! - **Watches.** One kube-runtime watcher per kind: a paged LIST, then a WATCH from its
+//!   resourceVersion, resumed from the last version or bookmark seen when the stream ends. Each
+//!   object is reduced at once to the fields DNS needs ([`convert`]) and kept in a [`Mirror`].
+//! - **Expiry.** A watch whose version has expired (an in-stream ERROR with code 410) is listed
+//!   again; the re-list replaces the mirror's objects in place, never holding two copies.
+//! - **Sync.** Until every watch has listed once, the cluster zones answer SERVFAIL and
+//!   [`KubernetesHealth::is_ready`] is false. Afterwards an unreachable API server freezes the
+//!   data; failed lists and watches retry with capped, jittered backoff.
+//! - **Publishing.** Changes are debounced by [`DEBOUNCE`], built into the cluster zones and
+//!   composed with the SkyDNS snapshot (records file or etcd) into the one snapshot served.
+
+mod backoff;
+pub mod convert;
+mod health;
+pub mod mirror;
+mod options;
+mod source;
+
+pub use health::KubernetesHealth;
+pub use mirror::Mirror;
+pub use options::{ConnectError, KubernetesOptions};
+pub use source::{KubernetesSource, DEBOUNCE};

@@ -1,0 +1,84 @@
+//! How to reach the API server and what to watch there: the connection settings of CoreDNS's
+//! `kubernetes` plugin (`kubeconfig FILE [CONTEXT]`, in-cluster by default) and its watch
+//! filters (`labels`, `namespace_labels`, `noendpoints`).
+
+use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
+use std::path::PathBuf;
+
+/// The connection and watch settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KubernetesOptions {
+    /// A kubeconfig file; without one, `KUBECONFIG` or `~/.kube/config`, else the in-cluster
+    /// service account.
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use instead of its current one.
+    pub context: Option<String>,
+    /// Label selector of the Service (and Pod) watches (`labels`): other services do not exist.
+    pub labels: Option<String>,
+    /// Label selector of the Namespace watch (`namespace_labels`): services of other namespaces
+    /// do not exist.
+    pub namespace_labels: Option<String>,
+    /// Do not watch EndpointSlices (`noendpoints`): no headless or endpoint names.
+    pub noendpoints: bool,
+    /// Watch Pods, for `pods verified`.
+    pub pods: bool,
+}
+
+/// Why no client could be made; each names the configuration at fault.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// The kubeconfig file cannot be read or used.
+    #[error("kubeconfig {path}: {source}")]
+    Kubeconfig {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: KubeconfigError,
+    },
+    /// No kubeconfig was given and neither the default one nor the in-cluster settings work.
+    #[error("no Kubernetes configuration found (kubeconfig, KUBECONFIG, ~/.kube/config, in-cluster): {0}")]
+    Infer(#[from] kube::config::InferConfigError),
+    /// The default kubeconfig has no such context.
+    #[error("kubeconfig context {context}: {source}")]
+    Context {
+        /// The context.
+        context: String,
+        /// Why.
+        source: KubeconfigError,
+    },
+    /// The settings were read but make no client (a bad certificate, an unsupported proxy).
+    #[error("Kubernetes client: {0}")]
+    Client(#[from] kube::Error),
+}
+
+impl KubernetesOptions {
+    /// A client as configured. Nothing is sent to the API server yet, so that a server that is
+    /// not up at start only delays the first sync.
+    pub async fn client(&self) -> Result<kube::Client, ConnectError> {
+        let options = KubeConfigOptions {
+            context: self.context.clone(),
+            ..KubeConfigOptions::default()
+        };
+        let config = match (&self.kubeconfig, &self.context) {
+            (Some(path), _) => {
+                let wrap = |source| ConnectError::Kubeconfig {
+                    path: path.clone(),
+                    source,
+                };
+                let file = Kubeconfig::read_from(path).map_err(wrap)?;
+                kube::Config::from_custom_kubeconfig(file, &options).await.map_err(wrap)?
+            }
+            (None, Some(context)) => {
+                kube::Config::from_kubeconfig(&options)
+                    .await
+                    .map_err(|source| ConnectError::Context {
+                        context: context.clone(),
+                        source,
+                    })?
+            }
+            (None, None) => kube::Config::infer().await?,
+        };
+        Ok(kube::Client::try_from(config)?)
+    }
+}

@@ -1,0 +1,288 @@
+//! The Kubernetes source: list+watch of Namespaces, Services, EndpointSlices (and Pods for
+//! `pods verified`), a slim [`Mirror`] of them, and snapshots of the cluster zones published over
+//! the SkyDNS snapshot.
+
+use super::backoff::Backoff;
+use super::convert;
+use super::health::KubernetesHealth;
+use super::mirror::{Kind, Mirror};
+use super::options::KubernetesOptions;
+use futures::stream::{self, BoxStream, StreamExt};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt;
+use kube::{Api, Resource};
+use serde::de::DeserializeOwned;
+use skyline_dataplane::snapshot::kubernetes::{self as model, ObjectKey};
+use skyline_dataplane::snapshot::{compose, Snapshot};
+use skyline_dataplane::SnapshotCell;
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::time::{Instant, MissedTickBehavior};
+
+/// How long after a change the snapshot is built, so that a burst of events (a rollout, a
+/// page of a list) costs one build rather than one per event.
+pub const DEBOUNCE: Duration = Duration::from_millis(20);
+
+/// How often the SkyDNS snapshot below the cluster zones is checked for a new generation.
+const BASE_POLL: Duration = Duration::from_millis(20);
+
+/// A watched object, already reduced to what DNS needs.
+enum Payload {
+    Namespace,
+    Service(Option<model::Service>),
+    Slice(Option<model::EndpointSlice>),
+    Pod(Option<model::Pod>),
+}
+
+/// What one watch reported.
+enum Change {
+    /// A list starts.
+    Begin(Kind),
+    /// An object is listed, added or changed.
+    Put(ObjectKey, Payload),
+    /// An object is gone.
+    Remove(Kind, ObjectKey),
+    /// A list is complete.
+    End(Kind),
+    /// A list or watch failed; the watch retries after a backoff.
+    Failed(Kind, watcher::Error),
+    /// An object without a name: nothing to do.
+    Nameless,
+}
+
+/// Serves the cluster zones from the API server's objects, over the SkyDNS snapshot.
+#[derive(Debug)]
+pub struct KubernetesSource {
+    options: KubernetesOptions,
+    config: model::Config,
+    skydns: SnapshotCell,
+    cell: SnapshotCell,
+    health: Arc<KubernetesHealth>,
+    mirror: Mirror,
+    failing: [bool; 4],
+}
+
+impl KubernetesSource {
+    /// A source watching what `options` say and serving zones as `config` says. `skydns` is
+    /// where the SkyDNS sources publish; `cell` is what the data plane serves: the two composed.
+    pub fn new(
+        options: KubernetesOptions,
+        config: model::Config,
+        skydns: SnapshotCell,
+        cell: SnapshotCell,
+    ) -> KubernetesSource {
+        KubernetesSource {
+            options,
+            config,
+            skydns,
+            cell,
+            health: Arc::default(),
+            mirror: Mirror::default(),
+            failing: [false; 4],
+        }
+    }
+
+    /// The source's state, shared with whoever reports it.
+    pub fn health(&self) -> Arc<KubernetesHealth> {
+        Arc::clone(&self.health)
+    }
+
+    /// Publishes at once the SkyDNS snapshot with the cluster zones answering SERVFAIL (never a
+    /// denial from data not yet read), then returns the future that lists, watches and
+    /// publishes, forever. Spawn it on a tokio runtime with time enabled.
+    pub fn serve(mut self, client: kube::Client) -> impl Future<Output = ()> + Send + 'static {
+        self.publish();
+        self.run(client)
+    }
+
+    fn kinds(&self) -> impl Iterator<Item = Kind> + '_ {
+        Kind::ALL.into_iter().filter(|kind| match kind {
+            Kind::EndpointSlice => !self.options.noendpoints,
+            Kind::Pod => self.options.pods,
+            Kind::Namespace | Kind::Service => true,
+        })
+    }
+
+    fn watches(&self, client: &kube::Client) -> Vec<BoxStream<'static, Change>> {
+        let labelled = |selector: &Option<String>| {
+            let config = watcher::Config::default();
+            match selector {
+                Some(selector) => config.labels(selector),
+                None => config,
+            }
+        };
+        self.kinds()
+            .map(|kind| match kind {
+                Kind::Namespace => watch(
+                    Api::<Namespace>::all(client.clone()),
+                    labelled(&self.options.namespace_labels),
+                    kind,
+                    |_| Payload::Namespace,
+                ),
+                Kind::Service => watch(
+                    Api::<Service>::all(client.clone()),
+                    labelled(&self.options.labels),
+                    kind,
+                    |s| Payload::Service(convert::service(s)),
+                ),
+                Kind::EndpointSlice => watch(
+                    Api::<EndpointSlice>::all(client.clone()),
+                    watcher::Config::default(),
+                    kind,
+                    |s| Payload::Slice(convert::slice(s)),
+                ),
+                Kind::Pod => watch(
+                    Api::<Pod>::all(client.clone()),
+                    labelled(&self.options.labels).fields(convert::POD_FIELDS),
+                    kind,
+                    |p| Payload::Pod(convert::pod(p)),
+                ),
+            })
+            .collect()
+    }
+
+    async fn run(mut self, client: kube::Client) {
+        let mut changes = stream::select_all(self.watches(&client));
+        let mut base = self.skydns.load_full();
+        let mut poll = tokio::time::interval(BASE_POLL);
+        poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut due: Option<Instant> = None;
+        loop {
+            let deadline = due.unwrap_or_else(Instant::now);
+            tokio::select! {
+                change = changes.next() => {
+                    let Some(change) = change else { return };
+                    if self.apply(change) {
+                        due.get_or_insert_with(|| Instant::now() + DEBOUNCE);
+                    }
+                }
+                _ = poll.tick() => {
+                    let current = self.skydns.load_full();
+                    if !Arc::ptr_eq(&current, &base) {
+                        base = current;
+                        due.get_or_insert_with(Instant::now);
+                    }
+                }
+                () = tokio::time::sleep_until(deadline), if due.is_some() => {
+                    due = if self.publish() { None } else { Some(Instant::now() + DEBOUNCE) };
+                }
+            }
+        }
+    }
+
+    /// Applies one change to the mirror; true when answers may have changed.
+    fn apply(&mut self, change: Change) -> bool {
+        match change {
+            Change::Begin(kind) => {
+                self.mirror.begin_list(kind);
+                false
+            }
+            Change::Put(key, payload) => {
+                self.health.event();
+                match payload {
+                    Payload::Namespace => self.mirror.put_namespace(key.name),
+                    Payload::Service(service) => self.mirror.put_service(key, service),
+                    Payload::Slice(slice) => self.mirror.put_slice(key, slice),
+                    Payload::Pod(pod) => self.mirror.put_pod(key, pod),
+                }
+                true
+            }
+            Change::Remove(kind, key) => {
+                self.health.event();
+                self.mirror.remove(kind, &key);
+                true
+            }
+            Change::End(kind) => {
+                self.mirror.end_list(kind);
+                self.health.listed();
+                if std::mem::take(&mut self.failing[kind as usize]) {
+                    tracing::info!(?kind, "Kubernetes watch restored");
+                }
+                true
+            }
+            Change::Failed(kind, error) => {
+                self.health.error();
+                if !std::mem::replace(&mut self.failing[kind as usize], true) {
+                    tracing::warn!(?kind, %error, "Kubernetes list or watch failed; retrying with backoff, answers keep the last data");
+                } else {
+                    tracing::debug!(?kind, %error, "Kubernetes list or watch failed again");
+                }
+                false
+            }
+            Change::Nameless => false,
+        }
+    }
+
+    fn synced(&self) -> bool {
+        self.kinds().all(|kind| self.mirror.is_listed(kind))
+    }
+
+    /// Publishes the cluster zones (SERVFAIL until every watch has listed) over the current
+    /// SkyDNS snapshot. Returns false, publishing nothing, while a re-list is under way: the
+    /// objects not yet listed again would be missing.
+    fn publish(&mut self) -> bool {
+        let synced = self.synced();
+        if synced && !self.mirror.is_settled() {
+            return false;
+        }
+        let generation = self.cell.load().generation + 1;
+        let now = SystemTime::now();
+        let zones: Snapshot = if synced {
+            model::build(&self.config, &self.mirror.cluster, generation, now)
+        } else {
+            model::syncing(&self.config, generation, now)
+        };
+        let base = self.skydns.load();
+        self.cell.store(Arc::new(compose(&base, zones, generation)));
+        if synced {
+            self.health.built();
+            if !self.health.is_ready() {
+                self.health.set_ready();
+                let cluster = &self.mirror.cluster;
+                tracing::info!(
+                    namespaces = cluster.namespaces.len(),
+                    services = cluster.services.len(),
+                    slices = cluster.slices.len(),
+                    pods = cluster.pods.len(),
+                    "Kubernetes watches synced; serving the cluster zones"
+                );
+            }
+        }
+        true
+    }
+}
+
+/// The watch of one kind, reduced to [`Change`]s, retrying failures with [`Backoff`].
+fn watch<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    kind: Kind,
+    slim: impl Fn(&K) -> Payload + Send + 'static,
+) -> BoxStream<'static, Change>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+{
+    watcher::watcher(api, config)
+        .backoff(Backoff::default())
+        .map(move |item| match item {
+            Ok(Event::Init) => Change::Begin(kind),
+            Ok(Event::InitDone) => Change::End(kind),
+            Ok(Event::InitApply(object) | Event::Apply(object)) => match convert::key(object.meta()) {
+                Some(key) => {
+                    let payload = slim(&object);
+                    Change::Put(key, payload)
+                }
+                None => Change::Nameless,
+            },
+            Ok(Event::Delete(object)) => match convert::key(object.meta()) {
+                Some(key) => Change::Remove(kind, key),
+                None => Change::Nameless,
+            },
+            Err(error) => Change::Failed(kind, error),
+        })
+        .boxed()
+}
