@@ -350,8 +350,8 @@ impl EtcdSource {
     async fn full_sync(&mut self, client: &Client) -> Result<(), SyncError> {
         let started = Instant::now();
         let mut kv = client.kv_client().max_decoding_message_size(MAX_MESSAGE);
-        let rejected = self.state.as_mut().map(State::take_rejected).unwrap_or_default();
-        let mut fresh = State::new(&self.path_prefix, rejected);
+        let logged = self.state.as_ref().map(State::rejected).unwrap_or_default();
+        let mut fresh = State::new(&self.path_prefix, logged);
         let end = prefix_end(self.below.as_bytes());
         let mut from = self.below.as_bytes().to_vec();
         let mut revision = 0;
@@ -387,6 +387,7 @@ impl EtcdSource {
             }
         }
         fresh.revision = revision;
+        fresh.read_complete();
         let read = started.elapsed();
         self.settle_build().await;
         self.pending.clear();

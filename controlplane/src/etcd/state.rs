@@ -88,6 +88,9 @@ pub(super) struct State {
     leased: BTreeMap<String, Leased>,
     /// Keys whose current value is skipped, with that value's revision: each is logged once.
     rejected: BTreeMap<String, i64>,
+    /// The skipped values of the copy this one replaces, already logged: a resync does not log
+    /// them again. Emptied once the full read is done.
+    logged_before: BTreeMap<String, i64>,
     /// The settings object, when there is a valid one.
     pub config: Option<ConfigPatch>,
     /// Every change up to this revision is included.
@@ -97,15 +100,16 @@ pub(super) struct State {
 }
 
 impl State {
-    /// An empty copy of `/<path_prefix>/`. `rejected` carries over the skipped values already
-    /// logged, so that a resync does not log them again.
-    pub(super) fn new(path_prefix: &str, rejected: BTreeMap<String, i64>) -> State {
+    /// An empty copy of `/<path_prefix>/`. `logged_before` are the skipped values already logged
+    /// (see [`State::rejected`]), so that a resync does not log them again.
+    pub(super) fn new(path_prefix: &str, logged_before: BTreeMap<String, i64>) -> State {
         State {
             below: format!("/{path_prefix}/"),
             config_key: format!("/{path_prefix}/config"),
             records: Records::default(),
             leased: BTreeMap::new(),
-            rejected,
+            rejected: BTreeMap::new(),
+            logged_before,
             config: None,
             revision: 0,
             cluster: 0,
@@ -117,9 +121,15 @@ impl State {
         &self.config_key
     }
 
-    /// Gives up the skipped values, for the fresh copy of a resync.
-    pub(super) fn take_rejected(&mut self) -> BTreeMap<String, i64> {
-        std::mem::take(&mut self.rejected)
+    /// The skipped values with their revisions, for the fresh copy of a resync.
+    pub(super) fn rejected(&self) -> BTreeMap<String, i64> {
+        self.rejected.clone()
+    }
+
+    /// Ends a full read: skipped values of the replaced copy that this one did not meet again
+    /// are gone from etcd.
+    pub(super) fn read_complete(&mut self) {
+        self.logged_before.clear();
     }
 
     /// Values currently skipped.
@@ -242,7 +252,8 @@ impl State {
     }
 
     fn reject(&mut self, key: &str, mod_revision: i64, error: ValueError, health: &SourceHealth) {
-        if self.rejected.get(key) != Some(&mod_revision) {
+        let logged = self.rejected.get(key) == Some(&mod_revision) || self.logged_before.get(key) == Some(&mod_revision);
+        if !logged {
             tracing::warn!(%key, %error, revision = mod_revision, "etcd value skipped");
             health.rejected();
         }
@@ -330,13 +341,16 @@ mod tests {
             5,
             "the repeated put of b at the same revision was not counted"
         );
-        let rejected = s.take_rejected();
-        let mut resync = State::new("skydns", rejected);
+        let mut resync = State::new("skydns", s.rejected());
         resync.put(put("/skydns/test/b", r#"{"port":"80"}"#, 0, 2), &health);
         assert_eq!(health.rejections(), 5, "a resync does not report it again");
+        resync.put(put("/skydns/test/c", r#"{"host":"10.0.0.300"}"#, 0, 2), &health);
+        resync.read_complete();
+        assert_eq!(resync.rejected_count(), 2, "b and c still skipped; the others are gone");
         resync.put(put("/skydns/test/b", r#"{"port":80}"#, 0, 3), &health);
-        assert_eq!(resync.rejected_count(), 4);
+        assert_eq!(resync.rejected_count(), 1);
         assert_eq!(resync.records.len(), 1);
+        assert_eq!(health.rejections(), 5);
     }
 
     #[test]

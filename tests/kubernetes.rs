@@ -1,0 +1,404 @@
+//! End-to-end tests of Kubernetes cluster DNS: the real `skyline` binary with a kubeconfig
+//! pointing at a fake API server on 127.0.0.1 that speaks the real list/watch protocol
+//! (`kubernetes_api`), queried with hickory-proto. Each test is bounded: waits poll with a limit.
+
+mod common;
+mod kubernetes_api;
+
+use common::{eventually, Skyline};
+use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::RecordType;
+use kubernetes_api::objects::{cluster_ip, external, headless, namespace, pod, slice};
+use kubernetes_api::{kubeconfig_for, FakeApi, Resource};
+use std::time::Duration;
+
+/// How long a change may take to show in answers (debounce + build, with slack for slow CI).
+const SETTLE: Duration = Duration::from_secs(15);
+
+fn z(relative: &str) -> String {
+    format!("{relative}.cluster.local.")
+}
+
+/// Sorted data of the answer section; panics unless NOERROR.
+fn data(reply: &Message) -> Vec<String> {
+    assert_eq!(reply.response_code(), ResponseCode::NoError, "{reply:?}");
+    let mut data: Vec<String> = reply
+        .answers()
+        .iter()
+        .map(|r| r.data().map(ToString::to_string).unwrap_or_default())
+        .collect();
+    data.sort();
+    data
+}
+
+fn rcode(s: &Skyline, name: &str, rtype: RecordType) -> ResponseCode {
+    s.udp(name, rtype).response_code()
+}
+
+fn assert_nxdomain(s: &Skyline, name: &str, rtype: RecordType) {
+    let reply = s.udp(name, rtype);
+    assert_eq!(reply.response_code(), ResponseCode::NXDomain, "{name} {rtype}: {reply:?}");
+    assert!(reply.authoritative(), "{name}");
+    assert_eq!(reply.name_servers().len(), 1, "SOA with the denial: {name}");
+}
+
+fn assert_nodata(s: &Skyline, name: &str, rtype: RecordType) {
+    let reply = s.udp(name, rtype);
+    assert_eq!(reply.response_code(), ResponseCode::NoError, "{name} {rtype}");
+    assert!(reply.answers().is_empty(), "{name} {rtype}: {:?}", reply.answers());
+    assert_eq!(reply.name_servers().len(), 1, "SOA with the NODATA: {name}");
+}
+
+/// Starts skyline on `api`'s kubeconfig with `args`.
+fn skyline(api: &FakeApi, args: &[&str]) -> (Skyline, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = api.kubeconfig(dir.path());
+    let mut all = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
+    all.extend_from_slice(args);
+    (Skyline::start_with(&all, &[("SKYLINE_RESOLV_CONF", "/dev/null")]), dir)
+}
+
+/// Waits until the cluster zones are served from synced data.
+fn wait_synced(s: &Skyline) {
+    eventually(SETTLE, "the cluster zones to sync", || {
+        rcode(s, &z("dns-version"), RecordType::TXT) == ResponseCode::NoError
+    });
+}
+
+/// A cluster with one of each kind of service in namespace `testns`.
+fn populate(api: &FakeApi) {
+    for ns in ["default", "testns"] {
+        api.apply(namespace(ns));
+    }
+    api.apply(cluster_ip(
+        "default",
+        "kubernetes",
+        &["10.96.0.1"],
+        &[("https", 443, "TCP")],
+    ));
+    api.apply(cluster_ip(
+        "testns",
+        "svc1",
+        &["10.96.1.1"],
+        &[("http", 80, "TCP"), ("", 53, "UDP")],
+    ));
+    api.apply(cluster_ip(
+        "testns",
+        "dual",
+        &["10.96.1.2", "fd00::1:2"],
+        &[("https", 443, "TCP")],
+    ));
+    api.apply(slice(
+        "testns",
+        "svc1-abc",
+        "svc1",
+        &[("http", 8080, "TCP")],
+        &[("10.1.0.10", true, None), ("10.1.0.11", false, None)],
+    ));
+    api.apply(headless("testns", "web", &[("http", 80, "TCP")]));
+    api.apply(slice(
+        "testns",
+        "web-v4",
+        "web",
+        &[("http", 8080, "TCP")],
+        &[("10.1.0.20", true, Some("web-0")), ("10.1.0.21", true, None)],
+    ));
+    api.apply(slice(
+        "testns",
+        "web-v6",
+        "web",
+        &[("http", 8080, "TCP")],
+        &[("fd00::20", true, Some("web-0"))],
+    ));
+    api.apply(headless("testns", "empty", &[("http", 80, "TCP")]));
+    api.apply(external("testns", "ext", "example.net"));
+}
+
+#[test]
+fn every_record_kind_answers_and_denies_as_the_spec_says() {
+    let api = FakeApi::start();
+    populate(&api);
+    let (s, _dir) = skyline(&api, &[]);
+    wait_synced(&s);
+
+    assert_eq!(data(&s.udp(&z("dns-version"), RecordType::TXT)), ["1.1.0"]);
+    assert_eq!(data(&s.udp(&z("kubernetes.default.svc"), RecordType::A)), ["10.96.0.1"]);
+    assert_eq!(data(&s.udp(&z("svc1.testns.svc"), RecordType::A)), ["10.96.1.1"]);
+    assert_eq!(data(&s.udp(&z("dual.testns.svc"), RecordType::AAAA)), ["fd00::1:2"]);
+    assert_eq!(data(&s.udp(&z("dual.testns.svc"), RecordType::A)), ["10.96.1.2"]);
+    assert_eq!(
+        data(&s.udp(&z("_https._tcp.kubernetes.default.svc"), RecordType::SRV)),
+        ["0 100 443 kubernetes.default.svc.cluster.local."]
+    );
+    assert_eq!(
+        data(&s.udp(&z("web.testns.svc"), RecordType::A)),
+        ["10.1.0.20", "10.1.0.21"]
+    );
+    assert_eq!(data(&s.udp(&z("web.testns.svc"), RecordType::AAAA)), ["fd00::20"]);
+    assert_eq!(data(&s.udp(&z("web-0.web.testns.svc"), RecordType::A)), ["10.1.0.20"]);
+    assert_eq!(data(&s.udp(&z("web-0.web.testns.svc"), RecordType::AAAA)), ["fd00::20"]);
+    assert_eq!(
+        data(&s.udp(&z("_http._tcp.web.testns.svc"), RecordType::SRV)),
+        [
+            "0 33 8080 10-1-0-21.web.testns.svc.cluster.local.",
+            "0 33 8080 web-0.web.testns.svc.cluster.local."
+        ]
+    );
+    assert_eq!(
+        data(&s.udp("1.1.96.10.in-addr.arpa.", RecordType::PTR)),
+        ["svc1.testns.svc.cluster.local."]
+    );
+    assert_eq!(
+        data(&s.udp("20.0.1.10.in-addr.arpa.", RecordType::PTR)),
+        ["web-0.web.testns.svc.cluster.local."]
+    );
+    let v6 = "0.2.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.";
+    assert_eq!(data(&s.udp(v6, RecordType::PTR)), ["web-0.web.testns.svc.cluster.local."]);
+    assert_eq!(
+        data(&s.udp(&z("ext.testns.svc"), RecordType::CNAME)),
+        ["example.net."]
+    );
+    assert_eq!(
+        data(&s.udp("cluster.local.", RecordType::SOA))[0].split(' ').take(2).collect::<Vec<_>>(),
+        ["ns.dns.cluster.local.", "hostmaster.cluster.local."]
+    );
+    assert_eq!(data(&s.udp("cluster.local.", RecordType::NS)), ["ns.dns.cluster.local."]);
+    let reply = s.tcp(&z("svc1.testns.svc"), RecordType::A);
+    assert!(reply.authoritative());
+    assert_eq!(reply.answers()[0].ttl(), 5);
+
+    assert_nxdomain(&s, &z("nope.testns.svc"), RecordType::A);
+    assert_nxdomain(&s, &z("svc1.nons.svc"), RecordType::A);
+    assert_nxdomain(&s, &z("empty.testns.svc"), RecordType::A);
+    assert_nxdomain(&s, &z("_nope._tcp.svc1.testns.svc"), RecordType::SRV);
+    assert_nxdomain(&s, &z("10-1-0-11.svc1.testns.svc"), RecordType::A);
+    assert_nxdomain(&s, &z("x.ext.testns.svc"), RecordType::A);
+    assert_nxdomain(&s, &z("10-0-0-1.testns.pod"), RecordType::A);
+    assert_nxdomain(&s, &z("svc1.testns.other"), RecordType::A);
+    assert_nxdomain(&s, "9.9.96.10.in-addr.arpa.", RecordType::PTR);
+    assert_nodata(&s, &z("svc1.testns.svc"), RecordType::AAAA);
+    assert_nodata(&s, &z("testns.svc"), RecordType::A);
+    assert_nodata(&s, &z("svc"), RecordType::A);
+    assert_nodata(&s, "cluster.local.", RecordType::A);
+    assert_nodata(&s, &z("ext.testns.svc"), RecordType::SRV);
+    assert_nodata(&s, &z("svc1.testns.svc"), RecordType::TXT);
+    assert_eq!(
+        data(&s.udp("SVC1.TestNS.Svc.Cluster.Local.", RecordType::A)),
+        ["10.96.1.1"]
+    );
+}
+
+#[test]
+fn watched_changes_reach_answers() {
+    let api = FakeApi::start();
+    populate(&api);
+    let (s, _dir) = skyline(&api, &[]);
+    wait_synced(&s);
+
+    api.apply(slice(
+        "testns",
+        "web-v4",
+        "web",
+        &[("http", 8080, "TCP")],
+        &[("10.1.0.20", true, Some("web-0")), ("10.1.0.22", true, None)],
+    ));
+    eventually(SETTLE, "an endpoint replaced", || {
+        s.udp(&z("web.testns.svc"), RecordType::A).response_code() == ResponseCode::NoError
+            && data(&s.udp(&z("web.testns.svc"), RecordType::A)) == ["10.1.0.20", "10.1.0.22"]
+    });
+    assert_nxdomain(&s, &z("10-1-0-21.web.testns.svc"), RecordType::A);
+
+    api.apply(slice(
+        "testns",
+        "empty-1",
+        "empty",
+        &[("http", 8080, "TCP")],
+        &[("10.1.0.30", true, None)],
+    ));
+    eventually(SETTLE, "a headless service got its first endpoint", || {
+        rcode(&s, &z("empty.testns.svc"), RecordType::A) == ResponseCode::NoError
+    });
+    api.delete(Resource::EndpointSlice, "testns", "empty-1");
+    eventually(SETTLE, "its only slice deleted", || {
+        rcode(&s, &z("empty.testns.svc"), RecordType::A) == ResponseCode::NXDomain
+    });
+
+    api.delete(Resource::Service, "testns", "svc1");
+    eventually(SETTLE, "a deleted service", || {
+        rcode(&s, &z("svc1.testns.svc"), RecordType::A) == ResponseCode::NXDomain
+    });
+    assert_nxdomain(&s, "1.1.96.10.in-addr.arpa.", RecordType::PTR);
+
+    api.delete(Resource::Namespace, "", "testns");
+    eventually(SETTLE, "a deleted namespace", || {
+        rcode(&s, &z("dual.testns.svc"), RecordType::A) == ResponseCode::NXDomain
+    });
+    assert_nxdomain(&s, &z("testns.svc"), RecordType::A);
+    assert_eq!(data(&s.udp(&z("kubernetes.default.svc"), RecordType::A)), ["10.96.0.1"]);
+}
+
+#[test]
+fn an_expired_watch_lists_again() {
+    let api = FakeApi::start();
+    populate(&api);
+    let (s, _dir) = skyline(&api, &[]);
+    wait_synced(&s);
+    let lists = api.lists(Resource::Service);
+
+    api.delete_unseen(Resource::Service, "testns", "dual");
+    api.expire();
+    eventually(SETTLE, "the services listed again after 410 Gone", || {
+        api.lists(Resource::Service) > lists
+    });
+    eventually(SETTLE, "a deletion only the re-list shows", || {
+        rcode(&s, &z("dual.testns.svc"), RecordType::A) == ResponseCode::NXDomain
+    });
+    assert_eq!(data(&s.udp(&z("svc1.testns.svc"), RecordType::A)), ["10.96.1.1"]);
+
+    api.apply(cluster_ip("testns", "after", &["10.96.1.9"], &[]));
+    eventually(SETTLE, "watching resumed after the re-list", || {
+        rcode(&s, &z("after.testns.svc"), RecordType::A) == ResponseCode::NoError
+    });
+}
+
+#[test]
+fn a_lost_api_server_freezes_answers_and_its_return_resumes_them() {
+    let api = FakeApi::start();
+    populate(&api);
+    let (s, _dir) = skyline(&api, &[]);
+    wait_synced(&s);
+
+    api.kill();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(data(&s.udp(&z("svc1.testns.svc"), RecordType::A)), ["10.96.1.1"]);
+    assert_eq!(data(&s.udp(&z("web.testns.svc"), RecordType::A)), ["10.1.0.20", "10.1.0.21"]);
+    assert_nxdomain(&s, &z("nope.testns.svc"), RecordType::A);
+
+    api.restart();
+    api.apply(cluster_ip("testns", "back", &["10.96.1.8"], &[]));
+    eventually(SETTLE, "changes followed again once the API server is back", || {
+        rcode(&s, &z("back.testns.svc"), RecordType::A) == ResponseCode::NoError
+    });
+    assert_eq!(data(&s.udp(&z("svc1.testns.svc"), RecordType::A)), ["10.96.1.1"]);
+}
+
+#[test]
+fn started_before_the_api_server_it_answers_servfail_until_synced() {
+    let addr = FakeApi::free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = kubeconfig_for(addr, dir.path());
+    let s = Skyline::start_with(
+        &["--kubeconfig", kubeconfig.to_str().unwrap()],
+        &[("SKYLINE_RESOLV_CONF", "/dev/null")],
+    );
+    for name in [z("svc1.testns.svc"), z("nope"), "1.1.96.10.in-addr.arpa.".to_owned()] {
+        assert_eq!(rcode(&s, &name, RecordType::A), ResponseCode::ServFail, "{name}");
+    }
+    assert_eq!(
+        rcode(&s, "skydns.local.", RecordType::SOA),
+        ResponseCode::NoError,
+        "the SkyDNS zone is served meanwhile"
+    );
+
+    let api = FakeApi::start_on(addr);
+    populate(&api);
+    wait_synced(&s);
+    assert_eq!(data(&s.udp(&z("svc1.testns.svc"), RecordType::A)), ["10.96.1.1"]);
+    assert_nxdomain(&s, &z("nope.testns.svc"), RecordType::A);
+}
+
+#[test]
+fn verified_pods_follow_the_pod_watch() {
+    let api = FakeApi::start();
+    populate(&api);
+    api.apply(pod("testns", "client", "10.2.0.5"));
+    let (s, _dir) = skyline(&api, &["--kubernetes-pods", "verified"]);
+    wait_synced(&s);
+    assert_eq!(data(&s.udp(&z("10-2-0-5.testns.pod"), RecordType::A)), ["10.2.0.5"]);
+    assert_nxdomain(&s, &z("10-2-0-6.testns.pod"), RecordType::A);
+    assert_nxdomain(&s, &z("10-2-0-5.default.pod"), RecordType::A);
+    assert!(api.lists(Resource::Pod) > 0);
+
+    api.delete(Resource::Pod, "testns", "client");
+    eventually(SETTLE, "a deleted pod", || {
+        rcode(&s, &z("10-2-0-5.testns.pod"), RecordType::A) == ResponseCode::NXDomain
+    });
+}
+
+#[test]
+fn insecure_pods_answer_any_address_without_watching_pods() {
+    let api = FakeApi::start();
+    populate(&api);
+    let (s, _dir) = skyline(&api, &["--kubernetes-pods", "insecure", "--kubernetes-ttl", "30"]);
+    wait_synced(&s);
+    let reply = s.udp(&z("1-2-3-4.testns.pod"), RecordType::A);
+    assert_eq!(data(&reply), ["1.2.3.4"]);
+    assert_eq!(reply.answers()[0].ttl(), 30);
+    assert_nxdomain(&s, &z("1-2-3-4.nons.pod"), RecordType::A);
+    assert_nodata(&s, &z("testns.pod"), RecordType::A);
+    assert_eq!(api.lists(Resource::Pod), 0);
+}
+
+#[test]
+fn watch_filters_and_zone_options() {
+    let api = FakeApi::start();
+    populate(&api);
+    let (s, _dir) = skyline(
+        &api,
+        &[
+            "--kubernetes-labels",
+            "app=svc1",
+            "--kubernetes-zones",
+            "cluster.local,example.test,in-addr.arpa",
+            "--kubernetes-openshift-names",
+        ],
+    );
+    wait_synced(&s);
+    assert_eq!(data(&s.udp(&z("svc1.testns.svc"), RecordType::A)), ["10.96.1.1"]);
+    assert_eq!(
+        data(&s.udp("svc1.testns.svc.example.test.", RecordType::A)),
+        ["10.96.1.1"]
+    );
+    assert_nxdomain(&s, &z("dual.testns.svc"), RecordType::A);
+    assert_eq!(
+        data(&s.udp(&z("svc1.testns.endpoints"), RecordType::A)),
+        ["10.1.0.10"]
+    );
+    assert_eq!(
+        data(&s.udp("1.1.96.10.in-addr.arpa.", RecordType::PTR)),
+        ["svc1.testns.svc.cluster.local."],
+        "PTR targets are named in the first zone"
+    );
+}
+
+#[test]
+fn skydns_records_and_the_cluster_zones_in_one_process() {
+    let api = FakeApi::start();
+    populate(&api);
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = api.kubeconfig(dir.path());
+    let records = r#"{"/skydns/local/skydns/web": {"host": "192.0.2.7"}}"#;
+    let s = Skyline::start(records, &["--kubeconfig", kubeconfig.to_str().unwrap()], &[]);
+    wait_synced(&s);
+    assert_eq!(data(&s.udp("web.skydns.local.", RecordType::A)), ["192.0.2.7"]);
+    assert_eq!(data(&s.udp(&z("svc1.testns.svc"), RecordType::A)), ["10.96.1.1"]);
+
+    s.rewrite(r#"{"/skydns/local/skydns/web": {"host": "192.0.2.8"}}"#);
+    eventually(SETTLE, "a records file change under the cluster zones", || {
+        data(&s.udp("web.skydns.local.", RecordType::A)) == ["192.0.2.8"]
+    });
+    assert_eq!(data(&s.udp(&z("svc1.testns.svc"), RecordType::A)), ["10.96.1.1"]);
+}
+
+#[test]
+fn a_bad_kubeconfig_stops_the_start_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.yaml");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_skyline"))
+        .args(["--addr", "127.0.0.1:0", "--kubeconfig", missing.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("kubeconfig"), "{stderr}");
+}
