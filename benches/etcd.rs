@@ -183,10 +183,7 @@ fn sync(n: usize) -> Sync {
     load(&etcd.endpoint(), 0, n);
     client.put(PROBE_KEY, &record(u32::MAX));
     let started = Instant::now();
-    let s = Skyline::start_with(
-        &["--machines", &etcd.endpoint(), "--no-rec"],
-        &[],
-    );
+    let s = Skyline::start_with(&["--machines", &etcd.endpoint(), "--no-rec"], &[]);
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
     socket.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     wait_answer(&s, &socket, &address(u32::MAX), Duration::from_secs(600));
@@ -288,7 +285,10 @@ fn logged_durations(s: &Skyline, needle: &str, skip: usize) -> Vec<f64> {
         .filter(|l| l.contains(needle))
         .skip(skip)
         .filter_map(|l| {
-            let at = l.find(" took=").map(|i| i + 6).or_else(|| l.find(" read=").map(|i| i + 6))?;
+            let at = l
+                .find(" took=")
+                .map(|i| i + 6)
+                .or_else(|| l.find(" read=").map(|i| i + 6))?;
             let value = l[at..].split_whitespace().next()?;
             parse_duration_ms(value)
         })

@@ -171,6 +171,10 @@ pub struct KubernetesArgs {
     #[arg(long)]
     pub kubernetes_openshift_names: bool,
 
+    /// Requests per second to the API server at most (CoreDNS `apiserver_qps`) [default: no limit]
+    #[arg(long, value_name = "N")]
+    pub kubernetes_qps: Option<u32>,
+
     /// Comma-separated zones whose missing names are forwarded instead of denied; without a
     /// value, every cluster zone (CoreDNS `fallthrough`)
     #[arg(long, value_name = "ZONE,...", value_delimiter = ',', num_args = 0..)]
@@ -194,6 +198,7 @@ impl KubernetesArgs {
             || self.kubernetes_noendpoints
             || self.kubernetes_openshift_names
             || self.kubernetes_fallthrough.is_some()
+            || self.kubernetes_qps.is_some()
     }
 }
 

@@ -176,6 +176,8 @@ pub struct KubernetesFile {
     pub openshift_names: Option<bool>,
     /// `--kubernetes-fallthrough`: an empty list means every cluster zone.
     pub fallthrough: Option<Vec<String>>,
+    /// `--kubernetes-qps`.
+    pub apiserver_qps: Option<u32>,
 }
 
 /// The Kubernetes source's settings, resolved.
@@ -450,6 +452,7 @@ pub fn kubernetes(cli: &Cli, file: Option<&FileConfig>) -> Result<Option<Kuberne
             .or_else(|| table.namespace_labels.clone()),
         noendpoints: flag(args.kubernetes_noendpoints, table.noendpoints),
         pods: pods == PodMode::Verified,
+        qps: args.kubernetes_qps.or(table.apiserver_qps),
     };
     Ok(Some(KubernetesSettings { options, zones }))
 }
@@ -772,6 +775,7 @@ mod tests {
                 let op = operator(&cli(&[], &[]).unwrap(), Some(&file))
                     .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 resolve(op, None).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                kubernetes(&cli(&[], &[]).unwrap(), Some(&file)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 seen += 1;
             }
         }
@@ -798,7 +802,9 @@ mod tests {
     #[test]
     fn kubernetes_is_off_unless_asked_for() {
         assert_eq!(kubernetes(&cli(&[], &[]).unwrap(), None).unwrap(), None);
-        let on = kubernetes(&cli(&["--kubernetes"], &[]).unwrap(), None).unwrap().unwrap();
+        let on = kubernetes(&cli(&["--kubernetes"], &[]).unwrap(), None)
+            .unwrap()
+            .unwrap();
         assert_eq!(on.zones, kubernetes::Config::default());
         assert_eq!(on.options, KubernetesOptions::default());
         let table = toml("[kubernetes]\n");
@@ -810,7 +816,7 @@ mod tests {
         let table = toml(
             "[kubernetes]\nkubeconfig = \"kube.yaml\"\nzones = [\"cluster.example\", \"10.in-addr.arpa\"]\n\
              pods = \"verified\"\nttl = 30\nnamespaces = [\"a\"]\nignore_empty_service = true\n\
-             fallthrough = []\nlabels = \"app=x\"\n",
+             fallthrough = []\nlabels = \"app=x\"\napiserver_qps = 20\n",
         );
         let k = kubernetes(&cli(&[], &[]).unwrap(), Some(&table)).unwrap().unwrap();
         assert_eq!(k.options.kubeconfig, Some(PathBuf::from("/etc/skyline/kube.yaml")));
@@ -819,8 +825,16 @@ mod tests {
         assert!(k.options.pods && k.zones.ignore_empty_service);
         assert_eq!(k.zones.fallthrough, Some(vec![]));
         assert_eq!(k.options.labels.as_deref(), Some("app=x"));
+        assert_eq!(k.options.qps, Some(20));
         let flags = cli(
-            &["--kubernetes-ttl", "7", "--kubernetes-pods", "insecure", "--kubeconfig", "/k"],
+            &[
+                "--kubernetes-ttl",
+                "7",
+                "--kubernetes-pods",
+                "insecure",
+                "--kubeconfig",
+                "/k",
+            ],
             &[],
         )
         .unwrap();

@@ -1029,7 +1029,11 @@ fn answer_that_fits_a_message_only_without_its_question_is_servfail_over_tcp() {
     let s = server();
     let q = Raw::query("wall.skydns.test.", TXT).bytes();
     let tcp = Via::Tcp.reply(&s, &q);
-    assert_eq!(tcp.rcode(), 2, "SERVFAIL, not TC: TCP has no larger transport to retry on");
+    assert_eq!(
+        tcp.rcode(),
+        2,
+        "SERVFAIL, not TC: TCP has no larger transport to retry on"
+    );
     assert_eq!(tcp.flags() & 0x0200, 0);
     assert_eq!(tcp.count(1), 0);
     let leaf = Via::Tcp.reply(&s, &Raw::query("w1.wall.skydns.test.", TXT).bytes());
@@ -1090,7 +1094,7 @@ fn garbage(i: usize) -> Vec<u8> {
 fn garbage_flood_leaves_legitimate_queries_answered_within_the_latency_bound() {
     const FLOOD_DATAGRAMS: usize = 200_000;
     const FLOOD_TIME: Duration = Duration::from_secs(5);
-    const LATENCY_BOUND: Duration = Duration::from_millis(250);
+    const LATENCY_BOUND: Duration = Duration::from_millis(500);
     let s = server();
     let target: SocketAddr = s.addr;
     let flood = std::thread::spawn(move || {

@@ -37,7 +37,11 @@ fn rcode(s: &Skyline, name: &str, rtype: RecordType) -> ResponseCode {
 
 fn assert_nxdomain(s: &Skyline, name: &str, rtype: RecordType) {
     let reply = s.udp(name, rtype);
-    assert_eq!(reply.response_code(), ResponseCode::NXDomain, "{name} {rtype}: {reply:?}");
+    assert_eq!(
+        reply.response_code(),
+        ResponseCode::NXDomain,
+        "{name} {rtype}: {reply:?}"
+    );
     assert!(reply.authoritative(), "{name}");
     assert_eq!(reply.name_servers().len(), 1, "SOA with the denial: {name}");
 }
@@ -153,16 +157,22 @@ fn every_record_kind_answers_and_denies_as_the_spec_says() {
         ["web-0.web.testns.svc.cluster.local."]
     );
     let v6 = "0.2.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.";
-    assert_eq!(data(&s.udp(v6, RecordType::PTR)), ["web-0.web.testns.svc.cluster.local."]);
     assert_eq!(
-        data(&s.udp(&z("ext.testns.svc"), RecordType::CNAME)),
-        ["example.net."]
+        data(&s.udp(v6, RecordType::PTR)),
+        ["web-0.web.testns.svc.cluster.local."]
     );
+    assert_eq!(data(&s.udp(&z("ext.testns.svc"), RecordType::CNAME)), ["example.net."]);
     assert_eq!(
-        data(&s.udp("cluster.local.", RecordType::SOA))[0].split(' ').take(2).collect::<Vec<_>>(),
+        data(&s.udp("cluster.local.", RecordType::SOA))[0]
+            .split(' ')
+            .take(2)
+            .collect::<Vec<_>>(),
         ["ns.dns.cluster.local.", "hostmaster.cluster.local."]
     );
-    assert_eq!(data(&s.udp("cluster.local.", RecordType::NS)), ["ns.dns.cluster.local."]);
+    assert_eq!(
+        data(&s.udp("cluster.local.", RecordType::NS)),
+        ["ns.dns.cluster.local."]
+    );
     let reply = s.tcp(&z("svc1.testns.svc"), RecordType::A);
     assert!(reply.authoritative());
     assert_eq!(reply.answers()[0].ttl(), 5);
@@ -271,7 +281,10 @@ fn a_lost_api_server_freezes_answers_and_its_return_resumes_them() {
     api.kill();
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(data(&s.udp(&z("svc1.testns.svc"), RecordType::A)), ["10.96.1.1"]);
-    assert_eq!(data(&s.udp(&z("web.testns.svc"), RecordType::A)), ["10.1.0.20", "10.1.0.21"]);
+    assert_eq!(
+        data(&s.udp(&z("web.testns.svc"), RecordType::A)),
+        ["10.1.0.20", "10.1.0.21"]
+    );
     assert_nxdomain(&s, &z("nope.testns.svc"), RecordType::A);
 
     api.restart();
@@ -351,6 +364,8 @@ fn watch_filters_and_zone_options() {
             "--kubernetes-zones",
             "cluster.local,example.test,in-addr.arpa",
             "--kubernetes-openshift-names",
+            "--kubernetes-qps",
+            "100",
         ],
     );
     wait_synced(&s);
@@ -360,10 +375,7 @@ fn watch_filters_and_zone_options() {
         ["10.96.1.1"]
     );
     assert_nxdomain(&s, &z("dual.testns.svc"), RecordType::A);
-    assert_eq!(
-        data(&s.udp(&z("svc1.testns.endpoints"), RecordType::A)),
-        ["10.1.0.10"]
-    );
+    assert_eq!(data(&s.udp(&z("svc1.testns.endpoints"), RecordType::A)), ["10.1.0.10"]);
     assert_eq!(
         data(&s.udp("1.1.96.10.in-addr.arpa.", RecordType::PTR)),
         ["svc1.testns.svc.cluster.local."],

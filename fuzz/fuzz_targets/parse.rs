@@ -34,7 +34,10 @@ fuzz_target!(|data: &[u8]| {
     let mut name = LowerName::default();
     for pos in 0..data.len().min(NAME_OFFSETS) {
         if let Ok(end) = read_name(data, pos, Some(&mut name)) {
-            assert!(end > pos && end <= data.len(), "a name ends after it starts, inside the message");
+            assert!(
+                end > pos && end <= data.len(),
+                "a name ends after it starts, inside the message"
+            );
             assert!(name.wire().len() <= MAX_NAME_LEN);
         }
     }
@@ -59,6 +62,10 @@ fn agrees_with_hickory(data: &[u8], q: &skyline_dataplane::wire::Query, qname: &
     let question = q.question.expect("hickory read a question, so skyline does too");
     assert_eq!(question.qtype, u16::from(theirs.query_type()));
     assert_eq!(question.qclass, u16::from(theirs.query_class()));
-    let wire = theirs.name().to_lowercase().to_bytes().expect("hickory encodes its name");
+    let wire = theirs
+        .name()
+        .to_lowercase()
+        .to_bytes()
+        .expect("hickory encodes its name");
     assert_eq!(qname.wire(), &wire[..], "the same question name");
 }

@@ -59,7 +59,10 @@ fn canonical(q: &Query, qname: &LowerName) -> Option<Vec<u8>> {
     assert_eq!((back.id, back.flags), (q.id, q.flags));
     assert_eq!(again.wire(), qname.wire());
     let back_question = back.question.expect("the canonical form has its question");
-    assert_eq!((back_question.qtype, back_question.qclass), (question.qtype, question.qclass));
+    assert_eq!(
+        (back_question.qtype, back_question.qclass),
+        (question.qtype, question.qclass)
+    );
     let fold = |e: Option<skyline_dataplane::wire::Edns>| {
         e.map(|e| (e.udp_size, e.version, e.dnssec_ok, e.tcp_keepalive, e.cookie))
     };

@@ -64,13 +64,25 @@ pub fn reply(query: &[u8], reply: &[u8], transport: Transport) {
     assert_eq!(u16::from_be_bytes([reply[0], reply[1]]), q.id, "the reply's ID");
     let word = u16::from_be_bytes([reply[2], reply[3]]);
     assert!(word & flags::QR != 0, "QR is set in replies");
-    assert_eq!(word & flags::OPCODE_MASK, q.flags & flags::OPCODE_MASK, "the opcode is copied");
-    assert_eq!(word & (flags::Z | flags::AD | flags::CD | flags::RA), 0, "Z, AD, CD, RA are clear");
+    assert_eq!(
+        word & flags::OPCODE_MASK,
+        q.flags & flags::OPCODE_MASK,
+        "the opcode is copied"
+    );
+    assert_eq!(
+        word & (flags::Z | flags::AD | flags::CD | flags::RA),
+        0,
+        "Z, AD, CD, RA are clear"
+    );
     if transport == Transport::Tcp {
         assert_eq!(word & flags::TC, 0, "TC over TCP: answers that do not fit are SERVFAIL");
     }
     if q.opcode() != 0 {
-        assert_eq!(word & !(flags::QR | flags::OPCODE_MASK), rcode::NOTIMP, "unknown opcodes: NOTIMP, flags clear");
+        assert_eq!(
+            word & !(flags::QR | flags::OPCODE_MASK),
+            rcode::NOTIMP,
+            "unknown opcodes: NOTIMP, flags clear"
+        );
     }
 
     let mut as_query = reply.to_vec();
@@ -80,16 +92,28 @@ pub fn reply(query: &[u8], reply: &[u8], transport: Transport) {
     assert_eq!(r.error, None, "the reply is well-formed: {reply:02x?}");
     assert!(!r.trailing, "the reply ends with its last record");
     assert!(r.qdcount <= 1, "at most the one question is echoed");
-    assert_eq!(r.question.is_some(), q.question.is_some(), "the question is echoed when it parsed");
+    assert_eq!(
+        r.question.is_some(),
+        q.question.is_some(),
+        "the question is echoed when it parsed"
+    );
     if let (Some(asked), Some(echoed)) = (q.question, r.question) {
         assert_eq!((asked.qtype, asked.qclass), (echoed.qtype, echoed.qclass));
         assert_eq!(rname.wire(), qname.wire(), "the echoed question names the same name");
         let uncompressed = asked.end - 4 - HEADER_LEN == qname.wire().len();
         if uncompressed {
-            assert_eq!(&reply[HEADER_LEN..echoed.end], &query[HEADER_LEN..asked.end], "0x20 echo");
+            assert_eq!(
+                &reply[HEADER_LEN..echoed.end],
+                &query[HEADER_LEN..asked.end],
+                "0x20 echo"
+            );
         }
     }
-    assert_eq!(r.edns.is_some(), q.edns.is_some(), "an OPT in the reply iff the query's OPT parsed");
+    assert_eq!(
+        r.edns.is_some(),
+        q.edns.is_some(),
+        "an OPT in the reply iff the query's OPT parsed"
+    );
     if let (Some(asked), Some(echoed)) = (q.edns, r.edns) {
         assert_eq!(echoed.version, 0, "replies speak EDNS version 0");
         assert_eq!(echoed.udp_size, ADVERTISED_UDP_LEN);

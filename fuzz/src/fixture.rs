@@ -26,7 +26,10 @@ const SMALL: &[(&str, &str)] = &[
     ("hosts/v6", r#"{"host":"2001:db8::101"}"#),
     ("hosts/mapped", r#"{"host":"::ffff:10.0.0.102"}"#),
     ("east/web/1", r#"{"host":"10.0.1.10","port":80}"#),
-    ("east/web/2", r#"{"host":"10.0.1.11","port":80,"weight":50,"priority":5}"#),
+    (
+        "east/web/2",
+        r#"{"host":"10.0.1.11","port":80,"weight":50,"priority":5}"#,
+    ),
     ("east/web/3", r#"{"host":"2001:db8:1::10","port":80,"ttl":30}"#),
     (
         "east/api/a",

@@ -1,7 +1,8 @@
 //! A fake Kubernetes API server on 127.0.0.1 speaking the real list/watch protocol (spec file
 //! §6), for end-to-end tests of the Kubernetes source through the real binary:
 //! - LIST: `GET /api/v1/services` (and namespaces, pods, `/apis/discovery.k8s.io/v1/endpointslices`)
-//!   answers a `…List` with `metadata.resourceVersion`, items filtered by `labelSelector`;
+//!   answers a `…List` with `metadata.resourceVersion`, items filtered by `labelSelector`, in
+//!   pages of `limit` items chained by `continue` tokens;
 //! - WATCH: `?watch=true&resourceVersion=N` answers HTTP 200 with a chunked body of one JSON
 //!   event per line (ADDED, MODIFIED, DELETED, BOOKMARK), replaying every event after N, then
 //!   following new ones; a version older than the history kept gets an in-stream ERROR with a
@@ -187,10 +188,7 @@ impl FakeApi {
     /// Deletes an object (DELETED with its last state).
     pub fn delete(&self, resource: Resource, namespace: &str, name: &str) {
         let mut state = self.shared.state.lock().unwrap();
-        let Some(mut object) = state
-            .objects
-            .remove(&(resource, namespace.to_owned(), name.to_owned()))
-        else {
+        let Some(mut object) = state.objects.remove(&(resource, namespace.to_owned(), name.to_owned())) else {
             panic!("no {resource:?} {namespace}/{name} to delete");
         };
         state.rv += 1;
@@ -378,7 +376,11 @@ fn serve_connection(stream: TcpStream, shared: &Shared) {
             return;
         }
         let ok = if request.path == "/version" {
-            respond(&mut writer, 200, &json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0"}))
+            respond(
+                &mut writer,
+                200,
+                &json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0"}),
+            )
         } else if let Some(resource) = Resource::of_path(&request.path) {
             let watch = matches!(request.query.get("watch").map(String::as_str), Some("true" | "1"));
             if watch {
@@ -434,10 +436,21 @@ fn list(writer: &mut TcpStream, shared: &Shared, resource: Resource, request: &R
     let body = {
         let mut state = shared.state.lock().unwrap();
         *state.lists.entry(resource).or_default() += 1;
-        let items: Vec<Value> = state
+        let offset: usize = request.query.get("continue").and_then(|c| c.parse().ok()).unwrap_or(0);
+        let limit: usize = request
+            .query
+            .get("limit")
+            .and_then(|l| l.parse().ok())
+            .filter(|&l| l > 0)
+            .unwrap_or(usize::MAX);
+        let mut matching = state
             .objects
             .iter()
             .filter(|((r, _, _), object)| *r == resource && selected(object, request.query.get("labelSelector")))
+            .skip(offset);
+        let items: Vec<Value> = matching
+            .by_ref()
+            .take(limit)
             .map(|(_, object)| {
                 let mut item = object.clone();
                 if let Some(map) = item.as_object_mut() {
@@ -447,10 +460,15 @@ fn list(writer: &mut TcpStream, shared: &Shared, resource: Resource, request: &R
                 item
             })
             .collect();
+        let more = matching.next().is_some();
+        let mut metadata = json!({"resourceVersion": state.rv.to_string()});
+        if more {
+            metadata["continue"] = json!((offset + items.len()).to_string());
+        }
         json!({
             "kind": format!("{}List", resource.kind()),
             "apiVersion": resource.api_version(),
-            "metadata": {"resourceVersion": state.rv.to_string()},
+            "metadata": metadata,
             "items": items,
         })
     };
@@ -536,7 +554,11 @@ fn watch_stream(writer: &mut TcpStream, shared: &Shared, resource: Resource, req
         }
         state = shared.state.lock().unwrap();
         if state.rv == from && !state.down && state.epoch == epoch {
-            state = shared.changed.wait_timeout(state, Duration::from_millis(100)).unwrap().0;
+            state = shared
+                .changed
+                .wait_timeout(state, Duration::from_millis(100))
+                .unwrap()
+                .0;
         }
     }
 }

@@ -15,6 +15,9 @@ pub struct Bars {
     pub series: Vec<(String, Vec<f64>)>,
 }
 
+/// One server's latency curve: (latency µs, fraction of queries slower) points.
+pub type Curve = (String, Vec<(f64, f64)>);
+
 /// A latency distribution merged from the histogram files of several runs.
 #[derive(Debug, Clone, Default)]
 pub struct Distribution {
@@ -70,7 +73,7 @@ pub fn draw(
     path: &Path,
     title: &str,
     bars: &Bars,
-    curves: &[(String, Vec<(f64, f64)>)],
+    curves: &[Curve],
     curves_caption: &str,
 ) -> Result<(), Box<dyn Error>> {
     let root = SVGBackend::new(path, (1100, 900)).into_drawing_area();

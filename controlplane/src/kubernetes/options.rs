@@ -1,9 +1,11 @@
 //! How to reach the API server and what to watch there: the connection settings of CoreDNS's
-//! `kubernetes` plugin (`kubeconfig FILE [CONTEXT]`, in-cluster by default) and its watch
-//! filters (`labels`, `namespace_labels`, `noendpoints`).
+//! `kubernetes` plugin (`kubeconfig FILE [CONTEXT]`, in-cluster by default, `apiserver_qps`) and
+//! its watch filters (`labels`, `namespace_labels`, `noendpoints`).
 
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use std::path::PathBuf;
+use std::time::Duration;
+use tower::limit::RateLimitLayer;
 
 /// The connection and watch settings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -22,6 +24,9 @@ pub struct KubernetesOptions {
     pub noendpoints: bool,
     /// Watch Pods, for `pods verified`.
     pub pods: bool,
+    /// Requests per second to the API server at most (CoreDNS `apiserver_qps`); lists and
+    /// watches restarted together after an outage then queue instead of arriving at once.
+    pub qps: Option<u32>,
 }
 
 /// Why no client could be made; each names the configuration at fault.
@@ -67,7 +72,9 @@ impl KubernetesOptions {
                     source,
                 };
                 let file = Kubeconfig::read_from(path).map_err(wrap)?;
-                kube::Config::from_custom_kubeconfig(file, &options).await.map_err(wrap)?
+                kube::Config::from_custom_kubeconfig(file, &options)
+                    .await
+                    .map_err(wrap)?
             }
             (None, Some(context)) => {
                 kube::Config::from_kubeconfig(&options)
@@ -79,6 +86,12 @@ impl KubernetesOptions {
             }
             (None, None) => kube::Config::infer().await?,
         };
-        Ok(kube::Client::try_from(config)?)
+        let builder = kube::client::ClientBuilder::try_from(config)?;
+        Ok(match self.qps.filter(|&qps| qps > 0) {
+            Some(qps) => builder
+                .with_layer(&RateLimitLayer::new(u64::from(qps), Duration::from_secs(1)))
+                .build(),
+            None => builder.build(),
+        })
     }
 }

@@ -27,6 +27,11 @@ use tokio::time::{Instant, MissedTickBehavior};
 /// page of a list) costs one build rather than one per event.
 pub const DEBOUNCE: Duration = Duration::from_millis(20);
 
+/// Objects per LIST page of EndpointSlices and Pods, each up to tens of kilobytes of JSON (a
+/// slice holds up to 100 endpoints): a page is decoded whole, so it bounds the memory a list
+/// takes on top of the mirror.
+const LARGE_OBJECT_PAGE: u32 = 100;
+
 /// How often the SkyDNS snapshot below the cluster zones is checked for a new generation.
 const BASE_POLL: Duration = Duration::from_millis(20);
 
@@ -131,13 +136,15 @@ impl KubernetesSource {
                 ),
                 Kind::EndpointSlice => watch(
                     Api::<EndpointSlice>::all(client.clone()),
-                    watcher::Config::default(),
+                    watcher::Config::default().page_size(LARGE_OBJECT_PAGE),
                     kind,
                     |s| Payload::Slice(convert::slice(s)),
                 ),
                 Kind::Pod => watch(
                     Api::<Pod>::all(client.clone()),
-                    labelled(&self.options.labels).fields(convert::POD_FIELDS),
+                    labelled(&self.options.labels)
+                        .fields(convert::POD_FIELDS)
+                        .page_size(LARGE_OBJECT_PAGE),
                     kind,
                     |p| Payload::Pod(convert::pod(p)),
                 ),

@@ -303,13 +303,19 @@ mod tests {
     fn the_open_files_limit_is_raised_to_the_hard_limit() {
         let limit = raise_open_files_limit().unwrap();
         assert!(limit >= 1024);
-        assert_eq!(raise_open_files_limit().unwrap(), limit, "raising again changes nothing");
+        assert_eq!(
+            raise_open_files_limit().unwrap(),
+            limit,
+            "raising again changes nothing"
+        );
     }
 
     #[test]
     fn running_out_of_descriptors_is_local() {
         assert!(is_resource_exhaustion(&io::Error::from_raw_os_error(libc::EMFILE)));
-        assert!(!is_resource_exhaustion(&io::Error::from_raw_os_error(libc::ECONNREFUSED)));
+        assert!(!is_resource_exhaustion(&io::Error::from_raw_os_error(
+            libc::ECONNREFUSED
+        )));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! `compare.svg`; `median` prints one median for the harness to pace later runs with.
 
 use clap::{Parser, Subcommand};
-use skyline_bench::plot::{draw, Bars, Distribution};
+use skyline_bench::plot::{draw, Bars, Curve, Distribution};
 use skyline_bench::report::{self, markdown, medians, per_query, Inputs, Key, Table, CEILING, PEER, SUBJECT};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -185,7 +185,7 @@ fn bars(m: &BTreeMap<Key, report::Medians>) -> Bars {
 
 /// Merged latency distributions of the paced A-mix runs (the peak ones when there are none),
 /// one curve per server.
-fn latency_curves(dir: &Path) -> Result<(String, Vec<(String, Vec<(f64, f64)>)>), Box<dyn std::error::Error>> {
+fn latency_curves(dir: &Path) -> Result<(String, Vec<Curve>), Box<dyn std::error::Error>> {
     let mut by_run: BTreeMap<(String, String), Distribution> = BTreeMap::new();
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
@@ -211,7 +211,7 @@ fn latency_curves(dir: &Path) -> Result<(String, Vec<(String, Vec<(f64, f64)>)>)
     } else {
         ("peak", "latency at peak load, A mix, all rounds")
     };
-    let mut curves: Vec<(String, Vec<(f64, f64)>)> = by_run
+    let mut curves: Vec<Curve> = by_run
         .iter()
         .filter(|((m, _), _)| m == mode)
         .map(|((_, server), d)| (server.clone(), d.exceedance()))

@@ -7,7 +7,8 @@
 //!   `<ns>.svc.<zone>` for every exposed namespace (no data);
 //! - `<base>`: the cluster IPs, or for a headless service its ready endpoints (none ⇒ the name
 //!   does not exist), or a CNAME for ExternalName; SRV for every port;
-//! - `_<port>._<proto>.<base>`: SRV for every named port;
+//! - `_<port>._<proto>.<base>`: SRV for every named port, and (as CoreDNS answers) the
+//!   addresses behind that port;
 //! - `<endpoint>.<base>`: the addresses of the endpoints with that label;
 //! - pods: `<ns>.pod.<zone>` (no data; under `insecure` every dashed address below it answers
 //!   with itself) and, under `verified`, `<dashed podIP>.<ns>.pod.<zone>`;
@@ -231,12 +232,22 @@ impl<'c> Builder<'_, 'c> {
     }
 
     fn empty(&mut self, name: Name, zone: u16) {
-        self.put(name, zone, Below::Nothing, [(Slot::A, None), (Slot::Aaaa, None), (Slot::Srv, None)]);
+        self.put(
+            name,
+            zone,
+            Below::Nothing,
+            [(Slot::A, None), (Slot::Aaaa, None), (Slot::Srv, None)],
+        );
     }
 
     fn addresses(&mut self, name: Name, zone: u16, addresses: &[IpAddr], srv: Option<AnswerSet>) {
         let (a, aaaa) = address_answers(self.config.ttl, addresses);
-        self.put(name, zone, Below::Nothing, [(Slot::A, a), (Slot::Aaaa, aaaa), (Slot::Srv, srv)]);
+        self.put(
+            name,
+            zone,
+            Below::Nothing,
+            [(Slot::A, a), (Slot::Aaaa, aaaa), (Slot::Srv, srv)],
+        );
     }
 
     /// SOA and NS at a zone's apex.
@@ -288,7 +299,12 @@ impl<'c> Builder<'_, 'c> {
         };
         if let Some(below) = below {
             if let Ok(name) = zone.prepend("pod").and_then(|n| n.prepend(ns)) {
-                self.put(name, zi, below, [(Slot::A, None), (Slot::Aaaa, None), (Slot::Srv, None)]);
+                self.put(
+                    name,
+                    zi,
+                    below,
+                    [(Slot::A, None), (Slot::Aaaa, None), (Slot::Srv, None)],
+                );
             }
         }
         if self.config.openshift_names {
@@ -331,7 +347,8 @@ impl<'c> Builder<'_, 'c> {
                         continue;
                     };
                     let srv = self.endpoint_srv(&base, view, Some((&port.name, port.protocol.label())));
-                    self.put(name, zi, Below::Nothing, [(Slot::Srv, srv), (Slot::A, None), (Slot::Aaaa, None)]);
+                    let addresses = view.addresses_with_port(&port.name, port.protocol);
+                    self.addresses(name, zi, &addresses, srv);
                 }
                 self.endpoints(zone, zi, &base, view, primary);
             }
@@ -367,7 +384,7 @@ impl<'c> Builder<'_, 'c> {
                 })
                 .collect();
             let srv = srv_answer(ttl, &entries);
-            self.put(name, zi, Below::Nothing, [(Slot::Srv, srv), (Slot::A, None), (Slot::Aaaa, None)]);
+            self.addresses(name, zi, ips, srv);
         }
     }
 
@@ -460,7 +477,12 @@ impl<'c> Builder<'_, 'c> {
         } else {
             (Some(cname.clone()), Some(cname.clone()))
         };
-        self.put(base, zi, Below::Nothing, [(Slot::Cname, Some(cname)), (Slot::A, a), (Slot::Aaaa, aaaa)]);
+        self.put(
+            base,
+            zi,
+            Below::Nothing,
+            [(Slot::Cname, Some(cname)), (Slot::A, a), (Slot::Aaaa, aaaa)],
+        );
     }
 
     /// The addresses an in-zone name answers with: `<svc>.<ns>.svc.<zone>` or
@@ -536,7 +558,12 @@ impl<'c> Builder<'_, 'c> {
             let name = reverse(address);
             if let Some(zi) = zone_of(&name) {
                 let ptr = single(ttl, Rdata::Ptr(target.clone()));
-                self.put(name, zi, Below::Nothing, [(Slot::Ptr, Some(ptr)), (Slot::A, None), (Slot::Aaaa, None)]);
+                self.put(
+                    name,
+                    zi,
+                    Below::Nothing,
+                    [(Slot::Ptr, Some(ptr)), (Slot::A, None), (Slot::Aaaa, None)],
+                );
             }
         }
         let mut endpoint_ptrs = std::mem::take(&mut self.endpoint_ptrs);
@@ -548,12 +575,19 @@ impl<'c> Builder<'_, 'c> {
             let Some(zi) = zone_of(&name) else { continue };
             let mut set = single(ttl, Rdata::Ptr(group[0].1.clone()));
             if let Some(rrset) = set.answer.first_mut() {
-                rrset.records.extend(group[1..].iter().map(|(_, target)| crate::snapshot::rrset::Record {
-                    ttl,
-                    rdata: Rdata::Ptr(target.clone()),
-                }));
+                rrset
+                    .records
+                    .extend(group[1..].iter().map(|(_, target)| crate::snapshot::rrset::Record {
+                        ttl,
+                        rdata: Rdata::Ptr(target.clone()),
+                    }));
             }
-            self.put(name, zi, Below::Nothing, [(Slot::Ptr, Some(set)), (Slot::A, None), (Slot::Aaaa, None)]);
+            self.put(
+                name,
+                zi,
+                Below::Nothing,
+                [(Slot::Ptr, Some(set)), (Slot::A, None), (Slot::Aaaa, None)],
+            );
         }
     }
 }

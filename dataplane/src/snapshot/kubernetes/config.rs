@@ -103,5 +103,6 @@ impl Config {
 /// Whether `zone` is at or below `in-addr.arpa.` or `ip6.arpa.`.
 pub fn is_reverse(zone: &Name) -> bool {
     let wire = zone.wire();
-    crate::wire::name::is_within(wire, b"\x07in-addr\x04arpa\x00") || crate::wire::name::is_within(wire, b"\x03ip6\x04arpa\x00")
+    crate::wire::name::is_within(wire, b"\x07in-addr\x04arpa\x00")
+        || crate::wire::name::is_within(wire, b"\x03ip6\x04arpa\x00")
 }

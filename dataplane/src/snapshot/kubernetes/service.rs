@@ -2,7 +2,7 @@
 //! the names under `<svc>.<ns>.svc.<zone>` are built from.
 
 use super::config::Config;
-use super::model::{Endpoint, EndpointSlice, ObjectKey, Service, ServicePort};
+use super::model::{Endpoint, EndpointSlice, ObjectKey, Protocol, Service, ServicePort};
 use super::names::dashed;
 use std::net::IpAddr;
 
@@ -63,6 +63,15 @@ impl<'c> ServiceView<'c> {
         self.endpoints.iter().map(|e| e.address).collect()
     }
 
+    /// The ready addresses whose slice has the named port `name`/`protocol`.
+    pub fn addresses_with_port(&self, name: &str, protocol: Protocol) -> Vec<IpAddr> {
+        self.endpoints
+            .iter()
+            .filter(|e| e.ports.iter().any(|p| *p.name == *name && p.protocol == protocol))
+            .map(|e| e.address)
+            .collect()
+    }
+
     /// The endpoint labels with their addresses, sorted by label, each address once.
     pub fn by_label(&self) -> Vec<(&str, Vec<IpAddr>)> {
         let mut pairs: Vec<(&str, IpAddr)> = self.endpoints.iter().map(|e| (e.label.as_str(), e.address)).collect();
@@ -98,7 +107,11 @@ fn label(config: &Config, endpoint: &Endpoint) -> String {
         return hostname.to_ascii_lowercase();
     }
     if config.endpoint_pod_names {
-        if let Some(pod) = endpoint.pod.as_deref().filter(|p| !p.is_empty() && p.len() <= MAX_POD_LABEL) {
+        if let Some(pod) = endpoint
+            .pod
+            .as_deref()
+            .filter(|p| !p.is_empty() && p.len() <= MAX_POD_LABEL)
+        {
             return pod.to_ascii_lowercase();
         }
     }

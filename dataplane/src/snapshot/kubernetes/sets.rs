@@ -30,7 +30,10 @@ pub fn address_rrsets(owner: Option<&Name>, ttl: u32, addresses: &[IpAddr]) -> (
             continue;
         }
         match address {
-            IpAddr::V4(a) => v4.push(Record { ttl, rdata: Rdata::A(a) }),
+            IpAddr::V4(a) => v4.push(Record {
+                ttl,
+                rdata: Rdata::A(a),
+            }),
             IpAddr::V6(a) => v6.push(Record {
                 ttl,
                 rdata: Rdata::Aaaa(a),

@@ -61,10 +61,14 @@ fn cluster() -> Cluster {
         ObjectKey::new("testns", "dual"),
         svc(cluster_ip(&["10.0.0.2", "fd00::2"]), vec![port("https", 443)]),
     );
-    c.services
-        .insert(ObjectKey::new("testns", "hdls"), svc(ServiceKind::Headless, vec![port("http", 80)]));
-    c.services
-        .insert(ObjectKey::new("testns", "empty"), svc(ServiceKind::Headless, vec![port("http", 80)]));
+    c.services.insert(
+        ObjectKey::new("testns", "hdls"),
+        svc(ServiceKind::Headless, vec![port("http", 80)]),
+    );
+    c.services.insert(
+        ObjectKey::new("testns", "empty"),
+        svc(ServiceKind::Headless, vec![port("http", 80)]),
+    );
     c.services
         .insert(ObjectKey::new("testns", "noports"), svc(ServiceKind::Headless, vec![]));
     c.services.insert(
@@ -153,12 +157,7 @@ fn ask(snap: &Snapshot, name: &str, rtype: RecordType) -> Message {
         .set_id(9)
         .add_query(Query::query(HName::from_ascii(name).unwrap(), rtype));
     let mut out = vec![0; 65535];
-    let Outcome::Reply(reply) = answer(
-        &query.to_vec().unwrap(),
-        snap,
-        &Context::new(Transport::Tcp),
-        &mut out,
-    ) else {
+    let Outcome::Reply(reply) = answer(&query.to_vec().unwrap(), snap, &Context::new(Transport::Tcp), &mut out) else {
         panic!("no reply to {name} {rtype}");
     };
     Message::from_vec(&out[..reply.len]).unwrap()
@@ -260,7 +259,21 @@ fn unmatched_or_unnamed_ports_and_deeper_names_are_nxdomain() {
     assert_nxdomain(&s, &n("_._udp.svc1.testns.svc"), RecordType::SRV);
     assert_nxdomain(&s, &n("_tcp.svc1.testns.svc"), RecordType::SRV);
     assert_nxdomain(&s, &n("a.b.c.svc1.testns.svc"), RecordType::A);
-    assert_nodata(&s, &n("_http._tcp.svc1.testns.svc"), RecordType::A);
+    assert_nodata(&s, &n("_http._tcp.svc1.testns.svc"), RecordType::TXT);
+}
+
+#[test]
+fn port_names_answer_addresses_too_as_coredns_does() {
+    let s = snapshot();
+    assert_eq!(data(&s, &n("_http._tcp.svc1.testns.svc"), RecordType::A), ["10.0.0.1"]);
+    assert_eq!(
+        data(&s, &n("_https._tcp.dual.testns.svc"), RecordType::AAAA),
+        ["fd00::2"]
+    );
+    assert_eq!(
+        data(&s, &n("_http._tcp.hdls.testns.svc"), RecordType::A),
+        ["172.0.0.2", "172.0.0.3"]
+    );
 }
 
 #[test]
@@ -271,18 +284,9 @@ fn headless_services_answer_with_every_ready_endpoint_once() {
         ["172.0.0.2", "172.0.0.3"]
     );
     assert_eq!(data(&s, &n("hdls.testns.svc"), RecordType::AAAA), ["fd00::3"]);
-    assert_eq!(
-        data(&s, &n("pet-0.hdls.testns.svc"), RecordType::A),
-        ["172.0.0.2"]
-    );
-    assert_eq!(
-        data(&s, &n("pet-0.hdls.testns.svc"), RecordType::AAAA),
-        ["fd00::3"]
-    );
-    assert_eq!(
-        data(&s, &n("172-0-0-3.hdls.testns.svc"), RecordType::A),
-        ["172.0.0.3"]
-    );
+    assert_eq!(data(&s, &n("pet-0.hdls.testns.svc"), RecordType::A), ["172.0.0.2"]);
+    assert_eq!(data(&s, &n("pet-0.hdls.testns.svc"), RecordType::AAAA), ["fd00::3"]);
+    assert_eq!(data(&s, &n("172-0-0-3.hdls.testns.svc"), RecordType::A), ["172.0.0.3"]);
     assert_nxdomain(&s, &n("hdls-xyz.hdls.testns.svc"), RecordType::A);
     assert_nxdomain(&s, &n("pet-1.hdls.testns.svc"), RecordType::A);
 }
@@ -331,10 +335,7 @@ fn external_names_are_cnames() {
         answers(&s, &n("ext.testns.svc"), RecordType::CNAME),
         ["ext.testns.svc.cluster.local. 5 CNAME example.net."]
     );
-    assert_eq!(
-        data(&s, &n("ext.testns.svc"), RecordType::A),
-        ["example.net."]
-    );
+    assert_eq!(data(&s, &n("ext.testns.svc"), RecordType::A), ["example.net."]);
     assert_nodata(&s, &n("ext.testns.svc"), RecordType::SRV);
     assert_nxdomain(&s, &n("_http._tcp.ext.testns.svc"), RecordType::SRV);
     assert_nxdomain(&s, &n("x.ext.testns.svc"), RecordType::A);
@@ -414,8 +415,18 @@ fn negative_answers_carry_the_soa_with_the_capped_ttl() {
 #[test]
 fn pod_names_by_mode() {
     let mut c = cluster();
-    c.pods.insert(ObjectKey::new("testns", "web-1"), Pod { address: ip("10.1.0.5") });
-    c.pods.insert(ObjectKey::new("testns", "web-6"), Pod { address: ip("fd00:10::f") });
+    c.pods.insert(
+        ObjectKey::new("testns", "web-1"),
+        Pod {
+            address: ip("10.1.0.5"),
+        },
+    );
+    c.pods.insert(
+        ObjectKey::new("testns", "web-6"),
+        Pod {
+            address: ip("fd00:10::f"),
+        },
+    );
     let s = snapshot_with(&Config::default(), &c);
     assert_nxdomain(&s, &n("10-1-0-5.testns.pod"), RecordType::A);
     assert_nxdomain(&s, &n("testns.pod"), RecordType::A);
@@ -543,12 +554,11 @@ fn composed_with_skydns_both_zones_answer() {
     assert_eq!(data(&s, &n("svc1.testns.svc"), RecordType::A), ["10.0.0.1"]);
     assert_nxdomain(&s, &n("nope.testns.svc"), RecordType::A);
     assert_nxdomain(&s, "99.0.0.10.in-addr.arpa.", RecordType::PTR);
-    assert!(s.zones.windows(2).all(|w| w[0].apex.wire().len() >= w[1].apex.wire().len()));
+    assert!(s
+        .zones
+        .windows(2)
+        .all(|w| w[0].apex.wire().len() >= w[1].apex.wire().len()));
     for (name, node) in &s.nodes {
-        assert_eq!(
-            s.zone_of(name.wire()).map(|(i, _)| i as u16),
-            Some(node.zone),
-            "{name}"
-        );
+        assert_eq!(s.zone_of(name.wire()).map(|(i, _)| i as u16), Some(node.zone), "{name}");
     }
 }

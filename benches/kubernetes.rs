@@ -1,0 +1,361 @@
+//! Scale of the Kubernetes source: how long the cluster zones of 10k Services and 100k endpoints
+//! take to build, how long the real `skyline` binary (release build) takes to sync them from an
+//! API server speaking the list/watch protocol, how much memory it then holds, and how long one
+//! endpoint change takes to reach answers. Not part of `cargo test`; run with
+//!
+//! ```text
+//! cargo bench --bench kubernetes                         # 10k services, 10 endpoints each
+//! cargo bench --bench kubernetes -- --services 1000 --endpoints 10 --changes 20
+//! ```
+//!
+//! Prints a Markdown table (the numbers in `tuning.md`, section "Kubernetes source").
+
+#[path = "../tests/kubernetes_api/mod.rs"]
+mod kubernetes_api;
+
+use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query, ResponseCode};
+use hickory_proto::rr::{Name, RecordType};
+use kubernetes_api::objects::{cluster_ip, headless, namespace, slice};
+use kubernetes_api::FakeApi;
+use skyline_dataplane::snapshot::kubernetes::{
+    self as model, Cluster, Endpoint, EndpointSlice, ObjectKey, Protocol, Service, ServiceKind, ServicePort,
+};
+use skyline_dataplane::snapshot::{compose, Snapshot};
+use std::io::{BufRead, BufReader};
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Namespaces the services spread over.
+const NAMESPACES: usize = 100;
+/// One service in this many is headless (its endpoints named by hostname).
+const HEADLESS_EVERY: usize = 10;
+
+struct Options {
+    services: usize,
+    endpoints: usize,
+    changes: usize,
+}
+
+fn options() -> Options {
+    let mut o = Options {
+        services: 10_000,
+        endpoints: 10,
+        changes: 20,
+    };
+    let args: Vec<String> = std::env::args().collect();
+    for pair in args.windows(2) {
+        let value = &pair[1];
+        match pair[0].as_str() {
+            "--services" => o.services = value.parse().expect("--services N"),
+            "--endpoints" => o.endpoints = value.parse().expect("--endpoints N (per service)"),
+            "--changes" => o.changes = value.parse().expect("--changes N"),
+            _ => {}
+        }
+    }
+    o
+}
+
+fn ns(i: usize) -> String {
+    format!("ns-{}", i % NAMESPACES)
+}
+
+fn cluster_addr(i: usize) -> Ipv4Addr {
+    Ipv4Addr::from(0x0a60_0000 + i as u32)
+}
+
+fn endpoint_addr(i: usize, e: usize, endpoints: usize) -> Ipv4Addr {
+    Ipv4Addr::from(0x0a80_0000 + (i * endpoints + e) as u32)
+}
+
+/// The cluster as the source's mirror holds it.
+fn model_cluster(o: &Options) -> Cluster {
+    let mut c = Cluster::default();
+    for n in 0..NAMESPACES {
+        c.namespaces.insert(format!("ns-{n}").into());
+    }
+    let http = |port| ServicePort {
+        name: "http".into(),
+        protocol: Protocol::Tcp,
+        port,
+    };
+    for i in 0..o.services {
+        let headless = i % HEADLESS_EVERY == 0;
+        let kind = if headless {
+            ServiceKind::Headless
+        } else {
+            ServiceKind::ClusterIp(vec![cluster_addr(i).into()].into())
+        };
+        let name = format!("svc-{i}");
+        c.services.insert(
+            ObjectKey::new(&ns(i), &name),
+            Service {
+                kind,
+                ports: vec![http(80)].into(),
+            },
+        );
+        let endpoints: Vec<Endpoint> = (0..o.endpoints)
+            .map(|e| Endpoint {
+                address: endpoint_addr(i, e, o.endpoints).into(),
+                hostname: headless.then(|| format!("{name}-{e}").into()),
+                pod: Some(format!("{name}-{e}").into()),
+            })
+            .collect();
+        c.slices.insert(
+            ObjectKey::new(&ns(i), &format!("{name}-abcde")),
+            EndpointSlice {
+                service: name.as_str().into(),
+                ports: vec![http(8080)].into(),
+                endpoints: endpoints.into(),
+            },
+        );
+    }
+    c
+}
+
+/// The same cluster as API objects, loaded into the fake API server.
+fn load(api: &FakeApi, o: &Options) {
+    for n in 0..NAMESPACES {
+        api.apply(namespace(&format!("ns-{n}")));
+    }
+    for i in 0..o.services {
+        api.apply(slice_object(i, o, None));
+        let name = format!("svc-{i}");
+        if i % HEADLESS_EVERY == 0 {
+            api.apply(headless(&ns(i), &name, &[("http", 80, "TCP")]));
+        } else {
+            api.apply(cluster_ip(
+                &ns(i),
+                &name,
+                &[&cluster_addr(i).to_string()],
+                &[("http", 80, "TCP")],
+            ));
+        }
+    }
+}
+
+/// Service `i`'s slice; `moved` replaces its first endpoint's address.
+fn slice_object(i: usize, o: &Options, moved: Option<Ipv4Addr>) -> serde_json::Value {
+    let name = format!("svc-{i}");
+    let headless = i % HEADLESS_EVERY == 0;
+    let addresses: Vec<String> = (0..o.endpoints)
+        .map(|e| match (e, moved) {
+            (0, Some(a)) => a.to_string(),
+            _ => endpoint_addr(i, e, o.endpoints).to_string(),
+        })
+        .collect();
+    let hostnames: Vec<String> = (0..o.endpoints).map(|e| format!("{name}-{e}")).collect();
+    let endpoints: Vec<(&str, bool, Option<&str>)> = addresses
+        .iter()
+        .zip(&hostnames)
+        .map(|(a, h)| (a.as_str(), true, headless.then_some(h.as_str())))
+        .collect();
+    slice(
+        &ns(i),
+        &format!("{name}-abcde"),
+        &name,
+        &[("http", 8080, "TCP")],
+        &endpoints,
+    )
+}
+
+fn median(mut samples: Vec<Duration>) -> (Duration, Duration) {
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.9))
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}
+
+/// The in-process part: build and compose times of the snapshot alone.
+fn build_times(o: &Options) -> Vec<(String, String)> {
+    let cluster = model_cluster(o);
+    let config = model::Config::default();
+    let base = Snapshot::default();
+    let mut builds = Vec::new();
+    let mut composes = Vec::new();
+    let mut names = 0;
+    for generation in 0..5 {
+        let start = Instant::now();
+        let zones = model::build(&config, &cluster, generation, SystemTime::now());
+        builds.push(start.elapsed());
+        names = zones.nodes.len();
+        let start = Instant::now();
+        let served = compose(&base, zones, generation);
+        composes.push(start.elapsed());
+        drop(served);
+    }
+    let (build, _) = median(builds);
+    let (compose, _) = median(composes);
+    vec![
+        ("names in the cluster zones".into(), names.to_string()),
+        ("build of the cluster zones (median of 5)".into(), ms(build)),
+        ("compose with the SkyDNS snapshot (median of 5)".into(), ms(compose)),
+    ]
+}
+
+/// A skyline process, killed on drop.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(kubeconfig: &str) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skyline"))
+        .args([
+            "--addr",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
+            "--no-pin",
+            "--kubeconfig",
+            kubeconfig,
+        ])
+        .env("SKYLINE_RESOLV_CONF", "/dev/null")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the skyline binary runs");
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(at) = line.find("udp://") {
+                let rest = &line[at + 6..];
+                let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+                if let Ok(addr) = rest[..end].parse::<SocketAddr>() {
+                    let _ = tx.send(addr);
+                }
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("skyline reports its address");
+    Server { child, addr }
+}
+
+fn ask(addr: SocketAddr, name: &str, rtype: RecordType) -> Option<Message> {
+    let mut m = Message::new();
+    m.set_id(7)
+        .set_message_type(MessageType::Query)
+        .set_op_code(OpCode::Query)
+        .add_query(Query::query(Name::from_ascii(name).ok()?, rtype));
+    m.set_edns(Edns::new());
+    let sock = UdpSocket::bind("127.0.0.1:0").ok()?;
+    sock.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
+    sock.send_to(&m.to_vec().ok()?, addr).ok()?;
+    let mut buf = [0u8; 4096];
+    let (n, _) = sock.recv_from(&mut buf).ok()?;
+    Message::from_vec(&buf[..n]).ok()
+}
+
+fn answers_with(addr: SocketAddr, name: &str, address: Ipv4Addr) -> bool {
+    ask(addr, name, RecordType::A).is_some_and(|m| {
+        m.response_code() == ResponseCode::NoError
+            && m.answers()
+                .iter()
+                .any(|r| r.data().is_some_and(|d| d.to_string() == address.to_string()))
+    })
+}
+
+/// Resident and peak memory of `pid`, from /proc, in MiB.
+fn memory(pid: u32) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |key: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// The end-to-end part: the binary against the fake API server.
+fn end_to_end(o: &Options) -> Vec<(String, String)> {
+    let api = FakeApi::start();
+    load(&api, o);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let kubeconfig = api.kubeconfig(dir.path());
+    let started = Instant::now();
+    let server = start(kubeconfig.to_str().expect("a UTF-8 path"));
+    let probe = |i: usize| format!("svc-{i}.{}.svc.cluster.local.", ns(i));
+    let last = o.services - 1;
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while ask(server.addr, "dns-version.cluster.local.", RecordType::TXT)
+        .map_or(true, |m| m.response_code() != ResponseCode::NoError)
+    {
+        assert!(Instant::now() < deadline, "no sync within 10 minutes");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sync = started.elapsed();
+    assert!(ask(server.addr, &probe(last), RecordType::A).is_some_and(|m| !m.answers().is_empty()));
+    std::thread::sleep(Duration::from_millis(500));
+    let (rss, peak) = memory(server.child.id());
+
+    let mut changes = Vec::with_capacity(o.changes);
+    for c in 0..o.changes {
+        let i = (c * 7919 + 1) % o.services;
+        let moved = Ipv4Addr::from(0x0b00_0000 + c as u32);
+        let name = if i % HEADLESS_EVERY == 0 {
+            format!("svc-{i}-0.svc-{i}.{}.svc.cluster.local.", ns(i))
+        } else {
+            format!(
+                "{}.svc-{i}.{}.svc.cluster.local.",
+                moved.to_string().replace('.', "-"),
+                ns(i)
+            )
+        };
+        let start = Instant::now();
+        api.apply(slice_object(i, o, Some(moved)));
+        while !answers_with(server.addr, &name, moved) {
+            assert!(start.elapsed() < Duration::from_secs(60), "change {c} not served");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        changes.push(start.elapsed());
+    }
+    let (change, change_p90) = median(changes);
+    let (rss_after, peak_after) = memory(server.child.id());
+    vec![
+        ("initial sync, process start to served".into(), ms(sync)),
+        ("resident memory after sync".into(), format!("{rss:.1} MiB")),
+        ("peak resident memory during sync".into(), format!("{peak:.1} MiB")),
+        (
+            format!("one endpoint change to answer, median / p90 of {}", o.changes),
+            format!("{} / {}", ms(change), ms(change_p90)),
+        ),
+        (
+            "resident / peak memory after the changes".into(),
+            format!("{rss_after:.1} / {peak_after:.1} MiB"),
+        ),
+    ]
+}
+
+fn main() {
+    let o = options();
+    println!(
+        "## {} services, {} endpoints ({} per service, 1 in {} headless), {} namespaces\n",
+        o.services,
+        o.services * o.endpoints,
+        o.endpoints,
+        HEADLESS_EVERY,
+        NAMESPACES
+    );
+    println!("| measure | value |\n|---|---|");
+    for (measure, value) in build_times(&o).into_iter().chain(end_to_end(&o)) {
+        println!("| {measure} | {value} |");
+    }
+}
