@@ -4,7 +4,7 @@
 //! allocates on the authoritative path: the query name is folded onto the stack, the node is
 //! found by one hash lookup, and the precompiled RRsets are copied after the client's question.
 
-use crate::cache::{Age, Cache, Entry, Key, Lookup};
+use crate::cache::{Age, Cache, Entry, Key, KeyRef, Lookup};
 use crate::forward::{Failure, Route, Routes};
 use crate::snapshot::rrset::CompiledAnswer;
 use crate::snapshot::skydns::{self, WildcardAnswer};
@@ -104,10 +104,8 @@ pub enum Resolved<'a> {
     Failed(Failure),
 }
 
-/// What [`answer_recursive`] did with a message.
-// The forwarding variants carry a question and a reduced query (about 550 bytes) by value: the
-// result is consumed at once by the caller, and boxing it would allocate per cache miss.
-#[allow(clippy::large_enum_variant)]
+/// What [`answer_recursive`] did with a message. The forwarding variants are boxed: a miss
+/// allocates anyway, and the common results stay small.
 #[derive(Debug)]
 pub enum Resolution {
     /// Answered (or dropped) without the cache.
@@ -119,10 +117,10 @@ pub enum Resolution {
         /// The entry was past its lifetime (RFC 8767).
         stale: bool,
         /// The entry should be fetched again in the background (prefetch, stale recheck).
-        refresh: Option<Refresh>,
+        refresh: Option<Box<Refresh>>,
     },
     /// Not answerable here: the question must go upstream, and the client be answered later.
-    Forward(Forward),
+    Forward(Box<Forward>),
     /// A stub-zone query that already passed through a SkyDNS-compatible forwarder (option
     /// 65011): dropped unanswered, as SkyDNS does, to break the loop.
     Looped,
@@ -213,9 +211,10 @@ enum Flow {
     /// The reply is written.
     Written,
     /// The reply is written from the cache.
-    Cached { stale: bool, refresh: Option<Refresh> },
-    /// Nothing written: forward; a stale answer is at hand.
-    Forward(Key, Route, bool),
+    Cached { stale: bool, refresh: Option<Box<Refresh>> },
+    /// Nothing written: forward; a stale answer is at hand. Boxed, as is a refresh: the
+    /// result travels up several calls, and a hit should not carry a key's 260 bytes along.
+    Forward(Box<Key>, Route, bool),
     /// Nothing written: drop (stub loop).
     Looped,
 }
@@ -266,12 +265,12 @@ pub fn answer_recursive(
             stale,
             refresh,
         },
-        Flow::Forward(key, route, stale) => Resolution::Forward(Forward {
-            key,
+        Flow::Forward(key, route, stale) => Resolution::Forward(Box::new(Forward {
+            key: *key,
             route,
             query: ClientQuery::new(query, &q, &qname),
             stale,
-        }),
+        })),
         Flow::Looped => Resolution::Looped,
     }
 }
@@ -423,20 +422,26 @@ fn beyond(
     }
     r.flags |= q.flags & flags::CD;
     let checking_disabled = q.flags & flags::CD != 0;
-    let key = Key::new(
+    let key = KeyRef::new(
         qname,
         question.qtype,
         question.qclass,
         q.edns.is_some_and(|e| e.dnssec_ok),
         checking_disabled,
     );
+    let refresh = |key: KeyRef<'_>| {
+        Box::new(Refresh {
+            key: key.to_key(),
+            route,
+        })
+    };
     let down = rec.down.get(route.index()).copied().unwrap_or(true);
     match rec.resolved {
         Some(Resolved::Answer(entry)) => {
             r.cached(q, entry, Age::Fresh(0));
             Flow::Written
         }
-        Some(Resolved::Failed(failure)) => match rec.cache.lookup(key.bytes(), rec.now, true) {
+        Some(Resolved::Failed(failure)) => match rec.cache.lookup(key, rec.now, true) {
             Lookup::Fresh(hit) | Lookup::Stale(hit) => {
                 r.cached(q, hit.entry, hit.age);
                 Flow::Cached {
@@ -449,29 +454,29 @@ fn beyond(
                 Flow::Written
             }
         },
-        None => match rec.cache.lookup(key.bytes(), rec.now, down) {
+        None => match rec.cache.lookup(key, rec.now, down) {
             Lookup::Fresh(hit) => {
-                let refresh = hit.refresh;
+                let wanted = hit.refresh;
                 r.cached(q, hit.entry, hit.age);
                 Flow::Cached {
                     stale: false,
-                    refresh: refresh.then_some(Refresh { key, route }),
+                    refresh: wanted.then(|| refresh(key)),
                 }
             }
             Lookup::Stale(hit) if down => {
-                let refresh = hit.refresh;
+                let wanted = hit.refresh;
                 r.cached(q, hit.entry, Age::Stale);
                 Flow::Cached {
                     stale: true,
-                    refresh: refresh.then_some(Refresh { key, route }),
+                    refresh: wanted.then(|| refresh(key)),
                 }
             }
             Lookup::Miss if down => {
                 r.fail(Failure::Unreachable);
                 Flow::Written
             }
-            Lookup::Stale(_) => Flow::Forward(key, route, true),
-            Lookup::Miss => Flow::Forward(key, route, false),
+            Lookup::Stale(_) => Flow::Forward(Box::new(key.to_key()), route, true),
+            Lookup::Miss => Flow::Forward(Box::new(key.to_key()), route, false),
         },
     }
 }

@@ -403,7 +403,7 @@ impl Pki {
             std::fs::write(&path, pem).unwrap();
             path
         };
-        let mut leaf = |name: &str| {
+        let leaf = |name: &str| {
             let key = KeyPair::generate().unwrap();
             let mut params = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
             params.distinguished_name.push(DnType::CommonName, name);

@@ -252,7 +252,8 @@ impl State {
     }
 
     fn reject(&mut self, key: &str, mod_revision: i64, error: ValueError, health: &SourceHealth) {
-        let logged = self.rejected.get(key) == Some(&mod_revision) || self.logged_before.get(key) == Some(&mod_revision);
+        let logged =
+            self.rejected.get(key) == Some(&mod_revision) || self.logged_before.get(key) == Some(&mod_revision);
         if !logged {
             tracing::warn!(%key, %error, revision = mod_revision, "etcd value skipped");
             health.rejected();

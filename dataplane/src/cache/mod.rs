@@ -143,6 +143,58 @@ impl Key {
     pub fn checking_disabled(&self) -> bool {
         self.bytes[4] & KEY_CD != 0
     }
+
+    /// The key as a [`KeyRef`].
+    pub fn key_ref(&self) -> KeyRef<'_> {
+        KeyRef::from_bytes(self.bytes())
+    }
+}
+
+/// A key looked up without being assembled: its type, class and flag bits, and the name where
+/// it already is (the query's folded name), so that a hit copies nothing to find its entry.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyRef<'a> {
+    prefix: [u8; KEY_PREFIX_LEN],
+    name: &'a [u8],
+}
+
+impl<'a> KeyRef<'a> {
+    /// The key of a question.
+    pub fn new(qname: &'a LowerName, qtype: u16, qclass: u16, dnssec_ok: bool, checking_disabled: bool) -> KeyRef<'a> {
+        let [t0, t1] = qtype.to_be_bytes();
+        let [c0, c1] = qclass.to_be_bytes();
+        let bits = if dnssec_ok { KEY_DO } else { 0 } | if checking_disabled { KEY_CD } else { 0 };
+        KeyRef {
+            prefix: [t0, t1, c0, c1, bits],
+            name: qname.wire(),
+        }
+    }
+
+    /// A key given as bytes (as [`Key::bytes`] lays them out).
+    pub fn from_bytes(bytes: &'a [u8]) -> KeyRef<'a> {
+        let mut prefix = [0u8; KEY_PREFIX_LEN];
+        let cut = bytes.len().min(KEY_PREFIX_LEN);
+        prefix[..cut].copy_from_slice(&bytes[..cut]);
+        KeyRef {
+            prefix,
+            name: &bytes[cut..],
+        }
+    }
+
+    /// The owned key, for a question that goes upstream.
+    pub fn to_key(&self) -> Key {
+        let mut bytes = [0u8; KEY_MAX_LEN];
+        let len = KEY_PREFIX_LEN + self.name.len().min(MAX_NAME_LEN);
+        bytes[..KEY_PREFIX_LEN].copy_from_slice(&self.prefix);
+        bytes[KEY_PREFIX_LEN..len].copy_from_slice(&self.name[..len - KEY_PREFIX_LEN]);
+        Key { bytes, len: len as u16 }
+    }
+
+    fn matches(&self, stored: &[u8]) -> bool {
+        stored.len() == KEY_PREFIX_LEN + self.name.len()
+            && stored[..KEY_PREFIX_LEN] == self.prefix
+            && &stored[KEY_PREFIX_LEN..] == self.name
+    }
 }
 
 /// An entry found for a question.
@@ -264,14 +316,17 @@ impl Cache {
         }
     }
 
-    fn hash(&self, key: &[u8]) -> u64 {
-        self.hasher.hash_one(key)
+    fn hash(&self, key: KeyRef<'_>) -> u64 {
+        let mut hasher = self.hasher.build_hasher();
+        hasher.write(&key.prefix);
+        hasher.write(key.name);
+        hasher.finish()
     }
 
     /// Looks `key` up at time `now`. A fresh entry counts as a hit for eviction; a stale one is
     /// returned only inside the stale window. `upstreams_down` says the entry would be served
     /// stale because no upstream can be asked, which is when a stale recheck is due.
-    pub fn lookup(&mut self, key: &[u8], now: Instant, upstreams_down: bool) -> Lookup<'_> {
+    pub fn lookup(&mut self, key: KeyRef<'_>, now: Instant, upstreams_down: bool) -> Lookup<'_> {
         let hash = self.hash(key);
         let Some(&slot) = self.index.get(&hash) else {
             return Lookup::Miss;
@@ -281,7 +336,7 @@ impl Cache {
         let Some(stored) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
             return Lookup::Miss;
         };
-        if stored.dead || &*stored.key != key {
+        if stored.dead || !key.matches(&stored.key) {
             return Lookup::Miss;
         }
         let age = now.saturating_duration_since(stored.entry.stored()).as_secs();
@@ -323,7 +378,7 @@ impl Cache {
     }
 
     /// Whether `key` has an entry that [`Cache::lookup`] would return now, fresh or stale.
-    pub fn can_serve(&self, key: &[u8], now: Instant) -> bool {
+    pub fn can_serve(&self, key: KeyRef<'_>, now: Instant) -> bool {
         let Some(stored) = self
             .index
             .get(&self.hash(key))
@@ -334,7 +389,7 @@ impl Cache {
         };
         let age = now.saturating_duration_since(stored.entry.stored()).as_secs();
         !stored.dead
-            && &*stored.key == key
+            && key.matches(&stored.key)
             && age < u64::from(stored.entry.lifetime()) + u64::from(self.config.stale_for)
     }
 
@@ -345,7 +400,7 @@ impl Cache {
         if entry.lifetime() == 0 || cost > self.config.max_bytes {
             return Inserted::default();
         }
-        let hash = self.hash(key);
+        let hash = self.hash(KeyRef::from_bytes(key));
         if let Some(&slot) = self.index.get(&hash) {
             if let Some(stored) = self.slots[slot as usize].as_mut() {
                 let (old, in_main) = (stored.cost, stored.in_main);

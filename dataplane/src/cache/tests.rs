@@ -60,27 +60,27 @@ fn an_entry_is_fresh_then_stale_then_gone() {
         ..CacheConfig::default()
     });
     let k = key("a.example.");
-    assert!(matches!(cache.lookup(k.bytes(), t0, false), Lookup::Miss));
+    assert!(matches!(cache.lookup(k.key_ref(), t0, false), Lookup::Miss));
     assert!(cache.insert(k.bytes(), entry("a.example.", 60, t0)).stored);
-    match cache.lookup(k.bytes(), t0 + Duration::from_secs(20), false) {
+    match cache.lookup(k.key_ref(), t0 + Duration::from_secs(20), false) {
         Lookup::Fresh(hit) => assert_eq!(hit.age, Age::Fresh(20)),
         other => panic!("{other:?}"),
     }
     assert!(matches!(
-        cache.lookup(k.bytes(), t0 + Duration::from_secs(61), false),
+        cache.lookup(k.key_ref(), t0 + Duration::from_secs(61), false),
         Lookup::Stale(Hit { age: Age::Stale, .. })
     ));
     assert!(matches!(
-        cache.lookup(k.bytes(), t0 + Duration::from_secs(161), false),
+        cache.lookup(k.key_ref(), t0 + Duration::from_secs(161), false),
         Lookup::Miss
     ));
     assert!(
-        matches!(cache.lookup(k.bytes(), t0, false), Lookup::Miss),
+        matches!(cache.lookup(k.key_ref(), t0, false), Lookup::Miss),
         "an entry past its stale window stays gone"
     );
     cache.insert(k.bytes(), entry("a.example.", 60, t0));
     assert!(
-        matches!(cache.lookup(k.bytes(), t0, false), Lookup::Fresh(_)),
+        matches!(cache.lookup(k.key_ref(), t0, false), Lookup::Fresh(_)),
         "until stored again"
     );
 }
@@ -99,7 +99,7 @@ fn popular_entries_are_prefetched_once_near_their_end() {
     let mut cache = Cache::new(CacheConfig::default());
     let k = key("p.example.");
     cache.insert(k.bytes(), entry("p.example.", 100, t0));
-    let refresh = |cache: &mut Cache, secs| match cache.lookup(k.bytes(), t0 + Duration::from_secs(secs), false) {
+    let refresh = |cache: &mut Cache, secs| match cache.lookup(k.key_ref(), t0 + Duration::from_secs(secs), false) {
         Lookup::Fresh(hit) => hit.refresh,
         other => panic!("{other:?}"),
     };
@@ -117,7 +117,7 @@ fn stale_entries_are_rechecked_once_per_interval_while_upstreams_are_down() {
     let k = key("s.example.");
     cache.insert(k.bytes(), entry("s.example.", 5, t0));
     let at = |ms| t0 + Duration::from_millis(ms);
-    let refresh = |cache: &mut Cache, ms, down| match cache.lookup(k.bytes(), at(ms), down) {
+    let refresh = |cache: &mut Cache, ms, down| match cache.lookup(k.key_ref(), at(ms), down) {
         Lookup::Stale(hit) => hit.refresh,
         other => panic!("{other:?}"),
     };
@@ -169,7 +169,7 @@ fn a_scan_does_not_push_out_popular_names() {
     }
     for round in 0..20 {
         for name in &popular {
-            cache.lookup(key(name).bytes(), t0, false);
+            cache.lookup(key(name).key_ref(), t0, false);
         }
         for i in 0..200 {
             let name = format!("scan{round}-{i}.example.");
@@ -178,7 +178,7 @@ fn a_scan_does_not_push_out_popular_names() {
     }
     let kept = popular
         .iter()
-        .filter(|name| matches!(cache.lookup(key(name).bytes(), t0, false), Lookup::Fresh(_)))
+        .filter(|name| matches!(cache.lookup(key(name).key_ref(), t0, false), Lookup::Fresh(_)))
         .count();
     assert_eq!(kept, popular.len(), "every popular name survived 4000 one-off names");
 }
@@ -192,8 +192,8 @@ fn a_name_evicted_and_asked_again_returns_to_main() {
         cache.insert(key(&name).bytes(), entry(&name, 300, t0));
     }
     let first = key("g0.example.");
-    assert!(matches!(cache.lookup(first.bytes(), t0, false), Lookup::Miss));
+    assert!(matches!(cache.lookup(first.key_ref(), t0, false), Lookup::Miss));
     cache.insert(first.bytes(), entry("g0.example.", 300, t0));
-    let slot = cache.index[&cache.hash(first.bytes())];
+    let slot = cache.index[&cache.hash(first.key_ref())];
     assert!(cache.slots[slot as usize].as_ref().unwrap().in_main);
 }

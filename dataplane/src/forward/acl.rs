@@ -67,16 +67,29 @@ impl fmt::Display for Prefix {
     }
 }
 
-/// The recursion access list.
+/// The recursion access list, checked on every query for a name outside the zones: kept as
+/// network and mask per family so that a check is a few integer comparisons.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Acl {
     prefixes: Vec<Prefix>,
+    v4: Vec<(u32, u32)>,
+    v6: Vec<(u128, u128)>,
 }
 
 impl Acl {
     /// An access list of the given prefixes; empty allows nobody.
     pub fn new(prefixes: Vec<Prefix>) -> Acl {
-        Acl { prefixes }
+        let mask32 = |len: u8| u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
+        let mask128 = |len: u8| u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
+        let mut v4 = Vec::new();
+        let mut v6 = Vec::new();
+        for p in &prefixes {
+            match p.addr {
+                IpAddr::V4(net) => v4.push((net.to_bits() & mask32(p.len), mask32(p.len))),
+                IpAddr::V6(net) => v6.push((net.to_bits() & mask128(p.len), mask128(p.len))),
+            }
+        }
+        Acl { prefixes, v4, v6 }
     }
 
     /// Loopback, link-local and private ranges: 127.0.0.0/8, ::1, 169.254.0.0/16, fe80::/10,
@@ -102,10 +115,19 @@ impl Acl {
         ])
     }
 
-    /// Whether `ip` may use forwarding.
+    /// Whether `ip` may use forwarding. IPv4-mapped IPv6 addresses count as IPv4.
     #[inline]
     pub fn allows(&self, ip: IpAddr) -> bool {
-        self.prefixes.iter().any(|p| p.contains(ip))
+        match ip.to_canonical() {
+            IpAddr::V4(ip) => {
+                let ip = ip.to_bits();
+                self.v4.iter().any(|&(net, mask)| ip & mask == net)
+            }
+            IpAddr::V6(ip) => {
+                let ip = ip.to_bits();
+                self.v6.iter().any(|&(net, mask)| ip & mask == net)
+            }
+        }
     }
 
     /// The prefixes.

@@ -746,7 +746,7 @@ impl Forwarder {
         let Some(flight) = self.flights.get_mut(slot).and_then(Option::as_mut) else {
             return;
         };
-        if flight.waiters.is_empty() || !cache.can_serve(flight.key.bytes(), now) {
+        if flight.waiters.is_empty() || !cache.can_serve(flight.key.key_ref(), now) {
             return;
         }
         self.done.push(Done {

@@ -7,6 +7,9 @@ use foldhash::fast::RandomState;
 use std::collections::HashSet;
 use std::net::IpAddr;
 
+/// Address lists up to this long are de-duplicated by scanning them.
+const SMALL: usize = 16;
+
 /// The A and the AAAA answer of `addresses` (either may be empty), owned by the query name.
 pub fn address_answers(ttl: u32, addresses: &[IpAddr]) -> (Option<AnswerSet>, Option<AnswerSet>) {
     let (v4, v6) = address_rrsets(None, ttl, addresses);
@@ -24,9 +27,15 @@ pub fn address_answers(ttl: u32, addresses: &[IpAddr]) -> (Option<AnswerSet>, Op
 pub fn address_rrsets(owner: Option<&Name>, ttl: u32, addresses: &[IpAddr]) -> (Option<Rrset>, Option<Rrset>) {
     let mut v4 = Vec::new();
     let mut v6 = Vec::new();
+    // Most names hold a handful of addresses: a hash set pays off only for large services.
     let mut seen: HashSet<IpAddr, RandomState> = HashSet::default();
-    for &address in addresses {
-        if !seen.insert(address) {
+    for (i, &address) in addresses.iter().enumerate() {
+        let repeated = if addresses.len() <= SMALL {
+            addresses[..i].contains(&address)
+        } else {
+            !seen.insert(address)
+        };
+        if repeated {
             continue;
         }
         match address {

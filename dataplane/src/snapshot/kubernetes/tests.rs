@@ -562,3 +562,34 @@ fn composed_with_skydns_both_zones_answer() {
         assert_eq!(s.zone_of(name.wire()).map(|(i, _)| i as u16), Some(node.zone), "{name}");
     }
 }
+
+#[test]
+fn fallthrough_zones_pass_missing_names_on() {
+    let reverse = Name::from_dotted("in-addr.arpa.").unwrap();
+    let config = Config {
+        fallthrough: Some(vec![reverse]),
+        ..Config::default()
+    };
+    let s = snapshot_with(&config, &cluster());
+    let missing = ask(&s, "99.0.0.10.in-addr.arpa.", RecordType::PTR);
+    assert_eq!(
+        missing.response_code(),
+        ResponseCode::Refused,
+        "passed on: without forwarding, refused"
+    );
+    assert_eq!(
+        data(&s, "1.0.0.10.in-addr.arpa.", RecordType::PTR),
+        ["svc1.testns.svc.cluster.local."]
+    );
+    assert_nxdomain(&s, &n("nope.testns.svc"), RecordType::A);
+
+    let everywhere = Config {
+        fallthrough: Some(vec![]),
+        ..Config::default()
+    };
+    let s = snapshot_with(&everywhere, &cluster());
+    assert_eq!(
+        ask(&s, &n("nope.testns.svc"), RecordType::A).response_code(),
+        ResponseCode::Refused
+    );
+}
