@@ -12,16 +12,16 @@
 #   report     summary tables, JSON and the SVG picture from what is in RESULTS
 #   all        peak, callgrind, the zero-allocation tests, report
 #
-# Knobs (environment, defaults in brackets): ROUNDS [3], DURATION [10] seconds per run,
-# MIXES ["a nxdomain srv mixedcase"], GENERATORS ["loadgen dnsperf"],
-# SERVERS ["echo skyline knot"], PACED_MIXES ["a"; empty for none], PACED_FRACTION [0.8], SERVICES [2500]
-# (four A names each), QUERIES [100000] per mix file, CALLGRIND_QUERIES [10000], WINDOW [100]
-# and BATCH [16] for skyline-loadgen, SOCKETS [1] client source ports, SERVER_CPU [1] (a
-# taskset CPU list), CLIENT_CPU [0], SKYLINE_BIN [target/release/skyline] (e.g. a build with
-# another batch size), SKYLINE_FLAGS ["--workers 1 --no-pin"], BUILD [1] (0: use the binaries
-# as they are), RESULTS [benches/results]. A server named skyline-TAG in SERVERS runs the
-# binary VARIANTS/skyline-TAG [VARIANTS: target/variants], so that builds differing in one
-# constant are compared in the same run.
+# Knobs (environment, defaults in brackets): ROUNDS [3], DURATION [10] seconds per run, MIXES
+# ["a nxdomain srv mixedcase"], GENERATORS ["loadgen dnsperf"], SERVERS ["echo skyline knot"],
+# PACED_MIXES ["a"; empty for none], PACED_FRACTION [0.8], SERVICES [2500] (four A names each),
+# QUERIES [100000] per mix file, CALLGRIND_QUERIES [10000], WINDOW [100] and BATCH [16] for
+# skyline-loadgen, SOCKETS [1] client source ports, SERVER_CPU [1] (a taskset CPU list),
+# CLIENT_CPU [0], SKYLINE_BIN [target/release/skyline] (e.g. a build with another batch size),
+# SKYLINE_FLAGS ["--workers 1 --no-pin"], BUILD [1] (0: use the binaries as they are), RESULTS
+# [benches/results]. A server named skyline-TAG in SERVERS runs the binary VARIANTS/skyline-TAG
+# [VARIANTS: target/variants], so that builds differing in one constant are compared in the same
+# run.
 # A quick look: ROUNDS=1 DURATION=2 MIXES=a GENERATORS=loadgen benches/compare.sh peak
 #
 # Everything listens on 127.0.0.1 only, every run is bounded in time, and every process this

@@ -33,6 +33,8 @@ const SERVICES: usize = 1000;
 /// The key every latency probe rewrites.
 const PROBE_KEY: &str = "/skydns/test/skydns/bench/probe";
 const PROBE_NAME: &str = "probe.bench.skydns.test.";
+/// The settings object: the domain of the keys above.
+const CONFIG: &str = r#"{"domain":"skydns.test."}"#;
 
 struct Options {
     keys: Vec<usize>,
@@ -137,6 +139,7 @@ fn latency(base: usize, puts: usize) -> Latency {
     let etcd = Etcd::start();
     load(&etcd.endpoint(), 0, base);
     let client = EtcdClient::connect(&[etcd.endpoint()]);
+    client.put("/skydns/config", CONFIG);
     client.put(PROBE_KEY, &record(u32::MAX));
     let s = Skyline::start_with(
         &["--machines", &etcd.endpoint(), "--no-rec"],
@@ -179,7 +182,7 @@ struct Sync {
 fn sync(n: usize) -> Sync {
     let etcd = Etcd::start();
     let client = EtcdClient::connect(&[etcd.endpoint()]);
-    client.put("/skydns/config", r#"{"domain":"skydns.test."}"#);
+    client.put("/skydns/config", CONFIG);
     load(&etcd.endpoint(), 0, n);
     client.put(PROBE_KEY, &record(u32::MAX));
     let started = Instant::now();
@@ -251,24 +254,29 @@ fn record(i: u32) -> String {
     format!(r#"{{"host":"{}","port":80}}"#, address(i))
 }
 
-/// Queries the probe name until it answers `expected`, without pause.
+/// Queries the probe name until it answers `expected`, without pause. Replies to earlier
+/// queries (late after a timeout) are read and passed over.
 fn wait_answer(s: &Skyline, socket: &UdpSocket, expected: &str, limit: Duration) {
     let deadline = Instant::now() + limit;
     let mut buf = vec![0u8; 4096];
     loop {
         let q = query(PROBE_NAME, RecordType::A, Some(1232));
         socket.send_to(&q.to_vec().unwrap(), s.addr).unwrap();
-        if let Ok((n, _)) = socket.recv_from(&mut buf) {
-            if let Ok(reply) = Message::from_vec(&buf[..n]) {
-                let hit = reply.id() == q.id()
-                    && reply
-                        .answers()
-                        .iter()
-                        .any(|r| matches!(r.data(), Some(RData::A(a)) if a.0.to_string() == expected));
-                if hit {
-                    return;
-                }
+        while let Ok((n, _)) = socket.recv_from(&mut buf) {
+            let Ok(reply) = Message::from_vec(&buf[..n]) else {
+                continue;
+            };
+            if reply.id() != q.id() {
+                continue;
             }
+            let hit = reply
+                .answers()
+                .iter()
+                .any(|r| matches!(r.data(), Some(RData::A(a)) if a.0.to_string() == expected));
+            if hit {
+                return;
+            }
+            break;
         }
         assert!(
             Instant::now() < deadline,

@@ -14,17 +14,19 @@
 #   conntrack  no netfilter hooks; conntrack on every packet; conntrack with NOTRACK for the
 #              listener address; no hooks again (needs nft)
 #   split      user and kernel CPU time per answered query of each server at peak load
-# Knobs: ROUNDS [3], DURATION [5] seconds per run.
+# Knobs: ROUNDS [3], DURATION [5] seconds per run, BUILD [1] (0: use the release binaries and
+# batch variants already built).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 EXPERIMENT="${1:-}"
+BUILD_FIRST="${BUILD:-1}"
 export ROUNDS="${ROUNDS:-3}" DURATION="${DURATION:-5}" BUILD=0 MIXES=a GENERATORS=loadgen PACED_MIXES=
 VARIANTS=target/variants
 DATA=target/knobs-data
 mkdir -p "$VARIANTS"
 
-cargo build --release --locked -p skyline -p skyline-bench --bins >&2
+if [ "$BUILD_FIRST" = 1 ]; then cargo build --release --locked -p skyline -p skyline-bench --bins >&2; fi
 [ -f "$DATA/a.txt" ] || target/release/skyline-dataset --out "$DATA"
 
 # The harness's peak table rows for the A mix, prefixed with a label.
@@ -42,6 +44,7 @@ batch() {
   trap 'rm -rf "$tree"' EXIT
   tar --exclude=./target --exclude=./.git -cf - . | tar -xf - -C "$tree"
   for b in 1 8 32 64; do
+    [ "$BUILD_FIRST" = 0 ] && [ -x "$VARIANTS/skyline-batch$b" ] && continue
     sed -i "s/pub const BATCH_SIZE: usize = [0-9]*;/pub const BATCH_SIZE: usize = $b;/" "$tree/dataplane/src/sys/mod.rs"
     (cd "$tree" && CARGO_TARGET_DIR="$build" cargo build --release -p skyline --bin skyline >&2)
     cp "$build/release/skyline" "$VARIANTS/skyline-batch$b"

@@ -345,6 +345,12 @@ fn end_to_end(o: &Options) -> Vec<(String, String)> {
 }
 
 fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        eprintln!(
+            "the Kubernetes benchmarks run with `cargo bench --bench kubernetes`; nothing to do under `cargo test`"
+        );
+        return;
+    }
     let o = options();
     println!(
         "## {} services, {} endpoints ({} per service, 1 in {} headless), {} namespaces\n",

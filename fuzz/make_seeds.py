@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the committed seed corpora under fuzz/corpus/<target>/: well-formed queries for every
 name and type of the fuzz fixture, one query for each row of spec/robustness.md, TCP streams of
-framed queries, and record values of every shape. Run from anywhere; rewrites the seeds."""
+framed queries, and record values of every shape. Run from anywhere; rewrites these seeds and
+leaves other files (inputs kept from fuzzing runs, named regression-*) alone."""
 
 import json
 import os
@@ -146,8 +147,6 @@ def records():
 def write(target, seeds):
     folder = os.path.join(HERE, "corpus", target)
     os.makedirs(folder, exist_ok=True)
-    for old in os.listdir(folder):
-        os.remove(os.path.join(folder, old))
     for key, data in seeds.items():
         with open(os.path.join(folder, key), "wb") as f:
             f.write(data)

@@ -10,7 +10,7 @@
 //! edge-triggered readiness is never lost.
 
 use crate::answer::{answer, Context, Outcome, Transport};
-use crate::forward::{Answered, Client, ForwardConfig, Resolver};
+use crate::forward::{Answered, Client, ForwardConfig, Resolver, StubZones};
 use crate::io::{Datagrams, KernelUdp, PacketIo};
 use crate::snapshot::{Snapshot, SnapshotCell};
 use crate::stats::{RateLimitedWarning, Totals, WorkerStats};
@@ -76,6 +76,7 @@ pub struct Options {
 /// The running data plane: worker threads answering on its addresses until shut down.
 #[derive(Debug)]
 pub struct Server {
+    stub_zones: Option<StubZones>,
     local_addrs: Vec<SocketAddr>,
     stats: Vec<Arc<WorkerStats>>,
     wakers: Vec<Waker>,
@@ -112,7 +113,7 @@ impl Server {
         }
         let forward = options.forward.as_ref().filter(|f| f.is_enabled());
         let now = Instant::now();
-        let health = forward.map(|f| f.health(now));
+        let stub_zones = forward.map(|f| StubZones::new(f, now));
         let stop = Arc::new(AtomicBool::new(false));
         let mut workers = Vec::with_capacity(count);
         let mut wakers = Vec::with_capacity(count);
@@ -134,11 +135,11 @@ impl Server {
             tcp.register(poll.registry())?;
             let worker_stats = Arc::new(WorkerStats::default());
             stats.push(Arc::clone(&worker_stats));
-            let resolver = match (forward, &health) {
-                (Some(f), Some(health)) => Some(Resolver::new(
+            let resolver = match (forward, &stub_zones) {
+                (Some(f), Some(stubs)) => Some(Resolver::new(
                     f,
                     count,
-                    health,
+                    stubs,
                     poll.registry(),
                     Arc::clone(&worker_stats),
                 )?),
@@ -156,6 +157,7 @@ impl Server {
         }
         let local_addr = local_addrs[0];
         let mut server = Server {
+            stub_zones,
             local_addrs,
             stats,
             wakers,
@@ -193,6 +195,12 @@ impl Server {
     /// The first address actually bound (with the port the kernel chose when asked for port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addrs[0]
+    }
+
+    /// Where a data source hands in the stub zones it reads (SkyDNS `dns/stub/` records);
+    /// `None` when the server does not forward.
+    pub fn stub_zones(&self) -> Option<StubZones> {
+        self.stub_zones.clone()
     }
 
     /// Every address bound, in the order given.
@@ -356,6 +364,9 @@ impl<P: PacketIo> Worker<P> {
                         None => self.tcp.on_event(token),
                     },
                 }
+            }
+            if let Some(resolver) = self.resolver.as_mut() {
+                resolver.follow_stub_zones();
             }
             for socket in 0..self.io.len() {
                 if self.udp_ready[socket] {

@@ -5,9 +5,10 @@
 mod common;
 
 use common::{snapshot, RawQuery};
-use skyline_dataplane::forward::ForwardConfig;
+use skyline_dataplane::forward::{ForwardConfig, StubZone};
 use skyline_dataplane::snapshot::empty_cell;
 use skyline_dataplane::stats::Totals;
+use skyline_dataplane::wire::Name;
 use skyline_dataplane::worker::{Options, Server, ServerConfig, TcpConfig};
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -178,4 +179,46 @@ fn an_upstream_that_never_answers_gives_servfail_within_the_budget() {
     let totals = server.stats();
     assert!(totals.upstream_timeouts >= 1);
     assert_eq!(totals.forward_failures, 1);
+}
+
+#[test]
+fn stub_zones_handed_in_while_serving_take_effect() {
+    let default = Upstream::start(|query, from, socket| {
+        socket.send_to(&answer(query, [192, 0, 2, 1]), from).unwrap();
+    });
+    let stub = Upstream::start(|query, from, socket| {
+        socket.send_to(&answer(query, [198, 51, 100, 1]), from).unwrap();
+    });
+    let server = server(ForwardConfig {
+        upstreams: vec![default.addr],
+        ..ForwardConfig::default()
+    });
+    let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    client.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let ask = |name: &str| {
+        client
+            .send_to(&RawQuery::new(name, 1).bytes(), server.local_addr())
+            .unwrap();
+        let mut buf = [0u8; 512];
+        let (n, _) = client.recv_from(&mut buf).unwrap();
+        buf[n - 4..n].to_vec()
+    };
+    assert_eq!(ask("a.corp.example."), [192, 0, 2, 1]);
+    let zones = server.stub_zones().expect("a forwarding server takes stub zones");
+    zones.set(vec![StubZone {
+        zone: Name::from_dotted("corp.example.").unwrap(),
+        servers: vec![stub.addr],
+    }]);
+    assert_eq!(
+        ask("b.corp.example."),
+        [198, 51, 100, 1],
+        "the stub zone's server answers"
+    );
+    assert_eq!(
+        ask("c.example.org."),
+        [192, 0, 2, 1],
+        "other names still go to the default"
+    );
+    zones.set(Vec::new());
+    assert_eq!(ask("d.corp.example."), [192, 0, 2, 1], "and back once the zone is gone");
 }

@@ -9,7 +9,7 @@ use hickory_proto::serialize::binary::BinEncodable;
 use libfuzzer_sys::fuzz_target;
 use skyline_dataplane::wire::name::read_name;
 use skyline_dataplane::wire::types::{HEADER_LEN, MAX_NAME_LEN};
-use skyline_dataplane::wire::{parse_query, DropReason, FormatError, LowerName, WireError};
+use skyline_dataplane::wire::{parse_query, FormatError, LowerName, WireError};
 use skyline_fuzz::check;
 
 /// Offsets at which a name is also read on its own, to cover pointers into every position.

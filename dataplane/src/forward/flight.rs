@@ -237,6 +237,7 @@ pub(crate) struct Forwarder {
     done: Vec<Done>,
     stats: Arc<WorkerStats>,
     socket_warning: RateLimitedWarning,
+    rotate: bool,
 }
 
 impl Forwarder {
@@ -271,7 +272,24 @@ impl Forwarder {
             done: Vec::new(),
             stats,
             socket_warning: RateLimitedWarning::default(),
+            rotate: config.rotate,
         }
+    }
+
+    /// Replaces the stub routes (every route but the default one) with `zones`, their servers'
+    /// health in `health`. Questions in flight to stub servers end as unanswered: their route
+    /// numbers no longer mean the same servers.
+    pub(crate) fn replace_stubs(&mut self, zones: &[super::StubZone], health: &SharedHealth) {
+        for slot in 0..self.flights.len() {
+            if self.flights[slot].as_ref().is_some_and(|f| f.route != 0) {
+                self.complete(slot, Err(Failure::Unreachable));
+            }
+        }
+        self.groups.truncate(1);
+        for (i, zone) in zones.iter().enumerate() {
+            self.groups.push(Group::new(&zone.servers, i + 1, health, self.rotate));
+        }
+        self.down = self.groups.iter().map(Group::all_down).collect();
     }
 
     /// Per route index: whether every upstream is down.

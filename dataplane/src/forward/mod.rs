@@ -16,10 +16,12 @@ mod flight;
 mod message;
 pub mod resolv_conf;
 mod route;
+mod stubs;
 mod upstream;
 
 pub use acl::{Acl, Prefix, PrefixError};
 pub use route::{Failure, Route, Routes};
+pub use stubs::StubZones;
 pub use upstream::{SharedHealth, MAX_FAILS, PROBE_INTERVAL};
 
 use crate::answer::{answer_recursive, Context, Outcome, Recursion, Resolution, Resolved};
@@ -137,6 +139,9 @@ pub(crate) enum Answered {
 pub(crate) struct Resolver {
     acl: Acl,
     routes: Routes,
+    /// The stub zones in force, and where newer ones appear.
+    stubs: Arc<stubs::StubSet>,
+    stub_updates: arc_swap::Cache<Arc<arc_swap::ArcSwap<stubs::StubSet>>, Arc<stubs::StubSet>>,
     cache: Cache,
     forwarder: Forwarder,
     stats: Arc<WorkerStats>,
@@ -146,18 +151,26 @@ pub(crate) struct Resolver {
 
 impl Resolver {
     /// A resolver for one of `workers` workers, registering its sockets with `registry`;
-    /// `health` is shared by all of them (see [`ForwardConfig::health`]).
+    /// `stubs` is shared by all of them and carries the upstreams' shared health.
     pub(crate) fn new(
         config: &ForwardConfig,
         workers: usize,
-        health: &SharedHealth,
+        stubs: &StubZones,
         registry: &Registry,
         stats: Arc<WorkerStats>,
     ) -> io::Result<Resolver> {
-        let stubs = config.stub_zones.iter().map(|s| s.zone.clone()).collect();
-        let routes = Routes::new(config.ndots, !config.upstreams.is_empty(), stubs);
+        let current = stubs.current();
+        let names = current.zones.iter().map(|s| s.zone.clone()).collect();
+        let routes = Routes::new(config.ndots, !config.upstreams.is_empty(), names);
         let mut groups = vec![config.upstreams.as_slice()];
-        groups.extend(config.stub_zones.iter().map(|s| s.servers.as_slice()));
+        groups.extend(current.zones.iter().map(|s| s.servers.as_slice()));
+        let forwarder = Forwarder::new(
+            registry.try_clone()?,
+            &groups,
+            config,
+            &current.health,
+            Arc::clone(&stats),
+        );
         let cache = Cache::new(CacheConfig {
             max_bytes: config.cache.max_bytes / workers.max(1),
             ..config.cache.clone()
@@ -165,8 +178,10 @@ impl Resolver {
         Ok(Resolver {
             acl: config.acl.clone(),
             routes,
+            stubs: current,
+            stub_updates: arc_swap::Cache::new(stubs.cell()),
             cache,
-            forwarder: Forwarder::new(registry.try_clone()?, &groups, config, health, Arc::clone(&stats)),
+            forwarder,
             stats,
             scratch: vec![0; MAX_MESSAGE_LEN].into_boxed_slice(),
             done: Vec::new(),
@@ -270,6 +285,20 @@ impl Resolver {
 
     /// Reads upstream replies, handles timeouts and probes, and hands every reply now due to
     /// a waiting client to `send`.
+    /// Switches to the stub zones a data source handed in since the last call, if any. The
+    /// worker calls it once per turn, before answering.
+    pub(crate) fn follow_stub_zones(&mut self) {
+        let latest = self.stub_updates.load();
+        if !Arc::ptr_eq(latest, &self.stubs) {
+            let latest = Arc::clone(latest);
+            self.routes = self
+                .routes
+                .with_stubs(latest.zones.iter().map(|s| s.zone.clone()).collect());
+            self.forwarder.replace_stubs(&latest.zones, &latest.health);
+            self.stubs = latest;
+        }
+    }
+
     pub(crate) fn turn(&mut self, snapshot: &Snapshot, now: Instant, mut send: impl FnMut(Client, &[u8])) {
         let Resolver {
             routes,

@@ -56,6 +56,11 @@ impl Routes {
         }
     }
 
+    /// The same rules with other stub zones.
+    pub fn with_stubs(&self, stubs: Vec<Name>) -> Routes {
+        Routes::new(self.ndots, self.default, stubs)
+    }
+
     /// Labels a name needs before it goes to the default resolvers.
     pub fn ndots(&self) -> u32 {
         self.ndots

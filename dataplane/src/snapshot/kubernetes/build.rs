@@ -19,16 +19,16 @@
 //! ready endpoint address (to `<endpoint>.<base>`, one per distinct target), named in the
 //! primary zone.
 
-use super::config::{Config, PodMode, SCHEMA_VERSION, VERSION_TTL};
-use super::model::{Cluster, EndpointSlice, ServiceKind};
-use super::names::{dashed, reverse};
+use super::config::{is_reverse, Config, PodMode, SCHEMA_VERSION, VERSION_TTL};
+use super::model::{Changes, Cluster, EndpointSlice, ServiceKind};
+use super::names::{dashed, reverse, unreverse};
 use super::service::ServiceView;
 use super::sets::{address_answers, address_rrsets, single, srv_answer, SrvEntry};
 use crate::snapshot::rrset::{AnswerSet, CompiledAnswer, Rdata};
 use crate::snapshot::{Below, Identity, Node, Slot, Snapshot, Zone, ZoneKind, ZoneState};
 use crate::wire::{LowerName, Name};
 use foldhash::fast::RandomState;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -51,37 +51,12 @@ pub fn syncing(config: &Config, generation: u64, now: SystemTime) -> Snapshot {
 /// Builds the cluster zones of `cluster` under `config`. `now` sets the SOA serial.
 pub fn build(config: &Config, cluster: &Cluster, generation: u64, now: SystemTime) -> Snapshot {
     let zones = zones(config, ZoneState::Ready, now);
-    let mut slices: HashMap<(&str, &str), Vec<&EndpointSlice>, RandomState> = HashMap::default();
-    for (key, slice) in &cluster.slices {
-        slices.entry((&key.namespace, &slice.service)).or_default().push(slice);
-    }
-    let exposed = |ns: &str| cluster.namespaces.contains(ns) && config.exposes(ns);
-    let views: HashMap<(&str, &str), ServiceView<'_>, RandomState> = cluster
-        .services
-        .iter()
-        .filter(|(key, _)| exposed(&key.namespace))
-        .map(|(key, service)| {
-            let id = (&*key.namespace, &*key.name);
-            let own = slices.get(&id).map_or(&[][..], Vec::as_slice);
-            (id, ServiceView::new(config, key, service, own))
-        })
-        .collect();
-    let mut namespaces: Vec<&str> = cluster.namespaces.iter().map(|n| &**n).filter(|n| exposed(n)).collect();
-    namespaces.sort_unstable();
-
-    let mut b = Builder {
-        config,
-        zones: &zones,
-        views: &views,
-        nodes: HashMap::default(),
-        cluster_ptrs: HashMap::default(),
-        endpoint_ptrs: Vec::new(),
-        serial: serial(now),
-    };
+    let views = views(config, cluster);
+    let mut b = Builder::new(config, &zones, &views, now);
     for (primary, zone) in config.forward_zones().enumerate().map(|(i, z)| (i == 0, z)) {
         let Some(zi) = b.zone_index(zone) else { continue };
         b.forward_apex(zone, zi);
-        for ns in &namespaces {
+        for ns in namespaces(config, cluster) {
             b.namespace(zone, zi, ns);
         }
         for view in views.values() {
@@ -91,6 +66,86 @@ pub fn build(config: &Config, cluster: &Cluster, generation: u64, now: SystemTim
             b.pods(zone, zi, cluster);
         }
     }
+    finish(b, config, zones, generation, cluster)
+}
+
+/// Builds the cluster zones of `cluster` as [`build`] does, recompiling only what `changes`
+/// reach: every other name of the cluster zones keeps its node (its compiled answers shared,
+/// not copied) from `previous`, the snapshot built before those changes (and possibly composed
+/// with other zones since). Full changes build from scratch.
+pub fn update(
+    config: &Config,
+    cluster: &Cluster,
+    previous: &Snapshot,
+    changes: &Changes,
+    generation: u64,
+    now: SystemTime,
+) -> Snapshot {
+    if changes.full {
+        return build(config, cluster, generation, now);
+    }
+    let zones = zones(config, ZoneState::Ready, now);
+    let views = views(config, cluster);
+    let mut b = Builder::new(config, &zones, &views, now);
+    b.reuse(previous, changes);
+    let rebuilt = |view: &&ServiceView<'_>| {
+        changes.services.contains(view.key) || matches!(view.service.kind, ServiceKind::ExternalName(_))
+    };
+    for (primary, zone) in config.forward_zones().enumerate().map(|(i, z)| (i == 0, z)) {
+        let Some(zi) = b.zone_index(zone) else { continue };
+        b.forward_apex(zone, zi);
+        for ns in namespaces(config, cluster) {
+            b.namespace(zone, zi, ns);
+        }
+        for view in views.values().filter(rebuilt) {
+            b.service(zone, zi, view, false);
+        }
+        if primary {
+            for view in views.values() {
+                b.ptr_contributions(zone, view, Some(&changes.addresses));
+            }
+        }
+        if config.pods == PodMode::Verified && changes.pods {
+            b.pods(zone, zi, cluster);
+        }
+    }
+    finish(b, config, zones, generation, cluster)
+}
+
+/// Every exposed service with its ready endpoints, by (namespace, name).
+fn views<'c>(config: &Config, cluster: &'c Cluster) -> HashMap<(&'c str, &'c str), ServiceView<'c>, RandomState> {
+    let mut slices: HashMap<(&str, &str), Vec<&EndpointSlice>, RandomState> = HashMap::default();
+    for (key, slice) in &cluster.slices {
+        slices.entry((&key.namespace, &slice.service)).or_default().push(slice);
+    }
+    cluster
+        .services
+        .iter()
+        .filter(|(key, _)| exposed(config, cluster, &key.namespace))
+        .map(|(key, service)| {
+            let id = (&*key.namespace, &*key.name);
+            let own = slices.get(&id).map_or(&[][..], Vec::as_slice);
+            (id, ServiceView::new(config, key, service, own))
+        })
+        .collect()
+}
+
+/// Whether names in `namespace` are served: the Namespace exists and `namespaces` allows it.
+fn exposed(config: &Config, cluster: &Cluster, namespace: &str) -> bool {
+    cluster.namespaces.contains(namespace) && config.exposes(namespace)
+}
+
+fn namespaces<'c>(config: &Config, cluster: &'c Cluster) -> impl Iterator<Item = &'c str> + 'c {
+    let config = config.clone();
+    cluster
+        .namespaces
+        .iter()
+        .map(|n| &**n)
+        .filter(move |n| exposed(&config, cluster, n))
+}
+
+/// The reverse zones' apexes and PTRs, and the snapshot.
+fn finish(mut b: Builder<'_, '_>, config: &Config, zones: Vec<Zone>, generation: u64, cluster: &Cluster) -> Snapshot {
     for zone in config.reverse_zones() {
         if let Some(zi) = b.zone_index(zone) {
             b.apex(zone, zi);
@@ -193,6 +248,16 @@ impl Soa {
     }
 }
 
+/// What a name of a forward zone belongs to, for [`Builder::reuse`].
+enum Owner<'n> {
+    /// A service's names: `<...>.<svc>.<ns>.svc.<zone>` and OpenShift's `endpoints` ones.
+    Service(&'n str, &'n str),
+    /// A pod name.
+    Pod,
+    /// The zone's own names: apex, fixed names, namespaces.
+    Zone,
+}
+
 struct Builder<'a, 'c> {
     config: &'a Config,
     zones: &'a [Zone],
@@ -205,7 +270,70 @@ struct Builder<'a, 'c> {
     serial: u32,
 }
 
-impl<'c> Builder<'_, 'c> {
+impl<'a, 'c> Builder<'a, 'c> {
+    fn new(
+        config: &'a Config,
+        zones: &'a [Zone],
+        views: &'a HashMap<(&'c str, &'c str), ServiceView<'c>, RandomState>,
+        now: SystemTime,
+    ) -> Builder<'a, 'c> {
+        Builder {
+            config,
+            zones,
+            views,
+            nodes: HashMap::default(),
+            cluster_ptrs: HashMap::default(),
+            endpoint_ptrs: Vec::new(),
+            serial: serial(now),
+        }
+    }
+
+    /// Takes from `previous` the nodes `changes` do not reach: names of unchanged services,
+    /// pod names while no pod changed, PTRs of untouched addresses. Apexes and namespace names
+    /// are always built again (the SOA serial moves).
+    fn reuse(&mut self, previous: &Snapshot, changes: &Changes) {
+        let ours: Vec<Option<u16>> = previous.zones.iter().map(|z| self.zone_index(&z.apex)).collect();
+        self.nodes.reserve(previous.nodes.len());
+        for (name, node) in &previous.nodes {
+            let Some(zi) = ours.get(usize::from(node.zone)).copied().flatten() else {
+                continue;
+            };
+            let apex = &self.zones[usize::from(zi)].apex;
+            let keep = if is_reverse(apex) {
+                unreverse(name).is_some_and(|address| !changes.addresses.contains(&address))
+            } else {
+                match self.owner(name, apex) {
+                    Owner::Service(ns, svc) => self.views.get(&(ns, svc)).is_some_and(|view| {
+                        !changes.services.contains(view.key)
+                            && !matches!(view.service.kind, ServiceKind::ExternalName(_))
+                    }),
+                    Owner::Pod => !changes.pods,
+                    Owner::Zone => false,
+                }
+            };
+            if keep {
+                let mut node = node.clone();
+                node.zone = zi;
+                self.nodes.insert(name.clone(), node);
+            }
+        }
+    }
+
+    /// What a forward-zone name belongs to.
+    fn owner<'n>(&self, name: &'n Name, apex: &Name) -> Owner<'n> {
+        let own = name.label_count().saturating_sub(apex.label_count());
+        let labels: Vec<&[u8]> = name.labels().take(own).collect();
+        let text = |l: &'n [u8]| std::str::from_utf8(l).ok();
+        match labels.as_slice() {
+            [.., svc, ns, b"svc"] | [.., svc, ns, b"endpoints"] => match (text(ns), text(svc)) {
+                (Some(ns), Some(svc)) => Owner::Service(ns, svc),
+                _ => Owner::Zone,
+            },
+            [_, _, b"pod"] => Owner::Pod,
+            _ => Owner::Zone,
+        }
+    }
+
     fn zone_index(&self, apex: &Name) -> Option<u16> {
         self.zones.iter().position(|z| z.apex == *apex).map(|i| i as u16)
     }
@@ -329,12 +457,7 @@ impl<'c> Builder<'_, 'c> {
                     return;
                 }
                 self.cluster_ip(zi, &base, view, ips);
-                self.endpoints(zone, zi, &base, view, primary);
-                if primary {
-                    for &ip in ips.iter() {
-                        self.cluster_ptrs.entry(ip).or_insert_with(|| base.clone());
-                    }
-                }
+                self.endpoints(zone, zi, &base, view);
             }
             ServiceKind::Headless => {
                 if view.endpoints.is_empty() {
@@ -350,8 +473,45 @@ impl<'c> Builder<'_, 'c> {
                     let addresses = view.addresses_with_port(&port.name, port.protocol);
                     self.addresses(name, zi, &addresses, srv);
                 }
-                self.endpoints(zone, zi, &base, view, primary);
+                self.endpoints(zone, zi, &base, view);
             }
+        }
+        if primary {
+            self.ptr_contributions(zone, view, None);
+        }
+    }
+
+    /// Records the PTRs `view` gives (those of the addresses in `only`, when given): its cluster
+    /// IPs to its name, its endpoints to their names. Named in the primary `zone`.
+    fn ptr_contributions(&mut self, zone: &Name, view: &ServiceView<'c>, only: Option<&HashSet<IpAddr, RandomState>>) {
+        let wanted = |address: &IpAddr| only.map_or(true, |set| set.contains(address));
+        let ips: &[IpAddr] = match &view.service.kind {
+            ServiceKind::ExternalName(_) => return,
+            ServiceKind::ClusterIp(_) if self.config.ignore_empty_service && view.endpoints.is_empty() => return,
+            ServiceKind::Headless if view.endpoints.is_empty() => return,
+            ServiceKind::ClusterIp(ips) => ips,
+            ServiceKind::Headless => &[],
+        };
+        if !ips.iter().any(wanted) && !view.endpoints.iter().any(|e| wanted(&e.address)) {
+            return;
+        }
+        let Ok(base) = zone
+            .prepend("svc")
+            .and_then(|n| n.prepend(&view.key.namespace))
+            .and_then(|n| n.prepend(&view.key.name))
+        else {
+            return;
+        };
+        for &ip in ips.iter().filter(|ip| wanted(ip)) {
+            self.cluster_ptrs.entry(ip).or_insert_with(|| base.clone());
+        }
+        for (label, addresses) in view.by_label() {
+            if !addresses.iter().any(wanted) {
+                continue;
+            }
+            let Ok(name) = base.prepend(label) else { continue };
+            self.endpoint_ptrs
+                .extend(addresses.iter().filter(|a| wanted(a)).map(|&a| (a, name.clone())));
         }
     }
 
@@ -415,13 +575,10 @@ impl<'c> Builder<'_, 'c> {
         srv_answer(self.config.ttl, &entries)
     }
 
-    /// `<endpoint>.<base>` names, OpenShift's endpoint names, and the endpoints' PTRs.
-    fn endpoints(&mut self, zone: &Name, zi: u16, base: &Name, view: &ServiceView<'c>, primary: bool) {
+    /// `<endpoint>.<base>` names and OpenShift's endpoint names.
+    fn endpoints(&mut self, zone: &Name, zi: u16, base: &Name, view: &ServiceView<'c>) {
         for (label, addresses) in view.by_label() {
             let Ok(name) = base.prepend(label) else { continue };
-            if primary {
-                self.endpoint_ptrs.extend(addresses.iter().map(|&a| (a, name.clone())));
-            }
             self.addresses(name, zi, &addresses, None);
         }
         if self.config.openshift_names && !view.endpoints.is_empty() {

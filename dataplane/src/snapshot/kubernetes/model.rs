@@ -44,6 +44,28 @@ pub struct Cluster {
     pub pods: Objects<Pod>,
 }
 
+/// What changed in a [`Cluster`] since the snapshot last built from it, so that the next build
+/// recompiles only the names those changes reach (see [`super::update`]).
+#[derive(Debug, Default, Clone)]
+pub struct Changes {
+    /// Everything may have changed (a list, a namespace): build from scratch.
+    pub full: bool,
+    /// Services whose own object or one of whose slices changed.
+    pub services: HashSet<ObjectKey, RandomState>,
+    /// Addresses whose PTR may have changed: cluster IPs and endpoint addresses, before and
+    /// after the changes.
+    pub addresses: HashSet<IpAddr, RandomState>,
+    /// Some pod changed.
+    pub pods: bool,
+}
+
+impl Changes {
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        !self.full && !self.pods && self.services.is_empty() && self.addresses.is_empty()
+    }
+}
+
 /// A Service, reduced to its DNS shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Service {
