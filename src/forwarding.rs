@@ -10,6 +10,7 @@
 //! | `forward.timeout` | `--forward-timeout` (also `read_timeout` in `/<prefix>/config`) | `1500ms` |
 //! | `forward.max_in_flight` | `--max-in-flight` | 512 per worker |
 //! | `forward.stub_zones` | `--stub-zone ZONE=IP:PORT,...` | none |
+//! | `forward.stubzones` | `--stubzones` (SkyDNS) | false: `dns/stub/` records in etcd are not followed |
 //! | `cache.size` | `--cache-size` | `16MiB` for all workers |
 //! | `cache.min_ttl`, `cache.max_ttl` | `--cache-min-ttl`, `--cache-max-ttl` | 0, 86400 |
 //! | `cache.negative_ttl` | `--cache-negative-ttl` | 3600 |
@@ -22,12 +23,14 @@
 use crate::cli::parse_go_bool;
 use clap::Args;
 use serde::Deserialize;
+use skyline_controlplane::etcd::SourceHealth;
 use skyline_dataplane::cache::CacheConfig;
-use skyline_dataplane::forward::{resolv_conf, Acl, ForwardConfig, Prefix, StubZone};
+use skyline_dataplane::forward::{resolv_conf, Acl, ForwardConfig, Prefix, StubZone, StubZones};
 use skyline_dataplane::wire::Name;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Where nameservers are read from when none are configured.
@@ -102,6 +105,18 @@ pub struct ForwardArgs {
     #[arg(long, value_name = "ZONE=IP:PORT,...", value_parser = parse_stub_zone)]
     pub stub_zone: Vec<StubZone>,
 
+    /// Follow the stub zones of the records under dns/stub/ of the domain in etcd, as they
+    /// change (SkyDNS -stubzones) [default: false]
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_parser = parse_go_bool
+    )]
+    pub stubzones: Option<bool>,
+
     /// Response cache memory, all workers together, e.g. 64MiB [default: 16MiB]
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub cache_size: Option<usize>,
@@ -151,6 +166,8 @@ pub struct ForwardFile {
     pub max_in_flight: Option<usize>,
     /// `--stub-zone`, as a list of tables.
     pub stub_zones: Option<Vec<StubZoneFile>>,
+    /// `--stubzones`.
+    pub stubzones: Option<bool>,
 }
 
 /// One stub zone in the TOML file.
@@ -301,6 +318,39 @@ pub fn forward_config(
         },
     };
     Ok(config.is_enabled().then_some(config))
+}
+
+/// Whether stub zones from records are followed (`--stubzones`, SkyDNS's switch for them).
+pub fn stub_records(args: &ForwardArgs, forward: Option<&ForwardFile>) -> bool {
+    args.stubzones.or(forward.and_then(|f| f.stubzones)).unwrap_or(false)
+}
+
+/// How often the stub zones read from records are looked at.
+const STUB_RECORDS_POLL: Duration = Duration::from_secs(1);
+
+/// Hands the stub zones the etcd source reads from `dns/stub/` records to the data plane
+/// whenever they change; runs until the runtime stops.
+pub async fn follow_stub_records(source: Arc<SourceHealth>, zones: StubZones) {
+    let mut applied: Option<Arc<Vec<skyline_controlplane::etcd::StubZone>>> = None;
+    loop {
+        let current = source.stub_zones();
+        if applied.as_ref().map_or(true, |a| !Arc::ptr_eq(a, &current)) {
+            zones.set(
+                current
+                    .iter()
+                    .map(|z| StubZone {
+                        zone: z.zone.clone(),
+                        servers: z.nameservers.clone(),
+                    })
+                    .collect(),
+            );
+            if applied.is_some() || !current.is_empty() {
+                tracing::info!(zones = current.len(), "stub zones from records in force");
+            }
+            applied = Some(current);
+        }
+        tokio::time::sleep(STUB_RECORDS_POLL).await;
+    }
 }
 
 fn parse_prefix(text: &str) -> Result<Prefix, String> {

@@ -145,6 +145,10 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     log_settings(&settings);
 
     let shutdown = Shutdown::register().map_err(StartError::Signals)?;
+    let stub_records = etcd
+        .as_ref()
+        .filter(|_| forwarding::stub_records(&cli.forward, file.as_ref().and_then(|f| f.forward.as_ref())))
+        .map(EtcdSource::health);
     if let Some(etcd) = etcd {
         runtime.spawn(etcd.serve(settings.skydns.clone()));
     }
@@ -202,6 +206,13 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             "listening on udp://{local} tcp://{local} for {}",
             settings.skydns.domain
         );
+    }
+    match (stub_records, server.stub_zones()) {
+        (Some(source), Some(zones)) => {
+            runtime.spawn(forwarding::follow_stub_records(source, zones));
+        }
+        (Some(_), None) => tracing::warn!("stub zone records are not followed: nothing is forwarded"),
+        (None, _) => {}
     }
 
     let signal = runtime.block_on(shutdown.wait());

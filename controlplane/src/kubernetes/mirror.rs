@@ -7,7 +7,9 @@
 //! once. Snapshots are not built while a re-list is under way (see [`Mirror::is_settled`]), since
 //! the objects not yet listed again are then missing from the live tables.
 
-use skyline_dataplane::snapshot::kubernetes::{Cluster, EndpointSlice, Names, ObjectKey, Objects, Pod, Service};
+use skyline_dataplane::snapshot::kubernetes::{
+    Changes, Cluster, EndpointSlice, Names, ObjectKey, Objects, Pod, Service, ServiceKind,
+};
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, Hash};
 
@@ -75,6 +77,8 @@ fn begin<T: Table>(live: &mut T, unconfirmed: &mut Option<T>) {
 pub struct Mirror {
     /// The objects, as the builder reads them.
     pub cluster: Cluster,
+    /// What changed since the last build.
+    changes: Changes,
     listed: [bool; 4],
     namespaces: Option<Names>,
     services: Option<Objects<Service>>,
@@ -85,6 +89,7 @@ pub struct Mirror {
 impl Mirror {
     /// A list of `kind` starts: what is held becomes unconfirmed.
     pub fn begin_list(&mut self, kind: Kind) {
+        self.changes.full = true;
         let c = &mut self.cluster;
         match kind {
             Kind::Namespace => begin(&mut c.namespaces, &mut self.namespaces),
@@ -115,39 +120,79 @@ impl Mirror {
         self.namespaces.is_none() && self.services.is_none() && self.slices.is_none() && self.pods.is_none()
     }
 
-    /// A Namespace exists (listed or added).
-    pub fn put_namespace(&mut self, name: Box<str>) {
+    /// A Namespace exists (listed or added). Returns whether that is news.
+    pub fn put_namespace(&mut self, name: Box<str>) -> bool {
         if let Some(unconfirmed) = &mut self.namespaces {
             unconfirmed.forget(&name);
         }
-        self.cluster.namespaces.insert(name);
+        let added = self.cluster.namespaces.insert(name);
+        self.changes.full |= added;
+        added
     }
 
-    /// A Namespace is gone.
-    pub fn remove_namespace(&mut self, name: &str) {
-        self.cluster.namespaces.remove(name);
+    /// A Namespace is gone. Returns whether it was there.
+    pub fn remove_namespace(&mut self, name: &str) -> bool {
+        let removed = self.cluster.namespaces.remove(name);
         if let Some(unconfirmed) = &mut self.namespaces {
             unconfirmed.remove(name);
         }
+        self.changes.full |= removed;
+        removed
     }
 
-    /// A Service is listed, added or changed; `None` means it cannot answer any more.
-    pub fn put_service(&mut self, key: ObjectKey, service: Option<Service>) {
-        put(&mut self.cluster.services, &mut self.services, key, service);
+    /// A Service is listed, added or changed; `None` means it cannot answer any more. Returns
+    /// whether anything DNS reads changed.
+    pub fn put_service(&mut self, key: ObjectKey, service: Option<Service>) -> bool {
+        let old = put(&mut self.cluster.services, &mut self.services, key.clone(), service);
+        let new = self.cluster.services.get(&key);
+        if old.as_ref() == new {
+            return false;
+        }
+        let changes = &mut self.changes;
+        for service in old.iter().chain(new) {
+            if let ServiceKind::ClusterIp(ips) = &service.kind {
+                changes.addresses.extend(ips.iter().copied());
+            }
+        }
+        let endpoints = self
+            .cluster
+            .slices
+            .iter()
+            .filter(|(k, s)| k.namespace == key.namespace && s.service == key.name)
+            .flat_map(|(_, s)| s.endpoints.iter().map(|e| e.address));
+        changes.addresses.extend(endpoints);
+        changes.services.insert(key);
+        true
     }
 
-    /// An EndpointSlice is listed, added or changed; `None` means DNS does not read it.
-    pub fn put_slice(&mut self, key: ObjectKey, slice: Option<EndpointSlice>) {
-        put(&mut self.cluster.slices, &mut self.slices, key, slice);
+    /// An EndpointSlice is listed, added or changed; `None` means DNS does not read it. Returns
+    /// whether anything DNS reads changed.
+    pub fn put_slice(&mut self, key: ObjectKey, slice: Option<EndpointSlice>) -> bool {
+        let old = put(&mut self.cluster.slices, &mut self.slices, key.clone(), slice);
+        let new = self.cluster.slices.get(&key);
+        if old.as_ref() == new {
+            return false;
+        }
+        for slice in old.iter().chain(new) {
+            self.changes
+                .services
+                .insert(ObjectKey::new(&key.namespace, &slice.service));
+            self.changes.addresses.extend(slice.endpoints.iter().map(|e| e.address));
+        }
+        true
     }
 
     /// A Pod is listed, added or changed; `None` means it does not answer (terminating, over).
-    pub fn put_pod(&mut self, key: ObjectKey, pod: Option<Pod>) {
-        put(&mut self.cluster.pods, &mut self.pods, key, pod);
+    /// Returns whether its address changed.
+    pub fn put_pod(&mut self, key: ObjectKey, pod: Option<Pod>) -> bool {
+        let old = put(&mut self.cluster.pods, &mut self.pods, key.clone(), pod);
+        let changed = old.as_ref() != self.cluster.pods.get(&key);
+        self.changes.pods |= changed;
+        changed
     }
 
-    /// An object of `kind` is gone.
-    pub fn remove(&mut self, kind: Kind, key: &ObjectKey) {
+    /// An object of `kind` is gone. Returns whether DNS held it.
+    pub fn remove(&mut self, kind: Kind, key: &ObjectKey) -> bool {
         match kind {
             Kind::Namespace => self.remove_namespace(&key.name),
             Kind::Service => self.put_service(key.clone(), None),
@@ -155,31 +200,33 @@ impl Mirror {
             Kind::Pod => self.put_pod(key.clone(), None),
         }
     }
+
+    /// What changed since the last call, for the next build.
+    pub fn take_changes(&mut self) -> Changes {
+        std::mem::take(&mut self.changes)
+    }
 }
 
+/// Stores `value` under `key` (removes it when `None`) and returns what was held before,
+/// confirmed or not.
 fn put<V, S: BuildHasher + Default>(
     live: &mut HashMap<ObjectKey, V, S>,
     unconfirmed: &mut Option<HashMap<ObjectKey, V, S>>,
     key: ObjectKey,
     value: Option<V>,
-) {
-    if let Some(unconfirmed) = unconfirmed {
-        unconfirmed.forget(&key);
-    }
-    match value {
-        Some(value) => {
-            live.insert(key, value);
-        }
-        None => {
-            live.remove(&key);
-        }
-    }
+) -> Option<V> {
+    let earlier = unconfirmed.as_mut().and_then(|u| u.remove(&key));
+    let held = match value {
+        Some(value) => live.insert(key, value),
+        None => live.remove(&key),
+    };
+    held.or(earlier)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use skyline_dataplane::snapshot::kubernetes::ServiceKind;
+    use skyline_dataplane::snapshot::kubernetes::Endpoint;
 
     fn service() -> Option<Service> {
         Some(Service {
@@ -237,5 +284,39 @@ mod tests {
         m.remove(Kind::Service, &ObjectKey::new("ns", "a"));
         m.end_list(Kind::Service);
         assert!(m.cluster.services.is_empty());
+    }
+
+    #[test]
+    fn changes_name_the_services_and_addresses_they_reach() {
+        let mut m = Mirror::default();
+        m.begin_list(Kind::EndpointSlice);
+        m.end_list(Kind::EndpointSlice);
+        assert!(m.take_changes().full, "a list changes everything");
+        let slice = |address: &str| EndpointSlice {
+            service: "web".into(),
+            ports: Box::new([]),
+            endpoints: vec![Endpoint {
+                address: address.parse().unwrap(),
+                hostname: None,
+                pod: None,
+            }]
+            .into(),
+        };
+        let key = ObjectKey::new("ns", "web-abc");
+        assert!(m.put_slice(key.clone(), Some(slice("10.0.0.1"))));
+        assert!(!m.put_slice(key.clone(), Some(slice("10.0.0.1"))), "no news, no change");
+        assert!(m.put_slice(key.clone(), Some(slice("10.0.0.2"))));
+        let changes = m.take_changes();
+        assert!(!changes.full);
+        assert!(changes.services.contains(&ObjectKey::new("ns", "web")));
+        let mut addresses: Vec<String> = changes.addresses.iter().map(ToString::to_string).collect();
+        addresses.sort();
+        assert_eq!(addresses, ["10.0.0.1", "10.0.0.2"]);
+        assert!(m.put_service(ObjectKey::new("ns", "web"), service()));
+        let changes = m.take_changes();
+        assert!(
+            changes.addresses.iter().any(|a| a.to_string() == "10.0.0.2"),
+            "its endpoints' PTRs"
+        );
     }
 }

@@ -11,7 +11,10 @@
 //!   [`KubernetesHealth::is_ready`] is false. Afterwards an unreachable API server freezes the
 //!   data; failed lists and watches retry with capped, jittered backoff.
 //! - **Publishing.** Changes are debounced by [`DEBOUNCE`], built into the cluster zones and
-//!   composed with the SkyDNS snapshot (records file or etcd) into the one snapshot served.
+//!   composed with the SkyDNS snapshot (records file or etcd) into the one snapshot served. A
+//!   watch event recompiles only the names it reaches (the service's, the PTRs of the addresses
+//!   it touched); every other name keeps its compiled answers. Events that change nothing DNS
+//!   reads (status, annotations) publish nothing.
 
 mod backoff;
 pub mod convert;

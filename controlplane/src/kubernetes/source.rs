@@ -69,6 +69,8 @@ pub struct KubernetesSource {
     health: Arc<KubernetesHealth>,
     mirror: Mirror,
     failing: [bool; 4],
+    /// The SkyDNS snapshot changed since the cluster zones were last built.
+    base_changed: bool,
 }
 
 impl KubernetesSource {
@@ -88,6 +90,7 @@ impl KubernetesSource {
             health: Arc::default(),
             mirror: Mirror::default(),
             failing: [false; 4],
+            base_changed: false,
         }
     }
 
@@ -171,6 +174,7 @@ impl KubernetesSource {
                     let current = self.skydns.load_full();
                     if !Arc::ptr_eq(&current, &base) {
                         base = current;
+                        self.base_changed = true;
                         due.get_or_insert_with(Instant::now);
                     }
                 }
@@ -196,12 +200,10 @@ impl KubernetesSource {
                     Payload::Slice(slice) => self.mirror.put_slice(key, slice),
                     Payload::Pod(pod) => self.mirror.put_pod(key, pod),
                 }
-                true
             }
             Change::Remove(kind, key) => {
                 self.health.event();
-                self.mirror.remove(kind, &key);
-                true
+                self.mirror.remove(kind, &key)
             }
             Change::End(kind) => {
                 self.mirror.end_list(kind);
@@ -239,7 +241,18 @@ impl KubernetesSource {
         let generation = self.cell.load().generation + 1;
         let now = SystemTime::now();
         let zones: Snapshot = if synced {
-            model::build(&self.config, &self.mirror.cluster, generation, now)
+            let mut changes = self.mirror.take_changes();
+            // The served snapshot holds the SkyDNS names too; new ones must not be mistaken for
+            // cluster names kept from before.
+            changes.full |= std::mem::take(&mut self.base_changed) || !self.health.is_ready();
+            model::update(
+                &self.config,
+                &self.mirror.cluster,
+                &self.cell.load(),
+                &changes,
+                generation,
+                now,
+            )
         } else {
             model::syncing(&self.config, generation, now)
         };

@@ -66,7 +66,8 @@ pub fn build(config: &Config, cluster: &Cluster, generation: u64, now: SystemTim
             b.pods(zone, zi, cluster);
         }
     }
-    finish(b, config, zones, generation, cluster)
+    let nodes = finish(b, config);
+    snapshot(zones, nodes, generation, cluster)
 }
 
 /// Builds the cluster zones of `cluster` as [`build`] does, recompiling only what `changes`
@@ -109,7 +110,8 @@ pub fn update(
             b.pods(zone, zi, cluster);
         }
     }
-    finish(b, config, zones, generation, cluster)
+    let nodes = finish(b, config);
+    snapshot(zones, nodes, generation, cluster)
 }
 
 /// Every exposed service with its ready endpoints, by (namespace, name).
@@ -144,15 +146,18 @@ fn namespaces<'c>(config: &Config, cluster: &'c Cluster) -> impl Iterator<Item =
         .filter(move |n| exposed(&config, cluster, n))
 }
 
-/// The reverse zones' apexes and PTRs, and the snapshot.
-fn finish(mut b: Builder<'_, '_>, config: &Config, zones: Vec<Zone>, generation: u64, cluster: &Cluster) -> Snapshot {
+/// The reverse zones' apexes and PTRs: the last names, which need every service seen.
+fn finish(mut b: Builder<'_, '_>, config: &Config) -> HashMap<Name, Node, RandomState> {
     for zone in config.reverse_zones() {
         if let Some(zi) = b.zone_index(zone) {
             b.apex(zone, zi);
         }
     }
     b.ptrs();
-    let nodes = b.nodes;
+    b.nodes
+}
+
+fn snapshot(zones: Vec<Zone>, nodes: HashMap<Name, Node, RandomState>, generation: u64, cluster: &Cluster) -> Snapshot {
     tracing::debug!(
         generation,
         services = cluster.services.len(),

@@ -13,7 +13,8 @@ mod sets;
 pub use build::{build, syncing, update};
 pub use config::{is_reverse, Config, PodMode, DEFAULT_TTL, MAX_TTL, SCHEMA_VERSION, VERSION_TTL};
 pub use model::{
-    Changes, Cluster, Endpoint, EndpointSlice, Names, ObjectKey, Objects, Pod, Protocol, Service, ServiceKind, ServicePort,
+    Changes, Cluster, Endpoint, EndpointSlice, Names, ObjectKey, Objects, Pod, Protocol, Service, ServiceKind,
+    ServicePort,
 };
 
 #[cfg(test)]

@@ -111,7 +111,12 @@ mod tests {
             let address: IpAddr = text.parse().unwrap();
             assert_eq!(unreverse(&reverse(address)), Some(address), "{text}");
         }
-        for partial in ["0.3.10.in-addr.arpa.", "in-addr.arpa.", "1.2.3.400.in-addr.arpa.", "1.ip6.arpa."] {
+        for partial in [
+            "0.3.10.in-addr.arpa.",
+            "in-addr.arpa.",
+            "1.2.3.400.in-addr.arpa.",
+            "1.ip6.arpa.",
+        ] {
             assert_eq!(unreverse(&Name::from_dotted(partial).unwrap()), None, "{partial}");
         }
     }
