@@ -3,12 +3,13 @@
 # both against an echo responder that does no DNS work (the ceiling). Method and numbers:
 # tuning.md.
 #
-# Usage: benches/compare.sh [all|peak|callgrind|report]          (default: all)
+# Usage: benches/compare.sh [all|peak|callgrind|allocations|report]     (default: all)
 #   peak       for each round, mix and generator: every server at peak load (A/B alternating,
 #              the order reversed every other round); then paced runs at PACED_FRACTION of
 #              each server's own median peak rate and of Knot's, with latency histograms;
 #              then syscalls per query (perf) at peak load
 #   callgrind  user-space instructions per answered query, each server under valgrind
+#   allocations  the data plane's zero-allocation tests (answer path, running worker)
 #   report     summary tables, JSON and the SVG picture from what is in RESULTS
 #   all        peak, callgrind, the zero-allocation tests, report
 #
@@ -54,7 +55,7 @@ RESULTS="${RESULTS:-benches/results}"
 DOMAIN=skydns.local
 BIN=target/release
 
-case "$MODE" in all | peak | callgrind | report) ;; *)
+case "$MODE" in all | peak | callgrind | allocations | report) ;; *)
   sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2
   exit 2
   ;;
@@ -359,5 +360,6 @@ case "$MODE" in
 all) environment; peak; callgrind; allocations; report ;;
 peak) environment; peak; report ;;
 callgrind) callgrind; if [ -f "$RESULTS/runs.csv" ]; then report; fi ;;
+allocations) allocations; if [ -f "$RESULTS/runs.csv" ]; then report; fi ;;
 report) report ;;
 esac

@@ -18,7 +18,7 @@ use hickory_proto::rr::{Name, RecordType};
 use kubernetes_api::objects::{cluster_ip, headless, namespace, slice};
 use kubernetes_api::FakeApi;
 use skyline_dataplane::snapshot::kubernetes::{
-    self as model, Cluster, Endpoint, EndpointSlice, ObjectKey, Protocol, Service, ServiceKind, ServicePort,
+    self as model, Changes, Cluster, Endpoint, EndpointSlice, ObjectKey, Protocol, Service, ServiceKind, ServicePort,
 };
 use skyline_dataplane::snapshot::{compose, Snapshot};
 use std::io::{BufRead, BufReader};
@@ -189,12 +189,42 @@ fn build_times(o: &Options) -> Vec<(String, String)> {
         drop(served);
     }
     let (build, _) = median(builds);
-    let (compose, _) = median(composes);
+    let (composed, _) = median(composes);
+    let mut served = compose_served(&config, &cluster, &base);
+    let mut cluster = cluster;
+    let mut updates = Vec::new();
+    for c in 0..o.changes {
+        let i = (c * 7919 + 1) % o.services;
+        let key = ObjectKey::new(&ns(i), &format!("svc-{i}-abcde"));
+        let mut changes = Changes::default();
+        if let Some(slice) = cluster.slices.get_mut(&key) {
+            let mut endpoints = slice.endpoints.to_vec();
+            changes.addresses.insert(endpoints[0].address);
+            endpoints[0].address = Ipv4Addr::from(0x0b00_0000 + c as u32).into();
+            changes.addresses.insert(endpoints[0].address);
+            slice.endpoints = endpoints.into();
+            changes.services.insert(ObjectKey::new(&ns(i), &format!("svc-{i}")));
+        }
+        let start = Instant::now();
+        let zones = model::update(&config, &cluster, &served, &changes, c as u64, SystemTime::now());
+        let next = compose(&base, zones, c as u64);
+        updates.push(start.elapsed());
+        served = next;
+    }
+    let (update, update_p90) = median(updates);
     vec![
         ("names in the cluster zones".into(), names.to_string()),
         ("build of the cluster zones (median of 5)".into(), ms(build)),
-        ("compose with the SkyDNS snapshot (median of 5)".into(), ms(compose)),
+        ("compose with the SkyDNS snapshot (median of 5)".into(), ms(composed)),
+        (
+            format!("update after one endpoint change, median / p90 of {}", o.changes),
+            format!("{} / {}", ms(update), ms(update_p90)),
+        ),
     ]
+}
+
+fn compose_served(config: &model::Config, cluster: &Cluster, base: &Snapshot) -> Snapshot {
+    compose(base, model::build(config, cluster, 0, SystemTime::now()), 0)
 }
 
 /// A skyline process, killed on drop.

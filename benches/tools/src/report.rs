@@ -496,7 +496,11 @@ paced,1,a,loadgen,knot,120000,120000,1,0,1,1,100,1,nan,,
         let m = medians(&Table::parse(
             "mode,round,mix,generator,server,qps\npeak,1,a,loadgen,x,100\npeak,1,a,loadgen,y,50\npeak,2,a,loadgen,x,300\npeak,2,a,loadgen,y,100\npeak,3,a,loadgen,x,80\n",
         ));
-        let s = paired(&m[&key("peak", "a", "loadgen", "x")], &m[&key("peak", "a", "loadgen", "y")], "qps");
+        let s = paired(
+            &m[&key("peak", "a", "loadgen", "x")],
+            &m[&key("peak", "a", "loadgen", "y")],
+            "qps",
+        );
         assert_eq!((s.median, s.min, s.max, s.pairs), (2.5, 2.0, 3.0, 2));
         assert_eq!(s.cell(), "2.500 (2.00–3.00)");
     }

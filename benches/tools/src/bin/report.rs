@@ -192,13 +192,17 @@ fn latency_curves(dir: &Path) -> Result<(String, Vec<Curve>), Box<dyn std::error
         let Some(name) = path.file_stem().and_then(|s| s.to_str()) else {
             continue;
         };
-        let parts: Vec<&str> = name.split('-').collect();
-        if let [mode, "a", "loadgen", server, _round] = parts[..] {
-            by_run
-                .entry((mode.to_string(), server.to_string()))
-                .or_default()
-                .add_csv(&read(&path)?);
-        }
+        // MODE-MIX-loadgen-SERVER-rROUND: modes and servers may hold dashes, mixes do not.
+        let Some((mode, server)) = name
+            .split_once("-loadgen-")
+            .and_then(|(left, right)| Some((left.strip_suffix("-a")?, right.rsplit_once('-')?.0)))
+        else {
+            continue;
+        };
+        by_run
+            .entry((mode.to_string(), server.to_string()))
+            .or_default()
+            .add_csv(&read(&path)?);
     }
     let has = |wanted: &str| by_run.keys().any(|(mode, _)| mode == wanted);
     let (mode, caption) = if has("paced-common") {

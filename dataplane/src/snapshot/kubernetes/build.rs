@@ -324,17 +324,20 @@ impl<'a, 'c> Builder<'a, 'c> {
         }
     }
 
-    /// What a forward-zone name belongs to.
+    /// What a forward-zone name belongs to, read from its three labels above the apex.
     fn owner<'n>(&self, name: &'n Name, apex: &Name) -> Owner<'n> {
         let own = name.label_count().saturating_sub(apex.label_count());
-        let labels: Vec<&[u8]> = name.labels().take(own).collect();
+        let mut last: [&[u8]; 3] = [&[]; 3];
+        for label in name.labels().take(own) {
+            last = [last[1], last[2], label];
+        }
         let text = |l: &'n [u8]| std::str::from_utf8(l).ok();
-        match labels.as_slice() {
-            [.., svc, ns, b"svc"] | [.., svc, ns, b"endpoints"] => match (text(ns), text(svc)) {
+        match (own, last) {
+            (3.., [svc, ns, b"svc" | b"endpoints"]) => match (text(ns), text(svc)) {
                 (Some(ns), Some(svc)) => Owner::Service(ns, svc),
                 _ => Owner::Zone,
             },
-            [_, _, b"pod"] => Owner::Pod,
+            (3, [_, _, b"pod"]) => Owner::Pod,
             _ => Owner::Zone,
         }
     }
@@ -514,7 +517,7 @@ impl<'a, 'c> Builder<'a, 'c> {
             if !addresses.iter().any(wanted) {
                 continue;
             }
-            let Ok(name) = base.prepend(label) else { continue };
+            let Ok(name) = base.prepend(&label) else { continue };
             self.endpoint_ptrs
                 .extend(addresses.iter().filter(|a| wanted(a)).map(|&a| (a, name.clone())));
         }
@@ -559,11 +562,11 @@ impl<'a, 'c> Builder<'a, 'c> {
         let labels = view.by_label();
         let targets: HashMap<&str, (Name, &[IpAddr]), RandomState> = labels
             .iter()
-            .filter_map(|(label, addresses)| Some((*label, (owner.prepend(label).ok()?, addresses.as_slice()))))
+            .filter_map(|(label, addresses)| Some((label.as_str(), (owner.prepend(label).ok()?, addresses.as_slice()))))
             .collect();
         let mut entries = Vec::new();
         for endpoint in &view.endpoints {
-            let Some((target, addresses)) = targets.get(endpoint.label.as_str()) else {
+            let Some((target, addresses)) = targets.get(view.label(endpoint).as_str()) else {
                 continue;
             };
             for p in endpoint.ports {
@@ -583,7 +586,7 @@ impl<'a, 'c> Builder<'a, 'c> {
     /// `<endpoint>.<base>` names and OpenShift's endpoint names.
     fn endpoints(&mut self, zone: &Name, zi: u16, base: &Name, view: &ServiceView<'c>) {
         for (label, addresses) in view.by_label() {
-            let Ok(name) = base.prepend(label) else { continue };
+            let Ok(name) = base.prepend(&label) else { continue };
             self.addresses(name, zi, &addresses, None);
         }
         if self.config.openshift_names && !view.endpoints.is_empty() {
@@ -603,7 +606,7 @@ impl<'a, 'c> Builder<'a, 'c> {
         };
         let addresses = view.addresses();
         for (label, own) in view.by_label() {
-            if let Ok(name) = owner.prepend(label) {
+            if let Ok(name) = owner.prepend(&label) {
                 self.addresses(name, zi, &own, None);
             }
         }

@@ -52,10 +52,16 @@ pub fn reverse(address: IpAddr) -> Name {
     Name::from_dotted(&text).unwrap_or_else(|_| Name::root())
 }
 
-/// The address a full reverse name stands for; `None` for a partial or malformed one.
+/// The address a full reverse name stands for; `None` for a partial or malformed one. Reads
+/// without allocating: it runs for every reverse name a build keeps.
 pub fn unreverse(name: &Name) -> Option<IpAddr> {
-    let labels: Vec<&[u8]> = name.labels().collect();
-    match labels.as_slice() {
+    let mut labels: [&[u8]; 34] = [&[]; 34];
+    let mut count = 0;
+    for label in name.labels() {
+        *labels.get_mut(count)? = label;
+        count += 1;
+    }
+    match &labels[..count] {
         [d, c, b, a, b"in-addr", b"arpa"] => {
             let octet = |l: &[u8]| std::str::from_utf8(l).ok()?.parse::<u8>().ok();
             Some(IpAddr::V4(Ipv4Addr::new(octet(a)?, octet(b)?, octet(c)?, octet(d)?)))

@@ -9,14 +9,13 @@ use std::net::IpAddr;
 /// Longest pod name usable as an endpoint label (`endpoint_pod_names`), as CoreDNS bounds it.
 const MAX_POD_LABEL: usize = 63;
 
-/// A ready endpoint address with its label and the ports of the slice it came from.
+/// A ready endpoint address with the ports of the slice it came from.
 #[derive(Debug, Clone)]
 pub struct ReadyEndpoint<'c> {
     /// The address.
     pub address: IpAddr,
-    /// Its label under the service: the hostname, else (with `endpoint_pod_names`) the pod
-    /// name, else the dashed address.
-    pub label: String,
+    /// The endpoint.
+    pub endpoint: &'c Endpoint,
     /// The target ports of its slice.
     pub ports: &'c [ServicePort],
 }
@@ -31,6 +30,8 @@ pub struct ServiceView<'c> {
     pub service: &'c Service,
     /// Ready endpoints, in slice order.
     pub endpoints: Vec<ReadyEndpoint<'c>>,
+    /// `endpoint_pod_names`.
+    pod_names: bool,
 }
 
 impl<'c> ServiceView<'c> {
@@ -46,7 +47,7 @@ impl<'c> ServiceView<'c> {
             .flat_map(|slice| {
                 slice.endpoints.iter().map(|endpoint| ReadyEndpoint {
                     address: endpoint.address,
-                    label: label(config, endpoint),
+                    endpoint,
                     ports: &slice.ports,
                 })
             })
@@ -55,7 +56,24 @@ impl<'c> ServiceView<'c> {
             key,
             service,
             endpoints,
+            pod_names: config.endpoint_pod_names,
         }
+    }
+
+    /// An endpoint's label under the service: its hostname, else (with `endpoint_pod_names`)
+    /// its pod's name, else its dashed address. Computed when asked for: most builds need the
+    /// labels of a few services only.
+    pub fn label(&self, endpoint: &ReadyEndpoint<'_>) -> String {
+        let e = endpoint.endpoint;
+        if let Some(hostname) = e.hostname.as_deref().filter(|h| !h.is_empty()) {
+            return hostname.to_ascii_lowercase();
+        }
+        if self.pod_names {
+            if let Some(pod) = e.pod.as_deref().filter(|p| !p.is_empty() && p.len() <= MAX_POD_LABEL) {
+                return pod.to_ascii_lowercase();
+            }
+        }
+        dashed(e.address)
     }
 
     /// Every ready address.
@@ -73,11 +91,11 @@ impl<'c> ServiceView<'c> {
     }
 
     /// The endpoint labels with their addresses, sorted by label, each address once.
-    pub fn by_label(&self) -> Vec<(&str, Vec<IpAddr>)> {
-        let mut pairs: Vec<(&str, IpAddr)> = self.endpoints.iter().map(|e| (e.label.as_str(), e.address)).collect();
+    pub fn by_label(&self) -> Vec<(String, Vec<IpAddr>)> {
+        let mut pairs: Vec<(String, IpAddr)> = self.endpoints.iter().map(|e| (self.label(e), e.address)).collect();
         pairs.sort_unstable();
         pairs.dedup();
-        let mut grouped: Vec<(&str, Vec<IpAddr>)> = Vec::new();
+        let mut grouped: Vec<(String, Vec<IpAddr>)> = Vec::new();
         for (label, address) in pairs {
             match grouped.last_mut() {
                 Some((last, addresses)) if *last == label => addresses.push(address),
@@ -99,21 +117,4 @@ impl<'c> ServiceView<'c> {
         ports.dedup_by(|a, b| a.name == b.name && a.protocol == b.protocol);
         ports
     }
-}
-
-/// An endpoint's label under its service.
-fn label(config: &Config, endpoint: &Endpoint) -> String {
-    if let Some(hostname) = endpoint.hostname.as_deref().filter(|h| !h.is_empty()) {
-        return hostname.to_ascii_lowercase();
-    }
-    if config.endpoint_pod_names {
-        if let Some(pod) = endpoint
-            .pod
-            .as_deref()
-            .filter(|p| !p.is_empty() && p.len() <= MAX_POD_LABEL)
-        {
-            return pod.to_ascii_lowercase();
-        }
-    }
-    dashed(endpoint.address)
 }
