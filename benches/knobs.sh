@@ -39,7 +39,7 @@ compare() { # label, then VAR=value settings for benches/compare.sh
 batch() {
   # A copy of the working tree per constant; one target directory shared by the copies, so
   # only the data plane and the binary are rebuilt for each.
-  local tree build=$PWD/target/knobs-build
+  local build=$PWD/target/knobs-build
   tree=$(mktemp -d)
   trap 'rm -rf "$tree"' EXIT
   tar --exclude=./target --exclude=./.git -cf - . | tar -xf - -C "$tree"
@@ -62,7 +62,7 @@ placement() {
 }
 
 buffers() {
-  local port=15391 orig_r orig_w max window out drops0 drops1 hex
+  local port=15391 max window out drops0 drops1 hex
   pid=
   orig_r=$(sysctl -n net.core.rmem_max)
   orig_w=$(sysctl -n net.core.wmem_max)
@@ -90,7 +90,7 @@ buffers() {
 }
 
 sysctl_knobs() {
-  local rps=/sys/class/net/lo/queues/rx-0/rps_cpus
+  rps=/sys/class/net/lo/queues/rx-0/rps_cpus
   restore() { sysctl -qw net.core.busy_read=0 net.core.busy_poll=0; echo 0 >$rps; }
   trap restore EXIT
   compare baseline SERVERS="echo skyline"
@@ -129,7 +129,7 @@ NFT
 }
 
 split() {
-  local port=15394 round s cmd u0 s0 u1 s1 out n work
+  local port=15394 round s cmd u0 s0 u1 s1 out n
   work=$(mktemp -d)
   pid=""
   trap 'rm -rf "$work"; kill $pid 2>/dev/null || true' EXIT
