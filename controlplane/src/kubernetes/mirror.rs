@@ -174,10 +174,14 @@ impl Mirror {
             return false;
         }
         for slice in old.iter().chain(new) {
-            self.changes
-                .services
-                .insert(ObjectKey::new(&key.namespace, &slice.service));
+            let service = ObjectKey::new(&key.namespace, &slice.service);
+            // Under `ignore_empty_service` a service's cluster IPs answer PTR only while it
+            // has endpoints.
+            if let Some(ServiceKind::ClusterIp(ips)) = self.cluster.services.get(&service).map(|s| &s.kind) {
+                self.changes.addresses.extend(ips.iter().copied());
+            }
             self.changes.addresses.extend(slice.endpoints.iter().map(|e| e.address));
+            self.changes.services.insert(service);
         }
         true
     }

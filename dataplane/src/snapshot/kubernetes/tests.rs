@@ -623,9 +623,27 @@ fn everything(s: &Snapshot, names: &[String]) -> Vec<String> {
 
 #[test]
 fn an_update_answers_exactly_as_a_full_build() {
+    for config in [
+        Config::default(),
+        Config {
+            ignore_empty_service: true,
+            openshift_names: true,
+            ..Config::default()
+        },
+        Config {
+            endpoint_pod_names: true,
+            pods: PodMode::Verified,
+            ..Config::default()
+        },
+    ] {
+        update_matches_build(&config);
+    }
+}
+
+fn update_matches_build(config: &Config) {
     let before = cluster();
     let skydns = Snapshot::default();
-    let previous = compose(&skydns, snapshot_with(&Config::default(), &before), 1);
+    let previous = compose(&skydns, snapshot_with(config, &before), 1);
     let mut after = before.clone();
     let mut changes = Changes::default();
     let touch = |changes: &mut Changes, ns: &str, svc: &str, addresses: &[&str]| {
@@ -658,10 +676,26 @@ fn an_update_answers_exactly_as_a_full_build() {
     ]
     .into();
     touch(&mut changes, "testns", "hdls", &["172.0.0.3"]);
+    after.services.insert(
+        ObjectKey::new("testns", "dual"),
+        Service {
+            kind: ServiceKind::ClusterIp(vec![ip("10.0.0.2")].into()),
+            ports: vec![port("https", 443)].into(),
+        },
+    );
+    after.slices.insert(
+        ObjectKey::new("testns", "dual-a"),
+        EndpointSlice {
+            service: "dual".into(),
+            ports: vec![port("https", 8443)].into(),
+            endpoints: vec![endpoint("172.0.0.40", None, Some("dual-pod"))].into(),
+        },
+    );
+    touch(&mut changes, "testns", "dual", &["10.0.0.2", "172.0.0.40"]);
 
     let at = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-    let updated = update(&Config::default(), &after, &previous, &changes, 2, at);
-    let built = build(&Config::default(), &after, 2, at);
+    let updated = update(config, &after, &previous, &changes, 2, at);
+    let built = build(config, &after, 2, at);
     let mut names: Vec<String> = built
         .nodes
         .keys()
