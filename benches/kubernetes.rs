@@ -138,7 +138,7 @@ fn load(api: &FakeApi, o: &Options) {
 /// Service `i`'s slice; `moved` replaces its first endpoint's address.
 fn slice_object(i: usize, o: &Options, moved: Option<Ipv4Addr>) -> serde_json::Value {
     let name = format!("svc-{i}");
-    let headless = i % HEADLESS_EVERY == 0;
+    let headless = i.is_multiple_of(HEADLESS_EVERY);
     let addresses: Vec<String> = (0..o.endpoints)
         .map(|e| match (e, moved) {
             (0, Some(a)) => a.to_string(),
@@ -326,7 +326,7 @@ fn end_to_end(o: &Options) -> Vec<(String, String)> {
     let last = o.services - 1;
     let deadline = Instant::now() + Duration::from_secs(600);
     while ask(server.addr, "dns-version.cluster.local.", RecordType::TXT)
-        .map_or(true, |m| m.response_code() != ResponseCode::NoError)
+        .is_none_or(|m| m.response_code() != ResponseCode::NoError)
     {
         assert!(Instant::now() < deadline, "no sync within 10 minutes");
         std::thread::sleep(Duration::from_millis(10));
@@ -340,7 +340,7 @@ fn end_to_end(o: &Options) -> Vec<(String, String)> {
     for c in 0..o.changes {
         let i = (c * 7919 + 1) % o.services;
         let moved = Ipv4Addr::from(0x0b00_0000 + c as u32);
-        let name = if i % HEADLESS_EVERY == 0 {
+        let name = if i.is_multiple_of(HEADLESS_EVERY) {
             format!("svc-{i}-0.svc-{i}.{}.svc.cluster.local.", ns(i))
         } else {
             format!(

@@ -334,7 +334,7 @@ pub async fn follow_stub_records(source: Arc<SourceHealth>, zones: StubZones) {
     let mut applied: Option<Arc<Vec<skyline_controlplane::etcd::StubZone>>> = None;
     loop {
         let current = source.stub_zones();
-        if applied.as_ref().map_or(true, |a| !Arc::ptr_eq(a, &current)) {
+        if applied.as_ref().is_none_or(|a| !Arc::ptr_eq(a, &current)) {
             zones.set(
                 current
                     .iter()

@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod backoff;
 pub mod etcd;
 pub mod kubernetes;
 pub mod skydns;

@@ -200,7 +200,7 @@ fn a_burst_of_queries_from_many_clients_is_all_answered() {
         while ids.len() < usize::from(PER_CLIENT) {
             let (n, _) = client.recv_from(&mut buf).expect("every query is answered");
             let reply = Message::from_vec(&buf[..n]).unwrap();
-            let expected = if reply.id() % 2 == 0 {
+            let expected = if reply.id().is_multiple_of(2) {
                 ResponseCode::NoError
             } else {
                 ResponseCode::NXDomain

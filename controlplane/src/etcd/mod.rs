@@ -18,7 +18,6 @@
 //! - **Bad values.** A value that is not a valid record is skipped, logged once and counted; its
 //!   neighbours keep serving.
 
-mod backoff;
 mod health;
 mod lease;
 mod options;

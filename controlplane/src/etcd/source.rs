@@ -6,12 +6,12 @@
 //! blocking pool, one at a time; changes that arrive during a build wait in a queue and go into
 //! the next build together, so a burst costs as many builds as fit in it, not one per change.
 
-use super::backoff::Backoff;
 use super::health::SourceHealth;
 use super::lease::LeaseTtls;
 use super::options::{EtcdOptions, OptionsError};
 use super::state::{Changed, Put, State};
 use super::stub::{stub_key_prefix, stub_zones, StubZone, Unusable};
+use crate::backoff::Backoff;
 use crate::skydns::{ConfigError, ConfigPatch};
 use crate::source::SourceStats;
 use etcd_client::{Client, ConnectOptions, EventType, GetOptions, WatchOptions, WatchResponse, WatchStream};
@@ -23,6 +23,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::task::{JoinError, JoinHandle, JoinSet};
+
+/// First pause after losing etcd.
+const RETRY_FIRST: Duration = Duration::from_millis(100);
+/// Longest pause: etcd's return shows in answers within about this long.
+const RETRY_CAP: Duration = Duration::from_secs(3);
 
 /// How long a burst of changes may gather before its snapshot is built: events of one client
 /// writing several keys arrive within this, and no change waits longer for its build to start.
@@ -284,7 +289,7 @@ impl EtcdSource {
     }
 
     async fn run(mut self) {
-        let mut backoff = Backoff::default();
+        let mut backoff = Backoff::new(RETRY_FIRST, RETRY_CAP);
         let mut failing = false;
         loop {
             let error = match self.session(&mut backoff).await {

@@ -16,7 +16,6 @@
 //!   it touched); every other name keeps its compiled answers. Events that change nothing DNS
 //!   reads (status, annotations) publish nothing.
 
-mod backoff;
 pub mod convert;
 mod health;
 pub mod mirror;

@@ -2,11 +2,11 @@
 //! `pods verified`), a slim [`Mirror`] of them, and snapshots of the cluster zones published over
 //! the SkyDNS snapshot.
 
-use super::backoff::Backoff;
 use super::convert;
 use super::health::KubernetesHealth;
 use super::mirror::{Kind, Mirror};
 use super::options::KubernetesOptions;
+use crate::backoff::Backoff;
 use futures::stream::{self, BoxStream, StreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -22,6 +22,28 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::time::{Instant, MissedTickBehavior};
+
+/// First pause after a failed list or watch.
+const RETRY_FIRST: Duration = Duration::from_millis(200);
+/// Longest pause: the API server's return shows in answers within about this long.
+const RETRY_CAP: Duration = Duration::from_secs(5);
+
+/// [`Backoff`] as kube-runtime's watcher takes it: an iterator of pauses that can restart.
+struct WatchBackoff(Backoff);
+
+impl Iterator for WatchBackoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        Some(self.0.next_pause())
+    }
+}
+
+impl kube::runtime::utils::Backoff for WatchBackoff {
+    fn reset(&mut self) {
+        self.0.reset();
+    }
+}
 
 /// How long after a change the snapshot is built, so that a burst of events (a rollout, a
 /// page of a list) costs one build rather than one per event.
@@ -287,7 +309,7 @@ where
     K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
 {
     watcher::watcher(api, config)
-        .backoff(Backoff::default())
+        .backoff(WatchBackoff(Backoff::new(RETRY_FIRST, RETRY_CAP)))
         .map(move |item| match item {
             Ok(Event::Init) => Change::Begin(kind),
             Ok(Event::InitDone) => Change::End(kind),

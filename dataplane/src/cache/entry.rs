@@ -118,9 +118,9 @@ impl Entry {
                     // keeps every backward pointer valid.
                     break 'sections;
                 }
-                let rrset_start = previous.as_ref().map_or(true, |(o, t, c)| {
-                    o.wire() != owner.wire() || *t != rtype_ || *c != rclass
-                });
+                let rrset_start = previous
+                    .as_ref()
+                    .is_none_or(|(o, t, c)| o.wire() != owner.wire() || *t != rtype_ || *c != rclass);
                 previous = Some((owner.clone(), rtype_, rclass));
                 match section {
                     0 => answer_ttl = Some(answer_ttl.map_or(ttl, |m| m.min(ttl))),

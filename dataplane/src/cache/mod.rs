@@ -343,7 +343,7 @@ impl Cache {
         let lifetime = u64::from(stored.entry.lifetime());
         let refresh_due = stored
             .last_refresh
-            .map_or(true, |at| now.saturating_duration_since(at) >= REFRESH_INTERVAL);
+            .is_none_or(|at| now.saturating_duration_since(at) >= REFRESH_INTERVAL);
         if age < lifetime {
             stored.freq = (stored.freq + 1).min(MAX_FREQ);
             stored.hits = stored.hits.saturating_add(1);

@@ -492,7 +492,7 @@ impl<'a, 'c> Builder<'a, 'c> {
     /// Records the PTRs `view` gives (those of the addresses in `only`, when given): its cluster
     /// IPs to its name, its endpoints to their names. Named in the primary `zone`.
     fn ptr_contributions(&mut self, zone: &Name, view: &ServiceView<'c>, only: Option<&HashSet<IpAddr, RandomState>>) {
-        let wanted = |address: &IpAddr| only.map_or(true, |set| set.contains(address));
+        let wanted = |address: &IpAddr| only.is_none_or(|set| set.contains(address));
         let ips: &[IpAddr] = match &view.service.kind {
             ServiceKind::ExternalName(_) => return,
             ServiceKind::ClusterIp(_) if self.config.ignore_empty_service && view.endpoints.is_empty() => return,
@@ -570,7 +570,7 @@ impl<'a, 'c> Builder<'a, 'c> {
                 continue;
             };
             for p in endpoint.ports {
-                let matches = port.map_or(true, |(name, proto)| *p.name == *name && p.protocol.label() == proto);
+                let matches = port.is_none_or(|(name, proto)| *p.name == *name && p.protocol.label() == proto);
                 if matches {
                     entries.push(SrvEntry {
                         port: p.port,

@@ -121,7 +121,7 @@ pub fn split255(text: &[u8]) -> Vec<Box<[u8]>> {
         return vec![text.into()];
     }
     let mut chunks: Vec<Box<[u8]>> = text.chunks(255).map(Into::into).collect();
-    if text.len() % 255 == 0 {
+    if text.len().is_multiple_of(255) {
         chunks.push(Box::new([]));
     }
     chunks
