@@ -95,6 +95,11 @@ pub struct Cli {
     #[arg(long)]
     pub no_pin: bool,
 
+    /// IP:port to serve /health, /ready and /metrics on over HTTP; port 0 picks a free one
+    /// [default: none, no HTTP listener]
+    #[arg(long, env = "SKYLINE_HTTP_ADDR", value_name = "IP:PORT", value_parser = parse_addr)]
+    pub http_addr: Option<SocketAddr>,
+
     /// TOML configuration file, keys as the long options in snake_case
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,

@@ -33,6 +33,7 @@
 //! | `records` | `--records` | — | — | none (empty zone) | restart |
 //! | `workers` | `--workers` | — | — | 0 (one per core) | restart |
 //! | `no_pin` | `--no-pin` | — | — | false | restart |
+//! | `http_addr` | `--http-addr` | `SKYLINE_HTTP_ADDR` | — | none (no HTTP listener) | restart |
 //! | — | — | — | `ttl`, `min_ttl`, `priority` | 3600, 60, 10 | applied |
 //!
 //! The `[kubernetes]` table (any `--kubernetes*` flag or `--kubeconfig` too) turns on Kubernetes
@@ -137,6 +138,8 @@ pub struct FileConfig {
     pub workers: Option<usize>,
     /// `--no-pin`.
     pub no_pin: Option<bool>,
+    /// `--http-addr`.
+    pub http_addr: Option<SocketAddr>,
     /// The `[forward]` table (see [`crate::forwarding`]).
     pub forward: Option<ForwardFile>,
     /// The `[cache]` table (see [`crate::forwarding`]).
@@ -379,6 +382,12 @@ pub fn operator(cli: &Cli, file: Option<&FileConfig>) -> Result<Operator, Config
     })
 }
 
+/// Where to serve the HTTP endpoints, the flag (or its environment variable) over the file;
+/// `None`, the default, serves none: a port opened only when asked for.
+pub fn http_addr(cli: &Cli, file: Option<&FileConfig>) -> Option<SocketAddr> {
+    cli.http_addr.or_else(|| file.and_then(|f| f.http_addr))
+}
+
 /// The Kubernetes source's settings, flags over the `[kubernetes]` table over CoreDNS's
 /// defaults; `None` when neither turns it on.
 pub fn kubernetes(cli: &Cli, file: Option<&FileConfig>) -> Result<Option<KubernetesSettings>, ConfigError> {
@@ -516,6 +525,7 @@ mod tests {
         "ETCD_CACERT",
         "ETCD_USERNAME",
         "ETCD_PASSWORD",
+        "SKYLINE_HTTP_ADDR",
     ];
 
     /// Parses `args` with exactly the environment variables `env` set among SkyDNS's.
@@ -797,6 +807,20 @@ mod tests {
         let settings = resolve(operator(&cli(&[], &[]).unwrap(), None).unwrap(), file.config.as_ref()).unwrap();
         assert_eq!(settings.skydns.domain, name("skydns.local."));
         assert_eq!(settings.skydns.local, Some(name("node1.hosts.skydns.local.")));
+    }
+
+    #[test]
+    fn the_http_listener_is_off_unless_asked_for() {
+        assert_eq!(http_addr(&cli(&[], &[]).unwrap(), None), None);
+        let file = toml("http_addr = \"127.0.0.1:9153\"");
+        let addr = |text: &str| Some(text.parse::<SocketAddr>().unwrap());
+        assert_eq!(http_addr(&cli(&[], &[]).unwrap(), Some(&file)), addr("127.0.0.1:9153"));
+        let env = [("SKYLINE_HTTP_ADDR", "127.0.0.1:9154")];
+        assert_eq!(http_addr(&cli(&[], &env).unwrap(), Some(&file)), addr("127.0.0.1:9154"));
+        let flag = cli(&["--http-addr", "[::1]:0"], &env).unwrap();
+        assert_eq!(http_addr(&flag, Some(&file)), addr("[::1]:0"));
+        assert!(cli(&["--http-addr", "localhost:9153"], &[]).is_err());
+        assert!(FileConfig::parse("http_addr = \"9153\"\n", Path::new("x.toml")).is_err());
     }
 
     #[test]

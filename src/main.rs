@@ -1,7 +1,7 @@
 //! The `skyline` server: resolves the configuration, opens its data sources (the records file or
 //! etcd, and the Kubernetes API when cluster DNS is on), starts the data plane workers on the
-//! snapshot cell, and runs the control plane (the sources' watches and the signal handling) on a
-//! small tokio runtime of its own beside them.
+//! snapshot cell, and runs the control plane (the sources' watches, the signal handling and, when
+//! asked for, the HTTP endpoints) on a small tokio runtime of its own beside them.
 
 mod cli;
 mod config;
@@ -10,6 +10,7 @@ mod forwarding;
 use cli::Cli;
 use config::{ConfigError, FileConfig, Settings};
 use skyline_controlplane::etcd::{EtcdSource, OptionsError};
+use skyline_controlplane::http::{self, HttpError, HttpServer};
 use skyline_controlplane::kubernetes::{ConnectError, KubernetesSource};
 use skyline_controlplane::source::records_file::FileError;
 use skyline_controlplane::source::FileSource;
@@ -49,6 +50,8 @@ enum StartError {
     Signals(std::io::Error),
     #[error("cannot serve DNS on {addr}: {source}")]
     Bind { addr: SocketAddr, source: std::io::Error },
+    #[error(transparent)]
+    Http(#[from] HttpError),
 }
 
 fn main() -> ExitCode {
@@ -149,6 +152,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         .as_ref()
         .filter(|_| forwarding::stub_records(&cli.forward, file.as_ref().and_then(|f| f.forward.as_ref())))
         .map(EtcdSource::health);
+    let mut reported = http::Sources::new(source.as_ref(), etcd.as_ref());
     if let Some(etcd) = etcd {
         runtime.spawn(etcd.serve(settings.skydns.clone()));
     }
@@ -163,6 +167,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             "serving Kubernetes cluster DNS"
         );
         let source = KubernetesSource::new(kubernetes.options, kubernetes.zones, skydns_cell, Arc::clone(&cell));
+        reported.add_kubernetes(&source);
         runtime.spawn(source.serve(client));
     }
     match source {
@@ -197,7 +202,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         extra_addrs: settings.extra_addrs.clone(),
         forward,
     };
-    let server = Server::start_with(server_config, options, cell).map_err(|source| StartError::Bind {
+    let server = Server::start_with(server_config, options, Arc::clone(&cell)).map_err(|source| StartError::Bind {
         addr: settings.addr,
         source,
     })?;
@@ -206,6 +211,12 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             "listening on udp://{local} tcp://{local} for {}",
             settings.skydns.domain
         );
+    }
+    if let Some(addr) = config::http_addr(cli, file.as_ref()) {
+        let observed = http::Observed::new(server.stats_reader(), cell, reported);
+        let endpoints = runtime.block_on(HttpServer::bind(addr, observed))?;
+        tracing::info!("http on http://{}", endpoints.local_addr());
+        runtime.spawn(endpoints.serve());
     }
     match (stub_records, server.stub_zones()) {
         (Some(source), Some(zones)) => {

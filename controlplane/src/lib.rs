@@ -1,6 +1,7 @@
 //! skyline's control plane: the sources that read service records (the records file, etcd v3,
 //! the Kubernetes API), the decoding and checking of SkyDNS's JSON schema, and the publishing of
-//! compiled snapshots to the data plane through its [`skyline_dataplane::SnapshotCell`].
+//! compiled snapshots to the data plane through its [`skyline_dataplane::SnapshotCell`], and the
+//! HTTP endpoints that report on both (`/health`, `/ready`, `/metrics`).
 //!
 //! Everything here runs on a tokio runtime on threads of its own, never on the query path: a
 //! slow or failing source delays new data, it never slows or changes answers already served.
@@ -9,6 +10,7 @@
 
 pub mod backoff;
 pub mod etcd;
+pub mod http;
 pub mod kubernetes;
 pub mod skydns;
 pub mod source;

@@ -13,7 +13,7 @@ use crate::answer::{answer, Context, Outcome, Transport};
 use crate::forward::{Answered, Client, ForwardConfig, Resolver, StubZones};
 use crate::io::{Datagrams, KernelUdp, PacketIo};
 use crate::snapshot::{Snapshot, SnapshotCell};
-use crate::stats::{RateLimitedWarning, Totals, WorkerStats};
+use crate::stats::{RateLimitedWarning, StatsReader, Totals, WorkerStats};
 use crate::sys;
 use crate::tcp::{TcpServer, Turn};
 use arc_swap::Cache;
@@ -78,7 +78,7 @@ pub struct Options {
 pub struct Server {
     stub_zones: Option<StubZones>,
     local_addrs: Vec<SocketAddr>,
-    stats: Vec<Arc<WorkerStats>>,
+    stats: StatsReader,
     wakers: Vec<Waker>,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
@@ -159,7 +159,7 @@ impl Server {
         let mut server = Server {
             stub_zones,
             local_addrs,
-            stats,
+            stats: StatsReader::new(stats),
             wakers,
             stop,
             threads: Vec::with_capacity(count),
@@ -210,11 +210,13 @@ impl Server {
 
     /// Every worker's counters, summed now.
     pub fn stats(&self) -> Totals {
-        let mut totals = Totals::default();
-        for worker in &self.stats {
-            worker.add_to(&mut totals);
-        }
-        totals
+        self.stats.totals()
+    }
+
+    /// A handle on the workers' counters that outlives this borrow: for the metrics endpoint,
+    /// which runs on the control plane's runtime while the server is owned elsewhere.
+    pub fn stats_reader(&self) -> StatsReader {
+        self.stats.clone()
     }
 
     /// Stops the workers and waits for them to finish; their sockets and connections close.

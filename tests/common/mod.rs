@@ -313,6 +313,22 @@ impl Skyline {
         Skyline { child, addr, dir, log }
     }
 
+    /// The address of the HTTP endpoints, from the `http on http://ADDR` log line (started with
+    /// [`HTTP_ANY_PORT`], the port is the kernel's choice). The line follows the DNS one, so it
+    /// is waited for.
+    pub fn http_addr(&self) -> SocketAddr {
+        let find = || {
+            self.log.lock().unwrap().iter().find_map(|line| {
+                let at = line.find("http on http://")? + "http on http://".len();
+                line[at..].split_whitespace().next()?.parse().ok()
+            })
+        };
+        eventually(Duration::from_secs(10), "skyline reports its HTTP address", || {
+            find().is_some()
+        });
+        find().unwrap()
+    }
+
     /// The process ID, e.g. to read its memory use from `/proc`.
     pub fn pid(&self) -> u32 {
         self.child.id()
@@ -323,6 +339,10 @@ impl Skyline {
         self.log.lock().unwrap().iter().filter(|l| l.contains(needle)).count()
     }
 }
+
+/// Flags that serve the HTTP endpoints on 127.0.0.1 with an ephemeral port; see
+/// [`Skyline::http_addr`].
+pub const HTTP_ANY_PORT: [&str; 2] = ["--http-addr", "127.0.0.1:0"];
 
 /// Polls `check` every 20 ms until it holds, failing the test with `what` after `limit`.
 pub fn eventually(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {

@@ -1,0 +1,771 @@
+//! `/metrics`: the [`Report`] in the Prometheus text exposition format, version 0.0.4.
+//!
+//! Where a CoreDNS metric means the same thing, its name is CoreDNS's, so that dashboards and
+//! alerts written for CoreDNS keep working (without CoreDNS's `server`, `zone` and `to` labels,
+//! which skyline does not split by); everything else is named `skyline_*`. Every counter counts
+//! since the process started.
+
+use super::report::{Etcd, Kubernetes, Loads, Report};
+use skyline_dataplane::stats::Totals;
+use std::fmt::{self, Display, Formatter};
+use std::time::Duration;
+
+/// The `Content-Type` of the exposition.
+pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// A report written out as Prometheus text; `to_string()` gives the response body.
+pub(crate) struct Metrics<'a>(pub(crate) &'a Report);
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Counter,
+    Gauge,
+}
+
+impl Display for Metrics<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        dns(f, &self.0.dns)?;
+        sources(f, self.0)
+    }
+}
+
+/// The data plane's counters. Destructured without `..`, so that a counter added to
+/// [`Totals`] does not compile until it is exported here.
+fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
+    use Kind::{Counter, Gauge};
+    let Totals {
+        queries_udp,
+        queries_tcp,
+        udp_batches,
+        replies_noerror,
+        replies_nxdomain,
+        replies_servfail,
+        replies_formerr,
+        replies_notimp,
+        replies_refused,
+        replies_badvers,
+        replies_other,
+        truncated,
+        dropped_too_short,
+        dropped_response,
+        ignored_records,
+        trailing_bytes,
+        udp_send_failures,
+        udp_receive_errors,
+        tcp_accepted,
+        tcp_refused_full,
+        tcp_refused_per_client,
+        tcp_io_timeouts,
+        tcp_idle_timeouts,
+        cache_hits,
+        cache_stale_answers,
+        cache_misses,
+        cache_refreshes,
+        cache_inserts,
+        cache_evictions,
+        cache_entries,
+        cache_bytes,
+        upstream_queries,
+        upstream_tcp_retries,
+        upstream_timeouts,
+        upstream_errors,
+        upstream_bad_answers,
+        upstream_mismatched_id,
+        upstream_mismatched_question,
+        upstream_probes,
+        upstreams_marked_down,
+        forward_merged,
+        forward_busy,
+        forward_failures,
+        stub_loops_dropped,
+    } = *totals;
+
+    labelled(
+        f,
+        "coredns_dns_requests_total",
+        Counter,
+        "DNS messages received, answered or dropped, by transport.",
+        "proto",
+        &[("udp", queries_udp), ("tcp", queries_tcp)],
+    )?;
+    // CoreDNS names an unknown rcode by its number; skyline does not keep those apart.
+    labelled(
+        f,
+        "coredns_dns_responses_total",
+        Counter,
+        "DNS responses sent, by rcode (OTHER: any rcode not named).",
+        "rcode",
+        &[
+            ("NOERROR", replies_noerror),
+            ("NXDOMAIN", replies_nxdomain),
+            ("SERVFAIL", replies_servfail),
+            ("FORMERR", replies_formerr),
+            ("NOTIMP", replies_notimp),
+            ("REFUSED", replies_refused),
+            ("BADVERS", replies_badvers),
+            ("OTHER", replies_other),
+        ],
+    )?;
+    single(
+        f,
+        "skyline_dns_truncated_responses_total",
+        Counter,
+        "UDP responses sent with TC=1 because the answer did not fit the client's size.",
+        truncated,
+    )?;
+    labelled(
+        f,
+        "skyline_dns_dropped_total",
+        Counter,
+        "DNS messages dropped unanswered: shorter than a header, or responses (QR=1).",
+        "reason",
+        &[("too_short", dropped_too_short), ("response", dropped_response)],
+    )?;
+    single(
+        f,
+        "skyline_dns_ignored_records_total",
+        Counter,
+        "Queries that carried answer or authority records, which were ignored.",
+        ignored_records,
+    )?;
+    single(
+        f,
+        "skyline_dns_trailing_bytes_total",
+        Counter,
+        "Queries followed by trailing bytes, which were ignored.",
+        trailing_bytes,
+    )?;
+    single(
+        f,
+        "skyline_udp_receive_batches_total",
+        Counter,
+        "Receive calls that returned datagrams; requests over batches is the mean batch size.",
+        udp_batches,
+    )?;
+    single(
+        f,
+        "skyline_udp_send_failures_total",
+        Counter,
+        "UDP responses the kernel refused (send buffer full past the retries, unreachable peer).",
+        udp_send_failures,
+    )?;
+    single(
+        f,
+        "skyline_udp_receive_errors_total",
+        Counter,
+        "Failed UDP receive calls other than nothing waiting.",
+        udp_receive_errors,
+    )?;
+    single(
+        f,
+        "skyline_tcp_connections_total",
+        Counter,
+        "DNS over TCP connections accepted and served.",
+        tcp_accepted,
+    )?;
+    labelled(
+        f,
+        "skyline_tcp_connections_refused_total",
+        Counter,
+        "DNS over TCP connections closed at once: the worker, or the client, at its cap.",
+        "reason",
+        &[
+            ("worker_full", tcp_refused_full),
+            ("client_full", tcp_refused_per_client),
+        ],
+    )?;
+    labelled(
+        f,
+        "skyline_tcp_connections_timed_out_total",
+        Counter,
+        "DNS over TCP connections closed for a stalled message or reply (io), or idleness.",
+        "reason",
+        &[("io", tcp_io_timeouts), ("idle", tcp_idle_timeouts)],
+    )?;
+
+    single(
+        f,
+        "coredns_cache_hits_total",
+        Counter,
+        "Queries for names outside the zones answered from the cache, stale answers included.",
+        cache_hits,
+    )?;
+    single(
+        f,
+        "coredns_cache_misses_total",
+        Counter,
+        "Queries for names outside the zones the cache could not answer, hence forwarded.",
+        cache_misses,
+    )?;
+    single(
+        f,
+        "coredns_cache_served_stale_total",
+        Counter,
+        "Answers served past their TTL because upstreams failed (RFC 8767).",
+        cache_stale_answers,
+    )?;
+    single(
+        f,
+        "coredns_cache_evictions_total",
+        Counter,
+        "Cache entries evicted to keep the cache within its memory bound.",
+        cache_evictions,
+    )?;
+    single(
+        f,
+        "coredns_cache_entries",
+        Gauge,
+        "Entries in the cache now, all workers together.",
+        cache_entries,
+    )?;
+    single(
+        f,
+        "skyline_cache_bytes",
+        Gauge,
+        "Bytes the cache holds now against its memory bound, all workers together.",
+        cache_bytes,
+    )?;
+    single(
+        f,
+        "skyline_cache_inserts_total",
+        Counter,
+        "Upstream answers stored in the cache.",
+        cache_inserts,
+    )?;
+    single(
+        f,
+        "skyline_cache_refreshes_total",
+        Counter,
+        "Background refreshes started: prefetches of popular entries, rechecks of stale ones.",
+        cache_refreshes,
+    )?;
+
+    single(
+        f,
+        "coredns_forward_requests_total",
+        Counter,
+        "Queries sent to upstreams: each try, each TCP retry, each health probe.",
+        upstream_queries,
+    )?;
+    single(
+        f,
+        "coredns_forward_max_concurrent_rejects_total",
+        Counter,
+        "Questions refused at once because too many were in flight upstream.",
+        forward_busy,
+    )?;
+    single(
+        f,
+        "skyline_forward_tcp_retries_total",
+        Counter,
+        "Truncated upstream answers asked again over TCP.",
+        upstream_tcp_retries,
+    )?;
+    single(
+        f,
+        "skyline_forward_timeouts_total",
+        Counter,
+        "Upstream tries that timed out.",
+        upstream_timeouts,
+    )?;
+    single(
+        f,
+        "skyline_forward_errors_total",
+        Counter,
+        "Upstream tries that failed outright (refused, reset, socket errors).",
+        upstream_errors,
+    )?;
+    single(
+        f,
+        "skyline_forward_bad_answers_total",
+        Counter,
+        "Upstream answers with a failure rcode or unreadable records.",
+        upstream_bad_answers,
+    )?;
+    labelled(
+        f,
+        "skyline_forward_mismatched_total",
+        Counter,
+        "Datagrams on upstream sockets dropped because their ID or question did not match.",
+        "reason",
+        &[
+            ("id", upstream_mismatched_id),
+            ("question", upstream_mismatched_question),
+        ],
+    )?;
+    single(
+        f,
+        "skyline_forward_probes_total",
+        Counter,
+        "Health probes sent to upstreams marked down.",
+        upstream_probes,
+    )?;
+    single(
+        f,
+        "skyline_forward_upstreams_marked_down_total",
+        Counter,
+        "Times an upstream was marked down after repeated failures.",
+        upstreams_marked_down,
+    )?;
+    single(
+        f,
+        "skyline_forward_merged_total",
+        Counter,
+        "Questions merged into an identical one already in flight.",
+        forward_merged,
+    )?;
+    single(
+        f,
+        "skyline_forward_failures_total",
+        Counter,
+        "Forwarded questions answered SERVFAIL because no upstream answered usably.",
+        forward_failures,
+    )?;
+    single(
+        f,
+        "skyline_forward_stub_loops_dropped_total",
+        Counter,
+        "Stub zone queries dropped because they carried the SkyDNS loop guard.",
+        stub_loops_dropped,
+    )
+}
+
+/// The served snapshot and every configured source.
+fn sources(f: &mut Formatter<'_>, report: &Report) -> fmt::Result {
+    use Kind::{Counter, Gauge};
+    single(
+        f,
+        "skyline_snapshot_generation",
+        Gauge,
+        "Generation of the snapshot being served; grows with every publication.",
+        report.generation,
+    )?;
+    let ready = [
+        report
+            .records_file
+            .map(|file| ("records_file", u64::from(file.loads > 0))),
+        report.etcd.map(|etcd| ("etcd", u64::from(etcd.ready))),
+        report
+            .kubernetes
+            .map(|kubernetes| ("kubernetes", u64::from(kubernetes.ready))),
+    ];
+    labelled(
+        f,
+        "skyline_source_ready",
+        Gauge,
+        "1 when the source serves a complete read of its data (what /ready checks), else 0.",
+        "source",
+        &ready.into_iter().flatten().collect::<Vec<_>>(),
+    )?;
+    let loads = [
+        report.records_file.map(|file| ("records_file", file)),
+        report.etcd.map(|etcd| ("etcd", etcd.loads)),
+    ];
+    let loads: Vec<(&str, Loads)> = loads.into_iter().flatten().collect();
+    let each = |field: fn(&Loads) -> u64| -> Vec<(&str, u64)> {
+        loads.iter().map(|(source, l)| (*source, field(l))).collect()
+    };
+    labelled(
+        f,
+        "skyline_source_records",
+        Gauge,
+        "Records in the snapshot the source last published.",
+        "source",
+        &each(|l| l.records),
+    )?;
+    labelled(
+        f,
+        "skyline_source_records_rejected",
+        Gauge,
+        "Records skipped as invalid in the source's last publication, each logged.",
+        "source",
+        &each(|l| l.rejected),
+    )?;
+    labelled(
+        f,
+        "skyline_source_loads_total",
+        Counter,
+        "Snapshots the source published, the first one included.",
+        "source",
+        &each(|l| l.loads),
+    )?;
+    labelled(
+        f,
+        "skyline_source_load_failures_total",
+        Counter,
+        "Loads that failed and kept the previous snapshot.",
+        "source",
+        &each(|l| l.failures),
+    )?;
+    labelled(
+        f,
+        "skyline_source_generation",
+        Gauge,
+        "Generation of the snapshot the source last published.",
+        "source",
+        &each(|l| l.generation),
+    )?;
+    if let Some(etcd) = &report.etcd {
+        self::etcd(f, etcd)?;
+    }
+    match &report.kubernetes {
+        Some(kubernetes) => self::kubernetes(f, kubernetes),
+        None => Ok(()),
+    }
+}
+
+fn etcd(f: &mut Formatter<'_>, etcd: &Etcd) -> fmt::Result {
+    use Kind::{Counter, Gauge};
+    single(
+        f,
+        "skyline_etcd_watching",
+        Gauge,
+        "1 while a watch follows etcd's changes; 0 while etcd is unreachable and answers are frozen.",
+        u64::from(etcd.watching),
+    )?;
+    single(
+        f,
+        "skyline_etcd_revision",
+        Gauge,
+        "The etcd revision the served data reflects (0 before the first read).",
+        etcd.revision,
+    )?;
+    single(
+        f,
+        "skyline_etcd_full_syncs_total",
+        Counter,
+        "Complete reads of the prefix: the first, then one per compaction or cluster change.",
+        etcd.full_syncs,
+    )?;
+    single(
+        f,
+        "skyline_etcd_resumes_total",
+        Counter,
+        "Broken watches resumed from the last revision seen, without a complete read.",
+        etcd.resumes,
+    )?;
+    single(
+        f,
+        "skyline_etcd_retries_total",
+        Counter,
+        "Failed attempts to connect, read or watch, each followed by a backoff.",
+        etcd.retries,
+    )?;
+    single(
+        f,
+        "skyline_etcd_events_total",
+        Counter,
+        "Watch events received.",
+        etcd.events,
+    )?;
+    single(
+        f,
+        "skyline_etcd_rejections_total",
+        Counter,
+        "Values skipped as invalid (records and settings objects), each logged once.",
+        etcd.rejections,
+    )?;
+    // Absent until etcd first answers: an age since nothing would be a made-up number.
+    if let Some(age) = etcd.last_contact_age {
+        single(
+            f,
+            "skyline_etcd_last_contact_age_seconds",
+            Gauge,
+            "Seconds since etcd last answered: how stale the served data may be.",
+            Seconds(age),
+        )?;
+    }
+    match etcd.last_sync_age {
+        Some(age) => single(
+            f,
+            "skyline_etcd_last_sync_age_seconds",
+            Gauge,
+            "Seconds since the last complete read of the prefix.",
+            Seconds(age),
+        ),
+        None => Ok(()),
+    }
+}
+
+fn kubernetes(f: &mut Formatter<'_>, kubernetes: &Kubernetes) -> fmt::Result {
+    use Kind::Counter;
+    single(
+        f,
+        "skyline_kubernetes_lists_total",
+        Counter,
+        "Complete lists: one per kind at start, one per expired or restarted watch.",
+        kubernetes.lists,
+    )?;
+    single(
+        f,
+        "skyline_kubernetes_events_total",
+        Counter,
+        "API objects received, listed or watched.",
+        kubernetes.events,
+    )?;
+    single(
+        f,
+        "skyline_kubernetes_errors_total",
+        Counter,
+        "Failed lists or watches, each followed by a backoff.",
+        kubernetes.errors,
+    )?;
+    single(
+        f,
+        "skyline_kubernetes_builds_total",
+        Counter,
+        "Snapshots of the cluster zones published.",
+        kubernetes.builds,
+    )
+}
+
+/// A duration in seconds, to the millisecond, as Prometheus takes time values.
+struct Seconds(Duration);
+
+impl Display for Seconds {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:03}", self.0.as_secs(), self.0.subsec_millis())
+    }
+}
+
+/// The `# HELP` and `# TYPE` lines of a family. Help texts are literals without a backslash or
+/// a line break, the two characters the format would need escaped.
+fn header(f: &mut Formatter<'_>, name: &str, kind: Kind, help: &str) -> fmt::Result {
+    let kind = match kind {
+        Kind::Counter => "counter",
+        Kind::Gauge => "gauge",
+    };
+    writeln!(f, "# HELP {name} {help}")?;
+    writeln!(f, "# TYPE {name} {kind}")
+}
+
+/// A family of one unlabelled sample.
+fn single(f: &mut Formatter<'_>, name: &str, kind: Kind, help: &str, value: impl Display) -> fmt::Result {
+    header(f, name, kind, help)?;
+    writeln!(f, "{name} {value}")
+}
+
+/// A family with one sample per value of `label`; nothing at all when there is no sample. Label
+/// values are literals that need no escaping.
+fn labelled(
+    f: &mut Formatter<'_>,
+    name: &str,
+    kind: Kind,
+    help: &str,
+    label: &str,
+    samples: &[(&str, u64)],
+) -> fmt::Result {
+    if samples.is_empty() {
+        return Ok(());
+    }
+    header(f, name, kind, help)?;
+    for (value_of_label, value) in samples {
+        writeln!(f, "{name}{{{label}=\"{value_of_label}\"}} {value}")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::{BTreeMap, HashSet};
+
+    /// Parses the text format strictly enough to catch what a Prometheus scraper rejects: every
+    /// sample belongs to a family declared just before it by `# HELP` and `# TYPE`, no family
+    /// appears twice, names and labels are well formed, values are numbers. Returns each
+    /// sample, keyed by its name and labels as written.
+    fn parse(text: &str) -> BTreeMap<String, f64> {
+        fn valid_name(name: &str) -> bool {
+            let mut chars = name.chars();
+            chars
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':')
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+        }
+        assert!(text.ends_with('\n'), "the exposition ends with a line break");
+        let mut families = HashSet::new();
+        let mut current: Option<(String, String)> = None;
+        let mut samples = BTreeMap::new();
+        let mut lines = text.lines().peekable();
+        while let Some(line) = lines.next() {
+            if let Some(rest) = line.strip_prefix("# HELP ") {
+                let (name, help) = rest.split_once(' ').expect("HELP has a name and a text");
+                assert!(valid_name(name), "{line}");
+                assert!(!help.is_empty(), "{line}");
+                assert!(families.insert(name.to_owned()), "family {name} declared twice");
+                let typed = lines.next().expect("TYPE follows HELP");
+                let kind = typed
+                    .strip_prefix(&format!("# TYPE {name} "))
+                    .unwrap_or_else(|| panic!("TYPE of {name} follows its HELP: {typed}"));
+                assert!(["counter", "gauge"].contains(&kind), "{typed}");
+                current = Some((name.to_owned(), kind.to_owned()));
+                assert!(
+                    lines.peek().is_some_and(|next| !next.starts_with('#')),
+                    "family {name} has a sample"
+                );
+                continue;
+            }
+            assert!(!line.starts_with('#'), "unexpected comment {line}");
+            let (series, value) = line.rsplit_once(' ').expect("a sample has a value");
+            let name = series.split('{').next().unwrap();
+            let (family, kind) = current.as_ref().expect("a sample follows its family's TYPE");
+            assert_eq!(name, family, "sample {line} outside its family");
+            if kind == "counter" {
+                assert!(name.ends_with("_total"), "counter {name} ends in _total");
+            }
+            if let Some(labels) = series.strip_prefix(name).filter(|l| !l.is_empty()) {
+                let inner = labels
+                    .strip_prefix('{')
+                    .and_then(|l| l.strip_suffix('}'))
+                    .expect("labels in braces");
+                for pair in inner.split(',') {
+                    let (label, quoted) = pair.split_once('=').expect("label=value");
+                    assert!(valid_name(label), "{line}");
+                    assert!(
+                        quoted.len() >= 2 && quoted.starts_with('"') && quoted.ends_with('"'),
+                        "{line}"
+                    );
+                }
+            }
+            let value: f64 = value.parse().unwrap_or_else(|_| panic!("{line}: value is a number"));
+            assert!(samples.insert(series.to_owned(), value).is_none(), "{series} twice");
+        }
+        samples
+    }
+
+    fn full_report() -> Report {
+        Report {
+            dns: Totals {
+                queries_udp: 10,
+                queries_tcp: 2,
+                replies_noerror: 7,
+                replies_nxdomain: 3,
+                replies_other: 1,
+                cache_hits: 4,
+                cache_misses: 5,
+                upstream_queries: 6,
+                forward_busy: 1,
+                cache_entries: 9,
+                ..Totals::default()
+            },
+            generation: 12,
+            records_file: None,
+            etcd: Some(Etcd {
+                loads: Loads {
+                    records: 30,
+                    rejected: 1,
+                    loads: 4,
+                    failures: 0,
+                    generation: 12,
+                },
+                ready: true,
+                watching: true,
+                revision: 88,
+                full_syncs: 1,
+                resumes: 2,
+                retries: 3,
+                events: 40,
+                rejections: 1,
+                last_contact_age: Some(Duration::from_millis(1500)),
+                last_sync_age: Some(Duration::from_secs(60)),
+            }),
+            kubernetes: Some(Kubernetes {
+                ready: false,
+                lists: 3,
+                events: 100,
+                errors: 1,
+                builds: 2,
+            }),
+        }
+    }
+
+    #[test]
+    fn dns_counters_use_coredns_names_and_labels() {
+        let samples = parse(&Metrics(&full_report()).to_string());
+        let expected = [
+            ("coredns_dns_requests_total{proto=\"udp\"}", 10.0),
+            ("coredns_dns_requests_total{proto=\"tcp\"}", 2.0),
+            ("coredns_dns_responses_total{rcode=\"NOERROR\"}", 7.0),
+            ("coredns_dns_responses_total{rcode=\"NXDOMAIN\"}", 3.0),
+            ("coredns_dns_responses_total{rcode=\"SERVFAIL\"}", 0.0),
+            ("coredns_dns_responses_total{rcode=\"OTHER\"}", 1.0),
+            ("coredns_cache_hits_total", 4.0),
+            ("coredns_cache_misses_total", 5.0),
+            ("coredns_cache_entries", 9.0),
+            ("coredns_forward_requests_total", 6.0),
+            ("coredns_forward_max_concurrent_rejects_total", 1.0),
+        ];
+        for (series, value) in expected {
+            assert_eq!(samples.get(series), Some(&value), "{series}");
+        }
+    }
+
+    #[test]
+    fn source_state_is_reported_per_configured_source() {
+        let samples = parse(&Metrics(&full_report()).to_string());
+        let expected = [
+            ("skyline_snapshot_generation", 12.0),
+            ("skyline_source_ready{source=\"etcd\"}", 1.0),
+            ("skyline_source_ready{source=\"kubernetes\"}", 0.0),
+            ("skyline_source_records{source=\"etcd\"}", 30.0),
+            ("skyline_source_loads_total{source=\"etcd\"}", 4.0),
+            ("skyline_etcd_watching", 1.0),
+            ("skyline_etcd_revision", 88.0),
+            ("skyline_etcd_resumes_total", 2.0),
+            ("skyline_etcd_retries_total", 3.0),
+            ("skyline_etcd_last_contact_age_seconds", 1.5),
+            ("skyline_etcd_last_sync_age_seconds", 60.0),
+            ("skyline_kubernetes_lists_total", 3.0),
+            ("skyline_kubernetes_events_total", 100.0),
+        ];
+        for (series, value) in expected {
+            assert_eq!(samples.get(series), Some(&value), "{series}");
+        }
+        assert!(!samples.keys().any(|k| k.contains("records_file")));
+    }
+
+    #[test]
+    fn an_unconfigured_source_has_no_series() {
+        let report = Report {
+            records_file: Some(Loads {
+                records: 5,
+                loads: 1,
+                generation: 1,
+                ..Loads::default()
+            }),
+            ..Report::default()
+        };
+        let samples = parse(&Metrics(&report).to_string());
+        assert_eq!(samples.get("skyline_source_ready{source=\"records_file\"}"), Some(&1.0));
+        assert_eq!(
+            samples.get("skyline_source_records{source=\"records_file\"}"),
+            Some(&5.0)
+        );
+        assert!(!samples.keys().any(|k| k.contains("etcd") || k.contains("kubernetes")));
+    }
+
+    #[test]
+    fn no_source_at_all_still_renders_valid_text() {
+        let samples = parse(&Metrics(&Report::default()).to_string());
+        assert_eq!(samples.get("coredns_dns_requests_total{proto=\"udp\"}"), Some(&0.0));
+        assert!(!samples.keys().any(|k| k.starts_with("skyline_source_")));
+    }
+
+    #[test]
+    fn ages_are_absent_before_etcd_first_answers() {
+        let report = Report {
+            etcd: Some(Etcd::default()),
+            ..Report::default()
+        };
+        let samples = parse(&Metrics(&report).to_string());
+        assert_eq!(samples.get("skyline_source_ready{source=\"etcd\"}"), Some(&0.0));
+        assert!(!samples.contains_key("skyline_etcd_last_contact_age_seconds"));
+        assert!(!samples.contains_key("skyline_etcd_last_sync_age_seconds"));
+    }
+
+    #[test]
+    fn seconds_keep_milliseconds() {
+        assert_eq!(Seconds(Duration::from_millis(61_007)).to_string(), "61.007");
+        assert_eq!(Seconds(Duration::ZERO).to_string(), "0.000");
+    }
+}

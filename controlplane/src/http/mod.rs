@@ -1,0 +1,19 @@
+//! The HTTP endpoints, on the control plane's tokio runtime beside the sources:
+//!
+//! - `GET /health`: 200 `OK` while the process runs (a liveness probe).
+//! - `GET /ready`: 200 `OK` when every configured source serves complete data, else 503 with a
+//!   line naming the sources that do not yet (a readiness probe).
+//! - `GET /metrics`: the data plane's counters and the sources' state in the Prometheus text
+//!   format 0.0.4, under CoreDNS's names where a CoreDNS metric means the same thing.
+//!
+//! Other paths are 404, other methods 405. The handlers read atomics that the workers and the
+//! sources write ([`Observed`]); nothing here takes a lock the data plane takes, so a scrape,
+//! a slow client or a flood of connections never delays a DNS answer.
+
+mod metrics;
+mod ready;
+mod report;
+mod server;
+
+pub use report::{Observed, Sources};
+pub use server::{HttpError, HttpServer};

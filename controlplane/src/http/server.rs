@@ -1,0 +1,267 @@
+//! The HTTP/1.1 listener and its routes. Every connection is bounded in time, header size and
+//! number, so that a slow or hostile client costs at most a few kilobytes and one of
+//! [`MAX_CONNECTIONS`] slots for at most [`CONNECTION_TIMEOUT`], and never touches the DNS
+//! workers: the handlers only load atomics.
+
+use super::metrics::{self, Metrics};
+use super::ready;
+use super::report::{Observed, Report};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::header::{self, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+/// Connections served at once. Scrapers and probes need a handful; past this a new connection
+/// is closed at once rather than queued, so a probe fails fast instead of timing out.
+const MAX_CONNECTIONS: usize = 64;
+
+/// How long a client may take to send its request line and headers, which a real client sends
+/// in one packet.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a connection may live, from accept to the end of the response: also bounds a
+/// client that never reads its response. Prometheus' default scrape timeout is 10 s as well.
+const CONNECTION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Request line and headers together, in bytes; larger requests get 431. The endpoints read no
+/// header at all, so this only has to admit ordinary clients.
+const MAX_HEADER_BYTES: usize = 8 * 1024;
+
+/// Headers per request; more get 431.
+const MAX_HEADERS: usize = 32;
+
+/// The connection's read buffer at most (hyper's minimum is 8 KiB).
+const MAX_BUFFER_BYTES: usize = 16 * 1024;
+
+/// Pause after a failed accept (out of file descriptors, say), so that the loop does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Why the endpoints could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpError {
+    /// The address could not be bound (in use, not local, no permission).
+    #[error("cannot serve HTTP on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+/// The bound listener of `/health`, `/ready` and `/metrics`.
+#[derive(Debug)]
+pub struct HttpServer {
+    listener: TcpListener,
+    local_addr: SocketAddr,
+    observed: Arc<Observed>,
+}
+
+impl HttpServer {
+    /// Binds `addr` now, so that a bad address is a start error rather than a log line later.
+    /// Must run within a tokio runtime.
+    pub async fn bind(addr: SocketAddr, observed: Observed) -> Result<HttpServer, HttpError> {
+        let bind_error = |source| HttpError::Bind { addr, source };
+        let listener = TcpListener::bind(addr).await.map_err(bind_error)?;
+        let local_addr = listener.local_addr().map_err(bind_error)?;
+        Ok(HttpServer {
+            listener,
+            local_addr,
+            observed: Arc::new(observed),
+        })
+    }
+
+    /// The address bound, with the port the kernel chose when asked for port 0.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The future that accepts and serves connections, forever. Spawn it on a tokio runtime
+    /// with time enabled.
+    pub fn serve(self) -> impl Future<Output = ()> + Send + 'static {
+        self.run()
+    }
+
+    async fn run(self) {
+        let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+        let mut builder = http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEADER_TIMEOUT)
+            .max_header_size(MAX_HEADER_BYTES)
+            .max_headers(MAX_HEADERS)
+            .max_buf_size(MAX_BUFFER_BYTES)
+            // One request per connection: nothing to bound between requests, and a scraper's
+            // reconnect every few seconds costs nothing.
+            .keep_alive(false);
+        let mut failing = false;
+        loop {
+            let (stream, peer) = match self.listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    if !std::mem::replace(&mut failing, true) {
+                        tracing::warn!(%error, "accepting HTTP connections fails; retrying");
+                    }
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
+            };
+            failing = false;
+            let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+                tracing::debug!(%peer, limit = MAX_CONNECTIONS, "HTTP connection closed: too many at once");
+                continue;
+            };
+            let observed = Arc::clone(&self.observed);
+            let service = service_fn(move |request: Request<hyper::body::Incoming>| {
+                let response = respond(&request, || observed.report(SystemTime::now()));
+                async move { Ok::<_, Infallible>(response) }
+            });
+            let connection = builder.serve_connection(TokioIo::new(stream), service);
+            tokio::spawn(async move {
+                let _slot = slot;
+                match tokio::time::timeout(CONNECTION_TIMEOUT, connection).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(error)) => tracing::debug!(%peer, %error, "HTTP connection failed"),
+                    Err(_) => tracing::debug!(%peer, "HTTP connection closed: too slow"),
+                }
+            });
+        }
+    }
+}
+
+/// The endpoints.
+#[derive(Debug, Clone, Copy)]
+enum Endpoint {
+    Health,
+    Ready,
+    Metrics,
+}
+
+/// Answers one request; `report` is read only for the endpoints that need it.
+fn respond<B>(request: &Request<B>, report: impl FnOnce() -> Report) -> Response<Full<Bytes>> {
+    let endpoint = match request.uri().path() {
+        "/health" => Endpoint::Health,
+        "/ready" => Endpoint::Ready,
+        "/metrics" => Endpoint::Metrics,
+        _ => return text(StatusCode::NOT_FOUND, PLAIN, "not found\n".into()),
+    };
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        let mut response = text(StatusCode::METHOD_NOT_ALLOWED, PLAIN, "only GET and HEAD\n".into());
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return response;
+    }
+    match endpoint {
+        // Alive is all it says: the process answers HTTP, so its runtime is not wedged.
+        Endpoint::Health => text(StatusCode::OK, PLAIN, "OK".into()),
+        Endpoint::Ready => match ready::check(&report()) {
+            Ok(()) => text(StatusCode::OK, PLAIN, "OK".into()),
+            Err(not_ready) => text(StatusCode::SERVICE_UNAVAILABLE, PLAIN, format!("{not_ready}\n")),
+        },
+        Endpoint::Metrics => text(StatusCode::OK, metrics::CONTENT_TYPE, Metrics(&report()).to_string()),
+    }
+}
+
+const PLAIN: &str = "text/plain; charset=utf-8";
+
+fn text(status: StatusCode, content_type: &'static str, body: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::report::Etcd;
+    use http_body_util::BodyExt;
+
+    fn get(method: Method, path: &str, report: Report) -> (StatusCode, Response<Full<Bytes>>) {
+        let request = Request::builder().method(method).uri(path).body(()).unwrap();
+        let response = respond(&request, || report);
+        (response.status(), response)
+    }
+
+    async fn body(response: Response<Full<Bytes>>) -> String {
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    fn etcd_not_ready() -> Report {
+        Report {
+            etcd: Some(Etcd::default()),
+            ..Report::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn health_is_ok_whatever_the_sources_say() {
+        let (status, response) = get(Method::GET, "/health", etcd_not_ready());
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body(response).await, "OK");
+    }
+
+    #[tokio::test]
+    async fn ready_names_the_source_that_is_not() {
+        let (status, response) = get(Method::GET, "/ready", etcd_not_ready());
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(body(response).await, "not ready: etcd (no complete read yet)\n");
+        let (status, response) = get(Method::GET, "/ready?verbose", Report::default());
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body(response).await, "OK");
+    }
+
+    #[tokio::test]
+    async fn metrics_are_prometheus_text() {
+        let (status, response) = get(Method::GET, "/metrics", Report::default());
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "text/plain; version=0.0.4; charset=utf-8"
+        );
+        assert!(body(response)
+            .await
+            .contains("\ncoredns_dns_requests_total{proto=\"udp\"} 0\n"));
+    }
+
+    #[test]
+    fn other_paths_are_not_found_and_other_methods_not_allowed() {
+        for path in ["/", "/metrics/", "/healthz", "/Health"] {
+            assert_eq!(
+                get(Method::GET, path, Report::default()).0,
+                StatusCode::NOT_FOUND,
+                "{path}"
+            );
+        }
+        assert_eq!(get(Method::POST, "/nope", Report::default()).0, StatusCode::NOT_FOUND);
+        for method in [Method::POST, Method::PUT, Method::DELETE, Method::OPTIONS] {
+            let (status, response) = get(method, "/metrics", Report::default());
+            assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+            assert_eq!(response.headers()[header::ALLOW], "GET, HEAD");
+        }
+        assert_eq!(get(Method::HEAD, "/ready", Report::default()).0, StatusCode::OK);
+    }
+
+    #[test]
+    fn the_report_is_read_only_where_it_is_needed() {
+        let request = Request::builder().uri("/health").body(()).unwrap();
+        let response = respond(&request, || panic!("/health reads no counter"));
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+}
