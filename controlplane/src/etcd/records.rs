@@ -1,19 +1,51 @@
 //! The records the source holds, in key order: a map from etcd key to typed record, stored as a
 //! sorted vector because the snapshot builder reads exactly that, a slice of `(key, record)`.
 //! A change finds its entry by binary search and touches only it; a build borrows the whole
-//! table through an `Arc` without copying a record.
+//! table through an `Arc` without copying a record. The keys changed since the last build are
+//! kept, so that the next snapshot compiles only what they reach.
 
 use skyline_dataplane::snapshot::skydns::Service;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// Records by etcd key, sorted by key bytes (etcd's own order, so a range read arrives sorted).
-#[derive(Debug, Clone, Default)]
-pub(super) struct Records(Arc<Vec<(String, Service)>>);
+#[derive(Debug, Clone)]
+pub(super) struct Records(Arc<Vec<(String, Service)>>, Changes);
+
+/// What changed since the last build took the table.
+#[derive(Debug, Clone)]
+enum Changes {
+    /// The table is new: no build has seen any of it.
+    All,
+    /// These keys were put, changed or deleted.
+    Keys(BTreeSet<String>),
+}
+
+impl Default for Records {
+    fn default() -> Records {
+        Records(Arc::default(), Changes::All)
+    }
+}
 
 impl Records {
     /// The table as the snapshot builder takes it, shared with the build.
     pub(super) fn shared(&self) -> Arc<Vec<(String, Service)>> {
         Arc::clone(&self.0)
+    }
+
+    /// The keys changed since the last call, for a build that starts from the previous one's
+    /// snapshot; `None` when the table is new and must be built whole.
+    pub(super) fn take_changes(&mut self) -> Option<Vec<String>> {
+        match std::mem::replace(&mut self.1, Changes::Keys(BTreeSet::new())) {
+            Changes::All => None,
+            Changes::Keys(keys) => Some(keys.into_iter().collect()),
+        }
+    }
+
+    fn touched(&mut self, key: &str) {
+        if let Changes::Keys(keys) = &mut self.1 {
+            keys.insert(key.to_owned());
+        }
     }
 
     /// Number of records.
@@ -27,10 +59,12 @@ impl Records {
             Ok(i) if self.0[i].1 == service => false,
             Ok(i) => {
                 self.entries()[i].1 = service;
+                self.touched(key);
                 true
             }
             Err(i) => {
                 self.entries().insert(i, (key.to_owned(), service));
+                self.touched(key);
                 true
             }
         }
@@ -41,6 +75,7 @@ impl Records {
         match self.find(key) {
             Ok(i) => {
                 self.entries().remove(i);
+                self.touched(key);
                 true
             }
             Err(_) => false,
@@ -52,6 +87,7 @@ impl Records {
         match self.find(key) {
             Ok(i) if self.0[i].1.ttl != ttl => {
                 self.entries()[i].1.ttl = ttl;
+                self.touched(key);
                 true
             }
             _ => false,
@@ -117,6 +153,28 @@ mod tests {
         assert!(!r.set_ttl("/skydns/b", 5));
         assert!(!r.set_ttl("/skydns/zz", 5));
         assert_eq!(r.len(), 2);
+    }
+
+    #[test]
+    fn a_new_table_is_built_whole_then_only_changed_keys_are_reported() {
+        let mut r = table(&["/skydns/a", "/skydns/b"]);
+        assert_eq!(r.take_changes(), None);
+        assert_eq!(r.take_changes(), Some(vec![]));
+        r.upsert("/skydns/b", host("10.0.0.1"));
+        r.upsert("/skydns/b", host("10.0.0.1"));
+        r.remove("/skydns/a");
+        r.remove("/skydns/zz");
+        r.upsert("/skydns/c", Service::default());
+        r.set_ttl("/skydns/c", 9);
+        assert_eq!(
+            r.take_changes(),
+            Some(vec![
+                "/skydns/a".to_owned(),
+                "/skydns/b".to_owned(),
+                "/skydns/c".to_owned()
+            ])
+        );
+        assert_eq!(r.take_changes(), Some(vec![]));
     }
 
     #[test]

@@ -15,8 +15,8 @@ use crate::backoff::Backoff;
 use crate::skydns::{ConfigError, ConfigPatch};
 use crate::source::SourceStats;
 use etcd_client::{Client, ConnectOptions, EventType, GetOptions, WatchOptions, WatchResponse, WatchStream};
-use skyline_dataplane::snapshot::skydns::{build, Config};
-use skyline_dataplane::snapshot::ZoneState;
+use skyline_dataplane::snapshot::skydns::{build, update, Config};
+use skyline_dataplane::snapshot::{Snapshot, ZoneState};
 use skyline_dataplane::SnapshotCell;
 use std::future::Future;
 use std::sync::atomic::Ordering;
@@ -144,6 +144,10 @@ enum Pending {
 /// What a finished build reports.
 #[derive(Debug)]
 struct Built {
+    /// The snapshot published, with the settings it was built under: the next build starts
+    /// from it.
+    snapshot: Arc<Snapshot>,
+    config: Config,
     generation: u64,
     revision: i64,
     records: usize,
@@ -181,6 +185,9 @@ pub struct EtcdSource {
     last_build: Duration,
     /// The settings the snapshots are built with.
     config: Config,
+    /// The last snapshot published and the settings it was built under: the next build
+    /// compiles only what changed since, when the settings are the same.
+    previous: Option<(Config, Arc<Snapshot>)>,
     /// Restart-only settings already reported as changed.
     restart_pending: Vec<&'static str>,
     stubs: (Vec<StubZone>, Vec<Unusable>),
@@ -236,6 +243,7 @@ impl EtcdSource {
             next_countdown: Instant::now(),
             last_build: Duration::ZERO,
             config,
+            previous: None,
             restart_pending: Vec::new(),
             stubs: (Vec::new(), Vec::new()),
         })
@@ -576,9 +584,10 @@ impl EtcdSource {
         };
         state.fold_leases(&self.leases, Instant::now());
         self.update_stub_zones();
-        let Some(state) = self.state.as_ref() else {
+        let Some(state) = self.state.as_mut() else {
             return;
         };
+        let changed = state.records.take_changes();
         let records = state.records.shared();
         let revision = state.revision;
         self.stats
@@ -588,16 +597,25 @@ impl EtcdSource {
         let cell = Arc::clone(&self.cell);
         let health = Arc::clone(&self.health);
         let generation = cell.load().generation + 1;
+        let previous = self.previous.take().filter(|(built_with, _)| *built_with == config);
         self.dirty = false;
         self.build_at = None;
         self.build = Some(tokio::task::spawn_blocking(move || {
             let started = Instant::now();
-            let snapshot = build(&config, &records, generation, SystemTime::now());
+            let now = SystemTime::now();
+            let updated = match (&previous, &changed) {
+                (Some((_, previous)), Some(changed)) => update(previous, &config, &records, changed, generation, now),
+                _ => None,
+            };
+            let snapshot = Arc::new(updated.unwrap_or_else(|| build(&config, &records, generation, now)));
             let skipped = snapshot.skydns.as_ref().map_or(0, |index| index.skipped());
             let took = started.elapsed();
-            cell.store(Arc::new(snapshot));
+            cell.store(Arc::clone(&snapshot));
             health.set_ready();
+            drop(previous);
             Built {
+                snapshot,
+                config,
                 generation,
                 revision,
                 records: records.len(),
@@ -612,6 +630,7 @@ impl EtcdSource {
         self.build = None;
         match built {
             Ok(built) => {
+                self.previous = Some((built.config, built.snapshot));
                 self.last_build = built.took;
                 self.stats.records_loaded.store(built.records as u64, Ordering::Relaxed);
                 self.stats.generation.store(built.generation, Ordering::Relaxed);

@@ -5,15 +5,15 @@
 //! workers load it once per batch and never see a half-built zone.
 
 pub mod kubernetes;
+pub mod nodes;
 pub mod rrset;
 pub mod skydns;
 
 use crate::wire::types::rtype;
 use crate::wire::{LowerName, Name};
 use arc_swap::ArcSwap;
-use foldhash::fast::RandomState;
+pub use nodes::Nodes;
 use rrset::CompiledAnswer;
-use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -146,7 +146,7 @@ pub struct Snapshot {
     /// Zones, longest apex first so the first match is the most specific.
     pub zones: Vec<Zone>,
     /// Every existing name of every zone, keyed by lower-cased wire name.
-    pub nodes: HashMap<Name, Node, RandomState>,
+    pub nodes: Nodes,
     /// CHAOS identity.
     pub identity: Identity,
     /// Typed SkyDNS records, for `*`/`any` wildcard queries answered on the slow path.
@@ -205,8 +205,7 @@ pub fn compose(base: &Snapshot, overlay: Snapshot, generation: u64) -> Snapshot 
     let base_map: Vec<u16> = base.zones.iter().map(|z| index_of(&z.apex)).collect();
     let overlay_map: Vec<u16> = overlay.zones.iter().map(|z| index_of(&z.apex)).collect();
     let mut nodes = overlay.nodes;
-    nodes.reserve(base.nodes.len());
-    for node in nodes.values_mut() {
+    for (_, node) in nodes.iter_mut() {
         node.zone = overlay_map.get(usize::from(node.zone)).copied().unwrap_or(0);
     }
     for (name, node) in &base.nodes {

@@ -25,7 +25,7 @@ use super::names::{dashed, reverse, unreverse};
 use super::service::ServiceView;
 use super::sets::{address_answers, address_rrsets, single, srv_answer, SrvEntry};
 use crate::snapshot::rrset::{AnswerSet, CompiledAnswer, Rdata};
-use crate::snapshot::{Below, Identity, Node, Slot, Snapshot, Zone, ZoneKind, ZoneState};
+use crate::snapshot::{Below, Identity, Node, Nodes, Slot, Snapshot, Zone, ZoneKind, ZoneState};
 use crate::wire::{LowerName, Name};
 use foldhash::fast::RandomState;
 use std::collections::{HashMap, HashSet};
@@ -147,7 +147,7 @@ fn namespaces<'c>(config: &Config, cluster: &'c Cluster) -> impl Iterator<Item =
 }
 
 /// The reverse zones' apexes and PTRs: the last names, which need every service seen.
-fn finish(mut b: Builder<'_, '_>, config: &Config) -> HashMap<Name, Node, RandomState> {
+fn finish(mut b: Builder<'_, '_>, config: &Config) -> Nodes {
     for zone in config.reverse_zones() {
         if let Some(zi) = b.zone_index(zone) {
             b.apex(zone, zi);
@@ -157,7 +157,7 @@ fn finish(mut b: Builder<'_, '_>, config: &Config) -> HashMap<Name, Node, Random
     b.nodes
 }
 
-fn snapshot(zones: Vec<Zone>, nodes: HashMap<Name, Node, RandomState>, generation: u64, cluster: &Cluster) -> Snapshot {
+fn snapshot(zones: Vec<Zone>, nodes: Nodes, generation: u64, cluster: &Cluster) -> Snapshot {
     tracing::debug!(
         generation,
         services = cluster.services.len(),
@@ -267,7 +267,7 @@ struct Builder<'a, 'c> {
     config: &'a Config,
     zones: &'a [Zone],
     views: &'a HashMap<(&'c str, &'c str), ServiceView<'c>, RandomState>,
-    nodes: HashMap<Name, Node, RandomState>,
+    nodes: Nodes,
     /// Cluster IP → its service's name: the one PTR such an address gets.
     cluster_ptrs: HashMap<IpAddr, Name, RandomState>,
     /// Endpoint address → endpoint name, duplicates included.
@@ -286,7 +286,7 @@ impl<'a, 'c> Builder<'a, 'c> {
             config,
             zones,
             views,
-            nodes: HashMap::default(),
+            nodes: Nodes::default(),
             cluster_ptrs: HashMap::default(),
             endpoint_ptrs: Vec::new(),
             serial: serial(now),
@@ -298,7 +298,6 @@ impl<'a, 'c> Builder<'a, 'c> {
     /// are always built again (the SOA serial moves).
     fn reuse(&mut self, previous: &Snapshot, changes: &Changes) {
         let ours: Vec<Option<u16>> = previous.zones.iter().map(|z| self.zone_index(&z.apex)).collect();
-        self.nodes.reserve(previous.nodes.len());
         for (name, node) in &previous.nodes {
             let Some(zi) = ours.get(usize::from(node.zone)).copied().flatten() else {
                 continue;

@@ -43,6 +43,8 @@ pub struct Resolution {
     /// Targets of the CNAMEs leading here, which a loop must not revisit.
     chain: Box<[Name]>,
     chased: Chased,
+    /// Lookups resolving it took, nested ones included: what remembering it still charges.
+    cost: usize,
 }
 
 fn resolution_hash(target: &Name, family: Family, chain: &[Name]) -> u64 {
@@ -124,18 +126,27 @@ impl Answerer<'_> {
     }
 
     /// Resolves `target` after the CNAMEs whose targets are `chain`, remembering the result.
-    /// Every call spends one unit of the answer's budget, remembered or not, so that the work of
-    /// one answer stays bounded whatever the shape of the chains.
+    /// Every lookup spends one unit of the answer's budget, and a remembered resolution charges
+    /// all the lookups it took, so that whether an answer fits its budget never depends on
+    /// which answers were built before it (an update compiles names in another order than a
+    /// full build, and must produce the same answers).
     pub(super) fn chase(&mut self, target: &Name, family: Family, chain: &[Name]) -> Result<Chased, Abort> {
-        if self.budget == 0 {
-            return Err(self.exhausted(target));
-        }
-        self.budget -= 1;
         let hash = resolution_hash(target, family, chain);
         let mut known = self.memo.get(&hash).into_iter().flatten();
         if let Some(r) = known.find(|r| r.target == *target && r.family == family && *r.chain == *chain) {
+            if self.budget < r.cost {
+                // Resolving it afresh would have spent the whole budget before failing.
+                self.budget = 0;
+                return Err(self.exhausted(target));
+            }
+            self.budget -= r.cost;
             return Ok(r.chased.clone());
         }
+        if self.budget == 0 {
+            return Err(self.exhausted(target));
+        }
+        let before = self.budget;
+        self.budget -= 1;
         let chased = match self.index.lookup(target) {
             None => Chased::Missing,
             Some(sel) => match self.addresses(&sel, target, Some(target), family, &mut chain.to_vec()) {
@@ -149,6 +160,7 @@ impl Answerer<'_> {
             family,
             chain: chain.into(),
             chased: chased.clone(),
+            cost: before - self.budget,
         });
         Ok(chased)
     }

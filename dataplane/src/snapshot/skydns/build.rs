@@ -13,10 +13,8 @@ use super::section::{answer_set, Rr};
 use super::select::Selection;
 use super::service::{Config, Service};
 use crate::snapshot::rrset::{AnswerSet, CompiledAnswer, Rdata};
-use crate::snapshot::{Identity, Node, Slot, Snapshot, Zone, ZoneKind, ZoneState};
+use crate::snapshot::{Identity, Node, Nodes, Slot, Snapshot, Zone, ZoneKind, ZoneState};
 use crate::wire::{LowerName, Name};
-use foldhash::fast::RandomState;
-use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -31,7 +29,7 @@ const RECORD_SLOTS: [Slot; 6] = [Slot::A, Slot::Aaaa, Slot::Cname, Slot::Srv, Sl
 /// `/<path_prefix>/`, outside the domain and the reverse trees are ignored; keys that are not
 /// valid names and values that cannot serve are skipped with a warning. `now` sets the SOA serial.
 pub fn build(config: &Config, records: &[(String, Service)], generation: u64, now: SystemTime) -> Snapshot {
-    let reverse_apexes = [reverse_apex("in-addr"), reverse_apex("ip6")];
+    let reverse_apexes = reverse_apexes();
     let Partition {
         in_domain,
         reverse,
@@ -51,7 +49,9 @@ pub fn build(config: &Config, records: &[(String, Service)], generation: u64, no
     let index = Arc::new(Index::new(config, in_domain, skipped));
     let mut nodes = domain_nodes(config, &index, zone_index(&config.domain), now);
     for (name, node) in ptrs {
-        nodes.entry(name).or_insert(node);
+        if !nodes.contains_key(&name) {
+            nodes.insert(name, node);
+        }
     }
     tracing::debug!(
         generation,
@@ -67,6 +67,11 @@ pub fn build(config: &Config, records: &[(String, Service)], generation: u64, no
         identity: Identity::default(),
         skydns: Some(index),
     }
+}
+
+/// The apexes of the reverse zones PTR records are served in.
+pub(super) fn reverse_apexes() -> [Name; 2] {
+    [reverse_apex("in-addr"), reverse_apex("ip6")]
 }
 
 fn reverse_apex(kind: &str) -> Name {
@@ -108,7 +113,7 @@ fn partition<'r>(config: &Config, records: &'r [(String, Service)], reverse_apex
 }
 
 /// The domain's zone and the reverse zones, longest apex first.
-fn zones(config: &Config, reverse_apexes: &[Name], now: SystemTime) -> Vec<Zone> {
+pub(super) fn zones(config: &Config, reverse_apexes: &[Name], now: SystemTime) -> Vec<Zone> {
     let mut zones = vec![Zone {
         apex: config.domain.clone(),
         kind: ZoneKind::Authoritative,
@@ -183,25 +188,15 @@ impl Soa {
 }
 
 /// A node for every existing name of the domain, the `local` alias included.
-fn domain_nodes(config: &Config, index: &Index, zone: u16, now: SystemTime) -> HashMap<Name, Node, RandomState> {
-    let mut nodes: HashMap<Name, Node, RandomState> = HashMap::default();
+fn domain_nodes(config: &Config, index: &Index, zone: u16, now: SystemTime) -> Nodes {
+    let mut nodes = Nodes::default();
     let mut answerer = Answerer::new(index);
     for run in names(index) {
         let path = run.path(index);
         let name = name_of(path);
-        let Ok(qname) = LowerName::from_wire(name.wire()) else {
-            continue;
-        };
-        let exact = index.exact_count(run.range.clone(), path.len());
-        let sel = Selection::from_range(index, run.range.clone(), exact);
-        let mut node = Node {
-            zone,
-            ..Node::default()
-        };
-        for slot in RECORD_SLOTS {
-            node.answers[slot as usize] = compiled(&qname, answerer.answer(&sel, &name, slot));
+        if let Some(node) = compile_node(index, &mut answerer, path, run.range, zone) {
+            nodes.insert(name, node);
         }
-        nodes.insert(name, node);
     }
     if let Some(apex) = nodes.get_mut(&config.domain) {
         apex_answers(config, &mut answerer, apex, now);
@@ -212,8 +207,40 @@ fn domain_nodes(config: &Config, index: &Index, zone: u16, now: SystemTime) -> H
     nodes
 }
 
+/// The node of the name at `path` in the domain, from the records at and below it; `None` when
+/// the name does not exist (the apex always does).
+pub(super) fn name_node(index: &Index, answerer: &mut Answerer<'_>, path: &[u8], zone: u16) -> Option<Node> {
+    let range = index.subtree(path);
+    if range.is_empty() && *path != *index.apex {
+        return None;
+    }
+    compile_node(index, answerer, path, range, zone)
+}
+
+/// A node answering from the records `range` of the index, those at and below `path`.
+fn compile_node(
+    index: &Index,
+    answerer: &mut Answerer<'_>,
+    path: &[u8],
+    range: Range<usize>,
+    zone: u16,
+) -> Option<Node> {
+    let name = name_of(path);
+    let qname = LowerName::from_wire(name.wire()).ok()?;
+    let exact = index.exact_count(range.clone(), path.len());
+    let sel = Selection::from_range(index, range, exact);
+    let mut node = Node {
+        zone,
+        ..Node::default()
+    };
+    for slot in RECORD_SLOTS {
+        node.answers[slot as usize] = compiled(&qname, answerer.answer(&sel, &name, slot));
+    }
+    Some(node)
+}
+
 /// SOA and NS at the apex (§6.6, §6.8); NS comes from the records under `ns.dns.<domain>`.
-fn apex_answers(config: &Config, answerer: &mut Answerer<'_>, apex: &mut Node, now: SystemTime) {
+pub(super) fn apex_answers(config: &Config, answerer: &mut Answerer<'_>, apex: &mut Node, now: SystemTime) {
     let Ok(qname) = LowerName::from_wire(config.domain.wire()) else {
         return;
     };
@@ -230,16 +257,15 @@ fn apex_answers(config: &Config, answerer: &mut Answerer<'_>, apex: &mut Node, n
     }
 }
 
+/// `local.dns.<domain>`.
+pub(super) fn local_alias_name(config: &Config) -> Option<Name> {
+    config.domain.prepend("dns").and_then(|d| d.prepend("local")).ok()
+}
+
 /// `local.dns.<domain>` answers with the records of `local` (§4 step 6), owned by the query
 /// name. Its missing ancestors exist as empty names, so that no NXDOMAIN denies it (RFC 8020).
-fn local_alias(
-    config: &Config,
-    local: &Name,
-    answerer: &mut Answerer<'_>,
-    zone: u16,
-    nodes: &mut HashMap<Name, Node, RandomState>,
-) {
-    let Ok(alias) = config.domain.prepend("dns").and_then(|d| d.prepend("local")) else {
+pub(super) fn local_alias(config: &Config, local: &Name, answerer: &mut Answerer<'_>, zone: u16, nodes: &mut Nodes) {
+    let Some(alias) = local_alias_name(config) else {
         return;
     };
     if !local.is_within(&config.domain) {
@@ -262,10 +288,15 @@ fn local_alias(
     let mut parent = alias.parent();
     while parent != config.domain && parent.is_within(&config.domain) {
         let next = parent.parent();
-        nodes.entry(parent).or_insert_with(|| Node {
-            zone,
-            ..Node::default()
-        });
+        if !nodes.contains_key(&parent) {
+            nodes.insert(
+                parent,
+                Node {
+                    zone,
+                    ..Node::default()
+                },
+            );
+        }
         parent = next;
     }
     nodes.insert(alias, node);

@@ -3,6 +3,7 @@
 
 use super::service::{Config, Service};
 use crate::wire::Name;
+use std::hash::BuildHasher;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// The `host` field, interpreted as SkyDNS does with `net.ParseIP`.
@@ -59,19 +60,17 @@ pub struct Entry {
     pub group: u32,
     /// Number of path components (SkyDNS compares slash counts, which differ by a constant).
     pub depth: u8,
-    /// Index of the first entry, in key order, equal to this one for the per-lookup dedup.
-    pub class: u32,
-    /// Index of the closest earlier entry equal to this one for the dedup, or [`NO_ENTRY`].
-    pub prev_equal: u32,
+    /// Hash of what the per-lookup dedup compares (SkyDNS drops a record whose
+    /// `(host, port, priority, weight, text)` equals an earlier one of the same lookup, with the
+    /// priority compared before its default is applied); [`Entry::same_record`] confirms a match.
+    pub identity: u64,
+    /// The key had upper-case letters: another key may fold to the same path.
+    pub folded: bool,
 }
 
-/// Marks the absence of an entry index.
-pub const NO_ENTRY: u32 = u32::MAX;
-
 impl Entry {
-    /// Interprets `service` stored at `path`. `group` is the interned group; dedup links are
-    /// filled in later by the index.
-    pub fn new(path: Vec<u8>, service: &Service, group: u32, config: &Config) -> Result<Entry, ValueError> {
+    /// Interprets `service` stored at `path` (from `key`). `group` is the interned group.
+    pub fn new(key: &str, path: Vec<u8>, service: &Service, group: u32, config: &Config) -> Result<Entry, ValueError> {
         if service.text.len() > MAX_TEXT_LEN {
             return Err(ValueError::TextTooLong);
         }
@@ -92,15 +91,38 @@ impl Entry {
             target_strip: service.target_strip.min(u8::MAX as usize) as u8,
             group,
             depth,
-            class: NO_ENTRY,
-            prev_equal: NO_ENTRY,
+            identity: identity(service),
+            folded: key.bytes().any(|b| b.is_ascii_uppercase()),
         })
+    }
+
+    /// Whether the dedup counts `other` as the same record as this one.
+    pub fn same_record(&self, other: &Entry) -> bool {
+        self.identity == other.identity
+            && self.host == other.host
+            && self.port == other.port
+            && self.priority == other.priority
+            && self.weight == other.weight
+            && self.text == other.text
     }
 
     /// The name of the key (SkyDNS `msg.Domain(key)`), the SRV/MX/NS target of address hosts.
     pub fn name(&self) -> Name {
         super::key::name_of(&self.path)
     }
+}
+
+/// The dedup's hash of a value: its host as written, port, priority before the default,
+/// weight and text. Fixed seed: entries of different builds are compared.
+fn identity(service: &Service) -> u64 {
+    let fields = (
+        service.host.as_str(),
+        service.port,
+        service.priority,
+        service.weight,
+        service.text.as_str(),
+    );
+    foldhash::fast::FixedState::with_seed(0x5eed_0fd5_d0d0).hash_one(fields)
 }
 
 /// `net.ParseIP` first, then a domain name.
@@ -170,7 +192,7 @@ mod tests {
             host: "10.0.0.1".into(),
             ..Service::default()
         };
-        let entry = Entry::new(vec![1, b'x'], &service, 0, &config).unwrap();
+        let entry = Entry::new("/skydns/x", vec![1, b'x'], &service, 0, &config).unwrap();
         assert_eq!((entry.priority, entry.ttl), (config.priority, config.ttl));
     }
 
@@ -182,7 +204,7 @@ mod tests {
             ..Service::default()
         };
         assert_eq!(
-            Entry::new(vec![1, b'x'], &service, 0, &config).unwrap_err(),
+            Entry::new("/skydns/x", vec![1, b'x'], &service, 0, &config).unwrap_err(),
             ValueError::TextTooLong
         );
     }

@@ -2,7 +2,7 @@
 //! own and everything below it) are one contiguous run. The builder compiles nodes from it and
 //! the snapshot keeps it for the names that cannot be precompiled: `*`/`any` wildcard queries.
 
-use super::entry::{Entry, NO_ENTRY};
+use super::entry::Entry;
 use super::key::{cmp_paths, is_below, is_wildcard, path_of};
 use super::select::Selection;
 use super::service::{Config, Service};
@@ -12,10 +12,14 @@ use foldhash::fast::RandomState;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::Arc;
 
 /// The SkyDNS domain's records in key order, with what answering needs from the configuration.
 /// Wildcard queries read it on the slow path.
-#[derive(Debug)]
+///
+/// Entries are shared between the indexes of successive snapshots: an edit copies the table of
+/// pointers, never a record.
+#[derive(Debug, Clone)]
 pub struct Index {
     /// The authoritative domain.
     pub(super) domain: Name,
@@ -26,9 +30,24 @@ pub struct Index {
     /// Whether address RRsets are marked for rotation.
     pub(super) round_robin: bool,
     /// Records sorted component-wise by path; equal paths keep their input order.
-    pub(super) entries: Vec<Entry>,
+    pub(super) entries: Vec<Arc<Entry>>,
+    /// How many entries have each dedup identity; the dedup looks only at identities held by
+    /// more than one.
+    identities: HashMap<u64, u32, RandomState>,
+    /// Identities held by more than one entry.
+    repeated: usize,
+    /// Interned groups; 0 is no group.
+    groups: HashMap<Box<str>, u32, RandomState>,
     /// Records of the build that were skipped as invalid.
     skipped: usize,
+}
+
+/// A change to one path of the index: the record its key now holds, or none.
+pub(super) struct Edit<'r> {
+    /// The key's path.
+    pub path: Vec<u8>,
+    /// The key and its value; `None` when the key was deleted.
+    pub put: Option<(&'r str, &'r Service)>,
 }
 
 impl Index {
@@ -37,36 +56,110 @@ impl Index {
     /// build already skipped.
     pub(super) fn new(config: &Config, mut records: Vec<(Vec<u8>, &(String, Service))>, skipped: usize) -> Index {
         records.sort_by(|a, b| cmp_paths(&a.0, &b.0));
-        let mut groups: HashMap<&str, u32, RandomState> = HashMap::default();
-        let mut kept: Vec<&Service> = Vec::with_capacity(records.len());
-        let mut entries = Vec::with_capacity(records.len());
-        let mut skipped = skipped;
-        for (path, (key, service)) in records {
-            let next = groups.len() as u32 + 1;
-            let group = match service.group.as_str() {
-                "" => 0,
-                g => *groups.entry(g).or_insert(next),
-            };
-            match Entry::new(path, service, group, config) {
-                Ok(entry) => {
-                    entries.push(entry);
-                    kept.push(service);
-                }
-                Err(error) => {
-                    tracing::warn!(%key, %error, "skipping SkyDNS record");
-                    skipped += 1;
-                }
-            }
-        }
-        link_equal_records(&mut entries, &kept);
-        Index {
+        let mut index = Index {
             apex: path_of(&config.domain).into_boxed_slice(),
             domain: config.domain.clone(),
             ttl: config.ttl,
             round_robin: config.round_robin,
-            entries,
+            entries: Vec::with_capacity(records.len()),
+            identities: HashMap::default(),
+            repeated: 0,
+            groups: HashMap::default(),
             skipped,
+        };
+        for (path, (key, service)) in records {
+            match index.entry(key, path, service, config) {
+                Ok(entry) => {
+                    index.count(entry.identity, true);
+                    index.entries.push(entry);
+                }
+                Err(error) => {
+                    tracing::warn!(%key, %error, "skipping SkyDNS record");
+                    index.skipped += 1;
+                }
+            }
         }
+        index
+    }
+
+    /// This index with `edits` applied, sharing every record they do not touch. `None` when an
+    /// edit cannot be applied alone and the index must be built again: a value that cannot
+    /// serve, or keys that differ only in case (they share a path).
+    pub(super) fn edited(&self, config: &Config, edits: &[Edit<'_>]) -> Option<Index> {
+        let mut index = self.clone();
+        for edit in edits {
+            let at = index
+                .entries
+                .partition_point(|e| cmp_paths(&e.path, &edit.path) == Ordering::Less);
+            let held = index.entries[at..].iter().take_while(|e| *e.path == *edit.path).count();
+            if held > 1 || index.entries.get(at).is_some_and(|e| held == 1 && e.folded) {
+                return None;
+            }
+            match (edit.put, held) {
+                (Some((key, service)), _) => {
+                    let entry = index.entry(key, edit.path.clone(), service, config).ok()?;
+                    if entry.folded {
+                        return None;
+                    }
+                    index.count(entry.identity, true);
+                    if held == 1 {
+                        let old = std::mem::replace(&mut index.entries[at], entry);
+                        index.count(old.identity, false);
+                    } else {
+                        index.entries.insert(at, entry);
+                    }
+                }
+                (None, 1) => {
+                    let old = index.entries.remove(at);
+                    index.count(old.identity, false);
+                }
+                // A key the index never held: put and deleted between two updates, or skipped.
+                (None, _) => {}
+            }
+        }
+        Some(index)
+    }
+
+    fn entry(
+        &mut self,
+        key: &str,
+        path: Vec<u8>,
+        service: &Service,
+        config: &Config,
+    ) -> Result<Arc<Entry>, super::entry::ValueError> {
+        let next = self.groups.len() as u32 + 1;
+        let group = match service.group.as_str() {
+            "" => 0,
+            g => *self.groups.entry(g.into()).or_insert(next),
+        };
+        Entry::new(key, path, service, group, config).map(Arc::new)
+    }
+
+    /// Counts an entry's identity in (`added`) or out.
+    fn count(&mut self, identity: u64, added: bool) {
+        let count = self.identities.entry(identity).or_insert(0);
+        match added {
+            true => {
+                *count += 1;
+                if *count == 2 {
+                    self.repeated += 1;
+                }
+            }
+            false => {
+                *count -= 1;
+                if *count == 1 {
+                    self.repeated -= 1;
+                }
+                if *count == 0 {
+                    self.identities.remove(&identity);
+                }
+            }
+        }
+    }
+
+    /// Whether another entry may equal one with `identity`, for the dedup.
+    pub(super) fn is_repeated(&self, identity: u64) -> bool {
+        self.repeated > 0 && self.identities.get(&identity).is_some_and(|&n| n > 1)
     }
 
     /// Number of records the SkyDNS domain serves from.
@@ -120,29 +213,5 @@ impl Index {
         }
         let exact = self.exact_count(range.clone(), path.len());
         Some(Selection::from_range(self, range, exact))
-    }
-}
-
-/// Fills in each entry's dedup class and its closest earlier equal entry. SkyDNS drops a record
-/// whose `(host, port, priority, weight, text)` equals an earlier one of the same lookup, with
-/// the priority compared before its default is applied.
-fn link_equal_records(entries: &mut [Entry], services: &[&Service]) {
-    type Identity<'a> = (&'a str, u16, u16, u16, &'a str);
-    let mut last: HashMap<Identity<'_>, (u32, u32), RandomState> = HashMap::default();
-    for (i, (entry, s)) in entries.iter_mut().zip(services).enumerate() {
-        let identity = (s.host.as_str(), s.port, s.priority, s.weight, s.text.as_str());
-        let i = i as u32;
-        match last.get_mut(&identity) {
-            Some((class, prev)) => {
-                entry.class = *class;
-                entry.prev_equal = *prev;
-                *prev = i;
-            }
-            None => {
-                entry.class = i;
-                entry.prev_equal = NO_ENTRY;
-                last.insert(identity, (i, i));
-            }
-        }
     }
 }

@@ -14,11 +14,13 @@ mod section;
 mod select;
 pub mod service;
 mod srv;
+mod update;
 mod wildcard;
 
 pub use build::build;
 pub use index::Index;
 pub use service::{Config, Service};
+pub use update::update;
 pub use wildcard::{wildcard, WildcardAnswer};
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 use super::group;
 use super::index::Index;
 use foldhash::fast::RandomState;
-use std::collections::HashSet;
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 use std::ops::Range;
 
 /// The records one lookup sees, in key order.
@@ -23,26 +24,14 @@ impl Selection {
     /// The lookup of a name whose records are the run `range`, the first `exact` of them at
     /// the name itself.
     pub fn from_range(index: &Index, range: Range<usize>, exact: usize) -> Selection {
-        let lo = range.start as u32;
         let directory = range.len() > exact;
-        // A record is a duplicate within the run iff its closest earlier equal lies in the run.
-        let deduped = range
-            .map(|i| i as u32)
-            .filter(|&i| {
-                let prev = index.entries[i as usize].prev_equal;
-                prev == super::entry::NO_ENTRY || prev < lo
-            })
-            .collect();
+        let deduped = dedup(index, range.map(|i| i as u32));
         Selection::grouping(index, deduped, directory)
     }
 
     /// The lookup of a wildcard pattern below a directory that matched `matched` (in key order).
     pub fn from_matches(index: &Index, matched: Vec<u32>) -> Selection {
-        let mut seen: HashSet<u32, RandomState> = HashSet::default();
-        let deduped = matched
-            .into_iter()
-            .filter(|&i| seen.insert(index.entries[i as usize].class))
-            .collect();
+        let deduped = dedup(index, matched);
         Selection::grouping(index, deduped, true)
     }
 
@@ -67,4 +56,26 @@ impl Selection {
     pub fn grouped(&self) -> &[u32] {
         self.grouped.as_deref().unwrap_or(&self.deduped)
     }
+}
+
+/// The records of a lookup, in key order, without those equal to an earlier one of the same
+/// lookup. Only identities the index holds more than once are looked at.
+fn dedup(index: &Index, records: impl IntoIterator<Item = u32>) -> Vec<u32> {
+    let mut first: HashMap<u64, u32, RandomState> = HashMap::default();
+    records
+        .into_iter()
+        .filter(|&i| {
+            let e = &index.entries[i as usize];
+            if !index.is_repeated(e.identity) {
+                return true;
+            }
+            match first.entry(e.identity) {
+                Entry::Vacant(v) => {
+                    v.insert(i);
+                    true
+                }
+                Entry::Occupied(o) => !index.entries[*o.get() as usize].same_record(e),
+            }
+        })
+        .collect()
 }

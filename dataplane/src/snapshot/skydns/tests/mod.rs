@@ -7,6 +7,7 @@ mod names;
 mod reverse;
 mod robustness;
 mod srv;
+mod update;
 mod wildcard;
 
 use super::{build, Config, Service};

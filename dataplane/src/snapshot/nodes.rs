@@ -1,0 +1,206 @@
+//! The names of a snapshot, split into shards that snapshots share until one of them changes.
+//!
+//! A change to one name must not cost a copy of every name: a new snapshot starts as a clone of
+//! the previous one's [`Nodes`] (one reference count per shard), and writing a name copies only
+//! the shard that holds it. Lookups hash the name once; the hash picks the shard and then the
+//! slot within it, so sharding costs the answer path one pointer more than a single table.
+
+use super::Node;
+use crate::wire::Name;
+use foldhash::fast::FixedState;
+use hashbrown::HashTable;
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
+/// Number of shards: enough that one shard of a million names (about 4k) copies in tens of
+/// microseconds, few enough that an empty snapshot stays small.
+const SHARDS: usize = 256;
+
+/// Bits of the hash that pick the shard. The table inside a shard takes its slot from the low
+/// bits and its tag from the top seven, so the shard uses bits neither of those reads.
+const SHARD_SHIFT: u32 = 40;
+
+type Shard = HashTable<(Name, Node)>;
+
+/// Every existing name of a snapshot with its node, keyed by lower-cased wire name.
+#[derive(Debug, Clone)]
+pub struct Nodes {
+    shards: Box<[Arc<Shard>]>,
+    len: usize,
+}
+
+impl Default for Nodes {
+    fn default() -> Nodes {
+        let empty = Arc::new(Shard::new());
+        Nodes {
+            shards: (0..SHARDS).map(|_| Arc::clone(&empty)).collect(),
+            len: 0,
+        }
+    }
+}
+
+/// One fixed seed for every snapshot, so that the hashes of shared shards stay valid in the
+/// snapshots that inherit them. The names are the operator's, and lookups of names that are
+/// not there do not grow a table, so a known seed gives a client nothing to flood.
+fn hash(wire: &[u8]) -> u64 {
+    FixedState::with_seed(0x736b_796c_696e_6521).hash_one(wire)
+}
+
+fn shard_of(hash: u64) -> usize {
+    (hash >> SHARD_SHIFT) as usize % SHARDS
+}
+
+impl Nodes {
+    /// The node of a lower-cased wire name.
+    #[inline]
+    pub fn get(&self, wire: &[u8]) -> Option<&Node> {
+        let h = hash(wire);
+        self.shards[shard_of(h)]
+            .find(h, |(name, _)| name.wire() == wire)
+            .map(|(_, node)| node)
+    }
+
+    /// Whether the name has a node.
+    pub fn contains_key(&self, name: &Name) -> bool {
+        self.get(name.wire()).is_some()
+    }
+
+    /// The node of `name`, to change in place; copies its shard if another snapshot shares it.
+    pub fn get_mut(&mut self, name: &Name) -> Option<&mut Node> {
+        let h = hash(name.wire());
+        let shard = Arc::make_mut(&mut self.shards[shard_of(h)]);
+        shard.find_mut(h, |(n, _)| n == name).map(|(_, node)| node)
+    }
+
+    /// Sets the node of `name`, returning the one it replaces.
+    pub fn insert(&mut self, name: Name, node: Node) -> Option<Node> {
+        let h = hash(name.wire());
+        let shard = Arc::make_mut(&mut self.shards[shard_of(h)]);
+        match shard.find_mut(h, |(n, _)| *n == name) {
+            Some((_, old)) => Some(std::mem::replace(old, node)),
+            None => {
+                shard.insert_unique(h, (name, node), |(n, _)| hash(n.wire()));
+                self.len += 1;
+                None
+            }
+        }
+    }
+
+    /// Removes the node of `name`, if any.
+    pub fn remove(&mut self, name: &Name) -> Option<Node> {
+        let h = hash(name.wire());
+        let index = shard_of(h);
+        self.shards[index].find(h, |(n, _)| n == name)?;
+        let shard = Arc::make_mut(&mut self.shards[index]);
+        let (entry, _) = shard.find_entry(h, |(n, _)| n == name).ok()?.remove();
+        self.len -= 1;
+        Some(entry.1)
+    }
+
+    /// Number of names.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no names.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Every node, to change in place; copies every shard another snapshot shares.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&Name, &mut Node)> {
+        self.shards
+            .iter_mut()
+            .flat_map(|shard| Arc::make_mut(shard).iter_mut().map(|(name, node)| (&*name, node)))
+    }
+
+    /// Every name, in no particular order.
+    pub fn keys(&self) -> impl Iterator<Item = &Name> {
+        self.iter().map(|(name, _)| name)
+    }
+
+    /// Every name with its node, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Name, &Node)> {
+        self.shards
+            .iter()
+            .flat_map(|shard| shard.iter().map(|(name, node)| (name, node)))
+    }
+}
+
+impl FromIterator<(Name, Node)> for Nodes {
+    fn from_iter<I: IntoIterator<Item = (Name, Node)>>(iter: I) -> Nodes {
+        let mut nodes = Nodes::default();
+        for (name, node) in iter {
+            nodes.insert(name, node);
+        }
+        nodes
+    }
+}
+
+impl std::ops::Index<&Name> for Nodes {
+    type Output = Node;
+
+    /// The node of `name`; panics when there is none, as a map's index does.
+    fn index(&self, name: &Name) -> &Node {
+        self.get(name.wire()).expect("no node for the name")
+    }
+}
+
+impl<'a> IntoIterator for &'a Nodes {
+    type Item = (&'a Name, &'a Node);
+    type IntoIter = Box<dyn Iterator<Item = (&'a Name, &'a Node)> + 'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::Below;
+
+    fn name(i: usize) -> Name {
+        Name::from_dotted(&format!("n{i}.skydns.test.")).unwrap()
+    }
+
+    fn node(zone: u16) -> Node {
+        Node {
+            zone,
+            ..Node::default()
+        }
+    }
+
+    #[test]
+    fn names_are_found_replaced_and_removed() {
+        let mut nodes: Nodes = (0..1000).map(|i| (name(i), node(i as u16))).collect();
+        assert_eq!(nodes.len(), 1000);
+        assert_eq!(nodes.get(name(7).wire()).map(|n| n.zone), Some(7));
+        assert!(nodes.get(b"\x01x\x00").is_none());
+        assert_eq!(nodes.insert(name(7), node(70)).map(|n| n.zone), Some(7));
+        assert_eq!(nodes.len(), 1000);
+        assert_eq!(nodes.remove(&name(7)).map(|n| n.zone), Some(70));
+        assert!(nodes.remove(&name(7)).is_none());
+        assert_eq!(nodes.len(), 999);
+        assert!(!nodes.contains_key(&name(7)));
+        nodes.get_mut(&name(8)).unwrap().below = Below::DashedAddresses;
+        assert_eq!(nodes.get(name(8).wire()).unwrap().below, Below::DashedAddresses);
+        assert_eq!(nodes.iter().count(), 999);
+    }
+
+    #[test]
+    fn a_clone_shares_every_shard_until_one_name_changes() {
+        let nodes: Nodes = (0..10_000).map(|i| (name(i), node(1))).collect();
+        let mut next = nodes.clone();
+        next.insert(name(3), node(2));
+        let copied = nodes
+            .shards
+            .iter()
+            .zip(next.shards.iter())
+            .filter(|(a, b)| !Arc::ptr_eq(a, b))
+            .count();
+        assert_eq!(copied, 1);
+        assert_eq!(nodes.get(name(3).wire()).unwrap().zone, 1);
+        assert_eq!(next.get(name(3).wire()).unwrap().zone, 2);
+    }
+}

@@ -1,0 +1,185 @@
+//! Incremental updates against full builds: after every batch of random changes, the snapshot
+//! [`update`] makes from the previous one holds exactly the names and answers a full [`build`]
+//! of the same records holds. Chains of updates are checked, not just one step.
+
+use super::{build, config, Config, Service};
+use crate::snapshot::skydns::update;
+use crate::snapshot::{Slot, Snapshot};
+use crate::wire::Name;
+use std::collections::BTreeMap;
+use std::time::{Duration, UNIX_EPOCH};
+
+/// A small deterministic generator (xorshift64*), so a failure reproduces from its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+}
+
+const DIRS: [&str; 6] = ["a", "b", "b/x", "c/y/z", "dns/ns", "mail"];
+const LEAVES: [&str; 5] = ["w1", "w2", "w3", "*", "any"];
+
+/// A key below the domain: a directory, sometimes a leaf under it.
+fn key(rng: &mut Rng) -> String {
+    let dir = rng.pick(&DIRS);
+    match rng.below(4) {
+        0 => format!("/skydns/test/skydns/{dir}"),
+        _ => format!("/skydns/test/skydns/{dir}/{}", rng.pick(&LEAVES[..3])),
+    }
+}
+
+/// A value of any kind the builder distinguishes: addresses, name hosts inside and outside the
+/// domain (chains, loops, wildcards, stripped targets), text, mail, groups and repeats.
+fn value(rng: &mut Rng) -> Service {
+    let hosts = [
+        "10.0.0.1",
+        "10.0.0.2",
+        "2001:db8::1",
+        "",
+        "w1.a.skydns.test",
+        "b.skydns.test",
+        "x.b.skydns.test",
+        "w2.x.b.skydns.test",
+        "z.y.c.skydns.test",
+        "*.b.skydns.test",
+        "any.a.skydns.test",
+        "mail.skydns.test",
+        "www.example.org",
+    ];
+    Service {
+        host: rng.pick(&hosts).into(),
+        port: [0, 80, 443][rng.below(3)],
+        priority: [0, 10, 20][rng.below(3)],
+        weight: [0, 50][rng.below(2)],
+        text: ["", "hello", "world"][rng.below(3)].into(),
+        mail: rng.below(3) == 0,
+        ttl: [0, 30, 300][rng.below(3)],
+        target_strip: [0, 0, 1][rng.below(3)],
+        group: ["", "", "g1", "g2"][rng.below(4)].into(),
+    }
+}
+
+fn assert_same(updated: &Snapshot, built: &Snapshot, seed: u64, step: usize) {
+    let names = |s: &Snapshot| -> BTreeMap<String, usize> { s.nodes.iter().map(|(n, _)| (n.to_string(), 0)).collect() };
+    assert_eq!(names(updated), names(built), "names differ (seed {seed}, step {step})");
+    for (name, node) in built.nodes.iter() {
+        let other = updated.nodes.get(name.wire()).unwrap();
+        assert_eq!(other.zone, node.zone, "{name}: zone (seed {seed}, step {step})");
+        for slot in 0..Slot::COUNT {
+            assert_eq!(
+                other.answers[slot].as_deref(),
+                node.answers[slot].as_deref(),
+                "{name}: slot {slot} (seed {seed}, step {step})"
+            );
+        }
+    }
+    assert_eq!(updated.zones.len(), built.zones.len());
+    for (u, b) in updated.zones.iter().zip(&built.zones) {
+        assert_eq!((&u.apex, &u.soa_rdata), (&b.apex, &b.soa_rdata));
+    }
+    let (u, b) = (updated.skydns.as_ref().unwrap(), built.skydns.as_ref().unwrap());
+    assert_eq!(u.len(), b.len(), "records (seed {seed}, step {step})");
+}
+
+fn run(config: &Config, seed: u64, steps: usize) -> usize {
+    let now = UNIX_EPOCH + Duration::from_secs(1_700_001_234);
+    let mut rng = Rng(seed);
+    let mut records: BTreeMap<String, Service> = BTreeMap::new();
+    for _ in 0..20 {
+        records.insert(key(&mut rng), value(&mut rng));
+    }
+    let table = |r: &BTreeMap<String, Service>| -> Vec<(String, Service)> {
+        r.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    };
+    let mut previous = build(config, &table(&records), 1, now);
+    let mut applied = 0;
+    for step in 0..steps {
+        let mut changed = Vec::new();
+        for _ in 0..1 + rng.below(3) {
+            let key = key(&mut rng);
+            match rng.below(3) {
+                0 => {
+                    records.remove(&key);
+                }
+                _ => {
+                    records.insert(key.clone(), value(&mut rng));
+                }
+            }
+            changed.push(key);
+        }
+        changed.sort();
+        changed.dedup();
+        let current = table(&records);
+        let built = build(config, &current, step as u64 + 2, now);
+        previous = match update(&previous, config, &current, &changed, step as u64 + 2, now) {
+            Some(updated) => {
+                assert_same(&updated, &built, seed, step);
+                applied += 1;
+                updated
+            }
+            None => built,
+        };
+    }
+    applied
+}
+
+#[test]
+fn random_changes_update_to_what_a_full_build_holds() {
+    let mut applied = 0;
+    for seed in 1..=30 {
+        applied += run(&config(), seed, 50);
+    }
+    assert!(
+        applied > 30 * 50 * 9 / 10,
+        "only {applied} updates applied incrementally"
+    );
+}
+
+#[test]
+fn the_local_alias_follows_its_target_through_updates() {
+    let config = Config {
+        local: Some(Name::from_dotted("w1.a.skydns.test.").unwrap()),
+        ..config()
+    };
+    for seed in 100..=110 {
+        run(&config, seed, 50);
+    }
+}
+
+#[test]
+fn a_change_outside_the_domain_keeps_every_node_and_case_variants_build_whole() {
+    let now = UNIX_EPOCH + Duration::from_secs(1_700_001_234);
+    let config = config();
+    let mut records = vec![("/skydns/test/skydns/a".to_owned(), super::host("10.0.0.1"))];
+    let previous = build(&config, &records, 1, now);
+    records.push(("/skydns/org/example/x".to_owned(), super::host("10.0.0.2")));
+    let next = update(&previous, &config, &records, &["/skydns/org/example/x".into()], 2, now).unwrap();
+    assert_eq!(next.nodes.len(), previous.nodes.len());
+    records.push(("/skydns/test/skydns/A".to_owned(), super::host("10.0.0.3")));
+    records.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(update(&next, &config, &records, &["/skydns/test/skydns/A".into()], 3, now).is_none());
+    records.push(("/skydns/arpa/in-addr/10/0/0/1".to_owned(), super::host("a.skydns.test")));
+    records.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(update(
+        &next,
+        &config,
+        &records,
+        &["/skydns/arpa/in-addr/10/0/0/1".into()],
+        3,
+        now
+    )
+    .is_none());
+}

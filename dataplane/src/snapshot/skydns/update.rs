@@ -1,0 +1,189 @@
+//! A snapshot after a few keys changed, made from the previous one without compiling every
+//! name again: what a source watching etcd publishes for each change.
+//!
+//! A name answers with the records at and below it, and with what the CNAME targets and SRV/MX
+//! targets of those records resolve to. So a change at a path reaches that name and its
+//! ancestors, and, through targets, the names holding a record whose target is the changed name
+//! or one of its ancestors — and so on along chains. Exactly those names are compiled again; the
+//! others keep their nodes, shared with the previous snapshot (see [`crate::snapshot::Nodes`]),
+//! and the index shares every record the change did not touch.
+
+use super::answers::Answerer;
+use super::build::{apex_answers, local_alias, local_alias_name, name_node, reverse_apexes, zones};
+use super::entry::Host;
+use super::index::{Edit, Index};
+use super::key::{is_below, is_wildcard, name_of, parse_key, path_of};
+use super::service::{Config, Service};
+use crate::snapshot::{Identity, Snapshot};
+use crate::wire::name::is_within;
+use crate::wire::Name;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// Rounds of following targets before the change is treated as reaching too far (chains are
+/// at most 8 CNAMEs long; a fan-out beyond this is cheaper to build whole).
+const MAX_ROUNDS: usize = 16;
+
+/// The snapshot `previous` becomes when the keys `changed` take the values they have in
+/// `records` (sorted by key; a key absent from it was deleted). `previous` must have been made
+/// by [`super::build`] or by this function under the same `config`.
+///
+/// `None` when the change cannot be applied alone, and [`super::build`] must run instead: keys
+/// in the reverse zones or that are not names, values that cannot serve, keys that differ only
+/// in case, or a change that reaches more than a quarter of the names.
+pub fn update(
+    previous: &Snapshot,
+    config: &Config,
+    records: &[(String, Service)],
+    changed: &[String],
+    generation: u64,
+    now: SystemTime,
+) -> Option<Snapshot> {
+    let index = previous.skydns.as_deref()?;
+    if index.domain != config.domain || reverse_apexes().iter().any(|r| config.domain.is_within(r)) {
+        return None;
+    }
+    let edits = edits(config, index, records, changed)?;
+    if edits.is_empty() {
+        return Some(Snapshot {
+            generation,
+            zones: zones(config, &reverse_apexes(), now),
+            nodes: previous.nodes.clone(),
+            identity: Identity::default(),
+            skydns: previous.skydns.clone(),
+        });
+    }
+    let index = index.edited(config, &edits)?;
+    let mut roots: Vec<Vec<u8>> = edits.into_iter().map(|e| e.path).collect();
+    // The `local` alias answers with another name's records: compiled again each time, with
+    // the names above it that exist only for it.
+    if let Some(alias) = config.local.as_ref().and(local_alias_name(config)) {
+        roots.push(path_of(&alias));
+    }
+    let roots = reached(&index, roots)?;
+    let names = with_ancestors(&index, &roots);
+    if names.len() > previous.nodes.len() / 4 + 64 {
+        return None;
+    }
+    let zones = zones(config, &reverse_apexes(), now);
+    let zone = zones.iter().position(|z| z.apex == config.domain).unwrap_or(0) as u16;
+    let mut nodes = previous.nodes.clone();
+    let mut answerer = Answerer::new(&index);
+    for path in &names {
+        let name = name_of(path);
+        match name_node(&index, &mut answerer, path, zone) {
+            Some(mut node) => {
+                if **path == *index.apex {
+                    apex_answers(config, &mut answerer, &mut node, now);
+                }
+                nodes.insert(name, node);
+            }
+            None => {
+                nodes.remove(&name);
+            }
+        }
+    }
+    if let Some(local) = &config.local {
+        local_alias(config, local, &mut answerer, zone, &mut nodes);
+    }
+    tracing::debug!(generation, compiled = names.len(), "updated SkyDNS snapshot");
+    Some(Snapshot {
+        generation,
+        zones,
+        nodes,
+        identity: Identity::default(),
+        skydns: Some(Arc::new(index)),
+    })
+}
+
+/// The index edits of the keys `changed`, each with its current value in `records`.
+fn edits<'r>(
+    config: &Config,
+    index: &Index,
+    records: &'r [(String, Service)],
+    changed: &[String],
+) -> Option<Vec<Edit<'r>>> {
+    let reverse: Vec<Vec<u8>> = reverse_apexes().iter().map(path_of).collect();
+    let mut edits = Vec::with_capacity(changed.len());
+    for key in changed {
+        let path = match parse_key(key, &config.path_prefix) {
+            Ok(None) => continue,
+            Ok(Some(path)) => path,
+            Err(_) => return None,
+        };
+        if reverse.iter().any(|r| is_below(&path, r)) {
+            return None;
+        }
+        if !is_below(&path, &index.apex) {
+            continue;
+        }
+        let put = records
+            .binary_search_by(|(k, _)| k.as_str().cmp(key))
+            .ok()
+            .map(|i| (records[i].0.as_str(), &records[i].1));
+        edits.push(Edit { path, put });
+    }
+    Some(edits)
+}
+
+/// The paths whose records' answers change: the edited ones, then every record whose target
+/// lookup sees one of those, until none is added. `None` past [`MAX_ROUNDS`].
+fn reached(index: &Index, mut roots: Vec<Vec<u8>>) -> Option<Vec<Vec<u8>>> {
+    let mut seen: BTreeSet<Vec<u8>> = roots.iter().cloned().collect();
+    let mut fresh: Vec<Name> = roots.iter().map(|p| name_of(p)).collect();
+    for _ in 0..MAX_ROUNDS {
+        if fresh.is_empty() {
+            return Some(roots);
+        }
+        let mut next = Vec::new();
+        for e in &index.entries {
+            let Host::Name(host) = &e.host else {
+                continue;
+            };
+            if fresh.iter().any(|changed| reads(host, e.target_strip, changed)) && !seen.contains(&*e.path) {
+                seen.insert(e.path.to_vec());
+                next.push(e.path.to_vec());
+            }
+        }
+        fresh = next.iter().map(|p| name_of(p)).collect();
+        roots.extend(next);
+    }
+    None
+}
+
+/// Whether a record with the name host `host` looks up records at or above `changed`: its
+/// CNAME chase reads the host, its SRV/MX glue the host less `strip` labels, and a lookup with
+/// wildcard labels reads everything below the part right of its last wildcard.
+fn reads(host: &Name, strip: u8, changed: &Name) -> bool {
+    let read = |looked_up: &Name| is_within(changed.wire(), fixed_suffix(looked_up.wire()));
+    read(host) || (strip > 0 && read(&host.strip_labels(strip as usize)))
+}
+
+/// The wire name right of its last wildcard label (all of it when it has none).
+fn fixed_suffix(wire: &[u8]) -> &[u8] {
+    let mut pos = 0;
+    let mut fixed = 0;
+    while pos < wire.len() && wire[pos] != 0 {
+        let end = pos + 1 + wire[pos] as usize;
+        if is_wildcard(wire.get(pos + 1..end).unwrap_or_default()) {
+            fixed = end;
+        }
+        pos = end;
+    }
+    wire.get(fixed..).unwrap_or(&[0])
+}
+
+/// `roots` and each of their ancestors down to the apex, the apex included.
+fn with_ancestors(index: &Index, roots: &[Vec<u8>]) -> BTreeSet<Vec<u8>> {
+    let mut names = BTreeSet::new();
+    names.insert(index.apex.to_vec());
+    for path in roots {
+        let mut end = index.apex.len();
+        while end < path.len() {
+            end += 1 + path[end] as usize;
+            names.insert(path[..end.min(path.len())].to_vec());
+        }
+    }
+    names
+}
