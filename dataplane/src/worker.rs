@@ -50,6 +50,10 @@ const EVENTS_PER_POLL: usize = 1024;
 /// may already be taken for TCP.
 const EPHEMERAL_BIND_ATTEMPTS: usize = 16;
 
+/// Longest a worker sleeps with nothing to do: on waking it reloads the snapshot cell, letting
+/// go of a replaced snapshot so that the retiring thread can free it (see `snapshot::publish`).
+const IDLE_WAKE: Duration = Duration::from_secs(1);
+
 /// How to run the data plane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerConfig {
@@ -341,7 +345,8 @@ impl<P: PacketIo> Worker<P> {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 };
-                deadline.map(|at| at.saturating_duration_since(Instant::now()))
+                let wait = deadline.map_or(IDLE_WAKE, |at| at.saturating_duration_since(Instant::now()));
+                Some(wait.min(IDLE_WAKE))
             };
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == io::ErrorKind::Interrupted {

@@ -16,7 +16,7 @@ use crate::skydns::{ConfigError, ConfigPatch};
 use crate::source::SourceStats;
 use etcd_client::{Client, ConnectOptions, EventType, GetOptions, WatchOptions, WatchResponse, WatchStream};
 use skyline_dataplane::snapshot::skydns::{build, update, Config};
-use skyline_dataplane::snapshot::{Snapshot, ZoneState};
+use skyline_dataplane::snapshot::{publish, Snapshot, ZoneState};
 use skyline_dataplane::SnapshotCell;
 use std::future::Future;
 use std::sync::atomic::Ordering;
@@ -290,7 +290,7 @@ impl EtcdSource {
         for zone in &mut snapshot.zones {
             zone.state = ZoneState::Syncing;
         }
-        self.cell.store(Arc::new(snapshot));
+        publish(&self.cell, Arc::new(snapshot));
         self.stats.generation.store(generation, Ordering::Relaxed);
         self.config = config;
         self.run()
@@ -610,7 +610,7 @@ impl EtcdSource {
             let snapshot = Arc::new(updated.unwrap_or_else(|| build(&config, &records, generation, now)));
             let skipped = snapshot.skydns.as_ref().map_or(0, |index| index.skipped());
             let took = started.elapsed();
-            cell.store(Arc::clone(&snapshot));
+            publish(&cell, Arc::clone(&snapshot));
             health.set_ready();
             drop(previous);
             Built {

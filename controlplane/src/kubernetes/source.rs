@@ -15,7 +15,7 @@ use kube::runtime::WatchStreamExt;
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
 use skyline_dataplane::snapshot::kubernetes::{self as model, ObjectKey};
-use skyline_dataplane::snapshot::{compose, Snapshot};
+use skyline_dataplane::snapshot::{compose, publish, Snapshot};
 use skyline_dataplane::SnapshotCell;
 use std::fmt::Debug;
 use std::future::Future;
@@ -279,7 +279,7 @@ impl KubernetesSource {
             model::syncing(&self.config, generation, now)
         };
         let base = self.skydns.load();
-        self.cell.store(Arc::new(compose(&base, zones, generation)));
+        publish(&self.cell, Arc::new(compose(&base, zones, generation)));
         if synced {
             self.health.built();
             if !self.health.is_ready() {

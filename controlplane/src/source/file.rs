@@ -12,6 +12,7 @@
 use super::records_file::{config_key, parse_records_file, FileError, RecordsFile};
 use super::stats::SourceStats;
 use crate::skydns::ConfigPatch;
+use skyline_dataplane::snapshot::publish;
 use skyline_dataplane::snapshot::skydns::build;
 use skyline_dataplane::SnapshotCell;
 use std::future::Future;
@@ -201,7 +202,7 @@ impl Shared {
         self.log_rejected(&file);
         let generation = self.cell.load().generation + 1;
         let snapshot = build(&config, &file.records, generation, SystemTime::now());
-        self.cell.store(Arc::new(snapshot));
+        publish(&self.cell, Arc::new(snapshot));
         let stats = &self.stats;
         stats.records_loaded.store(file.records.len() as u64, Ordering::Relaxed);
         stats

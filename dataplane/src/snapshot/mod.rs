@@ -6,6 +6,7 @@
 
 pub mod kubernetes;
 pub mod nodes;
+mod retire;
 pub mod rrset;
 pub mod skydns;
 
@@ -13,6 +14,7 @@ use crate::wire::types::rtype;
 use crate::wire::{LowerName, Name};
 use arc_swap::ArcSwap;
 pub use nodes::Nodes;
+pub use retire::publish;
 use rrset::CompiledAnswer;
 use std::net::IpAddr;
 use std::sync::Arc;
