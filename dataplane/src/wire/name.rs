@@ -68,11 +68,17 @@ impl LowerName {
 /// Reads the name starting at `pos` in `msg`, following compression pointers (at most
 /// `MAX_POINTER_HOPS`, each strictly backwards), and returns the offset just past the name as it
 /// appears at `pos`. When `out` is given the name is stored there lower-cased.
+///
+/// Every query pays for this, so it walks only the length octets; each run of labels between
+/// pointers (the whole name, in a query) is then copied at once and lower-cased eight bytes at
+/// a time. Length octets (at most 63) are never letters, so lower-casing them is harmless.
 pub fn read_name(msg: &[u8], mut pos: usize, mut out: Option<&mut LowerName>) -> Result<usize, WireError> {
     let mut end = None;
     let mut hops = 0;
     let mut len = 0usize;
     let mut labels = 0usize;
+    let mut run = pos;
+    let mut run_at = 0usize;
     loop {
         let &b = msg.get(pos).ok_or(WireError::Truncated)?;
         match b & 0xC0 {
@@ -84,22 +90,21 @@ pub fn read_name(msg: &[u8], mut pos: usize, mut out: Option<&mut LowerName>) ->
                         return Err(WireError::NameTooLong);
                     }
                     if let Some(o) = out.as_deref_mut() {
+                        copy_lower(&mut o.bytes[run_at..len - 1], &msg[run..pos]);
                         o.bytes[len - 1] = 0;
                         o.len = len as u8;
                         o.labels = labels as u8;
                     }
                     return Ok(end.unwrap_or(pos + 1));
                 }
-                let label = msg.get(pos + 1..pos + 1 + l).ok_or(WireError::Truncated)?;
+                if pos + 1 + l > msg.len() {
+                    return Err(WireError::Truncated);
+                }
                 if len + 1 + l + 1 > MAX_NAME_LEN {
                     return Err(WireError::NameTooLong);
                 }
                 if let Some(o) = out.as_deref_mut() {
                     o.label_starts[labels] = len as u8;
-                    o.bytes[len] = l as u8;
-                    for (d, s) in o.bytes[len + 1..len + 1 + l].iter_mut().zip(label) {
-                        *d = s.to_ascii_lowercase();
-                    }
                 }
                 labels += 1;
                 len += 1 + l;
@@ -112,12 +117,41 @@ pub fn read_name(msg: &[u8], mut pos: usize, mut out: Option<&mut LowerName>) ->
                 if hops > MAX_POINTER_HOPS || target >= pos {
                     return Err(WireError::PointerLoop);
                 }
+                if let Some(o) = out.as_deref_mut() {
+                    copy_lower(&mut o.bytes[run_at..len], &msg[run..pos]);
+                }
                 end.get_or_insert(pos + 2);
                 pos = target;
+                run = pos;
+                run_at = len;
             }
             _ => return Err(WireError::BadLabel),
         }
     }
+}
+
+/// Copies `src` into `dst` (of the same length) lower-casing ASCII letters, eight at a time.
+fn copy_lower(dst: &mut [u8], src: &[u8]) {
+    let mut dst_words = dst.chunks_exact_mut(8);
+    let mut src_words = src.chunks_exact(8);
+    for (d, s) in (&mut dst_words).zip(&mut src_words) {
+        let word = u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]);
+        d.copy_from_slice(&lower_word(word).to_le_bytes());
+    }
+    for (d, s) in dst_words.into_remainder().iter_mut().zip(src_words.remainder()) {
+        *d = s.to_ascii_lowercase();
+    }
+}
+
+/// ASCII lower case of eight bytes at once: a byte gets bit 0x20 when it lies in `A..=Z`.
+/// Adding to each byte's low seven bits never carries into the next byte.
+fn lower_word(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let low7 = word & (0x7F * ONES);
+    let at_least_a = low7 + (0x3F * ONES);
+    let beyond_z = low7 + (0x25 * ONES);
+    let upper = at_least_a & !beyond_z & !word & (0x80 * ONES);
+    word | (upper >> 2)
 }
 
 /// Skips the name at `pos` without decoding it, returning the offset just past it.
@@ -313,6 +347,39 @@ impl fmt::Debug for Name {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn eight_bytes_at_once_lower_case_as_one_at_a_time() {
+        for b in 0..=255u8 {
+            for lane in 0..8 {
+                let mut bytes = [b'Q', 0xC1, b'@', b'[', b'z', b'A', 0xDA, b'Z'];
+                bytes[lane] = b;
+                let expected = bytes.map(|c| c.to_ascii_lowercase());
+                assert_eq!(
+                    lower_word(u64::from_le_bytes(bytes)).to_le_bytes(),
+                    expected,
+                    "byte {b:#x} in lane {lane}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_name_split_by_pointers_is_read_whole_and_lower_cased() {
+        // "ExAmple.COM." at 2, then "WwW-Longer-Label" + pointer to it at 15.
+        let mut msg = vec![0u8, 0];
+        msg.extend_from_slice(b"\x07ExAmple\x03COM\x00");
+        let at = msg.len();
+        msg.extend_from_slice(b"\x10WwW-Longer-Label\xC0\x02");
+        let mut name = LowerName::default();
+        assert_eq!(read_name(&msg, at, Some(&mut name)), Ok(msg.len()));
+        assert_eq!(name.wire(), b"\x10www-longer-label\x07example\x03com\x00");
+        assert_eq!(name.label_count(), 3);
+        assert_eq!(name.label(1), b"example");
+        assert_eq!(read_name(&msg, 2, Some(&mut name)), Ok(at));
+        assert_eq!(name.wire(), b"\x07example\x03com\x00");
+        assert_eq!(read_name(&msg[..at - 2], 2, None), Err(WireError::Truncated));
+    }
 
     #[test]
     fn dotted_round_trip_lower_cases() {
