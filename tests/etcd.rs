@@ -44,6 +44,35 @@ fn the_initial_sync_serves_what_etcd_holds_with_its_settings() {
 }
 
 #[test]
+fn a_prefix_of_many_pages_is_read_whole_at_one_revision() {
+    if !etcd_available() {
+        return;
+    }
+    let etcd = Etcd::start();
+    let client = EtcdClient::connect(&[etcd.endpoint()]);
+    client.put("/skydns/config", CONFIG);
+    // Three pages of the range read and a part of a fourth, 12 directories of 1,001 records.
+    let pairs: Vec<(String, String)> = (0..12_012u32)
+        .map(|i| {
+            let key = format!("/skydns/test/skydns/d{:02}/r{:04}", i / 1001, i % 1001);
+            (
+                key,
+                format!(r#"{{"host":"10.{}.{}.{}"}}"#, i >> 16, (i >> 8) & 0xFF, i & 0xFF),
+            )
+        })
+        .collect();
+    client.put_all(&pairs);
+    let s = start_skyline(&etcd.endpoint());
+    for i in [0u32, 4_999, 5_000, 5_001, 10_000, 12_011] {
+        let name = format!("r{:04}.d{:02}.skydns.test.", i % 1001, i / 1001);
+        let address = format!("10.{}.{}.{}", i >> 16, (i >> 8) & 0xFF, i & 0xFF);
+        wait_for(&s, &name, &[address.as_str()]);
+    }
+    let reply = s.tcp("d11.skydns.test.", RecordType::A);
+    assert_eq!(reply.answers().len(), 1001, "every record of the last directory");
+}
+
+#[test]
 fn puts_updates_and_deletes_show_in_answers() {
     if !etcd_available() {
         return;

@@ -8,7 +8,9 @@
 #![allow(dead_code)]
 
 use crate::common::{eventually, Skyline};
-use etcd_client::{Certificate, Client, CompactionOptions, ConnectOptions, Identity, PutOptions, TlsOptions};
+use etcd_client::{
+    Certificate, Client, CompactionOptions, ConnectOptions, Identity, PutOptions, TlsOptions, Txn, TxnOp,
+};
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::RecordType;
 use std::collections::BTreeSet;
@@ -322,6 +324,18 @@ impl EtcdClient {
         let mut c = self.client.clone();
         self.run(async move { c.put(key, value, Some(PutOptions::new().with_lease(lease))).await });
         lease
+    }
+
+    /// Puts every `(key, value)`, a transaction of 128 at a time (etcd's default limit).
+    pub fn put_all(&self, pairs: &[(String, String)]) {
+        for chunk in pairs.chunks(128) {
+            let ops: Vec<TxnOp> = chunk
+                .iter()
+                .map(|(k, v)| TxnOp::put(k.as_str(), v.as_str(), None))
+                .collect();
+            let mut c = self.client.clone();
+            self.run(async move { c.txn(Txn::new().and_then(ops)).await });
+        }
     }
 
     /// Deletes `key`.

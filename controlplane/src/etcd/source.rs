@@ -39,7 +39,7 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Keys per page of the range read: large enough that a million keys take 200 requests, small
 /// enough that a page of typical records stays a few megabytes.
-const PAGE_KEYS: i64 = 5000;
+const PAGE_KEYS: usize = 5000;
 
 /// Largest message accepted from etcd: a page of large values, or one watch response holding a
 /// transaction's worth of events. etcd itself caps a value at 1.5 MiB by default.
@@ -366,23 +366,23 @@ impl EtcdSource {
         let logged = self.state.as_ref().map(State::rejected).unwrap_or_default();
         let mut fresh = State::new(&self.path_prefix, logged);
         let end = prefix_end(self.below.as_bytes());
-        let mut from = self.below.as_bytes().to_vec();
-        let mut revision = 0;
-        loop {
-            let mut options = GetOptions::new().with_range(end.clone()).with_limit(PAGE_KEYS);
-            if revision != 0 {
-                options = options.with_revision(revision);
-            }
-            let mut page = within(REQUEST_TIMEOUT, kv.get(from.clone(), Some(options))).await?;
+        // etcd 3.4 collects every key from a page's start to the range end before applying the
+        // limit, so open-ended pages cost the square of the key count (minutes at a million).
+        // One keys-only listing instead, then pages of values bounded at both ends.
+        let listing = GetOptions::new().with_range(end.clone()).with_keys_only();
+        let mut listed = within(REQUEST_TIMEOUT, kv.get(self.below.as_bytes(), Some(listing))).await?;
+        self.health.contact();
+        let header = listed.header();
+        let revision = header.map_or(0, |h| h.revision());
+        fresh.cluster = header.map_or(0, |h| h.cluster_id());
+        let keys: Vec<Vec<u8>> = listed.take_kvs().into_iter().map(|kv| kv.key().to_vec()).collect();
+        let pages: Vec<&[Vec<u8>]> = keys.chunks(PAGE_KEYS).collect();
+        for (i, page) in pages.iter().enumerate() {
+            let page_end = pages.get(i + 1).map_or_else(|| end.clone(), |next| next[0].clone());
+            let options = GetOptions::new().with_range(page_end).with_revision(revision);
+            let mut values = within(REQUEST_TIMEOUT, kv.get(page[0].clone(), Some(options))).await?;
             self.health.contact();
-            if revision == 0 {
-                let header = page.header();
-                revision = header.map_or(0, |h| h.revision());
-                fresh.cluster = header.map_or(0, |h| h.cluster_id());
-            }
-            let more = page.more();
-            let kvs = page.take_kvs();
-            for kv in &kvs {
+            for kv in &values.take_kvs() {
                 let put = Put {
                     key: kv.key(),
                     value: kv.value(),
@@ -390,13 +390,6 @@ impl EtcdSource {
                     mod_revision: kv.mod_revision(),
                 };
                 fresh.put(put, &self.health);
-            }
-            match kvs.last() {
-                Some(last) if more => {
-                    from = last.key().to_vec();
-                    from.push(0);
-                }
-                _ => break,
             }
         }
         fresh.revision = revision;
