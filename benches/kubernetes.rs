@@ -197,17 +197,18 @@ fn build_times(o: &Options) -> Vec<(String, String)> {
         let i = (c * 7919 + 1) % o.services;
         let key = ObjectKey::new(&ns(i), &format!("svc-{i}-abcde"));
         let mut changes = Changes::default();
-        if let Some(slice) = cluster.slices.get_mut(&key) {
-            let mut endpoints = slice.endpoints.to_vec();
-            changes.addresses.insert(endpoints[0].address);
+        if let Some(old) = cluster.slices.get(&key).cloned() {
+            let mut endpoints = old.endpoints.to_vec();
             endpoints[0].address = Ipv4Addr::from(0x0b00_0000 + c as u32).into();
-            changes.addresses.insert(endpoints[0].address);
-            slice.endpoints = endpoints.into();
-            changes.services.insert(ObjectKey::new(&ns(i), &format!("svc-{i}")));
+            let slice = EndpointSlice {
+                endpoints: endpoints.into(),
+                ..old.clone()
+            };
+            cluster.slices.insert(key.clone(), slice);
+            changes.slice(&cluster, &key, Some(&old));
         }
         let start = Instant::now();
-        let zones = model::update(&config, &cluster, &served, &changes, c as u64, SystemTime::now());
-        let next = compose(&base, zones, c as u64);
+        let next = model::update(&config, &cluster, &changes, &base, &served, c as u64, SystemTime::now());
         updates.push(start.elapsed());
         served = next;
     }

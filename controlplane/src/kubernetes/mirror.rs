@@ -8,7 +8,7 @@
 //! the objects not yet listed again are then missing from the live tables.
 
 use skyline_dataplane::snapshot::kubernetes::{
-    Changes, Cluster, EndpointSlice, Names, ObjectKey, Objects, Pod, Service, ServiceKind,
+    Changes, Cluster, EndpointSlice, Names, ObjectKey, Objects, Pod, Service,
 };
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, Hash};
@@ -148,20 +148,7 @@ impl Mirror {
         if old.as_ref() == new {
             return false;
         }
-        let changes = &mut self.changes;
-        for service in old.iter().chain(new) {
-            if let ServiceKind::ClusterIp(ips) = &service.kind {
-                changes.addresses.extend(ips.iter().copied());
-            }
-        }
-        let endpoints = self
-            .cluster
-            .slices
-            .iter()
-            .filter(|(k, s)| k.namespace == key.namespace && s.service == key.name)
-            .flat_map(|(_, s)| s.endpoints.iter().map(|e| e.address));
-        changes.addresses.extend(endpoints);
-        changes.services.insert(key);
+        self.changes.service(&self.cluster, &key, old.as_ref());
         true
     }
 
@@ -173,16 +160,7 @@ impl Mirror {
         if old.as_ref() == new {
             return false;
         }
-        for slice in old.iter().chain(new) {
-            let service = ObjectKey::new(&key.namespace, &slice.service);
-            // Under `ignore_empty_service` a service's cluster IPs answer PTR only while it
-            // has endpoints.
-            if let Some(ServiceKind::ClusterIp(ips)) = self.cluster.services.get(&service).map(|s| &s.kind) {
-                self.changes.addresses.extend(ips.iter().copied());
-            }
-            self.changes.addresses.extend(slice.endpoints.iter().map(|e| e.address));
-            self.changes.services.insert(service);
-        }
+        self.changes.slice(&self.cluster, &key, old.as_ref());
         true
     }
 
@@ -191,7 +169,9 @@ impl Mirror {
     pub fn put_pod(&mut self, key: ObjectKey, pod: Option<Pod>) -> bool {
         let old = put(&mut self.cluster.pods, &mut self.pods, key.clone(), pod);
         let changed = old.as_ref() != self.cluster.pods.get(&key);
-        self.changes.pods |= changed;
+        if changed {
+            self.changes.pod(&key, old.as_ref());
+        }
         changed
     }
 
@@ -230,7 +210,7 @@ fn put<V, S: BuildHasher + Default>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use skyline_dataplane::snapshot::kubernetes::Endpoint;
+    use skyline_dataplane::snapshot::kubernetes::{Endpoint, ServiceKind};
 
     fn service() -> Option<Service> {
         Some(Service {

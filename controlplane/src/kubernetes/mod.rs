@@ -13,8 +13,10 @@
 //! - **Publishing.** Changes are debounced by [`DEBOUNCE`], built into the cluster zones and
 //!   composed with the SkyDNS snapshot (records file or etcd) into the one snapshot served. A
 //!   watch event recompiles only the names it reaches (the service's, the PTRs of the addresses
-//!   it touched); every other name keeps its compiled answers. Events that change nothing DNS
-//!   reads (status, annotations) publish nothing.
+//!   it touched) into a snapshot that shares every other name with the one served, SkyDNS's
+//!   included, so it costs milliseconds at 100k endpoints; a new SkyDNS snapshot composes
+//!   again from a full build. Events that change nothing DNS reads (status, annotations)
+//!   publish nothing.
 
 pub mod convert;
 mod health;

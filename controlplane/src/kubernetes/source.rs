@@ -91,8 +91,9 @@ pub struct KubernetesSource {
     health: Arc<KubernetesHealth>,
     mirror: Mirror,
     failing: [bool; 4],
-    /// The SkyDNS snapshot changed since the cluster zones were last built.
-    base_changed: bool,
+    /// The SkyDNS snapshot the served one was composed with: an update carries its names over,
+    /// so a new one means a full build.
+    base: Option<Arc<Snapshot>>,
 }
 
 impl KubernetesSource {
@@ -112,7 +113,7 @@ impl KubernetesSource {
             health: Arc::default(),
             mirror: Mirror::default(),
             failing: [false; 4],
-            base_changed: false,
+            base: None,
         }
     }
 
@@ -179,7 +180,6 @@ impl KubernetesSource {
 
     async fn run(mut self, client: kube::Client) {
         let mut changes = stream::select_all(self.watches(&client));
-        let mut base = self.skydns.load_full();
         let mut poll = tokio::time::interval(BASE_POLL);
         poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut due: Option<Instant> = None;
@@ -193,10 +193,7 @@ impl KubernetesSource {
                     }
                 }
                 _ = poll.tick() => {
-                    let current = self.skydns.load_full();
-                    if !Arc::ptr_eq(&current, &base) {
-                        base = current;
-                        self.base_changed = true;
+                    if !self.composed_with(&self.skydns.load()) {
                         due.get_or_insert_with(Instant::now);
                     }
                 }
@@ -248,6 +245,11 @@ impl KubernetesSource {
         }
     }
 
+    /// Whether the served snapshot was composed with `base`.
+    fn composed_with(&self, base: &Arc<Snapshot>) -> bool {
+        self.base.as_ref().is_some_and(|held| Arc::ptr_eq(held, base))
+    }
+
     fn synced(&self) -> bool {
         self.kinds().all(|kind| self.mirror.is_listed(kind))
     }
@@ -262,24 +264,25 @@ impl KubernetesSource {
         }
         let generation = self.cell.load().generation + 1;
         let now = SystemTime::now();
-        let zones: Snapshot = if synced {
+        let base = self.skydns.load_full();
+        let served = if synced {
             let mut changes = self.mirror.take_changes();
-            // The served snapshot holds the SkyDNS names too; new ones must not be mistaken for
-            // cluster names kept from before.
-            changes.full |= std::mem::take(&mut self.base_changed) || !self.health.is_ready();
+            changes.full |= !self.composed_with(&base) || !self.health.is_ready();
+            let previous = self.cell.load_full();
             model::update(
                 &self.config,
                 &self.mirror.cluster,
-                &self.cell.load(),
                 &changes,
+                &base,
+                &previous,
                 generation,
                 now,
             )
         } else {
-            model::syncing(&self.config, generation, now)
+            compose(&base, model::syncing(&self.config, generation, now), generation)
         };
-        let base = self.skydns.load();
-        publish(&self.cell, Arc::new(compose(&base, zones, generation)));
+        publish(&self.cell, Arc::new(served));
+        self.base = Some(base);
         if synced {
             self.health.built();
             if !self.health.is_ready() {

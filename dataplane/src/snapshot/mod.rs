@@ -187,7 +187,8 @@ impl Snapshot {
 /// zones) and those of `base` (the SkyDNS domain and its reverse zones). A zone both have (the
 /// reverse zones) takes `overlay`'s settings and holds both sources' names; where both hold a
 /// name, `overlay`'s node wins. `overlay` is consumed so that its nodes move rather than copy;
-/// `base`'s are cloned (their answers are shared, not copied).
+/// `base`'s are cloned (their answers are shared, not copied). A change of the cluster zones
+/// alone need not compose again: [`kubernetes::update()`] carries the composed names over.
 pub fn compose(base: &Snapshot, overlay: Snapshot, generation: u64) -> Snapshot {
     let mut zones: Vec<Zone> = overlay.zones.clone();
     zones.extend(
@@ -207,8 +208,11 @@ pub fn compose(base: &Snapshot, overlay: Snapshot, generation: u64) -> Snapshot 
     let base_map: Vec<u16> = base.zones.iter().map(|z| index_of(&z.apex)).collect();
     let overlay_map: Vec<u16> = overlay.zones.iter().map(|z| index_of(&z.apex)).collect();
     let mut nodes = overlay.nodes;
-    for (_, node) in nodes.iter_mut() {
-        node.zone = overlay_map.get(usize::from(node.zone)).copied().unwrap_or(0);
+    // Writing every node would copy every shard the overlay shares with another snapshot.
+    if overlay_map.iter().enumerate().any(|(i, &to)| usize::from(to) != i) {
+        for (_, node) in nodes.iter_mut() {
+            node.zone = overlay_map.get(usize::from(node.zone)).copied().unwrap_or(0);
+        }
     }
     for (name, node) in &base.nodes {
         if !nodes.contains_key(name) {

@@ -19,9 +19,9 @@
 //! ready endpoint address (to `<endpoint>.<base>`, one per distinct target), named in the
 //! primary zone.
 
-use super::config::{is_reverse, Config, PodMode, SCHEMA_VERSION, VERSION_TTL};
-use super::model::{Changes, Cluster, EndpointSlice, ServiceKind};
-use super::names::{dashed, reverse, unreverse};
+use super::config::{Config, PodMode, SCHEMA_VERSION, VERSION_TTL};
+use super::model::{Cluster, EndpointSlice, ObjectKey, Service, ServiceKind};
+use super::names::{dashed, reverse};
 use super::service::ServiceView;
 use super::sets::{address_answers, address_rrsets, single, srv_answer, SrvEntry};
 use crate::snapshot::rrset::{AnswerSet, CompiledAnswer, Rdata};
@@ -51,7 +51,7 @@ pub fn syncing(config: &Config, generation: u64, now: SystemTime) -> Snapshot {
 /// Builds the cluster zones of `cluster` under `config`. `now` sets the SOA serial.
 pub fn build(config: &Config, cluster: &Cluster, generation: u64, now: SystemTime) -> Snapshot {
     let zones = zones(config, ZoneState::Ready, now);
-    let views = views(config, cluster);
+    let views = views(config, cluster, &slices_by_service(cluster, None), None);
     let mut b = Builder::new(config, &zones, &views, now);
     for (primary, zone) in config.forward_zones().enumerate().map(|(i, z)| (i == 0, z)) {
         let Some(zi) = b.zone_index(zone) else { continue };
@@ -63,77 +63,66 @@ pub fn build(config: &Config, cluster: &Cluster, generation: u64, now: SystemTim
             b.service(zone, zi, view, primary);
         }
         if config.pods == PodMode::Verified {
-            b.pods(zone, zi, cluster);
+            b.pods(zone, zi, cluster, None);
         }
     }
     let nodes = finish(b, config);
     snapshot(zones, nodes, generation, cluster)
 }
 
-/// Builds the cluster zones of `cluster` as [`build`] does, recompiling only what `changes`
-/// reach: every other name of the cluster zones keeps its node (its compiled answers shared,
-/// not copied) from `previous`, the snapshot built before those changes (and possibly composed
-/// with other zones since). Full changes build from scratch.
-pub fn update(
-    config: &Config,
-    cluster: &Cluster,
-    previous: &Snapshot,
-    changes: &Changes,
-    generation: u64,
-    now: SystemTime,
-) -> Snapshot {
-    if changes.full {
-        return build(config, cluster, generation, now);
-    }
-    let zones = zones(config, ZoneState::Ready, now);
-    let views = views(config, cluster);
-    let mut b = Builder::new(config, &zones, &views, now);
-    b.reuse(previous, changes);
-    let rebuilt = |view: &&ServiceView<'_>| {
-        changes.services.contains(view.key) || matches!(view.service.kind, ServiceKind::ExternalName(_))
-    };
-    for (primary, zone) in config.forward_zones().enumerate().map(|(i, z)| (i == 0, z)) {
-        let Some(zi) = b.zone_index(zone) else { continue };
-        b.forward_apex(zone, zi);
-        for ns in namespaces(config, cluster) {
-            b.namespace(zone, zi, ns);
-        }
-        for view in views.values().filter(rebuilt) {
-            b.service(zone, zi, view, false);
-        }
-        if primary {
-            for view in views.values() {
-                b.ptr_contributions(zone, view, Some(&changes.addresses));
-            }
-        }
-        if config.pods == PodMode::Verified && changes.pods {
-            b.pods(zone, zi, cluster);
-        }
-    }
-    let nodes = finish(b, config);
-    snapshot(zones, nodes, generation, cluster)
-}
+/// EndpointSlices with their keys by the (namespace, name) of their service.
+pub(super) type SlicesByService<'c> = HashMap<(&'c str, &'c str), Vec<(&'c ObjectKey, &'c EndpointSlice)>, RandomState>;
 
-/// Every exposed service with its ready endpoints, by (namespace, name).
-fn views<'c>(config: &Config, cluster: &'c Cluster) -> HashMap<(&'c str, &'c str), ServiceView<'c>, RandomState> {
-    let mut slices: HashMap<(&str, &str), Vec<&EndpointSlice>, RandomState> = HashMap::default();
+/// Services by (namespace, name).
+pub(super) type ServiceIds<'c> = HashSet<(&'c str, &'c str), RandomState>;
+
+/// The slices of every service, or of the services in `only`.
+pub(super) fn slices_by_service<'c>(cluster: &'c Cluster, only: Option<&ServiceIds<'_>>) -> SlicesByService<'c> {
+    let mut slices: SlicesByService<'c> = HashMap::default();
     for (key, slice) in &cluster.slices {
-        slices.entry((&key.namespace, &slice.service)).or_default().push(slice);
+        let id = (&*key.namespace, &*slice.service);
+        if only.is_none_or(|only| only.contains(&id)) {
+            slices.entry(id).or_default().push((key, slice));
+        }
     }
-    cluster
-        .services
-        .iter()
-        .filter(|(key, _)| exposed(config, cluster, &key.namespace))
-        .map(|(key, service)| {
-            let id = (&*key.namespace, &*key.name);
-            let own = slices.get(&id).map_or(&[][..], Vec::as_slice);
-            (id, ServiceView::new(config, key, service, own))
-        })
-        .collect()
+    slices
+}
+
+/// Every exposed service (those in `only`, when given) with its ready endpoints, by
+/// (namespace, name).
+pub(super) fn views<'c>(
+    config: &Config,
+    cluster: &'c Cluster,
+    slices: &SlicesByService<'c>,
+    only: Option<&ServiceIds<'_>>,
+) -> HashMap<(&'c str, &'c str), ServiceView<'c>, RandomState> {
+    let view = |(key, service): (&'c ObjectKey, &'c Service)| {
+        let id = (&*key.namespace, &*key.name);
+        let own = slices.get(&id).into_iter().flatten().map(|&(_, slice)| slice);
+        (id, ServiceView::new(config, key, service, own))
+    };
+    let exposed = |(key, _): &(&'c ObjectKey, &'c Service)| exposed(config, cluster, &key.namespace);
+    match only {
+        None => cluster.services.iter().filter(exposed).map(view).collect(),
+        Some(only) => only
+            .iter()
+            .filter_map(|&(ns, name)| cluster.services.get_key_value(&ObjectKey::new(ns, name)))
+            .filter(exposed)
+            .map(view)
+            .collect(),
+    }
+}
+
+/// `<dashed address>.<ns>.pod.<zone>`.
+pub(super) fn pod_name(zone: &Name, ns: &str, address: IpAddr) -> Option<Name> {
+    zone.prepend("pod")
+        .and_then(|n| n.prepend(ns))
+        .and_then(|n| n.prepend(&dashed(address)))
+        .ok()
 }
 
 /// Whether names in `namespace` are served: the Namespace exists and `namespaces` allows it.
-fn exposed(config: &Config, cluster: &Cluster, namespace: &str) -> bool {
+pub(super) fn exposed(config: &Config, cluster: &Cluster, namespace: &str) -> bool {
     cluster.namespaces.contains(namespace) && config.exposes(namespace)
 }
 
@@ -147,7 +136,7 @@ fn namespaces<'c>(config: &Config, cluster: &'c Cluster) -> impl Iterator<Item =
 }
 
 /// The reverse zones' apexes and PTRs: the last names, which need every service seen.
-fn finish(mut b: Builder<'_, '_>, config: &Config) -> Nodes {
+pub(super) fn finish(mut b: Builder<'_, '_>, config: &Config) -> Nodes {
     for zone in config.reverse_zones() {
         if let Some(zi) = b.zone_index(zone) {
             b.apex(zone, zi);
@@ -175,7 +164,7 @@ fn snapshot(zones: Vec<Zone>, nodes: Nodes, generation: u64, cluster: &Cluster) 
 }
 
 /// The configured zones, longest apex first, with their SOA.
-fn zones(config: &Config, state: ZoneState, now: SystemTime) -> Vec<Zone> {
+pub(super) fn zones(config: &Config, state: ZoneState, now: SystemTime) -> Vec<Zone> {
     let mut zones: Vec<Zone> = Vec::with_capacity(config.zones.len());
     for apex in &config.zones {
         if zones.iter().any(|z| z.apex == *apex) {
@@ -253,17 +242,7 @@ impl Soa {
     }
 }
 
-/// What a name of a forward zone belongs to, for [`Builder::reuse`].
-enum Owner<'n> {
-    /// A service's names: `<...>.<svc>.<ns>.svc.<zone>` and OpenShift's `endpoints` ones.
-    Service(&'n str, &'n str),
-    /// A pod name.
-    Pod,
-    /// The zone's own names: apex, fixed names, namespaces.
-    Zone,
-}
-
-struct Builder<'a, 'c> {
+pub(super) struct Builder<'a, 'c> {
     config: &'a Config,
     zones: &'a [Zone],
     views: &'a HashMap<(&'c str, &'c str), ServiceView<'c>, RandomState>,
@@ -273,10 +252,12 @@ struct Builder<'a, 'c> {
     /// Endpoint address → endpoint name, duplicates included.
     endpoint_ptrs: Vec<(IpAddr, Name)>,
     serial: u32,
+    /// While set, names are listed here instead of compiled (see [`Builder::names_of`]).
+    listing: Option<Vec<Name>>,
 }
 
 impl<'a, 'c> Builder<'a, 'c> {
-    fn new(
+    pub(super) fn new(
         config: &'a Config,
         zones: &'a [Zone],
         views: &'a HashMap<(&'c str, &'c str), ServiceView<'c>, RandomState>,
@@ -290,63 +271,28 @@ impl<'a, 'c> Builder<'a, 'c> {
             cluster_ptrs: HashMap::default(),
             endpoint_ptrs: Vec::new(),
             serial: serial(now),
+            listing: None,
         }
     }
 
-    /// Takes from `previous` the nodes `changes` do not reach: names of unchanged services,
-    /// pod names while no pod changed, PTRs of untouched addresses. Apexes and namespace names
-    /// are always built again (the SOA serial moves).
-    fn reuse(&mut self, previous: &Snapshot, changes: &Changes) {
-        let ours: Vec<Option<u16>> = previous.zones.iter().map(|z| self.zone_index(&z.apex)).collect();
-        for (name, node) in &previous.nodes {
-            let Some(zi) = ours.get(usize::from(node.zone)).copied().flatten() else {
-                continue;
-            };
-            let apex = &self.zones[usize::from(zi)].apex;
-            let keep = if is_reverse(apex) {
-                unreverse(name).is_some_and(|address| !changes.addresses.contains(&address))
-            } else {
-                match self.owner(name, apex) {
-                    Owner::Service(ns, svc) => self.views.get(&(ns, svc)).is_some_and(|view| {
-                        !changes.services.contains(view.key)
-                            && !matches!(view.service.kind, ServiceKind::ExternalName(_))
-                    }),
-                    Owner::Pod => !changes.pods,
-                    Owner::Zone => false,
-                }
-            };
-            if keep {
-                let mut node = node.clone();
-                node.zone = zi;
-                self.nodes.insert(name.clone(), node);
-            }
-        }
+    /// The names `view` gives in `zone`, listed by the code that compiles them so that the two
+    /// cannot disagree; nothing is compiled.
+    pub(super) fn names_of(&mut self, zone: &Name, zi: u16, view: &ServiceView<'c>) -> Vec<Name> {
+        self.listing = Some(Vec::new());
+        self.service(zone, zi, view, false);
+        self.listing.take().unwrap_or_default()
     }
 
-    /// What a forward-zone name belongs to, read from its three labels above the apex.
-    fn owner<'n>(&self, name: &'n Name, apex: &Name) -> Owner<'n> {
-        let own = name.label_count().saturating_sub(apex.label_count());
-        let mut last: [&[u8]; 3] = [&[]; 3];
-        for label in name.labels().take(own) {
-            last = [last[1], last[2], label];
-        }
-        let text = |l: &'n [u8]| std::str::from_utf8(l).ok();
-        match (own, last) {
-            (3.., [svc, ns, b"svc" | b"endpoints"]) => match (text(ns), text(svc)) {
-                (Some(ns), Some(svc)) => Owner::Service(ns, svc),
-                _ => Owner::Zone,
-            },
-            (3, [_, _, b"pod"]) => Owner::Pod,
-            _ => Owner::Zone,
-        }
-    }
-
-    fn zone_index(&self, apex: &Name) -> Option<u16> {
+    pub(super) fn zone_index(&self, apex: &Name) -> Option<u16> {
         self.zones.iter().position(|z| z.apex == *apex).map(|i| i as u16)
     }
 
     /// Adds the node `name` with `answers`; a name already present keeps its first node.
     fn put(&mut self, name: Name, zone: u16, below: Below, answers: [(Slot, Option<AnswerSet>); 3]) {
+        if let Some(listing) = &mut self.listing {
+            listing.push(name);
+            return;
+        }
         if self.nodes.contains_key(&name) {
             return;
         }
@@ -386,7 +332,7 @@ impl<'a, 'c> Builder<'a, 'c> {
     }
 
     /// SOA and NS at a zone's apex.
-    fn apex(&mut self, zone: &Name, zi: u16) {
+    pub(super) fn apex(&mut self, zone: &Name, zi: u16) {
         let ttl = self.config.ttl;
         let soa = single(ttl.min(SOA_TTL_CAP), soa(zone, ttl, self.serial).rdata());
         let ns = single(ttl, Rdata::Ns(ns_name(zone)));
@@ -449,7 +395,7 @@ impl<'a, 'c> Builder<'a, 'c> {
         }
     }
 
-    fn service(&mut self, zone: &Name, zi: u16, view: &ServiceView<'c>, primary: bool) {
+    pub(super) fn service(&mut self, zone: &Name, zi: u16, view: &ServiceView<'c>, primary: bool) {
         let Ok(base) = zone
             .prepend("svc")
             .and_then(|n| n.prepend(&view.key.namespace))
@@ -490,7 +436,12 @@ impl<'a, 'c> Builder<'a, 'c> {
 
     /// Records the PTRs `view` gives (those of the addresses in `only`, when given): its cluster
     /// IPs to its name, its endpoints to their names. Named in the primary `zone`.
-    fn ptr_contributions(&mut self, zone: &Name, view: &ServiceView<'c>, only: Option<&HashSet<IpAddr, RandomState>>) {
+    pub(super) fn ptr_contributions(
+        &mut self,
+        zone: &Name,
+        view: &ServiceView<'c>,
+        only: Option<&HashSet<IpAddr, RandomState>>,
+    ) {
         let wanted = |address: &IpAddr| only.is_none_or(|set| set.contains(address));
         let ips: &[IpAddr] = match &view.service.kind {
             ServiceKind::ExternalName(_) => return,
@@ -652,15 +603,7 @@ impl<'a, 'c> Builder<'a, 'c> {
     /// The addresses an in-zone name answers with: `<svc>.<ns>.svc.<zone>` or
     /// `<endpoint>.<svc>.<ns>.svc.<zone>`.
     fn resolve(&self, zone: &Name, target: &Name) -> Vec<IpAddr> {
-        let own = target.label_count().saturating_sub(zone.label_count());
-        let labels: Vec<&[u8]> = target.labels().take(own).collect();
-        let text = |l: &[u8]| std::str::from_utf8(l).ok().map(str::to_owned);
-        let (endpoint, rest) = match labels.as_slice() {
-            [svc, ns, b"svc"] => (None, (text(svc), text(ns))),
-            [ep, svc, ns, b"svc"] => (text(ep), (text(svc), text(ns))),
-            _ => return Vec::new(),
-        };
-        let (Some(svc), Some(ns)) = rest else {
+        let Some((endpoint, svc, ns)) = named_service(zone, target) else {
             return Vec::new();
         };
         let Some(view) = self.views.get(&(ns.as_str(), svc.as_str())) else {
@@ -685,17 +628,22 @@ impl<'a, 'c> Builder<'a, 'c> {
         }
     }
 
-    /// `<dashed podIP>.<ns>.pod.<zone>` for every pod of an exposed namespace.
-    fn pods(&mut self, zone: &Name, zi: u16, cluster: &Cluster) {
+    /// `<dashed podIP>.<ns>.pod.<zone>` for every pod of an exposed namespace (those with a
+    /// (namespace, address) in `only`, when given).
+    pub(super) fn pods(
+        &mut self,
+        zone: &Name,
+        zi: u16,
+        cluster: &Cluster,
+        only: Option<&HashSet<(&str, IpAddr), RandomState>>,
+    ) {
         for (key, pod) in &cluster.pods {
-            if !cluster.namespaces.contains(&key.namespace) || !self.config.exposes(&key.namespace) {
+            if !exposed(self.config, cluster, &key.namespace)
+                || only.is_some_and(|set| !set.contains(&(&*key.namespace, pod.address)))
+            {
                 continue;
             }
-            let name = zone
-                .prepend("pod")
-                .and_then(|n| n.prepend(&key.namespace))
-                .and_then(|n| n.prepend(&dashed(pod.address)));
-            if let Ok(name) = name {
+            if let Some(name) = pod_name(zone, &key.namespace, pod.address) {
                 self.addresses(name, zi, &[pod.address], None);
             }
         }
@@ -753,6 +701,19 @@ impl<'a, 'c> Builder<'a, 'c> {
                 [(Slot::Ptr, Some(set)), (Slot::A, None), (Slot::Aaaa, None)],
             );
         }
+    }
+}
+
+/// The service an in-zone name names, as (endpoint label, service, namespace):
+/// `<svc>.<ns>.svc.<zone>` or `<endpoint>.<svc>.<ns>.svc.<zone>`.
+pub(super) fn named_service(zone: &Name, name: &Name) -> Option<(Option<String>, String, String)> {
+    let own = name.label_count().saturating_sub(zone.label_count());
+    let labels: Vec<&[u8]> = name.labels().take(own).collect();
+    let text = |l: &[u8]| std::str::from_utf8(l).ok().map(str::to_owned);
+    match labels.as_slice() {
+        [svc, ns, b"svc"] => Some((None, text(svc)?, text(ns)?)),
+        [ep, svc, ns, b"svc"] => Some((Some(text(ep)?), text(svc)?, text(ns)?)),
+        _ => None,
     }
 }
 

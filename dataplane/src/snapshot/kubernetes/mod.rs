@@ -1,7 +1,8 @@
 //! Kubernetes cluster DNS (the Kubernetes DNS specification 1.1.0, and the behaviour of
 //! CoreDNS's `kubernetes` plugin that clients rely on; see `spec/kubernetes-dns.md`): the
-//! [`Cluster`] as DNS sees it, compiled by [`build`] into the nodes of the cluster zones and
-//! their reverse zones.
+//! [`Cluster`] as DNS sees it, compiled by [`build()`] into the nodes of the cluster zones and
+//! their reverse zones, and kept current by [`update()`], which compiles only what a change
+//! reaches.
 
 mod build;
 mod config;
@@ -9,13 +10,15 @@ mod model;
 pub mod names;
 mod service;
 mod sets;
+mod update;
 
-pub use build::{build, syncing, update};
+pub use build::{build, syncing};
 pub use config::{is_reverse, Config, PodMode, DEFAULT_TTL, MAX_TTL, SCHEMA_VERSION, VERSION_TTL};
 pub use model::{
-    Changes, Cluster, Endpoint, EndpointSlice, Names, ObjectKey, Objects, Pod, Protocol, Service, ServiceKind,
+    Before, Changes, Cluster, Endpoint, EndpointSlice, Names, ObjectKey, Objects, Pod, Protocol, Service, ServiceKind,
     ServicePort,
 };
+pub use update::update;
 
 #[cfg(test)]
 mod tests;

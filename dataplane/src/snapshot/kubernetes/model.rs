@@ -45,7 +45,8 @@ pub struct Cluster {
 }
 
 /// What changed in a [`Cluster`] since the snapshot last built from it, so that the next build
-/// recompiles only the names those changes reach (see [`super::update`]).
+/// recompiles only the names those changes reach (see [`super::update()`]). Filled by
+/// [`Changes::service`], [`Changes::slice`] and [`Changes::pod`] as the objects change.
 #[derive(Debug, Default, Clone)]
 pub struct Changes {
     /// Everything may have changed (a list, a namespace): build from scratch.
@@ -55,14 +56,74 @@ pub struct Changes {
     /// Addresses whose PTR may have changed: cluster IPs and endpoint addresses, before and
     /// after the changes.
     pub addresses: HashSet<IpAddr, RandomState>,
-    /// Some pod changed.
-    pub pods: bool,
+    /// The changed objects as the last snapshot saw them.
+    pub before: Before,
+}
+
+/// Objects as the snapshot last built saw them (`None`: absent then): an update removes the
+/// names they gave, which the cluster alone no longer tells.
+#[derive(Debug, Default, Clone)]
+pub struct Before {
+    /// Services.
+    pub services: Objects<Option<Service>>,
+    /// EndpointSlices.
+    pub slices: Objects<Option<EndpointSlice>>,
+    /// Pods.
+    pub pods: Objects<Option<Pod>>,
 }
 
 impl Changes {
     /// Whether nothing changed.
     pub fn is_empty(&self) -> bool {
-        !self.full && !self.pods && self.services.is_empty() && self.addresses.is_empty()
+        !self.full && self.before.pods.is_empty() && self.services.is_empty() && self.addresses.is_empty()
+    }
+
+    /// Notes that the Service `key` of `cluster` changed, `old` being what it was: its names,
+    /// the PTRs of its cluster IPs before and after, and those of its endpoints.
+    pub fn service(&mut self, cluster: &Cluster, key: &ObjectKey, old: Option<&Service>) {
+        if self.full {
+            return;
+        }
+        for service in old.into_iter().chain(cluster.services.get(key)) {
+            if let ServiceKind::ClusterIp(ips) = &service.kind {
+                self.addresses.extend(ips.iter().copied());
+            }
+        }
+        let endpoints = cluster
+            .slices
+            .iter()
+            .filter(|(k, s)| k.namespace == key.namespace && s.service == key.name)
+            .flat_map(|(_, s)| s.endpoints.iter().map(|e| e.address));
+        self.addresses.extend(endpoints);
+        self.services.insert(key.clone());
+        self.before.services.entry(key.clone()).or_insert_with(|| old.cloned());
+    }
+
+    /// Notes that the EndpointSlice `key` of `cluster` changed, `old` being what it was: the
+    /// names of the services it belonged to and belongs to, the PTRs of its endpoints before
+    /// and after, and those of those services' cluster IPs (under `ignore_empty_service` they
+    /// answer only while the service has endpoints).
+    pub fn slice(&mut self, cluster: &Cluster, key: &ObjectKey, old: Option<&EndpointSlice>) {
+        if self.full {
+            return;
+        }
+        for slice in old.into_iter().chain(cluster.slices.get(key)) {
+            let service = ObjectKey::new(&key.namespace, &slice.service);
+            if let Some(ServiceKind::ClusterIp(ips)) = cluster.services.get(&service).map(|s| &s.kind) {
+                self.addresses.extend(ips.iter().copied());
+            }
+            self.addresses.extend(slice.endpoints.iter().map(|e| e.address));
+            self.services.insert(service);
+        }
+        self.before.slices.entry(key.clone()).or_insert_with(|| old.cloned());
+    }
+
+    /// Notes that the Pod `key` changed, `old` being what it was: its names before and after.
+    pub fn pod(&mut self, key: &ObjectKey, old: Option<&Pod>) {
+        if self.full {
+            return;
+        }
+        self.before.pods.entry(key.clone()).or_insert_with(|| old.cloned());
     }
 }
 

@@ -40,10 +40,10 @@ impl<'c> ServiceView<'c> {
         config: &Config,
         key: &'c ObjectKey,
         service: &'c Service,
-        slices: &[&'c EndpointSlice],
+        slices: impl IntoIterator<Item = &'c EndpointSlice>,
     ) -> ServiceView<'c> {
         let endpoints = slices
-            .iter()
+            .into_iter()
             .flat_map(|slice| {
                 slice.endpoints.iter().map(|endpoint| ReadyEndpoint {
                     address: endpoint.address,

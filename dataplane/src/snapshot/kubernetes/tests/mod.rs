@@ -2,14 +2,15 @@
 //! through [`crate::answer::answer`], and the reply parsed by hickory-proto. Each test is a line
 //! of the spec file's cheat-sheet or of its record table.
 
+mod update;
+
 use super::*;
 use crate::answer::{answer, Context, Outcome, Transport};
-use crate::snapshot::{compose, skydns, Slot, Snapshot};
+use crate::snapshot::{compose, skydns, Snapshot};
 use crate::wire::Name;
 use hickory_proto::op::{Message, Query, ResponseCode};
 use hickory_proto::rr::{Name as HName, RecordType};
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 fn ip(text: &str) -> IpAddr {
@@ -592,130 +593,5 @@ fn fallthrough_zones_pass_missing_names_on() {
     assert_eq!(
         ask(&s, &n("nope.testns.svc"), RecordType::A).response_code(),
         ResponseCode::Refused
-    );
-}
-
-/// Every answer of every name either snapshot holds, as sorted record lines per query.
-fn everything(s: &Snapshot, names: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    for name in names {
-        for rtype in [
-            RecordType::A,
-            RecordType::AAAA,
-            RecordType::SRV,
-            RecordType::PTR,
-            RecordType::CNAME,
-            RecordType::TXT,
-        ] {
-            let reply = ask(s, name, rtype);
-            let mut lines: Vec<String> = reply
-                .answers()
-                .iter()
-                .chain(reply.additionals())
-                .map(|r| r.to_string())
-                .collect();
-            lines.sort();
-            out.push(format!("{name} {rtype} {:?} {lines:?}", reply.response_code()));
-        }
-    }
-    out
-}
-
-#[test]
-fn an_update_answers_exactly_as_a_full_build() {
-    for config in [
-        Config::default(),
-        Config {
-            ignore_empty_service: true,
-            openshift_names: true,
-            ..Config::default()
-        },
-        Config {
-            endpoint_pod_names: true,
-            pods: PodMode::Verified,
-            ..Config::default()
-        },
-    ] {
-        update_matches_build(&config);
-    }
-}
-
-fn update_matches_build(config: &Config) {
-    let before = cluster();
-    let skydns = Snapshot::default();
-    let previous = compose(&skydns, snapshot_with(config, &before), 1);
-    let mut after = before.clone();
-    let mut changes = Changes::default();
-    let touch = |changes: &mut Changes, ns: &str, svc: &str, addresses: &[&str]| {
-        changes.services.insert(ObjectKey::new(ns, svc));
-        changes.addresses.extend(addresses.iter().map(|a| ip(a)));
-    };
-    after.slices.insert(
-        ObjectKey::new("testns", "svc1-b"),
-        EndpointSlice {
-            service: "svc1".into(),
-            ports: vec![port("http", 8080)].into(),
-            endpoints: vec![endpoint("172.0.0.12", None, None)].into(),
-        },
-    );
-    touch(&mut changes, "testns", "svc1", &["172.0.0.11", "172.0.0.12"]);
-    after.services.remove(&ObjectKey::new("testns", "dual"));
-    touch(&mut changes, "testns", "dual", &["10.0.0.2", "fd00::2"]);
-    after.services.insert(
-        ObjectKey::new("testns", "new"),
-        Service {
-            kind: ServiceKind::ClusterIp(vec![ip("10.0.0.7")].into()),
-            ports: vec![port("http", 80)].into(),
-        },
-    );
-    touch(&mut changes, "testns", "new", &["10.0.0.7"]);
-    let hdls = after.slices.get_mut(&ObjectKey::new("testns", "hdls-v4")).unwrap();
-    hdls.endpoints = vec![
-        endpoint("172.0.0.2", Some("pet-0"), None),
-        endpoint("172.0.0.3", Some("pet-1"), None),
-    ]
-    .into();
-    touch(&mut changes, "testns", "hdls", &["172.0.0.3"]);
-    after.services.insert(
-        ObjectKey::new("testns", "dual"),
-        Service {
-            kind: ServiceKind::ClusterIp(vec![ip("10.0.0.2")].into()),
-            ports: vec![port("https", 443)].into(),
-        },
-    );
-    after.slices.insert(
-        ObjectKey::new("testns", "dual-a"),
-        EndpointSlice {
-            service: "dual".into(),
-            ports: vec![port("https", 8443)].into(),
-            endpoints: vec![endpoint("172.0.0.40", None, Some("dual-pod"))].into(),
-        },
-    );
-    touch(&mut changes, "testns", "dual", &["10.0.0.2", "172.0.0.40"]);
-
-    let at = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-    let updated = update(config, &after, &previous, &changes, 2, at);
-    let built = build(config, &after, 2, at);
-    let mut names: Vec<String> = built
-        .nodes
-        .keys()
-        .chain(updated.nodes.keys())
-        .chain(previous.nodes.keys())
-        .map(ToString::to_string)
-        .collect();
-    names.sort();
-    names.dedup();
-    assert_eq!(everything(&updated, &names), everything(&built, &names));
-    assert_eq!(updated.nodes.len(), built.nodes.len());
-    assert!(
-        Arc::ptr_eq(
-            updated.nodes[&Name::from_dotted("1.0.0.10.in-addr.arpa.").unwrap()].answers[Slot::Ptr as usize]
-                .as_ref()
-                .unwrap(),
-            previous.nodes[&Name::from_dotted("1.0.0.10.in-addr.arpa.").unwrap()].answers[Slot::Ptr as usize]
-                .as_ref()
-                .unwrap()
-        ),
-        "untouched names keep their compiled answers"
     );
 }

@@ -1,0 +1,261 @@
+//! A served snapshot after a few objects changed, made from the one served before without
+//! compiling every name again: what the Kubernetes source publishes for each watch event.
+//!
+//! A change reaches the names of the services it touched (as they were and as they are, so
+//! [`Changes::before`] keeps the objects as they were), the names of every ExternalName service
+//! (their answers follow the services they name), the PTRs of the addresses it touched, the
+//! names of the pods it touched, and the apexes. Those are compiled again by the code that
+//! builds them all ([`super::build()`]); every other name keeps its node, shared with the previous
+//! snapshot (see [`crate::snapshot::Nodes`]), as do the names composed from SkyDNS.
+
+use super::build::{
+    build, exposed, finish, named_service, pod_name, slices_by_service, views, zones, Builder, ServiceIds,
+    SlicesByService,
+};
+use super::config::{Config, PodMode};
+use super::model::{Changes, Cluster, EndpointSlice, ObjectKey, ServiceKind};
+use super::names::reverse;
+use super::service::ServiceView;
+use crate::snapshot::{compose, Node, Nodes, Snapshot, Zone, ZoneState};
+use crate::wire::Name;
+use foldhash::fast::RandomState;
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// The served snapshot after `changes`, made from `previous`, the one served before them: the
+/// cluster zones built by [`build`] or by this function, composed by [`compose`] with `base`,
+/// the SkyDNS snapshot, unchanged since. Only the names the changes reach are compiled again:
+/// those of the changed services as they were and as they are, those of every ExternalName
+/// service (their answers follow other services), the PTRs of the changed addresses, the names
+/// of the changed pods, and the apexes (the SOA serial moves). Every other name, of the cluster
+/// zones or of `base`, keeps its node, shared with `previous` rather than copied (see
+/// [`Nodes`]), so that a change costs what it reaches, not the size of the cluster. A name the
+/// cluster zones no longer hold shows `base`'s node, if any, as [`compose`] would.
+///
+/// Full changes, or a `previous` that does not hold the cluster zones ready, build from scratch.
+pub fn update(
+    config: &Config,
+    cluster: &Cluster,
+    changes: &Changes,
+    base: &Snapshot,
+    previous: &Snapshot,
+    generation: u64,
+    now: SystemTime,
+) -> Snapshot {
+    let renewed = (!changes.full)
+        .then(|| renewed(previous, zones(config, ZoneState::Ready, now)))
+        .flatten();
+    let Some(zones) = renewed else {
+        return compose(base, build(config, cluster, generation, now), generation);
+    };
+    let reached = reached_services(config, cluster, changes);
+    let slices = slices_by_service(cluster, Some(&reached));
+    let views = views(config, cluster, &slices, Some(&reached));
+    let before = before(config, cluster, changes, &slices);
+    let rebuilt: Vec<&ServiceView<'_>> = views
+        .values()
+        .filter(|view| changes.services.contains(view.key) || matches!(view.service.kind, ServiceKind::ExternalName(_)))
+        .collect();
+    let pods = reached_pods(config, cluster, changes);
+    let mut b = Builder::new(config, &zones, &views, now);
+    // Every name that may change, listed by the code that compiles it, as it was and as it is.
+    let mut cleared: Vec<Name> = Vec::new();
+    for zone in config.forward_zones() {
+        let Some(zi) = b.zone_index(zone) else { continue };
+        cleared.push(zone.clone());
+        for view in before.iter().chain(rebuilt.iter().copied()) {
+            cleared.extend(b.names_of(zone, zi, view));
+        }
+        cleared.extend(pods.iter().filter_map(|&(ns, address)| pod_name(zone, ns, address)));
+    }
+    cleared.extend(config.reverse_zones().cloned());
+    cleared.extend(
+        changes
+            .addresses
+            .iter()
+            .map(|&address| reverse(address))
+            .filter(|name| config.reverse_zones().any(|zone| name.is_within(zone))),
+    );
+    for (primary, zone) in config.forward_zones().enumerate().map(|(i, z)| (i == 0, z)) {
+        let Some(zi) = b.zone_index(zone) else { continue };
+        b.apex(zone, zi);
+        for view in &rebuilt {
+            b.service(zone, zi, view, false);
+        }
+        if primary {
+            for view in views.values() {
+                b.ptr_contributions(zone, view, Some(&changes.addresses));
+            }
+        }
+        if !pods.is_empty() {
+            b.pods(zone, zi, cluster, Some(&pods));
+        }
+    }
+    let compiled = finish(b, config);
+    // Only names whose node differs are written: each write copies a shard `previous` shares.
+    let mut nodes = previous.nodes.clone();
+    let set = |nodes: &mut Nodes, name: &Name, node: Option<Node>| match node {
+        Some(node) if !previous.nodes.get(name.wire()).is_some_and(|old| same(old, &node)) => {
+            nodes.insert(name.clone(), node);
+        }
+        Some(_) => {}
+        None => {
+            nodes.remove(name);
+        }
+    };
+    for (name, node) in &compiled {
+        set(&mut nodes, name, Some(node.clone()));
+    }
+    for name in cleared.iter().filter(|name| !compiled.contains_key(name)) {
+        // A name the cluster zones no longer hold shows `base`'s node, as `compose` gives it.
+        let fallback = base.nodes.get(name.wire()).map(|node| {
+            let apex = base.zones.get(usize::from(node.zone)).map(|z| &z.apex);
+            let zone = zones.iter().position(|z| Some(&z.apex) == apex).unwrap_or(0) as u16;
+            Node { zone, ..node.clone() }
+        });
+        set(&mut nodes, name, fallback);
+    }
+    tracing::debug!(
+        generation,
+        services = changes.services.len(),
+        compiled = compiled.len(),
+        names = nodes.len(),
+        "updated cluster zones"
+    );
+    Snapshot {
+        generation,
+        zones,
+        nodes,
+        identity: base.identity.clone(),
+        skydns: base.skydns.clone(),
+    }
+}
+
+/// Whether two nodes answer alike: the same zone, names below and answers.
+fn same(a: &Node, b: &Node) -> bool {
+    a.zone == b.zone
+        && a.below == b.below
+        && a.answers.iter().zip(&b.answers).all(|(x, y)| match (x, y) {
+            (Some(x), Some(y)) => Arc::ptr_eq(x, y) || x == y,
+            (None, None) => true,
+            _ => false,
+        })
+}
+
+/// `previous`'s zones with the cluster zones `fresh` in their places; `None` when `previous`
+/// does not hold one of them ready (it was not built from a synced cluster).
+fn renewed(previous: &Snapshot, fresh: Vec<Zone>) -> Option<Vec<Zone>> {
+    let mut zones = previous.zones.clone();
+    for zone in fresh {
+        let held = zones
+            .iter_mut()
+            .find(|z| z.apex == zone.apex && z.state == ZoneState::Ready)?;
+        *held = zone;
+    }
+    Some(zones)
+}
+
+/// The services an update reads: the changed ones and the ExternalName ones (compiled again),
+/// the services the in-zone targets of those name, and every service giving a PTR to a changed
+/// address. A few, however large the cluster: only these get a [`ServiceView`].
+fn reached_services<'c>(config: &Config, cluster: &'c Cluster, changes: &'c Changes) -> ServiceIds<'c> {
+    let id = |key: &'c ObjectKey| (&*key.namespace, &*key.name);
+    // The changed ones whether or not they exist now: their old views need their slices too.
+    let mut reached: ServiceIds<'c> = changes.services.iter().map(id).collect();
+    let changed = |address: &IpAddr| changes.addresses.contains(address);
+    for (key, service) in &cluster.services {
+        match &service.kind {
+            ServiceKind::ClusterIp(ips) if ips.iter().any(changed) => {
+                reached.insert(id(key));
+            }
+            ServiceKind::ExternalName(target) => {
+                reached.insert(id(key));
+                let Ok(target) = Name::from_dotted(target) else {
+                    continue;
+                };
+                for zone in config.forward_zones().filter(|zone| target.is_within(zone)) {
+                    let Some((_, svc, ns)) = named_service(zone, &target) else {
+                        continue;
+                    };
+                    if let Some((key, _)) = cluster.services.get_key_value(&ObjectKey::new(&ns, &svc)) {
+                        reached.insert(id(key));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    for (key, slice) in &cluster.slices {
+        if slice.endpoints.iter().any(|e| changed(&e.address)) {
+            if let Some((key, _)) = cluster
+                .services
+                .get_key_value(&ObjectKey::new(&key.namespace, &slice.service))
+            {
+                reached.insert(id(key));
+            }
+        }
+    }
+    reached
+}
+
+/// The changed services of served namespaces as the previous snapshot saw them (those that
+/// existed then): their objects and slices from [`Changes::before`] where it has them, from
+/// `cluster` where they have not changed.
+fn before<'c>(
+    config: &Config,
+    cluster: &'c Cluster,
+    changes: &'c Changes,
+    slices: &SlicesByService<'c>,
+) -> Vec<ServiceView<'c>> {
+    let mut changed: HashMap<(&str, &str), Vec<&EndpointSlice>, RandomState> = HashMap::default();
+    for (key, slice) in &changes.before.slices {
+        if let Some(slice) = slice {
+            changed.entry((&key.namespace, &slice.service)).or_default().push(slice);
+        }
+    }
+    changes
+        .services
+        .iter()
+        .filter(|key| exposed(config, cluster, &key.namespace))
+        .filter_map(|key| {
+            let service = match changes.before.services.get(key) {
+                Some(old) => old.as_ref(),
+                None => cluster.services.get(key),
+            }?;
+            let id = (&*key.namespace, &*key.name);
+            let unchanged = slices
+                .get(&id)
+                .into_iter()
+                .flatten()
+                .filter(|(k, _)| !changes.before.slices.contains_key(*k))
+                .map(|&(_, slice)| slice);
+            let changed = changed.get(&id).into_iter().flatten().copied();
+            Some(ServiceView::new(config, key, service, unchanged.chain(changed)))
+        })
+        .collect()
+}
+
+/// The pod names the changes reach under `pods verified`, before and after, as (namespace,
+/// address) of served namespaces.
+fn reached_pods<'c>(
+    config: &Config,
+    cluster: &'c Cluster,
+    changes: &'c Changes,
+) -> HashSet<(&'c str, IpAddr), RandomState> {
+    if config.pods != PodMode::Verified {
+        return HashSet::default();
+    }
+    changes
+        .before
+        .pods
+        .iter()
+        .flat_map(|(key, old)| {
+            old.iter()
+                .chain(cluster.pods.get(key))
+                .map(|pod| (&*key.namespace, pod.address))
+        })
+        .filter(|(ns, _)| exposed(config, cluster, ns))
+        .collect()
+}
