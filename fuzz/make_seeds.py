@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes the committed seed corpora under fuzz/corpus/<target>/: well-formed queries for every
 name and type of the fuzz fixture, one query for each row of spec/robustness.md, TCP streams of
-framed queries, and record values of every shape. Run from anywhere; rewrites these seeds and
-leaves other files (inputs kept from fuzzing runs, named regression-*) alone."""
+framed queries, record values of every shape, and upstream replies of every kind a forwarder
+meets. Run from anywhere; rewrites these seeds and leaves other files (inputs kept from fuzzing
+runs, named regression-*) alone."""
 
 import json
 import os
@@ -144,6 +145,144 @@ def records():
     return seeds
 
 
+# The upstream target's tables (fuzz_targets/upstream.rs): question names and types by index.
+UPSTREAM_NAMES = [
+    ".", "Example.COM.", "wWw.ExAmPlE.oRg.", "_Sip._Udp.Svc.Cluster.Local.", "1.2.0.192.In-Addr.Arpa.",
+    "Host.Corp.Example.", "0123456789.Digits.Test.", "a.B.c.D.e.F.g.H.i.J.k.L.m.N.o.P.Example.Net.",
+    "xn--Bcher-kva.Example.",
+    "A" * 63 + "." + "b" * 63 + "." + "Cc" * 31 + "C." + "d" * 61 + ".",
+]
+NAPTR, DNAME, RRSIG, SVCB, HTTPS, CAA = 35, 39, 46, 64, 65, 257
+UPSTREAM_QTYPES = [A, AAAA, CNAME, SRV, MX, TXT, PTR, NS, SOA, NAPTR, DNAME, SVCB, HTTPS, CAA, ANY, 65280]
+UPSTREAM_ID = 0x5EED
+# Control byte 3 picks EDNS sizes by nibble: 0 none, 1 512, 2 1232, 3 4096.
+NO_EDNS, EDNS_512, EDNS_1232, EDNS_4096 = 0, 1, 2, 3
+# Control byte 2.
+DO, CD, OVER_TCP, DOWN_LATER, TCP_FIRST, TCP_SECOND, TCP_THIRD = (1 << i for i in range(7))
+
+
+def rr(owner, rtype, ttl, rdata, rclass=IN):
+    """A record; `owner` is wire bytes (a name, or a pointer such as b"\xc0\x0c")."""
+    return owner + struct.pack(">HHIH", rtype, rclass, ttl, len(rdata)) + rdata
+
+
+def ptr(offset):
+    return struct.pack(">H", 0xC000 | offset)
+
+
+def soa(mname=b"\x02ns\xc0\x0c", rname=b"\x05admin\xc0\x0c", minimum=300):
+    return mname + rname + struct.pack(">IIIII", 2024, 3600, 600, 86400, minimum)
+
+
+def upstream_reply(qname, qtype, answers=(), authority=(), additional=(), rcode=0, flags=0x8180,
+                   ident=UPSTREAM_ID, opt_rr=True):
+    """A reply to skyline's upstream query for `qname` (spelled as the upstream echoes it)."""
+    extra = list(additional) + ([opt(size=1232)] if opt_rr else [])
+    header = struct.pack(">HHHHHH", ident, flags | rcode, 1, len(answers), len(authority), len(extra))
+    return header + name(qname) + struct.pack(">HH", qtype, IN) + b"".join(answers) + b"".join(authority) + b"".join(extra)
+
+
+def upstream_seed(qtype, name_index, bits=0, sizes=(EDNS_1232, NO_EDNS), age=0, reply=None):
+    control = bytes([UPSTREAM_QTYPES.index(qtype), name_index, bits, sizes[0] | sizes[1] << 4, age])
+    return control + reply
+
+
+def upstream():
+    """Replies as real servers write them: compressed owners and targets, glue, SOAs in
+    negative answers, OPTs, TC, failures, and the forgeries a forwarder must drop."""
+    seeds = {}
+    ex_com = UPSTREAM_NAMES[1].lower()
+    www = UPSTREAM_NAMES[2].lower()
+    sip = UPSTREAM_NAMES[3].lower()
+    q_end = lambda qname: 12 + len(name(qname)) + 4
+    seeds["a-two"] = upstream_seed(A, 1, age=30, reply=upstream_reply(ex_com, A, answers=[
+        rr(ptr(12), A, 300, bytes([192, 0, 2, 1])), rr(ptr(12), A, 300, bytes([192, 0, 2, 2]))]))
+    seeds["a-do-ad"] = upstream_seed(A, 1, bits=DO | CD, sizes=(EDNS_4096, EDNS_512), reply=upstream_reply(
+        ex_com, A, flags=0x81A0, answers=[rr(ptr(12), A, 60, bytes([192, 0, 2, 1])),
+                                          rr(ptr(12), RRSIG, 60, struct.pack(">HBBIIIH", A, 13, 2, 60, 2, 1, 7) + b"\x07example\x03com\x00" + b"s" * 64)]))
+    seeds["aaaa"] = upstream_seed(AAAA, 2, bits=TCP_FIRST, reply=upstream_reply(www, AAAA, answers=[
+        rr(ptr(12), AAAA, 3600, bytes.fromhex("20010db8000000000000000000000001"))]))
+    # www CNAME a.example.org. (compressed to the question's example.org.), a CNAME b, b A.
+    first = rr(ptr(12), CNAME, 300, b"\x01a" + ptr(16))
+    a_at = q_end(www) + 12
+    second = rr(ptr(a_at), CNAME, 120, b"\x01b" + ptr(16))
+    b_at = q_end(www) + len(first) + 12
+    chain = [first, second, rr(ptr(b_at), A, 60, bytes([192, 0, 2, 3]))]
+    seeds["cname-chain"] = upstream_seed(A, 2, sizes=(NO_EDNS, EDNS_1232), age=100,
+                                         reply=upstream_reply(www, A, answers=chain))
+    target = b"\x04node" + ptr(12 + 1 + 4 + 1 + 4)
+    srv_rdata = struct.pack(">HHH", 10, 5, 5060) + target
+    srv = rr(ptr(12), SRV, 30, srv_rdata)
+    glue_at = q_end(sip) + len(srv) - len(target)
+    seeds["srv-glue"] = upstream_seed(SRV, 3, bits=TCP_SECOND, sizes=(EDNS_512, EDNS_1232), reply=upstream_reply(
+        sip, SRV, answers=[srv], additional=[rr(ptr(glue_at), A, 30, bytes([10, 0, 0, 7]))]))
+    cluster = 12 + 1 + 4 + 1 + 4 + 1 + 3
+    seeds["nxdomain-cluster"] = upstream_seed(SRV, 3, bits=DOWN_LATER, age=10, reply=upstream_reply(
+        sip, SRV, rcode=3, authority=[rr(ptr(cluster), SOA, 30, soa(ptr(cluster), ptr(cluster), 30))]))
+    seeds["nxdomain"] = upstream_seed(A, 1, bits=DOWN_LATER, age=200, reply=upstream_reply(
+        ex_com, A, rcode=3, authority=[rr(ptr(12), SOA, 900, soa())]))
+    seeds["nodata"] = upstream_seed(AAAA, 1, age=5, reply=upstream_reply(
+        ex_com, AAAA, authority=[rr(ptr(12), SOA, 900, soa(minimum=60))]))
+    seeds["nodata-no-soa"] = upstream_seed(AAAA, 1, reply=upstream_reply(ex_com, AAAA))
+    seeds["tc"] = upstream_seed(A, 1, reply=upstream_reply(
+        ex_com, A, flags=0x8380, answers=[rr(ptr(12), A, 300, bytes([192, 0, 2, i])) for i in range(3)]))
+    seeds["tc-over-tcp"] = upstream_seed(A, 1, bits=OVER_TCP, reply=upstream_reply(
+        ex_com, A, flags=0x8380, answers=[rr(ptr(12), A, 300, bytes([192, 0, 2, i])) for i in range(3)]))
+    seeds["big"] = upstream_seed(A, 1, sizes=(NO_EDNS, EDNS_1232), bits=TCP_THIRD, age=3, reply=upstream_reply(
+        ex_com, A, answers=[rr(ptr(12), A, 300, bytes([10, 1, i // 250, i % 250])) for i in range(90)],
+        additional=[rr(b"\x02ns" + ptr(12), A, 300, bytes([10, 0, 0, 53]))]))
+    seeds["servfail"] = upstream_seed(A, 1, reply=upstream_reply(ex_com, A, rcode=2))
+    seeds["refused"] = upstream_seed(A, 1, reply=upstream_reply(ex_com, A, rcode=5, opt_rr=False))
+    seeds["wrong-id"] = upstream_seed(A, 1, reply=upstream_reply(
+        ex_com, A, ident=UPSTREAM_ID ^ 1, answers=[rr(ptr(12), A, 300, bytes([6, 6, 6, 6]))]))
+    seeds["wrong-question"] = upstream_seed(A, 1, reply=upstream_reply(
+        "other.test.", A, answers=[rr(ptr(12), A, 300, bytes([6, 6, 6, 7]))]))
+    seeds["not-a-response"] = upstream_seed(A, 1, reply=upstream_reply(ex_com, A, flags=0x0100))
+    seeds["mx-glue"] = upstream_seed(MX, 1, reply=upstream_reply(
+        ex_com, MX, answers=[rr(ptr(12), MX, 3600, struct.pack(">H", 10) + b"\x04mail" + ptr(12))],
+        additional=[rr(ptr(q_end(ex_com) + 12 + 2), A, 3600, bytes([192, 0, 2, 25]))]))
+    seeds["txt"] = upstream_seed(TXT, 1, sizes=(EDNS_512, EDNS_4096), reply=upstream_reply(
+        ex_com, TXT, answers=[rr(ptr(12), TXT, 60, b"\x05hello\x00" + bytes([255]) + b"t" * 255),
+                              rr(ptr(12), TXT, 60, b"\x0bv=spf1 -all")]))
+    rev = UPSTREAM_NAMES[4].lower()
+    seeds["ptr"] = upstream_seed(PTR, 4, reply=upstream_reply(
+        rev, PTR, answers=[rr(ptr(12), PTR, 86400, name("host.example.net."))]))
+    corp = UPSTREAM_NAMES[5].lower()
+    seeds["ns-stub"] = upstream_seed(NS, 5, reply=upstream_reply(
+        corp, NS, answers=[rr(ptr(12), NS, 600, b"\x03ns1" + ptr(17)), rr(ptr(12), NS, 600, b"\x03ns2" + ptr(17))],
+        additional=[rr(ptr(q_end(corp) + 12), A, 600, bytes([10, 0, 0, 1])),
+                    rr(ptr(q_end(corp) + 18 + 12), AAAA, 600, bytes(15) + b"\x01")]))
+    seeds["soa-root"] = upstream_seed(SOA, 0, reply=upstream_reply(
+        ".", SOA, answers=[rr(b"\x00", SOA, 86400, name("a.root-servers.net.") + name("nstld.verisign-grs.com.")
+                              + struct.pack(">IIIII", 2024010100, 1800, 900, 604800, 86400))]))
+    seeds["ns-root"] = upstream_seed(NS, 0, bits=DO, reply=upstream_reply(
+        ".", NS, answers=[rr(b"\x00", NS, 518400, name(f"{c}.root-servers.net.")) for c in "abc"]))
+    seeds["svcb-https"] = upstream_seed(HTTPS, 1, reply=upstream_reply(
+        ex_com, HTTPS, answers=[rr(ptr(12), HTTPS, 300, struct.pack(">H", 1) + b"\x00" + struct.pack(">HH", 1, 3) + b"\x02h2")]))
+    seeds["svcb-alias"] = upstream_seed(SVCB, 1, reply=upstream_reply(
+        ex_com, SVCB, answers=[rr(ptr(12), SVCB, 300, struct.pack(">H", 0) + b"\x03svc" + ptr(12))]))
+    seeds["caa"] = upstream_seed(CAA, 1, reply=upstream_reply(
+        ex_com, CAA, answers=[rr(ptr(12), CAA, 300, b"\x00\x05issueletsencrypt.org")]))
+    seeds["naptr"] = upstream_seed(NAPTR, 1, reply=upstream_reply(
+        ex_com, NAPTR, answers=[rr(ptr(12), NAPTR, 300, struct.pack(">HH", 100, 10) + b"\x01U\x07E2U+sip"
+                                  + b"\x18!^.*$!sip:x@example.com!" + b"\x00")]))
+    long_name = UPSTREAM_NAMES[9]
+    seeds["dname-long"] = upstream_seed(DNAME, 9, reply=upstream_reply(
+        long_name, DNAME, answers=[rr(ptr(12), DNAME, 300, name("example.net."))]))
+    many = UPSTREAM_NAMES[7]
+    seeds["any"] = upstream_seed(ANY, 7, sizes=(EDNS_512, NO_EDNS), reply=upstream_reply(
+        many, ANY, answers=[rr(ptr(12), A, 60, bytes([192, 0, 2, 9])), rr(ptr(12), TXT, 60, b"\x03any"),
+                            rr(ptr(12), 65280, 60, b"\xde\xad")]))
+    seeds["unknown-type"] = upstream_seed(65280, 6, reply=upstream_reply(
+        UPSTREAM_NAMES[6], 65280, answers=[rr(ptr(12), 65280, 60, b"opaque")]))
+    seeds["ttl-top-bit"] = upstream_seed(A, 8, reply=upstream_reply(
+        UPSTREAM_NAMES[8].lower(), A, answers=[rr(ptr(12), A, 0x80000001, bytes([192, 0, 2, 4]))]))
+    seeds["records-after-opt"] = upstream_seed(A, 1, reply=upstream_reply(
+        ex_com, A, answers=[rr(ptr(12), A, 300, bytes([192, 0, 2, 1]))])
+        + rr(ptr(12), A, 300, bytes([192, 0, 2, 2])))
+    return seeds
+
+
 def write(target, seeds):
     folder = os.path.join(HERE, "corpus", target)
     os.makedirs(folder, exist_ok=True)
@@ -161,6 +300,7 @@ def main():
     write("roundtrip", some)
     write("answer", {**some, **tcp_streams(q)})
     write("record", records())
+    write("upstream", upstream())
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-30}"
 [ $# -gt 0 ] && shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(parse roundtrip answer record)
+[ ${#targets[@]} -eq 0 ] && targets=(parse roundtrip answer record upstream)
 
 # A single input taking longer than this is a hang.
 hang_seconds=10

@@ -322,6 +322,29 @@ fn a_paused_upstream_gives_stale_answers_and_fast_failures() {
     }
 }
 
+/// A forwarding timeout shorter than the first retry timeout (500 ms until an upstream's
+/// round-trip time is known) cut every try short; those tries once never counted against the
+/// upstream, so a dead one was never marked down and every client waited the whole timeout.
+#[test]
+fn a_silent_upstream_is_found_dead_under_a_short_forwarding_timeout() {
+    let silent = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let timeout = Duration::from_millis(300);
+    let s = forwarding_to(&[silent.local_addr().unwrap()], &["--forward-timeout", "300ms"]);
+    let mut took = Vec::new();
+    for i in 0..6 {
+        let q = query(&format!("n{i}.example.test."), RecordType::A, Some(1232));
+        let (raw, elapsed) = timed(s.addr, &q, Duration::from_secs(3)).expect("SERVFAIL, not silence");
+        assert_eq!(Message::from_vec(&raw).unwrap().response_code(), ResponseCode::ServFail);
+        assert_eq!(ede(&raw), Some(22), "EDE No Reachable Authority");
+        assert!(elapsed < timeout * 2, "n{i} took {elapsed:?}");
+        took.push(elapsed);
+    }
+    assert!(
+        took[3..].iter().all(|t| *t < Duration::from_millis(100)),
+        "still waiting for a known-dead upstream: {took:?}"
+    );
+}
+
 #[test]
 fn identical_questions_in_flight_reach_the_upstream_once() {
     let upstream = Scripted::start(Script::Address {

@@ -36,7 +36,7 @@ fn reply_bytes(id: [u8; 2], question: &[u8], ttl: u32) -> Vec<u8> {
     ];
     m.extend_from_slice(question);
     if negative {
-        m.extend_from_slice(&[0xC0, 12, 0, 6, 0, 1, 0, 0, 0, 60, 0, 22, 0xC0, 12, 0xC0, 12]);
+        m.extend_from_slice(&[0xC0, 12, 0, 6, 0, 1, 0, 0, 0, 60, 0, 24, 0xC0, 12, 0xC0, 12]);
         for v in [1u32, 2, 3, 4, 60] {
             m.extend_from_slice(&v.to_be_bytes());
         }

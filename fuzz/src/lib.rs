@@ -6,4 +6,5 @@
 
 pub mod check;
 pub mod fixture;
+pub mod forwarded;
 pub mod query;

@@ -5,9 +5,11 @@
 //! built from the entry puts the client's question at offset 12 with the same length as the
 //! upstream's (it is the same name), so every offset lands where it did upstream and the pointers
 //! stay valid. Pointers only ever point backwards (RFC 1035 §4.1.4, enforced when the reply is
-//! read), which is what lets a reply end after any record without leaving one dangling.
+//! read), which is what lets a reply end after any record without leaving one dangling; and no
+//! name may be read from the header or a TTL field, the bytes a served reply rewrites (see
+//! [`super::rdata`]).
 
-use crate::wire::name::read_name;
+use super::rdata::{check_rdata, read_stable_name, Rewritten};
 use crate::wire::types::{rcode, rtype, HEADER_LEN};
 use crate::wire::LowerName;
 use std::time::Instant;
@@ -29,7 +31,8 @@ pub struct TtlCaps {
 /// Why an upstream reply's records could not be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum RecordsError {
-    /// A record ran past the end of the message or held an unreadable name.
+    /// A record ran past the end of the message, held an unreadable name or one read from
+    /// bytes a served reply rewrites, or data that does not fit its type's layout.
     #[error("malformed record")]
     Malformed,
     /// An OPT record outside the additional section (RFC 6891 §6.1.1).
@@ -53,7 +56,7 @@ pub struct Entry {
     body: Box<[u8]>,
     records: Box<[RecordMeta]>,
     counts: [u16; 3],
-    rcode: u8,
+    rcode: u16,
     authentic: bool,
     lifetime: u32,
     stored: Instant,
@@ -94,10 +97,12 @@ impl Entry {
         let mut previous: Option<(LowerName, u16, u16)>;
         let mut answer_ttl: Option<u32> = None;
         let mut negative_ttl: Option<u32> = None;
+        let mut extended_rcode = 0u16;
+        let mut rewritten = Rewritten::default();
         'sections: for (section, &count) in header_counts.iter().enumerate() {
             previous = None;
             for _ in 0..count {
-                let name_end = read_name(msg, pos, Some(&mut owner)).map_err(|_| RecordsError::Malformed)?;
+                let name_end = read_stable_name(msg, pos, Some(&mut owner), &rewritten)?;
                 let fixed = msg.get(name_end..name_end + 10).ok_or(RecordsError::Malformed)?;
                 let rtype_ = u16::from_be_bytes([fixed[0], fixed[1]]);
                 let rclass = u16::from_be_bytes([fixed[2], fixed[3]]);
@@ -114,10 +119,14 @@ impl Entry {
                     if section != 2 {
                         return Err(RecordsError::MisplacedOpt);
                     }
+                    // RFC 6891 §6.1.3: the TTL's first byte holds the rcode's upper eight bits.
+                    extended_rcode = u16::from(fixed[4]) << 4;
                     // Records after the OPT are dropped with it: cutting only at record ends
                     // keeps every backward pointer valid.
                     break 'sections;
                 }
+                rewritten.push_ttl(name_end + 4);
+                check_rdata(msg, rtype_, rclass, name_end + 10, rdata_end, &rewritten)?;
                 let rrset_start = previous
                     .as_ref()
                     .is_none_or(|(o, t, c)| o.wire() != owner.wire() || *t != rtype_ || *c != rclass);
@@ -140,8 +149,8 @@ impl Entry {
                 pos = rdata_end;
             }
         }
-        let code = msg[3] & 0x0F;
-        let lifetime = match (u16::from(code), counts[0]) {
+        let code = extended_rcode | u16::from(msg[3] & 0x0F);
+        let lifetime = match (code, counts[0]) {
             (rcode::NOERROR, n) if n > 0 => answer_ttl.unwrap_or(0).clamp(caps.min, caps.max.max(caps.min)),
             (rcode::NOERROR | rcode::NXDOMAIN, _) => {
                 // RFC 2308 §5: a negative answer without an SOA is not cached.
@@ -160,9 +169,11 @@ impl Entry {
         })
     }
 
-    /// The response code (the low four bits; extended rcodes are never cached).
+    /// The response code, with the upper bits an OPT carried (RFC 6891 §6.1.3): a reply that
+    /// looks like NOERROR in its header may be BADVERS or BADCOOKIE. Only NOERROR and NXDOMAIN
+    /// answers are ever given a lifetime.
     pub fn rcode(&self) -> u16 {
-        u16::from(self.rcode)
+        self.rcode
     }
 
     /// Whether the upstream set AD (RFC 4035 §3.2.3); passed on only to clients that asked.
@@ -386,6 +397,105 @@ mod tests {
             (w.len, w.counts, w.truncated),
             (0, [0, 0, 0], true),
             "one RRset: all or nothing"
+        );
+    }
+
+    /// A reply to `. A` (question at 12..17) with the given answer records and an OPT.
+    fn root_reply(answers: &[&[u8]]) -> (Vec<u8>, usize) {
+        let mut m = vec![0x5e, 0xed, 0x81, 0x80, 0, 1, 0, answers.len() as u8, 0, 0, 0, 1];
+        m.extend_from_slice(b"\x00\x00\x01\x00\x01");
+        let body_start = m.len();
+        for answer in answers {
+            m.extend_from_slice(answer);
+        }
+        m.extend_from_slice(&[0, 0, 41, 4, 0xD0, 0, 0, 0, 0, 0, 0]);
+        (m, body_start)
+    }
+
+    /// A record: owner in wire form, type, class IN, TTL, data.
+    fn record(owner: &[u8], rtype: u16, ttl: u32, data: &[u8]) -> Vec<u8> {
+        let mut r = owner.to_vec();
+        r.extend_from_slice(&rtype.to_be_bytes());
+        r.extend_from_slice(&[0, 1]);
+        r.extend_from_slice(&ttl.to_be_bytes());
+        r.extend_from_slice(&(data.len() as u16).to_be_bytes());
+        r.extend_from_slice(data);
+        r
+    }
+
+    /// Found by the `upstream` fuzz target's check that served records are the upstream's: an
+    /// owner pointing at offset 11 read the upstream's ARCOUNT (1, a one-byte label) and the
+    /// question's root label after it; a client without EDNS got ARCOUNT 0 there, so the same
+    /// record came out owned by the root. A name in the data may do the same.
+    #[test]
+    fn names_read_from_the_header_are_refused() {
+        let (m, start) = root_reply(&[&record(&[0xC0, 11], rtype::A, 60, &[192, 0, 2, 1])]);
+        assert_eq!(
+            Entry::from_reply(&m, start, CAPS, Instant::now()).unwrap_err(),
+            RecordsError::Malformed
+        );
+        let (m, start) = root_reply(&[&record(&[0], rtype::CNAME, 60, &[0xC0, 4])]);
+        assert!(Entry::from_reply(&m, start, CAPS, Instant::now()).is_err());
+        let (m, start) = root_reply(&[&record(&[0xC0, 12], rtype::CNAME, 60, &[1, b'x', 0xC0, 12])]);
+        assert!(
+            Entry::from_reply(&m, start, CAPS, Instant::now()).is_ok(),
+            "pointers to the question stay welcome"
+        );
+    }
+
+    /// Found by the same check: a second owner pointing into the first record's TTL (256: the
+    /// bytes 0 0 1 0, a one-byte label) named something else once the TTL counted down to 255.
+    #[test]
+    fn names_read_from_a_ttl_are_refused() {
+        let first = record(&[0], rtype::A, 256, &[192, 0, 2, 1]);
+        let ttl_byte = 12 + 5 + 1 + 4 + 2;
+        let second = record(&[0xC0, ttl_byte], rtype::A, 300, &[192, 0, 2, 2]);
+        let (m, start) = root_reply(&[&first, &second]);
+        assert!(Entry::from_reply(&m, start, CAPS, Instant::now()).is_err());
+        let own_ttl = record(&[0], rtype::CNAME, 256, &[0xC0, ttl_byte]);
+        let (m, start) = root_reply(&[&own_ttl]);
+        assert!(
+            Entry::from_reply(&m, start, CAPS, Instant::now()).is_err(),
+            "nor from the record's own TTL"
+        );
+    }
+
+    /// Found by the `upstream` fuzz target: an OPT whose extended rcode bits were 0xFF (rcode
+    /// 4080) under a NOERROR header was relayed as NOERROR and cached.
+    #[test]
+    fn an_opts_extended_rcode_is_part_of_the_rcode() {
+        let (mut m, start) = reply(0, &[300], false);
+        let opt_ttl = m.len() - 6;
+        m[opt_ttl] = 0xFF;
+        let e = Entry::from_reply(&m, start, CAPS, Instant::now()).unwrap();
+        assert_eq!((e.rcode(), e.lifetime()), (4080, 0));
+        m[opt_ttl] = 1;
+        assert_eq!(
+            Entry::from_reply(&m, start, CAPS, Instant::now()).unwrap().rcode(),
+            rcode::BADVERS
+        );
+    }
+
+    #[test]
+    fn record_data_must_fit_its_type() {
+        for (rtype_, data) in [
+            (rtype::A, &[192, 0, 2, 1, 0][..]),
+            (rtype::AAAA, &[0; 4][..]),
+            (rtype::CNAME, &[1, b'x', 0, 0][..]),
+            (rtype::MX, &[0, 10][..]),
+            (rtype::SRV, &[0, 1, 0, 1, 0][..]),
+            (rtype::SOA, &[0, 0, 0, 0, 0][..]),
+        ] {
+            let (m, start) = root_reply(&[&record(&[0], rtype_, 60, data)]);
+            assert!(
+                Entry::from_reply(&m, start, CAPS, Instant::now()).is_err(),
+                "type {rtype_} with {data:?}"
+            );
+        }
+        let (m, start) = root_reply(&[&record(&[0], 65280, 60, &[1, 2, 3])]);
+        assert!(
+            Entry::from_reply(&m, start, CAPS, Instant::now()).is_ok(),
+            "unknown types are opaque"
         );
     }
 

@@ -13,6 +13,7 @@
 //! only churns the small FIFO and never pushes out the popular names in main.
 
 mod entry;
+mod rdata;
 
 pub use entry::{Age, Entry, RecordsError, TtlCaps, Written, STALE_TTL};
 

@@ -8,15 +8,15 @@
 //! again over TCP from the same upstream.
 
 use super::entropy::Entropy;
-use super::message::{check_reply, write_query, Mismatch, MAX_QUERY_LEN};
-use super::upstream::{Group, SharedHealth};
+use super::message::{read_reply, write_query, Mismatch, Verdict, MAX_QUERY_LEN};
+use super::upstream::{had_a_chance, Group, SharedHealth};
 use super::{Client, ForwardConfig};
 use crate::answer::{ClientQuery, Context};
 use crate::cache::{Cache, Entry, Key};
 use crate::forward::Failure;
 use crate::stats::{RateLimitedWarning, WorkerStats};
 use crate::sys;
-use crate::wire::types::{class, rcode, rtype, MAX_MESSAGE_LEN};
+use crate::wire::types::{class, rtype, MAX_MESSAGE_LEN};
 use crate::wire::LowerName;
 use mio::net::{TcpStream, UdpSocket};
 use mio::{Interest, Registry, Token};
@@ -202,20 +202,6 @@ impl SendError {
             SendError::Upstream(e)
         }
     }
-}
-
-/// What a received message means for its try.
-enum Verdict {
-    /// Not the awaited reply: counted, ignored.
-    Mismatched(Mismatch),
-    /// The reply was truncated: ask again over TCP.
-    Truncated,
-    /// A usable answer.
-    Answer(Entry),
-    /// A failure rcode or unreadable records.
-    Bad,
-    /// A probe was answered.
-    Alive,
 }
 
 /// One worker's questions in flight and upstream health.
@@ -572,20 +558,8 @@ impl Forwarder {
         let Some(attempt) = flight.attempts[k].as_ref() else {
             return false;
         };
-        let msg = &self.buf[..len];
-        let verdict = match check_reply(msg, attempt.id, &flight.key) {
-            Err(mismatch) => Verdict::Mismatched(mismatch),
-            Ok(_) if matches!(flight.kind, Kind::Probe(_)) => Verdict::Alive,
-            Ok(shape) if shape.truncated && !via_tcp => Verdict::Truncated,
-            Ok(shape) if matches!(shape.rcode, rcode::NOERROR | rcode::NXDOMAIN) => {
-                let caps = cache.caps_for(flight.key.name_wire());
-                match Entry::from_reply(msg, shape.body_start, caps, now) {
-                    Ok(entry) => Verdict::Answer(entry),
-                    Err(_) => Verdict::Bad,
-                }
-            }
-            Ok(_) => Verdict::Bad,
-        };
+        let verdict = read_reply(&self.buf[..len], attempt.id, &flight.key, via_tcp, cache, now);
+        let probe = matches!(flight.kind, Kind::Probe(_));
         let (route, upstream, rtt) = (
             flight.route,
             attempt.upstream,
@@ -608,7 +582,8 @@ impl Forwarder {
         self.update_down(route);
         match verdict {
             Verdict::Mismatched(_) => true,
-            Verdict::Alive => {
+            // A probe only asks whether the upstream answers at all; whatever it said, it did.
+            _ if probe => {
                 self.complete(slot, Err(Failure::Unreachable));
                 false
             }
@@ -699,7 +674,7 @@ impl Forwarder {
         };
         let Some(k) = timer.attempt else {
             if flight.serial == timer.serial {
-                self.give_up(timer.slot);
+                self.budget_spent(timer.slot, now);
             }
             return;
         };
@@ -773,6 +748,34 @@ impl Forwarder {
             result: Err(Failure::Unreachable),
             store: false,
         });
+    }
+
+    /// The question's budget ran out. A try still waiting had its timeout cut to the budget
+    /// (a forwarding timeout shorter than the retry timeout cuts every one): its upstream did not
+    /// answer within the time the clients could wait, which counts against it as a try's own
+    /// timeout does, or a dead upstream would never be found and every client would wait the
+    /// whole budget for it. A try sent too late to have had a chance is not held against its
+    /// upstream.
+    fn budget_spent(&mut self, slot: usize, now: Instant) {
+        let Some(flight) = self.flights.get_mut(slot).and_then(Option::as_mut) else {
+            return;
+        };
+        let budget = match flight.kind {
+            Kind::Probe(_) => PROBE_BUDGET,
+            Kind::Clients { .. } | Kind::Refresh => self.budget,
+        };
+        let mut unanswered = [None; TRIES];
+        for (attempt, silent) in flight.attempts.iter_mut().flatten().zip(&mut unanswered) {
+            if !attempt.timed_out && had_a_chance(now.saturating_duration_since(attempt.sent), budget) {
+                attempt.timed_out = true;
+                *silent = Some(attempt.upstream);
+            }
+        }
+        for upstream in unanswered.into_iter().flatten() {
+            self.stats.upstream_timeouts.incr();
+            self.note_failure(slot, upstream, now);
+        }
+        self.give_up(slot);
     }
 
     fn give_up(&mut self, slot: usize) {
@@ -854,4 +857,96 @@ fn deregister(registry: &Registry, attempt: Attempt) {
         Link::Udp(mut socket) => registry.deregister(&mut socket),
         Link::Tcp(mut link) => registry.deregister(&mut link.stream),
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::CacheConfig;
+    use crate::forward::upstream::MAX_FAILS;
+    use crate::forward::Route;
+    use crate::wire::Name;
+
+    /// A forwarder to one upstream on 127.0.0.1 that holds its port and never answers, with a
+    /// forwarding timeout of `timeout`.
+    fn forwarder_to_silent(timeout: Duration, now: Instant) -> (Forwarder, std::net::UdpSocket, mio::Poll) {
+        let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let upstream = silent.local_addr().unwrap();
+        let poll = mio::Poll::new().unwrap();
+        let config = ForwardConfig {
+            upstreams: vec![upstream],
+            timeout,
+            ..ForwardConfig::default()
+        };
+        let forwarder = Forwarder::new(
+            poll.registry().try_clone().unwrap(),
+            &[&[upstream]],
+            &config,
+            &config.health(now),
+            Arc::new(WorkerStats::default()),
+        );
+        (forwarder, silent, poll)
+    }
+
+    fn question(i: u32) -> Key {
+        let name = Name::from_dotted(&format!("q{i}.example.org.")).unwrap();
+        Key::new(
+            &LowerName::from_wire(name.wire()).unwrap(),
+            rtype::A,
+            class::IN,
+            false,
+            false,
+        )
+    }
+
+    /// The bug: with a forwarding timeout below the first retry timeout (500 ms before the
+    /// round-trip time is known), every try's timer was cut to the question's budget, the
+    /// budget's timer fired first and ended the question, and the try's timeout was never
+    /// counted: a dead upstream stayed up, and every client waited the whole timeout for it.
+    #[test]
+    fn an_upstream_silent_for_whole_budgets_shorter_than_its_retry_timeout_goes_down() {
+        let start = Instant::now();
+        let timeout = Duration::from_millis(300);
+        let (mut forwarder, _silent, _poll) = forwarder_to_silent(timeout, start);
+        let cache = Cache::new(CacheConfig::default());
+        let mut done = Vec::new();
+        let mut now = start;
+        for i in 0..MAX_FAILS {
+            assert!(!forwarder.down()[0], "down after {i} questions");
+            forwarder
+                .submit(question(i), Route::DEFAULT, None, Kind::Clients { stale: false }, now)
+                .unwrap();
+            now += timeout;
+            forwarder.turn(&cache, now, &mut done);
+        }
+        assert!(
+            forwarder.down()[0],
+            "{MAX_FAILS} questions unanswered within their budget"
+        );
+        assert_eq!(
+            forwarder.submit(question(99), Route::DEFAULT, None, Kind::Clients { stale: false }, now),
+            Err(Failure::Unreachable),
+            "the next client fails fast"
+        );
+    }
+
+    /// With a 600 ms budget the first try times out on its own at 500 ms and the retry has 100
+    /// ms left: too little for a busy upstream, so only the first counts.
+    #[test]
+    fn a_retry_cut_short_by_the_budget_is_not_held_against_its_upstream() {
+        let start = Instant::now();
+        let timeout = Duration::from_millis(600);
+        let (mut forwarder, _silent, _poll) = forwarder_to_silent(timeout, start);
+        let cache = Cache::new(CacheConfig::default());
+        let mut done = Vec::new();
+        for i in 0..MAX_FAILS - 1 {
+            let asked = start + timeout * i;
+            forwarder
+                .submit(question(i), Route::DEFAULT, None, Kind::Clients { stale: false }, asked)
+                .unwrap();
+            forwarder.turn(&cache, asked + Duration::from_millis(500), &mut done);
+            forwarder.turn(&cache, asked + timeout, &mut done);
+        }
+        assert!(!forwarder.down()[0], "one failure per question, not two");
+    }
 }

@@ -1,10 +1,11 @@
 //! Upstream messages: the query skyline sends for a question, and the checks a reply must pass
 //! before anything in it is believed.
 
-use crate::cache::Key;
+use crate::cache::{Cache, Entry, Key};
 use crate::wire::name::read_name;
-use crate::wire::types::{flags, option, rtype, ADVERTISED_UDP_LEN, HEADER_LEN};
+use crate::wire::types::{flags, option, rcode, rtype, ADVERTISED_UDP_LEN, HEADER_LEN};
 use crate::wire::LowerName;
+use std::time::Instant;
 
 /// Longest upstream query: header, question, OPT with the loop guard option.
 pub const MAX_QUERY_LEN: usize = HEADER_LEN + 255 + 4 + 11 + 5;
@@ -104,6 +105,45 @@ pub fn check_reply(msg: &[u8], id: u16, key: &Key) -> Result<ReplyShape, Mismatc
     })
 }
 
+/// What a message received for a forwarded question means.
+#[derive(Debug)]
+pub enum Verdict {
+    /// Not the awaited reply: counted and ignored, the try goes on listening.
+    Mismatched(Mismatch),
+    /// The awaited reply, truncated over UDP: the question is asked again over TCP.
+    Truncated,
+    /// A usable answer (NOERROR or NXDOMAIN with readable records), to hand to the clients
+    /// and, when its lifetime allows, to cache.
+    Answer(Entry),
+    /// The awaited reply, but a failure rcode or unreadable records: the next upstream is
+    /// asked.
+    Bad,
+}
+
+/// Judges `msg`, received over TCP when `over_tcp`, as the reply to the query with ID `id`
+/// for `key`, with `cache`'s TTL caps for the name and `now` as the time it arrived.
+///
+/// This is everything a worker decides about an upstream's reply before it touches sockets,
+/// the cache or the clients, kept apart from the I/O so that tests and the `upstream` fuzz
+/// target judge replies exactly as the worker does.
+pub fn read_reply(msg: &[u8], id: u16, key: &Key, over_tcp: bool, cache: &Cache, now: Instant) -> Verdict {
+    let shape = match check_reply(msg, id, key) {
+        Ok(shape) => shape,
+        Err(mismatch) => return Verdict::Mismatched(mismatch),
+    };
+    if shape.truncated && !over_tcp {
+        return Verdict::Truncated;
+    }
+    if !matches!(shape.rcode, rcode::NOERROR | rcode::NXDOMAIN) {
+        return Verdict::Bad;
+    }
+    match Entry::from_reply(msg, shape.body_start, cache.caps_for(key.name_wire()), now) {
+        // The header's rcode may have upper bits in the OPT, which only the records tell.
+        Ok(entry) if matches!(entry.rcode(), rcode::NOERROR | rcode::NXDOMAIN) => Verdict::Answer(entry),
+        Ok(_) | Err(_) => Verdict::Bad,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +205,43 @@ mod tests {
         assert_eq!(check_reply(&other_type, 7, &k), Err(Mismatch::Question));
         assert_eq!(check_reply(&good[..5], 7, &k), Err(Mismatch::Id));
         assert_eq!(check_reply(&good[..20], 7, &k), Err(Mismatch::Question));
+    }
+
+    /// Found by the `upstream` fuzz target: an OPT's extended rcode turned a NOERROR header into
+    /// rcode 4080, which went to the clients (and the cache) as NOERROR.
+    #[test]
+    fn replies_are_judged_as_the_worker_acts_on_them() {
+        let k = key("www.example.", false);
+        let cache = Cache::new(crate::cache::CacheConfig::default());
+        let now = Instant::now();
+        let mut out = [0u8; MAX_QUERY_LEN];
+        let len = write_query(&mut out, 7, &k, false);
+        let mut answer = reply_to(&out[..len], |b| b);
+        answer[3] = 0x80;
+        let opt_ttl = answer.len() - 6;
+        assert!(matches!(
+            read_reply(&answer, 7, &k, false, &cache, now),
+            Verdict::Answer(_)
+        ));
+        assert!(matches!(
+            read_reply(&answer, 8, &k, false, &cache, now),
+            Verdict::Mismatched(Mismatch::Id)
+        ));
+        let mut truncated = answer.clone();
+        truncated[2] |= 0x02;
+        assert!(matches!(
+            read_reply(&truncated, 7, &k, false, &cache, now),
+            Verdict::Truncated
+        ));
+        assert!(
+            matches!(read_reply(&truncated, 7, &k, true, &cache, now), Verdict::Answer(_)),
+            "TC means nothing over TCP"
+        );
+        let mut servfail = answer.clone();
+        servfail[3] |= 2;
+        assert!(matches!(read_reply(&servfail, 7, &k, false, &cache, now), Verdict::Bad));
+        let mut extended = answer;
+        extended[opt_ttl] = 0xFF;
+        assert!(matches!(read_reply(&extended, 7, &k, false, &cache, now), Verdict::Bad));
     }
 }

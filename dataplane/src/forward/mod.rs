@@ -20,6 +20,7 @@ mod stubs;
 mod upstream;
 
 pub use acl::{Acl, Prefix, PrefixError};
+pub use message::{read_reply, Mismatch, Verdict};
 pub use route::{Failure, Route, Routes};
 pub use stubs::StubZones;
 pub use upstream::{SharedHealth, MAX_FAILS, PROBE_INTERVAL};

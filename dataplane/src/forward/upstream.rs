@@ -21,6 +21,14 @@ const MAX_RTO: Duration = Duration::from_secs(1);
 /// How often a down upstream is probed (by one worker at a time).
 pub const PROBE_INTERVAL: Duration = Duration::from_millis(500);
 
+/// Whether a try that got no answer in `waited`, cut short by its question's `budget` rather
+/// than by its own timeout, counts as a failure of its upstream: it waited at least the retry
+/// timeout's floor, below which a busy but healthy upstream would look dead, or the whole budget
+/// when that is shorter (a short `--forward-timeout` must still let a dead upstream be found).
+pub(crate) fn had_a_chance(waited: Duration, budget: Duration) -> bool {
+    waited >= MIN_RTO.min(budget)
+}
+
 /// The health of one upstream, shared by every worker.
 #[derive(Debug)]
 pub struct Health {

@@ -54,6 +54,18 @@ impl<'a> Answerer<'a> {
     /// records owned by the query name. NS, SOA and PTR are never answered from a selection.
     pub fn answer(&mut self, sel: &Selection, query: &Name, slot: Slot) -> Result<Option<AnswerSet>, Abort> {
         self.budget = BUDGET_BASE + BUDGET_PER_RECORD * sel.deduped().len();
+        // Types no record of the whole index can feed are empty without a scan of the run.
+        let kinds = &self.index.kinds;
+        let fed = match slot {
+            Slot::A => kinds.v4_or_name,
+            Slot::Aaaa => kinds.v6_or_name,
+            Slot::Txt => kinds.text,
+            Slot::Mx => kinds.mail,
+            Slot::Srv | Slot::Cname | Slot::Ns | Slot::Soa | Slot::Ptr => 1,
+        };
+        if fed == 0 {
+            return Ok(None);
+        }
         let (answer, additional) = match slot {
             Slot::A => (self.addresses(sel, query, None, Family::V4, &mut Vec::new())?, None),
             Slot::Aaaa => (self.addresses(sel, query, None, Family::V6, &mut Vec::new())?, None),

@@ -2,7 +2,7 @@
 //! own and everything below it) are one contiguous run. The builder compiles nodes from it and
 //! the snapshot keeps it for the names that cannot be precompiled: `*`/`any` wildcard queries.
 
-use super::entry::Entry;
+use super::entry::{Entry, Host};
 use super::key::{cmp_paths, is_below, is_wildcard, path_of};
 use super::select::Selection;
 use super::service::{Config, Service};
@@ -38,8 +38,27 @@ pub struct Index {
     repeated: usize,
     /// Interned groups; 0 is no group.
     groups: HashMap<Box<str>, u32, RandomState>,
+    /// How many entries feed each kind of answer.
+    pub(super) kinds: Kinds,
     /// Records of the build that were skipped as invalid.
     skipped: usize,
+}
+
+/// How many entries of the index can feed each kind of answer. An answer no entry can feed is
+/// empty wherever it is asked: directories with many records then skip the scan of their run,
+/// which matters most at the apex, compiled again on every change.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Kinds {
+    /// Entries with text (TXT).
+    pub text: usize,
+    /// Entries with `mail` (MX).
+    pub mail: usize,
+    /// Entries in a group.
+    pub grouped: usize,
+    /// Entries whose host is an IPv4 address or a name (A, CNAME chasing).
+    pub v4_or_name: usize,
+    /// Entries whose host is an IPv6 address or a name (AAAA, CNAME chasing).
+    pub v6_or_name: usize,
 }
 
 /// A change to one path of the index: the record its key now holds, or none.
@@ -65,12 +84,13 @@ impl Index {
             identities: HashMap::default(),
             repeated: 0,
             groups: HashMap::default(),
+            kinds: Kinds::default(),
             skipped,
         };
         for (path, (key, service)) in records {
             match index.entry(key, path, service, config) {
                 Ok(entry) => {
-                    index.count(entry.identity, true);
+                    index.count(&entry, true);
                     index.entries.push(entry);
                 }
                 Err(error) => {
@@ -101,17 +121,17 @@ impl Index {
                     if entry.folded {
                         return None;
                     }
-                    index.count(entry.identity, true);
+                    index.count(&entry, true);
                     if held == 1 {
                         let old = std::mem::replace(&mut index.entries[at], entry);
-                        index.count(old.identity, false);
+                        index.count(&old, false);
                     } else {
                         index.entries.insert(at, entry);
                     }
                 }
                 (None, 1) => {
                     let old = index.entries.remove(at);
-                    index.count(old.identity, false);
+                    index.count(&old, false);
                 }
                 // A key the index never held: put and deleted between two updates, or skipped.
                 (None, _) => {}
@@ -135,8 +155,20 @@ impl Index {
         Entry::new(key, path, service, group, config).map(Arc::new)
     }
 
-    /// Counts an entry's identity in (`added`) or out.
-    fn count(&mut self, identity: u64, added: bool) {
+    /// Counts an entry in (`added`) or out: its identity, and what kinds of answers it feeds.
+    fn count(&mut self, entry: &Entry, added: bool) {
+        let kinds = &mut self.kinds;
+        let step = |n: &mut usize, counted: bool| match (counted, added) {
+            (false, _) => {}
+            (true, true) => *n += 1,
+            (true, false) => *n -= 1,
+        };
+        step(&mut kinds.text, !entry.text.is_empty());
+        step(&mut kinds.mail, entry.mail);
+        step(&mut kinds.grouped, entry.group != 0);
+        step(&mut kinds.v4_or_name, matches!(entry.host, Host::V4(_) | Host::Name(_)));
+        step(&mut kinds.v6_or_name, matches!(entry.host, Host::V6(_) | Host::Name(_)));
+        let identity = entry.identity;
         let count = self.identities.entry(identity).or_insert(0);
         match added {
             true => {

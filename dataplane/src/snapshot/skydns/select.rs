@@ -36,10 +36,14 @@ impl Selection {
     }
 
     fn grouping(index: &Index, deduped: Vec<u32>, directory: bool) -> Selection {
-        let grouped = group::filter(&deduped, |i| {
-            let e = &index.entries[i as usize];
-            (e.depth, e.group)
-        });
+        // Without a grouped record anywhere the filter keeps everything: skip its scan.
+        let grouped = match index.kinds.grouped {
+            0 => None,
+            _ => group::filter(&deduped, |i| {
+                let e = &index.entries[i as usize];
+                (e.depth, e.group)
+            }),
+        };
         Selection {
             deduped,
             grouped,

@@ -183,3 +183,44 @@ fn a_change_outside_the_domain_keeps_every_node_and_case_variants_build_whole() 
     )
     .is_none());
 }
+
+#[test]
+fn the_first_and_last_record_of_a_kind_update_like_a_full_build() {
+    let now = UNIX_EPOCH + Duration::from_secs(1_700_001_234);
+    let config = config();
+    let plain = |i: u8| {
+        (
+            format!("/skydns/test/skydns/d/r{i}"),
+            super::host(&format!("10.0.0.{i}")),
+        )
+    };
+    let mut records: Vec<(String, Service)> = (1..=5).map(plain).collect();
+    let mut previous = build(&config, &records, 1, now);
+    let rich = Service {
+        host: "2001:db8::7".into(),
+        text: "only text".into(),
+        mail: true,
+        group: "g".into(),
+        ..Service::default()
+    };
+    let key = "/skydns/test/skydns/d/rich".to_owned();
+    for (step, put) in [Some(rich), None].into_iter().enumerate() {
+        records.retain(|(k, _)| *k != key);
+        if let Some(service) = put {
+            records.push((key.clone(), service));
+            records.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        let built = build(&config, &records, step as u64 + 2, now);
+        let updated = update(
+            &previous,
+            &config,
+            &records,
+            std::slice::from_ref(&key),
+            step as u64 + 2,
+            now,
+        )
+        .unwrap();
+        assert_same(&updated, &built, 0, step);
+        previous = updated;
+    }
+}
