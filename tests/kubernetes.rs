@@ -149,6 +149,20 @@ fn every_record_kind_answers_and_denies_as_the_spec_says() {
         ]
     );
     assert_eq!(
+        data(&s.udp(&z("http.tcp.web.testns.svc"), RecordType::SRV)),
+        data(&s.udp(&z("_http._tcp.web.testns.svc"), RecordType::SRV)),
+        "port and protocol labels without their underscores"
+    );
+    assert_eq!(
+        data(&s.udp(&z("https.tcp.kubernetes.default.svc"), RecordType::SRV)),
+        ["0 100 443 kubernetes.default.svc.cluster.local."]
+    );
+    assert_eq!(
+        data(&s.udp(&z("web-0.web.testns.svc"), RecordType::SRV)),
+        ["0 50 8080 web-0.web.testns.svc.cluster.local."],
+        "an endpoint name's own SRV, one entry per address"
+    );
+    assert_eq!(
         data(&s.udp("1.1.96.10.in-addr.arpa.", RecordType::PTR)),
         ["svc1.testns.svc.cluster.local."]
     );
@@ -181,6 +195,7 @@ fn every_record_kind_answers_and_denies_as_the_spec_says() {
     assert_nxdomain(&s, &z("svc1.nons.svc"), RecordType::A);
     assert_nxdomain(&s, &z("empty.testns.svc"), RecordType::A);
     assert_nxdomain(&s, &z("_nope._tcp.svc1.testns.svc"), RecordType::SRV);
+    assert_nxdomain(&s, &z("http.udp.svc1.testns.svc"), RecordType::SRV);
     assert_nxdomain(&s, &z("10-1-0-11.svc1.testns.svc"), RecordType::A);
     assert_nxdomain(&s, &z("x.ext.testns.svc"), RecordType::A);
     assert_nxdomain(&s, &z("10-0-0-1.testns.pod"), RecordType::A);

@@ -7,9 +7,10 @@
 //!   `<ns>.svc.<zone>` for every exposed namespace (no data);
 //! - `<base>`: the cluster IPs, or for a headless service its ready endpoints (none ⇒ the name
 //!   does not exist), or a CNAME for ExternalName; SRV for every port;
-//! - `_<port>._<proto>.<base>`: SRV for every named port, and (as CoreDNS answers) the
-//!   addresses behind that port;
-//! - `<endpoint>.<base>`: the addresses of the endpoints with that label;
+//! - `_<port>._<proto>.<base>`, also spelled without either underscore: SRV for every named
+//!   port, and (as CoreDNS answers) the addresses behind that port;
+//! - `<endpoint>.<base>`: the addresses of the endpoints with that label, and SRV for their
+//!   ports;
 //! - pods: `<ns>.pod.<zone>` (no data; under `insecure` every dashed address below it answers
 //!   with itself) and, under `verified`, `<dashed podIP>.<ns>.pod.<zone>`;
 //! - with `openshift_names`: `<svc>.<ns>.endpoints.<zone>`, its endpoints, and
@@ -419,12 +420,11 @@ impl<'a, 'c> Builder<'a, 'c> {
                 let srv = self.endpoint_srv(&base, view, None);
                 self.addresses(base.clone(), zi, &view.addresses(), srv);
                 for port in view.named_slice_ports() {
-                    let Some(name) = srv_name(&base, &port.name, port.protocol.label()) else {
-                        continue;
-                    };
                     let srv = self.endpoint_srv(&base, view, Some((&port.name, port.protocol.label())));
                     let addresses = view.addresses_with_port(&port.name, port.protocol);
-                    self.addresses(name, zi, &addresses, srv);
+                    for name in srv_names(&base, &port.name, port.protocol.label()) {
+                        self.addresses(name, zi, &addresses, srv.clone());
+                    }
                 }
                 self.endpoints(zone, zi, &base, view);
             }
@@ -463,17 +463,17 @@ impl<'a, 'c> Builder<'a, 'c> {
         for &ip in ips.iter().filter(|ip| wanted(ip)) {
             self.cluster_ptrs.entry(ip).or_insert_with(|| base.clone());
         }
-        for (label, addresses) in view.by_label() {
-            if !addresses.iter().any(wanted) {
+        for group in view.by_label() {
+            if !group.addresses.iter().any(wanted) {
                 continue;
             }
-            let Ok(name) = base.prepend(&label) else { continue };
+            let Ok(name) = base.prepend(&group.label) else { continue };
             self.endpoint_ptrs
-                .extend(addresses.iter().filter(|a| wanted(a)).map(|&a| (a, name.clone())));
+                .extend(group.addresses.iter().filter(|a| wanted(a)).map(|&a| (a, name.clone())));
         }
     }
 
-    /// The service name and its `_<port>._<proto>` names, answering with the cluster IPs.
+    /// The service name and its port names (see [`srv_names`]), answering with the cluster IPs.
     fn cluster_ip(&mut self, zi: u16, base: &Name, view: &ServiceView<'c>, ips: &[IpAddr]) {
         let ttl = self.config.ttl;
         let entries: Vec<SrvEntry<'_>> = view
@@ -490,9 +490,6 @@ impl<'a, 'c> Builder<'a, 'c> {
             .collect();
         self.addresses(base.clone(), zi, ips, srv_answer(ttl, &entries));
         for port in view.service.ports.iter().filter(|p| !p.name.is_empty()) {
-            let Some(name) = srv_name(base, &port.name, port.protocol.label()) else {
-                continue;
-            };
             let entries: Vec<SrvEntry<'_>> = ips
                 .iter()
                 .map(|_| SrvEntry {
@@ -502,7 +499,9 @@ impl<'a, 'c> Builder<'a, 'c> {
                 })
                 .collect();
             let srv = srv_answer(ttl, &entries);
-            self.addresses(name, zi, ips, srv);
+            for name in srv_names(base, &port.name, port.protocol.label()) {
+                self.addresses(name, zi, ips, srv.clone());
+            }
         }
     }
 
@@ -512,7 +511,10 @@ impl<'a, 'c> Builder<'a, 'c> {
         let labels = view.by_label();
         let targets: HashMap<&str, (Name, &[IpAddr]), RandomState> = labels
             .iter()
-            .filter_map(|(label, addresses)| Some((label.as_str(), (owner.prepend(label).ok()?, addresses.as_slice()))))
+            .filter_map(|group| {
+                let target = owner.prepend(&group.label).ok()?;
+                Some((group.label.as_str(), (target, group.addresses.as_slice())))
+            })
             .collect();
         let mut entries = Vec::new();
         for endpoint in &view.endpoints {
@@ -533,11 +535,25 @@ impl<'a, 'c> Builder<'a, 'c> {
         srv_answer(self.config.ttl, &entries)
     }
 
-    /// `<endpoint>.<base>` names and OpenShift's endpoint names.
+    /// `<endpoint>.<base>` names and OpenShift's endpoint names. An endpoint name's SRV answer
+    /// is what CoreDNS gives for a query with an endpoint label (spec file §2.3, §2.4): one
+    /// record per port of its endpoints' slices, unnamed ports included (no port label filters
+    /// none out), with the target port and the endpoint name itself as target.
     fn endpoints(&mut self, zone: &Name, zi: u16, base: &Name, view: &ServiceView<'c>) {
-        for (label, addresses) in view.by_label() {
-            let Ok(name) = base.prepend(&label) else { continue };
-            self.addresses(name, zi, &addresses, None);
+        let ttl = self.config.ttl;
+        for group in view.by_label() {
+            let Ok(name) = base.prepend(&group.label) else { continue };
+            let entries: Vec<SrvEntry<'_>> = group
+                .ports
+                .iter()
+                .map(|port| SrvEntry {
+                    port: port.port,
+                    target: name.clone(),
+                    addresses: &group.addresses,
+                })
+                .collect();
+            let srv = srv_answer(ttl, &entries);
+            self.addresses(name, zi, &group.addresses, srv);
         }
         if self.config.openshift_names && !view.endpoints.is_empty() {
             self.openshift(zone, zi, base, view);
@@ -555,9 +571,9 @@ impl<'a, 'c> Builder<'a, 'c> {
             return;
         };
         let addresses = view.addresses();
-        for (label, own) in view.by_label() {
-            if let Ok(name) = owner.prepend(&label) {
-                self.addresses(name, zi, &own, None);
+        for group in view.by_label() {
+            if let Ok(name) = owner.prepend(&group.label) {
+                self.addresses(name, zi, &group.addresses, None);
             }
         }
         let srv = self.endpoint_srv(&owner, view, None);
@@ -613,8 +629,8 @@ impl<'a, 'c> Builder<'a, 'c> {
             (Some(label), ServiceKind::ClusterIp(_) | ServiceKind::Headless) => view
                 .by_label()
                 .into_iter()
-                .find(|(l, _)| *l == label)
-                .map(|(_, a)| a)
+                .find(|group| group.label == label)
+                .map(|group| group.addresses)
                 .unwrap_or_default(),
             (None, ServiceKind::ClusterIp(ips)) => {
                 if self.config.ignore_empty_service && view.endpoints.is_empty() {
@@ -717,9 +733,25 @@ pub(super) fn named_service(zone: &Name, name: &Name) -> Option<(Option<String>,
     }
 }
 
-/// `_<port>._<proto>.<base>`.
-fn srv_name(base: &Name, port: &str, proto: &str) -> Option<Name> {
-    base.prepend(&format!("_{proto}"))
-        .and_then(|n| n.prepend(&format!("_{port}")))
-        .ok()
+/// The names a port's SRV records answer at: `_<port>._<proto>.<base>` and the same without
+/// either underscore. CoreDNS reads the two labels below a service as port and protocol,
+/// stripping one leading `_` from each but requiring none (spec file §2.2), so all four
+/// spellings answer alike. A port name that starts with `_` itself (not a valid IANA service
+/// name, but nothing in the API object stops it) matches only with one more `_` in front.
+/// None of these can be an endpoint's name: those are one label below the service, these two.
+fn srv_names(base: &Name, port: &str, proto: &str) -> Vec<Name> {
+    let ports = [
+        Some(format!("_{port}")),
+        (!port.starts_with('_')).then(|| port.to_owned()),
+    ];
+    let protocols = [format!("_{proto}"), proto.to_owned()];
+    let mut names = Vec::with_capacity(4);
+    for port in ports.iter().flatten() {
+        for proto in &protocols {
+            if let Ok(name) = base.prepend(proto).and_then(|n| n.prepend(port)) {
+                names.push(name);
+            }
+        }
+    }
+    names
 }

@@ -20,6 +20,18 @@ pub struct ReadyEndpoint<'c> {
     pub ports: &'c [ServicePort],
 }
 
+/// The endpoints of a Service that share one label: the name `<label>.<svc>.<ns>.svc.<zone>`.
+#[derive(Debug, Clone)]
+pub struct Labelled<'c> {
+    /// The label.
+    pub label: String,
+    /// Their addresses, each once, sorted.
+    pub addresses: Vec<IpAddr>,
+    /// The target ports of their slices, once per endpoint and port, duplicates (slice skew)
+    /// included: CoreDNS weighs SRV records by the count before removing duplicates.
+    pub ports: Vec<&'c ServicePort>,
+}
+
 /// A Service and its ready endpoints, merged across slices. The same address may appear more
 /// than once (slice skew during updates); answers remove the duplicates.
 #[derive(Debug)]
@@ -90,16 +102,24 @@ impl<'c> ServiceView<'c> {
             .collect()
     }
 
-    /// The endpoint labels with their addresses, sorted by label, each address once.
-    pub fn by_label(&self) -> Vec<(String, Vec<IpAddr>)> {
-        let mut pairs: Vec<(String, IpAddr)> = self.endpoints.iter().map(|e| (self.label(e), e.address)).collect();
-        pairs.sort_unstable();
-        pairs.dedup();
-        let mut grouped: Vec<(String, Vec<IpAddr>)> = Vec::new();
-        for (label, address) in pairs {
+    /// The endpoint labels with their addresses and ports, sorted by label, each address once.
+    pub fn by_label(&self) -> Vec<Labelled<'c>> {
+        let mut pairs: Vec<(String, &ReadyEndpoint<'c>)> = self.endpoints.iter().map(|e| (self.label(e), e)).collect();
+        pairs.sort_unstable_by(|a, b| (&a.0, a.1.address).cmp(&(&b.0, b.1.address)));
+        let mut grouped: Vec<Labelled<'c>> = Vec::new();
+        for (label, endpoint) in pairs {
             match grouped.last_mut() {
-                Some((last, addresses)) if *last == label => addresses.push(address),
-                _ => grouped.push((label, vec![address])),
+                Some(last) if last.label == label => {
+                    if last.addresses.last() != Some(&endpoint.address) {
+                        last.addresses.push(endpoint.address);
+                    }
+                    last.ports.extend(endpoint.ports);
+                }
+                _ => grouped.push(Labelled {
+                    label,
+                    addresses: vec![endpoint.address],
+                    ports: endpoint.ports.iter().collect(),
+                }),
             }
         }
         grouped

@@ -154,10 +154,12 @@ fn snapshot() -> Snapshot {
 }
 
 fn ask(snap: &Snapshot, name: &str, rtype: RecordType) -> Message {
+    // hickory's text parser refuses a `*` other than leftmost; labels go in as they are.
+    let labels = name.split('.').filter(|l| !l.is_empty()).map(str::as_bytes);
+    let mut qname = HName::from_labels(labels).unwrap();
+    qname.set_fqdn(true);
     let mut query = Message::new();
-    query
-        .set_id(9)
-        .add_query(Query::query(HName::from_ascii(name).unwrap(), rtype));
+    query.set_id(9).add_query(Query::query(qname, rtype));
     let mut out = vec![0; 65535];
     let Outcome::Reply(reply) = answer(&query.to_vec().unwrap(), snap, &Context::new(Transport::Tcp), &mut out) else {
         panic!("no reply to {name} {rtype}");
@@ -262,6 +264,166 @@ fn unmatched_or_unnamed_ports_and_deeper_names_are_nxdomain() {
     assert_nxdomain(&s, &n("_tcp.svc1.testns.svc"), RecordType::SRV);
     assert_nxdomain(&s, &n("a.b.c.svc1.testns.svc"), RecordType::A);
     assert_nodata(&s, &n("_http._tcp.svc1.testns.svc"), RecordType::TXT);
+}
+
+/// The SRV answer's records and the additional section, as sorted lines.
+fn srv_with_glue(snap: &Snapshot, name: &str) -> (Vec<String>, Vec<String>) {
+    let reply = ask(snap, name, RecordType::SRV);
+    assert_eq!(reply.response_code(), ResponseCode::NoError, "{name} SRV");
+    let mut srv: Vec<String> = reply.answers().iter().map(|r| r.data().unwrap().to_string()).collect();
+    let mut glue: Vec<String> = reply
+        .additionals()
+        .iter()
+        .map(|r| format!("{} {}", r.name(), r.data().unwrap()))
+        .collect();
+    srv.sort();
+    glue.sort();
+    (srv, glue)
+}
+
+#[test]
+fn port_names_answer_with_or_without_underscores() {
+    let s = snapshot();
+    for service in ["svc1", "hdls"] {
+        let canonical = n(&format!("_http._tcp.{service}.testns.svc"));
+        let srv = srv_with_glue(&s, &canonical);
+        let a = data(&s, &canonical, RecordType::A);
+        for spelling in ["http.tcp", "http._tcp", "_http.tcp", "HTTP.Tcp"] {
+            let name = n(&format!("{spelling}.{service}.testns.svc"));
+            assert_eq!(srv_with_glue(&s, &name), srv, "{name}");
+            assert_eq!(data(&s, &name, RecordType::A), a, "{name}");
+            assert_nodata(&s, &name, RecordType::TXT);
+        }
+    }
+    assert_eq!(
+        data(&s, &n("https.tcp.dual.testns.svc"), RecordType::SRV),
+        ["0 50 443 dual.testns.svc.cluster.local."]
+    );
+    for denied in [
+        "http.udp.svc1",
+        "nope.tcp.svc1",
+        "__http._tcp.svc1",
+        "_http.__tcp.svc1",
+        "tcp.svc1",
+        "http.svc1",
+        "http.tcp.ext",
+        "http.tcp.empty",
+        "x.http.tcp.svc1",
+    ] {
+        assert_nxdomain(&s, &n(&format!("{denied}.testns.svc")), RecordType::SRV);
+    }
+}
+
+#[test]
+fn port_names_are_two_labels_below_the_service_and_endpoints_one() {
+    let mut c = cluster();
+    c.services.insert(
+        ObjectKey::new("testns", "pets"),
+        Service {
+            kind: ServiceKind::Headless,
+            ports: vec![port("http", 80)].into(),
+        },
+    );
+    c.slices.insert(
+        ObjectKey::new("testns", "pets-a"),
+        EndpointSlice {
+            service: "pets".into(),
+            ports: vec![port("http", 8080)].into(),
+            endpoints: vec![
+                endpoint("172.0.1.1", Some("tcp"), None),
+                endpoint("172.0.1.2", Some("http"), None),
+            ]
+            .into(),
+        },
+    );
+    let s = snapshot_with(&Config::default(), &c);
+    assert_eq!(data(&s, &n("tcp.pets.testns.svc"), RecordType::A), ["172.0.1.1"]);
+    assert_eq!(data(&s, &n("http.pets.testns.svc"), RecordType::A), ["172.0.1.2"]);
+    assert_eq!(
+        data(&s, &n("http.tcp.pets.testns.svc"), RecordType::SRV),
+        [
+            "0 50 8080 http.pets.testns.svc.cluster.local.",
+            "0 50 8080 tcp.pets.testns.svc.cluster.local."
+        ]
+    );
+    assert_eq!(
+        data(&s, &n("http.tcp.pets.testns.svc"), RecordType::A),
+        ["172.0.1.1", "172.0.1.2"]
+    );
+    assert_eq!(
+        data(&s, &n("tcp.pets.testns.svc"), RecordType::SRV),
+        ["0 100 8080 tcp.pets.testns.svc.cluster.local."],
+        "one label below the service is an endpoint, whatever it spells"
+    );
+}
+
+#[test]
+fn wildcard_labels_are_ordinary_labels_since_coredns_1_9() {
+    let domain = Name::from_dotted("skydns.test.").unwrap();
+    let skydns_config = skydns::Config {
+        hostmaster: domain.prepend("hostmaster").unwrap(),
+        domain,
+        ..skydns::Config::default()
+    };
+    let base = skydns::build(&skydns_config, &[], 1, UNIX_EPOCH);
+    for s in [snapshot(), compose(&base, snapshot(), 2)] {
+        for name in [
+            "*._tcp.svc1",
+            "_http.*.svc1",
+            "*.*.svc1",
+            "*.tcp.hdls",
+            "_*._tcp.hdls",
+            "*.hdls",
+            "*.svc1",
+        ] {
+            for rtype in [RecordType::SRV, RecordType::A] {
+                assert_nxdomain(&s, &n(&format!("{name}.testns.svc")), rtype);
+            }
+        }
+    }
+}
+
+#[test]
+fn endpoint_names_answer_srv_for_every_port_of_their_slices() {
+    let s = snapshot();
+    assert_eq!(
+        srv_with_glue(&s, &n("pet-0.hdls.testns.svc")),
+        (
+            vec!["0 33 8080 pet-0.hdls.testns.svc.cluster.local.".to_owned()],
+            vec![
+                "pet-0.hdls.testns.svc.cluster.local. 172.0.0.2".to_owned(),
+                "pet-0.hdls.testns.svc.cluster.local. fd00::3".to_owned()
+            ]
+        ),
+        "three entries (one skewed twice) weigh 33, de-duplicated to one record"
+    );
+    assert_eq!(
+        data(&s, &n("172-0-0-3.hdls.testns.svc"), RecordType::SRV),
+        ["0 100 8080 172-0-0-3.hdls.testns.svc.cluster.local."]
+    );
+    assert_eq!(
+        data(&s, &n("172-0-0-10.svc1.testns.svc"), RecordType::SRV),
+        ["0 100 8080 172-0-0-10.svc1.testns.svc.cluster.local."],
+        "endpoints of ClusterIP services too, with the target port"
+    );
+    assert_nodata(&s, &n("172-0-0-9.noports.testns.svc"), RecordType::SRV);
+
+    let mut c = cluster();
+    let mut metrics = port("", 9090);
+    metrics.protocol = Protocol::Udp;
+    let hdls_v4 = ObjectKey::new("testns", "hdls-v4");
+    let mut slice = c.slices[&hdls_v4].clone();
+    slice.ports = vec![port("http", 8080), metrics].into();
+    c.slices.insert(hdls_v4, slice);
+    let s = snapshot_with(&Config::default(), &c);
+    assert_eq!(
+        data(&s, &n("172-0-0-3.hdls.testns.svc"), RecordType::SRV),
+        [
+            "0 50 8080 172-0-0-3.hdls.testns.svc.cluster.local.",
+            "0 50 9090 172-0-0-3.hdls.testns.svc.cluster.local."
+        ],
+        "unnamed ports included, as for the bare service name"
+    );
 }
 
 #[test]
