@@ -592,13 +592,24 @@ impl<'a> Responder<'a> {
             });
         }
         let room = self.room();
+        let (start, counts) = (self.pos, [self.counts[1], self.counts[2], self.counts[3]]);
         let written = entry.write(&mut self.out[self.pos..], room, age);
         self.pos += written.len;
         for (count, n) in self.counts[1..].iter_mut().zip(written.counts) {
             *count += n;
         }
         if written.truncated {
-            self.flags |= flags::TC;
+            match self.ctx.transport {
+                Transport::Udp => self.flags |= flags::TC,
+                // A TCP client cannot retry a truncated answer anywhere bigger: as for an
+                // authoritative answer too large for TCP (see `does_not_fit`), SERVFAIL.
+                Transport::Tcp => {
+                    self.pos = start;
+                    self.counts[1..].copy_from_slice(&counts);
+                    self.flags &= !flags::AD;
+                    self.rcode = rcode::SERVFAIL;
+                }
+            }
         }
     }
 
@@ -843,6 +854,69 @@ mod tests {
         match answer(WALL_TXT_QUERY, &wall(), &Context::new(transport), &mut out) {
             Outcome::Reply(r) => out[..r.len].to_vec(),
             Outcome::Drop(reason) => panic!("dropped: {reason:?}"),
+        }
+    }
+
+    /// A cached TXT answer for `wall.example.org.` that filled a whole 65535-byte upstream
+    /// message: with the OPT of a client's EDNS query it no longer fits one.
+    fn wall_entry() -> crate::cache::Entry {
+        let mut m = vec![0x12, 0x34, 0x81, 0x80, 0, 1, 0, 2, 0, 0, 0, 0];
+        m.extend_from_slice(b"\x04wall\x07example\x03org\x00\x00\x10\x00\x01");
+        let body_start = m.len();
+        for strings in [vec![255usize; 128], [vec![255usize; 127], vec![196]].concat()] {
+            let rdata: usize = strings.iter().map(|l| l + 1).sum();
+            m.extend_from_slice(&[0xC0, 12, 0, 16, 0, 1, 0, 0, 0, 60]);
+            m.extend_from_slice(&(rdata as u16).to_be_bytes());
+            for len in strings {
+                m.push(len as u8);
+                m.extend(std::iter::repeat_n(b'x', len));
+            }
+        }
+        assert_eq!(m.len(), 65_535);
+        let caps = crate::cache::TtlCaps {
+            min: 0,
+            max: 86_400,
+            negative_max: 3600,
+        };
+        crate::cache::Entry::from_reply(&m, body_start, caps, std::time::Instant::now()).unwrap()
+    }
+
+    #[test]
+    fn a_cached_answer_too_large_for_a_tcp_message_is_servfail_not_tc() {
+        let entry = wall_entry();
+        let mut query = vec![0x56, 0x78, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 1];
+        query.extend_from_slice(b"\x04wall\x07example\x03org\x00\x00\x10\x00\x01");
+        query.extend_from_slice(&[0, 0, 41, 0x10, 0, 0, 0, 0, 0, 0, 0]);
+        let mut cache = crate::cache::Cache::new(crate::cache::CacheConfig::default());
+        let routes = crate::forward::Routes::new(1, true, Vec::new());
+        for transport in [Transport::Tcp, Transport::Udp] {
+            let mut rec = Recursion {
+                cache: &mut cache,
+                routes: &routes,
+                down: &[false],
+                allowed: true,
+                now: std::time::Instant::now(),
+                resolved: Some(Resolved::Answer(&entry)),
+            };
+            let mut out = vec![0u8; MAX_MESSAGE_LEN];
+            let Resolution::Done(Outcome::Reply(r)) = answer_recursive(
+                &query,
+                &Snapshot::default(),
+                &Context::new(transport),
+                &mut rec,
+                &mut out,
+            ) else {
+                panic!("no reply over {transport:?}");
+            };
+            let word = u16::from_be_bytes([out[2], out[3]]);
+            let ancount = u16::from_be_bytes([out[6], out[7]]);
+            match transport {
+                Transport::Tcp => {
+                    assert_eq!((word & 0x000F, word & flags::TC, ancount), (rcode::SERVFAIL, 0, 0));
+                    assert!(r.len < 100, "header, question and OPT only");
+                }
+                Transport::Udp => assert_eq!((word & 0x000F, word & flags::TC), (rcode::NOERROR, flags::TC)),
+            }
         }
     }
 
