@@ -1,7 +1,7 @@
 //! Scale of the Kubernetes source: how long the cluster zones of 10k Services and 100k endpoints
 //! take to build, how long the real `skyline` binary (release build) takes to sync them from an
 //! API server speaking the list/watch protocol, how much memory it then holds, and how long one
-//! endpoint change takes to reach answers. Not part of `cargo test`; run with
+//! endpoint change, or one change of the SkyDNS records served beside the cluster, takes. Not part of `cargo test`; run with
 //!
 //! ```text
 //! cargo bench --bench kubernetes                         # 10k services, 10 endpoints each
@@ -18,9 +18,10 @@ use hickory_proto::rr::{Name, RecordType};
 use kubernetes_api::objects::{cluster_ip, headless, namespace, slice};
 use kubernetes_api::FakeApi;
 use skyline_dataplane::snapshot::kubernetes::{
-    self as model, Changes, Cluster, Endpoint, EndpointSlice, ObjectKey, Protocol, Service, ServiceKind, ServicePort,
+    self as model, Changes, Cluster, Endpoint, EndpointSlice, ObjectKey, Protocol, Served, Service, ServiceKind,
+    ServicePort,
 };
-use skyline_dataplane::snapshot::{compose, Snapshot};
+use skyline_dataplane::snapshot::{compose, skydns, Snapshot};
 use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::process::{Child, Command, Stdio};
@@ -208,11 +209,16 @@ fn build_times(o: &Options) -> Vec<(String, String)> {
             changes.slice(&cluster, &key, Some(&old));
         }
         let start = Instant::now();
-        let next = model::update(&config, &cluster, &changes, &base, &served, c as u64, SystemTime::now());
+        let was = Served {
+            snapshot: &served,
+            base: &base,
+        };
+        let next = model::update(&config, &cluster, &changes, &base, was, c as u64, SystemTime::now());
         updates.push(start.elapsed());
-        served = next;
+        served = next.expect("an endpoint change updates the served snapshot");
     }
     let (update, update_p90) = median(updates);
+    let (rebase, rebase_p90) = skydns_changes(o, &config, &cluster);
     vec![
         ("names in the cluster zones".into(), names.to_string()),
         ("build of the cluster zones (median of 5)".into(), ms(build)),
@@ -221,7 +227,65 @@ fn build_times(o: &Options) -> Vec<(String, String)> {
             format!("update after one endpoint change, median / p90 of {}", o.changes),
             format!("{} / {}", ms(update), ms(update_p90)),
         ),
+        (
+            format!(
+                "update after one change of {SKYDNS_RECORDS} SkyDNS records (reloaded whole), median / p90 of {}",
+                o.changes
+            ),
+            format!("{} / {}", ms(rebase), ms(rebase_p90)),
+        ),
     ]
+}
+
+/// SkyDNS records served beside the cluster in [`skydns_changes`].
+const SKYDNS_RECORDS: usize = 10_000;
+
+/// Times of the served snapshot's update when one of [`SKYDNS_RECORDS`] SkyDNS records changes
+/// and the SkyDNS snapshot is built anew, as a records-file reload does (etcd updates share
+/// more with the previous one, which only makes the comparison cheaper).
+fn skydns_changes(o: &Options, config: &model::Config, cluster: &Cluster) -> (Duration, Duration) {
+    let domain = skydns::Config::default().domain;
+    let skydns_config = skydns::Config {
+        hostmaster: domain.prepend("hostmaster").expect("a short domain"),
+        domain,
+        ..skydns::Config::default()
+    };
+    let mut records: Vec<(String, skydns::Service)> = (0..SKYDNS_RECORDS)
+        .map(|i| {
+            let host = Ipv4Addr::from(0xc000_0000 + i as u32).to_string();
+            let service = skydns::Service {
+                host,
+                ..skydns::Service::default()
+            };
+            (format!("/skydns/local/skydns/s{}/r{i}", i % 100), service)
+        })
+        .collect();
+    let mut base = skydns::build(&skydns_config, &records, 0, SystemTime::now());
+    let mut served = compose(&base, model::build(config, cluster, 0, SystemTime::now()), 0);
+    let mut times = Vec::new();
+    for c in 0..o.changes {
+        records[c * 37 % SKYDNS_RECORDS].1.host = Ipv4Addr::from(0xc600_0000 + c as u32).to_string();
+        let next_base = skydns::build(&skydns_config, &records, c as u64 + 1, SystemTime::now());
+        let start = Instant::now();
+        let was = Served {
+            snapshot: &served,
+            base: &base,
+        };
+        let changes = Changes::default();
+        let next = model::update(
+            config,
+            cluster,
+            &changes,
+            &next_base,
+            was,
+            c as u64 + 1,
+            SystemTime::now(),
+        );
+        times.push(start.elapsed());
+        served = next.expect("a SkyDNS change updates the served snapshot");
+        base = next_base;
+    }
+    median(times)
 }
 
 fn compose_served(config: &model::Config, cluster: &Cluster, base: &Snapshot) -> Snapshot {

@@ -5,11 +5,13 @@
 mod common;
 mod kubernetes_api;
 
-use common::{eventually, Skyline};
+use common::{eventually, Skyline, HTTP_ANY_PORT};
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::RecordType;
 use kubernetes_api::objects::{cluster_ip, external, headless, namespace, pod, slice};
 use kubernetes_api::{kubeconfig_for, FakeApi, Resource};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 /// How long a change may take to show in answers (debounce + build, with slack for slow CI).
@@ -51,6 +53,33 @@ fn assert_nodata(s: &Skyline, name: &str, rtype: RecordType) {
     assert_eq!(reply.response_code(), ResponseCode::NoError, "{name} {rtype}");
     assert!(reply.answers().is_empty(), "{name} {rtype}: {:?}", reply.answers());
     assert_eq!(reply.name_servers().len(), 1, "SOA with the NODATA: {name}");
+}
+
+/// `GET path` over plain HTTP/1.1: the status code and the body.
+fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: skyline\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).unwrap();
+    let text = String::from_utf8_lossy(&bytes);
+    let (head, body) = text.split_once("\r\n\r\n").expect("a complete HTTP response");
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .expect("a status code");
+    (status, body.to_owned())
+}
+
+/// The value of the unlabelled series `name` in `/metrics`.
+fn metric(s: &Skyline, name: &str) -> u64 {
+    let (status, body) = http_get(s.http_addr(), "/metrics");
+    assert_eq!(status, 200);
+    body.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in /metrics"))
 }
 
 /// Starts skyline on `api`'s kubeconfig with `args`.
@@ -428,4 +457,80 @@ fn a_bad_kubeconfig_stops_the_start_with_a_message() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("kubeconfig"), "{stderr}");
+}
+
+#[test]
+fn a_skydns_change_beside_a_large_cluster_does_not_build_the_cluster_again() {
+    let api = FakeApi::start();
+    populate(&api);
+    api.apply(namespace("big"));
+    for i in 0..400 {
+        let name = format!("svc{i}");
+        let (hi, lo) = (i / 250, i % 250);
+        api.apply(cluster_ip(
+            "big",
+            &name,
+            &[&format!("10.97.{hi}.{lo}")],
+            &[("http", 80, "TCP")],
+        ));
+        let endpoints: Vec<String> = (0..10)
+            .map(|e| format!("10.3.{}.{}", i / 20, (i % 20) * 10 + e))
+            .collect();
+        let endpoints: Vec<(&str, bool, Option<&str>)> = endpoints.iter().map(|a| (a.as_str(), true, None)).collect();
+        api.apply(slice(
+            "big",
+            &format!("{name}-a"),
+            &name,
+            &[("http", 8080, "TCP")],
+            &endpoints,
+        ));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = api.kubeconfig(dir.path());
+    let records = r#"{"/skydns/local/skydns/web": {"host": "192.0.2.7"},
+        "/skydns/arpa/in-addr/192/0/2/7": {"host": "web.skydns.local."},
+        "/skydns/arpa/in-addr/10/1/0/20": {"host": "web.skydns.local."}}"#;
+    let mut args = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
+    args.extend(HTTP_ANY_PORT);
+    let s = Skyline::start(records, &args, &[]);
+    wait_synced(&s);
+    eventually(SETTLE, "every service served", || {
+        rcode(&s, &z("svc399.big.svc"), RecordType::A) == ResponseCode::NoError
+            && data(&s.udp("7.2.0.192.in-addr.arpa.", RecordType::PTR)) == ["web.skydns.local."]
+    });
+    let full_builds = metric(&s, "skyline_kubernetes_full_builds_total");
+    let builds = metric(&s, "skyline_kubernetes_builds_total");
+    assert!(full_builds >= 1);
+
+    s.rewrite(
+        r#"{"/skydns/local/skydns/web": {"host": "192.0.2.8"},
+        "/skydns/arpa/in-addr/192/0/2/7": {"host": "api.skydns.local."},
+        "/skydns/arpa/in-addr/10/1/0/21": {"host": "web.skydns.local."}}"#,
+    );
+    eventually(SETTLE, "the records file change served beside the cluster", || {
+        data(&s.udp("web.skydns.local.", RecordType::A)) == ["192.0.2.8"]
+            && data(&s.udp("7.2.0.192.in-addr.arpa.", RecordType::PTR)) == ["api.skydns.local."]
+    });
+    assert_eq!(
+        metric(&s, "skyline_kubernetes_full_builds_total"),
+        full_builds,
+        "the cluster zones were not built again"
+    );
+    assert!(metric(&s, "skyline_kubernetes_builds_total") > builds);
+    assert_eq!(data(&s.udp(&z("svc1.testns.svc"), RecordType::A)), ["10.96.1.1"]);
+    assert_eq!(data(&s.udp(&z("svc399.big.svc"), RecordType::A)), ["10.97.1.149"]);
+    assert_eq!(
+        data(&s.udp("20.0.1.10.in-addr.arpa.", RecordType::PTR)),
+        ["web-0.web.testns.svc.cluster.local."],
+        "the cluster's PTR wins over SkyDNS's, before and after"
+    );
+    assert_eq!(
+        data(&s.udp("21.0.1.10.in-addr.arpa.", RecordType::PTR)),
+        ["10-1-0-21.web.testns.svc.cluster.local."]
+    );
+    assert_nxdomain(&s, &z("nope.big.svc"), RecordType::A);
+    assert_eq!(
+        data(&s.udp(&z("10-3-19-199.svc399.big.svc"), RecordType::A)),
+        ["10.3.19.199"]
+    );
 }

@@ -516,6 +516,13 @@ fn kubernetes(f: &mut Formatter<'_>, kubernetes: &Kubernetes) -> fmt::Result {
         Counter,
         "Snapshots of the cluster zones published.",
         kubernetes.builds,
+    )?;
+    single(
+        f,
+        "skyline_kubernetes_full_builds_total",
+        Counter,
+        "Of those, the ones the cluster zones were built whole for; the others changed only the names a change reached.",
+        kubernetes.full_builds,
     )
 }
 
@@ -675,6 +682,7 @@ mod tests {
                 events: 100,
                 errors: 1,
                 builds: 2,
+                full_builds: 1,
             }),
         }
     }
@@ -717,6 +725,8 @@ mod tests {
             ("skyline_etcd_last_sync_age_seconds", 60.0),
             ("skyline_kubernetes_lists_total", 3.0),
             ("skyline_kubernetes_events_total", 100.0),
+            ("skyline_kubernetes_builds_total", 2.0),
+            ("skyline_kubernetes_full_builds_total", 1.0),
         ];
         for (series, value) in expected {
             assert_eq!(samples.get(series), Some(&value), "{series}");

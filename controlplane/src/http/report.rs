@@ -52,6 +52,7 @@ impl Observed {
                 events: health.events(),
                 errors: health.errors(),
                 builds: health.builds(),
+                full_builds: health.full_builds(),
             }),
         }
     }
@@ -146,4 +147,5 @@ pub(crate) struct Kubernetes {
     pub(crate) events: u64,
     pub(crate) errors: u64,
     pub(crate) builds: u64,
+    pub(crate) full_builds: u64,
 }

@@ -11,6 +11,7 @@ pub struct KubernetesHealth {
     events: AtomicU64,
     errors: AtomicU64,
     builds: AtomicU64,
+    full_builds: AtomicU64,
 }
 
 impl KubernetesHealth {
@@ -42,6 +43,14 @@ impl KubernetesHealth {
         self.builds.load(Ordering::Relaxed)
     }
 
+    /// Of [`KubernetesHealth::builds`], those that built the cluster zones whole: the first
+    /// sync, a re-list, a Namespace change. Every other one, a new SkyDNS snapshot included,
+    /// compiled only the names its change reached; this tells the two apart, since a whole
+    /// build costs a large cluster a hundred times more.
+    pub fn full_builds(&self) -> u64 {
+        self.full_builds.load(Ordering::Relaxed)
+    }
+
     pub(super) fn set_ready(&self) {
         self.ready.store(true, Ordering::Relaxed);
     }
@@ -60,5 +69,9 @@ impl KubernetesHealth {
 
     pub(super) fn built(&self) {
         self.builds.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(super) fn built_whole(&self) {
+        self.full_builds.fetch_add(1, Ordering::Relaxed);
     }
 }

@@ -14,9 +14,10 @@
 //!   composed with the SkyDNS snapshot (records file or etcd) into the one snapshot served. A
 //!   watch event recompiles only the names it reaches (the service's, the PTRs of the addresses
 //!   it touched) into a snapshot that shares every other name with the one served, SkyDNS's
-//!   included, so it costs milliseconds at 100k endpoints; a new SkyDNS snapshot composes
-//!   again from a full build. Events that change nothing DNS reads (status, annotations)
-//!   publish nothing.
+//!   included, so it costs milliseconds at 100k endpoints. A new SkyDNS snapshot writes only
+//!   the names whose SkyDNS node changed (the cluster's PTRs still win in the reverse zones),
+//!   without building the cluster zones again. Events that change nothing DNS reads (status,
+//!   annotations) publish nothing.
 
 pub mod convert;
 mod health;

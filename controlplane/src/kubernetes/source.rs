@@ -14,7 +14,7 @@ use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
-use skyline_dataplane::snapshot::kubernetes::{self as model, ObjectKey};
+use skyline_dataplane::snapshot::kubernetes::{self as model, ObjectKey, Served};
 use skyline_dataplane::snapshot::{compose, publish, Snapshot};
 use skyline_dataplane::SnapshotCell;
 use std::fmt::Debug;
@@ -91,8 +91,8 @@ pub struct KubernetesSource {
     health: Arc<KubernetesHealth>,
     mirror: Mirror,
     failing: [bool; 4],
-    /// The SkyDNS snapshot the served one was composed with: an update carries its names over,
-    /// so a new one means a full build.
+    /// The SkyDNS snapshot the served one was composed with: the next update carries over the
+    /// names it shares with the SkyDNS snapshot then current, and writes those that differ.
     base: Option<Arc<Snapshot>>,
 }
 
@@ -267,17 +267,20 @@ impl KubernetesSource {
         let base = self.skydns.load_full();
         let served = if synced {
             let mut changes = self.mirror.take_changes();
-            changes.full |= !self.composed_with(&base) || !self.health.is_ready();
+            changes.full |= !self.health.is_ready();
             let previous = self.cell.load_full();
-            model::update(
-                &self.config,
-                &self.mirror.cluster,
-                &changes,
-                &base,
-                &previous,
-                generation,
-                now,
-            )
+            let cluster = &self.mirror.cluster;
+            let updated = self.base.as_deref().and_then(|before| {
+                let served = Served {
+                    snapshot: &previous,
+                    base: before,
+                };
+                model::update(&self.config, cluster, &changes, &base, served, generation, now)
+            });
+            updated.unwrap_or_else(|| {
+                self.health.built_whole();
+                compose(&base, model::build(&self.config, cluster, generation, now), generation)
+            })
         } else {
             compose(&base, model::syncing(&self.config, generation, now), generation)
         };

@@ -187,8 +187,9 @@ impl Snapshot {
 /// zones) and those of `base` (the SkyDNS domain and its reverse zones). A zone both have (the
 /// reverse zones) takes `overlay`'s settings and holds both sources' names; where both hold a
 /// name, `overlay`'s node wins. `overlay` is consumed so that its nodes move rather than copy;
-/// `base`'s are cloned (their answers are shared, not copied). A change of the cluster zones
-/// alone need not compose again: [`kubernetes::update()`] carries the composed names over.
+/// `base`'s are cloned (their answers are shared, not copied). Neither a change of the cluster
+/// nor a new `base` needs to compose again: [`kubernetes::update()`] carries the composed names
+/// over and writes only those either change.
 pub fn compose(base: &Snapshot, overlay: Snapshot, generation: u64) -> Snapshot {
     let mut zones: Vec<Zone> = overlay.zones.clone();
     zones.extend(

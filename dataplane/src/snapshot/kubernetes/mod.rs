@@ -2,7 +2,7 @@
 //! CoreDNS's `kubernetes` plugin that clients rely on; see `spec/kubernetes-dns.md`): the
 //! [`Cluster`] as DNS sees it, compiled by [`build()`] into the nodes of the cluster zones and
 //! their reverse zones, and kept current by [`update()`], which compiles only what a change
-//! reaches.
+//! (of the cluster, or of the SkyDNS snapshot composed with it) reaches.
 
 mod build;
 mod config;
@@ -18,7 +18,7 @@ pub use model::{
     Before, Changes, Cluster, Endpoint, EndpointSlice, Names, ObjectKey, Objects, Pod, Protocol, Service, ServiceKind,
     ServicePort,
 };
-pub use update::update;
+pub use update::{update, Served};
 
 #[cfg(test)]
 mod tests;

@@ -52,6 +52,29 @@ pub fn reverse(address: IpAddr) -> Name {
     Name::from_dotted(&text).unwrap_or_else(|_| Name::root())
 }
 
+/// The address whose reverse name (see [`reverse`]) `name` is: four decimal octets under
+/// `in-addr.arpa.` or 32 hex nibbles under `ip6.arpa.`, spelled exactly as [`reverse`] spells
+/// them. Any other name, a partial one included, is no address's.
+pub fn unreverse(name: &Name) -> Option<IpAddr> {
+    let labels: Vec<&[u8]> = name.labels().collect();
+    let address = match labels.as_slice() {
+        [d, c, b, a, b"in-addr", b"arpa"] => {
+            let octet = |label: &[u8]| std::str::from_utf8(label).ok()?.parse::<u8>().ok();
+            IpAddr::V4(Ipv4Addr::new(octet(a)?, octet(b)?, octet(c)?, octet(d)?))
+        }
+        [nibbles @ .., b"ip6", b"arpa"] if nibbles.len() == 32 => {
+            let mut bits: u128 = 0;
+            for label in nibbles.iter().rev() {
+                let [digit] = label else { return None };
+                bits = bits << 4 | u128::from(char::from(*digit).to_digit(16)?);
+            }
+            IpAddr::V6(Ipv6Addr::from(bits))
+        }
+        _ => return None,
+    };
+    (reverse(address) == *name).then_some(address)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,5 +106,26 @@ mod tests {
         assert!(v6.starts_with("1.0.0.0.0.0.0.0."), "{v6}");
         assert!(v6.ends_with(".8.b.d.0.1.0.0.2.ip6.arpa."), "{v6}");
         assert_eq!(v6.matches('.').count(), 34);
+    }
+
+    #[test]
+    fn reverse_names_read_back_only_when_complete_and_canonical() {
+        for address in ["10.3.0.1", "0.0.0.0", "255.255.255.255", "2001:db8::1", "fd00::a:b"] {
+            let address: IpAddr = address.parse().unwrap();
+            assert_eq!(unreverse(&reverse(address)), Some(address), "{address}");
+        }
+        for junk in [
+            "0.3.10.in-addr.arpa.",
+            "01.0.3.10.in-addr.arpa.",
+            "256.0.3.10.in-addr.arpa.",
+            "1.1.0.3.10.in-addr.arpa.",
+            "x.0.3.10.in-addr.arpa.",
+            "in-addr.arpa.",
+            "1.0.3.10.example.",
+            "1.0.ip6.arpa.",
+            "10.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa.",
+        ] {
+            assert_eq!(unreverse(&Name::from_dotted(junk).unwrap()), None, "{junk}");
+        }
     }
 }

@@ -1,5 +1,6 @@
-//! A served snapshot after a few objects changed, made from the one served before without
-//! compiling every name again: what the Kubernetes source publishes for each watch event.
+//! A served snapshot after a few objects changed, or after the SkyDNS snapshot below it changed,
+//! made from the one served before without compiling every name again: what the Kubernetes
+//! source publishes for each watch event and each new SkyDNS snapshot.
 //!
 //! A change reaches the names of the services it touched (as they were and as they are, so
 //! [`Changes::before`] keeps the objects as they were), the names of every ExternalName service
@@ -7,50 +8,79 @@
 //! names of the pods it touched, and the apexes. Those are compiled again by the code that
 //! builds them all ([`super::build()`]); every other name keeps its node, shared with the previous
 //! snapshot (see [`crate::snapshot::Nodes`]), as do the names composed from SkyDNS.
+//!
+//! A new SkyDNS snapshot reaches only the names whose node it changed: outside the cluster
+//! zones they take the new node as they are; in the reverse zones both sources share, a changed
+//! PTR name is one more touched address, so that the cluster's PTR keeps winning there as in
+//! [`compose`].
 
 use super::build::{
-    build, exposed, finish, named_service, pod_name, slices_by_service, views, zones, Builder, ServiceIds,
-    SlicesByService,
+    exposed, finish, named_service, pod_name, slices_by_service, views, zones, Builder, ServiceIds, SlicesByService,
 };
 use super::config::{Config, PodMode};
 use super::model::{Changes, Cluster, EndpointSlice, ObjectKey, ServiceKind};
-use super::names::reverse;
+use super::names::{reverse, unreverse};
 use super::service::ServiceView;
-use crate::snapshot::{compose, Node, Nodes, Snapshot, Zone, ZoneState};
+use crate::snapshot::{Node, Nodes, Snapshot, Zone, ZoneState};
 use crate::wire::Name;
 use foldhash::fast::RandomState;
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-/// The served snapshot after `changes`, made from `previous`, the one served before them: the
-/// cluster zones built by [`build`] or by this function, composed by [`compose`] with `base`,
-/// the SkyDNS snapshot, unchanged since. Only the names the changes reach are compiled again:
-/// those of the changed services as they were and as they are, those of every ExternalName
-/// service (their answers follow other services), the PTRs of the changed addresses, the names
-/// of the changed pods, and the apexes (the SOA serial moves). Every other name, of the cluster
-/// zones or of `base`, keeps its node, shared with `previous` rather than copied (see
-/// [`Nodes`]), so that a change costs what it reaches, not the size of the cluster. A name the
-/// cluster zones no longer hold shows `base`'s node, if any, as [`compose`] would.
+/// The snapshot served, with the SkyDNS snapshot it was composed with.
+#[derive(Debug, Clone, Copy)]
+pub struct Served<'a> {
+    /// The served snapshot: the cluster zones built by [`super::build()`] (or by [`update()`])
+    /// composed by [`compose`] with `base`.
+    pub snapshot: &'a Snapshot,
+    /// The SkyDNS snapshot it holds.
+    pub base: &'a Snapshot,
+}
+
+/// The served snapshot after `changes` and with `base` as the SkyDNS snapshot, made from
+/// `served` without building the cluster zones again: the snapshot that
+/// `compose(base, build(config, cluster, ..))` gives, name for name. Only the names the changes
+/// reach are compiled again: those of the changed services as they were and as they are, those
+/// of every ExternalName service (their answers follow other services), the PTRs of the changed
+/// addresses, the names of the changed pods, and the apexes (the SOA serial moves). When `base`
+/// is not `served.base`, the names whose SkyDNS node differs are taken from `base` as well
+/// (see [`rebased`]). Every other name keeps its node, shared with `served` rather than copied
+/// (see [`Nodes`]), so that a change costs what it reaches, not the size of the cluster. A name
+/// the cluster zones no longer hold shows `base`'s node, if any, as [`compose`] would.
 ///
-/// Full changes, or a `previous` that does not hold the cluster zones ready, build from scratch.
+/// `None` when the snapshot must be built from scratch: full changes, a served snapshot that
+/// does not hold the cluster zones ready, a SkyDNS snapshot with other zones, or SkyDNS names
+/// changed inside a cluster zone.
+///
+/// [`compose`]: crate::snapshot::compose
 pub fn update(
     config: &Config,
     cluster: &Cluster,
     changes: &Changes,
     base: &Snapshot,
-    previous: &Snapshot,
+    served: Served<'_>,
     generation: u64,
     now: SystemTime,
-) -> Snapshot {
-    let renewed = (!changes.full)
-        .then(|| renewed(previous, zones(config, ZoneState::Ready, now)))
-        .flatten();
-    let Some(zones) = renewed else {
-        return compose(base, build(config, cluster, generation, now), generation);
+) -> Option<Snapshot> {
+    if changes.full {
+        return None;
+    }
+    let previous = served.snapshot;
+    let mut zones = renewed(previous, zones(config, ZoneState::Ready, now))?;
+    let rebase = if std::ptr::eq(served.base, base) {
+        Rebase::default()
+    } else {
+        rebased(config, served.base, base, &mut zones)?
     };
-    let reached = reached_services(config, cluster, changes);
+    let addresses: Cow<'_, HashSet<IpAddr, RandomState>> = if rebase.addresses.is_empty() {
+        Cow::Borrowed(&changes.addresses)
+    } else {
+        Cow::Owned(changes.addresses.union(&rebase.addresses).copied().collect())
+    };
+    let reached = reached_services(config, cluster, changes, &addresses);
     let slices = slices_by_service(cluster, Some(&reached));
     let views = views(config, cluster, &slices, Some(&reached));
     let before = before(config, cluster, changes, &slices);
@@ -72,8 +102,7 @@ pub fn update(
     }
     cleared.extend(config.reverse_zones().cloned());
     cleared.extend(
-        changes
-            .addresses
+        addresses
             .iter()
             .map(|&address| reverse(address))
             .filter(|name| config.reverse_zones().any(|zone| name.is_within(zone))),
@@ -86,7 +115,7 @@ pub fn update(
         }
         if primary {
             for view in views.values() {
-                b.ptr_contributions(zone, view, Some(&changes.addresses));
+                b.ptr_contributions(zone, view, Some(&addresses));
             }
         }
         if !pods.is_empty() {
@@ -105,32 +134,110 @@ pub fn update(
             nodes.remove(name);
         }
     };
-    for (name, node) in &compiled {
-        set(&mut nodes, name, Some(node.clone()));
-    }
-    for name in cleared.iter().filter(|name| !compiled.contains_key(name)) {
-        // A name the cluster zones no longer hold shows `base`'s node, as `compose` gives it.
-        let fallback = base.nodes.get(name.wire()).map(|node| {
+    // A name of `base` as `compose` places it: its node, in the zone of the same apex.
+    let from_base = |name: &Name| {
+        base.nodes.get(name.wire()).map(|node| {
             let apex = base.zones.get(usize::from(node.zone)).map(|z| &z.apex);
             let zone = zones.iter().position(|z| Some(&z.apex) == apex).unwrap_or(0) as u16;
             Node { zone, ..node.clone() }
-        });
-        set(&mut nodes, name, fallback);
+        })
+    };
+    for (name, node) in &compiled {
+        set(&mut nodes, name, Some(node.clone()));
+    }
+    // A name the cluster zones no longer hold shows `base`'s node, as `compose` gives it.
+    for name in cleared.iter().filter(|name| !compiled.contains_key(name)) {
+        set(&mut nodes, name, from_base(name));
+    }
+    for name in &rebase.names {
+        set(&mut nodes, name, from_base(name));
     }
     tracing::debug!(
         generation,
         services = changes.services.len(),
+        skydns = rebase.names.len() + rebase.addresses.len(),
         compiled = compiled.len(),
         names = nodes.len(),
         "updated cluster zones"
     );
-    Snapshot {
+    Some(Snapshot {
         generation,
         zones,
         nodes,
         identity: base.identity.clone(),
         skydns: base.skydns.clone(),
+    })
+}
+
+/// What a new SkyDNS snapshot changes in the served one.
+#[derive(Debug, Default)]
+struct Rebase {
+    /// Names the cluster zones cannot hold whose node is now `base`'s, or none.
+    names: Vec<Name>,
+    /// Addresses whose reverse name changed in SkyDNS, inside a cluster reverse zone: the
+    /// cluster's PTR, if it has one, still wins there, so they are recompiled as touched.
+    addresses: HashSet<IpAddr, RandomState>,
+}
+
+/// The names whose node differs between the SkyDNS snapshots `before` and `base`, sorted by
+/// whether the cluster zones may hold them, with `zones` (the served ones) given `base`'s
+/// versions of its zones. `None` when `base` has other zones than `before`, or changed a name
+/// inside a cluster forward zone, where only a full build tells which source holds it.
+///
+/// Finding the differences reads every name of both (a hash lookup each, answers compared by
+/// pointer first), which costs about what [`compose`](crate::snapshot::compose) costs and is
+/// independent of the cluster's size.
+fn rebased(config: &Config, before: &Snapshot, base: &Snapshot, zones: &mut [Zone]) -> Option<Rebase> {
+    let apexes = |s: &Snapshot| s.zones.iter().map(|z| z.apex.clone()).collect::<Vec<_>>();
+    if apexes(before) != apexes(base) {
+        return None;
     }
+    for zone in base.zones.iter().filter(|z| !config.zones.contains(&z.apex)) {
+        let held = zones.iter_mut().find(|z| z.apex == zone.apex)?;
+        *held = zone.clone();
+    }
+    let mut rebase = Rebase::default();
+    let mut note = |name: &Name| {
+        if config.forward_zones().any(|zone| name.is_within(zone)) {
+            return false;
+        }
+        if config.reverse_zones().any(|zone| name.is_within(zone)) {
+            if config.reverse_zones().any(|zone| zone == name) {
+                return true;
+            }
+            if let Some(address) = unreverse(name) {
+                rebase.addresses.insert(address);
+                return true;
+            }
+        }
+        rebase.names.push(name.clone());
+        true
+    };
+    let mut kept = 0;
+    for (name, node) in &base.nodes {
+        match before.nodes.get(name.wire()) {
+            Some(old) if same(old, node) => kept += 1,
+            Some(_) => {
+                kept += 1;
+                if !note(name) {
+                    return None;
+                }
+            }
+            None => {
+                if !note(name) {
+                    return None;
+                }
+            }
+        }
+    }
+    if kept < before.nodes.len() {
+        for (name, _) in &before.nodes {
+            if base.nodes.get(name.wire()).is_none() && !note(name) {
+                return None;
+            }
+        }
+    }
+    Some(rebase)
 }
 
 /// Whether two nodes answer alike: the same zone, names below and answers.
@@ -158,13 +265,18 @@ fn renewed(previous: &Snapshot, fresh: Vec<Zone>) -> Option<Vec<Zone>> {
 }
 
 /// The services an update reads: the changed ones and the ExternalName ones (compiled again),
-/// the services the in-zone targets of those name, and every service giving a PTR to a changed
-/// address. A few, however large the cluster: only these get a [`ServiceView`].
-fn reached_services<'c>(config: &Config, cluster: &'c Cluster, changes: &'c Changes) -> ServiceIds<'c> {
+/// the services the in-zone targets of those name, and every service giving a PTR to one of
+/// `addresses`. A few, however large the cluster: only these get a [`ServiceView`].
+fn reached_services<'c>(
+    config: &Config,
+    cluster: &'c Cluster,
+    changes: &'c Changes,
+    addresses: &HashSet<IpAddr, RandomState>,
+) -> ServiceIds<'c> {
     let id = |key: &'c ObjectKey| (&*key.namespace, &*key.name);
     // The changed ones whether or not they exist now: their old views need their slices too.
     let mut reached: ServiceIds<'c> = changes.services.iter().map(id).collect();
-    let changed = |address: &IpAddr| changes.addresses.contains(address);
+    let changed = |address: &IpAddr| addresses.contains(address);
     for (key, service) in &cluster.services {
         match &service.kind {
             ServiceKind::ClusterIp(ips) if ips.iter().any(changed) => {

@@ -1,7 +1,7 @@
-//! Updates against full builds: after every batch of changes, the snapshot [`update()`] makes from
-//! the one served holds exactly the names, zones and answers of a full [`build`] composed with the
-//! same SkyDNS snapshot, and shares every name the changes do not reach. Chains of random changes
-//! are checked, not just one step.
+//! Updates against full builds: after every batch of changes, of the cluster or of the SkyDNS
+//! records, the snapshot [`update()`] makes from the one served holds exactly the names, zones and
+//! answers of a full [`build`] composed with the same SkyDNS snapshot, and shares every name the
+//! changes do not reach. Chains of random changes are checked, not just one step.
 
 use super::*;
 use crate::snapshot::{Slot, Zone};
@@ -153,25 +153,56 @@ fn change(rng: &mut Rng, cluster: &mut Cluster, changes: &mut Changes) {
     }
 }
 
-/// The SkyDNS snapshot the cluster zones are composed with: a name of its own and PTRs for two
-/// addresses the cluster may also hold.
-fn skydns_base() -> Snapshot {
-    let domain = Name::from_dotted("skydns.test.").unwrap();
-    let config = skydns::Config {
+fn skydns_config(domain: &str) -> skydns::Config {
+    let domain = Name::from_dotted(domain).unwrap();
+    skydns::Config {
         hostmaster: domain.prepend("hostmaster").unwrap(),
         domain,
         ..skydns::Config::default()
-    };
-    let host = |host: &str| skydns::Service {
+    }
+}
+
+fn host(host: &str) -> skydns::Service {
+    skydns::Service {
         host: host.into(),
         ..skydns::Service::default()
-    };
+    }
+}
+
+/// The SkyDNS snapshot the cluster zones are composed with: a name of its own and PTRs for two
+/// addresses the cluster may also hold.
+fn skydns_base() -> Snapshot {
     let records = vec![
         ("/skydns/arpa/in-addr/10/0/0/3".to_owned(), host("web.skydns.test.")),
         ("/skydns/arpa/in-addr/172/0/0/3".to_owned(), host("web.skydns.test.")),
         ("/skydns/test/skydns/web".to_owned(), host("192.0.2.1")),
     ];
-    skydns::build(&config, &records, 1, UNIX_EPOCH + Duration::from_secs(AT))
+    skydns::build(
+        &skydns_config("skydns.test."),
+        &records,
+        1,
+        UNIX_EPOCH + Duration::from_secs(AT),
+    )
+}
+
+/// The served snapshot after `changes`, as the source makes it: by [`update()`] where it can,
+/// else composed from a full build. Also says which it was.
+fn next(
+    config: &Config,
+    cluster: &Cluster,
+    changes: &Changes,
+    base: &Snapshot,
+    served: Served<'_>,
+    generation: u64,
+) -> (Snapshot, bool) {
+    let now = UNIX_EPOCH + Duration::from_secs(AT);
+    match update(config, cluster, changes, base, served, generation, now) {
+        Some(updated) => (updated, true),
+        None => (
+            compose(base, build(config, cluster, generation, now), generation),
+            false,
+        ),
+    }
 }
 
 fn rtype_of(slot: usize) -> RecordType {
@@ -285,11 +316,16 @@ fn run(config: &Config, seed: u64, steps: usize) -> usize {
             change(&mut rng, &mut cluster, &mut changes);
         }
         let generation = step as u64 + 2;
-        let updated = update(config, &cluster, &changes, &base, &served, generation, now);
+        let was = Served {
+            snapshot: &served,
+            base: &base,
+        };
+        let (updated, incrementally) = next(config, &cluster, &changes, &base, was, generation);
         let built = compose(&base, build(config, &cluster, generation, now), generation);
         let context = format!("seed {seed}, step {step}, {config:?}");
         assert_same(&updated, &built, &context);
-        if !changes.full {
+        assert_eq!(incrementally, !changes.full, "{context}");
+        if incrementally {
             assert!(
                 shared(&updated, &served, "dns-version.cluster.local.", Slot::Txt),
                 "names no change reaches are carried over ({context})"
@@ -365,7 +401,11 @@ fn an_update_answers_exactly_as_a_full_build() {
         let old = cluster.slices.insert(dual_a.clone(), slice);
         changes.slice(&cluster, &dual_a, old.as_ref());
 
-        let updated = update(&config, &cluster, &changes, &base, &previous, 2, at);
+        let was = Served {
+            snapshot: &previous,
+            base: &base,
+        };
+        let updated = update(&config, &cluster, &changes, &base, was, 2, at).unwrap();
         let built = compose(&base, build(&config, &cluster, 2, at), 2);
         assert_same(&updated, &built, &format!("{config:?}"));
         assert!(
@@ -397,7 +437,11 @@ fn a_ptr_the_cluster_lets_go_falls_back_to_skydns() {
     let old = cluster.slices.remove(&hdls_v4);
     let mut changes = Changes::default();
     changes.slice(&cluster, &hdls_v4, old.as_ref());
-    let updated = update(&config, &cluster, &changes, &base, &previous, 2, at);
+    let was = Served {
+        snapshot: &previous,
+        base: &base,
+    };
+    let updated = update(&config, &cluster, &changes, &base, was, 2, at).unwrap();
     assert_eq!(
         data(&updated, "3.0.0.172.in-addr.arpa.", RecordType::PTR),
         ["web.skydns.test."]
@@ -407,4 +451,177 @@ fn a_ptr_the_cluster_lets_go_falls_back_to_skydns() {
         &compose(&base, build(&config, &cluster, 2, at), 2),
         "hdls-v4 gone",
     );
+}
+
+/// The SkyDNS keys the random SkyDNS changes pick from: names of the domain, PTRs of addresses
+/// the cluster also holds or may hold (both families), a partial reverse name, and a PTR the
+/// cluster never holds.
+fn skydns_keys() -> Vec<String> {
+    let ip6 = |address: &str| {
+        let name = names::reverse(ip(address)).to_string();
+        let labels: Vec<&str> = name.trim_end_matches('.').split('.').rev().collect();
+        format!("/skydns/{}", labels.join("/"))
+    };
+    vec![
+        "/skydns/test/skydns/web".to_owned(),
+        "/skydns/test/skydns/api/x".to_owned(),
+        "/skydns/test/skydns/api/y".to_owned(),
+        "/skydns/arpa/in-addr/10/0/0/3".to_owned(),
+        "/skydns/arpa/in-addr/172/0/0/1".to_owned(),
+        "/skydns/arpa/in-addr/172/0/0/3".to_owned(),
+        "/skydns/arpa/in-addr/172/0/0".to_owned(),
+        "/skydns/arpa/in-addr/192/0/2/99".to_owned(),
+        ip6("fd00::a"),
+        ip6("fd00::1:2"),
+    ]
+}
+
+/// One random change of the SkyDNS records: a key set, changed or removed.
+fn skydns_change(rng: &mut Rng, records: &mut Vec<(String, skydns::Service)>) {
+    let keys = skydns_keys();
+    let key = keys[rng.below(keys.len())].clone();
+    records.retain(|(k, _)| *k != key);
+    if rng.below(3) != 0 {
+        let value = if key.contains("/arpa/") {
+            host(rng.pick(&["web.skydns.test.", "api.skydns.test."]))
+        } else {
+            host(rng.pick(&["192.0.2.1", "192.0.2.2", "2001:db8::1"]))
+        };
+        records.push((key, value));
+    }
+}
+
+/// Like [`run`], with the SkyDNS records changing too, alone or with the cluster, each SkyDNS
+/// snapshot built anew (its SOA serial moving) as a records-file reload makes it. Returns how
+/// many SkyDNS changes were applied without a full build.
+fn run_with_skydns(config: &Config, seed: u64, steps: usize) -> usize {
+    let now = UNIX_EPOCH + Duration::from_secs(AT);
+    let skydns_config = skydns_config("skydns.test.");
+    let mut rng = Rng(seed);
+    let mut records = Vec::new();
+    for _ in 0..6 {
+        skydns_change(&mut rng, &mut records);
+    }
+    let mut base = Arc::new(skydns::build(&skydns_config, &records, 1, now));
+    let mut cluster = Cluster::default();
+    cluster.namespaces.extend(["a".into(), "b".into()]);
+    for _ in 0..16 {
+        change(&mut rng, &mut cluster, &mut Changes::default());
+    }
+    let mut served = compose(&base, build(config, &cluster, 1, now), 1);
+    let mut rebased = 0;
+    for step in 0..steps {
+        let generation = step as u64 + 2;
+        let mut changes = Changes::default();
+        let what = rng.below(3);
+        if what != 0 {
+            for _ in 0..1 + rng.below(3) {
+                skydns_change(&mut rng, &mut records);
+            }
+        }
+        if what != 1 {
+            for _ in 0..1 + rng.below(2) {
+                change(&mut rng, &mut cluster, &mut changes);
+            }
+        }
+        let previous_base = Arc::clone(&base);
+        if what != 0 {
+            let at = now + Duration::from_secs(step as u64);
+            base = Arc::new(skydns::build(&skydns_config, &records, generation, at));
+        }
+        let was = Served {
+            snapshot: &served,
+            base: &previous_base,
+        };
+        let (updated, incrementally) = next(config, &cluster, &changes, &base, was, generation);
+        let built = compose(&base, build(config, &cluster, generation, now), generation);
+        let context = format!("seed {seed}, step {step}, {records:?}, {config:?}");
+        assert_same(&updated, &built, &context);
+        assert_eq!(incrementally, !changes.full, "{context}");
+        if incrementally && what != 0 {
+            rebased += 1;
+        }
+        served = updated;
+    }
+    rebased
+}
+
+#[test]
+fn skydns_changes_update_to_what_a_full_build_holds() {
+    let mut rebased = 0;
+    for config in configs() {
+        for seed in 1..=10 {
+            rebased += run_with_skydns(&config, seed, 30);
+        }
+    }
+    assert!(
+        rebased > 4 * 10 * 30 / 2,
+        "only {rebased} SkyDNS changes without a full build"
+    );
+}
+
+#[test]
+fn a_skydns_change_keeps_the_cluster_names_and_ptrs() {
+    let at = UNIX_EPOCH + Duration::from_secs(AT);
+    let config = Config::default();
+    let cluster = cluster();
+    let before = skydns_base();
+    let previous = compose(&before, build(&config, &cluster, 1, at), 1);
+    let records = vec![
+        ("/skydns/arpa/in-addr/10/0/0/3".to_owned(), host("web.skydns.test.")),
+        ("/skydns/arpa/in-addr/172/0/0/3".to_owned(), host("api.skydns.test.")),
+        ("/skydns/arpa/in-addr/192/0/2/2".to_owned(), host("api.skydns.test.")),
+        ("/skydns/test/skydns/web".to_owned(), host("192.0.2.2")),
+    ];
+    let later = at + Duration::from_secs(60);
+    let base = skydns::build(&skydns_config("skydns.test."), &records, 2, later);
+    let was = Served {
+        snapshot: &previous,
+        base: &before,
+    };
+    let updated = update(&config, &cluster, &Changes::default(), &base, was, 2, at).unwrap();
+    assert_same(
+        &updated,
+        &compose(&base, build(&config, &cluster, 2, at), 2),
+        "records changed",
+    );
+    assert_eq!(data(&updated, "web.skydns.test.", RecordType::A), ["192.0.2.2"]);
+    assert_eq!(
+        data(&updated, "2.2.0.192.in-addr.arpa.", RecordType::PTR),
+        ["api.skydns.test."]
+    );
+    assert_eq!(
+        data(&updated, "3.0.0.172.in-addr.arpa.", RecordType::PTR),
+        ["172-0-0-3.hdls.testns.svc.cluster.local."],
+        "the cluster's PTR still wins"
+    );
+    assert!(
+        shared(&updated, &previous, "svc1.testns.svc.cluster.local.", Slot::A)
+            && shared(&updated, &previous, "9.0.0.172.in-addr.arpa.", Slot::Ptr),
+        "the cluster's names are carried over"
+    );
+}
+
+#[test]
+fn skydns_names_inside_a_cluster_zone_or_new_skydns_zones_build_whole() {
+    let at = UNIX_EPOCH + Duration::from_secs(AT);
+    let config = Config::default();
+    let cluster = cluster();
+    for (domain, key) in [
+        ("cluster.local.", "/skydns/local/cluster/web"),
+        ("other.test.", "/skydns/test/other/web"),
+    ] {
+        let before = skydns_base();
+        let previous = compose(&before, build(&config, &cluster, 1, at), 1);
+        let records = vec![(key.to_owned(), host("192.0.2.9"))];
+        let base = skydns::build(&skydns_config(domain), &records, 2, at);
+        let was = Served {
+            snapshot: &previous,
+            base: &before,
+        };
+        assert!(
+            update(&config, &cluster, &Changes::default(), &base, was, 2, at).is_none(),
+            "{domain}"
+        );
+    }
 }
