@@ -9,7 +9,7 @@ use common::{eventually, Skyline, HTTP_ANY_PORT};
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::RecordType;
 use kubernetes_api::objects::{cluster_ip, external, headless, namespace, pod, slice};
-use kubernetes_api::{kubeconfig_for, FakeApi, Resource};
+use kubernetes_api::{kubeconfig_for, Credential, FakeApi, Pki, Resource};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
@@ -533,4 +533,94 @@ fn a_skydns_change_beside_a_large_cluster_does_not_build_the_cluster_again() {
         data(&s.udp(&z("10-3-19-199.svc399.big.svc"), RecordType::A)),
         ["10.3.19.199"]
     );
+}
+
+#[test]
+fn an_https_api_server_serves_the_cluster_zones_with_a_client_certificate_or_a_token() {
+    let api = FakeApi::start_tls();
+    populate(&api);
+    let (s, _dir) = skyline(&api, &[]);
+    wait_synced(&s);
+    assert_eq!(data(&s.udp(&z("svc1.testns.svc"), RecordType::A)), ["10.96.1.1"]);
+    assert_eq!(
+        data(&s.udp("20.0.1.10.in-addr.arpa.", RecordType::PTR)),
+        ["web-0.web.testns.svc.cluster.local."]
+    );
+    api.apply(cluster_ip("testns", "later", &["10.96.1.7"], &[]));
+    eventually(SETTLE, "a change watched over TLS", || {
+        rcode(&s, &z("later.testns.svc"), RecordType::A) == ResponseCode::NoError
+    });
+    assert!(api.authenticated("client certificate") > 0);
+
+    let dir = tempfile::tempdir().unwrap();
+    let pki = api.pki.as_ref().unwrap();
+    let kubeconfig = api.kubeconfig_tls(dir.path(), &pki.ca, Credential::Token("a-service-account-token"));
+    let with_token = Skyline::start_with(
+        &["--kubeconfig", kubeconfig.to_str().unwrap()],
+        &[("SKYLINE_RESOLV_CONF", "/dev/null")],
+    );
+    wait_synced(&with_token);
+    assert_eq!(
+        data(&with_token.udp(&z("later.testns.svc"), RecordType::A)),
+        ["10.96.1.7"]
+    );
+    assert!(api.authenticated("bearer a-service-account-token") > 0);
+    assert_eq!(api.authenticated("none"), 0, "every request authenticated");
+}
+
+#[test]
+fn a_kubeconfig_trusting_another_ca_answers_servfail_and_logs_the_tls_error() {
+    let api = FakeApi::start_tls();
+    populate(&api);
+    let dir = tempfile::tempdir().unwrap();
+    let other = Pki::generate();
+    let kubeconfig = api.kubeconfig_tls(dir.path(), &other.ca, Credential::Token("not-a-secret"));
+    let s = Skyline::start_with(
+        &["--kubeconfig", kubeconfig.to_str().unwrap()],
+        &[("SKYLINE_RESOLV_CONF", "/dev/null")],
+    );
+    eventually(SETTLE, "the TLS failure logged with its cause", || {
+        s.log_count("Kubernetes list or watch failed") > 0 && s.log_count("invalid peer certificate") > 0
+    });
+    for name in [
+        z("svc1.testns.svc"),
+        z("nope.testns.svc"),
+        "1.1.96.10.in-addr.arpa.".to_owned(),
+    ] {
+        assert_eq!(rcode(&s, &name, RecordType::A), ResponseCode::ServFail, "{name}");
+    }
+    assert_eq!(rcode(&s, "skydns.local.", RecordType::SOA), ResponseCode::NoError);
+    assert_eq!(api.lists(Resource::Service), 0, "no request got through");
+    assert_eq!(s.log_count("panicked"), 0, "{}", s.log_text());
+}
+
+#[test]
+fn ready_is_503_naming_kubernetes_while_the_lists_are_withheld_and_200_once_listed() {
+    let api = FakeApi::start();
+    populate(&api);
+    api.hold_lists();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = api.kubeconfig(dir.path());
+    let mut args = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
+    args.extend(HTTP_ANY_PORT);
+    let s = Skyline::start_with(&args, &[("SKYLINE_RESOLV_CONF", "/dev/null")]);
+    let http = s.http_addr();
+    assert_eq!(http_get(http, "/health"), (200, "OK".to_owned()));
+    let not_ready = (
+        503,
+        "not ready: kubernetes (not every watch has listed yet)\n".to_owned(),
+    );
+    assert_eq!(http_get(http, "/ready"), not_ready);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(http_get(http, "/ready"), not_ready, "still, while the lists are held");
+    assert_eq!(metric(&s, "skyline_source_ready{source=\"kubernetes\"}"), 0);
+    assert_eq!(rcode(&s, &z("svc1.testns.svc"), RecordType::A), ResponseCode::ServFail);
+
+    api.release_lists();
+    eventually(SETTLE, "/ready once every watch has listed", || {
+        http_get(http, "/ready") == (200, "OK".to_owned())
+    });
+    assert_eq!(metric(&s, "skyline_source_ready{source=\"kubernetes\"}"), 1);
+    assert_eq!(data(&s.udp(&z("svc1.testns.svc"), RecordType::A)), ["10.96.1.1"]);
+    assert!(api.lists(Resource::Service) >= 1);
 }

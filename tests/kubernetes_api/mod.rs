@@ -10,14 +10,21 @@
 //!
 //! Objects are real-shaped JSON (as `kubectl get -o json` shows them, lists without per-item
 //! `kind`); resourceVersions come from one global counter. The server can expire every watch
-//! ([`FakeApi::expire`]), be killed ([`FakeApi::kill`]) and come back on the same port with the
-//! same objects ([`FakeApi::restart`]).
+//! ([`FakeApi::expire`]), be killed ([`FakeApi::kill`]), come back on the same port with the
+//! same objects ([`FakeApi::restart`]), and hold back every LIST ([`FakeApi::hold_lists`]).
+//!
+//! [`FakeApi::start_tls`] serves HTTPS instead, as every real API server does: a fresh CA signs
+//! its certificate for 127.0.0.1 and localhost and a client certificate, and a request
+//! authenticated by neither that client certificate nor a bearer token gets 401.
 
 #![allow(dead_code)]
 
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{RootCertStore, ServerConfig, ServerConnection, StreamOwned};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -97,23 +104,45 @@ struct State {
     connections: Vec<TcpStream>,
     lists: BTreeMap<Resource, u64>,
     watches: BTreeMap<Resource, u64>,
+    /// Set by [`FakeApi::hold_lists`]: LISTs wait until it is cleared.
+    lists_held: bool,
+    /// Requests by how they were authenticated: `client certificate`, `bearer <token>`, `none`.
+    authenticated: BTreeMap<String, u64>,
 }
 
 struct Shared {
     state: Mutex<State>,
     changed: Condvar,
     listener_generation: AtomicU64,
+    /// In TLS mode, what each connection is served with.
+    tls: Option<Arc<ServerConfig>>,
 }
 
 /// The fake API server.
 pub struct FakeApi {
     pub addr: SocketAddr,
+    /// The CA and client certificate of a server started with [`FakeApi::start_tls`].
+    pub pki: Option<Pki>,
     shared: Arc<Shared>,
 }
 
 impl FakeApi {
     /// Starts on an ephemeral port of 127.0.0.1, with no objects.
     pub fn start() -> FakeApi {
+        FakeApi::start_serving(None)
+    }
+
+    /// Starts serving HTTPS on an ephemeral port of 127.0.0.1, with no objects, under a fresh
+    /// [`Pki`]: the server accepts requests authenticated by its client certificate or by any
+    /// bearer token.
+    pub fn start_tls() -> FakeApi {
+        let pki = Pki::generate();
+        let mut api = FakeApi::start_serving(Some(pki.server_config()));
+        api.pki = Some(pki);
+        api
+    }
+
+    fn start_serving(tls: Option<Arc<ServerConfig>>) -> FakeApi {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let shared = Arc::new(Shared {
@@ -124,9 +153,14 @@ impl FakeApi {
             }),
             changed: Condvar::new(),
             listener_generation: AtomicU64::new(0),
+            tls,
         });
         spawn_listener(listener, Arc::clone(&shared));
-        FakeApi { addr, shared }
+        FakeApi {
+            addr,
+            pki: None,
+            shared,
+        }
     }
 
     /// A port on which nothing listens yet, for a server started later with [`FakeApi::start_on`].
@@ -144,14 +178,66 @@ impl FakeApi {
             }),
             changed: Condvar::new(),
             listener_generation: AtomicU64::new(0),
+            tls: None,
         });
         spawn_listener(listener, Arc::clone(&shared));
-        FakeApi { addr, shared }
+        FakeApi {
+            addr,
+            pki: None,
+            shared,
+        }
     }
 
-    /// Writes a kubeconfig pointing at this server (plain HTTP, a bearer token) into `dir`.
+    /// Writes a kubeconfig pointing at this server into `dir`: plain HTTP with a bearer token,
+    /// or in TLS mode the server's CA and its client certificate, as `kubeadm` writes them.
     pub fn kubeconfig(&self, dir: &Path) -> PathBuf {
-        kubeconfig_for(self.addr, dir)
+        match &self.pki {
+            Some(pki) => self.kubeconfig_tls(dir, &pki.ca, Credential::ClientCertificate),
+            None => kubeconfig_for(self.addr, dir),
+        }
+    }
+
+    /// Writes a kubeconfig for this server in TLS mode into `dir`, trusting the CA
+    /// `ca_pem` and authenticating with `credential`.
+    pub fn kubeconfig_tls(&self, dir: &Path, ca_pem: &str, credential: Credential) -> PathBuf {
+        let pki = self.pki.as_ref().expect("a server started with start_tls");
+        let user = match credential {
+            Credential::ClientCertificate => format!(
+                "    client-certificate-data: {}\n    client-key-data: {}\n",
+                base64(pki.client_cert.as_bytes()),
+                base64(pki.client_key.as_bytes())
+            ),
+            Credential::Token(token) => format!("    token: {token}\n"),
+        };
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: https://{}\n\
+             \x20   certificate-authority-data: {}\n\
+             contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: tester\n\
+             current-context: fake\nusers:\n- name: tester\n  user:\n{user}",
+            self.addr,
+            base64(ca_pem.as_bytes())
+        );
+        let path = dir.join("kubeconfig");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Makes every LIST wait, as an API server under load or still starting does, until
+    /// [`FakeApi::release_lists`]; watches are not held.
+    pub fn hold_lists(&self) {
+        self.shared.state.lock().unwrap().lists_held = true;
+    }
+
+    /// Answers the LISTs held by [`FakeApi::hold_lists`], and every later one at once.
+    pub fn release_lists(&self) {
+        self.shared.state.lock().unwrap().lists_held = false;
+        self.shared.changed.notify_all();
+    }
+
+    /// How many requests were authenticated as `how`: `client certificate`, `bearer <token>`
+    /// or `none` (then refused in TLS mode).
+    pub fn authenticated(&self, how: &str) -> u64 {
+        *self.shared.state.lock().unwrap().authenticated.get(how).unwrap_or(&0)
     }
 
     /// Creates or replaces an object (ADDED or MODIFIED), stamping a new resourceVersion.
@@ -299,23 +385,53 @@ fn spawn_listener(listener: TcpListener, shared: Arc<Shared>) {
                 }
             }
             let shared = Arc::clone(&shared);
-            thread::spawn(move || serve_connection(stream, &shared));
+            thread::spawn(move || match shared.tls.clone() {
+                Some(config) => {
+                    if let Ok(connection) = ServerConnection::new(config) {
+                        serve_connection(StreamOwned::new(connection, stream), &shared);
+                    }
+                }
+                None => serve_connection(stream, &shared),
+            });
         }
     });
 }
 
-/// One request: path and query parameters.
+/// A connection, plain or TLS (the handshake happens on its first read).
+trait Connection: Read + Write {
+    /// Whether the client presented a certificate the server's CA signed (the TLS handshake
+    /// refuses any other).
+    fn client_certificate(&self) -> bool;
+}
+
+impl Connection for TcpStream {
+    fn client_certificate(&self) -> bool {
+        false
+    }
+}
+
+impl Connection for StreamOwned<ServerConnection, TcpStream> {
+    fn client_certificate(&self) -> bool {
+        self.conn
+            .peer_certificates()
+            .is_some_and(|certificates| !certificates.is_empty())
+    }
+}
+
+/// One request: path, query parameters and the bearer token, if any.
 struct Request {
     path: String,
     query: BTreeMap<String, String>,
+    token: Option<String>,
 }
 
-fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
+fn read_request(reader: &mut BufReader<impl Read>) -> Option<Request> {
     let mut line = String::new();
     if reader.read_line(&mut line).ok()? == 0 {
         return None;
     }
     let target = line.split_whitespace().nth(1)?.to_owned();
+    let mut token = None;
     loop {
         let mut header = String::new();
         if reader.read_line(&mut header).ok()? == 0 {
@@ -323,6 +439,11 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
         }
         if header == "\r\n" || header == "\n" {
             break;
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            if name.eq_ignore_ascii_case("authorization") {
+                token = value.trim().strip_prefix("Bearer ").map(str::to_owned);
+            }
         }
     }
     let (path, query) = target.split_once('?').unwrap_or((&target, ""));
@@ -337,6 +458,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
     Some(Request {
         path: path.to_owned(),
         query,
+        token,
     })
 }
 
@@ -367,30 +489,45 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn serve_connection(stream: TcpStream, shared: &Shared) {
-    let Ok(read_half) = stream.try_clone() else { return };
-    let mut reader = BufReader::new(read_half);
-    let mut writer = stream;
+fn serve_connection(stream: impl Connection, shared: &Shared) {
+    let mut reader = BufReader::new(stream);
     while let Some(request) = read_request(&mut reader) {
-        if shared.state.lock().unwrap().down {
-            return;
+        let how = match (&request.token, reader.get_ref().client_certificate()) {
+            (_, true) => "client certificate".to_owned(),
+            (Some(token), false) => format!("bearer {token}"),
+            (None, false) => "none".to_owned(),
+        };
+        {
+            let mut state = shared.state.lock().unwrap();
+            if state.down {
+                return;
+            }
+            *state.authenticated.entry(how.clone()).or_default() += 1;
         }
-        let ok = if request.path == "/version" {
+        let writer = reader.get_mut();
+        let ok = if shared.tls.is_some() && how == "none" {
             respond(
-                &mut writer,
+                writer,
+                401,
+                &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                        "message": "Unauthorized", "reason": "Unauthorized", "code": 401}),
+            )
+        } else if request.path == "/version" {
+            respond(
+                writer,
                 200,
                 &json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0"}),
             )
         } else if let Some(resource) = Resource::of_path(&request.path) {
             let watch = matches!(request.query.get("watch").map(String::as_str), Some("true" | "1"));
             if watch {
-                watch_stream(&mut writer, shared, resource, &request)
+                watch_stream(writer, shared, resource, &request)
             } else {
-                list(&mut writer, shared, resource, &request)
+                list(writer, shared, resource, &request)
             }
         } else {
             respond(
-                &mut writer,
+                writer,
                 404,
                 &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                         "message": format!("the server could not find the requested resource {}", request.path),
@@ -403,14 +540,18 @@ fn serve_connection(stream: TcpStream, shared: &Shared) {
     }
 }
 
-fn respond(writer: &mut TcpStream, code: u16, body: &Value) -> bool {
+fn respond(writer: &mut impl Write, code: u16, body: &Value) -> bool {
     let body = body.to_string();
-    let reason = if code == 200 { "OK" } else { "Not Found" };
+    let reason = match code {
+        200 => "OK",
+        401 => "Unauthorized",
+        _ => "Not Found",
+    };
     let head = format!(
         "HTTP/1.1 {code} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
-    writer.write_all(head.as_bytes()).is_ok() && writer.write_all(body.as_bytes()).is_ok()
+    writer.write_all(head.as_bytes()).is_ok() && writer.write_all(body.as_bytes()).is_ok() && writer.flush().is_ok()
 }
 
 /// Whether `object`'s labels satisfy a label selector (`k=v`, `k==v`, `k!=v`, `k`, `!k`).
@@ -432,9 +573,19 @@ fn selected(object: &Value, selector: Option<&String>) -> bool {
     })
 }
 
-fn list(writer: &mut TcpStream, shared: &Shared, resource: Resource, request: &Request) -> bool {
+fn list(writer: &mut impl Write, shared: &Shared, resource: Resource, request: &Request) -> bool {
     let body = {
         let mut state = shared.state.lock().unwrap();
+        while state.lists_held && !state.down {
+            state = shared
+                .changed
+                .wait_timeout(state, Duration::from_millis(100))
+                .unwrap()
+                .0;
+        }
+        if state.down {
+            return false;
+        }
         *state.lists.entry(resource).or_default() += 1;
         let offset: usize = request.query.get("continue").and_then(|c| c.parse().ok()).unwrap_or(0);
         let limit: usize = request
@@ -475,7 +626,7 @@ fn list(writer: &mut TcpStream, shared: &Shared, resource: Resource, request: &R
     respond(writer, 200, &body)
 }
 
-fn chunk(writer: &mut TcpStream, line: &Value) -> bool {
+fn chunk(writer: &mut impl Write, line: &Value) -> bool {
     let mut data = line.to_string();
     data.push('\n');
     let framed = format!("{:x}\r\n{data}\r\n", data.len());
@@ -488,7 +639,7 @@ fn gone(rv: u64, oldest: u64) -> Value {
         "reason": "Expired", "code": 410}})
 }
 
-fn watch_stream(writer: &mut TcpStream, shared: &Shared, resource: Resource, request: &Request) -> bool {
+fn watch_stream(writer: &mut impl Write, shared: &Shared, resource: Resource, request: &Request) -> bool {
     let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
     if writer.write_all(head.as_bytes()).is_err() {
         return false;
@@ -561,6 +712,99 @@ fn watch_stream(writer: &mut TcpStream, shared: &Shared, resource: Resource, req
                 .0;
         }
     }
+}
+
+/// How a TLS kubeconfig authenticates.
+pub enum Credential<'a> {
+    /// `client-certificate-data` and `client-key-data`: the client certificate of the
+    /// server's [`Pki`].
+    ClientCertificate,
+    /// `token`: a bearer token.
+    Token(&'a str),
+}
+
+/// A certificate authority with a server certificate for 127.0.0.1 and localhost and a client
+/// certificate, in PEM.
+pub struct Pki {
+    /// The CA's certificate.
+    pub ca: String,
+    server_cert: CertificateDer<'static>,
+    server_key: Vec<u8>,
+    ca_der: CertificateDer<'static>,
+    client_cert: String,
+    client_key: String,
+}
+
+impl Pki {
+    /// Makes a fresh CA and signs the two certificates with it.
+    pub fn generate() -> Pki {
+        use rcgen::{
+            BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+            KeyUsagePurpose,
+        };
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "fake API server CA");
+        ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
+        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+        let leaf = |name: &str, usage: ExtendedKeyUsagePurpose| {
+            let key = KeyPair::generate().unwrap();
+            let mut params = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).unwrap();
+            params.distinguished_name.push(DnType::CommonName, name);
+            params.extended_key_usages = vec![usage];
+            (params.signed_by(&key, &ca).unwrap(), key)
+        };
+        let (server, server_key) = leaf("kube-apiserver", ExtendedKeyUsagePurpose::ServerAuth);
+        let (client, client_key) = leaf("skyline", ExtendedKeyUsagePurpose::ClientAuth);
+        Pki {
+            ca: ca.pem(),
+            ca_der: ca.der().clone(),
+            server_cert: server.der().clone(),
+            server_key: server_key.serialize_der(),
+            client_cert: client.pem(),
+            client_key: client_key.serialize_pem(),
+        }
+    }
+
+    /// The server's TLS settings: its certificate, and client certificates verified against
+    /// the CA when presented (a bearer token may authenticate instead).
+    fn server_config(&self) -> Arc<ServerConfig> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = RootCertStore::empty();
+        roots.add(self.ca_der.clone()).unwrap();
+        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
+            .allow_unauthenticated()
+            .build()
+            .unwrap();
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.server_key.clone()));
+        let config = ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(vec![self.server_cert.clone()], key)
+            .unwrap();
+        Arc::new(config)
+    }
+}
+
+/// Standard base64 with padding (RFC 4648 §4), as kubeconfig `*-data` fields hold.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for group in bytes.chunks(3) {
+        let b = [group[0], *group.get(1).unwrap_or(&0), *group.get(2).unwrap_or(&0)];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
+            if i <= group.len() {
+                out.push(char::from(ALPHABET[(n >> shift & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// Objects as the API server returns them.

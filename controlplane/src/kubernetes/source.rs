@@ -235,8 +235,10 @@ impl KubernetesSource {
             Change::Failed(kind, error) => {
                 self.health.error();
                 if !std::mem::replace(&mut self.failing[kind as usize], true) {
+                    let error = Causes(&error);
                     tracing::warn!(?kind, %error, "Kubernetes list or watch failed; retrying with backoff, answers keep the last data");
                 } else {
+                    let error = Causes(&error);
                     tracing::debug!(?kind, %error, "Kubernetes list or watch failed again");
                 }
                 false
@@ -301,6 +303,29 @@ impl KubernetesSource {
             }
         }
         true
+    }
+}
+
+/// An error with every cause below it, `: `-separated. kube's errors name only their outer
+/// layer (`ServiceError: client error (Connect)`); what an operator can act on, such as a server
+/// certificate the kubeconfig's CA did not sign or a refused connection, is at the bottom of the
+/// chain. A cause whose text its parent already shows is left out.
+struct Causes<'a>(&'a dyn std::error::Error);
+
+impl std::fmt::Display for Causes<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut shown = self.0.to_string();
+        f.write_str(&shown)?;
+        let mut cause = self.0.source();
+        while let Some(error) = cause {
+            let text = error.to_string();
+            if !shown.contains(&text) {
+                write!(f, ": {text}")?;
+            }
+            shown = text;
+            cause = error.source();
+        }
+        Ok(())
     }
 }
 
