@@ -559,3 +559,104 @@ fn tcp_clients_are_answered_from_upstreams_too() {
     let cached = tcp_query(s.addr, &query("v6.example.test.", RecordType::AAAA, None));
     assert_eq!(cached.answers(), reply.answers());
 }
+
+/// SkyDNS records whose hosts lie outside the domain, in the zone Knot serves.
+const LEAVING: &str = r#"{"/skydns/local/skydns/out": {"host": "www.example.test"},
+    "/skydns/local/skydns/svc/web": {"host": "www.example.test", "port": 80}}"#;
+
+fn leaving_to(upstreams: &[SocketAddr], more: &[&str]) -> Skyline {
+    let list = upstreams.iter().map(ToString::to_string).collect::<Vec<_>>().join(",");
+    let mut args = vec!["--nameservers", list.as_str()];
+    args.extend_from_slice(more);
+    Skyline::start(LEAVING, &args, &[])
+}
+
+/// The CNAME targets of a reply's answer section.
+fn cnames_of(reply: &Message) -> Vec<String> {
+    reply
+        .answers()
+        .iter()
+        .filter_map(|r| match r.data() {
+            Some(RData::CNAME(t)) => Some(t.0.to_ascii().to_ascii_lowercase()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_cname_chain_leaving_the_domain_is_completed_from_upstream_then_the_cache() {
+    let Some(knot) = Knot::start(&[("example.test.", ZONE)]) else {
+        return;
+    };
+    let s = leaving_to(&[knot.addr], &[]);
+    let client = Client::new();
+    for round in ["upstream", "cache"] {
+        let reply = client.ask(&s, "out.skydns.local.", RecordType::A);
+        assert_eq!(reply.response_code(), ResponseCode::NoError, "{round}");
+        assert!(reply.authoritative(), "{round}: the chain is the domain's own");
+        assert_eq!(cnames_of(&reply), ["www.example.test."], "{round}");
+        assert_eq!(a_of(&reply), [Ipv4Addr::new(192, 0, 2, 10)], "{round}: {reply:?}");
+        assert_eq!(reply.answers()[1].name().to_ascii(), "www.example.test.", "{round}");
+    }
+}
+
+#[test]
+fn srv_targets_outside_the_domain_get_their_addresses_as_additional_data() {
+    let Some(knot) = Knot::start(&[("example.test.", ZONE)]) else {
+        return;
+    };
+    let s = leaving_to(&[knot.addr], &[]);
+    let client = Client::new();
+    let first = client.ask(&s, "svc.skydns.local.", RecordType::SRV);
+    assert_eq!(first.response_code(), ResponseCode::NoError);
+    assert_eq!(first.answers().len(), 1, "{first:?}");
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let reply = client.ask(&s, "svc.skydns.local.", RecordType::SRV);
+        let glue: Vec<Ipv4Addr> = reply
+            .additionals()
+            .iter()
+            .filter(|r| r.name().to_ascii() == "www.example.test.")
+            .filter_map(|r| match r.data() {
+                Some(RData::A(a)) => Some(a.0),
+                _ => None,
+            })
+            .collect();
+        if glue == [Ipv4Addr::new(192, 0, 2, 10)] {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no glue for the outside target: {reply:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_chain_whose_target_no_upstream_answers_stands_alone_within_the_timeout() {
+    let silent = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let s = leaving_to(&[silent.local_addr().unwrap()], &["--forward-timeout", "300ms"]);
+    let q = query("out.skydns.local.", RecordType::A, Some(1232));
+    let (raw, took) = timed(s.addr, &q, Duration::from_secs(3)).expect("the chain, not silence");
+    let reply = Message::from_vec(&raw).unwrap();
+    assert_eq!(reply.response_code(), ResponseCode::NoError);
+    assert_eq!(cnames_of(&reply), ["www.example.test."]);
+    assert_eq!(reply.answers().len(), 1);
+    assert!(took < Duration::from_millis(600), "took {took:?}");
+}
+
+#[test]
+fn clients_outside_the_recursion_acl_get_the_chain_alone() {
+    let upstream = Scripted::start(Script::Address {
+        ttl: 60,
+        delay: Duration::ZERO,
+    });
+    let s = leaving_to(&[upstream.addr], &["--recursion-acl", "10.0.0.0/8"]);
+    let reply = ask(&s, "out.skydns.local.", RecordType::A);
+    assert_eq!(reply.response_code(), ResponseCode::NoError);
+    assert_eq!(cnames_of(&reply), ["www.example.test."]);
+    assert_eq!(reply.answers().len(), 1);
+    assert_eq!(upstream.count("www.example.test."), 0);
+
+    let open = leaving_to(&[upstream.addr], &[]);
+    let reply = ask(&open, "out.skydns.local.", RecordType::A);
+    assert_eq!(a_of(&reply), [GOOD], "{reply:?}");
+}

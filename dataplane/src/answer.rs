@@ -6,14 +6,14 @@
 
 use crate::cache::{Age, Cache, Entry, Key, KeyRef, Lookup};
 use crate::forward::{Failure, Route, Routes};
-use crate::snapshot::rrset::CompiledAnswer;
+use crate::snapshot::rrset::{Beyond, CompiledAnswer};
 use crate::snapshot::skydns::{self, WildcardAnswer};
 use crate::snapshot::{Slot, Snapshot, Zone, ZoneKind, ZoneState};
 use crate::wire::types::{
     class, ede, flags, option, rcode, rtype, ADVERTISED_UDP_LEN, CLASSIC_UDP_LEN, HEADER_LEN, MAX_MESSAGE_LEN,
     MAX_NAME_LEN,
 };
-use crate::wire::{parse_query, DropReason, LowerName, Query, Question};
+use crate::wire::{parse_query, DropReason, LowerName, Name, Query, Question};
 use std::net::IpAddr;
 use std::time::Instant;
 
@@ -94,14 +94,15 @@ pub struct Recursion<'a> {
     pub resolved: Option<Resolved<'a>>,
 }
 
-/// How a forwarded question ended.
+/// How a forwarded question (the key) ended. The key tells which question of the answer it
+/// settles: a client may have waited for the target of a CNAME rather than for its own name.
 #[derive(Debug, Clone, Copy)]
 pub enum Resolved<'a> {
     /// An upstream answered (NOERROR or NXDOMAIN); the entry may or may not be cacheable.
-    Answer(&'a Entry),
+    Answer(KeyRef<'a>, &'a Entry),
     /// No usable answer: served stale from the cache if possible, else SERVFAIL with an
-    /// Extended DNS Error.
-    Failed(Failure),
+    /// Extended DNS Error (or, for a CNAME's target, the chain alone).
+    Failed(KeyRef<'a>, Failure),
 }
 
 /// What [`answer_recursive`] did with a message. The forwarding variants are boxed: a miss
@@ -124,6 +125,15 @@ pub enum Resolution {
     /// A stub-zone query that already passed through a SkyDNS-compatible forwarder (option
     /// 65011): dropped unanswered, as SkyDNS does, to break the loop.
     Looped,
+    /// Answered without some glue the cache lacks (addresses of SRV/MX targets outside the
+    /// domain): these questions should be fetched in the background, so that later answers
+    /// carry it. The client is not kept waiting for additional data.
+    Fetch {
+        /// The reply.
+        outcome: Outcome,
+        /// Questions to ask upstream.
+        fetch: Vec<Refresh>,
+    },
 }
 
 /// A question to ask upstream without a client waiting for it.
@@ -217,6 +227,8 @@ enum Flow {
     Forward(Box<Key>, Route, bool),
     /// Nothing written: drop (stub loop).
     Looped,
+    /// The reply is written; these questions should be fetched in the background.
+    Fetch(Vec<Refresh>),
 }
 
 /// RFC 8482 §4.2: the synthesised HINFO that answers ANY.
@@ -272,6 +284,10 @@ pub fn answer_recursive(
             stale,
         })),
         Flow::Looped => Resolution::Looped,
+        Flow::Fetch(fetch) => Resolution::Fetch {
+            outcome: Outcome::Reply(r.finish(&q)),
+            fetch,
+        },
     }
 }
 
@@ -379,10 +395,164 @@ fn by_class(
         return Flow::Written;
     }
     match Slot::for_qtype(question.qtype).and_then(|s| node.answer(s)) {
-        Some(compiled) => r.compiled(compiled),
+        Some(compiled) => {
+            r.compiled(compiled);
+            if let (Some(beyond), Some(rec)) = (compiled.beyond.as_deref(), rec) {
+                return complete(r, q, question, zone, beyond, snapshot, rec);
+            }
+        }
         None => r.negative(rcode::NOERROR, qname, zone),
     }
     Flow::Written
+}
+
+/// Completes a SkyDNS answer that leaves its domain, as SkyDNS does (spec §6.2, §6.3): a CNAME
+/// chain ending outside it gets the target's records of the query's type in the answer section,
+/// from the cache or by forwarding the target's question (the client waits, and gets the chain
+/// alone if no upstream answers); SRV and MX targets outside it get their cached addresses in the
+/// additional section, and those not cached are fetched in the background rather than delaying
+/// the answer. Only for clients that may use forwarding: others get the answer as compiled.
+fn complete(
+    r: &mut Responder<'_>,
+    q: &Query,
+    question: Question,
+    zone: &Zone,
+    beyond: &Beyond,
+    snapshot: &Snapshot,
+    rec: &mut Recursion<'_>,
+) -> Flow {
+    let skydns_zone = snapshot
+        .skydns
+        .as_deref()
+        .is_some_and(|index| zone.apex == *index.domain());
+    if !rec.allowed || !skydns_zone || r.rcode != rcode::NOERROR || r.flags & flags::TC != 0 {
+        return Flow::Written;
+    }
+    let bits = (q.edns.is_some_and(|e| e.dnssec_ok), q.flags & flags::CD != 0);
+    let mut flow = Flow::Written;
+    if matches!(question.qtype, rtype::A | rtype::AAAA) {
+        for alias in beyond.aliases.iter() {
+            let Some((target, route)) = forwardable(alias, snapshot, rec) else {
+                continue;
+            };
+            let key = KeyRef::new(&target, question.qtype, class::IN, bits.0, bits.1);
+            match alias_records(r, &target, question.qtype, key, route, rec) {
+                Flow::Written => {}
+                Flow::Cached { stale, refresh } => {
+                    // One refresh travels back; a second stale or prefetched target waits for
+                    // its next answer.
+                    if let Flow::Cached {
+                        refresh: ref mut kept, ..
+                    } = flow
+                    {
+                        if kept.is_none() {
+                            *kept = refresh;
+                        }
+                    } else {
+                        flow = Flow::Cached { stale, refresh };
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+    let mut fetch = Vec::new();
+    for host in beyond.hosts.iter() {
+        let Some((target, route)) = forwardable(host, snapshot, rec) else {
+            continue;
+        };
+        for qtype in [rtype::A, rtype::AAAA] {
+            let key = KeyRef::new(&target, qtype, class::IN, bits.0, bits.1);
+            let down = rec.down.get(route.index()).copied().unwrap_or(true);
+            let wanted = match rec.cache.lookup(key, rec.now, down) {
+                Lookup::Fresh(hit) | Lookup::Stale(hit) => {
+                    // SkyDNS keeps the CNAMEs of the A lookup and drops those of the AAAA one.
+                    r.glue(&target, qtype, hit.entry, hit.age, qtype == rtype::AAAA);
+                    hit.refresh
+                }
+                Lookup::Miss => !down,
+            };
+            if wanted {
+                fetch.push(Refresh {
+                    key: key.to_key(),
+                    route,
+                });
+            }
+        }
+    }
+    match flow {
+        Flow::Written if !fetch.is_empty() => Flow::Fetch(fetch),
+        flow => flow,
+    }
+}
+
+/// The lowered `name` and its route, when it is outside every zone and may be forwarded
+/// (SkyDNS looks up only names of at least `ndots` labels).
+fn forwardable(name: &Name, snapshot: &Snapshot, rec: &Recursion<'_>) -> Option<(LowerName, Route)> {
+    let lower = LowerName::from_wire(name.wire()).ok()?;
+    if snapshot.zone_of(lower.wire()).is_some() {
+        return None;
+    }
+    let route = rec.routes.route(&lower)?;
+    if !route.is_stub() && (lower.label_count() as u64) < u64::from(rec.routes.ndots()) {
+        return None;
+    }
+    Some((lower, route))
+}
+
+/// Appends the records of `key` (a CNAME's target, asked with `qtype`) to the answer section: from the question
+/// a waiting client was waiting for, or the cache; a miss is forwarded unless every upstream
+/// of the route is down. No answer leaves the chain alone.
+fn alias_records(
+    r: &mut Responder<'_>,
+    target: &LowerName,
+    qtype: u16,
+    key: KeyRef<'_>,
+    route: Route,
+    rec: &mut Recursion<'_>,
+) -> Flow {
+    let down = rec.down.get(route.index()).copied().unwrap_or(true);
+    let settled = match rec.resolved {
+        Some(Resolved::Answer(k, entry)) if k == key => {
+            r.alias(target, qtype, entry, Age::Fresh(0));
+            return Flow::Written;
+        }
+        Some(Resolved::Failed(k, _)) if k == key => true,
+        // A waiting client is answered now: what the cache lacks is not asked again.
+        Some(_) => true,
+        None => false,
+    };
+    match rec.cache.lookup(key, rec.now, down || settled) {
+        Lookup::Fresh(hit) => {
+            let wanted = hit.refresh;
+            r.alias(target, qtype, hit.entry, hit.age);
+            Flow::Cached {
+                stale: false,
+                refresh: (wanted && !settled).then(|| {
+                    Box::new(Refresh {
+                        key: key.to_key(),
+                        route,
+                    })
+                }),
+            }
+        }
+        Lookup::Stale(hit) if down || settled => {
+            let wanted = hit.refresh;
+            r.alias(target, qtype, hit.entry, Age::Stale);
+            Flow::Cached {
+                stale: true,
+                refresh: (wanted && !settled).then(|| {
+                    Box::new(Refresh {
+                        key: key.to_key(),
+                        route,
+                    })
+                }),
+            }
+        }
+        Lookup::Miss if down || settled => Flow::Written,
+        Lookup::Stale(_) => Flow::Forward(Box::new(key.to_key()), route, true),
+        Lookup::Miss => Flow::Forward(Box::new(key.to_key()), route, false),
+    }
 }
 
 /// A name that answers with the address it spells (see [`Snapshot::echoed_address`]).
@@ -437,11 +607,11 @@ fn beyond(
     };
     let down = rec.down.get(route.index()).copied().unwrap_or(true);
     match rec.resolved {
-        Some(Resolved::Answer(entry)) => {
+        Some(Resolved::Answer(_, entry)) => {
             r.cached(q, entry, Age::Fresh(0));
             Flow::Written
         }
-        Some(Resolved::Failed(failure)) => match rec.cache.lookup(key, rec.now, true) {
+        Some(Resolved::Failed(_, failure)) => match rec.cache.lookup(key, rec.now, true) {
             Lookup::Fresh(hit) | Lookup::Stale(hit) => {
                 r.cached(q, hit.entry, hit.age);
                 Flow::Cached {
@@ -611,6 +781,55 @@ impl<'a> Responder<'a> {
                 }
             }
         }
+    }
+
+    /// Appends the records an upstream gave for `target`, the last CNAME's target, to the
+    /// answer section. Only a NOERROR answer completes the chain (SkyDNS treats any other
+    /// rcode as a failed lookup). What does not fit is left out: over UDP with TC, so that
+    /// the client asks again over TCP; over TCP the chain stands alone.
+    fn alias(&mut self, target: &LowerName, qtype: u16, entry: &Entry, age: Age) {
+        if entry.rcode() != rcode::NOERROR {
+            return;
+        }
+        if age == Age::Stale {
+            self.set_ede(ede::STALE_ANSWER);
+        }
+        if let Some(n) = self.append(target, qtype, entry, age, false) {
+            self.counts[1] += n;
+        } else if self.ctx.transport == Transport::Udp {
+            self.flags |= flags::TC;
+        }
+    }
+
+    /// Appends the address records an upstream gave for `target` to the additional section,
+    /// if they fit (additional data is never worth TC).
+    fn glue(&mut self, target: &LowerName, qtype: u16, entry: &Entry, age: Age, skip_cnames: bool) {
+        if entry.rcode() != rcode::NOERROR {
+            return;
+        }
+        if let Some(n) = self.append(target, qtype, entry, age, skip_cnames) {
+            self.counts[3] += n;
+        }
+    }
+
+    /// Writes the answer records of `entry`, the upstream's answer to `target` and `qtype`,
+    /// at the end of the reply; returns how many, or `None` when they do not all fit.
+    fn append(&mut self, target: &LowerName, qtype: u16, entry: &Entry, age: Age, skip_cnames: bool) -> Option<u16> {
+        let mut question = [0u8; MAX_NAME_LEN + 4];
+        let name = target.wire();
+        question[..name.len()].copy_from_slice(name);
+        question[name.len()..name.len() + 2].copy_from_slice(&qtype.to_be_bytes());
+        question[name.len() + 2..name.len() + 4].copy_from_slice(&class::IN.to_be_bytes());
+        let room = self.room();
+        let (len, n) = entry.write_answers_elsewhere(
+            &question[..name.len() + 4],
+            &mut self.out[self.pos..],
+            room,
+            age,
+            skip_cnames,
+        )?;
+        self.pos += len;
+        Some(n)
     }
 
     /// SERVFAIL for a question no upstream answered, saying why.
@@ -896,7 +1115,7 @@ mod tests {
                 down: &[false],
                 allowed: true,
                 now: std::time::Instant::now(),
-                resolved: Some(Resolved::Answer(&entry)),
+                resolved: Some(Resolved::Answer(KeyRef::from_bytes(b""), &entry)),
             };
             let mut out = vec![0u8; MAX_MESSAGE_LEN];
             let Resolution::Done(Outcome::Reply(r)) = answer_recursive(

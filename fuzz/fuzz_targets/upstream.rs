@@ -294,7 +294,7 @@ fuzz_target!(|data: &[u8]| {
             // Other tries fail alike: the clients get SERVFAIL, and the cache saw nothing.
             for (client, query) in &waiters {
                 let Resolution::Done(outcome) =
-                    worker.ask(client, query.bytes(), now, false, Some(Resolved::Failed(why)))
+                    worker.ask(client, query.bytes(), now, false, Some(Resolved::Failed(key.key_ref(), why)))
                 else {
                     panic!("a failed question is answered at once");
                 };
@@ -321,7 +321,7 @@ fuzz_target!(|data: &[u8]| {
         assert!(lifetime <= caps.max.max(caps.min), "an answer over the TTL cap");
     }
     for (client, query) in &waiters {
-        let Resolution::Done(outcome) = worker.ask(client, query.bytes(), now, false, Some(Resolved::Answer(&entry)))
+        let Resolution::Done(outcome) = worker.ask(client, query.bytes(), now, false, Some(Resolved::Answer(key.key_ref(), &entry)))
         else {
             panic!("a resolved question is answered at once");
         };
@@ -380,5 +380,6 @@ fuzz_target!(|data: &[u8]| {
             assert!(!inserted.stored || age >= u64::from(lifetime), "a fresh entry missed");
         }
         Resolution::Looped => panic!("no stub loop guard was sent"),
+        Resolution::Fetch { .. } => panic!("an outside name has no glue to fetch"),
     }
 });

@@ -9,8 +9,8 @@
 //! name may be read from the header or a TTL field, the bytes a served reply rewrites (see
 //! [`super::rdata`]).
 
-use super::rdata::{check_rdata, read_stable_name, Rewritten};
-use crate::wire::types::{rcode, rtype, HEADER_LEN};
+use super::rdata::{check_rdata, layout, read_stable_name, Field, Rewritten};
+use crate::wire::types::{rcode, rtype, HEADER_LEN, MAX_NAME_LEN};
 use crate::wire::LowerName;
 use std::time::Instant;
 
@@ -248,6 +248,148 @@ impl Entry {
         }
         Written { len, counts, truncated }
     }
+}
+
+impl Entry {
+    /// Writes the answer records (all, or all but the CNAMEs when `skip_cnames` is set) into
+    /// `out` at any place of another reply, with every name written out in full: their
+    /// compression pointers meant offsets of the upstream's message, whose question was
+    /// `question` (the name asked, then type and class), and mean nothing elsewhere. TTLs are
+    /// rewritten for `age` as [`Entry::write`] does. All or nothing: `None` when they do not
+    /// fit in `room` bytes; otherwise the bytes written and the records.
+    pub fn write_answers_elsewhere(
+        &self,
+        question: &[u8],
+        out: &mut [u8],
+        room: usize,
+        age: Age,
+        skip_cnames: bool,
+    ) -> Option<(usize, u16)> {
+        let message = Relocated {
+            question,
+            body: &self.body,
+        };
+        let room = room.min(out.len());
+        let (mut len, mut count) = (0, 0u16);
+        let mut start = 0;
+        for record in &self.records[..usize::from(self.counts[0])] {
+            let (ttl_at, end) = (usize::from(record.ttl_at), usize::from(record.end));
+            let (record_start, type_at) = (start, ttl_at - 4);
+            start = end;
+            let rtype_ = u16::from_be_bytes([self.body[type_at], self.body[type_at + 1]]);
+            if skip_cnames && rtype_ == rtype::CNAME {
+                continue;
+            }
+            let rclass = u16::from_be_bytes([self.body[type_at + 2], self.body[type_at + 3]]);
+            len += message.expand(message.offset(record_start), out.get_mut(len..room)?)?;
+            let fixed = out.get_mut(len..len + 10)?;
+            fixed[..8].copy_from_slice(&self.body[type_at..type_at + 8]);
+            let ttl = match age {
+                Age::Fresh(age) => {
+                    let original = u32::from_be_bytes([fixed[4], fixed[5], fixed[6], fixed[7]]);
+                    original.min(self.lifetime).saturating_sub(age)
+                }
+                Age::Stale => STALE_TTL,
+            };
+            fixed[4..8].copy_from_slice(&ttl.to_be_bytes());
+            let rdata_at = len + 10;
+            len = rdata_at;
+            let data = ttl_at + 6;
+            match layout(rtype_, rclass) {
+                None => len += copy(&self.body[data..end], out.get_mut(len..room)?)?,
+                Some(fields) => {
+                    let mut pos = data;
+                    for field in fields {
+                        let span = match field {
+                            Field::Name => {
+                                len += message.expand(message.offset(pos), out.get_mut(len..room)?)?;
+                                pos = message.skip(pos)?;
+                                continue;
+                            }
+                            Field::Fixed(n) => *n,
+                            Field::Text => 1 + usize::from(*self.body.get(pos)?),
+                            Field::Rest => end.checked_sub(pos)?,
+                        };
+                        len += copy(self.body.get(pos..pos + span)?, out.get_mut(len..room)?)?;
+                        pos += span;
+                    }
+                }
+            }
+            let rdlen = u16::try_from(len - rdata_at).ok()?;
+            out[rdata_at - 2..rdata_at].copy_from_slice(&rdlen.to_be_bytes());
+            count += 1;
+        }
+        Some((len, count))
+    }
+}
+
+/// An entry's records with the upstream's question in front, read at the offsets of the
+/// upstream's message (the header, which names may not point into, left out).
+struct Relocated<'a> {
+    question: &'a [u8],
+    body: &'a [u8],
+}
+
+impl Relocated<'_> {
+    /// The message offset of the body's byte `at`.
+    fn offset(&self, at: usize) -> usize {
+        HEADER_LEN + self.question.len() + at
+    }
+
+    fn byte(&self, offset: usize) -> Option<u8> {
+        let at = offset.checked_sub(HEADER_LEN)?;
+        match at.checked_sub(self.question.len()) {
+            Some(at) => self.body.get(at).copied(),
+            None => self.question.get(at).copied(),
+        }
+    }
+
+    /// Writes the name at message offset `offset` uncompressed into `out`; returns its length.
+    fn expand(&self, mut offset: usize, out: &mut [u8]) -> Option<usize> {
+        let mut len = 0;
+        loop {
+            let byte = self.byte(offset)?;
+            if byte & 0xC0 == 0xC0 {
+                let target = usize::from(byte & 0x3F) << 8 | usize::from(self.byte(offset + 1)?);
+                // Checked when the entry was stored; kept so that a walk always ends.
+                if target >= offset {
+                    return None;
+                }
+                offset = target;
+                continue;
+            }
+            let span = 1 + usize::from(byte);
+            if len + span > MAX_NAME_LEN {
+                return None;
+            }
+            for i in 0..span {
+                *out.get_mut(len + i)? = self.byte(offset + i)?;
+            }
+            len += span;
+            if byte == 0 {
+                return Some(len);
+            }
+            offset += span;
+        }
+    }
+
+    /// The body position just past the name that starts at body position `at`.
+    fn skip(&self, mut at: usize) -> Option<usize> {
+        loop {
+            let &byte = self.body.get(at)?;
+            match byte {
+                0 => return Some(at + 1),
+                b if b & 0xC0 == 0xC0 => return Some(at + 2),
+                b => at += 1 + usize::from(b),
+            }
+        }
+    }
+}
+
+/// Copies `from` to the front of `to`, if it fits; returns its length.
+fn copy(from: &[u8], to: &mut [u8]) -> Option<usize> {
+    to.get_mut(..from.len())?.copy_from_slice(from);
+    Some(from.len())
 }
 
 fn offset(n: usize) -> Result<u16, RecordsError> {

@@ -153,7 +153,7 @@ impl Key {
 
 /// A key looked up without being assembled: its type, class and flag bits, and the name where
 /// it already is (the query's folded name), so that a hit copies nothing to find its entry.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyRef<'a> {
     prefix: [u8; KEY_PREFIX_LEN],
     name: &'a [u8],

@@ -76,7 +76,7 @@ pub(super) fn read_stable_name(
 
 /// One field of a record's data.
 #[derive(Debug, Clone, Copy)]
-enum Field {
+pub(super) enum Field {
     /// A domain name, possibly compressed.
     Name,
     /// So many bytes.
@@ -88,7 +88,7 @@ enum Field {
 }
 
 /// The layout of `rtype`'s data, for the types whose data holds names or has a fixed length.
-fn layout(rtype: u16, rclass: u16) -> Option<&'static [Field]> {
+pub(super) fn layout(rtype: u16, rclass: u16) -> Option<&'static [Field]> {
     use Field::{Fixed, Name, Rest, Text};
     /// Types named by RFC 1035 and later RFCs, beyond those in [`rtype`].
     const MD: u16 = 3;

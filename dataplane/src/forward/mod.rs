@@ -233,6 +233,7 @@ impl Resolver {
                     ctx: *ctx,
                     query: forward.query,
                 };
+                let key = forward.key.clone();
                 match self.forwarder.submit(
                     forward.key,
                     forward.route,
@@ -248,10 +249,12 @@ impl Resolver {
                             down: self.forwarder.down(),
                             allowed: true,
                             now,
-                            resolved: Some(Resolved::Failed(failure)),
+                            resolved: Some(Resolved::Failed(key.key_ref(), failure)),
                         };
                         match answer_recursive(query, snapshot, ctx, &mut rec, out) {
-                            Resolution::Done(outcome) | Resolution::Cached { outcome, .. } => Answered::Now(outcome),
+                            Resolution::Done(outcome)
+                            | Resolution::Cached { outcome, .. }
+                            | Resolution::Fetch { outcome, .. } => Answered::Now(outcome),
                             Resolution::Forward(_) | Resolution::Looped => Answered::Dropped,
                         }
                     }
@@ -260,6 +263,15 @@ impl Resolver {
             Resolution::Looped => {
                 self.stats.stub_loops_dropped.incr();
                 Answered::Dropped
+            }
+            Resolution::Fetch { outcome, fetch } => {
+                for refresh in fetch {
+                    self.stats.cache_refreshes.incr();
+                    let _ = self
+                        .forwarder
+                        .submit(refresh.key, refresh.route, None, Kind::Refresh, now);
+                }
+                Answered::Now(outcome)
             }
         }
     }
@@ -319,8 +331,8 @@ impl Resolver {
                 store,
             } = finished;
             let resolved = match &result {
-                Ok(entry) => Resolved::Answer(entry),
-                Err(failure) => Resolved::Failed(*failure),
+                Ok(entry) => Resolved::Answer(key.key_ref(), entry),
+                Err(failure) => Resolved::Failed(key.key_ref(), *failure),
             };
             for waiter in &waiters {
                 let mut rec = Recursion {
@@ -332,7 +344,8 @@ impl Resolver {
                     resolved: Some(resolved),
                 };
                 let outcome = match answer_recursive(waiter.query.bytes(), snapshot, &waiter.ctx, &mut rec, scratch) {
-                    Resolution::Done(outcome) => outcome,
+                    // A waiter asked an address or an outside name: no glue to fetch.
+                    Resolution::Done(outcome) | Resolution::Fetch { outcome, .. } => outcome,
                     Resolution::Cached { outcome, stale, .. } => {
                         if stale {
                             stats.cache_stale_answers.incr();

@@ -139,6 +139,50 @@ pub struct CompiledAnswer {
     pub additional: Box<[RrsetSpan]>,
     /// The answer cannot fit in any DNS message: UDP gets TC, TCP gets SERVFAIL.
     pub overflow: bool,
+    /// Names the answer leaves unresolved, which forwarding may complete; `None` for almost
+    /// every answer, so that the copy path does not carry their weight.
+    pub beyond: Option<Box<Beyond>>,
+}
+
+/// What a compiled answer names but does not resolve: SkyDNS completes these with upstream
+/// lookups (spec §6.2, §6.3) when they lie outside its domain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Beyond {
+    /// Targets of CNAMEs that end a chain (no record of the answer is owned by them): an
+    /// address query is completed with the target's records of the query's type.
+    pub aliases: Box<[Name]>,
+    /// SRV and MX targets without glue: their A and AAAA records belong in the additional
+    /// section.
+    pub hosts: Box<[Name]>,
+}
+
+impl Beyond {
+    /// The unresolved names of `set`, or `None` when it has none.
+    fn of(set: &AnswerSet) -> Option<Box<Beyond>> {
+        let owns = |sets: &[Rrset], name: &Name| sets.iter().any(|s| s.owner.as_ref() == Some(name));
+        let mut aliases: Vec<Name> = Vec::new();
+        let mut hosts: Vec<Name> = Vec::new();
+        for record in set.answer.iter().flat_map(|s| s.records.iter()) {
+            match &record.rdata {
+                Rdata::Cname(target) if !owns(&set.answer, target) && !aliases.contains(target) => {
+                    aliases.push(target.clone());
+                }
+                Rdata::Srv { target, .. } | Rdata::Mx { exchange: target, .. }
+                    if !owns(&set.additional, target) && !hosts.contains(target) =>
+                {
+                    hosts.push(target.clone());
+                }
+                _ => {}
+            }
+        }
+        if aliases.is_empty() && hosts.is_empty() {
+            return None;
+        }
+        Some(Box::new(Beyond {
+            aliases: aliases.into_boxed_slice(),
+            hosts: hosts.into_boxed_slice(),
+        }))
+    }
 }
 
 impl CompiledAnswer {
@@ -156,6 +200,7 @@ impl CompiledAnswer {
             answer: answer.into_boxed_slice(),
             additional: additional.into_boxed_slice(),
             overflow: false,
+            beyond: Beyond::of(set),
         }
     }
 
@@ -166,6 +211,7 @@ impl CompiledAnswer {
             answer: Box::new([]),
             additional: Box::new([]),
             overflow: true,
+            beyond: None,
         }
     }
 

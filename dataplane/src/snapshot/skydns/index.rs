@@ -70,6 +70,11 @@ pub(super) struct Edit<'r> {
 }
 
 impl Index {
+    /// The authoritative domain: names outside it are completed by forwarding (spec §6.2).
+    pub fn domain(&self) -> &Name {
+        &self.domain
+    }
+
     /// Sorts `records` (paths below the domain with their values) into an index. Values that
     /// cannot serve are skipped with a warning and counted on top of `skipped`, the records the
     /// build already skipped.
