@@ -1023,6 +1023,7 @@ mod tests {
     use crate::snapshot::rrset::{AnswerSet, Rdata, Record, Rrset};
     use crate::snapshot::Node;
     use crate::wire::Name;
+    use hickory_proto::rr::RecordType;
     use std::sync::Arc;
 
     /// The second message of a TCP stream the `answer` fuzz target found (kept in
@@ -1137,6 +1138,167 @@ mod tests {
                 Transport::Udp => assert_eq!((word & 0x000F, word & flags::TC), (rcode::NOERROR, flags::TC)),
             }
         }
+    }
+
+    /// The SkyDNS domain `skydns.test.` with `out` aliasing `www.example.org.` and `svc`
+    /// locating a service there.
+    fn leaving() -> Snapshot {
+        let domain = Name::from_dotted("skydns.test.").unwrap();
+        let config = skydns::Config {
+            hostmaster: domain.prepend("hostmaster").unwrap(),
+            domain,
+            ..skydns::Config::default()
+        };
+        let service = |port| skydns::Service {
+            host: "www.example.org".into(),
+            port,
+            ..skydns::Service::default()
+        };
+        let records = [
+            ("/skydns/test/skydns/out".to_string(), service(0)),
+            ("/skydns/test/skydns/svc".to_string(), service(80)),
+        ];
+        skydns::build(&config, &records, 1, std::time::SystemTime::now())
+    }
+
+    /// An upstream's answer to `www.example.org. A`, compressed as upstreams do: `www CNAME
+    /// edge`, `edge A 192.0.2.7`, every name a pointer into the question or the CNAME.
+    fn www_entry() -> Entry {
+        let mut m = vec![0x12, 0x34, 0x81, 0x80, 0, 1, 0, 2, 0, 0, 0, 0];
+        m.extend_from_slice(b"\x03www\x07example\x03org\x00\x00\x01\x00\x01");
+        let body_start = m.len();
+        m.extend_from_slice(&[0xC0, 12, 0, 5, 0, 1, 0, 0, 1, 44, 0, 7]);
+        let edge_at = m.len() as u8;
+        m.extend_from_slice(b"\x04edge\xC0\x10");
+        m.extend_from_slice(&[0xC0, edge_at, 0, 1, 0, 1, 0, 0, 1, 44, 0, 4, 192, 0, 2, 7]);
+        let caps = crate::cache::TtlCaps {
+            min: 0,
+            max: 86_400,
+            negative_max: 3600,
+        };
+        Entry::from_reply(&m, body_start, caps, Instant::now()).unwrap()
+    }
+
+    fn www_key(qtype: u16) -> Key {
+        let name = LowerName::from_wire(b"\x03www\x07example\x03org\x00").unwrap();
+        Key::new(&name, qtype, class::IN, false, false)
+    }
+
+    /// Asks `name`/`qtype` of [`leaving`] with recursion as given; the resolution and the reply.
+    fn ask_leaving(
+        name: &str,
+        qtype: hickory_proto::rr::RecordType,
+        cache: &mut Cache,
+        allowed: bool,
+        resolved: Option<Resolved<'_>>,
+    ) -> (Resolution, Option<hickory_proto::op::Message>) {
+        let mut query = hickory_proto::op::Message::new();
+        query
+            .set_id(9)
+            .set_recursion_desired(true)
+            .add_query(hickory_proto::op::Query::query(
+                hickory_proto::rr::Name::from_ascii(name).unwrap(),
+                qtype,
+            ));
+        let routes = crate::forward::Routes::new(2, true, Vec::new());
+        let mut rec = Recursion {
+            cache,
+            routes: &routes,
+            down: &[false],
+            allowed,
+            now: Instant::now(),
+            resolved,
+        };
+        let mut out = vec![0u8; MAX_MESSAGE_LEN];
+        let ctx = Context::new(Transport::Udp);
+        let resolution = answer_recursive(&query.to_vec().unwrap(), &leaving(), &ctx, &mut rec, &mut out);
+        let reply = match &resolution {
+            Resolution::Done(Outcome::Reply(r))
+            | Resolution::Cached {
+                outcome: Outcome::Reply(r),
+                ..
+            }
+            | Resolution::Fetch {
+                outcome: Outcome::Reply(r),
+                ..
+            } => Some(hickory_proto::op::Message::from_vec(&out[..r.len]).unwrap()),
+            _ => None,
+        };
+        (resolution, reply)
+    }
+
+    fn lines(records: &[hickory_proto::rr::Record]) -> Vec<String> {
+        records
+            .iter()
+            .map(|r| format!("{} {} {}", r.name(), r.record_type(), r.data().unwrap()))
+            .collect()
+    }
+
+    const CHAIN: [&str; 3] = [
+        "out.skydns.test. CNAME www.example.org.",
+        "www.example.org. CNAME edge.example.org.",
+        "edge.example.org. A 192.0.2.7",
+    ];
+
+    #[test]
+    fn a_chain_leaving_the_domain_is_completed_from_the_cache_with_names_written_out() {
+        let mut cache = Cache::new(crate::cache::CacheConfig::default());
+        cache.insert(www_key(rtype::A).bytes(), www_entry());
+        let (resolution, reply) = ask_leaving("out.skydns.test.", RecordType::A, &mut cache, true, None);
+        assert!(matches!(resolution, Resolution::Cached { stale: false, .. }));
+        let reply = reply.unwrap();
+        assert!(reply.authoritative() && reply.recursion_available());
+        assert_eq!(lines(reply.answers()), CHAIN);
+    }
+
+    #[test]
+    fn a_chain_leaving_the_domain_forwards_its_target_and_completes_with_the_answer() {
+        let mut cache = Cache::new(crate::cache::CacheConfig::default());
+        let (resolution, _) = ask_leaving("out.skydns.test.", RecordType::A, &mut cache, true, None);
+        let Resolution::Forward(forward) = resolution else {
+            panic!("not forwarded: {resolution:?}");
+        };
+        assert_eq!(forward.key.bytes(), www_key(rtype::A).bytes());
+        let entry = www_entry();
+        let key = www_key(rtype::A);
+        let resolved = Resolved::Answer(key.key_ref(), &entry);
+        let (_, reply) = ask_leaving("out.skydns.test.", RecordType::A, &mut cache, true, Some(resolved));
+        assert_eq!(lines(reply.unwrap().answers()), CHAIN);
+        let failed = Resolved::Failed(key.key_ref(), Failure::Unreachable);
+        let (_, reply) = ask_leaving("out.skydns.test.", RecordType::A, &mut cache, true, Some(failed));
+        let reply = reply.unwrap();
+        assert_eq!(reply.response_code(), hickory_proto::op::ResponseCode::NoError);
+        assert_eq!(lines(reply.answers()), CHAIN[..1], "the chain alone, as SkyDNS answers");
+    }
+
+    #[test]
+    fn clients_without_recursion_get_the_chain_alone() {
+        let mut cache = Cache::new(crate::cache::CacheConfig::default());
+        cache.insert(www_key(rtype::A).bytes(), www_entry());
+        let (resolution, reply) = ask_leaving("out.skydns.test.", RecordType::A, &mut cache, false, None);
+        assert!(matches!(resolution, Resolution::Done(_)));
+        assert_eq!(lines(reply.unwrap().answers()), CHAIN[..1]);
+    }
+
+    #[test]
+    fn srv_targets_outside_the_domain_get_cached_glue_and_fetch_what_is_missing() {
+        let mut cache = Cache::new(crate::cache::CacheConfig::default());
+        let (resolution, reply) = ask_leaving("svc.skydns.test.", RecordType::SRV, &mut cache, true, None);
+        let Resolution::Fetch { fetch, .. } = resolution else {
+            panic!("nothing fetched: {resolution:?}");
+        };
+        let keys: Vec<&[u8]> = fetch.iter().map(|f| f.key.bytes()).collect();
+        assert_eq!(keys, [www_key(rtype::A).bytes(), www_key(rtype::AAAA).bytes()]);
+        let reply = reply.unwrap();
+        assert_eq!((reply.answers().len(), reply.additionals().len()), (1, 0));
+
+        cache.insert(www_key(rtype::A).bytes(), www_entry());
+        let (resolution, reply) = ask_leaving("svc.skydns.test.", RecordType::SRV, &mut cache, true, None);
+        assert!(
+            matches!(&resolution, Resolution::Fetch { fetch, .. } if fetch.len() == 1),
+            "AAAA still missing"
+        );
+        assert_eq!(lines(reply.unwrap().additionals()), CHAIN[1..]);
     }
 
     #[test]

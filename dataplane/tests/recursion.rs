@@ -9,7 +9,7 @@ use hickory_proto::op::{Message, MessageType, ResponseCode};
 use hickory_proto::rr::rdata::{A, SOA};
 use hickory_proto::rr::{Name as HName, RData, Record, RecordType};
 use skyline_dataplane::answer::{answer_recursive, Recursion, Resolution, Resolved};
-use skyline_dataplane::cache::{Cache, CacheConfig, Entry, Key};
+use skyline_dataplane::cache::{Cache, CacheConfig, Entry, Key, KeyRef};
 use skyline_dataplane::forward::{Failure, Routes};
 use skyline_dataplane::wire::{LowerName, Name};
 use skyline_dataplane::{Context, Outcome, Snapshot, Transport};
@@ -274,15 +274,17 @@ fn a_resolved_question_is_answered_from_what_came_back() {
     let e = entry(&f.cache, "www.example.org.", &reply, f.now);
     let mut q = RawQuery::new("www.example.org.", A_TYPE);
     q.opt(1232, 0, &[]);
-    let (_, raw) = f.run(&q.bytes(), Some(Resolved::Answer(&e)));
+    let name = LowerName::from_wire(b"\x03www\x07example\x03org\x00").unwrap();
+    let key = KeyRef::new(&name, A_TYPE, 1, false, false);
+    let (_, raw) = f.run(&q.bytes(), Some(Resolved::Answer(key, &e)));
     let m = Message::from_vec(&raw).unwrap();
     assert_eq!(m.answers().len(), 3);
     assert!(!m.authentic_data(), "AD only for clients that asked with AD or DO");
     q.flags |= 0x0020;
-    let (_, raw) = f.run(&q.bytes(), Some(Resolved::Answer(&e)));
+    let (_, raw) = f.run(&q.bytes(), Some(Resolved::Answer(key, &e)));
     assert!(Message::from_vec(&raw).unwrap().authentic_data());
 
-    let (_, raw) = f.run(&q.bytes(), Some(Resolved::Failed(Failure::BadAnswers)));
+    let (_, raw) = f.run(&q.bytes(), Some(Resolved::Failed(key, Failure::BadAnswers)));
     assert_eq!(Message::from_vec(&raw).unwrap().response_code(), ResponseCode::ServFail);
     assert_eq!(ede(&raw), Some(23));
 }

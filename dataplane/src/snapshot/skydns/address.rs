@@ -4,7 +4,9 @@
 //! A record whose host is a name becomes `owner CNAME host` followed by the host's own address
 //! records, resolved the same way. A chain holds at most 8 CNAMEs, never repeats a target, and an
 //! alias whose target resolves to nothing inside the domain is left out, so that an unresolvable
-//! chain vanishes. Targets outside the domain cannot be resolved here: their CNAME stands alone.
+//! chain vanishes. Targets outside the domain cannot be resolved here: their CNAME stands alone in
+//! the snapshot, which records it ([`crate::snapshot::rrset::Beyond`]) for the answer path to
+//! complete from the cache or upstream.
 
 use super::answers::{Abort, Answerer};
 use super::entry::Host;
@@ -166,7 +168,8 @@ impl Answerer<'_> {
     }
 
     /// Address glue for an SRV/MX `target` (SkyDNS calls `AddressRecords` afresh, with both
-    /// families). Targets outside the domain get none: they would need forwarding.
+    /// families). Targets outside the domain get none here: their addresses come from the
+    /// forwarding cache when a reply is written (see [`crate::snapshot::rrset::Beyond`]).
     pub(super) fn glue(&mut self, target: &Name, additional: &mut Section<'_>) {
         if additional.is_full() || !target.is_within(&self.index.domain) {
             return;
