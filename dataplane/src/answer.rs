@@ -374,7 +374,7 @@ fn by_class(
     }
     if zone.kind == ZoneKind::Authoritative {
         r.flags |= flags::AA;
-        if has_wildcard_label(qname, zone) {
+        if has_wildcard_label(qname, zone) && is_skydns_zone(zone, snapshot) {
             wildcard(r, qname, question.qtype, zone, snapshot);
             return Flow::Written;
         }
@@ -655,6 +655,12 @@ fn beyond(
 fn has_wildcard_label(qname: &LowerName, zone: &Zone) -> bool {
     let own = qname.label_count().saturating_sub(zone.apex.label_count());
     (0..own).any(|i| matches!(qname.label(i), b"*" | b"any"))
+}
+
+/// Whether `zone` is the SkyDNS domain, where `*` and `any` labels are query wildcards. In the
+/// Kubernetes cluster zones they are ordinary labels: a Service or port may be named `any`.
+fn is_skydns_zone(zone: &Zone, snapshot: &Snapshot) -> bool {
+    snapshot.skydns.as_deref().is_some_and(|index| *index.domain() == zone.apex)
 }
 
 fn wildcard(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, snapshot: &Snapshot) {
@@ -1075,6 +1081,47 @@ mod tests {
             Outcome::Reply(r) => out[..r.len].to_vec(),
             Outcome::Drop(reason) => panic!("dropped: {reason:?}"),
         }
+    }
+
+    #[test]
+    fn any_is_an_ordinary_label_outside_the_skydns_domain() {
+        let apex = Name::from_dotted("cluster.local.").unwrap();
+        let owner = Name::from_dotted("any.default.svc.cluster.local.").unwrap();
+        let set = AnswerSet {
+            answer: vec![Rrset {
+                owner: None,
+                records: vec![Record {
+                    ttl: 5,
+                    rdata: Rdata::A(std::net::Ipv4Addr::new(10, 96, 0, 9)),
+                }],
+                rotate: false,
+            }],
+            additional: vec![],
+        };
+        let mut node = Node::default();
+        node.answers[Slot::A as usize] = Some(Arc::new(CompiledAnswer::compile(
+            &LowerName::from_wire(owner.wire()).unwrap(),
+            &set,
+        )));
+        let mut snapshot = Snapshot::default();
+        snapshot.zones.push(Zone {
+            apex,
+            kind: ZoneKind::Authoritative,
+            state: ZoneState::Ready,
+            soa_rdata: None,
+            negative_ttl: 5,
+            default_ttl: 5,
+        });
+        snapshot.nodes.insert(owner, node);
+        let mut query = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+        query.extend_from_slice(b"\x03any\x07default\x03svc\x07cluster\x05local\x00\x00\x01\x00\x01");
+        let mut out = vec![0u8; MAX_MESSAGE_LEN];
+        let Outcome::Reply(r) = answer(&query, &snapshot, &Context::new(Transport::Udp), &mut out) else {
+            panic!("dropped");
+        };
+        assert_eq!(u16::from_be_bytes([out[2], out[3]]) & 0x000F, rcode::NOERROR);
+        assert_eq!(u16::from_be_bytes([out[6], out[7]]), 1, "the Service named any answers");
+        assert_eq!(&out[r.len - 4..r.len], &[10, 96, 0, 9]);
     }
 
     /// A cached TXT answer for `wall.example.org.` that filled a whole 65535-byte upstream
