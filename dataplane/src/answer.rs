@@ -660,7 +660,10 @@ fn has_wildcard_label(qname: &LowerName, zone: &Zone) -> bool {
 /// Whether `zone` is the SkyDNS domain, where `*` and `any` labels are query wildcards. In the
 /// Kubernetes cluster zones they are ordinary labels: a Service or port may be named `any`.
 fn is_skydns_zone(zone: &Zone, snapshot: &Snapshot) -> bool {
-    snapshot.skydns.as_deref().is_some_and(|index| *index.domain() == zone.apex)
+    snapshot
+        .skydns
+        .as_deref()
+        .is_some_and(|index| *index.domain() == zone.apex)
 }
 
 fn wildcard(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, snapshot: &Snapshot) {

@@ -293,9 +293,13 @@ fuzz_target!(|data: &[u8]| {
             };
             // Other tries fail alike: the clients get SERVFAIL, and the cache saw nothing.
             for (client, query) in &waiters {
-                let Resolution::Done(outcome) =
-                    worker.ask(client, query.bytes(), now, false, Some(Resolved::Failed(key.key_ref(), why)))
-                else {
+                let Resolution::Done(outcome) = worker.ask(
+                    client,
+                    query.bytes(),
+                    now,
+                    false,
+                    Some(Resolved::Failed(key.key_ref(), why)),
+                ) else {
                     panic!("a failed question is answered at once");
                 };
                 servfail(client, worker.sent(client, outcome), why);
@@ -321,8 +325,13 @@ fuzz_target!(|data: &[u8]| {
         assert!(lifetime <= caps.max.max(caps.min), "an answer over the TTL cap");
     }
     for (client, query) in &waiters {
-        let Resolution::Done(outcome) = worker.ask(client, query.bytes(), now, false, Some(Resolved::Answer(key.key_ref(), &entry)))
-        else {
+        let Resolution::Done(outcome) = worker.ask(
+            client,
+            query.bytes(),
+            now,
+            false,
+            Some(Resolved::Answer(key.key_ref(), &entry)),
+        ) else {
             panic!("a resolved question is answered at once");
         };
         let reply = worker.sent(client, outcome);
