@@ -9,6 +9,8 @@ pub mod nodes;
 mod retire;
 pub mod rrset;
 pub mod skydns;
+#[cfg(test)]
+mod test_rng;
 
 use crate::wire::types::rtype;
 use crate::wire::{LowerName, Name};

@@ -4,38 +4,12 @@
 //! changes do not reach. Chains of random changes are checked, not just one step.
 
 use super::*;
+use crate::snapshot::test_rng::Rng;
 use crate::snapshot::{Slot, Zone};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 const AT: u64 = 1_700_000_000;
-
-/// A small deterministic generator (xorshift64*), so a failure reproduces from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-
-    /// Up to `most` items of `items`, repeats possible.
-    fn some<T: Clone>(&mut self, items: &[T], most: usize) -> Vec<T> {
-        (0..self.below(most + 1))
-            .map(|_| items[self.below(items.len())].clone())
-            .collect()
-    }
-}
 
 /// Namespaces of services, slices and pods; `ghost` has no Namespace object.
 const NAMESPACES: [&str; 3] = ["a", "b", "ghost"];

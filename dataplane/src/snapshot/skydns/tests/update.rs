@@ -4,30 +4,11 @@
 
 use super::{build, config, Config, Service};
 use crate::snapshot::skydns::update;
+use crate::snapshot::test_rng::Rng;
 use crate::snapshot::{Slot, Snapshot};
 use crate::wire::Name;
 use std::collections::BTreeMap;
 use std::time::{Duration, UNIX_EPOCH};
-
-/// A small deterministic generator (xorshift64*), so a failure reproduces from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-}
 
 const DIRS: [&str; 6] = ["a", "b", "b/x", "c/y/z", "dns/ns", "mail"];
 const LEAVES: [&str; 5] = ["w1", "w2", "w3", "*", "any"];
