@@ -61,19 +61,8 @@ case "$MODE" in all | peak | callgrind | allocations | report) ;; *)
   ;;
 esac
 
-log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-
-work=$(mktemp -d)
-declare -A PID PORT
-cleanup() {
-  for name in "${!PID[@]}"; do stop "$name"; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-prio=()
-if [ "$(id -u)" -eq 0 ] && command -v chrt >/dev/null; then prio=(chrt -f 1); fi
+# shellcheck source=benches/lib.sh
+source benches/lib.sh
 tick=$(getconf CLK_TCK)
 
 prepare() {
@@ -88,51 +77,14 @@ prepare() {
   mkdir -p "$RESULTS/latency"
 }
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-    echo $((20000 + RANDOM % 20000))
-}
-
 # Sum of user and system time of a process (all its threads), in clock ticks.
 cpu_ticks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
-
-wait_ready() { # name, seconds
-  local port=${PORT[$1]} tries=$(($2 * 4))
-  for _ in $(seq "$tries"); do
-    if ! kill -0 "${PID[$1]}" 2>/dev/null; then
-      log "$1 exited early:"; tail -20 "$work/$1.log" >&2; return 1
-    fi
-    dig +time=1 +tries=1 +norec @127.0.0.1 -p "$port" "$DOMAIN" SOA >/dev/null 2>&1 && return 0
-    sleep 0.25
-  done
-  log "$1 on port $port did not answer"; tail -20 "$work/$1.log" >&2; return 1
-}
-
-knot_conf() { # port
-  mkdir -p "$work/knot"
-  cat >"$work/knot/knot.conf" <<CONF
-server:
-    listen: 127.0.0.1@$1
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-    rundir: $work/knot
-database:
-    storage: $work/knot
-log:
-  - target: stderr
-    any: warning
-zone:
-  - domain: $DOMAIN
-    file: $work/data/$DOMAIN.zone
-CONF
-}
 
 server_cmd() { # name, port
   case "$1" in
   echo) echo "$BIN/skyline-echo --addr 127.0.0.1:$2" ;;
   skyline) echo "$SKYLINE_BIN --records $work/data/records.json --domain $DOMAIN. --addr 127.0.0.1:$2 $SKYLINE_FLAGS" ;;
-  knot) knot_conf "$2"; echo "knotd -c $work/knot/knot.conf" ;;
+  knot) knot_conf "$2" "$DOMAIN" "$work/data/$DOMAIN.zone"; echo "knotd -c $work/knot/knot.conf" ;;
   skyline-*) echo "$VARIANTS/$1 --records $work/data/records.json --domain $DOMAIN. --addr 127.0.0.1:$2 $SKYLINE_FLAGS" ;;
   *) log "unknown server $1"; return 1 ;;
   esac
@@ -147,19 +99,9 @@ start() { # name [wrapper...]: one server pinned to SERVER_CPU, run by the wrapp
   taskset -c "$SERVER_CPU" "$@" $cmd >"$work/$name.log" 2>&1 &
   PID[$name]=$!
   PORT[$name]=$port
-  wait_ready "$name" "${READY_SECONDS:-10}"
+  wait_ready "$name" "$DOMAIN" "${READY_SECONDS:-10}"
   # Knot pins its UDP worker to a CPU of its own choosing at start: move every thread back.
   taskset -a -p -c "$SERVER_CPU" "${PID[$name]}" >/dev/null
-}
-
-stop() {
-  local pid=${PID[$1]:-}
-  [ -n "$pid" ] || return 0
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  unset "PID[$1]"
 }
 
 field() { # key, text: the value of key=value in a RESULT line

@@ -44,24 +44,8 @@ if [ $# -gt 0 ] || { [ -n "${PEERS// /}" ] && [ "$PEERS" != dnsdist ]; }; then
   exit 2
 fi
 
-log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-
-work=$(mktemp -d)
-declare -A PID PORT
-cleanup() {
-  for name in "${!PID[@]}"; do stop "$name"; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-prio=()
-if [ "$(id -u)" -eq 0 ] && command -v chrt >/dev/null; then prio=(chrt -f 1); fi
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-    echo $((20000 + RANDOM % 20000))
-}
+# shellcheck source=benches/lib.sh
+source benches/lib.sh
 
 # Time a process (all its threads) has run on a CPU, in ns: the scheduler's own sum, exact,
 # where utime/stime are sampled at the tick (and biased when the CPU idles between queries).
@@ -69,18 +53,6 @@ free_port() {
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}'; }
 
 load1() { cut -d' ' -f1 /proc/loadavg; }
-
-wait_ready() { # name, probe name, seconds
-  local port=${PORT[$1]} tries=$(($3 * 4))
-  for _ in $(seq "$tries"); do
-    if ! kill -0 "${PID[$1]}" 2>/dev/null; then
-      log "$1 exited early:"; tail -20 "$work/$1.log" >&2; return 1
-    fi
-    dig +time=1 +tries=1 +norec @127.0.0.1 -p "$port" "$2" SOA >/dev/null 2>&1 && return 0
-    sleep 0.25
-  done
-  log "$1 on port $port did not answer"; tail -20 "$work/$1.log" >&2; return 1
-}
 
 prepare() {
   scripts/setup.sh bench
@@ -111,25 +83,6 @@ names() { # tag count
   awk -v t="$1" -v n="$2" -v z="$ZONE" 'BEGIN {for (i = 1; i <= n; i++) printf "%s%07d.%s A\n", t, i, z}'
 }
 
-knot_conf() { # port
-  cat >"$work/knot/knot.conf" <<CONF
-server:
-    listen: 127.0.0.1@$1
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-    rundir: $work/knot
-database:
-    storage: $work/knot
-log:
-  - target: stderr
-    any: warning
-zone:
-  - domain: $ZONE.
-    file: $work/knot/$ZONE.zone
-CONF
-}
-
 start() { # name cpu probe-name command...
   local name=$1 cpu=$2 probe=$3
   shift 3
@@ -142,7 +95,7 @@ start() { # name cpu probe-name command...
 
 start_servers() {
   PORT[knot]=$(free_port)
-  knot_conf "${PORT[knot]}"
+  knot_conf "${PORT[knot]}" "$ZONE." "$work/knot/$ZONE.zone"
   start knot "$KNOT_CPU" "$ZONE." knotd -c "$work/knot/knot.conf"
   PORT[skyline]=$(free_port)
   # shellcheck disable=SC2086 # the flags are split on purpose
@@ -168,16 +121,6 @@ CONF
   if [ "$got" != 192.0.2.1 ]; then
     log "skyline did not forward check0000001.$ZONE (got '$got')"; tail -20 "$work/skyline.log" >&2; return 1
   fi
-}
-
-stop() {
-  local pid=${PID[$1]:-}
-  [ -n "$pid" ] || return 0
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  unset "PID[$1]"
 }
 
 # dnsperf at RATE for DURATION seconds on a query file, one client, per-query latencies kept.

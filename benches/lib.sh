@@ -1,0 +1,65 @@
+# Shared by the load scripts in benches/ (compare.sh, miss_latency.sh): logging, the scratch
+# directory and the servers started in it, stopped on exit, free ports, readiness, and a Knot
+# configuration. Source it after `set -euo pipefail`; it sets `work`, `PID`, `PORT` and `prio`.
+
+log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+work=$(mktemp -d)
+declare -A PID PORT
+cleanup() {
+  for name in "${!PID[@]}"; do stop "$name"; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# As root, servers and generators run at real-time priority so that other work disturbs them less.
+prio=()
+if [ "$(id -u)" -eq 0 ] && command -v chrt >/dev/null; then prio=(chrt -f 1); fi
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
+    echo $((20000 + RANDOM % 20000))
+}
+
+wait_ready() { # name, probe name, seconds: until the server answers SOA for the probe name
+  local port=${PORT[$1]} tries=$(($3 * 4))
+  for _ in $(seq "$tries"); do
+    if ! kill -0 "${PID[$1]}" 2>/dev/null; then
+      log "$1 exited early:"; tail -20 "$work/$1.log" >&2; return 1
+    fi
+    dig +time=1 +tries=1 +norec @127.0.0.1 -p "$port" "$2" SOA >/dev/null 2>&1 && return 0
+    sleep 0.25
+  done
+  log "$1 on port $port did not answer"; tail -20 "$work/$1.log" >&2; return 1
+}
+
+stop() { # name
+  local pid=${PID[$1]:-}
+  [ -n "$pid" ] || return 0
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  unset "PID[$1]"
+}
+
+knot_conf() { # port, zone (with its final dot), zone file: $work/knot/knot.conf, one worker each
+  mkdir -p "$work/knot"
+  cat >"$work/knot/knot.conf" <<CONF
+server:
+    listen: 127.0.0.1@$1
+    udp-workers: 1
+    tcp-workers: 1
+    background-workers: 1
+    rundir: $work/knot
+database:
+    storage: $work/knot
+log:
+  - target: stderr
+    any: warning
+zone:
+  - domain: $2
+    file: $3
+CONF
+}
