@@ -125,6 +125,7 @@ fn cache_hit(c: &mut Criterion) {
     let down = [false];
     let now = start + Duration::from_secs(30);
     let mut out = vec![0u8; 65535];
+    let mut qname = LowerName::default();
 
     let mut g = c.benchmark_group("cache");
     g.throughput(Throughput::Elements(1));
@@ -140,7 +141,7 @@ fn cache_hit(c: &mut Criterion) {
                     now,
                     resolved: None,
                 };
-                match answer_recursive(black_box(&q), &snap, &ctx, &mut rec, &mut out) {
+                match answer_recursive(black_box(&q), &snap, &ctx, &mut rec, &mut qname, &mut out) {
                     Resolution::Cached {
                         outcome: Outcome::Reply(r),
                         ..

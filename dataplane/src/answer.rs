@@ -256,21 +256,24 @@ pub fn answer(query: &[u8], snapshot: &Snapshot, ctx: &Context, out: &mut [u8]) 
 
 /// Answers one query as [`answer`] does, and names outside the zones from `rec`'s cache; a
 /// question the cache cannot answer is returned as [`Resolution::Forward`] with nothing sent.
-/// A cache hit allocates nothing, as an authoritative answer does.
+/// A cache hit allocates nothing, as an authoritative answer does. `qname` is the caller's
+/// buffer for the query name, reused from query to query: clearing a fresh one cost every
+/// query a 400-byte `memset`.
 pub fn answer_recursive(
     query: &[u8],
     snapshot: &Snapshot,
     ctx: &Context,
     rec: &mut Recursion<'_>,
+    qname: &mut LowerName,
     out: &mut [u8],
 ) -> Resolution {
-    let mut qname = LowerName::default();
-    let q = match parse_query(query, &mut qname) {
+    let q = match parse_query(query, qname) {
         Ok(q) => q,
         Err(reason) => return Resolution::Done(Outcome::Drop(reason)),
     };
+    let qname = &*qname;
     let mut r = Responder::new(query, &q, ctx, out);
-    match respond(&mut r, &q, &qname, snapshot, Some(rec)) {
+    match respond(&mut r, &q, qname, snapshot, Some(rec)) {
         Flow::Written => Resolution::Done(Outcome::Reply(r.finish(&q))),
         Flow::Cached { stale, refresh } => Resolution::Cached {
             outcome: Outcome::Reply(r.finish(&q)),
@@ -280,7 +283,7 @@ pub fn answer_recursive(
         Flow::Forward(key, route, stale) => Resolution::Forward(Box::new(Forward {
             key: *key,
             route,
-            query: ClientQuery::new(query, &q, &qname),
+            query: ClientQuery::new(query, &q, qname),
             stale,
         })),
         Flow::Looped => Resolution::Looped,
@@ -291,6 +294,7 @@ pub fn answer_recursive(
     }
 }
 
+#[inline]
 fn respond(
     r: &mut Responder<'_>,
     q: &Query,
@@ -310,6 +314,7 @@ fn respond(
     authoritative(r, q, qname, snapshot, rec)
 }
 
+#[inline]
 fn authoritative(
     r: &mut Responder<'_>,
     q: &Query,
@@ -346,6 +351,7 @@ fn authoritative(
     Flow::Written
 }
 
+#[inline]
 fn by_class(
     r: &mut Responder<'_>,
     q: &Query,
@@ -365,7 +371,7 @@ fn by_class(
             return Flow::Written;
         }
     }
-    let Some((_, zone)) = snapshot.zone_of(qname.wire()) else {
+    let Some((_, zone)) = snapshot.zone_of(qname) else {
         return beyond(r, q, qname, question, rec);
     };
     if zone.state == ZoneState::Syncing {
@@ -490,7 +496,7 @@ fn complete(
 /// (SkyDNS looks up only names of at least `ndots` labels).
 fn forwardable(name: &Name, snapshot: &Snapshot, rec: &Recursion<'_>) -> Option<(LowerName, Route)> {
     let lower = LowerName::from_wire(name.wire()).ok()?;
-    if snapshot.zone_of(lower.wire()).is_some() {
+    if snapshot.zone_of(&lower).is_some() {
         return None;
     }
     let route = rec.routes.route(&lower)?;
@@ -714,6 +720,7 @@ struct Responder<'a> {
 }
 
 impl<'a> Responder<'a> {
+    #[inline]
     fn new(query: &'a [u8], q: &Query, ctx: &'a Context, out: &'a mut [u8]) -> Responder<'a> {
         let size = match (ctx.transport, q.edns) {
             (Transport::Tcp, _) => MAX_MESSAGE_LEN,
@@ -858,6 +865,7 @@ impl<'a> Responder<'a> {
 
     /// Copies the client's question byte-exact (0x20 case echo). A question whose name used
     /// compression is rewritten from the folded name so that offsets into it stay valid.
+    #[inline]
     fn copy_question(&mut self, q: &Query, qname: &LowerName) {
         let Some(question) = q.question else { return };
         let name_len = question.end - 4 - HEADER_LEN;
@@ -880,6 +888,7 @@ impl<'a> Responder<'a> {
         self.counts[0] = 1;
     }
 
+    #[inline]
     fn compiled(&mut self, compiled: &CompiledAnswer) {
         if compiled.overflow {
             return self.does_not_fit();
@@ -973,6 +982,7 @@ impl<'a> Responder<'a> {
         self.counts[1] += 1;
     }
 
+    #[inline]
     fn finish(self, q: &Query) -> Reply {
         let Responder {
             out,
@@ -1174,6 +1184,7 @@ mod tests {
                 &Snapshot::default(),
                 &Context::new(transport),
                 &mut rec,
+                &mut LowerName::default(),
                 &mut out,
             ) else {
                 panic!("no reply over {transport:?}");
@@ -1261,7 +1272,14 @@ mod tests {
         };
         let mut out = vec![0u8; MAX_MESSAGE_LEN];
         let ctx = Context::new(Transport::Udp);
-        let resolution = answer_recursive(&query.to_vec().unwrap(), &leaving(), &ctx, &mut rec, &mut out);
+        let resolution = answer_recursive(
+            &query.to_vec().unwrap(),
+            &leaving(),
+            &ctx,
+            &mut rec,
+            &mut LowerName::default(),
+            &mut out,
+        );
         let reply = match &resolution {
             Resolution::Done(Outcome::Reply(r))
             | Resolution::Cached {

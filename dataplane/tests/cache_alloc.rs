@@ -85,6 +85,7 @@ fn cache_hits_allocate_nothing_on_the_answer_path() {
     let down = [true];
     let now = t0 + Duration::from_secs(30);
     let mut out = vec![0u8; 65535];
+    let mut qname = LowerName::default();
     let mut answered = 0;
     // The first stale hit starts a recheck; hits after it within the interval do not.
     for q in &queries {
@@ -96,7 +97,7 @@ fn cache_hits_allocate_nothing_on_the_answer_path() {
             now,
             resolved: None,
         };
-        answer_recursive(q, &snap, &Context::new(Transport::Udp), &mut rec, &mut out);
+        answer_recursive(q, &snap, &Context::new(Transport::Udp), &mut rec, &mut qname, &mut out);
     }
     // The allocator counts every thread: let the test harness's main thread, which starts
     // waiting for this test while it runs, be done with its own allocations first.
@@ -116,7 +117,7 @@ fn cache_hits_allocate_nothing_on_the_answer_path() {
                 rotation,
                 ..Context::new(Transport::Udp)
             };
-            match answer_recursive(q, &snap, &ctx, &mut rec, &mut out) {
+            match answer_recursive(q, &snap, &ctx, &mut rec, &mut qname, &mut out) {
                 Resolution::Done(Outcome::Reply(_))
                 | Resolution::Cached {
                     outcome: Outcome::Reply(_),

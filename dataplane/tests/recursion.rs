@@ -95,7 +95,14 @@ impl Fixture {
             now: self.now,
             resolved,
         };
-        let resolution = answer_recursive(query, &self.snapshot, &Context::new(Transport::Udp), &mut rec, &mut out);
+        let resolution = answer_recursive(
+            query,
+            &self.snapshot,
+            &Context::new(Transport::Udp),
+            &mut rec,
+            &mut LowerName::default(),
+            &mut out,
+        );
         let len = match &resolution {
             Resolution::Done(Outcome::Reply(r))
             | Resolution::Cached {

@@ -30,7 +30,7 @@ use skyline_dataplane::answer::{Recursion, Resolution, Resolved};
 use skyline_dataplane::cache::{Cache, CacheConfig, Key, STALE_TTL};
 use skyline_dataplane::forward::{read_reply, Failure, Routes, Verdict};
 use skyline_dataplane::wire::types::{ede, rcode, rtype, MAX_MESSAGE_LEN};
-use skyline_dataplane::wire::Name;
+use skyline_dataplane::wire::{LowerName, Name};
 use skyline_dataplane::{answer_recursive, Context, Outcome, Transport};
 use skyline_fuzz::fixture;
 use skyline_fuzz::forwarded::{self, Client};
@@ -157,6 +157,7 @@ impl Worker {
             fixture::snapshot(),
             &Context::new(client.transport),
             &mut rec,
+            &mut LowerName::default(),
             &mut self.out,
         )
     }

@@ -30,7 +30,7 @@ use crate::cache::{Cache, CacheConfig};
 use crate::snapshot::Snapshot;
 use crate::stats::WorkerStats;
 use crate::wire::types::MAX_MESSAGE_LEN;
-use crate::wire::Name;
+use crate::wire::{LowerName, Name};
 use flight::{Done, Forwarder, Kind, Waiter};
 use mio::{Registry, Token};
 use std::io;
@@ -147,6 +147,9 @@ pub(crate) struct Resolver {
     forwarder: Forwarder,
     stats: Arc<WorkerStats>,
     scratch: Box<[u8]>,
+    /// The query name of the query being answered, kept from query to query so that none pays
+    /// for clearing it.
+    qname: LowerName,
     done: Vec<Done>,
 }
 
@@ -185,6 +188,7 @@ impl Resolver {
             forwarder,
             stats,
             scratch: vec![0; MAX_MESSAGE_LEN].into_boxed_slice(),
+            qname: LowerName::default(),
             done: Vec::new(),
         })
     }
@@ -207,7 +211,7 @@ impl Resolver {
             now,
             resolved: None,
         };
-        match answer_recursive(query, snapshot, ctx, &mut rec, out) {
+        match answer_recursive(query, snapshot, ctx, &mut rec, &mut self.qname, out) {
             Resolution::Done(outcome) => Answered::Now(outcome),
             Resolution::Cached {
                 outcome,
@@ -251,7 +255,7 @@ impl Resolver {
                             now,
                             resolved: Some(Resolved::Failed(key.key_ref(), failure)),
                         };
-                        match answer_recursive(query, snapshot, ctx, &mut rec, out) {
+                        match answer_recursive(query, snapshot, ctx, &mut rec, &mut self.qname, out) {
                             Resolution::Done(outcome)
                             | Resolution::Cached { outcome, .. }
                             | Resolution::Fetch { outcome, .. } => Answered::Now(outcome),
@@ -319,6 +323,7 @@ impl Resolver {
             forwarder,
             stats,
             scratch,
+            qname,
             done,
             ..
         } = self;
@@ -343,17 +348,18 @@ impl Resolver {
                     now,
                     resolved: Some(resolved),
                 };
-                let outcome = match answer_recursive(waiter.query.bytes(), snapshot, &waiter.ctx, &mut rec, scratch) {
-                    // A waiter asked an address or an outside name: no glue to fetch.
-                    Resolution::Done(outcome) | Resolution::Fetch { outcome, .. } => outcome,
-                    Resolution::Cached { outcome, stale, .. } => {
-                        if stale {
-                            stats.cache_stale_answers.incr();
+                let outcome =
+                    match answer_recursive(waiter.query.bytes(), snapshot, &waiter.ctx, &mut rec, qname, scratch) {
+                        // A waiter asked an address or an outside name: no glue to fetch.
+                        Resolution::Done(outcome) | Resolution::Fetch { outcome, .. } => outcome,
+                        Resolution::Cached { outcome, stale, .. } => {
+                            if stale {
+                                stats.cache_stale_answers.incr();
+                            }
+                            outcome
                         }
-                        outcome
-                    }
-                    Resolution::Forward(_) | Resolution::Looped => continue,
-                };
+                        Resolution::Forward(_) | Resolution::Looped => continue,
+                    };
                 stats.outcome(&outcome);
                 if let Outcome::Reply(reply) = outcome {
                     send(waiter.client, &scratch[..reply.len]);

@@ -159,6 +159,7 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// The node of a lower-cased wire name.
+    #[inline]
     pub fn node(&self, wire: &[u8]) -> Option<&Node> {
         self.nodes.get(wire)
     }
@@ -176,12 +177,13 @@ impl Snapshot {
         kubernetes::names::undashed(qname.label(0))
     }
 
-    /// The most specific zone containing the lower-cased wire name.
-    pub fn zone_of(&self, wire: &[u8]) -> Option<(usize, &Zone)> {
+    /// The most specific zone containing the name.
+    #[inline]
+    pub fn zone_of(&self, name: &LowerName) -> Option<(usize, &Zone)> {
         self.zones
             .iter()
             .enumerate()
-            .find(|(_, z)| crate::wire::name::is_within(wire, z.apex.wire()))
+            .find(|(_, z)| name.is_within(z.apex.wire()))
     }
 }
 

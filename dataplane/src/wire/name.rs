@@ -57,6 +57,26 @@ impl LowerName {
         &self.bytes[start + 1..start + 1 + len]
     }
 
+    /// Whether the name equals the lower-case wire name `zone` or lies below it. Every query
+    /// asks this of each zone: the labels' offsets are at hand, so it is one comparison of the
+    /// tail and a look at where the tail starts.
+    #[inline]
+    pub fn is_within(&self, zone: &[u8]) -> bool {
+        let name = self.wire();
+        let Some(at) = name.len().checked_sub(zone.len()) else {
+            return false;
+        };
+        if !same_wire(&name[at..], zone) {
+            return false;
+        }
+        zone.len() == 1
+            || self.label_starts[..self.labels as usize]
+                .iter()
+                .rev()
+                .take_while(|&&start| usize::from(start) >= at)
+                .any(|&start| usize::from(start) == at)
+    }
+
     /// Builds from an already valid lower-case wire name.
     pub fn from_wire(wire: &[u8]) -> Result<LowerName, WireError> {
         let mut out = LowerName::default();
@@ -65,14 +85,54 @@ impl LowerName {
     }
 }
 
-/// Reads the name starting at `pos` in `msg`, following compression pointers (at most
-/// `MAX_POINTER_HOPS`, each strictly backwards), and returns the offset just past the name as it
+/// Reads the (possibly compressed) name at `pos`, returning the offset just past where it
 /// appears at `pos`. When `out` is given the name is stored there lower-cased.
 ///
-/// Every query pays for this, so it walks only the length octets; each run of labels between
-/// pointers (the whole name, in a query) is then copied at once and lower-cased eight bytes at
-/// a time. Length octets (at most 63) are never letters, so lower-casing them is harmless.
-pub fn read_name(msg: &[u8], mut pos: usize, mut out: Option<&mut LowerName>) -> Result<usize, WireError> {
+/// Every query pays for this. A question name has no compression pointer, so that case takes
+/// [`read_plain`]; the general walk follows pointers. Both walk only the length octets and then
+/// copy each run of labels between pointers at once, lower-cased eight bytes at a time. Length
+/// octets (at most 63) are never letters, so lower-casing them is harmless.
+#[inline]
+pub fn read_name(msg: &[u8], pos: usize, out: Option<&mut LowerName>) -> Result<usize, WireError> {
+    match out {
+        Some(out) => match read_plain(msg, pos, out) {
+            Some(result) => result,
+            None => read_compressed(msg, pos, Some(out)),
+        },
+        None => read_compressed(msg, pos, None),
+    }
+}
+
+/// Reads a name that has no compression pointer into `out`; `None` when it meets a pointer, a
+/// bad label type or a name too long, which the general walk then reads (and reports) alone.
+/// Truncation needs no check of its own: the next length octet is then out of the message.
+#[inline]
+fn read_plain(msg: &[u8], start: usize, out: &mut LowerName) -> Option<Result<usize, WireError>> {
+    let mut pos = start;
+    let mut labels = 0usize;
+    loop {
+        let Some(&b) = msg.get(pos) else {
+            return Some(Err(WireError::Truncated));
+        };
+        let len = pos - start;
+        if b == 0 {
+            copy_lower(&mut out.bytes[..len], &msg[start..pos]);
+            out.bytes[len] = 0;
+            out.len = (len + 1) as u8;
+            out.labels = labels as u8;
+            return Some(Ok(pos + 1));
+        }
+        // The bound also keeps `labels` below 127: every label takes at least two bytes.
+        if b > MAX_LABEL_LEN as u8 || len + usize::from(b) + 2 > MAX_NAME_LEN {
+            return None;
+        }
+        out.label_starts[labels] = len as u8;
+        labels += 1;
+        pos += 1 + usize::from(b);
+    }
+}
+
+fn read_compressed(msg: &[u8], mut pos: usize, mut out: Option<&mut LowerName>) -> Result<usize, WireError> {
     let mut end = None;
     let mut hops = 0;
     let mut len = 0usize;
@@ -130,17 +190,27 @@ pub fn read_name(msg: &[u8], mut pos: usize, mut out: Option<&mut LowerName>) ->
     }
 }
 
-/// Copies `src` into `dst` (of the same length) lower-casing ASCII letters, eight at a time.
+/// Copies `src` into `dst` (of the same length) lower-casing ASCII letters, eight at a time; the
+/// last word overlaps the one before it rather than finishing byte by byte, since lower-casing
+/// twice changes nothing.
 fn copy_lower(dst: &mut [u8], src: &[u8]) {
-    let mut dst_words = dst.chunks_exact_mut(8);
-    let mut src_words = src.chunks_exact(8);
-    for (d, s) in (&mut dst_words).zip(&mut src_words) {
-        let word = u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]);
-        d.copy_from_slice(&lower_word(word).to_le_bytes());
+    let n = src.len().min(dst.len());
+    if n < 8 {
+        for (d, s) in dst.iter_mut().zip(src) {
+            *d = s.to_ascii_lowercase();
+        }
+        return;
     }
-    for (d, s) in dst_words.into_remainder().iter_mut().zip(src_words.remainder()) {
-        *d = s.to_ascii_lowercase();
+    let word_at = |dst: &mut [u8], at: usize| {
+        let word = u64::from_le_bytes(src[at..at + 8].try_into().expect("eight bytes"));
+        dst[at..at + 8].copy_from_slice(&lower_word(word).to_le_bytes());
+    };
+    let mut at = 0;
+    while at + 8 < n {
+        word_at(dst, at);
+        at += 8;
     }
+    word_at(dst, n - 8);
 }
 
 /// ASCII lower case of eight bytes at once: a byte gets bit 0x20 when it lies in `A..=Z`.
@@ -152,6 +222,28 @@ fn lower_word(word: u64) -> u64 {
     let beyond_z = low7 + (0x25 * ONES);
     let upper = at_least_a & !beyond_z & !word & (0x80 * ONES);
     word | (upper >> 2)
+}
+
+/// Byte equality of two wire names, eight bytes a step (the last step overlapping the one
+/// before): names are short, and a call to `memcmp` costs more than comparing them inline.
+#[inline]
+pub fn same_wire(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n < 8 {
+        return a == b;
+    }
+    let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("eight bytes"));
+    let mut at = 0;
+    while at + 8 < n {
+        if word(a, at) != word(b, at) {
+            return false;
+        }
+        at += 8;
+    }
+    word(a, n - 8) == word(b, n - 8)
 }
 
 /// Skips the name at `pos` without decoding it, returning the offset just past it.
@@ -362,6 +454,79 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn copies_of_every_length_lower_case_as_one_at_a_time() {
+        let src: Vec<u8> = (0..64u8)
+            .map(|i| if i % 3 == 0 { b'A' + i % 26 } else { b'a' + i % 26 })
+            .collect();
+        for n in 0..src.len() {
+            let mut dst = vec![0xFFu8; n];
+            copy_lower(&mut dst, &src[..n]);
+            assert_eq!(dst, src[..n].to_ascii_lowercase(), "length {n}");
+        }
+    }
+
+    #[test]
+    fn plain_and_compressed_spellings_read_alike() {
+        for text in [
+            "a.",
+            "Web.SkyDNS.local.",
+            "h0.svc1853.skydns.local.",
+            "x.y.z.w.v.u.t.s.r.q.p.o.n.m.",
+        ] {
+            let wire = Name::from_dotted(text).unwrap().wire().to_vec();
+            let mut plain = LowerName::default();
+            let mut message = vec![0u8; 12];
+            message.extend_from_slice(&text.split('.').fold(Vec::new(), |mut w, l| {
+                w.push(l.len() as u8);
+                w.extend_from_slice(l.as_bytes());
+                w
+            }));
+            assert_eq!(read_name(&message, 12, Some(&mut plain)), Ok(message.len()));
+            assert_eq!(plain.wire(), wire);
+            let behind_pointer = [message.clone(), vec![0xC0, 12]].concat();
+            let mut followed = LowerName::default();
+            assert_eq!(
+                read_name(&behind_pointer, message.len(), Some(&mut followed)),
+                Ok(message.len() + 2)
+            );
+            assert_eq!(followed.wire(), wire);
+            assert_eq!(followed.label_count(), plain.label_count());
+            for i in 0..plain.label_count() {
+                assert_eq!(followed.label(i), plain.label(i));
+            }
+        }
+    }
+
+    #[test]
+    fn a_query_name_is_within_zones_on_label_boundaries_only() {
+        let name = |wire: &[u8]| LowerName::from_wire(wire).unwrap();
+        let zone = b"\x05local\x00";
+        assert!(name(b"\x03web\x05local\x00").is_within(zone));
+        assert!(name(zone).is_within(zone));
+        assert!(name(b"\x03web\x05local\x00").is_within(b"\x00"));
+        assert!(name(b"\x00").is_within(b"\x00"));
+        assert!(!name(b"\x00").is_within(zone));
+        assert!(!name(b"\x06xlocal\x00").is_within(zone));
+        // The zone's bytes inside one label: `x\x05local` is a single label of seven bytes.
+        assert!(!name(b"\x07x\x05local\x00").is_within(b"\x05local\x00"));
+        assert!(!name(b"\x06x\x04loca\x00").is_within(b"\x04loca\x00"));
+    }
+
+    #[test]
+    fn names_compare_equal_only_byte_for_byte() {
+        let long = b"\x0bsvc-a-b-c-d\x07default\x03svc\x07cluster\x05local\x00";
+        for n in 0..long.len() {
+            assert!(same_wire(&long[..n], &long[..n]));
+            for at in 0..n {
+                let mut other = long[..n].to_vec();
+                other[at] ^= 1;
+                assert!(!same_wire(&long[..n], &other), "length {n}, byte {at}");
+            }
+        }
+        assert!(!same_wire(&long[..9], &long[..10]));
     }
 
     #[test]

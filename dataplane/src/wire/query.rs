@@ -98,6 +98,7 @@ fn u16_at(msg: &[u8], pos: usize) -> Result<u16, WireError> {
 }
 
 /// Parses a query, lower-casing the first question's name into `qname`.
+#[inline]
 pub fn parse_query(msg: &[u8], qname: &mut LowerName) -> Result<Query, DropReason> {
     if msg.len() < HEADER_LEN {
         return Err(DropReason::TooShort);
@@ -125,6 +126,7 @@ pub fn parse_query(msg: &[u8], qname: &mut LowerName) -> Result<Query, DropReaso
     Ok(q)
 }
 
+#[inline]
 fn parse_body(msg: &[u8], q: &mut Query, arcount: u16, qname: &mut LowerName) -> Result<(), FormatError> {
     let mut pos = HEADER_LEN;
     for i in 0..q.qdcount {
