@@ -197,3 +197,32 @@ fn a_name_evicted_and_asked_again_returns_to_main() {
     let slot = cache.index[&cache.hash(first.key_ref())];
     assert!(cache.slots[slot as usize].as_ref().unwrap().in_main);
 }
+
+#[test]
+fn ages_in_clock_nanoseconds_read_as_instants_subtracted() {
+    let epoch = Instant::now() + Duration::from_secs(5);
+    let mut clock = Clock::new(epoch);
+    let offsets_ms = [
+        0u64, 1, 999, 1000, 1001, 1500, 4999, 5000, 5001, 7250, 60_000, 86_400_123,
+    ];
+    for &a in &offsets_ms {
+        for &b in &offsets_ms {
+            // Both before and after the epoch: entries may be stored before the cache exists.
+            let (earlier, later) = (
+                epoch - Duration::from_secs(5) + Duration::from_millis(a),
+                epoch + Duration::from_millis(b),
+            );
+            for (x, y) in [
+                (earlier, later),
+                (later, earlier),
+                (earlier, earlier + Duration::from_millis(b)),
+            ] {
+                assert_eq!(
+                    seconds_between(clock.nanos(x), clock.now(y)),
+                    y.saturating_duration_since(x).as_secs(),
+                    "{a} ms, {b} ms"
+                );
+            }
+        }
+    }
+}
