@@ -16,6 +16,8 @@ const SEND_RETRIES: u32 = 3;
 #[derive(Debug)]
 pub struct KernelUdp {
     socket: UdpSocket,
+    received: sys::Headers,
+    sending: sys::Headers,
 }
 
 impl KernelUdp {
@@ -24,6 +26,8 @@ impl KernelUdp {
         socket.set_nonblocking(true)?;
         Ok(KernelUdp {
             socket: UdpSocket::from_std(socket),
+            received: sys::Headers::default(),
+            sending: sys::Headers::default(),
         })
     }
 
@@ -35,19 +39,19 @@ impl KernelUdp {
 
 impl PacketIo for KernelUdp {
     fn recv(&mut self, batch: &mut Datagrams) -> io::Result<usize> {
-        let socket = &self.socket;
-        let n = socket.try_io(|| sys::recv_batch(SockRef::from(socket), batch.recv_slots()))?;
+        let KernelUdp { socket, received, .. } = self;
+        let n = socket.try_io(|| sys::recv_batch(SockRef::from(&*socket), batch.recv_slots(), received))?;
         batch.set_received(n);
         Ok(n)
     }
 
     fn send(&mut self, batch: &Datagrams) -> SendReport {
-        let socket = &self.socket;
+        let KernelUdp { socket, sending, .. } = self;
         let mut report = SendReport::default();
         let mut retries = 0;
         while report.sent + report.dropped < batch.len() {
             let from = report.sent + report.dropped;
-            match socket.try_io(|| sys::send_batch(SockRef::from(socket), batch.send_slots(from))) {
+            match socket.try_io(|| sys::send_batch(SockRef::from(&*socket), batch.send_slots(from), sending)) {
                 Ok(n) if n > 0 => report.sent += n,
                 Ok(_) => {
                     if retries == SEND_RETRIES {

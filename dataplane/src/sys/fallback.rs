@@ -6,9 +6,13 @@ use socket2::{SockAddr, SockRef};
 use std::io;
 use std::mem::MaybeUninit;
 
+/// What the batched system calls of Linux keep between calls; nothing here.
+#[derive(Debug, Default)]
+pub struct Headers;
+
 /// Receives datagrams one at a time until the slots are full or none is waiting. Returns how
 /// many arrived (at least one), or `WouldBlock` when none was waiting.
-pub fn recv_batch(socket: SockRef<'_>, slots: RecvSlots<'_>) -> io::Result<usize> {
+pub fn recv_batch(socket: SockRef<'_>, slots: RecvSlots<'_>, _headers: &mut Headers) -> io::Result<usize> {
     let count = slots.capacity();
     let chunks = slots.bufs.chunks_exact_mut(slots.slot_len);
     let mut received = 0;
@@ -32,7 +36,7 @@ pub fn recv_batch(socket: SockRef<'_>, slots: RecvSlots<'_>) -> io::Result<usize
 
 /// Sends datagrams one at a time. Returns how many were sent (at least one), stopping at the
 /// first failure; an error means the first datagram could not be sent.
-pub fn send_batch(socket: SockRef<'_>, slots: SendSlots<'_>) -> io::Result<usize> {
+pub fn send_batch(socket: SockRef<'_>, slots: SendSlots<'_>, _headers: &mut Headers) -> io::Result<usize> {
     let mut sent = 0;
     for i in 0..slots.count() {
         match socket.send_to(slots.payload(i), &SockAddr::from(slots.peers[i])) {

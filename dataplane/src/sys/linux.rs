@@ -1,12 +1,14 @@
 //! Linux: one `recvmmsg` fills a whole batch of slots, one `sendmmsg` sends one.
 //!
-//! The message headers, I/O vectors and socket addresses live in stack arrays of
-//! [`BATCH_SIZE`] `MaybeUninit` entries; only the entries handed to the kernel are written.
+//! The message headers, I/O vectors and socket addresses live in a [`Headers`] per socket and
+//! direction, allocated once; a call points the entries it hands to the kernel at that call's
+//! buffers and leaves every other field as it was.
 
 use super::{RecvSlots, SendSlots, BATCH_SIZE};
 use socket2::SockRef;
+use std::fmt;
 use std::io;
-use std::mem::{self, MaybeUninit};
+use std::mem;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::AsRawFd;
 use std::ptr;
@@ -24,103 +26,129 @@ macro_rules! syscall {
     }};
 }
 
+/// The message headers one socket's batches in one direction are described to the kernel
+/// with, allocated once. Building a whole batch of headers on the stack for every call cost
+/// more than answering the few datagrams a receive usually brings; now a call writes only
+/// each entry's buffer, length and address pointers.
+pub struct Headers {
+    names: Box<[libc::sockaddr_storage; BATCH_SIZE]>,
+    iovs: Box<[libc::iovec; BATCH_SIZE]>,
+    msgs: Box<[libc::mmsghdr; BATCH_SIZE]>,
+}
+
+impl Default for Headers {
+    fn default() -> Headers {
+        // SAFETY: `sockaddr_storage`, `iovec` and `mmsghdr` are plain C structs for which
+        // all-zero bytes are valid values (null pointers, zero lengths); zeroing also covers
+        // the padding fields some libcs declare.
+        let (names, iovs, msgs) = unsafe { (mem::zeroed(), mem::zeroed(), mem::zeroed()) };
+        let mut headers = Headers {
+            names: Box::new(names),
+            iovs: Box::new(iovs),
+            msgs: Box::new(msgs),
+        };
+        for msg in headers.msgs.iter_mut() {
+            msg.msg_hdr.msg_iovlen = 1;
+        }
+        headers
+    }
+}
+
+impl fmt::Debug for Headers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Headers").finish_non_exhaustive()
+    }
+}
+
+// SAFETY: the raw pointers inside the headers are written anew by every call before the kernel
+// reads them, from the value's own boxes and the buffers that call borrows; nothing reads them
+// between calls, so the value may move to another thread with its boxes.
+unsafe impl Send for Headers {}
+
+impl Headers {
+    /// Points entry `i < count` of each header at its I/O vector and address buffer, with
+    /// `name_len` bytes of address room. The base pointers are taken after every write through
+    /// references, so that they stay valid until the system call.
+    fn point(&mut self, count: usize, name_len: impl Fn(usize) -> usize) {
+        let names = self.names.as_mut_ptr();
+        let iovs = self.iovs.as_mut_ptr();
+        for (i, msg) in self.msgs.iter_mut().take(count).enumerate() {
+            msg.msg_hdr.msg_name = names.wrapping_add(i).cast();
+            msg.msg_hdr.msg_namelen = name_len(i) as libc::socklen_t;
+            msg.msg_hdr.msg_iov = iovs.wrapping_add(i);
+        }
+    }
+}
+
 /// Receives up to `slots.capacity()` datagrams with one `recvmmsg`. Returns how many arrived
 /// (at least one), or `WouldBlock` when none is waiting. A datagram larger than its slot is cut
 /// to the slot's length.
-pub fn recv_batch(socket: SockRef<'_>, slots: RecvSlots<'_>) -> io::Result<usize> {
+pub fn recv_batch(socket: SockRef<'_>, slots: RecvSlots<'_>, headers: &mut Headers) -> io::Result<usize> {
     let count = slots.capacity();
     if count == 0 {
         return Ok(0);
     }
-    let mut names = [const { MaybeUninit::<libc::sockaddr_storage>::uninit() }; BATCH_SIZE];
-    let mut iovs = [const { MaybeUninit::<libc::iovec>::uninit() }; BATCH_SIZE];
-    let mut msgs = [const { MaybeUninit::<libc::mmsghdr>::uninit() }; BATCH_SIZE];
     let chunks = slots.bufs.chunks_exact_mut(slots.slot_len);
-    for (i, chunk) in chunks.take(count).enumerate() {
-        let iov = iovs[i].write(libc::iovec {
+    for (iov, chunk) in headers.iovs.iter_mut().zip(chunks).take(count) {
+        *iov = libc::iovec {
             iov_base: chunk.as_mut_ptr().cast(),
             iov_len: chunk.len(),
-        });
-        let hdr = message_header(
-            names[i].as_mut_ptr().cast(),
-            mem::size_of::<libc::sockaddr_storage>(),
-            iov,
-        );
-        msgs[i].write(libc::mmsghdr {
-            msg_hdr: hdr,
-            msg_len: 0,
-        });
+        };
     }
-    // SAFETY: the first `count` entries of `msgs` are initialised and point at `count` distinct
-    // iovecs, each covering a distinct slot of `slots.bufs`, and at `count` distinct address
-    // buffers of the size given in `msg_namelen`; all of them outlive the call, and the kernel
-    // writes no more than those lengths. A null timeout is allowed.
+    headers.point(count, |_| mem::size_of::<libc::sockaddr_storage>());
+    // SAFETY: the first `count` headers point at `count` distinct iovecs, each covering a
+    // distinct slot of `slots.bufs`, and at `count` distinct address buffers of the size given
+    // in `msg_namelen`; all of them outlive the call, and the kernel writes no more than those
+    // lengths. A null timeout is allowed.
     let received = syscall!(recvmmsg(
         socket.as_raw_fd(),
-        msgs.as_mut_ptr().cast::<libc::mmsghdr>(),
+        headers.msgs.as_mut_ptr(),
         count as libc::c_uint,
         0,
         ptr::null_mut(),
     ))? as usize;
     for i in 0..received.min(count) {
-        // SAFETY: entry `i < count` was initialised above; the kernel only updated its lengths.
-        let msg = unsafe { msgs[i].assume_init_ref() };
+        let msg = &headers.msgs[i];
         slots.lens[i] = (msg.msg_len as usize).min(slots.slot_len);
         // SAFETY: the kernel wrote `msg_namelen` bytes of a socket address into `names[i]`.
-        slots.peers[i] = unsafe { socket_addr(names[i].as_ptr(), msg.msg_hdr.msg_namelen) };
+        slots.peers[i] = unsafe { socket_addr(&headers.names[i], msg.msg_hdr.msg_namelen) };
     }
     Ok(received)
 }
 
 /// Sends up to `slots.count()` datagrams with one `sendmmsg`. Returns how many the kernel took
-/// (at least one); the rest are for the caller to retry. An error means the first datagram
-/// could not be sent.
-pub fn send_batch(socket: SockRef<'_>, slots: SendSlots<'_>) -> io::Result<usize> {
+/// (at least one); an error is about the first datagram.
+pub fn send_batch(socket: SockRef<'_>, slots: SendSlots<'_>, headers: &mut Headers) -> io::Result<usize> {
     let count = slots.count();
     if count == 0 {
         return Ok(0);
     }
-    let mut names = [const { MaybeUninit::<RawSocketAddr>::uninit() }; BATCH_SIZE];
-    let mut iovs = [const { MaybeUninit::<libc::iovec>::uninit() }; BATCH_SIZE];
-    let mut msgs = [const { MaybeUninit::<libc::mmsghdr>::uninit() }; BATCH_SIZE];
-    for i in 0..count {
+    let mut name_lens = [0usize; BATCH_SIZE];
+    for (i, name_len_of) in name_lens.iter_mut().enumerate().take(count) {
         let payload = slots.payload(i);
         // The kernel only reads through `iov_base` for a send; the pointer is mutable because
         // `iovec` serves both directions.
-        let iov = iovs[i].write(libc::iovec {
+        headers.iovs[i] = libc::iovec {
             iov_base: payload.as_ptr().cast_mut().cast(),
             iov_len: payload.len(),
-        });
+        };
         let (name, name_len) = RawSocketAddr::new(slots.peers[i]);
-        let name = names[i].write(name);
-        let hdr = message_header(ptr::from_mut(name).cast(), name_len, iov);
-        msgs[i].write(libc::mmsghdr {
-            msg_hdr: hdr,
-            msg_len: 0,
-        });
+        // SAFETY: `sockaddr_storage` is at least as large as, and aligned for, every socket
+        // address type, so it holds either member of the union.
+        unsafe { ptr::from_mut(&mut headers.names[i]).cast::<RawSocketAddr>().write(name) };
+        *name_len_of = name_len;
     }
-    // SAFETY: the first `count` entries of `msgs` are initialised and point at initialised
-    // iovecs over live payload bytes and at initialised socket addresses of the stated length;
-    // all outlive the call, and sendmmsg only reads through them (it writes `msg_len`).
+    headers.point(count, |i| name_lens[i]);
+    // SAFETY: the first `count` headers point at initialised iovecs over live payload bytes and
+    // at initialised socket addresses of the stated length; all outlive the call, and sendmmsg
+    // only reads through them (it writes `msg_len`).
     let sent = syscall!(sendmmsg(
         socket.as_raw_fd(),
-        msgs.as_mut_ptr().cast::<libc::mmsghdr>(),
+        headers.msgs.as_mut_ptr(),
         count as libc::c_uint,
         0
     ))?;
     Ok(sent as usize)
-}
-
-/// A message header with one I/O vector and an address buffer, and no control data.
-fn message_header(name: *mut libc::c_void, name_len: usize, iov: &mut libc::iovec) -> libc::msghdr {
-    // SAFETY: `msghdr` is a plain C struct for which all-zero bytes are a valid value (null
-    // pointers, zero lengths); zeroing also covers the padding fields some libcs declare.
-    let mut hdr: libc::msghdr = unsafe { mem::zeroed() };
-    hdr.msg_name = name;
-    hdr.msg_namelen = name_len as libc::socklen_t;
-    hdr.msg_iov = iov;
-    hdr.msg_iovlen = 1;
-    hdr
 }
 
 /// A destination address in the kernel's layout, big enough for either family.

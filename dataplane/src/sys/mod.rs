@@ -15,7 +15,7 @@ mod imp;
 #[path = "fallback.rs"]
 mod imp;
 
-pub use imp::{recv_batch, send_batch};
+pub use imp::{recv_batch, send_batch, Headers};
 
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
@@ -207,7 +207,7 @@ mod tests {
                 lens: &mut lens[got..],
                 peers: &mut peers[got..],
             };
-            match recv_batch(SockRef::from(socket), slots) {
+            match recv_batch(SockRef::from(socket), slots, &mut Headers::default()) {
                 Ok(n) => got += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(1)),
                 Err(e) => panic!("receive failed: {e}"),
@@ -237,6 +237,7 @@ mod tests {
                 lens: &lens,
                 peers: &peers,
             },
+            &mut Headers::default(),
         )
         .unwrap();
         assert!(sent >= 1);
@@ -248,7 +249,7 @@ mod tests {
                 lens: &lens[rest..],
                 peers: &peers[rest..],
             };
-            rest += send_batch(SockRef::from(&a), slots).unwrap();
+            rest += send_batch(SockRef::from(&a), slots, &mut Headers::default()).unwrap();
         }
 
         let (got_bufs, got_lens, got_peers, got) = receive_some(&b, 3);
@@ -273,7 +274,7 @@ mod tests {
             lens: &mut lens,
             peers: &mut peers,
         };
-        let err = recv_batch(SockRef::from(&socket), slots).unwrap_err();
+        let err = recv_batch(SockRef::from(&socket), slots, &mut Headers::default()).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
     }
 
@@ -294,6 +295,7 @@ mod tests {
                 lens: &[9],
                 peers: &peers,
             },
+            &mut Headers::default(),
         )
         .unwrap();
         assert_eq!(sent, 1);
