@@ -397,7 +397,7 @@ fn by_class(
     match Slot::for_qtype(question.qtype).and_then(|s| node.answer(s)) {
         Some(compiled) => {
             r.compiled(compiled);
-            if let (Some(beyond), Some(rec)) = (compiled.beyond.as_deref(), rec) {
+            if let (Some(beyond), Some(rec)) = (compiled.beyond(), rec) {
                 return complete(r, q, question, zone, beyond, snapshot, rec);
             }
         }
@@ -881,11 +881,11 @@ impl<'a> Responder<'a> {
     }
 
     fn compiled(&mut self, compiled: &CompiledAnswer) {
-        if compiled.overflow {
+        if compiled.overflow() {
             return self.does_not_fit();
         }
         let answer_start = self.pos;
-        for span in compiled.answer.iter() {
+        for span in compiled.answer() {
             if span.len() > self.room() {
                 if self.ctx.transport == Transport::Tcp {
                     // Fits no message after this question: nothing of it is sent.
@@ -894,7 +894,7 @@ impl<'a> Responder<'a> {
                 }
                 return self.does_not_fit();
             }
-            let bytes = &compiled.bytes[span.start as usize..span.end as usize];
+            let bytes = &compiled.bytes()[span.start as usize..span.end as usize];
             if span.rotate_len > 0 {
                 let cut = (self.ctx.rotation % span.count as u32) as usize * span.rotate_len as usize;
                 self.put(&bytes[cut..]);
@@ -904,9 +904,9 @@ impl<'a> Responder<'a> {
             }
             self.counts[1] += span.count;
         }
-        for span in compiled.additional.iter() {
+        for span in compiled.additional() {
             if span.len() <= self.room() {
-                self.put(&compiled.bytes[span.start as usize..span.end as usize]);
+                self.put(&compiled.bytes()[span.start as usize..span.end as usize]);
                 self.counts[3] += span.count;
             }
         }
@@ -1062,7 +1062,7 @@ mod tests {
             additional: vec![],
         };
         let compiled = CompiledAnswer::compile(&LowerName::from_wire(owner.wire()).unwrap(), &set);
-        assert!(!compiled.overflow && compiled.bytes.len() == 65_520);
+        assert!(!compiled.overflow() && compiled.bytes().len() == 65_520);
         let mut node = Node::default();
         node.answers[Slot::Txt as usize] = Some(Arc::new(compiled));
         let mut snapshot = Snapshot::default();
