@@ -1033,7 +1033,6 @@ mod tests {
     use crate::snapshot::Node;
     use crate::wire::Name;
     use hickory_proto::rr::RecordType;
-    use std::sync::Arc;
 
     /// The second message of a TCP stream the `answer` fuzz target found (kept in
     /// `fuzz/corpus/answer/regression-tc-over-tcp`): TXT for `wall.skydns.local.`.
@@ -1064,7 +1063,7 @@ mod tests {
         let compiled = CompiledAnswer::compile(&LowerName::from_wire(owner.wire()).unwrap(), &set);
         assert!(!compiled.overflow() && compiled.bytes().len() == 65_520);
         let mut node = Node::default();
-        node.answers[Slot::Txt as usize] = Some(Arc::new(compiled));
+        node.set_answer(Slot::Txt, Some(compiled));
         let mut snapshot = Snapshot::default();
         snapshot.zones.push(Zone {
             apex,
@@ -1102,10 +1101,13 @@ mod tests {
             additional: vec![],
         };
         let mut node = Node::default();
-        node.answers[Slot::A as usize] = Some(Arc::new(CompiledAnswer::compile(
-            &LowerName::from_wire(owner.wire()).unwrap(),
-            &set,
-        )));
+        node.set_answer(
+            Slot::A,
+            Some(CompiledAnswer::compile(
+                &LowerName::from_wire(owner.wire()).unwrap(),
+                &set,
+            )),
+        );
         let mut snapshot = Snapshot::default();
         snapshot.zones.push(Zone {
             apex,

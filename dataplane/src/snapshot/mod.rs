@@ -49,6 +49,25 @@ impl Slot {
     /// Number of slots.
     pub const COUNT: usize = 9;
 
+    /// Every slot, in the order of their numbers.
+    pub const ALL: [Slot; Slot::COUNT] = [
+        Slot::A,
+        Slot::Aaaa,
+        Slot::Cname,
+        Slot::Srv,
+        Slot::Txt,
+        Slot::Mx,
+        Slot::Ns,
+        Slot::Soa,
+        Slot::Ptr,
+    ];
+
+    /// The slot's bit in a node's mask.
+    #[inline]
+    fn bit(self) -> u16 {
+        1 << self as u16
+    }
+
     /// The slot answering `qtype`, if any.
     pub fn for_qtype(qtype: u16) -> Option<Slot> {
         Some(match qtype {
@@ -66,17 +85,21 @@ impl Slot {
     }
 }
 
-/// An existing name: its precompiled answers per slot (`None` = NODATA).
-#[derive(Debug, Default, Clone)]
+/// An existing name: its precompiled answers per slot (no answer = NODATA).
+///
+/// Most names answer one or two types of the nine slots, and a snapshot holds one node per name,
+/// so a node keeps only the answers it has, in slot order, with a mask of the slots they fill.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Node {
     /// Index of the zone in [`Snapshot::zones`].
     pub zone: u16,
     /// What the names directly below it that have no node of their own are.
     pub below: Below,
-    /// Answers per [`Slot`].
-    pub answers: [Option<Arc<CompiledAnswer>>; Slot::COUNT],
+    /// Bit `slot` is set for each slot with an answer.
+    slots: u16,
+    /// The answers of the set bits of `slots`, lowest bit first.
+    answers: Box<[CompiledAnswer]>,
 }
-
 /// What a name without a node is when its parent's node says so: names that cannot be listed
 /// in advance because any spelling of a kind answers.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -90,9 +113,72 @@ pub enum Below {
 }
 
 impl Node {
+    /// A node without answers: a name that exists with no data (RFC 8020), or one to fill.
+    pub fn new(zone: u16, below: Below) -> Node {
+        Node {
+            zone,
+            below,
+            ..Node::default()
+        }
+    }
+
+    /// A node with `answers`; of two answers for one slot, the later is kept.
+    pub fn with_answers(zone: u16, below: Below, answers: impl IntoIterator<Item = (Slot, CompiledAnswer)>) -> Node {
+        let mut by_slot: [Option<CompiledAnswer>; Slot::COUNT] = [const { None }; Slot::COUNT];
+        let mut slots = 0;
+        for (slot, answer) in answers {
+            by_slot[slot as usize] = Some(answer);
+            slots |= slot.bit();
+        }
+        let mut packed = Vec::with_capacity(slots.count_ones() as usize);
+        packed.extend(by_slot.into_iter().flatten());
+        Node {
+            zone,
+            below,
+            slots,
+            answers: packed.into_boxed_slice(),
+        }
+    }
+
     /// The answer for `slot`, if the name has data of that type.
+    #[inline]
     pub fn answer(&self, slot: Slot) -> Option<&CompiledAnswer> {
-        self.answers[slot as usize].as_deref()
+        let bit = slot.bit();
+        if self.slots & bit == 0 {
+            return None;
+        }
+        self.answers.get((self.slots & (bit - 1)).count_ones() as usize)
+    }
+
+    /// Sets or clears the answer for `slot`.
+    pub fn set_answer(&mut self, slot: Slot, answer: Option<CompiledAnswer>) {
+        let bit = slot.bit();
+        let at = (self.slots & (bit - 1)).count_ones() as usize;
+        let held = self.slots & bit != 0;
+        match answer {
+            Some(answer) if held => self.answers[at] = answer,
+            Some(answer) => {
+                let mut answers = std::mem::take(&mut self.answers).into_vec();
+                answers.insert(at, answer);
+                self.answers = answers.into_boxed_slice();
+                self.slots |= bit;
+            }
+            None if held => {
+                let mut answers = std::mem::take(&mut self.answers).into_vec();
+                answers.remove(at);
+                self.answers = answers.into_boxed_slice();
+                self.slots &= !bit;
+            }
+            None => {}
+        }
+    }
+
+    /// Every answer with its slot, in slot order.
+    pub fn answers(&self) -> impl Iterator<Item = (Slot, &CompiledAnswer)> {
+        Slot::ALL
+            .into_iter()
+            .filter(|slot| self.slots & slot.bit() != 0)
+            .zip(self.answers.iter())
     }
 }
 
@@ -239,4 +325,50 @@ pub type SnapshotCell = Arc<ArcSwap<Snapshot>>;
 /// A cell holding an empty snapshot, before any source has loaded.
 pub fn empty_cell() -> SnapshotCell {
     Arc::new(ArcSwap::from_pointee(Snapshot::default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::rrset::{AnswerSet, Rdata, Record, Rrset};
+    use std::net::Ipv4Addr;
+
+    /// An answer with the address 10.0.0.`last`.
+    fn answer(last: u8) -> CompiledAnswer {
+        let qname = LowerName::from_wire(Name::from_dotted("web.skydns.test.").unwrap().wire()).unwrap();
+        let set = AnswerSet {
+            answer: vec![Rrset {
+                owner: None,
+                records: vec![Record {
+                    ttl: 60,
+                    rdata: Rdata::A(Ipv4Addr::new(10, 0, 0, last)),
+                }],
+                rotate: false,
+            }],
+            additional: vec![],
+        };
+        CompiledAnswer::compile(&qname, &set)
+    }
+
+    #[test]
+    fn a_node_holds_only_the_answers_it_has() {
+        let (srv, ptr) = (answer(1), answer(2));
+        let mut node = Node::with_answers(3, Below::Nothing, [(Slot::Ptr, ptr.clone()), (Slot::Srv, srv.clone())]);
+        assert_eq!(std::mem::size_of::<Node>(), 24);
+        assert_eq!(
+            (node.answer(Slot::Srv), node.answer(Slot::Ptr)),
+            (Some(&srv), Some(&ptr))
+        );
+        assert!(Slot::ALL
+            .into_iter()
+            .filter(|s| ![Slot::Srv, Slot::Ptr].contains(s))
+            .all(|s| node.answer(s).is_none()));
+        let a = answer(3);
+        node.set_answer(Slot::A, Some(a.clone()));
+        node.set_answer(Slot::Srv, None);
+        let slots: Vec<Slot> = node.answers().map(|(slot, _)| slot).collect();
+        assert_eq!(slots, [Slot::A, Slot::Ptr]);
+        assert_eq!((node.answer(Slot::A), node.answer(Slot::Ptr)), (Some(&a), Some(&ptr)));
+        assert_eq!(node.answer(Slot::Srv), None);
+    }
 }

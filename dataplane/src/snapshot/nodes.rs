@@ -165,10 +165,7 @@ mod tests {
     }
 
     fn node(zone: u16) -> Node {
-        Node {
-            zone,
-            ..Node::default()
-        }
+        Node::new(zone, Below::Nothing)
     }
 
     #[test]

@@ -143,7 +143,9 @@ const MAX_SETS: usize = u16::MAX as usize;
 ///
 /// A snapshot holds one per name and type, so it is one allocation: the RRsets' entries and the
 /// records share it (layout below), and the rare names it leaves unresolved ([`Beyond`]) live
-/// out of line only in the answers that have them. Cloning shares the allocation.
+/// out of line only in the answers that have them. Cloning shares the allocation, and equality
+/// compares the allocations before their bytes, so that answers a new snapshot carries over
+/// compare at the cost of a pointer.
 ///
 /// # Layout
 ///

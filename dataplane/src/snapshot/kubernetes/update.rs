@@ -27,7 +27,6 @@ use foldhash::fast::RandomState;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::time::SystemTime;
 
 /// The snapshot served, with the SkyDNS snapshot it was composed with.
@@ -126,7 +125,7 @@ pub fn update(
     // Only names whose node differs are written: each write copies a shard `previous` shares.
     let mut nodes = previous.nodes.clone();
     let set = |nodes: &mut Nodes, name: &Name, node: Option<Node>| match node {
-        Some(node) if !previous.nodes.get(name.wire()).is_some_and(|old| same(old, &node)) => {
+        Some(node) if !previous.nodes.get(name.wire()).is_some_and(|old| *old == node) => {
             nodes.insert(name.clone(), node);
         }
         Some(_) => {}
@@ -216,7 +215,7 @@ fn rebased(config: &Config, before: &Snapshot, base: &Snapshot, zones: &mut [Zon
     let mut kept = 0;
     for (name, node) in &base.nodes {
         match before.nodes.get(name.wire()) {
-            Some(old) if same(old, node) => kept += 1,
+            Some(old) if old == node => kept += 1,
             Some(_) => {
                 kept += 1;
                 if !note(name) {
@@ -238,17 +237,6 @@ fn rebased(config: &Config, before: &Snapshot, base: &Snapshot, zones: &mut [Zon
         }
     }
     Some(rebase)
-}
-
-/// Whether two nodes answer alike: the same zone, names below and answers.
-fn same(a: &Node, b: &Node) -> bool {
-    a.zone == b.zone
-        && a.below == b.below
-        && a.answers.iter().zip(&b.answers).all(|(x, y)| match (x, y) {
-            (Some(x), Some(y)) => Arc::ptr_eq(x, y) || x == y,
-            (None, None) => true,
-            _ => false,
-        })
 }
 
 /// `previous`'s zones with the cluster zones `fresh` in their places; `None` when `previous`
