@@ -87,19 +87,26 @@ impl Slot {
 
 /// An existing name: its precompiled answers per slot (no answer = NODATA).
 ///
-/// Most names answer one or two types of the nine slots, and a snapshot holds one node per name,
-/// so a node keeps only the answers it has, in slot order, with a mask of the slots they fill.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Node {
+/// A snapshot holds one node per name, in hash tables whose slots are at most seven eighths
+/// full and often half, so a node is one pointer to one allocation: its zone, what lies below
+/// it, a mask of the slots it has answers for, and those answers alone, in slot order (most
+/// names answer one or two of the nine slots).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Node(Box<Parts<[CompiledAnswer]>>);
+
+/// What a [`Node`] points to; `A` is the answers, an array until it is boxed.
+#[derive(Debug, PartialEq, Eq)]
+struct Parts<A: ?Sized> {
     /// Index of the zone in [`Snapshot::zones`].
-    pub zone: u16,
+    zone: u16,
     /// What the names directly below it that have no node of their own are.
-    pub below: Below,
+    below: Below,
     /// Bit `slot` is set for each slot with an answer.
     slots: u16,
     /// The answers of the set bits of `slots`, lowest bit first.
-    answers: Box<[CompiledAnswer]>,
+    answers: A,
 }
+
 /// What a name without a node is when its parent's node says so: names that cannot be listed
 /// in advance because any spelling of a kind answers.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -115,70 +122,116 @@ pub enum Below {
 impl Node {
     /// A node without answers: a name that exists with no data (RFC 8020), or one to fill.
     pub fn new(zone: u16, below: Below) -> Node {
-        Node {
-            zone,
-            below,
-            ..Node::default()
-        }
+        Node::packed(zone, below, [const { None }; Slot::COUNT])
     }
 
     /// A node with `answers`; of two answers for one slot, the later is kept.
     pub fn with_answers(zone: u16, below: Below, answers: impl IntoIterator<Item = (Slot, CompiledAnswer)>) -> Node {
-        let mut by_slot: [Option<CompiledAnswer>; Slot::COUNT] = [const { None }; Slot::COUNT];
-        let mut slots = 0;
+        let mut by_slot = [const { None }; Slot::COUNT];
         for (slot, answer) in answers {
             by_slot[slot as usize] = Some(answer);
-            slots |= slot.bit();
         }
-        let mut packed = Vec::with_capacity(slots.count_ones() as usize);
-        packed.extend(by_slot.into_iter().flatten());
-        Node {
+        Node::packed(zone, below, by_slot)
+    }
+
+    /// The node holding the answers of `by_slot`, in one allocation sized for them.
+    fn packed(zone: u16, below: Below, by_slot: [Option<CompiledAnswer>; Slot::COUNT]) -> Node {
+        let slots = Slot::ALL
+            .into_iter()
+            .filter(|slot| by_slot[*slot as usize].is_some())
+            .fold(0, |mask, slot| mask | slot.bit());
+        let mut answers = by_slot.into_iter().flatten();
+        Node(match slots.count_ones() {
+            0 => Node::parts::<0>(zone, below, slots, &mut answers),
+            1 => Node::parts::<1>(zone, below, slots, &mut answers),
+            2 => Node::parts::<2>(zone, below, slots, &mut answers),
+            3 => Node::parts::<3>(zone, below, slots, &mut answers),
+            4 => Node::parts::<4>(zone, below, slots, &mut answers),
+            5 => Node::parts::<5>(zone, below, slots, &mut answers),
+            6 => Node::parts::<6>(zone, below, slots, &mut answers),
+            7 => Node::parts::<7>(zone, below, slots, &mut answers),
+            8 => Node::parts::<8>(zone, below, slots, &mut answers),
+            _ => Node::parts::<{ Slot::COUNT }>(zone, below, slots, &mut answers),
+        })
+    }
+
+    /// Boxes `N` answers; the box then forgets `N`, which the count of `slots` keeps.
+    fn parts<const N: usize>(
+        zone: u16,
+        below: Below,
+        slots: u16,
+        answers: &mut impl Iterator<Item = CompiledAnswer>,
+    ) -> Box<Parts<[CompiledAnswer]>> {
+        Box::new(Parts {
             zone,
             below,
             slots,
-            answers: packed.into_boxed_slice(),
-        }
+            answers: std::array::from_fn::<_, N, _>(|_| answers.next().expect("an answer for every slot bit")),
+        })
+    }
+
+    /// Index of the zone in [`Snapshot::zones`].
+    #[inline]
+    pub fn zone(&self) -> u16 {
+        self.0.zone
+    }
+
+    /// Moves the node to the zone of index `zone` in [`Snapshot::zones`].
+    pub fn set_zone(&mut self, zone: u16) {
+        self.0.zone = zone;
+    }
+
+    /// What the names directly below it that have no node of their own are.
+    #[inline]
+    pub fn below(&self) -> Below {
+        self.0.below
     }
 
     /// The answer for `slot`, if the name has data of that type.
     #[inline]
     pub fn answer(&self, slot: Slot) -> Option<&CompiledAnswer> {
         let bit = slot.bit();
-        if self.slots & bit == 0 {
+        if self.0.slots & bit == 0 {
             return None;
         }
-        self.answers.get((self.slots & (bit - 1)).count_ones() as usize)
+        self.0.answers.get((self.0.slots & (bit - 1)).count_ones() as usize)
     }
 
     /// Sets or clears the answer for `slot`.
     pub fn set_answer(&mut self, slot: Slot, answer: Option<CompiledAnswer>) {
-        let bit = slot.bit();
-        let at = (self.slots & (bit - 1)).count_ones() as usize;
-        let held = self.slots & bit != 0;
-        match answer {
-            Some(answer) if held => self.answers[at] = answer,
-            Some(answer) => {
-                let mut answers = std::mem::take(&mut self.answers).into_vec();
-                answers.insert(at, answer);
-                self.answers = answers.into_boxed_slice();
-                self.slots |= bit;
-            }
-            None if held => {
-                let mut answers = std::mem::take(&mut self.answers).into_vec();
-                answers.remove(at);
-                self.answers = answers.into_boxed_slice();
-                self.slots &= !bit;
-            }
-            None => {}
-        }
+        let mut by_slot = self.by_slot();
+        by_slot[slot as usize] = answer;
+        *self = Node::packed(self.0.zone, self.0.below, by_slot);
     }
 
     /// Every answer with its slot, in slot order.
     pub fn answers(&self) -> impl Iterator<Item = (Slot, &CompiledAnswer)> {
         Slot::ALL
             .into_iter()
-            .filter(|slot| self.slots & slot.bit() != 0)
-            .zip(self.answers.iter())
+            .filter(|slot| self.0.slots & slot.bit() != 0)
+            .zip(self.0.answers.iter())
+    }
+
+    fn by_slot(&self) -> [Option<CompiledAnswer>; Slot::COUNT] {
+        let mut by_slot = [const { None }; Slot::COUNT];
+        for (slot, answer) in self.answers() {
+            by_slot[slot as usize] = Some(answer.clone());
+        }
+        by_slot
+    }
+}
+
+impl Default for Node {
+    /// A node of the first zone, without answers.
+    fn default() -> Node {
+        Node::new(0, Below::Nothing)
+    }
+}
+
+impl Clone for Node {
+    /// Shares the answers; the node itself is copied.
+    fn clone(&self) -> Node {
+        Node::packed(self.0.zone, self.0.below, self.by_slot())
     }
 }
 
@@ -256,7 +309,7 @@ impl Snapshot {
             return None;
         }
         let parent = self.nodes.get(qname.suffix(1))?;
-        if parent.below != Below::DashedAddresses {
+        if parent.below() != Below::DashedAddresses {
             return None;
         }
         kubernetes::names::undashed(qname.label(0))
@@ -300,13 +353,13 @@ pub fn compose(base: &Snapshot, overlay: Snapshot, generation: u64) -> Snapshot 
     // Writing every node would copy every shard the overlay shares with another snapshot.
     if overlay_map.iter().enumerate().any(|(i, &to)| usize::from(to) != i) {
         for (_, node) in nodes.iter_mut() {
-            node.zone = overlay_map.get(usize::from(node.zone)).copied().unwrap_or(0);
+            node.set_zone(overlay_map.get(usize::from(node.zone())).copied().unwrap_or(0));
         }
     }
     for (name, node) in &base.nodes {
         if !nodes.contains_key(name) {
             let mut node = node.clone();
-            node.zone = base_map.get(usize::from(node.zone)).copied().unwrap_or(0);
+            node.set_zone(base_map.get(usize::from(node.zone())).copied().unwrap_or(0));
             nodes.insert(name.clone(), node);
         }
     }
@@ -354,7 +407,7 @@ mod tests {
     fn a_node_holds_only_the_answers_it_has() {
         let (srv, ptr) = (answer(1), answer(2));
         let mut node = Node::with_answers(3, Below::Nothing, [(Slot::Ptr, ptr.clone()), (Slot::Srv, srv.clone())]);
-        assert_eq!(std::mem::size_of::<Node>(), 24);
+        assert_eq!(std::mem::size_of::<Node>(), 16);
         assert_eq!(
             (node.answer(Slot::Srv), node.answer(Slot::Ptr)),
             (Some(&srv), Some(&ptr))

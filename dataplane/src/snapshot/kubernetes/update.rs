@@ -136,9 +136,11 @@ pub fn update(
     // A name of `base` as `compose` places it: its node, in the zone of the same apex.
     let from_base = |name: &Name| {
         base.nodes.get(name.wire()).map(|node| {
-            let apex = base.zones.get(usize::from(node.zone)).map(|z| &z.apex);
+            let apex = base.zones.get(usize::from(node.zone())).map(|z| &z.apex);
             let zone = zones.iter().position(|z| Some(&z.apex) == apex).unwrap_or(0) as u16;
-            Node { zone, ..node.clone() }
+            let mut node = node.clone();
+            node.set_zone(zone);
+            node
         })
     };
     for (name, node) in &compiled {

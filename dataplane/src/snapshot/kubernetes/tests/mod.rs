@@ -723,7 +723,11 @@ fn composed_with_skydns_both_zones_answer() {
         .windows(2)
         .all(|w| w[0].apex.wire().len() >= w[1].apex.wire().len()));
     for (name, node) in &s.nodes {
-        assert_eq!(s.zone_of(name.wire()).map(|(i, _)| i as u16), Some(node.zone), "{name}");
+        assert_eq!(
+            s.zone_of(name.wire()).map(|(i, _)| i as u16),
+            Some(node.zone()),
+            "{name}"
+        );
     }
 }
 

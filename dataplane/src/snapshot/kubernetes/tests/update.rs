@@ -223,7 +223,11 @@ fn assert_same(updated: &Snapshot, built: &Snapshot, context: &str) {
     );
     for (name, node) in &built.nodes {
         let other = &updated.nodes[name];
-        assert_eq!((other.zone, other.below), (node.zone, node.below), "{name} ({context})");
+        assert_eq!(
+            (other.zone(), other.below()),
+            (node.zone(), node.below()),
+            "{name} ({context})"
+        );
         for slot in Slot::ALL {
             let (u, b) = (other.answer(slot), node.answer(slot));
             assert_eq!(u.is_some(), b.is_some(), "{name} slot {slot:?} ({context})");

@@ -58,7 +58,7 @@ fn assert_same(updated: &Snapshot, built: &Snapshot, seed: u64, step: usize) {
     assert_eq!(names(updated), names(built), "names differ (seed {seed}, step {step})");
     for (name, node) in built.nodes.iter() {
         let other = updated.nodes.get(name.wire()).unwrap();
-        assert_eq!(other.zone, node.zone, "{name}: zone (seed {seed}, step {step})");
+        assert_eq!(other.zone(), node.zone(), "{name}: zone (seed {seed}, step {step})");
         for slot in Slot::ALL {
             assert_eq!(
                 other.answer(slot),
