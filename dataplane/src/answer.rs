@@ -403,7 +403,7 @@ fn by_class(
     match Slot::for_qtype(question.qtype).and_then(|s| node.answer(s)) {
         Some(compiled) => {
             r.compiled(compiled);
-            if let (Some(beyond), Some(rec)) = (compiled.beyond.as_deref(), rec) {
+            if let (Some(beyond), Some(rec)) = (compiled.beyond(), rec) {
                 return complete(r, q, question, zone, beyond, snapshot, rec);
             }
         }
@@ -890,11 +890,11 @@ impl<'a> Responder<'a> {
 
     #[inline]
     fn compiled(&mut self, compiled: &CompiledAnswer) {
-        if compiled.overflow {
+        if compiled.overflow() {
             return self.does_not_fit();
         }
         let answer_start = self.pos;
-        for span in compiled.answer.iter() {
+        for span in compiled.answer() {
             if span.len() > self.room() {
                 if self.ctx.transport == Transport::Tcp {
                     // Fits no message after this question: nothing of it is sent.
@@ -903,7 +903,7 @@ impl<'a> Responder<'a> {
                 }
                 return self.does_not_fit();
             }
-            let bytes = &compiled.bytes[span.start as usize..span.end as usize];
+            let bytes = &compiled.bytes()[span.start as usize..span.end as usize];
             if span.rotate_len > 0 {
                 let cut = (self.ctx.rotation % span.count as u32) as usize * span.rotate_len as usize;
                 self.put(&bytes[cut..]);
@@ -913,9 +913,9 @@ impl<'a> Responder<'a> {
             }
             self.counts[1] += span.count;
         }
-        for span in compiled.additional.iter() {
+        for span in compiled.additional() {
             if span.len() <= self.room() {
-                self.put(&compiled.bytes[span.start as usize..span.end as usize]);
+                self.put(&compiled.bytes()[span.start as usize..span.end as usize]);
                 self.counts[3] += span.count;
             }
         }
@@ -1043,7 +1043,6 @@ mod tests {
     use crate::snapshot::Node;
     use crate::wire::Name;
     use hickory_proto::rr::RecordType;
-    use std::sync::Arc;
 
     /// The second message of a TCP stream the `answer` fuzz target found (kept in
     /// `fuzz/corpus/answer/regression-tc-over-tcp`): TXT for `wall.skydns.local.`.
@@ -1072,9 +1071,9 @@ mod tests {
             additional: vec![],
         };
         let compiled = CompiledAnswer::compile(&LowerName::from_wire(owner.wire()).unwrap(), &set);
-        assert!(!compiled.overflow && compiled.bytes.len() == 65_520);
+        assert!(!compiled.overflow() && compiled.bytes().len() == 65_520);
         let mut node = Node::default();
-        node.answers[Slot::Txt as usize] = Some(Arc::new(compiled));
+        node.set_answer(Slot::Txt, Some(compiled));
         let mut snapshot = Snapshot::default();
         snapshot.zones.push(Zone {
             apex,
@@ -1112,10 +1111,13 @@ mod tests {
             additional: vec![],
         };
         let mut node = Node::default();
-        node.answers[Slot::A as usize] = Some(Arc::new(CompiledAnswer::compile(
-            &LowerName::from_wire(owner.wire()).unwrap(),
-            &set,
-        )));
+        node.set_answer(
+            Slot::A,
+            Some(CompiledAnswer::compile(
+                &LowerName::from_wire(owner.wire()).unwrap(),
+                &set,
+            )),
+        );
         let mut snapshot = Snapshot::default();
         snapshot.zones.push(Zone {
             apex,

@@ -117,7 +117,7 @@ proptest! {
         let mut msg = vec![0, 1, 0x84, 0, 0, 1, 0, records.len() as u8, 0, 0, 0, 0];
         msg.extend_from_slice(q.wire());
         msg.extend_from_slice(&[0, 1, 0, 1]);
-        msg.extend_from_slice(&compiled.bytes);
+        msg.extend_from_slice(compiled.bytes());
         let parsed = Message::from_vec(&msg).unwrap();
         prop_assert_eq!(parsed.answers().len(), records.len());
         for ((rdata, ttl, own), rr) in records.iter().zip(parsed.answers()) {

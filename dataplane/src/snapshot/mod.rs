@@ -49,6 +49,25 @@ impl Slot {
     /// Number of slots.
     pub const COUNT: usize = 9;
 
+    /// Every slot, in the order of their numbers.
+    pub const ALL: [Slot; Slot::COUNT] = [
+        Slot::A,
+        Slot::Aaaa,
+        Slot::Cname,
+        Slot::Srv,
+        Slot::Txt,
+        Slot::Mx,
+        Slot::Ns,
+        Slot::Soa,
+        Slot::Ptr,
+    ];
+
+    /// The slot's bit in a node's mask.
+    #[inline]
+    fn bit(self) -> u16 {
+        1 << self as u16
+    }
+
     /// The slot answering `qtype`, if any.
     pub fn for_qtype(qtype: u16) -> Option<Slot> {
         Some(match qtype {
@@ -66,15 +85,26 @@ impl Slot {
     }
 }
 
-/// An existing name: its precompiled answers per slot (`None` = NODATA).
-#[derive(Debug, Default, Clone)]
-pub struct Node {
+/// An existing name: its precompiled answers per slot (no answer = NODATA).
+///
+/// A snapshot holds one node per name, in hash tables whose slots are at most seven eighths
+/// full and often half, so a node is one pointer to one allocation: its zone, what lies below
+/// it, a mask of the slots it has answers for, and those answers alone, in slot order (most
+/// names answer one or two of the nine slots).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Node(Box<Parts<[CompiledAnswer]>>);
+
+/// What a [`Node`] points to; `A` is the answers, an array until it is boxed.
+#[derive(Debug, PartialEq, Eq)]
+struct Parts<A: ?Sized> {
     /// Index of the zone in [`Snapshot::zones`].
-    pub zone: u16,
+    zone: u16,
     /// What the names directly below it that have no node of their own are.
-    pub below: Below,
-    /// Answers per [`Slot`].
-    pub answers: [Option<Arc<CompiledAnswer>>; Slot::COUNT],
+    below: Below,
+    /// Bit `slot` is set for each slot with an answer.
+    slots: u16,
+    /// The answers of the set bits of `slots`, lowest bit first.
+    answers: A,
 }
 
 /// What a name without a node is when its parent's node says so: names that cannot be listed
@@ -90,9 +120,118 @@ pub enum Below {
 }
 
 impl Node {
+    /// A node without answers: a name that exists with no data (RFC 8020), or one to fill.
+    pub fn new(zone: u16, below: Below) -> Node {
+        Node::packed(zone, below, [const { None }; Slot::COUNT])
+    }
+
+    /// A node with `answers`; of two answers for one slot, the later is kept.
+    pub fn with_answers(zone: u16, below: Below, answers: impl IntoIterator<Item = (Slot, CompiledAnswer)>) -> Node {
+        let mut by_slot = [const { None }; Slot::COUNT];
+        for (slot, answer) in answers {
+            by_slot[slot as usize] = Some(answer);
+        }
+        Node::packed(zone, below, by_slot)
+    }
+
+    /// The node holding the answers of `by_slot`, in one allocation sized for them.
+    fn packed(zone: u16, below: Below, by_slot: [Option<CompiledAnswer>; Slot::COUNT]) -> Node {
+        let slots = Slot::ALL
+            .into_iter()
+            .filter(|slot| by_slot[*slot as usize].is_some())
+            .fold(0, |mask, slot| mask | slot.bit());
+        let mut answers = by_slot.into_iter().flatten();
+        Node(match slots.count_ones() {
+            0 => Node::parts::<0>(zone, below, slots, &mut answers),
+            1 => Node::parts::<1>(zone, below, slots, &mut answers),
+            2 => Node::parts::<2>(zone, below, slots, &mut answers),
+            3 => Node::parts::<3>(zone, below, slots, &mut answers),
+            4 => Node::parts::<4>(zone, below, slots, &mut answers),
+            5 => Node::parts::<5>(zone, below, slots, &mut answers),
+            6 => Node::parts::<6>(zone, below, slots, &mut answers),
+            7 => Node::parts::<7>(zone, below, slots, &mut answers),
+            8 => Node::parts::<8>(zone, below, slots, &mut answers),
+            _ => Node::parts::<{ Slot::COUNT }>(zone, below, slots, &mut answers),
+        })
+    }
+
+    /// Boxes `N` answers; the box then forgets `N`, which the count of `slots` keeps.
+    fn parts<const N: usize>(
+        zone: u16,
+        below: Below,
+        slots: u16,
+        answers: &mut impl Iterator<Item = CompiledAnswer>,
+    ) -> Box<Parts<[CompiledAnswer]>> {
+        Box::new(Parts {
+            zone,
+            below,
+            slots,
+            answers: std::array::from_fn::<_, N, _>(|_| answers.next().expect("an answer for every slot bit")),
+        })
+    }
+
+    /// Index of the zone in [`Snapshot::zones`].
+    #[inline]
+    pub fn zone(&self) -> u16 {
+        self.0.zone
+    }
+
+    /// Moves the node to the zone of index `zone` in [`Snapshot::zones`].
+    pub fn set_zone(&mut self, zone: u16) {
+        self.0.zone = zone;
+    }
+
+    /// What the names directly below it that have no node of their own are.
+    #[inline]
+    pub fn below(&self) -> Below {
+        self.0.below
+    }
+
     /// The answer for `slot`, if the name has data of that type.
+    #[inline]
     pub fn answer(&self, slot: Slot) -> Option<&CompiledAnswer> {
-        self.answers[slot as usize].as_deref()
+        let bit = slot.bit();
+        if self.0.slots & bit == 0 {
+            return None;
+        }
+        self.0.answers.get((self.0.slots & (bit - 1)).count_ones() as usize)
+    }
+
+    /// Sets or clears the answer for `slot`.
+    pub fn set_answer(&mut self, slot: Slot, answer: Option<CompiledAnswer>) {
+        let mut by_slot = self.by_slot();
+        by_slot[slot as usize] = answer;
+        *self = Node::packed(self.0.zone, self.0.below, by_slot);
+    }
+
+    /// Every answer with its slot, in slot order.
+    pub fn answers(&self) -> impl Iterator<Item = (Slot, &CompiledAnswer)> {
+        Slot::ALL
+            .into_iter()
+            .filter(|slot| self.0.slots & slot.bit() != 0)
+            .zip(self.0.answers.iter())
+    }
+
+    fn by_slot(&self) -> [Option<CompiledAnswer>; Slot::COUNT] {
+        let mut by_slot = [const { None }; Slot::COUNT];
+        for (slot, answer) in self.answers() {
+            by_slot[slot as usize] = Some(answer.clone());
+        }
+        by_slot
+    }
+}
+
+impl Default for Node {
+    /// A node of the first zone, without answers.
+    fn default() -> Node {
+        Node::new(0, Below::Nothing)
+    }
+}
+
+impl Clone for Node {
+    /// Shares the answers; the node itself is copied.
+    fn clone(&self) -> Node {
+        Node::packed(self.0.zone, self.0.below, self.by_slot())
     }
 }
 
@@ -171,7 +310,7 @@ impl Snapshot {
             return None;
         }
         let parent = self.nodes.get(qname.suffix(1))?;
-        if parent.below != Below::DashedAddresses {
+        if parent.below() != Below::DashedAddresses {
             return None;
         }
         kubernetes::names::undashed(qname.label(0))
@@ -216,13 +355,13 @@ pub fn compose(base: &Snapshot, overlay: Snapshot, generation: u64) -> Snapshot 
     // Writing every node would copy every shard the overlay shares with another snapshot.
     if overlay_map.iter().enumerate().any(|(i, &to)| usize::from(to) != i) {
         for (_, node) in nodes.iter_mut() {
-            node.zone = overlay_map.get(usize::from(node.zone)).copied().unwrap_or(0);
+            node.set_zone(overlay_map.get(usize::from(node.zone())).copied().unwrap_or(0));
         }
     }
     for (name, node) in &base.nodes {
         if !nodes.contains_key(name) {
             let mut node = node.clone();
-            node.zone = base_map.get(usize::from(node.zone)).copied().unwrap_or(0);
+            node.set_zone(base_map.get(usize::from(node.zone())).copied().unwrap_or(0));
             nodes.insert(name.clone(), node);
         }
     }
@@ -241,4 +380,50 @@ pub type SnapshotCell = Arc<ArcSwap<Snapshot>>;
 /// A cell holding an empty snapshot, before any source has loaded.
 pub fn empty_cell() -> SnapshotCell {
     Arc::new(ArcSwap::from_pointee(Snapshot::default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::rrset::{AnswerSet, Rdata, Record, Rrset};
+    use std::net::Ipv4Addr;
+
+    /// An answer with the address 10.0.0.`last`.
+    fn answer(last: u8) -> CompiledAnswer {
+        let qname = LowerName::from_wire(Name::from_dotted("web.skydns.test.").unwrap().wire()).unwrap();
+        let set = AnswerSet {
+            answer: vec![Rrset {
+                owner: None,
+                records: vec![Record {
+                    ttl: 60,
+                    rdata: Rdata::A(Ipv4Addr::new(10, 0, 0, last)),
+                }],
+                rotate: false,
+            }],
+            additional: vec![],
+        };
+        CompiledAnswer::compile(&qname, &set)
+    }
+
+    #[test]
+    fn a_node_holds_only_the_answers_it_has() {
+        let (srv, ptr) = (answer(1), answer(2));
+        let mut node = Node::with_answers(3, Below::Nothing, [(Slot::Ptr, ptr.clone()), (Slot::Srv, srv.clone())]);
+        assert_eq!(std::mem::size_of::<Node>(), 16);
+        assert_eq!(
+            (node.answer(Slot::Srv), node.answer(Slot::Ptr)),
+            (Some(&srv), Some(&ptr))
+        );
+        assert!(Slot::ALL
+            .into_iter()
+            .filter(|s| ![Slot::Srv, Slot::Ptr].contains(s))
+            .all(|s| node.answer(s).is_none()));
+        let a = answer(3);
+        node.set_answer(Slot::A, Some(a.clone()));
+        node.set_answer(Slot::Srv, None);
+        let slots: Vec<Slot> = node.answers().map(|(slot, _)| slot).collect();
+        assert_eq!(slots, [Slot::A, Slot::Ptr]);
+        assert_eq!((node.answer(Slot::A), node.answer(Slot::Ptr)), (Some(&a), Some(&ptr)));
+        assert_eq!(node.answer(Slot::Srv), None);
+    }
 }

@@ -201,26 +201,23 @@ mod tests {
     }
 
     fn node(zone: u16) -> Node {
-        Node {
-            zone,
-            ..Node::default()
-        }
+        Node::new(zone, Below::Nothing)
     }
 
     #[test]
     fn names_are_found_replaced_and_removed() {
         let mut nodes: Nodes = (0..1000).map(|i| (name(i), node(i as u16))).collect();
         assert_eq!(nodes.len(), 1000);
-        assert_eq!(nodes.get(name(7).wire()).map(|n| n.zone), Some(7));
+        assert_eq!(nodes.get(name(7).wire()).map(|n| n.zone()), Some(7));
         assert!(nodes.get(b"\x01x\x00").is_none());
-        assert_eq!(nodes.insert(name(7), node(70)).map(|n| n.zone), Some(7));
+        assert_eq!(nodes.insert(name(7), node(70)).map(|n| n.zone()), Some(7));
         assert_eq!(nodes.len(), 1000);
-        assert_eq!(nodes.remove(&name(7)).map(|n| n.zone), Some(70));
+        assert_eq!(nodes.remove(&name(7)).map(|n| n.zone()), Some(70));
         assert!(nodes.remove(&name(7)).is_none());
         assert_eq!(nodes.len(), 999);
         assert!(!nodes.contains_key(&name(7)));
-        nodes.get_mut(&name(8)).unwrap().below = Below::DashedAddresses;
-        assert_eq!(nodes.get(name(8).wire()).unwrap().below, Below::DashedAddresses);
+        nodes.get_mut(&name(8)).unwrap().set_zone(80);
+        assert_eq!(nodes.get(name(8).wire()).unwrap().zone(), 80);
         assert_eq!(nodes.iter().count(), 999);
     }
 
@@ -236,7 +233,7 @@ mod tests {
             .filter(|(a, b)| !Arc::ptr_eq(a, b))
             .count();
         assert_eq!(copied, 1);
-        assert_eq!(nodes.get(name(3).wire()).unwrap().zone, 1);
-        assert_eq!(next.get(name(3).wire()).unwrap().zone, 2);
+        assert_eq!(nodes.get(name(3).wire()).unwrap().zone(), 1);
+        assert_eq!(next.get(name(3).wire()).unwrap().zone(), 2);
     }
 }

@@ -5,6 +5,7 @@ use crate::wire::types::{class, rtype};
 use crate::wire::writer::{Owner, RrWriter};
 use crate::wire::{LowerName, Name};
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
 /// The data of one record.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -124,24 +125,92 @@ impl RrsetSpan {
     }
 }
 
-/// Largest answer worth precompiling: anything bigger cannot be sent even over TCP.
+/// Largest answer worth precompiling: anything bigger cannot be sent even over TCP. An
+/// additional RRset longer than this is left out for the same reason, which is what lets every
+/// set's length fit the two bytes its entry gives it.
 const MAX_COMPILED: usize = 65535;
+
+/// Bit of an entry's second word marking a set whose records rotate.
+const ROTATES: u16 = 0x8000;
+
+/// Most RRsets a section records: its count is two bytes. Only an additional section could hold
+/// more (an answer section of at most [`MAX_COMPILED`] bytes has fewer than 6,000 records), and
+/// no message could carry its sets beyond that many.
+const MAX_SETS: usize = u16::MAX as usize;
 
 /// A positive answer in wire form for one query name and type, ready to be copied after the
 /// question of any reply to that name.
+///
+/// A snapshot holds one per name and type, so it is one allocation: the RRsets' entries and the
+/// records share it (layout below), and the rare names it leaves unresolved ([`Beyond`]) live
+/// out of line only in the answers that have them. Cloning shares the allocation, and equality
+/// compares the allocations before their bytes, so that answers a new snapshot carries over
+/// compare at the cost of a pointer.
+///
+/// # Layout
+///
+/// | bytes | content |
+/// |---|---|
+/// | 2 | RRsets of the answer section (little-endian, as every number here) |
+/// | 2 | RRsets of the additional section |
+/// | 2 | length of the answer section's records; only when the additional section has RRsets |
+/// | 4 per RRset | length, then record count; for a set that rotates, its records' common length, then its count with bit 15 set |
+/// | rest | every record of both sections, back to back |
+///
+/// No bytes at all mark an answer that overflows. Lengths fit two bytes because sections and
+/// sets are at most [`MAX_COMPILED`] bytes, and counts fit fifteen bits because a record takes
+/// at least 11 bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CompiledAnswer {
-    /// Every record of both sections, back to back.
-    pub bytes: Box<[u8]>,
-    /// The answer section's RRsets.
-    pub answer: Box<[RrsetSpan]>,
-    /// The additional section's RRsets.
-    pub additional: Box<[RrsetSpan]>,
-    /// The answer cannot fit in any DNS message: UDP gets TC, TCP gets SERVFAIL.
-    pub overflow: bool,
-    /// Names the answer leaves unresolved, which forwarding may complete; `None` for almost
-    /// every answer, so that the copy path does not carry their weight.
-    pub beyond: Option<Box<Beyond>>,
+pub struct CompiledAnswer(Form);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Form {
+    /// Almost every answer: the layout alone.
+    Plain(Arc<[u8]>),
+    /// An answer that names what it does not resolve.
+    Unresolved(Arc<Unresolved>),
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct Unresolved {
+    data: Box<[u8]>,
+    beyond: Beyond,
+}
+
+/// Where the parts of a compiled answer's layout are.
+struct Header {
+    /// RRsets of the answer section.
+    answer: usize,
+    /// RRsets of the additional section.
+    additional: usize,
+    /// Offset of the first RRset's entry.
+    entries: usize,
+    /// Offset of the first record.
+    records: usize,
+}
+
+impl Header {
+    /// Reads the header of `data`; an overflowing answer's has no RRsets.
+    #[inline]
+    fn of(data: &[u8]) -> Header {
+        let Some(&[a0, a1, d0, d1]) = data.first_chunk::<4>() else {
+            return Header {
+                answer: 0,
+                additional: 0,
+                entries: 0,
+                records: 0,
+            };
+        };
+        let answer = usize::from(u16::from_le_bytes([a0, a1]));
+        let additional = usize::from(u16::from_le_bytes([d0, d1]));
+        let entries = if additional > 0 { 6 } else { 4 };
+        Header {
+            answer,
+            additional,
+            entries,
+            records: entries + 4 * (answer + additional),
+        }
+    }
 }
 
 /// What a compiled answer names but does not resolve: SkyDNS completes these with upstream
@@ -158,7 +227,7 @@ pub struct Beyond {
 
 impl Beyond {
     /// The unresolved names of `set`, or `None` when it has none.
-    fn of(set: &AnswerSet) -> Option<Box<Beyond>> {
+    fn of(set: &AnswerSet) -> Option<Beyond> {
         let owns = |sets: &[Rrset], name: &Name| sets.iter().any(|s| s.owner.as_ref() == Some(name));
         let mut aliases: Vec<Name> = Vec::new();
         let mut hosts: Vec<Name> = Vec::new();
@@ -178,76 +247,213 @@ impl Beyond {
         if aliases.is_empty() && hosts.is_empty() {
             return None;
         }
-        Some(Box::new(Beyond {
+        Some(Beyond {
             aliases: aliases.into_boxed_slice(),
             hosts: hosts.into_boxed_slice(),
-        }))
+        })
     }
 }
 
 impl CompiledAnswer {
     /// Compiles `set` for replies whose question name is `qname`.
     pub fn compile(qname: &LowerName, set: &AnswerSet) -> CompiledAnswer {
-        let mut bytes = Vec::new();
-        let answer = compile_section(&mut bytes, qname, &set.answer);
-        let answer_len = bytes.len();
-        let additional = compile_section(&mut bytes, qname, &set.additional);
+        let mut records = Vec::new();
+        let mut entries = Vec::new();
+        let Some(answer_sets) = compile_section(&mut records, &mut entries, qname, &set.answer, TooLong::Overflows)
+        else {
+            return CompiledAnswer::overflowing();
+        };
+        let answer_len = records.len();
         if answer_len > MAX_COMPILED {
             return CompiledAnswer::overflowing();
         }
-        CompiledAnswer {
-            bytes: bytes.into_boxed_slice(),
-            answer: answer.into_boxed_slice(),
-            additional: additional.into_boxed_slice(),
-            overflow: false,
-            beyond: Beyond::of(set),
+        let additional_sets =
+            compile_section(&mut records, &mut entries, qname, &set.additional, TooLong::IsLeftOut).unwrap_or(0);
+        let mut data = Vec::with_capacity(6 + entries.len() + records.len());
+        data.extend_from_slice(&(answer_sets as u16).to_le_bytes());
+        data.extend_from_slice(&(additional_sets as u16).to_le_bytes());
+        if additional_sets > 0 {
+            data.extend_from_slice(&(answer_len as u16).to_le_bytes());
         }
+        data.extend_from_slice(&entries);
+        data.extend_from_slice(&records);
+        CompiledAnswer(match Beyond::of(set) {
+            None => Form::Plain(data.into()),
+            Some(beyond) => Form::Unresolved(Arc::new(Unresolved {
+                data: data.into_boxed_slice(),
+                beyond,
+            })),
+        })
     }
 
     /// An answer known to be too large for any message.
     pub fn overflowing() -> CompiledAnswer {
-        CompiledAnswer {
-            bytes: Box::new([]),
-            answer: Box::new([]),
-            additional: Box::new([]),
-            overflow: true,
-            beyond: None,
+        CompiledAnswer(Form::Plain(Arc::new([])))
+    }
+
+    fn data(&self) -> &[u8] {
+        match &self.0 {
+            Form::Plain(data) => data,
+            Form::Unresolved(unresolved) => &unresolved.data,
         }
     }
 
-    /// Bytes of the answer set, then of the additional set, for memory accounting.
+    /// The answer cannot fit in any DNS message: UDP gets TC, TCP gets SERVFAIL.
+    #[inline]
+    pub fn overflow(&self) -> bool {
+        self.data().is_empty()
+    }
+
+    /// Every record of both sections, back to back: the bytes the spans of [`Self::answer`]
+    /// and [`Self::additional`] point into.
+    #[inline]
+    pub fn bytes(&self) -> &[u8] {
+        let data = self.data();
+        &data[Header::of(data).records..]
+    }
+
+    /// The answer section's RRsets.
+    #[inline]
+    pub fn answer(&self) -> Spans<'_> {
+        let data = self.data();
+        let header = Header::of(data);
+        Spans {
+            entries: &data[header.entries..header.entries + 4 * header.answer],
+            offset: 0,
+        }
+    }
+
+    /// The additional section's RRsets.
+    #[inline]
+    pub fn additional(&self) -> Spans<'_> {
+        let data = self.data();
+        let header = Header::of(data);
+        if header.additional == 0 {
+            return Spans {
+                entries: &[],
+                offset: 0,
+            };
+        }
+        Spans {
+            entries: &data[header.entries + 4 * header.answer..header.records],
+            offset: u32::from(u16::from_le_bytes([data[4], data[5]])),
+        }
+    }
+
+    /// Names the answer leaves unresolved, which forwarding may complete; `None` for almost
+    /// every answer.
+    #[inline]
+    pub fn beyond(&self) -> Option<&Beyond> {
+        match &self.0 {
+            Form::Plain(_) => None,
+            Form::Unresolved(unresolved) => Some(&unresolved.beyond),
+        }
+    }
+
+    /// Bytes of the answer's allocation past its reference counts, for memory accounting.
     pub fn heap_size(&self) -> usize {
-        self.bytes.len() + (self.answer.len() + self.additional.len()) * std::mem::size_of::<RrsetSpan>()
+        self.data().len()
     }
 }
 
-fn compile_section(bytes: &mut Vec<u8>, qname: &LowerName, sets: &[Rrset]) -> Vec<RrsetSpan> {
-    let mut spans = Vec::with_capacity(sets.len());
+/// The RRsets of one section of a [`CompiledAnswer`], read from their entries as the answer
+/// path walks them.
+#[derive(Debug, Clone)]
+pub struct Spans<'a> {
+    entries: &'a [u8],
+    offset: u32,
+}
+
+impl Iterator for Spans<'_> {
+    type Item = RrsetSpan;
+
+    #[inline]
+    fn next(&mut self) -> Option<RrsetSpan> {
+        let (&[l0, l1, c0, c1], rest) = self.entries.split_first_chunk::<4>()?;
+        self.entries = rest;
+        let first = u16::from_le_bytes([l0, l1]);
+        let second = u16::from_le_bytes([c0, c1]);
+        let count = second & !ROTATES;
+        let (len, rotate_len) = if second & ROTATES != 0 {
+            (u32::from(first) * u32::from(count), first)
+        } else {
+            (u32::from(first), 0)
+        };
+        let start = self.offset;
+        self.offset += len;
+        Some(RrsetSpan {
+            start,
+            end: self.offset,
+            count,
+            rotate_len,
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.entries.len() / 4;
+        (left, Some(left))
+    }
+}
+
+impl ExactSizeIterator for Spans<'_> {}
+
+/// What a section does with a set too long for any message.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TooLong {
+    /// The whole answer overflows: an answer section is sent whole or not at all.
+    Overflows,
+    /// The set is left out: additional sets are sent as far as they fit.
+    IsLeftOut,
+}
+
+/// Appends the records of `sets` to `records` and an entry per set to `entries` (see
+/// [`CompiledAnswer`]'s layout), at most [`MAX_SETS`] of them; returns how many sets it kept,
+/// or `None` when a set is too long and `too_long` says the answer then overflows. Empty sets
+/// are left out.
+fn compile_section(
+    records: &mut Vec<u8>,
+    entries: &mut Vec<u8>,
+    qname: &LowerName,
+    sets: &[Rrset],
+    too_long: TooLong,
+) -> Option<usize> {
+    let mut kept = 0;
+    let mut lens = Vec::new();
     for set in sets {
+        if kept == MAX_SETS {
+            break;
+        }
         if set.records.is_empty() {
             continue;
         }
-        let start = bytes.len();
-        let mut lens = Vec::with_capacity(set.records.len());
+        let start = records.len();
+        lens.clear();
         for record in &set.records {
-            let before = bytes.len();
-            write_record(&mut RrWriter::new(bytes, qname), set.owner.as_ref(), record);
-            lens.push(bytes.len() - before);
+            let before = records.len();
+            write_record(&mut RrWriter::new(records, qname), set.owner.as_ref(), record);
+            lens.push(records.len() - before);
         }
+        let len = records.len() - start;
+        if len > MAX_COMPILED {
+            if too_long == TooLong::Overflows {
+                return None;
+            }
+            records.truncate(start);
+            continue;
+        }
+        // At least 11 bytes a record: a set of at most 65535 bytes counts fewer than 2^15.
+        let count = set.records.len() as u16;
         let uniform = lens.windows(2).all(|w| w[0] == w[1]);
-        let rotate_len = if set.rotate && set.records.len() > 1 && uniform {
-            lens[0] as u16
+        let entry = if set.rotate && set.records.len() > 1 && uniform {
+            [lens[0] as u16, count | ROTATES]
         } else {
-            0
+            [len as u16, count]
         };
-        spans.push(RrsetSpan {
-            start: start as u32,
-            end: bytes.len() as u32,
-            count: set.records.len().min(u16::MAX as usize) as u16,
-            rotate_len,
-        });
+        entries.extend_from_slice(&entry[0].to_le_bytes());
+        entries.extend_from_slice(&entry[1].to_le_bytes());
+        kept += 1;
     }
-    spans
+    Some(kept)
 }
 
 fn write_record(w: &mut RrWriter<'_>, owner: Option<&Name>, record: &Record) {
@@ -273,5 +479,140 @@ fn write_record(w: &mut RrWriter<'_>, owner: Option<&Name>, record: &Record) {
             serial,
             timers,
         } => w.soa(owner, ttl, mname, rname, *serial, *timers),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(dotted: &str) -> Name {
+        Name::from_dotted(dotted).unwrap()
+    }
+
+    fn qname() -> LowerName {
+        LowerName::from_wire(name("web.skydns.test.").wire()).unwrap()
+    }
+
+    fn addresses(owner: Option<&str>, last_octets: &[u8], rotate: bool) -> Rrset {
+        Rrset {
+            owner: owner.map(name),
+            records: last_octets
+                .iter()
+                .map(|&last| Record {
+                    ttl: 60,
+                    rdata: Rdata::A(Ipv4Addr::new(10, 0, 0, last)),
+                })
+                .collect(),
+            rotate,
+        }
+    }
+
+    /// A TXT set of `records` records of 25,500 bytes each.
+    fn texts(owner: &str, records: usize) -> Rrset {
+        Rrset {
+            owner: Some(name(owner)),
+            records: (0..records)
+                .map(|_| Record {
+                    ttl: 60,
+                    rdata: Rdata::Txt(vec![Box::from([b't'; 255]); 100]),
+                })
+                .collect(),
+            rotate: false,
+        }
+    }
+
+    #[test]
+    fn one_address_takes_its_record_and_eight_bytes() {
+        let set = AnswerSet {
+            answer: vec![addresses(None, &[1], true)],
+            additional: vec![],
+        };
+        let compiled = CompiledAnswer::compile(&qname(), &set);
+        let span = RrsetSpan {
+            start: 0,
+            end: 16,
+            count: 1,
+            rotate_len: 0,
+        };
+        assert_eq!(compiled.answer().collect::<Vec<_>>(), [span]);
+        assert_eq!(compiled.additional().count(), 0);
+        assert_eq!((compiled.bytes().len(), compiled.heap_size()), (16, 24));
+        assert!(!compiled.overflow() && compiled.beyond().is_none());
+    }
+
+    #[test]
+    fn spans_tile_the_records_of_both_sections_in_order() {
+        let set = AnswerSet {
+            answer: vec![
+                addresses(None, &[1, 2, 3], true),
+                addresses(None, &[], true),
+                addresses(Some("other.skydns.test."), &[4, 5], false),
+            ],
+            additional: vec![addresses(Some("host.skydns.test."), &[6, 7], true)],
+        };
+        let compiled = CompiledAnswer::compile(&qname(), &set);
+        let answer: Vec<RrsetSpan> = compiled.answer().collect();
+        let additional: Vec<RrsetSpan> = compiled.additional().collect();
+        assert_eq!(answer.len(), 2, "the empty set is left out");
+        assert_eq!(additional.len(), 1);
+        assert_eq!((answer[0].start, answer[0].end), (0, 48));
+        assert_eq!((answer[0].count, answer[0].rotate_len), (3, 16));
+        assert_eq!((answer[1].start, answer[1].count, answer[1].rotate_len), (48, 2, 0));
+        assert_eq!(additional[0].start, answer[1].end);
+        assert_eq!(
+            (additional[0].count, additional[0].rotate_len),
+            (2, additional[0].len() as u16 / 2)
+        );
+        assert_eq!(additional[0].end as usize, compiled.bytes().len());
+    }
+
+    #[test]
+    fn an_answer_section_too_long_for_any_message_overflows() {
+        let set = AnswerSet {
+            answer: vec![texts("web.skydns.test.", 3)],
+            additional: vec![],
+        };
+        let compiled = CompiledAnswer::compile(&qname(), &set);
+        assert!(compiled.overflow());
+        assert!(compiled.bytes().is_empty() && compiled.answer().count() == 0);
+        assert_eq!(compiled, CompiledAnswer::overflowing());
+    }
+
+    #[test]
+    fn an_additional_set_too_long_for_any_message_is_left_out() {
+        let set = AnswerSet {
+            answer: vec![addresses(None, &[1], false)],
+            additional: vec![
+                texts("big.skydns.test.", 3),
+                addresses(Some("host.skydns.test."), &[2], false),
+            ],
+        };
+        let compiled = CompiledAnswer::compile(&qname(), &set);
+        let additional: Vec<RrsetSpan> = compiled.additional().collect();
+        assert_eq!(additional.len(), 1);
+        assert_eq!((additional[0].start, additional[0].count), (16, 1));
+        assert_eq!(additional[0].end as usize, compiled.bytes().len());
+    }
+
+    #[test]
+    fn names_left_unresolved_stay_beside_the_records() {
+        let set = AnswerSet {
+            answer: vec![Rrset {
+                owner: None,
+                records: vec![Record {
+                    ttl: 60,
+                    rdata: Rdata::Cname(name("www.example.org.")),
+                }],
+                rotate: false,
+            }],
+            additional: vec![],
+        };
+        let compiled = CompiledAnswer::compile(&qname(), &set);
+        let beyond = compiled.beyond().expect("the alias target is unresolved");
+        assert_eq!(&beyond.aliases[..], [name("www.example.org.")]);
+        assert!(beyond.hosts.is_empty());
+        assert_eq!(compiled.answer().count(), 1);
+        assert_eq!(compiled.answer().next().unwrap().end as usize, compiled.bytes().len());
     }
 }

@@ -9,7 +9,6 @@ use skyline_dataplane::snapshot::{Identity, Node, Slot, Snapshot, Zone, ZoneKind
 use skyline_dataplane::wire::{LowerName, Name};
 use skyline_dataplane::{answer, Context, Outcome, Transport};
 use std::net::Ipv4Addr;
-use std::sync::Arc;
 
 pub const ZONE: &str = "skydns.test.";
 
@@ -32,7 +31,7 @@ fn node(owner: &str, slots: &[(Slot, AnswerSet)]) -> (Name, Node) {
     let q = LowerName::from_wire(n.wire()).unwrap();
     let mut node = Node::default();
     for (slot, set) in slots {
-        node.answers[*slot as usize] = Some(Arc::new(CompiledAnswer::compile(&q, set)));
+        node.set_answer(*slot, Some(CompiledAnswer::compile(&q, set)));
     }
     (n, node)
 }

@@ -31,7 +31,6 @@ use crate::wire::{LowerName, Name};
 use foldhash::fast::RandomState;
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// SOA refresh, retry and expire as CoreDNS writes them; the minimum is the `ttl`.
@@ -300,17 +299,10 @@ impl<'a, 'c> Builder<'a, 'c> {
         let Ok(qname) = LowerName::from_wire(name.wire()) else {
             return;
         };
-        let mut node = Node {
-            zone,
-            below,
-            ..Node::default()
-        };
-        for (slot, set) in answers {
-            if let Some(set) = set {
-                node.answers[slot as usize] = Some(Arc::new(CompiledAnswer::compile(&qname, &set)));
-            }
-        }
-        self.nodes.insert(name, node);
+        let answers = answers
+            .into_iter()
+            .filter_map(|(slot, set)| set.map(|set| (slot, CompiledAnswer::compile(&qname, &set))));
+        self.nodes.insert(name, Node::with_answers(zone, below, answers));
     }
 
     fn empty(&mut self, name: Name, zone: u16) {

@@ -27,7 +27,6 @@ use foldhash::fast::RandomState;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::time::SystemTime;
 
 /// The snapshot served, with the SkyDNS snapshot it was composed with.
@@ -126,7 +125,7 @@ pub fn update(
     // Only names whose node differs are written: each write copies a shard `previous` shares.
     let mut nodes = previous.nodes.clone();
     let set = |nodes: &mut Nodes, name: &Name, node: Option<Node>| match node {
-        Some(node) if !previous.nodes.get(name.wire()).is_some_and(|old| same(old, &node)) => {
+        Some(node) if !previous.nodes.get(name.wire()).is_some_and(|old| *old == node) => {
             nodes.insert(name.clone(), node);
         }
         Some(_) => {}
@@ -137,9 +136,11 @@ pub fn update(
     // A name of `base` as `compose` places it: its node, in the zone of the same apex.
     let from_base = |name: &Name| {
         base.nodes.get(name.wire()).map(|node| {
-            let apex = base.zones.get(usize::from(node.zone)).map(|z| &z.apex);
+            let apex = base.zones.get(usize::from(node.zone())).map(|z| &z.apex);
             let zone = zones.iter().position(|z| Some(&z.apex) == apex).unwrap_or(0) as u16;
-            Node { zone, ..node.clone() }
+            let mut node = node.clone();
+            node.set_zone(zone);
+            node
         })
     };
     for (name, node) in &compiled {
@@ -216,7 +217,7 @@ fn rebased(config: &Config, before: &Snapshot, base: &Snapshot, zones: &mut [Zon
     let mut kept = 0;
     for (name, node) in &base.nodes {
         match before.nodes.get(name.wire()) {
-            Some(old) if same(old, node) => kept += 1,
+            Some(old) if old == node => kept += 1,
             Some(_) => {
                 kept += 1;
                 if !note(name) {
@@ -238,17 +239,6 @@ fn rebased(config: &Config, before: &Snapshot, base: &Snapshot, zones: &mut [Zon
         }
     }
     Some(rebase)
-}
-
-/// Whether two nodes answer alike: the same zone, names below and answers.
-fn same(a: &Node, b: &Node) -> bool {
-    a.zone == b.zone
-        && a.below == b.below
-        && a.answers.iter().zip(&b.answers).all(|(x, y)| match (x, y) {
-            (Some(x), Some(y)) => Arc::ptr_eq(x, y) || x == y,
-            (None, None) => true,
-            _ => false,
-        })
 }
 
 /// `previous`'s zones with the cluster zones `fresh` in their places; `None` when `previous`

@@ -13,7 +13,7 @@ use super::section::{answer_set, Rr};
 use super::select::Selection;
 use super::service::{Config, Service};
 use crate::snapshot::rrset::{AnswerSet, CompiledAnswer, Rdata};
-use crate::snapshot::{Identity, Node, Nodes, Slot, Snapshot, Zone, ZoneKind, ZoneState};
+use crate::snapshot::{Below, Identity, Node, Nodes, Slot, Snapshot, Zone, ZoneKind, ZoneState};
 use crate::wire::{LowerName, Name};
 use std::ops::Range;
 use std::sync::Arc;
@@ -229,14 +229,10 @@ fn compile_node(
     let qname = LowerName::from_wire(name.wire()).ok()?;
     let exact = index.exact_count(range.clone(), path.len());
     let sel = Selection::from_range(index, range, exact);
-    let mut node = Node {
-        zone,
-        ..Node::default()
-    };
-    for slot in RECORD_SLOTS {
-        node.answers[slot as usize] = compiled(&qname, answerer.answer(&sel, &name, slot));
-    }
-    Some(node)
+    let answers = RECORD_SLOTS
+        .into_iter()
+        .filter_map(|slot| compiled(&qname, answerer.answer(&sel, &name, slot)).map(|answer| (slot, answer)));
+    Some(Node::with_answers(zone, Below::Nothing, answers))
 }
 
 /// SOA and NS at the apex (§6.6, §6.8); NS comes from the records under `ns.dns.<domain>`.
@@ -250,10 +246,10 @@ pub(super) fn apex_answers(config: &Config, answerer: &mut Answerer<'_>, apex: &
         config.ttl,
         false,
     );
-    apex.answers[Slot::Soa as usize] = Some(Arc::new(CompiledAnswer::compile(&qname, &soa)));
+    apex.set_answer(Slot::Soa, Some(CompiledAnswer::compile(&qname, &soa)));
     let ns_name = config.domain.prepend("dns").and_then(|d| d.prepend("ns"));
     if let Some(sel) = ns_name.ok().and_then(|n| answerer.index.lookup(&n)) {
-        apex.answers[Slot::Ns as usize] = compiled(&qname, answerer.ns(&sel));
+        apex.set_answer(Slot::Ns, compiled(&qname, answerer.ns(&sel)));
     }
 }
 
@@ -278,24 +274,15 @@ pub(super) fn local_alias(config: &Config, local: &Name, answerer: &mut Answerer
     let Ok(qname) = LowerName::from_wire(alias.wire()) else {
         return;
     };
-    let mut node = Node {
-        zone,
-        ..Node::default()
-    };
-    for slot in RECORD_SLOTS {
-        node.answers[slot as usize] = compiled(&qname, answerer.answer(&sel, &alias, slot));
-    }
+    let answers = RECORD_SLOTS
+        .into_iter()
+        .filter_map(|slot| compiled(&qname, answerer.answer(&sel, &alias, slot)).map(|answer| (slot, answer)));
+    let node = Node::with_answers(zone, Below::Nothing, answers);
     let mut parent = alias.parent();
     while parent != config.domain && parent.is_within(&config.domain) {
         let next = parent.parent();
         if !nodes.contains_key(&parent) {
-            nodes.insert(
-                parent,
-                Node {
-                    zone,
-                    ..Node::default()
-                },
-            );
+            nodes.insert(parent, Node::new(zone, Below::Nothing));
         }
         parent = next;
     }
@@ -303,10 +290,10 @@ pub(super) fn local_alias(config: &Config, local: &Name, answerer: &mut Answerer
 }
 
 /// A built answer compiled for `qname`; one too large for any message is marked as such.
-fn compiled(qname: &LowerName, built: Result<Option<AnswerSet>, Abort>) -> Option<Arc<CompiledAnswer>> {
+fn compiled(qname: &LowerName, built: Result<Option<AnswerSet>, Abort>) -> Option<CompiledAnswer> {
     match built {
-        Ok(set) => set.map(|set| Arc::new(CompiledAnswer::compile(qname, &set))),
-        Err(Abort::TooLarge | Abort::Exhausted) => Some(Arc::new(CompiledAnswer::overflowing())),
+        Ok(set) => set.map(|set| CompiledAnswer::compile(qname, &set)),
+        Err(Abort::TooLarge | Abort::Exhausted) => Some(CompiledAnswer::overflowing()),
     }
 }
 

@@ -7,9 +7,8 @@ use super::key::{cmp_paths, is_below, name_of};
 use super::section::{answer_set, Rr};
 use super::service::{Config, Service};
 use crate::snapshot::rrset::{CompiledAnswer, Rdata};
-use crate::snapshot::{Node, Slot};
+use crate::snapshot::{Below, Node, Slot};
 use crate::wire::{LowerName, Name};
-use std::sync::Arc;
 
 /// The nodes of the reverse keys `records` (paths with their values); `zone_of` gives the index
 /// of the zone a path belongs to. Values that cannot serve are logged and counted in `skipped`.
@@ -52,11 +51,11 @@ pub fn ptr_nodes(
             config.ttl,
             false,
         );
-        let mut node = Node {
-            zone: zone_of(path),
-            ..Node::default()
-        };
-        node.answers[Slot::Ptr as usize] = Some(Arc::new(CompiledAnswer::compile(&qname, &set)));
+        let node = Node::with_answers(
+            zone_of(path),
+            Below::Nothing,
+            [(Slot::Ptr, CompiledAnswer::compile(&qname, &set))],
+        );
         nodes.push((name, node));
     }
     nodes

@@ -726,7 +726,7 @@ fn composed_with_skydns_both_zones_answer() {
         assert_eq!(
             s.zone_of(&LowerName::from_wire(name.wire()).unwrap())
                 .map(|(i, _)| i as u16),
-            Some(node.zone),
+            Some(node.zone()),
             "{name}"
         );
     }

@@ -159,7 +159,7 @@ fn a_fan_out_of_distinct_chains_is_bounded_and_answered_as_too_large() {
     let node = snap
         .node(Name::from_dotted("t0.l0.skydns.test.").unwrap().wire())
         .unwrap();
-    assert!(node.answer(crate::snapshot::Slot::A).unwrap().overflow);
+    assert!(node.answer(crate::snapshot::Slot::A).unwrap().overflow());
     assert_eq!(
         answers(&snap, "t0.l7.skydns.test.", RecordType::A).len(),
         4,

@@ -101,7 +101,7 @@ fn the_apex_of_a_hundred_thousand_records_is_marked_too_large() {
         .collect();
     let snap = build(&config(), &records, 1, UNIX_EPOCH);
     let apex = snap.node(config().domain.wire()).unwrap();
-    assert!(apex.answer(crate::snapshot::Slot::A).unwrap().overflow);
+    assert!(apex.answer(crate::snapshot::Slot::A).unwrap().overflow());
     assert_eq!(
         answers(&snap, "h4242.svc42.skydns.test.", RecordType::A),
         ["h4242.svc42.skydns.test. 3600 A 0.0.16.146"]

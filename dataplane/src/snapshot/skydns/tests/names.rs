@@ -256,7 +256,7 @@ fn an_answer_larger_than_any_message_is_truncated_over_udp_and_servfail_over_tcp
     let node = snap
         .node(Name::from_dotted("big.skydns.test.").unwrap().wire())
         .unwrap();
-    assert!(node.answer(Slot::A).unwrap().overflow);
+    assert!(node.answer(Slot::A).unwrap().overflow());
     assert!(ask_over(&snap, "big.skydns.test.", RecordType::A, Transport::Udp).truncated());
     assert_eq!(
         ask(&snap, "big.skydns.test.", RecordType::A).response_code(),
@@ -310,7 +310,7 @@ fn address_rrsets_rotate_only_with_round_robin() {
     let rotation = |config: &Config| {
         let snap = snapshot_with(config, &records);
         let node = snap.node(Name::from_dotted("d.skydns.test.").unwrap().wire()).unwrap();
-        node.answer(Slot::A).unwrap().answer[0].rotate_len
+        node.answer(Slot::A).unwrap().answer().next().unwrap().rotate_len
     };
     assert_eq!(rotation(&config()), 16);
     assert_eq!(

@@ -58,12 +58,12 @@ fn assert_same(updated: &Snapshot, built: &Snapshot, seed: u64, step: usize) {
     assert_eq!(names(updated), names(built), "names differ (seed {seed}, step {step})");
     for (name, node) in built.nodes.iter() {
         let other = updated.nodes.get(name.wire()).unwrap();
-        assert_eq!(other.zone, node.zone, "{name}: zone (seed {seed}, step {step})");
-        for slot in 0..Slot::COUNT {
+        assert_eq!(other.zone(), node.zone(), "{name}: zone (seed {seed}, step {step})");
+        for slot in Slot::ALL {
             assert_eq!(
-                other.answers[slot].as_deref(),
-                node.answers[slot].as_deref(),
-                "{name}: slot {slot} (seed {seed}, step {step})"
+                other.answer(slot),
+                node.answer(slot),
+                "{name}: slot {slot:?} (seed {seed}, step {step})"
             );
         }
     }
