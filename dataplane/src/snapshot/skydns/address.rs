@@ -97,7 +97,7 @@ impl Answerer<'_> {
                     chain.pop();
                     let cname = || Rr {
                         owner: owner.cloned(),
-                        ttl: e.ttl,
+                        ttl: index.ttl_of(e),
                         rdata: Rdata::Cname(target.clone()),
                     };
                     match chased? {
@@ -117,7 +117,7 @@ impl Answerer<'_> {
             };
             out.push(Rr {
                 owner: owner.cloned(),
-                ttl: e.ttl,
+                ttl: index.ttl_of(e),
                 rdata,
             });
             if out.is_full() {

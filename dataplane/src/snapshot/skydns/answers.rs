@@ -101,10 +101,11 @@ impl<'a> Answerer<'a> {
                 }
             };
             let target = e.name();
-            answer.push(Rr::at_query(e.ttl, Rdata::Ns(target.clone())));
+            let ttl = index.ttl_of(e);
+            answer.push(Rr::at_query(ttl, Rdata::Ns(target.clone())));
             additional.push(Rr {
                 owner: Some(target),
-                ttl: e.ttl,
+                ttl,
                 rdata: glue,
             });
             if answer.is_full() {
@@ -119,10 +120,10 @@ impl<'a> Answerer<'a> {
         let mut answer = Section::default();
         for &i in sel.grouped() {
             let e = &self.index.entries[i as usize];
-            if e.text.is_empty() {
+            if e.text().is_empty() {
                 continue;
             }
-            answer.push(Rr::at_query(e.ttl, Rdata::Txt(split255(e.text.as_bytes()))));
+            answer.push(Rr::at_query(self.index.ttl_of(e), Rdata::Txt(split255(e.text()))));
             if answer.is_full() {
                 return Err(Abort::TooLarge);
             }
@@ -140,7 +141,7 @@ impl<'a> Answerer<'a> {
         if let Some(&i) = sel.grouped().first() {
             let e = &self.index.entries[i as usize];
             if let Host::Name(target) = &e.host {
-                answer.push(Rr::at_query(e.ttl, Rdata::Cname(target.clone())));
+                answer.push(Rr::at_query(self.index.ttl_of(e), Rdata::Cname(target.clone())));
             }
         }
         answer

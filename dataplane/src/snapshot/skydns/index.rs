@@ -5,7 +5,7 @@
 use super::entry::{Entry, Host};
 use super::key::{cmp_paths, is_below, is_wildcard, path_of};
 use super::select::Selection;
-use super::service::{Config, Service};
+use super::service::Config;
 use super::wildcard;
 use crate::wire::Name;
 use foldhash::fast::RandomState;
@@ -17,8 +17,8 @@ use std::sync::Arc;
 /// The SkyDNS domain's records in key order, with what answering needs from the configuration.
 /// Wildcard queries read it on the slow path.
 ///
-/// Entries are shared between the indexes of successive snapshots: an edit copies the table of
-/// pointers, never a record.
+/// Entries are shared with the source that holds the records and between the indexes of
+/// successive snapshots: an edit copies the table of pointers, never a record.
 #[derive(Debug, Clone)]
 pub struct Index {
     /// The authoritative domain.
@@ -27,6 +27,8 @@ pub struct Index {
     pub(super) apex: Box<[u8]>,
     /// Default TTL, and the cap on answers with several records.
     pub(super) ttl: u32,
+    /// Default SRV priority / MX preference.
+    priority: u16,
     /// Whether address RRsets are marked for rotation.
     pub(super) round_robin: bool,
     /// Records sorted component-wise by path; equal paths keep their input order.
@@ -36,8 +38,6 @@ pub struct Index {
     identities: HashMap<u64, u32, RandomState>,
     /// Identities held by more than one entry.
     repeated: usize,
-    /// Interned groups; 0 is no group.
-    groups: HashMap<Box<str>, u32, RandomState>,
     /// How many entries feed each kind of answer.
     pub(super) kinds: Kinds,
     /// Records of the build that were skipped as invalid.
@@ -62,11 +62,11 @@ pub(super) struct Kinds {
 }
 
 /// A change to one path of the index: the record its key now holds, or none.
-pub(super) struct Edit<'r> {
+pub(super) struct Edit {
     /// The key's path.
     pub path: Vec<u8>,
-    /// The key and its value; `None` when the key was deleted.
-    pub put: Option<(&'r str, &'r Service)>,
+    /// The record; `None` when the key was deleted.
+    pub put: Option<Arc<Entry>>,
 }
 
 impl Index {
@@ -75,63 +75,52 @@ impl Index {
         &self.domain
     }
 
-    /// Sorts `records` (paths below the domain with their values) into an index. Values that
-    /// cannot serve are skipped with a warning and counted on top of `skipped`, the records the
-    /// build already skipped.
-    pub(super) fn new(config: &Config, mut records: Vec<(Vec<u8>, &(String, Service))>, skipped: usize) -> Index {
-        records.sort_by(|a, b| cmp_paths(&a.0, &b.0));
+    /// The index of `entries`, the records below the domain in the order of
+    /// [`Entry::cmp_order`]; `skipped` counts the records the build skipped before.
+    pub(super) fn new(config: &Config, entries: Vec<Arc<Entry>>, skipped: usize) -> Index {
         let mut index = Index {
             apex: path_of(&config.domain).into_boxed_slice(),
             domain: config.domain.clone(),
             ttl: config.ttl,
+            priority: config.priority,
             round_robin: config.round_robin,
-            entries: Vec::with_capacity(records.len()),
+            entries,
             identities: HashMap::default(),
             repeated: 0,
-            groups: HashMap::default(),
             kinds: Kinds::default(),
             skipped,
         };
-        for (path, (key, service)) in records {
-            match index.entry(key, path, service, config) {
-                Ok(entry) => {
-                    index.count(&entry, true);
-                    index.entries.push(entry);
-                }
-                Err(error) => {
-                    tracing::warn!(%key, %error, "skipping SkyDNS record");
-                    index.skipped += 1;
-                }
-            }
+        for i in 0..index.entries.len() {
+            let entry = Arc::clone(&index.entries[i]);
+            index.count(&entry, true);
         }
         index
     }
 
     /// This index with `edits` applied, sharing every record they do not touch. `None` when an
-    /// edit cannot be applied alone and the index must be built again: a value that cannot
-    /// serve, or keys that differ only in case (they share a path).
-    pub(super) fn edited(&self, config: &Config, edits: &[Edit<'_>]) -> Option<Index> {
+    /// edit cannot be applied alone and the index must be built again: keys that differ only in
+    /// case (they share a path).
+    pub(super) fn edited(&self, edits: &[Edit]) -> Option<Index> {
         let mut index = self.clone();
         for edit in edits {
             let at = index
                 .entries
-                .partition_point(|e| cmp_paths(&e.path, &edit.path) == Ordering::Less);
-            let held = index.entries[at..].iter().take_while(|e| *e.path == *edit.path).count();
+                .partition_point(|e| cmp_paths(e.path(), &edit.path) == Ordering::Less);
+            let held = index.entries[at..].iter().take_while(|e| e.path() == edit.path).count();
             if held > 1 || index.entries.get(at).is_some_and(|e| held == 1 && e.folded) {
                 return None;
             }
-            match (edit.put, held) {
-                (Some((key, service)), _) => {
-                    let entry = index.entry(key, edit.path.clone(), service, config).ok()?;
+            match (&edit.put, held) {
+                (Some(entry), _) => {
                     if entry.folded {
                         return None;
                     }
-                    index.count(&entry, true);
+                    index.count(entry, true);
                     if held == 1 {
-                        let old = std::mem::replace(&mut index.entries[at], entry);
+                        let old = std::mem::replace(&mut index.entries[at], Arc::clone(entry));
                         index.count(&old, false);
                     } else {
-                        index.entries.insert(at, entry);
+                        index.entries.insert(at, Arc::clone(entry));
                     }
                 }
                 (None, 1) => {
@@ -145,21 +134,6 @@ impl Index {
         Some(index)
     }
 
-    fn entry(
-        &mut self,
-        key: &str,
-        path: Vec<u8>,
-        service: &Service,
-        config: &Config,
-    ) -> Result<Arc<Entry>, super::entry::ValueError> {
-        let next = self.groups.len() as u32 + 1;
-        let group = match service.group.as_str() {
-            "" => 0,
-            g => *self.groups.entry(g.into()).or_insert(next),
-        };
-        Entry::new(key, path, service, group, config).map(Arc::new)
-    }
-
     /// Counts an entry in (`added`) or out: its identity, and what kinds of answers it feeds.
     fn count(&mut self, entry: &Entry, added: bool) {
         let kinds = &mut self.kinds;
@@ -168,9 +142,9 @@ impl Index {
             (true, true) => *n += 1,
             (true, false) => *n -= 1,
         };
-        step(&mut kinds.text, !entry.text.is_empty());
+        step(&mut kinds.text, !entry.text().is_empty());
         step(&mut kinds.mail, entry.mail);
-        step(&mut kinds.grouped, entry.group != 0);
+        step(&mut kinds.grouped, !entry.group().is_empty());
         step(&mut kinds.v4_or_name, matches!(entry.host, Host::V4(_) | Host::Name(_)));
         step(&mut kinds.v6_or_name, matches!(entry.host, Host::V6(_) | Host::Name(_)));
         let identity = entry.identity;
@@ -192,6 +166,16 @@ impl Index {
                 }
             }
         }
+    }
+
+    /// The TTL `entry` answers with.
+    pub(super) fn ttl_of(&self, entry: &Entry) -> u32 {
+        entry.ttl_or(self.ttl)
+    }
+
+    /// The SRV priority / MX preference `entry` answers with.
+    pub(super) fn priority_of(&self, entry: &Entry) -> u16 {
+        entry.priority_or(self.priority)
     }
 
     /// Whether another entry may equal one with `identity`, for the dedup.
@@ -223,15 +207,15 @@ impl Index {
     /// The entries at `path` or below it, searched only within the run `within`.
     pub(super) fn subtree_within(&self, within: Range<usize>, path: &[u8]) -> Range<usize> {
         let run = &self.entries[within.clone()];
-        let lo = run.partition_point(|e| cmp_paths(&e.path, path) == Ordering::Less);
-        let hi = lo + run[lo..].partition_point(|e| is_below(&e.path, path));
+        let lo = run.partition_point(|e| cmp_paths(e.path(), path) == Ordering::Less);
+        let hi = lo + run[lo..].partition_point(|e| is_below(e.path(), path));
         within.start + lo..within.start + hi
     }
 
     /// How many entries at the start of `range` sit exactly at a path of `len` bytes; the rest
     /// of the run lies below it.
     pub(super) fn exact_count(&self, range: Range<usize>, len: usize) -> usize {
-        self.entries[range].iter().take_while(|e| e.path.len() == len).count()
+        self.entries[range].iter().take_while(|e| e.path().len() == len).count()
     }
 
     /// The records a lookup of `name` returns (SkyDNS `Records(name)`), or `None` when the name

@@ -41,7 +41,7 @@ impl Selection {
             0 => None,
             _ => group::filter(&deduped, |i| {
                 let e = &index.entries[i as usize];
-                (e.depth, e.group)
+                (e.depth, e.group())
             }),
         };
         Selection {

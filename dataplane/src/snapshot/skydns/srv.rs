@@ -40,20 +40,21 @@ impl Answerer<'_> {
         };
         let mut sums: HashMap<u16, u64, RandomState> = HashMap::default();
         for e in served() {
-            *sums.entry(e.priority).or_default() += effective_weight(e.weight);
+            *sums.entry(index.priority_of(e)).or_default() += effective_weight(e.weight);
         }
         let mut answer = Section::default();
         let mut additional = Section::default();
         let mut looked_up: HashSet<Name, RandomState> = HashSet::default();
         for e in served() {
-            let weight = normalised_weight(e.weight, sums.get(&e.priority).copied().unwrap_or(1));
+            let priority = index.priority_of(e);
+            let weight = normalised_weight(e.weight, sums.get(&priority).copied().unwrap_or(1));
             let Some(target) = self.target(e, &mut additional, &mut looked_up, |target| target.clone()) else {
                 continue;
             };
             answer.push(Rr::at_query(
-                e.ttl,
+                index.ttl_of(e),
                 Rdata::Srv {
-                    priority: e.priority,
+                    priority,
                     weight,
                     port: e.port,
                     target,
@@ -83,9 +84,9 @@ impl Answerer<'_> {
                 continue;
             };
             answer.push(Rr::at_query(
-                e.ttl,
+                index.ttl_of(e),
                 Rdata::Mx {
-                    preference: e.priority,
+                    preference: index.priority_of(e),
                     exchange,
                 },
             ));
@@ -120,11 +121,11 @@ impl Answerer<'_> {
             Host::V6(ip) => Rdata::Aaaa(*ip),
             Host::None => return None,
         };
-        let target = super::key::stripped_name_of(&e.path, strip);
+        let target = super::key::stripped_name_of(e.path(), strip);
         if !additional.is_full() {
             additional.push(Rr {
                 owner: Some(glue_owner(&target)),
-                ttl: e.ttl,
+                ttl: self.index.ttl_of(e),
                 rdata: glue,
             });
         }

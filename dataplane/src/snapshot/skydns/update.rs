@@ -10,10 +10,10 @@
 
 use super::answers::Answerer;
 use super::build::{apex_answers, local_alias, local_alias_name, name_node, reverse_apexes, zones};
-use super::entry::Host;
+use super::entry::{Entry, Host};
 use super::index::{Edit, Index};
-use super::key::{is_below, is_wildcard, name_of, parse_key, path_of};
-use super::service::{Config, Service};
+use super::key::{is_below, is_wildcard, name_of, path_of, KeyPath};
+use super::service::Config;
 use crate::snapshot::{Identity, Snapshot};
 use crate::wire::name::is_within;
 use crate::wire::Name;
@@ -25,17 +25,19 @@ use std::time::SystemTime;
 /// at most 8 CNAMEs long; a fan-out beyond this is cheaper to build whole).
 const MAX_ROUNDS: usize = 16;
 
-/// The snapshot `previous` becomes when the keys `changed` take the values they have in
-/// `records` (sorted by key; a key absent from it was deleted). `previous` must have been made
-/// by [`super::build`] or by this function under the same `config`.
+/// The snapshot `previous` becomes when the keys `changed` take the records they have in
+/// `records` (in the order of [`Entry::cmp_order`]; a key absent from it was deleted or holds
+/// a value that cannot serve). `previous` must have been made by [`super::build`],
+/// [`super::build_entries`] or this function under the same `config`. The index shares the
+/// records of `records`.
 ///
-/// `None` when the change cannot be applied alone, and [`super::build`] must run instead: keys
-/// in the reverse zones or that are not names, values that cannot serve, keys that differ only
-/// in case, or a change that reaches more than a quarter of the names.
+/// `None` when the change cannot be applied alone, and a build must run instead: keys in the
+/// reverse zones or that are not names, keys that differ only in case, or a change that reaches
+/// more than a quarter of the names.
 pub fn update(
     previous: &Snapshot,
     config: &Config,
-    records: &[(String, Service)],
+    records: &[Arc<Entry>],
     changed: &[String],
     generation: u64,
     now: SystemTime,
@@ -54,7 +56,7 @@ pub fn update(
             skydns: previous.skydns.clone(),
         });
     }
-    let index = index.edited(config, &edits)?;
+    let index = index.edited(&edits)?;
     let mut roots: Vec<Vec<u8>> = edits.into_iter().map(|e| e.path).collect();
     // The `local` alias answers with another name's records: compiled again each time, with
     // the names above it that exist only for it.
@@ -97,32 +99,30 @@ pub fn update(
     })
 }
 
-/// The index edits of the keys `changed`, each with its current value in `records`.
-fn edits<'r>(
-    config: &Config,
-    index: &Index,
-    records: &'r [(String, Service)],
-    changed: &[String],
-) -> Option<Vec<Edit<'r>>> {
+/// The index edits of the keys `changed`, each with its current record in `records`.
+fn edits(config: &Config, index: &Index, records: &[Arc<Entry>], changed: &[String]) -> Option<Vec<Edit>> {
     let reverse: Vec<Vec<u8>> = reverse_apexes().iter().map(path_of).collect();
     let mut edits = Vec::with_capacity(changed.len());
     for key in changed {
-        let path = match parse_key(key, &config.path_prefix) {
+        let at = match KeyPath::parse(key, &config.path_prefix) {
             Ok(None) => continue,
-            Ok(Some(path)) => path,
+            Ok(Some(at)) => at,
             Err(_) => return None,
         };
-        if reverse.iter().any(|r| is_below(&path, r)) {
+        if reverse.iter().any(|r| is_below(at.path(), r)) {
             return None;
         }
-        if !is_below(&path, &index.apex) {
+        if !is_below(at.path(), &index.apex) {
             continue;
         }
         let put = records
-            .binary_search_by(|(k, _)| k.as_str().cmp(key))
+            .binary_search_by(|e| e.cmp_key(&at))
             .ok()
-            .map(|i| (records[i].0.as_str(), &records[i].1));
-        edits.push(Edit { path, put });
+            .map(|i| Arc::clone(&records[i]));
+        edits.push(Edit {
+            path: at.into_path(),
+            put,
+        });
     }
     Some(edits)
 }
@@ -141,9 +141,9 @@ fn reached(index: &Index, mut roots: Vec<Vec<u8>>) -> Option<Vec<Vec<u8>>> {
             let Host::Name(host) = &e.host else {
                 continue;
             };
-            if fresh.iter().any(|changed| reads(host, e.target_strip, changed)) && !seen.contains(&*e.path) {
-                seen.insert(e.path.to_vec());
-                next.push(e.path.to_vec());
+            if fresh.iter().any(|changed| reads(host, e.target_strip, changed)) && !seen.contains(e.path()) {
+                seen.insert(e.path().to_vec());
+                next.push(e.path().to_vec());
             }
         }
         fresh = next.iter().map(|p| name_of(p)).collect();
