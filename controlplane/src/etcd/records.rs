@@ -125,8 +125,8 @@ impl Records {
     }
 
     /// The vector, to change in place. The source never changes the table while a build holds
-    /// it (changes wait for the build), and the snapshots hold their own tables of the same
-    /// entries, so this never has to copy it.
+    /// it (changes wait for the build), but the served snapshot's index shares it: the first
+    /// change after a build copies the table of pointers (8 bytes a record), not the records.
     fn entries(&mut self) -> &mut Vec<Arc<Entry>> {
         Arc::make_mut(&mut self.entries)
     }

@@ -286,7 +286,7 @@ impl EtcdSource {
     /// updates it live. Spawn the future on a tokio runtime with time enabled.
     pub fn serve(mut self, config: Config) -> impl Future<Output = ()> + Send + 'static {
         let generation = self.cell.load().generation + 1;
-        let mut snapshot = build_entries(&config, &[], generation, SystemTime::now());
+        let mut snapshot = build_entries(&config, &Arc::default(), generation, SystemTime::now());
         for zone in &mut snapshot.zones {
             zone.state = ZoneState::Syncing;
         }

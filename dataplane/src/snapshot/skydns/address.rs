@@ -82,7 +82,7 @@ impl Answerer<'_> {
             Section::default()
         };
         for &i in sel.grouped() {
-            let e = &index.entries[i as usize];
+            let e = &index.entries()[i as usize];
             let rdata = match &e.host {
                 Host::None => continue,
                 Host::V4(ip) if family != Family::V6 => Rdata::A(*ip),

@@ -91,7 +91,7 @@ impl<'a> Answerer<'a> {
         let mut answer = Section::default();
         let mut additional = Section::default();
         for &i in sel.grouped() {
-            let e = &index.entries[i as usize];
+            let e = &index.entries()[i as usize];
             let glue = match &e.host {
                 Host::V4(ip) => Rdata::A(*ip),
                 Host::V6(ip) => Rdata::Aaaa(*ip),
@@ -119,7 +119,7 @@ impl<'a> Answerer<'a> {
     fn txt(&mut self, sel: &Selection) -> Result<Section<'static>, Abort> {
         let mut answer = Section::default();
         for &i in sel.grouped() {
-            let e = &self.index.entries[i as usize];
+            let e = &self.index.entries()[i as usize];
             if e.text().is_empty() {
                 continue;
             }
@@ -139,7 +139,7 @@ impl<'a> Answerer<'a> {
             return answer;
         }
         if let Some(&i) = sel.grouped().first() {
-            let e = &self.index.entries[i as usize];
+            let e = &self.index.entries()[i as usize];
             if let Host::Name(target) = &e.host {
                 answer.push(Rr::at_query(self.index.ttl_of(e), Rdata::Cname(target.clone())));
             }

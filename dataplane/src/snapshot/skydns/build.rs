@@ -7,8 +7,8 @@
 
 use super::answers::{Abort, Answerer};
 use super::entry::Entry;
-use super::index::Index;
-use super::key::{cmp_paths, is_below, name_of, path_of, KeyPath};
+use super::index::{below, Index};
+use super::key::{is_below, name_of, path_of, KeyPath};
 use super::reverse::ptr_nodes;
 use super::section::{answer_set, Rr};
 use super::select::Selection;
@@ -16,7 +16,6 @@ use super::service::{Config, Service};
 use crate::snapshot::rrset::{AnswerSet, CompiledAnswer, Rdata};
 use crate::snapshot::{Identity, Node, Nodes, Slot, Snapshot, Zone, ZoneKind, ZoneState};
 use crate::wire::{LowerName, Name};
-use std::cmp::Ordering;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -32,13 +31,13 @@ const RECORD_SLOTS: [Slot; 6] = [Slot::A, Slot::Aaaa, Slot::Cname, Slot::Srv, Sl
 /// valid names and values that cannot serve are skipped with a warning. `now` sets the SOA serial.
 pub fn build(config: &Config, records: &[(String, Service)], generation: u64, now: SystemTime) -> Snapshot {
     let (entries, skipped) = typed(config, records);
-    build_from(config, &entries, skipped, generation, now)
+    build_from(config, &Arc::new(entries), skipped, generation, now)
 }
 
 /// Builds the snapshot of `entries`, the records below `/<path_prefix>/` in the order of
-/// [`Entry::cmp_order`], sharing them: what a source that keeps its records typed builds from.
-/// Entries outside the domain and the reverse trees are ignored.
-pub fn build_entries(config: &Config, entries: &[Arc<Entry>], generation: u64, now: SystemTime) -> Snapshot {
+/// [`Entry::cmp_order`], sharing the table: what a source that keeps its records typed builds
+/// from. Entries outside the domain and the reverse trees are ignored.
+pub fn build_entries(config: &Config, entries: &Arc<Vec<Arc<Entry>>>, generation: u64, now: SystemTime) -> Snapshot {
     build_from(config, entries, 0, generation, now)
 }
 
@@ -74,13 +73,13 @@ pub fn typed(config: &Config, records: &[(String, Service)]) -> (Vec<Arc<Entry>>
 
 fn build_from(
     config: &Config,
-    entries: &[Arc<Entry>],
+    entries: &Arc<Vec<Arc<Entry>>>,
     mut skipped: usize,
     generation: u64,
     now: SystemTime,
 ) -> Snapshot {
     let reverse_apexes = reverse_apexes();
-    let Partition { in_domain, reverse } = partition(config, entries, &reverse_apexes);
+    let reverse = reverse_entries(config, entries, &reverse_apexes);
     let zones = zones(config, &reverse_apexes, now);
     let zone_index = |apex: &Name| zones.iter().position(|z| z.apex == *apex).unwrap_or(0) as u16;
     let reverse_zones: Vec<(Vec<u8>, u16)> = reverse_apexes.iter().map(|a| (path_of(a), zone_index(a))).collect();
@@ -92,7 +91,7 @@ fn build_from(
     };
     let ptrs = ptr_nodes(config, reverse, zone_of_reverse, &mut skipped);
 
-    let index = Arc::new(Index::new(config, in_domain, skipped));
+    let index = Arc::new(Index::new(config, entries, skipped));
     let mut nodes = domain_nodes(config, &index, zone_index(&config.domain), now);
     for (name, node) in ptrs {
         if !nodes.contains_key(&name) {
@@ -124,28 +123,16 @@ fn reverse_apex(kind: &str) -> Name {
     Name::from_labels([kind, "arpa"]).unwrap_or_else(|_| Name::root())
 }
 
-/// The entries of a build by where they belong, each in key order.
-struct Partition<'r> {
-    in_domain: Vec<Arc<Entry>>,
-    reverse: Vec<&'r Entry>,
-}
-
-/// Sorted entries put the records below a name in one run: the domain's is one slice, each
-/// reverse tree's another (less what the domain holds, should it lie inside one).
-fn partition<'r>(config: &Config, entries: &'r [Arc<Entry>], reverse_apexes: &[Name]) -> Partition<'r> {
+/// The entries of the reverse trees, in key order, less what the domain holds should it lie
+/// inside one. Sorted entries put the records below a name in one run.
+fn reverse_entries<'r>(config: &Config, entries: &'r [Arc<Entry>], reverse_apexes: &[Name]) -> Vec<&'r Entry> {
     let domain_path = path_of(&config.domain);
-    let below = |apex: &[u8]| {
-        let start = entries.partition_point(|e| cmp_paths(e.path(), apex) == Ordering::Less);
-        let len = entries[start..].partition_point(|e| is_below(e.path(), apex));
-        &entries[start..start + len]
-    };
-    let in_domain = below(&domain_path).to_vec();
     let mut reverse = Vec::new();
     for apex in reverse_apexes {
-        let run = below(&path_of(apex));
+        let run = &entries[below(entries, &path_of(apex))];
         reverse.extend(run.iter().filter(|e| !is_below(e.path(), &domain_path)).map(|e| &**e));
     }
-    Partition { in_domain, reverse }
+    reverse
 }
 
 /// The domain's zone and the reverse zones, longest apex first.
@@ -355,7 +342,7 @@ struct NameRun {
 
 impl NameRun {
     fn path<'a>(&self, index: &'a Index) -> &'a [u8] {
-        match index.entries.get(self.range.start) {
+        match index.entries().get(self.range.start) {
             Some(e) if !self.range.is_empty() => &e.path()[..self.len],
             _ => &index.apex,
         }
@@ -364,7 +351,7 @@ impl NameRun {
 
 /// Every existing name of the domain with its run of records, the apex included.
 fn names(index: &Index) -> Vec<NameRun> {
-    let entries = &index.entries;
+    let entries = index.entries();
     let apex_len = index.apex.len();
     let mut runs = Vec::with_capacity(entries.len() + 1);
     // Names whose runs are still open, each below the previous: (path length, first entry).

@@ -35,7 +35,7 @@ impl Answerer<'_> {
         let served = || {
             sel.grouped()
                 .iter()
-                .map(|&i| &index.entries[i as usize])
+                .map(|&i| &index.entries()[i as usize])
                 .filter(|e| e.host != Host::None)
         };
         let mut sums: HashMap<u16, u64, RandomState> = HashMap::default();
@@ -74,7 +74,7 @@ impl Answerer<'_> {
         let mut additional = Section::default();
         let mut looked_up: HashSet<Name, RandomState> = HashSet::default();
         for &i in sel.deduped() {
-            let e = &index.entries[i as usize];
+            let e = &index.entries()[i as usize];
             if !e.mail {
                 continue;
             }

@@ -11,7 +11,7 @@
 use super::answers::Answerer;
 use super::build::{apex_answers, local_alias, local_alias_name, name_node, reverse_apexes, zones};
 use super::entry::{Entry, Host};
-use super::index::{Edit, Index};
+use super::index::Index;
 use super::key::{is_below, is_wildcard, name_of, path_of, KeyPath};
 use super::service::Config;
 use crate::snapshot::{Identity, Snapshot};
@@ -26,10 +26,11 @@ use std::time::SystemTime;
 const MAX_ROUNDS: usize = 16;
 
 /// The snapshot `previous` becomes when the keys `changed` take the records they have in
-/// `records` (in the order of [`Entry::cmp_order`]; a key absent from it was deleted or holds
-/// a value that cannot serve). `previous` must have been made by [`super::build`],
-/// [`super::build_entries`] or this function under the same `config`. The index shares the
-/// records of `records`.
+/// `records`, the whole table after the change (in the order of [`Entry::cmp_order`]; a key
+/// absent from it was deleted or holds a value that cannot serve), which the new index shares.
+/// `changed` must name every key whose record differs from the table `previous` was made from;
+/// `previous` must have been made by [`super::build`], [`super::build_entries`] or this
+/// function under the same `config`.
 ///
 /// `None` when the change cannot be applied alone, and a build must run instead: keys in the
 /// reverse zones or that are not names, keys that differ only in case, or a change that reaches
@@ -37,7 +38,7 @@ const MAX_ROUNDS: usize = 16;
 pub fn update(
     previous: &Snapshot,
     config: &Config,
-    records: &[Arc<Entry>],
+    records: &Arc<Vec<Arc<Entry>>>,
     changed: &[String],
     generation: u64,
     now: SystemTime,
@@ -46,7 +47,7 @@ pub fn update(
     if index.domain != config.domain || reverse_apexes().iter().any(|r| config.domain.is_within(r)) {
         return None;
     }
-    let edits = edits(config, index, records, changed)?;
+    let edits = edits(config, index, changed)?;
     if edits.is_empty() {
         return Some(Snapshot {
             generation,
@@ -56,8 +57,8 @@ pub fn update(
             skydns: previous.skydns.clone(),
         });
     }
-    let index = index.edited(&edits)?;
-    let mut roots: Vec<Vec<u8>> = edits.into_iter().map(|e| e.path).collect();
+    let index = index.edited(records, &edits)?;
+    let mut roots = edits;
     // The `local` alias answers with another name's records: compiled again each time, with
     // the names above it that exist only for it.
     if let Some(alias) = config.local.as_ref().and(local_alias_name(config)) {
@@ -99,8 +100,8 @@ pub fn update(
     })
 }
 
-/// The index edits of the keys `changed`, each with its current record in `records`.
-fn edits(config: &Config, index: &Index, records: &[Arc<Entry>], changed: &[String]) -> Option<Vec<Edit>> {
+/// The paths of the keys `changed` below the domain.
+fn edits(config: &Config, index: &Index, changed: &[String]) -> Option<Vec<Vec<u8>>> {
     let reverse: Vec<Vec<u8>> = reverse_apexes().iter().map(path_of).collect();
     let mut edits = Vec::with_capacity(changed.len());
     for key in changed {
@@ -115,14 +116,7 @@ fn edits(config: &Config, index: &Index, records: &[Arc<Entry>], changed: &[Stri
         if !is_below(at.path(), &index.apex) {
             continue;
         }
-        let put = records
-            .binary_search_by(|e| e.cmp_key(&at))
-            .ok()
-            .map(|i| Arc::clone(&records[i]));
-        edits.push(Edit {
-            path: at.into_path(),
-            put,
-        });
+        edits.push(at.into_path());
     }
     Some(edits)
 }
@@ -137,7 +131,7 @@ fn reached(index: &Index, mut roots: Vec<Vec<u8>>) -> Option<Vec<Vec<u8>>> {
             return Some(roots);
         }
         let mut next = Vec::new();
-        for e in &index.entries {
+        for e in index.entries() {
             let Host::Name(host) = &e.host else {
                 continue;
             };

@@ -8,6 +8,7 @@ use crate::snapshot::test_rng::Rng;
 use crate::snapshot::{Slot, Snapshot};
 use crate::wire::Name;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 const DIRS: [&str; 6] = ["a", "b", "b/x", "c/y/z", "dns/ns", "mail"];
@@ -108,7 +109,7 @@ fn run(config: &Config, seed: u64, steps: usize) -> usize {
         previous = match update(
             &previous,
             config,
-            &typed(config, &current).0,
+            &Arc::new(typed(config, &current).0),
             &changed,
             step as u64 + 2,
             now,
@@ -157,7 +158,7 @@ fn a_change_outside_the_domain_keeps_every_node_and_case_variants_build_whole() 
     let next = update(
         &previous,
         &config,
-        &typed(&config, &records).0,
+        &Arc::new(typed(&config, &records).0),
         &["/skydns/org/example/x".into()],
         2,
         now,
@@ -169,7 +170,7 @@ fn a_change_outside_the_domain_keeps_every_node_and_case_variants_build_whole() 
     assert!(update(
         &next,
         &config,
-        &typed(&config, &records).0,
+        &Arc::new(typed(&config, &records).0),
         &["/skydns/test/skydns/A".into()],
         3,
         now
@@ -180,7 +181,7 @@ fn a_change_outside_the_domain_keeps_every_node_and_case_variants_build_whole() 
     assert!(update(
         &next,
         &config,
-        &typed(&config, &records).0,
+        &Arc::new(typed(&config, &records).0),
         &["/skydns/arpa/in-addr/10/0/0/1".into()],
         3,
         now
@@ -218,7 +219,7 @@ fn the_first_and_last_record_of_a_kind_update_like_a_full_build() {
         let updated = update(
             &previous,
             &config,
-            &typed(&config, &records).0,
+            &Arc::new(typed(&config, &records).0),
             std::slice::from_ref(&key),
             step as u64 + 2,
             now,
