@@ -80,8 +80,8 @@ pub(super) fn stub_zones(prefix: &str, records: Vec<(String, &Entry)>) -> (Vec<S
             continue;
         };
         let ip = match entry.host() {
-            Host::V4(ip) => IpAddr::V4(*ip),
-            Host::V6(ip) => IpAddr::V6(*ip),
+            Host::V4(ip) => IpAddr::V4(ip),
+            Host::V6(ip) => IpAddr::V6(ip),
             Host::None | Host::Name(_) => {
                 unusable.push(Unusable {
                     key,

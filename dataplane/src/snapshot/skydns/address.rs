@@ -83,12 +83,12 @@ impl Answerer<'_> {
         };
         for &i in sel.grouped() {
             let e = &index.entries()[i as usize];
-            let rdata = match &e.host {
+            let rdata = match e.host() {
                 Host::None => continue,
-                Host::V4(ip) if family != Family::V6 => Rdata::A(*ip),
-                Host::V6(ip) if family != Family::V4 => Rdata::Aaaa(*ip),
+                Host::V4(ip) if family != Family::V6 => Rdata::A(ip),
+                Host::V6(ip) if family != Family::V4 => Rdata::Aaaa(ip),
                 Host::V4(_) | Host::V6(_) => continue,
-                Host::Name(target) => {
+                Host::Name(ref target) => {
                     if target == query || chain.len() >= MAX_CHAIN || chain.contains(target) {
                         continue;
                     }

@@ -92,9 +92,9 @@ impl<'a> Answerer<'a> {
         let mut additional = Section::default();
         for &i in sel.grouped() {
             let e = &index.entries()[i as usize];
-            let glue = match &e.host {
-                Host::V4(ip) => Rdata::A(*ip),
-                Host::V6(ip) => Rdata::Aaaa(*ip),
+            let glue = match e.host() {
+                Host::V4(ip) => Rdata::A(ip),
+                Host::V6(ip) => Rdata::Aaaa(ip),
                 Host::None | Host::Name(_) => {
                     tracing::warn!(ns = %e.name(), "skipping SkyDNS nameserver record whose host is not an IP address");
                     continue;
@@ -140,8 +140,8 @@ impl<'a> Answerer<'a> {
         }
         if let Some(&i) = sel.grouped().first() {
             let e = &self.index.entries()[i as usize];
-            if let Host::Name(target) = &e.host {
-                answer.push(Rr::at_query(self.index.ttl_of(e), Rdata::Cname(target.clone())));
+            if let Host::Name(target) = e.host() {
+                answer.push(Rr::at_query(self.index.ttl_of(e), Rdata::Cname(target)));
             }
         }
         answer

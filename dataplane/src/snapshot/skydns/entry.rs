@@ -37,20 +37,34 @@ pub enum ValueError {
 /// and a 255-multiple adds an empty string.
 const MAX_TEXT_LEN: usize = 65535 / 256 * 255;
 
+/// How an entry keeps its host: an IPv4 address inline, an IPv6 address or a name (in wire
+/// form) in the entry's data, so that the entry itself stays small.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum HostKind {
+    /// No host.
+    None,
+    /// An IPv4 address.
+    V4(Ipv4Addr),
+    /// An IPv6 address: its 16 bytes in the data.
+    V6,
+    /// A name: its wire form in the data.
+    Name,
+}
+
 /// A typed record at its key, as the source that watches the records keeps it and as every
 /// snapshot's index shares it: the value is interpreted once, when it is put, and exists once
 /// however many snapshots hold it. It depends on no setting but the key prefix, so that a change
 /// of the settings builds again from the same records; the defaults apply where it answers.
 ///
-/// The key's path, the text and the group share one allocation: a record of the common shape
-/// (an address and a port) costs the entry and its path.
+/// The key's path, the host when longer than an IPv4 address, the text and the group share one
+/// allocation: a record of the common shape (an IPv4 address and a port) costs 80 bytes of
+/// heap for the entry in its `Arc`, and its path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     /// The path of the key (see [`super::key`]), lower-cased; then the path as written when the
-    /// key had upper-case letters; then the text; then the group.
+    /// key had upper-case letters; then an IPv6 address or a name host; then the text; then the
+    /// group.
     data: Box<[u8]>,
-    /// Interpreted `host`.
-    pub(super) host: Host,
     /// Hash of what the per-lookup dedup compares (SkyDNS drops a record whose
     /// `(host, port, priority, weight, text)` equals an earlier one of the same lookup, with the
     /// priority compared before its default is applied); [`Entry::same_record`] confirms a match.
@@ -65,8 +79,12 @@ pub struct Entry {
     priority: u16,
     /// SRV weight as stored; 0 counts as 100.
     pub(super) weight: u16,
+    /// Interpreted `host`.
+    pub(super) host: HostKind,
     /// Length of the path in `data`; no path is longer than a name's 255 bytes.
     path_len: u8,
+    /// Length of the host in `data`: 16 for IPv6, a name's wire form (at most 255 bytes).
+    host_len: u8,
     /// Labels stripped from SRV/MX targets; no name has 255 labels, so saturating keeps meaning.
     pub(super) target_strip: u8,
     /// Number of path components (SkyDNS compares slash counts, which differ by a constant).
@@ -83,14 +101,25 @@ impl Entry {
         if service.text.len() > MAX_TEXT_LEN {
             return Err(ValueError::TextTooLong);
         }
-        let host = parse_host(&service.host)?;
+        let parsed = parse_host(&service.host)?;
+        let v6;
+        let (host, host_bytes): (HostKind, &[u8]) = match &parsed {
+            Host::None => (HostKind::None, &[]),
+            Host::V4(ip) => (HostKind::V4(*ip), &[]),
+            Host::V6(ip) => {
+                v6 = ip.octets();
+                (HostKind::V6, &v6)
+            }
+            Host::Name(name) => (HostKind::Name, name.wire()),
+        };
         let path = key.path();
         let folded = key.written() != path;
-        let mut data = Vec::with_capacity(2 * path.len() + service.text.len() + service.group.len());
+        let mut data = Vec::with_capacity(2 * path.len() + host_bytes.len() + service.text.len() + service.group.len());
         data.extend_from_slice(path);
         if folded {
             data.extend_from_slice(key.written());
         }
+        data.extend_from_slice(host_bytes);
         data.extend_from_slice(service.text.as_bytes());
         data.extend_from_slice(service.group.as_bytes());
         Ok(Entry {
@@ -103,6 +132,7 @@ impl Entry {
             priority: service.priority,
             weight: service.weight,
             path_len: path.len() as u8,
+            host_len: host_bytes.len() as u8,
             target_strip: service.target_strip.min(u8::MAX as usize) as u8,
             depth: super::key::depth(path).min(u8::MAX as usize) as u8,
             mail: service.mail,
@@ -123,8 +153,18 @@ impl Entry {
         }
     }
 
-    fn text_start(&self) -> usize {
+    fn host_start(&self) -> usize {
         self.path_len as usize * (1 + self.folded as usize)
+    }
+
+    /// The IPv6 address or the name's wire form of the host; empty for the others.
+    fn host_bytes(&self) -> &[u8] {
+        let start = self.host_start();
+        &self.data[start..start + self.host_len as usize]
+    }
+
+    fn text_start(&self) -> usize {
+        self.host_start() + self.host_len as usize
     }
 
     /// TXT data; empty means no TXT.
@@ -138,9 +178,21 @@ impl Entry {
         &self.data[self.text_start() + self.text_len as usize..]
     }
 
-    /// The interpreted `host`.
-    pub fn host(&self) -> &Host {
-        &self.host
+    /// The interpreted `host`; a name is made from its wire form.
+    pub fn host(&self) -> Host {
+        match self.host {
+            HostKind::None => Host::None,
+            HostKind::V4(ip) => Host::V4(ip),
+            HostKind::V6 => {
+                Host::V6(<[u8; 16]>::try_from(self.host_bytes()).map_or(Ipv6Addr::UNSPECIFIED, Ipv6Addr::from))
+            }
+            HostKind::Name => Host::Name(Name::from_wire(self.host_bytes()).unwrap_or_else(|_| Name::root())),
+        }
+    }
+
+    /// The wire form of a name host.
+    pub(super) fn host_name(&self) -> Option<&[u8]> {
+        (self.host == HostKind::Name).then(|| self.host_bytes())
     }
 
     /// SRV port (0 when the record has none).
@@ -201,6 +253,7 @@ impl Entry {
     pub fn same_record(&self, other: &Entry) -> bool {
         self.identity == other.identity
             && self.host == other.host
+            && self.host_bytes() == other.host_bytes()
             && self.port == other.port
             && self.priority == other.priority
             && self.weight == other.weight
@@ -268,6 +321,28 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_fits_80_bytes_of_heap_in_its_arc() {
+        // The Arc's two counters and the entry, with the allocator's 8-byte header, round to 80.
+        assert!(std::mem::size_of::<Entry>() <= 56);
+    }
+
+    #[test]
+    fn long_hosts_read_back_from_the_data() {
+        for host in ["2001:db8::1", "web.example.org", ""] {
+            let service = Service {
+                host: host.into(),
+                text: "t".into(),
+                group: "g".into(),
+                ..Service::default()
+            };
+            let entry = Entry::new(&key("/skydns/test/Web"), &service).unwrap();
+            assert_eq!(entry.host(), parse_host(host).unwrap());
+            assert_eq!((entry.text(), entry.group()), (&b"t"[..], &b"g"[..]));
+            assert_eq!(entry.host_name().is_some(), host.contains('.'));
+        }
+    }
+
+    #[test]
     fn text_of_255_bytes_splits_into_a_full_string_and_an_empty_one() {
         let chunks = split255(&[b'a'; 255]);
         assert_eq!(chunks.len(), 2);
@@ -330,6 +405,7 @@ mod tests {
         let entry = Entry::new(&key("/skydns/test/Web"), &service).unwrap();
         assert_eq!(entry.path(), b"\x04test\x03web");
         assert_eq!((entry.text(), entry.group()), (&b"hello"[..], &b"g1"[..]));
+        assert_eq!(entry.host(), Host::V4(Ipv4Addr::new(10, 0, 0, 1)));
         assert_eq!(entry.key("skydns"), "/skydns/test/Web");
         assert!(entry.folded);
         let lower = Entry::new(&key("/skydns/test/web"), &Service::default()).unwrap();

@@ -2,7 +2,7 @@
 //! own and everything below it) are one contiguous run. The builder compiles nodes from it and
 //! the snapshot keeps it for the names that cannot be precompiled: `*`/`any` wildcard queries.
 
-use super::entry::{Entry, Host};
+use super::entry::{Entry, HostKind};
 use super::key::{cmp_paths, is_below, is_wildcard, path_of};
 use super::select::Selection;
 use super::service::Config;
@@ -141,8 +141,14 @@ impl Index {
         step(&mut kinds.text, !entry.text().is_empty());
         step(&mut kinds.mail, entry.mail);
         step(&mut kinds.grouped, !entry.group().is_empty());
-        step(&mut kinds.v4_or_name, matches!(entry.host, Host::V4(_) | Host::Name(_)));
-        step(&mut kinds.v6_or_name, matches!(entry.host, Host::V6(_) | Host::Name(_)));
+        step(
+            &mut kinds.v4_or_name,
+            matches!(entry.host, HostKind::V4(_) | HostKind::Name),
+        );
+        step(
+            &mut kinds.v6_or_name,
+            matches!(entry.host, HostKind::V6 | HostKind::Name),
+        );
         let identity = entry.identity as u32;
         let count = self.identities.entry(identity).or_insert(0);
         match added {

@@ -28,7 +28,7 @@ pub fn ptr_nodes(
             continue;
         }
         let target = match e.host() {
-            Host::Name(target) => target.clone(),
+            Host::Name(target) => target,
             Host::None => continue,
             Host::V4(_) | Host::V6(_) => {
                 let key = e.key(&config.path_prefix);

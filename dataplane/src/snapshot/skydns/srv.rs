@@ -4,7 +4,7 @@
 //! additional section carries the addresses of the targets.
 
 use super::answers::{Abort, Answerer};
-use super::entry::{Entry, Host};
+use super::entry::{Entry, Host, HostKind};
 use super::section::{Rr, Section};
 use super::select::Selection;
 use crate::snapshot::rrset::Rdata;
@@ -36,7 +36,7 @@ impl Answerer<'_> {
             sel.grouped()
                 .iter()
                 .map(|&i| &index.entries()[i as usize])
-                .filter(|e| e.host != Host::None)
+                .filter(|e| e.host != HostKind::None)
         };
         let mut sums: HashMap<u16, u64, RandomState> = HashMap::default();
         for e in served() {
@@ -108,7 +108,7 @@ impl Answerer<'_> {
         glue_owner: impl FnOnce(&Name) -> Name,
     ) -> Option<Name> {
         let strip = e.target_strip as usize;
-        let glue = match &e.host {
+        let glue = match e.host() {
             Host::Name(host) => {
                 let target = host.strip_labels(strip);
                 if !looked_up.contains(&target) {
@@ -117,8 +117,8 @@ impl Answerer<'_> {
                 }
                 return Some(target);
             }
-            Host::V4(ip) => Rdata::A(*ip),
-            Host::V6(ip) => Rdata::Aaaa(*ip),
+            Host::V4(ip) => Rdata::A(ip),
+            Host::V6(ip) => Rdata::Aaaa(ip),
             Host::None => return None,
         };
         let target = super::key::stripped_name_of(e.path(), strip);

@@ -10,7 +10,7 @@
 
 use super::answers::Answerer;
 use super::build::{apex_answers, local_alias, local_alias_name, name_node, reverse_apexes, zones};
-use super::entry::{Entry, Host};
+use super::entry::Entry;
 use super::index::Index;
 use super::key::{is_below, is_wildcard, name_of, path_of, KeyPath};
 use super::service::Config;
@@ -132,7 +132,7 @@ fn reached(index: &Index, mut roots: Vec<Vec<u8>>) -> Option<Vec<Vec<u8>>> {
         }
         let mut next = Vec::new();
         for e in index.entries() {
-            let Host::Name(host) = &e.host else {
+            let Some(host) = e.host_name() else {
                 continue;
             };
             if fresh.iter().any(|changed| reads(host, e.target_strip, changed)) && !seen.contains(e.path()) {
@@ -146,12 +146,28 @@ fn reached(index: &Index, mut roots: Vec<Vec<u8>>) -> Option<Vec<Vec<u8>>> {
     None
 }
 
-/// Whether a record with the name host `host` looks up records at or above `changed`: its
-/// CNAME chase reads the host, its SRV/MX glue the host less `strip` labels, and a lookup with
-/// wildcard labels reads everything below the part right of its last wildcard.
-fn reads(host: &Name, strip: u8, changed: &Name) -> bool {
-    let read = |looked_up: &Name| is_within(changed.wire(), fixed_suffix(looked_up.wire()));
-    read(host) || (strip > 0 && read(&host.strip_labels(strip as usize)))
+/// Whether a record with the name host `host` (wire form) looks up records at or above
+/// `changed`: its CNAME chase reads the host, its SRV/MX glue the host less `strip` labels, and
+/// a lookup with wildcard labels reads everything below the part right of its last wildcard.
+fn reads(host: &[u8], strip: u8, changed: &Name) -> bool {
+    let read = |looked_up: &[u8]| is_within(changed.wire(), fixed_suffix(looked_up));
+    read(host) || (strip > 0 && read(strip_labels(host, strip as usize)))
+}
+
+/// The wire name without its `n` leftmost labels, or whole when it has no more than `n`
+/// ([`Name::strip_labels`] on the wire form).
+fn strip_labels(wire: &[u8], n: usize) -> &[u8] {
+    let mut pos = 0;
+    for _ in 0..n {
+        match wire.get(pos) {
+            Some(&len) if len != 0 => pos += 1 + len as usize,
+            _ => return wire,
+        }
+    }
+    match wire.get(pos) {
+        Some(&len) if len != 0 => &wire[pos..],
+        _ => wire,
+    }
 }
 
 /// The wire name right of its last wildcard label (all of it when it has none).
@@ -180,4 +196,19 @@ fn with_ancestors(index: &Index, roots: &[Vec<u8>]) -> BTreeSet<Vec<u8>> {
         }
     }
     names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_labels;
+    use crate::wire::Name;
+
+    #[test]
+    fn stripping_labels_of_a_wire_name_agrees_with_the_name() {
+        let name = Name::from_dotted("a.b.c.").unwrap();
+        for n in 0..5 {
+            assert_eq!(strip_labels(name.wire(), n), name.strip_labels(n).wire(), "{n} labels");
+        }
+        assert_eq!(strip_labels(Name::root().wire(), 1), Name::root().wire());
+    }
 }
