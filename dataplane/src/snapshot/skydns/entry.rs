@@ -114,7 +114,8 @@ impl Entry {
         };
         let path = key.path();
         let folded = key.written() != path;
-        let mut data = Vec::with_capacity(2 * path.len() + host_bytes.len() + service.text.len() + service.group.len());
+        let len = path.len() * (1 + folded as usize) + host_bytes.len() + service.text.len() + service.group.len();
+        let mut data = Vec::with_capacity(len);
         data.extend_from_slice(path);
         if folded {
             data.extend_from_slice(key.written());
