@@ -2,7 +2,9 @@
 //! (by key path, see [`Entry::cmp_order`]), each behind an `Arc` that the snapshots' indexes
 //! share, so that a record's key and strings exist once however many snapshots hold it.
 //! A change finds its entry by binary search and touches only it; a build borrows the whole
-//! table through an `Arc` without copying a record. The keys changed since the last build are
+//! table through an `Arc` without copying a record. A full read arrives in etcd's order, by key
+//! bytes, which is not the order of paths (`web-1/…` sorts before `web/…` there, after it here):
+//! a fresh table takes the read as it comes and is sorted once at its end. The keys changed since the last build are
 //! kept, so that the next snapshot compiles only what they reach.
 
 use skyline_dataplane::snapshot::skydns::{Entry, KeyPath};
@@ -16,6 +18,9 @@ pub(super) struct Records {
     changes: Changes,
     /// The key prefix the entries' paths are relative to.
     prefix: String,
+    /// A full read is filling the table: entries are appended as they come, sorted by
+    /// [`Records::settle`].
+    filling: bool,
 }
 
 /// What changed since the last build took the table.
@@ -34,7 +39,27 @@ impl Records {
             entries: Arc::default(),
             changes: Changes::All,
             prefix: prefix.to_owned(),
+            filling: true,
         }
+    }
+
+    /// Ends the fill of a full read: sorts the table, the last record of a key repeated in the
+    /// read winning. Inserting each record of the read at its place instead would move every
+    /// record after it, the square of the table in the worst case.
+    pub(super) fn settle(&mut self) {
+        if !std::mem::replace(&mut self.filling, false) {
+            return;
+        }
+        let entries = self.entries();
+        entries.sort_by(|a, b| a.cmp_order(b));
+        let mut kept: Vec<Arc<Entry>> = Vec::with_capacity(entries.len());
+        for entry in entries.drain(..) {
+            match kept.last_mut() {
+                Some(last) if last.cmp_order(&entry).is_eq() => *last = entry,
+                _ => kept.push(entry),
+            }
+        }
+        *entries = kept;
     }
 
     /// The table as the snapshot builder takes it, shared with the build.
@@ -64,6 +89,10 @@ impl Records {
 
     /// Sets the record at `key` (the key `entry` was made for); true when that changed anything.
     pub(super) fn upsert(&mut self, key: &str, entry: Entry) -> bool {
+        if self.filling {
+            self.entries().push(Arc::new(entry));
+            return true;
+        }
         match self.entries.binary_search_by(|e| e.cmp_order(&entry)) {
             Ok(i) if *self.entries[i] == entry => false,
             Ok(i) => {
@@ -105,7 +134,7 @@ impl Records {
     }
 
     /// The records whose key starts with `prefix` (which ends with a slash), with their keys,
-    /// in key-path order.
+    /// in key-path order; once the table is settled.
     pub(super) fn with_prefix(&self, prefix: &str) -> Vec<(String, &Entry)> {
         let Ok(Some(at)) = KeyPath::parse(prefix.trim_end_matches('/'), &self.prefix) else {
             return Vec::new();
@@ -121,7 +150,11 @@ impl Records {
 
     fn find(&self, key: &str) -> Option<usize> {
         let at = KeyPath::parse(key, &self.prefix).ok()??;
-        self.entries.binary_search_by(|e| e.cmp_key(&at)).ok()
+        match self.filling {
+            // Only a value skipped in the read removes during the fill: rare enough to scan.
+            true => self.entries.iter().rposition(|e| e.cmp_key(&at).is_eq()),
+            false => self.entries.binary_search_by(|e| e.cmp_key(&at)).ok(),
+        }
     }
 
     /// The vector, to change in place. The source never changes the table while a build holds
@@ -158,7 +191,34 @@ mod tests {
         for k in keys {
             upsert(&mut r, k, "");
         }
+        r.settle();
         r
+    }
+
+    fn settled() -> Records {
+        let mut r = Records::new("skydns");
+        r.settle();
+        r
+    }
+
+    #[test]
+    fn a_read_out_of_path_order_is_sorted_once_and_the_last_put_of_a_key_wins() {
+        let mut r = Records::new("skydns");
+        for (key, host) in [
+            ("/skydns/web-1/a", "10.0.0.1"),
+            ("/skydns/web/b", "10.0.0.2"),
+            ("/skydns/web/a", "10.0.0.3"),
+            ("/skydns/web/b", "10.0.0.4"),
+            ("/skydns/bad", "10.0.0.5"),
+        ] {
+            assert!(upsert(&mut r, key, host));
+        }
+        assert!(r.remove("/skydns/bad"));
+        r.settle();
+        assert_eq!(keys(&r), ["/skydns/web/a", "/skydns/web/b", "/skydns/web-1/a"]);
+        assert_eq!(host(&r, 1), "V4(10.0.0.4)");
+        assert!(!upsert(&mut r, "/skydns/web/a", "10.0.0.3"));
+        assert_eq!(r.take_changes(), None, "a filled table is built whole");
     }
 
     fn host(r: &Records, i: usize) -> String {
@@ -167,7 +227,7 @@ mod tests {
 
     #[test]
     fn changes_keep_key_order_and_report_whether_anything_changed() {
-        let mut r = Records::new("skydns");
+        let mut r = settled();
         assert!(upsert(&mut r, "/skydns/b", "10.0.0.2"));
         assert!(upsert(&mut r, "/skydns/a", "10.0.0.1"));
         assert!(upsert(&mut r, "/skydns/b", "10.0.0.3"));
@@ -227,7 +287,7 @@ mod tests {
 
     #[test]
     fn a_build_holding_the_table_keeps_its_version() {
-        let mut r = Records::new("skydns");
+        let mut r = settled();
         upsert(&mut r, "/skydns/a", "10.0.0.1");
         let held = r.shared();
         upsert(&mut r, "/skydns/a", "10.0.0.2");

@@ -136,9 +136,10 @@ impl State {
         self.rejected.clone()
     }
 
-    /// Ends a full read: skipped values of the replaced copy that this one did not meet again
-    /// are gone from etcd.
+    /// Ends a full read: sorts the records it put (see [`Records::settle`]); skipped values of
+    /// the replaced copy that this one did not meet again are gone from etcd.
     pub(super) fn read_complete(&mut self) {
+        self.records.settle();
         self.logged_before.clear();
     }
 
@@ -314,6 +315,7 @@ mod tests {
     fn puts_and_deletes_change_one_record_each() {
         let health = SourceHealth::default();
         let mut s = State::new("skydns", BTreeMap::new());
+        s.read_complete();
         assert_eq!(
             s.put(put("/skydns/test/a", r#"{"host":"10.0.0.1"}"#, 0, 5), &health),
             Changed::Record
@@ -388,6 +390,7 @@ mod tests {
     fn leased_records_answer_with_the_remaining_lease() {
         let health = SourceHealth::default();
         let mut s = State::new("skydns", BTreeMap::new());
+        s.read_complete();
         s.put(put("/skydns/test/a", r#"{"host":"10.0.0.1"}"#, 7, 1), &health);
         s.put(put("/skydns/test/b", r#"{"host":"10.0.0.2","ttl":60}"#, 7, 1), &health);
         s.put(put("/skydns/test/c", r#"{"host":"10.0.0.3","ttl":2}"#, 7, 1), &health);
