@@ -8,9 +8,10 @@
 #![allow(missing_docs)]
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use skyline_dataplane::snapshot::skydns::{build, update, Config, Service};
+use skyline_dataplane::snapshot::skydns::{build, typed, update, Config, Service};
 use skyline_dataplane::wire::Name;
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 const PROBE: &str = "/skydns/test/skydns/bench/probe";
@@ -73,7 +74,7 @@ fn benches(c: &mut Criterion) {
             b.iter_batched(
                 || {
                     round += 1;
-                    with_probe(&table, round)
+                    Arc::new(typed(&config, &with_probe(&table, round)).0)
                 },
                 |next| {
                     let updated = update(&base, &config, &next, &changed, 2, now).expect("an update applies");

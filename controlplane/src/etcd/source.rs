@@ -15,7 +15,7 @@ use crate::backoff::Backoff;
 use crate::skydns::{ConfigError, ConfigPatch};
 use crate::source::SourceStats;
 use etcd_client::{Client, ConnectOptions, EventType, GetOptions, WatchOptions, WatchResponse, WatchStream};
-use skyline_dataplane::snapshot::skydns::{build, update, Config};
+use skyline_dataplane::snapshot::skydns::{build_entries, update, Config};
 use skyline_dataplane::snapshot::{publish, Snapshot, ZoneState};
 use skyline_dataplane::SnapshotCell;
 use std::future::Future;
@@ -286,7 +286,7 @@ impl EtcdSource {
     /// updates it live. Spawn the future on a tokio runtime with time enabled.
     pub fn serve(mut self, config: Config) -> impl Future<Output = ()> + Send + 'static {
         let generation = self.cell.load().generation + 1;
-        let mut snapshot = build(&config, &[], generation, SystemTime::now());
+        let mut snapshot = build_entries(&config, &Arc::default(), generation, SystemTime::now());
         for zone in &mut snapshot.zones {
             zone.state = ZoneState::Syncing;
         }
@@ -600,7 +600,7 @@ impl EtcdSource {
                 (Some((_, previous)), Some(changed)) => update(previous, &config, &records, changed, generation, now),
                 _ => None,
             };
-            let snapshot = Arc::new(updated.unwrap_or_else(|| build(&config, &records, generation, now)));
+            let snapshot = Arc::new(updated.unwrap_or_else(|| build_entries(&config, &records, generation, now)));
             let skipped = snapshot.skydns.as_ref().map_or(0, |index| index.skipped());
             let took = started.elapsed();
             publish(&cell, Arc::clone(&snapshot));

@@ -6,6 +6,7 @@ use super::health::SourceHealth;
 use super::lease::{fold, LeaseTtls};
 use super::records::Records;
 use crate::skydns::{parse_record, ConfigError, ConfigPatch, RecordError};
+use skyline_dataplane::snapshot::skydns::{self, Entry, KeyPath};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
@@ -52,6 +53,12 @@ pub(super) enum ValueError {
         /// Its length.
         len: usize,
     },
+    /// The key's path cannot be read as the snapshot builder reads it.
+    #[error("the key names no DNS name: {0}")]
+    Path(#[from] skydns::KeyError),
+    /// The value cannot serve as the snapshot builder interprets it.
+    #[error(transparent)]
+    Value(#[from] skydns::ValueError),
     /// The settings object is invalid; the previous settings stay in force.
     #[error("invalid settings, the previous ones stay in force: {0}")]
     Config(#[from] ConfigError),
@@ -80,6 +87,8 @@ struct Leased {
 pub(super) struct State {
     /// `/<prefix>/`: every key read starts with it.
     below: String,
+    /// `<prefix>`.
+    path_prefix: String,
     /// `/<prefix>/config`.
     config_key: String,
     /// Valid records; leased ones carry their folded TTL (see [`State::fold_leases`]).
@@ -105,8 +114,9 @@ impl State {
     pub(super) fn new(path_prefix: &str, logged_before: BTreeMap<String, i64>) -> State {
         State {
             below: format!("/{path_prefix}/"),
+            path_prefix: path_prefix.to_owned(),
             config_key: format!("/{path_prefix}/config"),
-            records: Records::default(),
+            records: Records::new(path_prefix),
             leased: BTreeMap::new(),
             rejected: BTreeMap::new(),
             logged_before,
@@ -126,9 +136,10 @@ impl State {
         self.rejected.clone()
     }
 
-    /// Ends a full read: skipped values of the replaced copy that this one did not meet again
-    /// are gone from etcd.
+    /// Ends a full read: sorts the records it put (see [`Records::settle`]); skipped values of
+    /// the replaced copy that this one did not meet again are gone from etcd.
     pub(super) fn read_complete(&mut self) {
+        self.records.settle();
         self.logged_before.clear();
     }
 
@@ -167,17 +178,17 @@ impl State {
             };
         }
         match self.record(key, put.value) {
-            Ok(service) => {
+            Ok(entry) => {
                 self.rejected.remove(key);
                 let leased = (put.lease != 0).then_some(Leased {
                     lease: put.lease,
-                    ttl: service.ttl,
+                    ttl: entry.ttl(),
                 });
                 let lease_changed = match leased {
                     Some(l) => self.leased.insert(key.to_owned(), l) != Some(l),
                     None => self.leased.remove(key).is_some(),
                 };
-                if self.records.upsert(key, service) || lease_changed {
+                if self.records.upsert(key, entry) || lease_changed {
                     Changed::Record
                 } else {
                     Changed::Nothing
@@ -237,7 +248,7 @@ impl State {
     }
 
     /// The typed record of a value at `key`, or why there is none.
-    fn record(&self, key: &str, value: &[u8]) -> Result<skyline_dataplane::snapshot::skydns::Service, ValueError> {
+    fn record(&self, key: &str, value: &[u8]) -> Result<Entry, ValueError> {
         let path = key
             .strip_prefix(self.below.as_str())
             .ok_or(ValueError::Key("the key is not below the path prefix"))?;
@@ -248,7 +259,9 @@ impl State {
                 len: service.text.len(),
             });
         }
-        Ok(service)
+        let at =
+            KeyPath::parse(key, &self.path_prefix)?.ok_or(ValueError::Key("the key is not below the path prefix"))?;
+        Ok(Entry::new(&at, &service)?)
     }
 
     fn reject(&mut self, key: &str, mod_revision: i64, error: ValueError, health: &SourceHealth) {
@@ -302,6 +315,7 @@ mod tests {
     fn puts_and_deletes_change_one_record_each() {
         let health = SourceHealth::default();
         let mut s = State::new("skydns", BTreeMap::new());
+        s.read_complete();
         assert_eq!(
             s.put(put("/skydns/test/a", r#"{"host":"10.0.0.1"}"#, 0, 5), &health),
             Changed::Record
@@ -376,6 +390,7 @@ mod tests {
     fn leased_records_answer_with_the_remaining_lease() {
         let health = SourceHealth::default();
         let mut s = State::new("skydns", BTreeMap::new());
+        s.read_complete();
         s.put(put("/skydns/test/a", r#"{"host":"10.0.0.1"}"#, 7, 1), &health);
         s.put(put("/skydns/test/b", r#"{"host":"10.0.0.2","ttl":60}"#, 7, 1), &health);
         s.put(put("/skydns/test/c", r#"{"host":"10.0.0.3","ttl":2}"#, 7, 1), &health);
@@ -386,8 +401,8 @@ mod tests {
         ttls.record(7, 5, 5, t0);
         assert!(s.fold_leases(&ttls, t0));
         let ttl = |s: &State, k: &str| {
-            let run = s.records.with_prefix(k);
-            run[0].1.ttl
+            let run = s.records.with_prefix("/skydns/test/");
+            run.iter().find(|(key, _)| key == k).unwrap().1.ttl()
         };
         assert_eq!(
             [

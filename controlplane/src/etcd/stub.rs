@@ -4,7 +4,7 @@
 //! `example.com.` to 172.16.1.1:54. The source keeps the list current; forwarding to these
 //! servers belongs to the forwarder.
 
-use skyline_dataplane::snapshot::skydns::Service;
+use skyline_dataplane::snapshot::skydns::{Entry, Host};
 use skyline_dataplane::wire::Name;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -53,13 +53,13 @@ pub(super) struct Unusable {
     pub reason: &'static str,
 }
 
-/// The stub zones of `records`, the run of records under `prefix` (see [`stub_key_prefix`]),
-/// in a stable order (by the zone's wire form), and the records that were passed over. As in SkyDNS the host must be an IP
-/// address, and a port of 0 means 53.
-pub(super) fn stub_zones(prefix: &str, records: &[(String, Service)]) -> (Vec<StubZone>, Vec<Unusable>) {
+/// The stub zones of `records`, the records under `prefix` (see [`stub_key_prefix`]) with
+/// their keys, in a stable order (by the zone's wire form), and the records that were passed
+/// over. As in SkyDNS the host must be an IP address, and a port of 0 means 53.
+pub(super) fn stub_zones(prefix: &str, records: Vec<(String, &Entry)>) -> (Vec<StubZone>, Vec<Unusable>) {
     let mut zones: BTreeMap<Name, Vec<SocketAddr>> = BTreeMap::new();
     let mut unusable = Vec::new();
-    for (key, service) in records {
+    for (key, entry) in records {
         let Some(rest) = key.strip_prefix(prefix) else {
             continue;
         };
@@ -79,14 +79,18 @@ pub(super) fn stub_zones(prefix: &str, records: &[(String, Service)]) -> (Vec<St
             });
             continue;
         };
-        let Ok(ip) = service.host.parse::<IpAddr>() else {
-            unusable.push(Unusable {
-                key: key.clone(),
-                reason: "a stub nameserver's host must be an IP address",
-            });
-            continue;
+        let ip = match entry.host() {
+            Host::V4(ip) => IpAddr::V4(ip),
+            Host::V6(ip) => IpAddr::V6(ip),
+            Host::None | Host::Name(_) => {
+                unusable.push(Unusable {
+                    key,
+                    reason: "a stub nameserver's host must be an IP address",
+                });
+                continue;
+            }
         };
-        let port = if service.port == 0 { DNS_PORT } else { service.port };
+        let port = if entry.port() == 0 { DNS_PORT } else { entry.port() };
         zones.entry(zone).or_default().push(SocketAddr::new(ip, port));
     }
     let zones = zones
@@ -99,16 +103,16 @@ pub(super) fn stub_zones(prefix: &str, records: &[(String, Service)]) -> (Vec<St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use skyline_dataplane::snapshot::skydns::{KeyPath, Service};
 
-    fn record(key: &str, host: &str, port: u16) -> (String, Service) {
-        (
-            key.into(),
-            Service {
-                host: host.into(),
-                port,
-                ..Service::default()
-            },
-        )
+    fn record(key: &str, host: &str, port: u16) -> (String, Entry) {
+        let service = Service {
+            host: host.into(),
+            port,
+            ..Service::default()
+        };
+        let at = KeyPath::parse(key, "skydns").unwrap().unwrap();
+        (key.into(), Entry::new(&at, &service).unwrap())
     }
 
     #[test]
@@ -121,16 +125,14 @@ mod tests {
     #[test]
     fn records_group_into_zones_with_default_ports() {
         let prefix = "/skydns/local/skydns/dns/stub/";
-        let (zones, unusable) = stub_zones(
-            prefix,
-            &[
-                record("/skydns/local/skydns/dns/stub/com/example/ns1", "172.16.1.1", 54),
-                record("/skydns/local/skydns/dns/stub/com/example/ns2", "2001:db8::53", 0),
-                record("/skydns/local/skydns/dns/stub/org/ns", "172.16.2.1", 0),
-                record("/skydns/local/skydns/dns/stub/net/x/ns", "ns.example.net", 0),
-                record("/skydns/local/skydns/dns/stub/lonely", "172.16.3.1", 0),
-            ],
-        );
+        let records = [
+            record("/skydns/local/skydns/dns/stub/com/example/ns1", "172.16.1.1", 54),
+            record("/skydns/local/skydns/dns/stub/com/example/ns2", "2001:db8::53", 0),
+            record("/skydns/local/skydns/dns/stub/org/ns", "172.16.2.1", 0),
+            record("/skydns/local/skydns/dns/stub/net/x/ns", "ns.example.net", 0),
+            record("/skydns/local/skydns/dns/stub/lonely", "172.16.3.1", 0),
+        ];
+        let (zones, unusable) = stub_zones(prefix, records.iter().map(|(k, e)| (k.clone(), e)).collect());
         let shown: Vec<String> = zones.iter().map(|z| z.to_string()).collect();
         assert_eq!(
             shown,

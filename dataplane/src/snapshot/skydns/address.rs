@@ -82,13 +82,13 @@ impl Answerer<'_> {
             Section::default()
         };
         for &i in sel.grouped() {
-            let e = &index.entries[i as usize];
-            let rdata = match &e.host {
+            let e = &index.entries()[i as usize];
+            let rdata = match e.host() {
                 Host::None => continue,
-                Host::V4(ip) if family != Family::V6 => Rdata::A(*ip),
-                Host::V6(ip) if family != Family::V4 => Rdata::Aaaa(*ip),
+                Host::V4(ip) if family != Family::V6 => Rdata::A(ip),
+                Host::V6(ip) if family != Family::V4 => Rdata::Aaaa(ip),
                 Host::V4(_) | Host::V6(_) => continue,
-                Host::Name(target) => {
+                Host::Name(ref target) => {
                     if target == query || chain.len() >= MAX_CHAIN || chain.contains(target) {
                         continue;
                     }
@@ -97,7 +97,7 @@ impl Answerer<'_> {
                     chain.pop();
                     let cname = || Rr {
                         owner: owner.cloned(),
-                        ttl: e.ttl,
+                        ttl: index.ttl_of(e),
                         rdata: Rdata::Cname(target.clone()),
                     };
                     match chased? {
@@ -117,7 +117,7 @@ impl Answerer<'_> {
             };
             out.push(Rr {
                 owner: owner.cloned(),
-                ttl: e.ttl,
+                ttl: index.ttl_of(e),
                 rdata,
             });
             if out.is_full() {

@@ -91,20 +91,21 @@ impl<'a> Answerer<'a> {
         let mut answer = Section::default();
         let mut additional = Section::default();
         for &i in sel.grouped() {
-            let e = &index.entries[i as usize];
-            let glue = match &e.host {
-                Host::V4(ip) => Rdata::A(*ip),
-                Host::V6(ip) => Rdata::Aaaa(*ip),
+            let e = &index.entries()[i as usize];
+            let glue = match e.host() {
+                Host::V4(ip) => Rdata::A(ip),
+                Host::V6(ip) => Rdata::Aaaa(ip),
                 Host::None | Host::Name(_) => {
                     tracing::warn!(ns = %e.name(), "skipping SkyDNS nameserver record whose host is not an IP address");
                     continue;
                 }
             };
             let target = e.name();
-            answer.push(Rr::at_query(e.ttl, Rdata::Ns(target.clone())));
+            let ttl = index.ttl_of(e);
+            answer.push(Rr::at_query(ttl, Rdata::Ns(target.clone())));
             additional.push(Rr {
                 owner: Some(target),
-                ttl: e.ttl,
+                ttl,
                 rdata: glue,
             });
             if answer.is_full() {
@@ -118,11 +119,11 @@ impl<'a> Answerer<'a> {
     fn txt(&mut self, sel: &Selection) -> Result<Section<'static>, Abort> {
         let mut answer = Section::default();
         for &i in sel.grouped() {
-            let e = &self.index.entries[i as usize];
-            if e.text.is_empty() {
+            let e = &self.index.entries()[i as usize];
+            if e.text().is_empty() {
                 continue;
             }
-            answer.push(Rr::at_query(e.ttl, Rdata::Txt(split255(e.text.as_bytes()))));
+            answer.push(Rr::at_query(self.index.ttl_of(e), Rdata::Txt(split255(e.text()))));
             if answer.is_full() {
                 return Err(Abort::TooLarge);
             }
@@ -138,9 +139,9 @@ impl<'a> Answerer<'a> {
             return answer;
         }
         if let Some(&i) = sel.grouped().first() {
-            let e = &self.index.entries[i as usize];
-            if let Host::Name(target) = &e.host {
-                answer.push(Rr::at_query(e.ttl, Rdata::Cname(target.clone())));
+            let e = &self.index.entries()[i as usize];
+            if let Host::Name(target) = e.host() {
+                answer.push(Rr::at_query(self.index.ttl_of(e), Rdata::Cname(target)));
             }
         }
         answer

@@ -6,8 +6,9 @@
 //! its records as one contiguous run, and a single pass over it finds every name.
 
 use super::answers::{Abort, Answerer};
-use super::index::Index;
-use super::key::{is_below, name_of, parse_key, path_of};
+use super::entry::Entry;
+use super::index::{below, Index};
+use super::key::{is_below, name_of, path_of, KeyPath};
 use super::reverse::ptr_nodes;
 use super::section::{answer_set, Rr};
 use super::select::Selection;
@@ -29,12 +30,56 @@ const RECORD_SLOTS: [Slot; 6] = [Slot::A, Slot::Aaaa, Slot::Cname, Slot::Srv, Sl
 /// `/<path_prefix>/`, outside the domain and the reverse trees are ignored; keys that are not
 /// valid names and values that cannot serve are skipped with a warning. `now` sets the SOA serial.
 pub fn build(config: &Config, records: &[(String, Service)], generation: u64, now: SystemTime) -> Snapshot {
+    let (entries, skipped) = typed(config, records);
+    build_from(config, &Arc::new(entries), skipped, generation, now)
+}
+
+/// Builds the snapshot of `entries`, the records below `/<path_prefix>/` in the order of
+/// [`Entry::cmp_order`], sharing the table: what a source that keeps its records typed builds
+/// from. Entries outside the domain and the reverse trees are ignored.
+pub fn build_entries(config: &Config, entries: &Arc<Vec<Arc<Entry>>>, generation: u64, now: SystemTime) -> Snapshot {
+    build_from(config, entries, 0, generation, now)
+}
+
+/// The records of `records` a build serves from, typed, in the order of [`Entry::cmp_order`];
+/// and how many were skipped, each with a warning: keys below `/<path_prefix>/` that are not
+/// names, and values in the domain or the reverse trees that cannot serve.
+pub fn typed(config: &Config, records: &[(String, Service)]) -> (Vec<Arc<Entry>>, usize) {
+    let served: Vec<Vec<u8>> = std::iter::once(path_of(&config.domain))
+        .chain(reverse_apexes().iter().map(path_of))
+        .collect();
+    let mut entries = Vec::with_capacity(records.len());
+    let mut skipped = 0;
+    for (key, service) in records {
+        match KeyPath::parse(key, &config.path_prefix) {
+            Ok(None) => {}
+            Err(error) => {
+                tracing::warn!(%key, %error, "skipping SkyDNS key that is not a valid name");
+                skipped += 1;
+            }
+            Ok(Some(at)) if served.iter().any(|apex| is_below(at.path(), apex)) => match Entry::new(&at, service) {
+                Ok(entry) => entries.push(Arc::new(entry)),
+                Err(error) => {
+                    tracing::warn!(%key, %error, "skipping SkyDNS record");
+                    skipped += 1;
+                }
+            },
+            Ok(Some(_)) => {}
+        }
+    }
+    entries.sort_by(|a, b| a.cmp_order(b));
+    (entries, skipped)
+}
+
+fn build_from(
+    config: &Config,
+    entries: &Arc<Vec<Arc<Entry>>>,
+    mut skipped: usize,
+    generation: u64,
+    now: SystemTime,
+) -> Snapshot {
     let reverse_apexes = reverse_apexes();
-    let Partition {
-        in_domain,
-        reverse,
-        mut skipped,
-    } = partition(config, records, &reverse_apexes);
+    let reverse = reverse_entries(config, entries, &reverse_apexes);
     let zones = zones(config, &reverse_apexes, now);
     let zone_index = |apex: &Name| zones.iter().position(|z| z.apex == *apex).unwrap_or(0) as u16;
     let reverse_zones: Vec<(Vec<u8>, u16)> = reverse_apexes.iter().map(|a| (path_of(a), zone_index(a))).collect();
@@ -46,7 +91,7 @@ pub fn build(config: &Config, records: &[(String, Service)], generation: u64, no
     };
     let ptrs = ptr_nodes(config, reverse, zone_of_reverse, &mut skipped);
 
-    let index = Arc::new(Index::new(config, in_domain, skipped));
+    let index = Arc::new(Index::new(config, entries, skipped));
     let mut nodes = domain_nodes(config, &index, zone_index(&config.domain), now);
     for (name, node) in ptrs {
         if !nodes.contains_key(&name) {
@@ -78,38 +123,16 @@ fn reverse_apex(kind: &str) -> Name {
     Name::from_labels([kind, "arpa"]).unwrap_or_else(|_| Name::root())
 }
 
-/// The records of a build sorted by where they belong, as paths with their values.
-struct Partition<'r> {
-    in_domain: Vec<(Vec<u8>, &'r (String, Service))>,
-    reverse: Vec<(Vec<u8>, &'r (String, Service))>,
-    /// Keys that are not valid names.
-    skipped: usize,
-}
-
-fn partition<'r>(config: &Config, records: &'r [(String, Service)], reverse_apexes: &[Name]) -> Partition<'r> {
+/// The entries of the reverse trees, in key order, less what the domain holds should it lie
+/// inside one. Sorted entries put the records below a name in one run.
+fn reverse_entries<'r>(config: &Config, entries: &'r [Arc<Entry>], reverse_apexes: &[Name]) -> Vec<&'r Entry> {
     let domain_path = path_of(&config.domain);
-    let reverse_paths: Vec<Vec<u8>> = reverse_apexes.iter().map(path_of).collect();
-    let mut partition = Partition {
-        in_domain: Vec::with_capacity(records.len()),
-        reverse: Vec::new(),
-        skipped: 0,
-    };
-    for record in records {
-        let key = &record.0;
-        match parse_key(key, &config.path_prefix) {
-            Ok(None) => {}
-            Err(error) => {
-                tracing::warn!(%key, %error, "skipping SkyDNS key that is not a valid name");
-                partition.skipped += 1;
-            }
-            Ok(Some(path)) if is_below(&path, &domain_path) => partition.in_domain.push((path, record)),
-            Ok(Some(path)) if reverse_paths.iter().any(|r| is_below(&path, r)) => {
-                partition.reverse.push((path, record))
-            }
-            Ok(Some(_)) => {}
-        }
+    let mut reverse = Vec::new();
+    for apex in reverse_apexes {
+        let run = &entries[below(entries, &path_of(apex))];
+        reverse.extend(run.iter().filter(|e| !is_below(e.path(), &domain_path)).map(|e| &**e));
     }
-    partition
+    reverse
 }
 
 /// The domain's zone and the reverse zones, longest apex first.
@@ -306,8 +329,8 @@ struct NameRun {
 
 impl NameRun {
     fn path<'a>(&self, index: &'a Index) -> &'a [u8] {
-        match index.entries.get(self.range.start) {
-            Some(e) if !self.range.is_empty() => &e.path[..self.len],
+        match index.entries().get(self.range.start) {
+            Some(e) if !self.range.is_empty() => &e.path()[..self.len],
             _ => &index.apex,
         }
     }
@@ -315,22 +338,23 @@ impl NameRun {
 
 /// Every existing name of the domain with its run of records, the apex included.
 fn names(index: &Index) -> Vec<NameRun> {
-    let entries = &index.entries;
+    let entries = index.entries();
     let apex_len = index.apex.len();
     let mut runs = Vec::with_capacity(entries.len() + 1);
     // Names whose runs are still open, each below the previous: (path length, first entry).
     let mut open: Vec<(usize, usize)> = vec![(apex_len, 0)];
     for (i, e) in entries.iter().enumerate() {
         while let Some(&(len, start)) = open.last() {
-            if len == apex_len || e.path.get(..len) == entries[start].path.get(..len) {
+            if len == apex_len || e.path().get(..len) == entries[start].path().get(..len) {
                 break;
             }
             open.pop();
             runs.push(NameRun { len, range: start..i });
         }
         let mut pos = open.last().map_or(apex_len, |&(len, _)| len);
-        while pos < e.path.len() {
-            pos += 1 + e.path[pos] as usize;
+        let path = e.path();
+        while pos < path.len() {
+            pos += 1 + path[pos] as usize;
             open.push((pos, i));
         }
     }

@@ -1,8 +1,10 @@
 //! One record as the snapshot builder keeps it: the SkyDNS value interpreted once (host parsed,
 //! defaults applied, text checked) so that answering many names from it costs no re-parsing.
 
-use super::service::{Config, Service};
+use super::key::{cmp_keys, KeyPath};
+use super::service::Service;
 use crate::wire::Name;
+use std::cmp::Ordering;
 use std::hash::BuildHasher;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -35,80 +37,270 @@ pub enum ValueError {
 /// and a 255-multiple adds an empty string.
 const MAX_TEXT_LEN: usize = 65535 / 256 * 255;
 
-/// A typed record at its key.
-#[derive(Debug, Clone)]
+/// How an entry keeps its host: an IPv4 address inline, an IPv6 address or a name (in wire
+/// form) in the entry's data, so that the entry itself stays small.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum HostKind {
+    /// No host.
+    None,
+    /// An IPv4 address.
+    V4(Ipv4Addr),
+    /// An IPv6 address: its 16 bytes in the data.
+    V6,
+    /// A name: its wire form in the data.
+    Name,
+}
+
+/// Bytes an entry keeps inside itself: the entry is then 72 bytes, which with the `Arc`'s
+/// counters and the allocator's header fills a 96-byte chunk; a separate allocation would cost
+/// at least 32 more.
+const INLINE: usize = 38;
+
+/// An entry's bytes, inside it up to [`INLINE`] bytes, on the heap beyond.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Data {
+    /// The length, and the bytes followed by zeros.
+    Inline(u8, [u8; INLINE]),
+    /// Longer runs.
+    Heap(Box<[u8]>),
+}
+
+impl Data {
+    /// The concatenation of `parts`.
+    fn new(parts: &[&[u8]]) -> Data {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > INLINE {
+            return Data::Heap(parts.concat().into_boxed_slice());
+        }
+        let mut bytes = [0; INLINE];
+        let mut at = 0;
+        for part in parts {
+            bytes[at..at + part.len()].copy_from_slice(part);
+            at += part.len();
+        }
+        Data::Inline(len as u8, bytes)
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Data::Inline(len, bytes) => &bytes[..*len as usize],
+            Data::Heap(bytes) => bytes,
+        }
+    }
+}
+
+/// A typed record at its key, as the source that watches the records keeps it and as every
+/// snapshot's index shares it: the value is interpreted once, when it is put, and exists once
+/// however many snapshots hold it. It depends on no setting but the key prefix, so that a change
+/// of the settings builds again from the same records; the defaults apply where it answers.
+///
+/// The key's path, the host when longer than an IPv4 address, the text and the group are one
+/// run of bytes, kept inside the entry when short: a record of the common shape (an IPv4
+/// address, a port, a key path of up to 38 bytes) is one allocation of 96 bytes with its `Arc`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
-    /// The key as a path (see [`super::key`]).
-    pub path: Box<[u8]>,
-    /// Interpreted `host`.
-    pub host: Host,
-    /// TXT data; empty means no TXT.
-    pub text: Box<str>,
-    /// SRV port.
-    pub port: u16,
-    /// SRV priority / MX preference, the configured default already applied.
-    pub priority: u16,
-    /// SRV weight as stored; 0 counts as 100.
-    pub weight: u16,
-    /// Answers MX.
-    pub mail: bool,
-    /// TTL, the configured default already applied.
-    pub ttl: u32,
-    /// Labels stripped from SRV/MX targets; no name has 255 labels, so saturating keeps meaning.
-    pub target_strip: u8,
-    /// Interned `group`; 0 is no group.
-    pub group: u32,
-    /// Number of path components (SkyDNS compares slash counts, which differ by a constant).
-    pub depth: u8,
+    /// The path of the key (see [`super::key`]), lower-cased; then the path as written when the
+    /// key had upper-case letters; then an IPv6 address or a name host; then the text; then the
+    /// group.
+    data: Data,
     /// Hash of what the per-lookup dedup compares (SkyDNS drops a record whose
     /// `(host, port, priority, weight, text)` equals an earlier one of the same lookup, with the
     /// priority compared before its default is applied); [`Entry::same_record`] confirms a match.
-    pub identity: u64,
+    pub(super) identity: u64,
+    /// TTL as stored (a lease's remaining TTL folded in); 0 is the configured default.
+    ttl: u32,
+    /// Length of the text in `data`; a TXT record holds less than 65536 bytes.
+    text_len: u16,
+    /// SRV port.
+    pub(super) port: u16,
+    /// SRV priority / MX preference as stored; 0 is the configured default.
+    priority: u16,
+    /// SRV weight as stored; 0 counts as 100.
+    pub(super) weight: u16,
+    /// Interpreted `host`.
+    pub(super) host: HostKind,
+    /// Length of the path in `data`; no path is longer than a name's 255 bytes.
+    path_len: u8,
+    /// Length of the host in `data`: 16 for IPv6, a name's wire form (at most 255 bytes).
+    host_len: u8,
+    /// Labels stripped from SRV/MX targets; no name has 255 labels, so saturating keeps meaning.
+    pub(super) target_strip: u8,
+    /// Number of path components (SkyDNS compares slash counts, which differ by a constant).
+    pub(super) depth: u8,
+    /// Answers MX.
+    pub(super) mail: bool,
     /// The key had upper-case letters: another key may fold to the same path.
-    pub folded: bool,
+    pub(super) folded: bool,
 }
 
 impl Entry {
-    /// Interprets `service` stored at `path` (from `key`). `group` is the interned group.
-    pub fn new(key: &str, path: Vec<u8>, service: &Service, group: u32, config: &Config) -> Result<Entry, ValueError> {
+    /// Interprets `service` stored at `key`.
+    pub fn new(key: &KeyPath, service: &Service) -> Result<Entry, ValueError> {
         if service.text.len() > MAX_TEXT_LEN {
             return Err(ValueError::TextTooLong);
         }
-        let depth = super::key::depth(&path).min(u8::MAX as usize) as u8;
+        let parsed = parse_host(&service.host)?;
+        let v6;
+        let (host, host_bytes): (HostKind, &[u8]) = match &parsed {
+            Host::None => (HostKind::None, &[]),
+            Host::V4(ip) => (HostKind::V4(*ip), &[]),
+            Host::V6(ip) => {
+                v6 = ip.octets();
+                (HostKind::V6, &v6)
+            }
+            Host::Name(name) => (HostKind::Name, name.wire()),
+        };
+        let path = key.path();
+        let folded = key.written() != path;
+        let written: &[u8] = if folded { key.written() } else { &[] };
+        let data = Data::new(&[
+            path,
+            written,
+            host_bytes,
+            service.text.as_bytes(),
+            service.group.as_bytes(),
+        ]);
         Ok(Entry {
-            path: path.into_boxed_slice(),
-            host: parse_host(&service.host)?,
-            text: service.text.as_str().into(),
-            port: service.port,
-            priority: if service.priority == 0 {
-                config.priority
-            } else {
-                service.priority
-            },
-            weight: service.weight,
-            mail: service.mail,
-            ttl: if service.ttl == 0 { config.ttl } else { service.ttl },
-            target_strip: service.target_strip.min(u8::MAX as usize) as u8,
-            group,
-            depth,
+            data,
+            host,
             identity: identity(service),
-            folded: key.bytes().any(|b| b.is_ascii_uppercase()),
+            ttl: service.ttl,
+            text_len: service.text.len() as u16,
+            port: service.port,
+            priority: service.priority,
+            weight: service.weight,
+            path_len: path.len() as u8,
+            host_len: host_bytes.len() as u8,
+            target_strip: service.target_strip.min(u8::MAX as usize) as u8,
+            depth: super::key::depth(path).min(u8::MAX as usize) as u8,
+            mail: service.mail,
+            folded,
         })
+    }
+
+    /// The path of the name the record belongs to, lower-cased.
+    pub fn path(&self) -> &[u8] {
+        &self.data.bytes()[..self.path_len as usize]
+    }
+
+    /// The path as the key writes it.
+    fn written(&self) -> &[u8] {
+        match self.folded {
+            true => &self.data.bytes()[self.path_len as usize..2 * self.path_len as usize],
+            false => self.path(),
+        }
+    }
+
+    fn host_start(&self) -> usize {
+        self.path_len as usize * (1 + self.folded as usize)
+    }
+
+    /// The IPv6 address or the name's wire form of the host; empty for the others.
+    fn host_bytes(&self) -> &[u8] {
+        let start = self.host_start();
+        &self.data.bytes()[start..start + self.host_len as usize]
+    }
+
+    fn text_start(&self) -> usize {
+        self.host_start() + self.host_len as usize
+    }
+
+    /// TXT data; empty means no TXT.
+    pub fn text(&self) -> &[u8] {
+        let start = self.text_start();
+        &self.data.bytes()[start..start + self.text_len as usize]
+    }
+
+    /// The `group`; empty means no group.
+    pub fn group(&self) -> &[u8] {
+        &self.data.bytes()[self.text_start() + self.text_len as usize..]
+    }
+
+    /// The interpreted `host`; a name is made from its wire form.
+    pub fn host(&self) -> Host {
+        match self.host {
+            HostKind::None => Host::None,
+            HostKind::V4(ip) => Host::V4(ip),
+            HostKind::V6 => {
+                Host::V6(<[u8; 16]>::try_from(self.host_bytes()).map_or(Ipv6Addr::UNSPECIFIED, Ipv6Addr::from))
+            }
+            HostKind::Name => Host::Name(Name::from_wire(self.host_bytes()).unwrap_or_else(|_| Name::root())),
+        }
+    }
+
+    /// The wire form of a name host.
+    pub(super) fn host_name(&self) -> Option<&[u8]> {
+        (self.host == HostKind::Name).then(|| self.host_bytes())
+    }
+
+    /// SRV port (0 when the record has none).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// TTL as stored; 0 means the configured default.
+    pub fn ttl(&self) -> u32 {
+        self.ttl
+    }
+
+    /// Sets the TTL, for a record whose lease counts it down.
+    pub fn set_ttl(&mut self, ttl: u32) {
+        self.ttl = ttl;
+    }
+
+    /// TTL, `default` when the record sets none.
+    pub(super) fn ttl_or(&self, default: u32) -> u32 {
+        if self.ttl == 0 {
+            default
+        } else {
+            self.ttl
+        }
+    }
+
+    /// SRV priority / MX preference, `default` when the record sets none.
+    pub(super) fn priority_or(&self, default: u16) -> u16 {
+        if self.priority == 0 {
+            default
+        } else {
+            self.priority
+        }
+    }
+
+    /// The key the record is stored at, below `/<prefix>/`.
+    pub fn key(&self, prefix: &str) -> String {
+        let mut key = format!("/{prefix}");
+        for component in super::key::components(self.written()) {
+            key.push('/');
+            key.push_str(&String::from_utf8_lossy(component));
+        }
+        key
+    }
+
+    /// The order of records (see [`super::key::cmp_keys`]): the source keeps its records in it,
+    /// which is the order the index needs, so a build never sorts.
+    pub fn cmp_order(&self, other: &Entry) -> Ordering {
+        cmp_keys(self.path(), self.written(), other.path(), other.written())
+    }
+
+    /// Where the record at `key` sorts against this one, for a binary search by key.
+    pub fn cmp_key(&self, key: &KeyPath) -> Ordering {
+        cmp_keys(self.path(), self.written(), key.path(), key.written())
     }
 
     /// Whether the dedup counts `other` as the same record as this one.
     pub fn same_record(&self, other: &Entry) -> bool {
         self.identity == other.identity
             && self.host == other.host
+            && self.host_bytes() == other.host_bytes()
             && self.port == other.port
             && self.priority == other.priority
             && self.weight == other.weight
-            && self.text == other.text
+            && self.text() == other.text()
     }
 
     /// The name of the key (SkyDNS `msg.Domain(key)`), the SRV/MX/NS target of address hosts.
     pub fn name(&self) -> Name {
-        super::key::name_of(&self.path)
+        super::key::name_of(self.path())
     }
 }
 
@@ -167,6 +359,45 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_fits_96_bytes_of_heap_in_its_arc() {
+        // The Arc's two counters and the entry, with the allocator's 8-byte header, round to 96.
+        assert!(std::mem::size_of::<Entry>() <= 72);
+    }
+
+    #[test]
+    fn short_and_long_data_read_back_alike() {
+        for len in [0, INLINE - 1, INLINE, INLINE + 1, 300] {
+            let text = "x".repeat(len);
+            let service = Service {
+                text: text.clone(),
+                group: "g".into(),
+                ..Service::default()
+            };
+            let entry = Entry::new(&key("/skydns/a"), &service).unwrap();
+            assert_eq!(
+                (entry.path(), entry.text(), entry.group()),
+                (&b"\x01a"[..], text.as_bytes(), &b"g"[..])
+            );
+        }
+    }
+
+    #[test]
+    fn long_hosts_read_back_from_the_data() {
+        for host in ["2001:db8::1", "web.example.org", ""] {
+            let service = Service {
+                host: host.into(),
+                text: "t".into(),
+                group: "g".into(),
+                ..Service::default()
+            };
+            let entry = Entry::new(&key("/skydns/test/Web"), &service).unwrap();
+            assert_eq!(entry.host(), parse_host(host).unwrap());
+            assert_eq!((entry.text(), entry.group()), (&b"t"[..], &b"g"[..]));
+            assert_eq!(entry.host_name().is_some(), host.contains('.'));
+        }
+    }
+
+    #[test]
     fn text_of_255_bytes_splits_into_a_full_string_and_an_empty_one() {
         let chunks = split255(&[b'a'; 255]);
         assert_eq!(chunks.len(), 2);
@@ -185,27 +416,61 @@ mod tests {
         );
     }
 
+    fn key(key: &str) -> KeyPath {
+        KeyPath::parse(key, "skydns").unwrap().unwrap()
+    }
+
     #[test]
     fn defaults_apply_to_zero_priority_and_ttl() {
-        let config = Config::default();
         let service = Service {
             host: "10.0.0.1".into(),
             ..Service::default()
         };
-        let entry = Entry::new("/skydns/x", vec![1, b'x'], &service, 0, &config).unwrap();
-        assert_eq!((entry.priority, entry.ttl), (config.priority, config.ttl));
+        let entry = Entry::new(&key("/skydns/x"), &service).unwrap();
+        assert_eq!((entry.priority_or(10), entry.ttl_or(3600)), (10, 3600));
+        let set = Service {
+            priority: 5,
+            ttl: 30,
+            ..service
+        };
+        let entry = Entry::new(&key("/skydns/x"), &set).unwrap();
+        assert_eq!((entry.priority_or(10), entry.ttl_or(3600)), (5, 30));
     }
 
     #[test]
     fn text_too_long_for_one_record_is_rejected() {
-        let config = Config::default();
         let service = Service {
             text: "a".repeat(MAX_TEXT_LEN + 1),
             ..Service::default()
         };
         assert_eq!(
-            Entry::new("/skydns/x", vec![1, b'x'], &service, 0, &config).unwrap_err(),
+            Entry::new(&key("/skydns/x"), &service).unwrap_err(),
             ValueError::TextTooLong
         );
+    }
+
+    #[test]
+    fn the_key_text_and_group_share_one_allocation_and_read_back() {
+        let service = Service {
+            host: "10.0.0.1".into(),
+            text: "hello".into(),
+            group: "g1".into(),
+            ..Service::default()
+        };
+        let entry = Entry::new(&key("/skydns/test/Web"), &service).unwrap();
+        assert_eq!(entry.path(), b"\x04test\x03web");
+        assert_eq!((entry.text(), entry.group()), (&b"hello"[..], &b"g1"[..]));
+        assert_eq!(entry.host(), Host::V4(Ipv4Addr::new(10, 0, 0, 1)));
+        assert_eq!(entry.key("skydns"), "/skydns/test/Web");
+        assert!(entry.folded);
+        let lower = Entry::new(&key("/skydns/test/web"), &Service::default()).unwrap();
+        assert_eq!((lower.text(), lower.group()), (&b""[..], &b""[..]));
+        assert_eq!(lower.key("skydns"), "/skydns/test/web");
+        assert_eq!(
+            entry.cmp_order(&lower),
+            Ordering::Less,
+            "upper case sorts first, as in the keys"
+        );
+        assert_eq!(lower.cmp_key(&key("/skydns/test/web")), Ordering::Equal);
     }
 }

@@ -3,8 +3,8 @@
 //! record without a group. The exact scan is order dependent; the builder feeds it in key order.
 
 /// Filters `items` (entry indices, in answer order) by group. `key` gives an item's depth and
-/// interned group (0 = none). `None` means every item stays.
-pub fn filter(items: &[u32], key: impl Fn(u32) -> (u8, u32)) -> Option<Vec<u32>> {
+/// group (the default value, such as an empty string, is none). `None` means every item stays.
+pub fn filter<G: PartialEq + Default>(items: &[u32], key: impl Fn(u32) -> (u8, G)) -> Option<Vec<u32>> {
     let &first = items.first()?;
     let (mut depth, mut group) = key(first);
     // Depths SkyDNS records before it stops scanning; later items never count as "same level".
@@ -12,7 +12,7 @@ pub fn filter(items: &[u32], key: impl Fn(u32) -> (u8, u32)) -> Option<Vec<u32>>
     for (i, &item) in items.iter().enumerate() {
         let (d, g) = key(item);
         if d < depth {
-            if g == 0 {
+            if g == G::default() {
                 scanned = i + 1;
                 break;
             }
@@ -20,13 +20,13 @@ pub fn filter(items: &[u32], key: impl Fn(u32) -> (u8, u32)) -> Option<Vec<u32>>
             group = g;
         }
     }
-    if group == 0 {
+    if group == G::default() {
         return None;
     }
     let mut kept = Vec::with_capacity(items.len());
     for (i, &item) in items.iter().enumerate() {
         let (d, g) = key(item);
-        if g == 0 || g == group {
+        if g == G::default() || g == group {
             kept.push(item);
         } else if i < scanned && d == depth {
             // Two groups at the shallowest level: SkyDNS gives up and keeps everything.

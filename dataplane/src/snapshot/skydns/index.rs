@@ -2,10 +2,10 @@
 //! own and everything below it) are one contiguous run. The builder compiles nodes from it and
 //! the snapshot keeps it for the names that cannot be precompiled: `*`/`any` wildcard queries.
 
-use super::entry::{Entry, Host};
+use super::entry::{Entry, HostKind};
 use super::key::{cmp_paths, is_below, is_wildcard, path_of};
 use super::select::Selection;
-use super::service::{Config, Service};
+use super::service::Config;
 use super::wildcard;
 use crate::wire::Name;
 use foldhash::fast::RandomState;
@@ -17,8 +17,9 @@ use std::sync::Arc;
 /// The SkyDNS domain's records in key order, with what answering needs from the configuration.
 /// Wildcard queries read it on the slow path.
 ///
-/// Entries are shared between the indexes of successive snapshots: an edit copies the table of
-/// pointers, never a record.
+/// The table of records is the one the source holds, shared: the index is the run of it below
+/// the domain. Successive snapshots share the records themselves; a change copies the table of
+/// pointers (the source's copy-on-write), never a record.
 #[derive(Debug, Clone)]
 pub struct Index {
     /// The authoritative domain.
@@ -27,17 +28,21 @@ pub struct Index {
     pub(super) apex: Box<[u8]>,
     /// Default TTL, and the cap on answers with several records.
     pub(super) ttl: u32,
+    /// Default SRV priority / MX preference.
+    priority: u16,
     /// Whether address RRsets are marked for rotation.
     pub(super) round_robin: bool,
-    /// Records sorted component-wise by path; equal paths keep their input order.
-    pub(super) entries: Vec<Arc<Entry>>,
-    /// How many entries have each dedup identity; the dedup looks only at identities held by
-    /// more than one.
-    identities: HashMap<u64, u32, RandomState>,
+    /// Every record of the build in the order of [`Entry::cmp_order`]: component-wise by path,
+    /// keys that differ only in case as their keys sort.
+    table: Arc<Vec<Arc<Entry>>>,
+    /// The run of `table` below the domain.
+    range: Range<usize>,
+    /// How many entries have each dedup identity, by its low 32 bits (half the table, and
+    /// a collision only sends a record through the exact comparison); the dedup looks only at
+    /// identities held by more than one.
+    identities: HashMap<u32, u32, RandomState>,
     /// Identities held by more than one entry.
     repeated: usize,
-    /// Interned groups; 0 is no group.
-    groups: HashMap<Box<str>, u32, RandomState>,
     /// How many entries feed each kind of answer.
     pub(super) kinds: Kinds,
     /// Records of the build that were skipped as invalid.
@@ -61,103 +66,68 @@ pub(super) struct Kinds {
     pub v6_or_name: usize,
 }
 
-/// A change to one path of the index: the record its key now holds, or none.
-pub(super) struct Edit<'r> {
-    /// The key's path.
-    pub path: Vec<u8>,
-    /// The key and its value; `None` when the key was deleted.
-    pub put: Option<(&'r str, &'r Service)>,
-}
-
 impl Index {
     /// The authoritative domain: names outside it are completed by forwarding (spec §6.2).
     pub fn domain(&self) -> &Name {
         &self.domain
     }
 
-    /// Sorts `records` (paths below the domain with their values) into an index. Values that
-    /// cannot serve are skipped with a warning and counted on top of `skipped`, the records the
-    /// build already skipped.
-    pub(super) fn new(config: &Config, mut records: Vec<(Vec<u8>, &(String, Service))>, skipped: usize) -> Index {
-        records.sort_by(|a, b| cmp_paths(&a.0, &b.0));
+    /// The index of the records of `table` below the domain; `skipped` counts the records the
+    /// build skipped before.
+    pub(super) fn new(config: &Config, table: &Arc<Vec<Arc<Entry>>>, skipped: usize) -> Index {
+        let apex = path_of(&config.domain);
         let mut index = Index {
-            apex: path_of(&config.domain).into_boxed_slice(),
+            range: below(table, &apex),
+            apex: apex.into_boxed_slice(),
             domain: config.domain.clone(),
             ttl: config.ttl,
+            priority: config.priority,
             round_robin: config.round_robin,
-            entries: Vec::with_capacity(records.len()),
+            table: Arc::clone(table),
             identities: HashMap::default(),
             repeated: 0,
-            groups: HashMap::default(),
             kinds: Kinds::default(),
             skipped,
         };
-        for (path, (key, service)) in records {
-            match index.entry(key, path, service, config) {
-                Ok(entry) => {
-                    index.count(&entry, true);
-                    index.entries.push(entry);
-                }
-                Err(error) => {
-                    tracing::warn!(%key, %error, "skipping SkyDNS record");
-                    index.skipped += 1;
-                }
-            }
+        let table = Arc::clone(&index.table);
+        for entry in &table[index.range.clone()] {
+            index.count(entry, true);
         }
         index
     }
 
-    /// This index with `edits` applied, sharing every record they do not touch. `None` when an
-    /// edit cannot be applied alone and the index must be built again: a value that cannot
-    /// serve, or keys that differ only in case (they share a path).
-    pub(super) fn edited(&self, config: &Config, edits: &[Edit<'_>]) -> Option<Index> {
-        let mut index = self.clone();
-        for edit in edits {
-            let at = index
-                .entries
-                .partition_point(|e| cmp_paths(&e.path, &edit.path) == Ordering::Less);
-            let held = index.entries[at..].iter().take_while(|e| *e.path == *edit.path).count();
-            if held > 1 || index.entries.get(at).is_some_and(|e| held == 1 && e.folded) {
+    /// This index moved to `table`, the records after the keys at `paths` (below the domain)
+    /// changed, and nothing else did. `None` when a change cannot be applied alone and the index
+    /// must be built again: keys that differ only in case (they share a path).
+    pub(super) fn edited(&self, table: &Arc<Vec<Arc<Entry>>>, paths: &[Vec<u8>]) -> Option<Index> {
+        let mut index = Index {
+            table: Arc::clone(table),
+            range: below(table, &self.apex),
+            ..self.clone()
+        };
+        for path in paths {
+            let old = self.at(path);
+            let new = index.at(path).to_vec();
+            if old.len() > 1 || new.len() > 1 || old.iter().chain(&new).any(|e| e.folded) {
                 return None;
             }
-            match (edit.put, held) {
-                (Some((key, service)), _) => {
-                    let entry = index.entry(key, edit.path.clone(), service, config).ok()?;
-                    if entry.folded {
-                        return None;
-                    }
-                    index.count(&entry, true);
-                    if held == 1 {
-                        let old = std::mem::replace(&mut index.entries[at], entry);
-                        index.count(&old, false);
-                    } else {
-                        index.entries.insert(at, entry);
-                    }
-                }
-                (None, 1) => {
-                    let old = index.entries.remove(at);
-                    index.count(&old, false);
-                }
-                // A key the index never held: put and deleted between two updates, or skipped.
-                (None, _) => {}
-            }
+            old.iter().for_each(|e| index.count(e, false));
+            new.iter().for_each(|e| index.count(e, true));
         }
         Some(index)
     }
 
-    fn entry(
-        &mut self,
-        key: &str,
-        path: Vec<u8>,
-        service: &Service,
-        config: &Config,
-    ) -> Result<Arc<Entry>, super::entry::ValueError> {
-        let next = self.groups.len() as u32 + 1;
-        let group = match service.group.as_str() {
-            "" => 0,
-            g => *self.groups.entry(g.into()).or_insert(next),
-        };
-        Entry::new(key, path, service, group, config).map(Arc::new)
+    /// The records of the domain, in key order.
+    pub(super) fn entries(&self) -> &[Arc<Entry>] {
+        &self.table[self.range.clone()]
+    }
+
+    /// The entries exactly at `path`.
+    fn at(&self, path: &[u8]) -> &[Arc<Entry>] {
+        let entries = self.entries();
+        let start = entries.partition_point(|e| cmp_paths(e.path(), path) == Ordering::Less);
+        let len = entries[start..].iter().take_while(|e| e.path() == path).count();
+        &entries[start..start + len]
     }
 
     /// Counts an entry in (`added`) or out: its identity, and what kinds of answers it feeds.
@@ -168,12 +138,18 @@ impl Index {
             (true, true) => *n += 1,
             (true, false) => *n -= 1,
         };
-        step(&mut kinds.text, !entry.text.is_empty());
+        step(&mut kinds.text, !entry.text().is_empty());
         step(&mut kinds.mail, entry.mail);
-        step(&mut kinds.grouped, entry.group != 0);
-        step(&mut kinds.v4_or_name, matches!(entry.host, Host::V4(_) | Host::Name(_)));
-        step(&mut kinds.v6_or_name, matches!(entry.host, Host::V6(_) | Host::Name(_)));
-        let identity = entry.identity;
+        step(&mut kinds.grouped, !entry.group().is_empty());
+        step(
+            &mut kinds.v4_or_name,
+            matches!(entry.host, HostKind::V4(_) | HostKind::Name),
+        );
+        step(
+            &mut kinds.v6_or_name,
+            matches!(entry.host, HostKind::V6 | HostKind::Name),
+        );
+        let identity = entry.identity as u32;
         let count = self.identities.entry(identity).or_insert(0);
         match added {
             true => {
@@ -194,19 +170,29 @@ impl Index {
         }
     }
 
+    /// The TTL `entry` answers with.
+    pub(super) fn ttl_of(&self, entry: &Entry) -> u32 {
+        entry.ttl_or(self.ttl)
+    }
+
+    /// The SRV priority / MX preference `entry` answers with.
+    pub(super) fn priority_of(&self, entry: &Entry) -> u16 {
+        entry.priority_or(self.priority)
+    }
+
     /// Whether another entry may equal one with `identity`, for the dedup.
     pub(super) fn is_repeated(&self, identity: u64) -> bool {
-        self.repeated > 0 && self.identities.get(&identity).is_some_and(|&n| n > 1)
+        self.repeated > 0 && self.identities.get(&(identity as u32)).is_some_and(|&n| n > 1)
     }
 
     /// Number of records the SkyDNS domain serves from.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.range.len()
     }
 
     /// Whether the domain holds no records.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.range.is_empty()
     }
 
     /// Records skipped by the build because their key is not a valid name or their value cannot
@@ -217,21 +203,24 @@ impl Index {
 
     /// The entries at `path` or below it.
     pub(super) fn subtree(&self, path: &[u8]) -> Range<usize> {
-        self.subtree_within(0..self.entries.len(), path)
+        self.subtree_within(0..self.range.len(), path)
     }
 
     /// The entries at `path` or below it, searched only within the run `within`.
     pub(super) fn subtree_within(&self, within: Range<usize>, path: &[u8]) -> Range<usize> {
-        let run = &self.entries[within.clone()];
-        let lo = run.partition_point(|e| cmp_paths(&e.path, path) == Ordering::Less);
-        let hi = lo + run[lo..].partition_point(|e| is_below(&e.path, path));
+        let run = &self.entries()[within.clone()];
+        let lo = run.partition_point(|e| cmp_paths(e.path(), path) == Ordering::Less);
+        let hi = lo + run[lo..].partition_point(|e| is_below(e.path(), path));
         within.start + lo..within.start + hi
     }
 
     /// How many entries at the start of `range` sit exactly at a path of `len` bytes; the rest
     /// of the run lies below it.
     pub(super) fn exact_count(&self, range: Range<usize>, len: usize) -> usize {
-        self.entries[range].iter().take_while(|e| e.path.len() == len).count()
+        self.entries()[range]
+            .iter()
+            .take_while(|e| e.path().len() == len)
+            .count()
     }
 
     /// The records a lookup of `name` returns (SkyDNS `Records(name)`), or `None` when the name
@@ -251,4 +240,11 @@ impl Index {
         let exact = self.exact_count(range.clone(), path.len());
         Some(Selection::from_range(self, range, exact))
     }
+}
+
+/// The run of `table` at `apex` or below it.
+pub(super) fn below(table: &[Arc<Entry>], apex: &[u8]) -> Range<usize> {
+    let start = table.partition_point(|e| cmp_paths(e.path(), apex) == Ordering::Less);
+    let len = table[start..].partition_point(|e| is_below(e.path(), apex));
+    start..start + len
 }

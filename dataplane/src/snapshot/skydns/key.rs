@@ -29,34 +29,81 @@ pub enum KeyError {
     NameTooLong,
 }
 
+/// Where a key sits among the records: the path of the name it holds records for, lower-cased,
+/// and, when the key had upper-case letters, the path as written. Keys that differ only in case
+/// share a path; the written form keeps them apart and orders them as their keys do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyPath {
+    path: Vec<u8>,
+    written: Option<Vec<u8>>,
+}
+
+impl KeyPath {
+    /// The place of `key`; `Ok(None)` when the key is not below `/<prefix>/`.
+    pub fn parse(key: &str, prefix: &str) -> Result<Option<KeyPath>, KeyError> {
+        let Some(rest) = key
+            .strip_prefix('/')
+            .and_then(|k| k.strip_prefix(prefix))
+            .and_then(|k| k.strip_prefix('/'))
+        else {
+            return Ok(None);
+        };
+        let mut written = Vec::with_capacity(rest.len() + 1);
+        for component in rest.split('/') {
+            if component.is_empty() {
+                return Err(KeyError::EmptyComponent);
+            }
+            if component.contains('.') {
+                return Err(KeyError::DotInComponent);
+            }
+            if component.len() > MAX_LABEL_LEN {
+                return Err(KeyError::LabelTooLong);
+            }
+            written.push(component.len() as u8);
+            written.extend_from_slice(component.as_bytes());
+        }
+        if written.len() + 1 > MAX_NAME_LEN {
+            return Err(KeyError::NameTooLong);
+        }
+        if !written.iter().any(u8::is_ascii_uppercase) {
+            return Ok(Some(KeyPath {
+                path: written,
+                written: None,
+            }));
+        }
+        Ok(Some(KeyPath {
+            path: written.to_ascii_lowercase(),
+            written: Some(written),
+        }))
+    }
+
+    /// The path of the name the key holds records for.
+    pub fn path(&self) -> &[u8] {
+        &self.path
+    }
+
+    /// The path as the key writes it (the same as [`KeyPath::path`] without upper-case letters).
+    pub fn written(&self) -> &[u8] {
+        self.written.as_deref().unwrap_or(&self.path)
+    }
+
+    /// The path, taken.
+    pub fn into_path(self) -> Vec<u8> {
+        self.path
+    }
+}
+
+/// The order of records: component-wise by path (see [`cmp_paths`]), keys that differ only in
+/// case by their bytes as written, which is the order of the keys themselves.
+pub fn cmp_keys(path: &[u8], written: &[u8], other_path: &[u8], other_written: &[u8]) -> Ordering {
+    cmp_paths(path, other_path).then_with(|| written.cmp(other_written))
+}
+
 /// The path of the name a key holds records for, lower-cased; `Ok(None)` when the key is not
-/// below `/<prefix>/`.
+/// below `/<prefix>/`. The tests' shorthand for [`KeyPath::parse`].
+#[cfg(test)]
 pub fn parse_key(key: &str, prefix: &str) -> Result<Option<Vec<u8>>, KeyError> {
-    let Some(rest) = key
-        .strip_prefix('/')
-        .and_then(|k| k.strip_prefix(prefix))
-        .and_then(|k| k.strip_prefix('/'))
-    else {
-        return Ok(None);
-    };
-    let mut path = Vec::with_capacity(rest.len() + 1);
-    for component in rest.split('/') {
-        if component.is_empty() {
-            return Err(KeyError::EmptyComponent);
-        }
-        if component.contains('.') {
-            return Err(KeyError::DotInComponent);
-        }
-        if component.len() > MAX_LABEL_LEN {
-            return Err(KeyError::LabelTooLong);
-        }
-        path.push(component.len() as u8);
-        path.extend(component.bytes().map(|b| b.to_ascii_lowercase()));
-    }
-    if path.len() + 1 > MAX_NAME_LEN {
-        return Err(KeyError::NameTooLong);
-    }
-    Ok(Some(path))
+    KeyPath::parse(key, prefix).map(|k| k.map(KeyPath::into_path))
 }
 
 /// The path of a name: its labels in reverse order.

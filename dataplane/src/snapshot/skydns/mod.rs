@@ -17,8 +17,10 @@ mod srv;
 mod update;
 mod wildcard;
 
-pub use build::build;
+pub use build::{build, build_entries, typed};
+pub use entry::{Entry, Host, ValueError};
 pub use index::Index;
+pub use key::{KeyError, KeyPath};
 pub use service::{Config, Service};
 pub use update::update;
 pub use wildcard::{wildcard, WildcardAnswer};

@@ -40,8 +40,8 @@ impl Selection {
         let grouped = match index.kinds.grouped {
             0 => None,
             _ => group::filter(&deduped, |i| {
-                let e = &index.entries[i as usize];
-                (e.depth, e.group)
+                let e = &index.entries()[i as usize];
+                (e.depth, e.group())
             }),
         };
         Selection {
@@ -69,7 +69,7 @@ fn dedup(index: &Index, records: impl IntoIterator<Item = u32>) -> Vec<u32> {
     records
         .into_iter()
         .filter(|&i| {
-            let e = &index.entries[i as usize];
+            let e = &index.entries()[i as usize];
             if !index.is_repeated(e.identity) {
                 return true;
             }
@@ -78,7 +78,7 @@ fn dedup(index: &Index, records: impl IntoIterator<Item = u32>) -> Vec<u32> {
                     v.insert(i);
                     true
                 }
-                Entry::Occupied(o) => !index.entries[*o.get() as usize].same_record(e),
+                Entry::Occupied(o) => !index.entries()[*o.get() as usize].same_record(e),
             }
         })
         .collect()

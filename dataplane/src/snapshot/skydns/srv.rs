@@ -4,7 +4,7 @@
 //! additional section carries the addresses of the targets.
 
 use super::answers::{Abort, Answerer};
-use super::entry::{Entry, Host};
+use super::entry::{Entry, Host, HostKind};
 use super::section::{Rr, Section};
 use super::select::Selection;
 use crate::snapshot::rrset::Rdata;
@@ -35,25 +35,26 @@ impl Answerer<'_> {
         let served = || {
             sel.grouped()
                 .iter()
-                .map(|&i| &index.entries[i as usize])
-                .filter(|e| e.host != Host::None)
+                .map(|&i| &index.entries()[i as usize])
+                .filter(|e| e.host != HostKind::None)
         };
         let mut sums: HashMap<u16, u64, RandomState> = HashMap::default();
         for e in served() {
-            *sums.entry(e.priority).or_default() += effective_weight(e.weight);
+            *sums.entry(index.priority_of(e)).or_default() += effective_weight(e.weight);
         }
         let mut answer = Section::default();
         let mut additional = Section::default();
         let mut looked_up: HashSet<Name, RandomState> = HashSet::default();
         for e in served() {
-            let weight = normalised_weight(e.weight, sums.get(&e.priority).copied().unwrap_or(1));
+            let priority = index.priority_of(e);
+            let weight = normalised_weight(e.weight, sums.get(&priority).copied().unwrap_or(1));
             let Some(target) = self.target(e, &mut additional, &mut looked_up, |target| target.clone()) else {
                 continue;
             };
             answer.push(Rr::at_query(
-                e.ttl,
+                index.ttl_of(e),
                 Rdata::Srv {
-                    priority: e.priority,
+                    priority,
                     weight,
                     port: e.port,
                     target,
@@ -73,7 +74,7 @@ impl Answerer<'_> {
         let mut additional = Section::default();
         let mut looked_up: HashSet<Name, RandomState> = HashSet::default();
         for &i in sel.deduped() {
-            let e = &index.entries[i as usize];
+            let e = &index.entries()[i as usize];
             if !e.mail {
                 continue;
             }
@@ -83,9 +84,9 @@ impl Answerer<'_> {
                 continue;
             };
             answer.push(Rr::at_query(
-                e.ttl,
+                index.ttl_of(e),
                 Rdata::Mx {
-                    preference: e.priority,
+                    preference: index.priority_of(e),
                     exchange,
                 },
             ));
@@ -107,7 +108,7 @@ impl Answerer<'_> {
         glue_owner: impl FnOnce(&Name) -> Name,
     ) -> Option<Name> {
         let strip = e.target_strip as usize;
-        let glue = match &e.host {
+        let glue = match e.host() {
             Host::Name(host) => {
                 let target = host.strip_labels(strip);
                 if !looked_up.contains(&target) {
@@ -116,15 +117,15 @@ impl Answerer<'_> {
                 }
                 return Some(target);
             }
-            Host::V4(ip) => Rdata::A(*ip),
-            Host::V6(ip) => Rdata::Aaaa(*ip),
+            Host::V4(ip) => Rdata::A(ip),
+            Host::V6(ip) => Rdata::Aaaa(ip),
             Host::None => return None,
         };
-        let target = super::key::stripped_name_of(&e.path, strip);
+        let target = super::key::stripped_name_of(e.path(), strip);
         if !additional.is_full() {
             additional.push(Rr {
                 owner: Some(glue_owner(&target)),
-                ttl: e.ttl,
+                ttl: self.index.ttl_of(e),
                 rdata: glue,
             });
         }

@@ -10,10 +10,10 @@
 
 use super::answers::Answerer;
 use super::build::{apex_answers, local_alias, local_alias_name, name_node, reverse_apexes, zones};
-use super::entry::Host;
-use super::index::{Edit, Index};
-use super::key::{is_below, is_wildcard, name_of, parse_key, path_of};
-use super::service::{Config, Service};
+use super::entry::Entry;
+use super::index::Index;
+use super::key::{is_below, is_wildcard, name_of, path_of, KeyPath};
+use super::service::Config;
 use crate::snapshot::{Identity, Snapshot};
 use crate::wire::name::is_within;
 use crate::wire::Name;
@@ -25,17 +25,20 @@ use std::time::SystemTime;
 /// at most 8 CNAMEs long; a fan-out beyond this is cheaper to build whole).
 const MAX_ROUNDS: usize = 16;
 
-/// The snapshot `previous` becomes when the keys `changed` take the values they have in
-/// `records` (sorted by key; a key absent from it was deleted). `previous` must have been made
-/// by [`super::build`] or by this function under the same `config`.
+/// The snapshot `previous` becomes when the keys `changed` take the records they have in
+/// `records`, the whole table after the change (in the order of [`Entry::cmp_order`]; a key
+/// absent from it was deleted or holds a value that cannot serve), which the new index shares.
+/// `changed` must name every key whose record differs from the table `previous` was made from;
+/// `previous` must have been made by [`super::build`], [`super::build_entries`] or this
+/// function under the same `config`.
 ///
-/// `None` when the change cannot be applied alone, and [`super::build`] must run instead: keys
-/// in the reverse zones or that are not names, values that cannot serve, keys that differ only
-/// in case, or a change that reaches more than a quarter of the names.
+/// `None` when the change cannot be applied alone, and a build must run instead: keys in the
+/// reverse zones or that are not names, keys that differ only in case, or a change that reaches
+/// more than a quarter of the names.
 pub fn update(
     previous: &Snapshot,
     config: &Config,
-    records: &[(String, Service)],
+    records: &Arc<Vec<Arc<Entry>>>,
     changed: &[String],
     generation: u64,
     now: SystemTime,
@@ -44,7 +47,7 @@ pub fn update(
     if index.domain != config.domain || reverse_apexes().iter().any(|r| config.domain.is_within(r)) {
         return None;
     }
-    let edits = edits(config, index, records, changed)?;
+    let edits = edits(config, index, changed)?;
     if edits.is_empty() {
         return Some(Snapshot {
             generation,
@@ -54,8 +57,8 @@ pub fn update(
             skydns: previous.skydns.clone(),
         });
     }
-    let index = index.edited(config, &edits)?;
-    let mut roots: Vec<Vec<u8>> = edits.into_iter().map(|e| e.path).collect();
+    let index = index.edited(records, &edits)?;
+    let mut roots = edits;
     // The `local` alias answers with another name's records: compiled again each time, with
     // the names above it that exist only for it.
     if let Some(alias) = config.local.as_ref().and(local_alias_name(config)) {
@@ -97,32 +100,23 @@ pub fn update(
     })
 }
 
-/// The index edits of the keys `changed`, each with its current value in `records`.
-fn edits<'r>(
-    config: &Config,
-    index: &Index,
-    records: &'r [(String, Service)],
-    changed: &[String],
-) -> Option<Vec<Edit<'r>>> {
+/// The paths of the keys `changed` below the domain.
+fn edits(config: &Config, index: &Index, changed: &[String]) -> Option<Vec<Vec<u8>>> {
     let reverse: Vec<Vec<u8>> = reverse_apexes().iter().map(path_of).collect();
     let mut edits = Vec::with_capacity(changed.len());
     for key in changed {
-        let path = match parse_key(key, &config.path_prefix) {
+        let at = match KeyPath::parse(key, &config.path_prefix) {
             Ok(None) => continue,
-            Ok(Some(path)) => path,
+            Ok(Some(at)) => at,
             Err(_) => return None,
         };
-        if reverse.iter().any(|r| is_below(&path, r)) {
+        if reverse.iter().any(|r| is_below(at.path(), r)) {
             return None;
         }
-        if !is_below(&path, &index.apex) {
+        if !is_below(at.path(), &index.apex) {
             continue;
         }
-        let put = records
-            .binary_search_by(|(k, _)| k.as_str().cmp(key))
-            .ok()
-            .map(|i| (records[i].0.as_str(), &records[i].1));
-        edits.push(Edit { path, put });
+        edits.push(at.into_path());
     }
     Some(edits)
 }
@@ -137,13 +131,13 @@ fn reached(index: &Index, mut roots: Vec<Vec<u8>>) -> Option<Vec<Vec<u8>>> {
             return Some(roots);
         }
         let mut next = Vec::new();
-        for e in &index.entries {
-            let Host::Name(host) = &e.host else {
+        for e in index.entries() {
+            let Some(host) = e.host_name() else {
                 continue;
             };
-            if fresh.iter().any(|changed| reads(host, e.target_strip, changed)) && !seen.contains(&*e.path) {
-                seen.insert(e.path.to_vec());
-                next.push(e.path.to_vec());
+            if fresh.iter().any(|changed| reads(host, e.target_strip, changed)) && !seen.contains(e.path()) {
+                seen.insert(e.path().to_vec());
+                next.push(e.path().to_vec());
             }
         }
         fresh = next.iter().map(|p| name_of(p)).collect();
@@ -152,12 +146,28 @@ fn reached(index: &Index, mut roots: Vec<Vec<u8>>) -> Option<Vec<Vec<u8>>> {
     None
 }
 
-/// Whether a record with the name host `host` looks up records at or above `changed`: its
-/// CNAME chase reads the host, its SRV/MX glue the host less `strip` labels, and a lookup with
-/// wildcard labels reads everything below the part right of its last wildcard.
-fn reads(host: &Name, strip: u8, changed: &Name) -> bool {
-    let read = |looked_up: &Name| is_within(changed.wire(), fixed_suffix(looked_up.wire()));
-    read(host) || (strip > 0 && read(&host.strip_labels(strip as usize)))
+/// Whether a record with the name host `host` (wire form) looks up records at or above
+/// `changed`: its CNAME chase reads the host, its SRV/MX glue the host less `strip` labels, and
+/// a lookup with wildcard labels reads everything below the part right of its last wildcard.
+fn reads(host: &[u8], strip: u8, changed: &Name) -> bool {
+    let read = |looked_up: &[u8]| is_within(changed.wire(), fixed_suffix(looked_up));
+    read(host) || (strip > 0 && read(strip_labels(host, strip as usize)))
+}
+
+/// The wire name without its `n` leftmost labels, or whole when it has no more than `n`
+/// ([`Name::strip_labels`] on the wire form).
+fn strip_labels(wire: &[u8], n: usize) -> &[u8] {
+    let mut pos = 0;
+    for _ in 0..n {
+        match wire.get(pos) {
+            Some(&len) if len != 0 => pos += 1 + len as usize,
+            _ => return wire,
+        }
+    }
+    match wire.get(pos) {
+        Some(&len) if len != 0 => &wire[pos..],
+        _ => wire,
+    }
 }
 
 /// The wire name right of its last wildcard label (all of it when it has none).
@@ -186,4 +196,19 @@ fn with_ancestors(index: &Index, roots: &[Vec<u8>]) -> BTreeSet<Vec<u8>> {
         }
     }
     names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_labels;
+    use crate::wire::Name;
+
+    #[test]
+    fn stripping_labels_of_a_wire_name_agrees_with_the_name() {
+        let name = Name::from_dotted("a.b.c.").unwrap();
+        for n in 0..5 {
+            assert_eq!(strip_labels(name.wire(), n), name.strip_labels(n).wire(), "{n} labels");
+        }
+        assert_eq!(strip_labels(Name::root().wire(), 1), Name::root().wire());
+    }
 }

@@ -87,13 +87,13 @@ fn descend(index: &Index, run: Range<usize>, prefix_len: usize, pattern: &[&[u8]
     };
     // Entries exactly at the prefix are shorter than the pattern.
     let start = run.start + index.exact_count(run.clone(), prefix_len);
-    let Some(first) = index.entries.get(start..run.end).and_then(|r| r.first()) else {
+    let Some(first) = index.entries().get(start..run.end).and_then(|r| r.first()) else {
         return;
     };
     if is_wildcard(label) {
         let mut i = start;
         while i < run.end {
-            let path = &index.entries[i].path;
+            let path = index.entries()[i].path();
             let child = &path[..prefix_len + 1 + path[prefix_len] as usize];
             let sub = index.subtree_within(i..run.end, child);
             let next = sub.end;
@@ -101,7 +101,7 @@ fn descend(index: &Index, run: Range<usize>, prefix_len: usize, pattern: &[&[u8]
             i = next;
         }
     } else {
-        let mut child = first.path[..prefix_len].to_vec();
+        let mut child = first.path()[..prefix_len].to_vec();
         child.push(label.len() as u8);
         child.extend_from_slice(label);
         let sub = index.subtree_within(start..run.end, &child);

@@ -3,11 +3,12 @@
 //! of the same records holds. Chains of updates are checked, not just one step.
 
 use super::{build, config, Config, Service};
-use crate::snapshot::skydns::update;
+use crate::snapshot::skydns::{typed, update};
 use crate::snapshot::test_rng::Rng;
 use crate::snapshot::{Slot, Snapshot};
 use crate::wire::Name;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 const DIRS: [&str; 6] = ["a", "b", "b/x", "c/y/z", "dns/ns", "mail"];
@@ -105,7 +106,14 @@ fn run(config: &Config, seed: u64, steps: usize) -> usize {
         changed.dedup();
         let current = table(&records);
         let built = build(config, &current, step as u64 + 2, now);
-        previous = match update(&previous, config, &current, &changed, step as u64 + 2, now) {
+        previous = match update(
+            &previous,
+            config,
+            &Arc::new(typed(config, &current).0),
+            &changed,
+            step as u64 + 2,
+            now,
+        ) {
             Some(updated) => {
                 assert_same(&updated, &built, seed, step);
                 applied += 1;
@@ -147,17 +155,33 @@ fn a_change_outside_the_domain_keeps_every_node_and_case_variants_build_whole() 
     let mut records = vec![("/skydns/test/skydns/a".to_owned(), super::host("10.0.0.1"))];
     let previous = build(&config, &records, 1, now);
     records.push(("/skydns/org/example/x".to_owned(), super::host("10.0.0.2")));
-    let next = update(&previous, &config, &records, &["/skydns/org/example/x".into()], 2, now).unwrap();
+    let next = update(
+        &previous,
+        &config,
+        &Arc::new(typed(&config, &records).0),
+        &["/skydns/org/example/x".into()],
+        2,
+        now,
+    )
+    .unwrap();
     assert_eq!(next.nodes.len(), previous.nodes.len());
     records.push(("/skydns/test/skydns/A".to_owned(), super::host("10.0.0.3")));
     records.sort_by(|a, b| a.0.cmp(&b.0));
-    assert!(update(&next, &config, &records, &["/skydns/test/skydns/A".into()], 3, now).is_none());
+    assert!(update(
+        &next,
+        &config,
+        &Arc::new(typed(&config, &records).0),
+        &["/skydns/test/skydns/A".into()],
+        3,
+        now
+    )
+    .is_none());
     records.push(("/skydns/arpa/in-addr/10/0/0/1".to_owned(), super::host("a.skydns.test")));
     records.sort_by(|a, b| a.0.cmp(&b.0));
     assert!(update(
         &next,
         &config,
-        &records,
+        &Arc::new(typed(&config, &records).0),
         &["/skydns/arpa/in-addr/10/0/0/1".into()],
         3,
         now
@@ -195,7 +219,7 @@ fn the_first_and_last_record_of_a_kind_update_like_a_full_build() {
         let updated = update(
             &previous,
             &config,
-            &records,
+            &Arc::new(typed(&config, &records).0),
             std::slice::from_ref(&key),
             step as u64 + 2,
             now,
