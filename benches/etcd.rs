@@ -6,6 +6,7 @@
 //! ```text
 //! cargo bench --bench etcd                       # everything, defaults below
 //! cargo bench --bench etcd -- --keys 10000,100000 --puts 1000 --large-puts 20
+//! cargo bench --bench etcd -- --keys 100000 --sync-only   # initial sync and memory only
 //! ```
 //!
 //! Prints a Markdown table (the numbers in `tuning.md`, section "etcd source").
@@ -41,16 +42,19 @@ struct Options {
     puts: usize,
     large_puts: usize,
     large_base: usize,
+    /// Skip the put latencies: only the initial sync and the memory it holds.
+    sync_only: bool,
 }
 
 fn options() -> Options {
+    let args: Vec<String> = std::env::args().collect();
     let mut o = Options {
         keys: vec![10_000, 100_000, 1_000_000],
         puts: 1000,
         large_puts: 1000,
         large_base: 100_000,
+        sync_only: args.iter().any(|a| a == "--sync-only"),
     };
-    let args: Vec<String> = std::env::args().collect();
     for pair in args.windows(2) {
         let value = &pair[1];
         match pair[0].as_str() {
@@ -75,28 +79,30 @@ fn main() {
     let o = options();
     let mut rows = Vec::new();
 
-    let small = latency(1000, o.puts);
-    rows.push(format!(
-        "| put → changed answer, 1k keys, {} puts | p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; from etcd's acknowledgement p50 {:.2} ms, p99 {:.2} ms | p99 ≤ 20 ms |",
-        o.puts, small.p50, small.p99, small.max, small.ack_p50, small.ack_p99
-    ));
-    let large = latency(o.large_base, o.large_puts);
-    rows.push(format!(
-        "| put → changed answer, {} keys, {} puts | p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; from etcd's acknowledgement p50 {:.2} ms, p99 {:.2} ms | p99 ≤ 20 ms |",
-        thousands(o.large_base),
-        o.large_puts,
-        large.p50,
-        large.p99,
-        large.max,
-        large.ack_p50,
-        large.ack_p99
-    ));
-    rows.push(format!(
-        "| one change at {} keys: snapshot build (median of {}) | {:.1} ms | tens of ms |",
-        thousands(o.large_base),
-        large.builds.len(),
-        median(&large.builds)
-    ));
+    if !o.sync_only {
+        let small = latency(1000, o.puts);
+        rows.push(format!(
+            "| put → changed answer, 1k keys, {} puts | p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; from etcd's acknowledgement p50 {:.2} ms, p99 {:.2} ms | p99 ≤ 20 ms |",
+            o.puts, small.p50, small.p99, small.max, small.ack_p50, small.ack_p99
+        ));
+        let large = latency(o.large_base, o.large_puts);
+        rows.push(format!(
+            "| put → changed answer, {} keys, {} puts | p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; from etcd's acknowledgement p50 {:.2} ms, p99 {:.2} ms | p99 ≤ 20 ms |",
+            thousands(o.large_base),
+            o.large_puts,
+            large.p50,
+            large.p99,
+            large.max,
+            large.ack_p50,
+            large.ack_p99
+        ));
+        rows.push(format!(
+            "| one change at {} keys: snapshot build (median of {}) | {:.1} ms | tens of ms |",
+            thousands(o.large_base),
+            large.builds.len(),
+            median(&large.builds)
+        ));
+    }
 
     let empty = sync(0);
     rows.push(format!(

@@ -1,5 +1,6 @@
-//! One record as the snapshot builder keeps it: the SkyDNS value interpreted once (host parsed,
-//! defaults applied, text checked) so that answering many names from it costs no re-parsing.
+//! One record as the source keeps it and the snapshot builder reads it: the SkyDNS value
+//! interpreted once (host parsed, text checked) so that answering many names from it costs no
+//! re-parsing, in as few bytes as it takes, since a source holds every record while it runs.
 
 use super::key::{cmp_keys, KeyPath};
 use super::service::Service;

@@ -100,7 +100,7 @@ pub fn update(
     })
 }
 
-/// The paths of the keys `changed` below the domain.
+/// The paths of the keys `changed` below the domain, each once.
 fn edits(config: &Config, index: &Index, changed: &[String]) -> Option<Vec<Vec<u8>>> {
     let reverse: Vec<Vec<u8>> = reverse_apexes().iter().map(path_of).collect();
     let mut edits = Vec::with_capacity(changed.len());
@@ -118,6 +118,9 @@ fn edits(config: &Config, index: &Index, changed: &[String]) -> Option<Vec<Vec<u
         }
         edits.push(at.into_path());
     }
+    // Keys that differ only in case share a path: each path is recounted once.
+    edits.sort();
+    edits.dedup();
     Some(edits)
 }
 

@@ -190,6 +190,42 @@ fn a_change_outside_the_domain_keeps_every_node_and_case_variants_build_whole() 
 }
 
 #[test]
+fn case_variants_of_a_changed_key_count_their_path_once() {
+    let now = UNIX_EPOCH + Duration::from_secs(1_700_001_234);
+    let config = config();
+    let mut records = vec![
+        ("/skydns/test/skydns/a".to_owned(), super::host("10.0.0.1")),
+        ("/skydns/test/skydns/b".to_owned(), super::host("10.0.0.2")),
+    ];
+    let previous = build(&config, &records, 1, now);
+    records.remove(0);
+    let changed = ["/skydns/test/skydns/A".to_owned(), "/skydns/test/skydns/a".to_owned()];
+    let updated = update(
+        &previous,
+        &config,
+        &Arc::new(typed(&config, &records).0),
+        &changed,
+        2,
+        now,
+    )
+    .unwrap();
+    assert_same(&updated, &build(&config, &records, 2, now), 0, 0);
+    let next = ("/skydns/test/skydns/c".to_owned(), super::host("10.0.0.3"));
+    records.push(next.clone());
+    let changed = [next.0];
+    let again = update(
+        &updated,
+        &config,
+        &Arc::new(typed(&config, &records).0),
+        &changed,
+        3,
+        now,
+    )
+    .unwrap();
+    assert_same(&again, &build(&config, &records, 3, now), 0, 1);
+}
+
+#[test]
 fn the_first_and_last_record_of_a_kind_update_like_a_full_build() {
     let now = UNIX_EPOCH + Duration::from_secs(1_700_001_234);
     let config = config();
