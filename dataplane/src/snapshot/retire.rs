@@ -4,15 +4,23 @@
 //! last reference pays for it, and after a swap that is often a worker, reloading the cell
 //! between two batches: a stall clients would see. So a replaced snapshot is handed to a
 //! thread of its own, which keeps it until it holds the only reference, then frees it.
+//!
+//! The same thread hands freed memory back to the kernel, at most every [`TRIM_EVERY`], after a
+//! snapshot was published or freed: the allocator would otherwise keep what a build's
+//! temporaries and a replaced snapshot took, resident and unused.
 
 use super::{Snapshot, SnapshotCell};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How often the retiring thread looks whether the workers have let go of what it holds.
 /// Workers reload the cell at least once a second (see the worker's idle wake-up).
 const CHECK_EVERY: Duration = Duration::from_millis(100);
+
+/// Least time between two returns of free memory to the kernel: each walks the allocator's free
+/// lists, which takes milliseconds on a heap of a million records.
+const TRIM_EVERY: Duration = Duration::from_secs(5);
 
 /// Makes `snapshot` the one answered from. The snapshot it replaces is freed on the retiring
 /// thread once no worker reads it any more.
@@ -37,13 +45,26 @@ fn retiring() -> Option<&'static Sender<Arc<Snapshot>>> {
                 .name("skyline-retire".into())
                 .spawn(move || {
                     let mut held: Vec<Arc<Snapshot>> = Vec::new();
+                    // A snapshot was published or freed since memory was last handed back.
+                    let mut untrimmed = false;
+                    let mut trimmed: Option<Instant> = None;
                     loop {
                         match inbox.recv_timeout(CHECK_EVERY) {
-                            Ok(snapshot) => held.push(snapshot),
+                            Ok(snapshot) => {
+                                held.push(snapshot);
+                                untrimmed = true;
+                            }
                             Err(RecvTimeoutError::Timeout) => {}
                             Err(RecvTimeoutError::Disconnected) => return,
                         }
+                        let before = held.len();
                         held.retain(|snapshot| Arc::strong_count(snapshot) > 1);
+                        untrimmed |= held.len() < before;
+                        if untrimmed && trimmed.is_none_or(|at| at.elapsed() >= TRIM_EVERY) {
+                            crate::sys::release_free_memory();
+                            untrimmed = false;
+                            trimmed = Some(Instant::now());
+                        }
                     }
                 });
             match spawned {
