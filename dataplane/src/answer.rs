@@ -893,6 +893,7 @@ impl<'a> Responder<'a> {
         if compiled.overflow() {
             return self.does_not_fit();
         }
+        let records = compiled.bytes();
         let answer_start = self.pos;
         for span in compiled.answer() {
             if span.len() > self.room() {
@@ -903,7 +904,7 @@ impl<'a> Responder<'a> {
                 }
                 return self.does_not_fit();
             }
-            let bytes = &compiled.bytes()[span.start as usize..span.end as usize];
+            let bytes = &records[span.start as usize..span.end as usize];
             if span.rotate_len > 0 {
                 let cut = (self.ctx.rotation % span.count as u32) as usize * span.rotate_len as usize;
                 self.put(&bytes[cut..]);
@@ -915,7 +916,7 @@ impl<'a> Responder<'a> {
         }
         for span in compiled.additional() {
             if span.len() <= self.room() {
-                self.put(&compiled.bytes()[span.start as usize..span.end as usize]);
+                self.put(&records[span.start as usize..span.end as usize]);
                 self.counts[3] += span.count;
             }
         }
