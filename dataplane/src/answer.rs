@@ -890,12 +890,12 @@ impl<'a> Responder<'a> {
 
     #[inline]
     fn compiled(&mut self, compiled: &CompiledAnswer) {
-        if compiled.overflow() {
+        let Some(parts) = compiled.parts() else {
             return self.does_not_fit();
-        }
-        let records = compiled.bytes();
+        };
+        let records = parts.records;
         let answer_start = self.pos;
-        for span in compiled.answer() {
+        for span in parts.answer {
             if span.len() > self.room() {
                 if self.ctx.transport == Transport::Tcp {
                     // Fits no message after this question: nothing of it is sent.
@@ -914,7 +914,7 @@ impl<'a> Responder<'a> {
             }
             self.counts[1] += span.count;
         }
-        for span in compiled.additional() {
+        for span in parts.additional {
             if span.len() <= self.room() {
                 self.put(&records[span.start as usize..span.end as usize]);
                 self.counts[3] += span.count;

@@ -304,40 +304,53 @@ impl CompiledAnswer {
         self.data().is_empty()
     }
 
+    /// The records and both sections' spans, the header read once: what the answer path needs
+    /// of every answer it copies. `None` for an answer that overflows.
+    #[inline]
+    pub fn parts(&self) -> Option<Parts<'_>> {
+        let data = self.data();
+        if data.is_empty() {
+            return None;
+        }
+        let header = Header::of(data);
+        let additional_entries = header.entries + 4 * header.answer;
+        let additional = match header.additional {
+            0 => Spans {
+                entries: &[],
+                offset: 0,
+            },
+            _ => Spans {
+                entries: &data[additional_entries..header.records],
+                offset: u32::from(u16::from_le_bytes([data[4], data[5]])),
+            },
+        };
+        Some(Parts {
+            records: &data[header.records..],
+            answer: Spans {
+                entries: &data[header.entries..additional_entries],
+                offset: 0,
+            },
+            additional,
+        })
+    }
+
     /// Every record of both sections, back to back: the bytes the spans of [`Self::answer`]
     /// and [`Self::additional`] point into.
     #[inline]
     pub fn bytes(&self) -> &[u8] {
-        let data = self.data();
-        &data[Header::of(data).records..]
+        self.parts().map_or(&[], |parts| parts.records)
     }
 
     /// The answer section's RRsets.
     #[inline]
     pub fn answer(&self) -> Spans<'_> {
-        let data = self.data();
-        let header = Header::of(data);
-        Spans {
-            entries: &data[header.entries..header.entries + 4 * header.answer],
-            offset: 0,
-        }
+        self.parts().map_or(Spans::NONE, |parts| parts.answer)
     }
 
     /// The additional section's RRsets.
     #[inline]
     pub fn additional(&self) -> Spans<'_> {
-        let data = self.data();
-        let header = Header::of(data);
-        if header.additional == 0 {
-            return Spans {
-                entries: &[],
-                offset: 0,
-            };
-        }
-        Spans {
-            entries: &data[header.entries + 4 * header.answer..header.records],
-            offset: u32::from(u16::from_le_bytes([data[4], data[5]])),
-        }
+        self.parts().map_or(Spans::NONE, |parts| parts.additional)
     }
 
     /// Names the answer leaves unresolved, which forwarding may complete; `None` for almost
@@ -362,6 +375,25 @@ impl CompiledAnswer {
 pub struct Spans<'a> {
     entries: &'a [u8],
     offset: u32,
+}
+
+impl Spans<'_> {
+    /// No RRsets.
+    const NONE: Spans<'static> = Spans {
+        entries: &[],
+        offset: 0,
+    };
+}
+
+/// A compiled answer's parts, read from its header once.
+#[derive(Debug, Clone)]
+pub struct Parts<'a> {
+    /// Every record of both sections, back to back; the spans point into it.
+    pub records: &'a [u8],
+    /// The answer section's RRsets.
+    pub answer: Spans<'a>,
+    /// The additional section's RRsets.
+    pub additional: Spans<'a>,
 }
 
 impl Iterator for Spans<'_> {
