@@ -19,8 +19,9 @@ use std::time::{Duration, Instant};
 const CHECK_EVERY: Duration = Duration::from_millis(100);
 
 /// Least time between two returns of free memory to the kernel: each walks the allocator's free
-/// lists, which takes milliseconds on a heap of a million records.
-const TRIM_EVERY: Duration = Duration::from_secs(5);
+/// lists, which takes milliseconds on a heap of a million records, holding each arena's lock in
+/// turn.
+const TRIM_EVERY: Duration = Duration::from_secs(1);
 
 /// Makes `snapshot` the one answered from. The snapshot it replaces is freed on the retiring
 /// thread once no worker reads it any more.
