@@ -31,14 +31,7 @@ if [ "$BUILD" = 1 ]; then
   cargo build --release --locked -p skyline --bin skyline -p skyline-bench >&2
 fi
 
-cat >"$work/zone" <<ZONEFILE
-\$ORIGIN $ZONE.
-\$TTL 3600
-@   SOA ns.$ZONE. hostmaster.$ZONE. 1 3600 600 86400 60
-@   NS  ns.$ZONE.
-ns  A   192.0.2.53
-*   A   192.0.2.1
-ZONEFILE
+wildcard_zone "$ZONE" "$work/zone"
 awk -v z="$ZONE" 'BEGIN {for (i = 1; i <= 1000; i++) printf "n%04d.%s A\n", i, z}' >"$work/hits.txt"
 echo '{"/skydns/local/skydns/node1": {"host": "10.0.0.1"}}' >"$work/records.json"
 

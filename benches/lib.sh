@@ -1,6 +1,7 @@
-# Shared by the load scripts in benches/ (compare.sh, miss_latency.sh): logging, the scratch
-# directory and the servers started in it, stopped on exit, free ports, readiness, and a Knot
-# configuration. Source it after `set -euo pipefail`; it sets `work`, `PID`, `PORT` and `prio`.
+# Shared by the load scripts in benches/ (compare.sh, miss_latency.sh, cache_hits.sh): logging,
+# the scratch directory and the servers started in it, stopped on exit, free ports, readiness, a
+# Knot configuration and the wildcard zone the forwarding benches serve. Source it after
+# `set -euo pipefail`; it sets `work`, `PID`, `PORT` and `prio`.
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -62,4 +63,15 @@ zone:
   - domain: $2
     file: $3
 CONF
+}
+
+wildcard_zone() { # zone (without its final dot), file: a zone where every name holds `A 192.0.2.1`
+  cat >"$2" <<ZONEFILE
+\$ORIGIN $1.
+\$TTL 3600
+@   SOA ns.$1. hostmaster.$1. 1 3600 600 86400 60
+@   NS  ns.$1.
+ns  A   192.0.2.53
+*   A   192.0.2.1
+ZONEFILE
 }

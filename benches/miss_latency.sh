@@ -63,14 +63,7 @@ prepare() {
   mkdir -p "$RESULTS" "$work/knot" "$work/q"
   rm -f "$RESULTS"/runs.csv "$RESULTS"/histogram.csv "$RESULTS"/dnsperf.txt "$RESULTS"/summary.md
   # The upstream zone: every name under example.org. is an A record.
-  cat >"$work/knot/$ZONE.zone" <<ZONEFILE
-\$ORIGIN $ZONE.
-\$TTL 3600
-@   SOA ns.$ZONE. hostmaster.$ZONE. 1 3600 600 86400 60
-@   NS  ns.$ZONE.
-ns  A   192.0.2.53
-*   A   192.0.2.1
-ZONEFILE
+  wildcard_zone "$ZONE" "$work/knot/$ZONE.zone"
   # skyline's own zone: one record, so that every example.org. name is forwarded.
   cat >"$work/records.json" <<'JSON'
 {"/skydns/local/skydns/hosts/node1": {"host": "10.0.0.101"}}

@@ -1073,16 +1073,22 @@ mod tests {
         };
         let compiled = CompiledAnswer::compile(&LowerName::from_wire(owner.wire()).unwrap(), &set);
         assert!(!compiled.overflow() && compiled.bytes().len() == 65_520);
+        one_name(apex, owner, Slot::Txt, compiled, (60, 3600))
+    }
+
+    /// A snapshot of one authoritative zone holding one name with one answer; `ttls` are the
+    /// zone's negative and default TTLs.
+    fn one_name(apex: Name, owner: Name, slot: Slot, compiled: CompiledAnswer, ttls: (u32, u32)) -> Snapshot {
         let mut node = Node::default();
-        node.set_answer(Slot::Txt, Some(compiled));
+        node.set_answer(slot, Some(compiled));
         let mut snapshot = Snapshot::default();
         snapshot.zones.push(Zone {
             apex,
             kind: ZoneKind::Authoritative,
             state: ZoneState::Ready,
             soa_rdata: None,
-            negative_ttl: 60,
-            default_ttl: 3600,
+            negative_ttl: ttls.0,
+            default_ttl: ttls.1,
         });
         snapshot.nodes.insert(owner, node);
         snapshot
@@ -1111,24 +1117,8 @@ mod tests {
             }],
             additional: vec![],
         };
-        let mut node = Node::default();
-        node.set_answer(
-            Slot::A,
-            Some(CompiledAnswer::compile(
-                &LowerName::from_wire(owner.wire()).unwrap(),
-                &set,
-            )),
-        );
-        let mut snapshot = Snapshot::default();
-        snapshot.zones.push(Zone {
-            apex,
-            kind: ZoneKind::Authoritative,
-            state: ZoneState::Ready,
-            soa_rdata: None,
-            negative_ttl: 5,
-            default_ttl: 5,
-        });
-        snapshot.nodes.insert(owner, node);
+        let compiled = CompiledAnswer::compile(&LowerName::from_wire(owner.wire()).unwrap(), &set);
+        let snapshot = one_name(apex, owner, Slot::A, compiled, (5, 5));
         let mut query = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
         query.extend_from_slice(b"\x03any\x07default\x03svc\x07cluster\x05local\x00\x00\x01\x00\x01");
         let mut out = vec![0u8; MAX_MESSAGE_LEN];

@@ -839,7 +839,7 @@ impl Forwarder {
         else {
             return;
         };
-        deregister(&self.registry, attempt);
+        close(&self.registry, attempt.link);
     }
 
     /// Keeps the socket of try `k`, whose answer just arrived, for a later try to the same
@@ -873,7 +873,7 @@ impl Forwarder {
         self.free.push(slot);
         self.active -= 1;
         for attempt in flight.attempts.iter_mut().filter_map(Option::take) {
-            deregister(&self.registry, attempt);
+            close(&self.registry, attempt.link);
         }
         match flight.kind {
             Kind::Probe(upstream) => self.groups[flight.route].upstreams[upstream].probing = false,
@@ -916,10 +916,6 @@ impl Forwarder {
             *flag = group.all_down();
         }
     }
-}
-
-fn deregister(registry: &Registry, attempt: Attempt) {
-    close(registry, attempt.link);
 }
 
 fn close(registry: &Registry, link: Link) {

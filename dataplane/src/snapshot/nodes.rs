@@ -6,7 +6,7 @@
 //! slot within it, so sharding costs the answer path one pointer more than a single table.
 
 use super::Node;
-use crate::wire::name::same_wire;
+use crate::wire::name::{same_wire, word};
 use crate::wire::Name;
 use hashbrown::HashTable;
 use std::sync::Arc;
@@ -53,12 +53,6 @@ const FINISH: u64 = 0x1319_8a2e_0370_7344;
 fn fold(a: u64, b: u64) -> u64 {
     let product = u128::from(a) * u128::from(b);
     (product as u64) ^ ((product >> 64) as u64)
-}
-
-/// Eight bytes of `wire` from `at`, little-endian.
-#[inline]
-fn word(wire: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(wire[at..at + 8].try_into().expect("eight bytes"))
 }
 
 /// Hashes a wire name. Every query hashes one, so it reads eight bytes a step (the last step

@@ -202,8 +202,7 @@ fn copy_lower(dst: &mut [u8], src: &[u8]) {
         return;
     }
     let word_at = |dst: &mut [u8], at: usize| {
-        let word = u64::from_le_bytes(src[at..at + 8].try_into().expect("eight bytes"));
-        dst[at..at + 8].copy_from_slice(&lower_word(word).to_le_bytes());
+        dst[at..at + 8].copy_from_slice(&lower_word(word(src, at)).to_le_bytes());
     };
     let mut at = 0;
     while at + 8 < n {
@@ -224,6 +223,13 @@ fn lower_word(word: u64) -> u64 {
     word | (upper >> 2)
 }
 
+/// Eight bytes of `wire` from `at`, little-endian: the step of every word-at-a-time loop over
+/// names (copying, comparing, hashing).
+#[inline]
+pub fn word(wire: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(wire[at..at + 8].try_into().expect("eight bytes"))
+}
+
 /// Byte equality of two wire names, eight bytes a step (the last step overlapping the one
 /// before): names are short, and a call to `memcmp` costs more than comparing them inline.
 #[inline]
@@ -235,7 +241,6 @@ pub fn same_wire(a: &[u8], b: &[u8]) -> bool {
     if n < 8 {
         return a == b;
     }
-    let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("eight bytes"));
     let mut at = 0;
     while at + 8 < n {
         if word(a, at) != word(b, at) {
