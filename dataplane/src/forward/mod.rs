@@ -194,6 +194,7 @@ impl Resolver {
     }
 
     /// Answers `query` from `client`: authoritative names and cache hits now, misses later.
+    #[inline(always)]
     pub(crate) fn answer(
         &mut self,
         query: &[u8],

@@ -99,7 +99,9 @@ impl Datagrams {
 
     /// Appends a datagram for `peer` written in place by `fill`, which gets the whole free slot
     /// and returns the length it wrote, or `None` to append nothing. Returns whether a
-    /// datagram was appended (`false` also when the batch is full).
+    /// datagram was appended (`false` also when the batch is full). Inlined into the
+    /// worker's loop: as a call it cost every query a hundred instructions of moves.
+    #[inline(always)]
     pub fn push_with(&mut self, peer: SocketAddr, fill: impl FnOnce(&mut [u8]) -> Option<usize>) -> bool {
         if self.is_full() {
             return false;

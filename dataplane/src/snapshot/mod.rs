@@ -303,6 +303,16 @@ impl Snapshot {
         self.nodes.get(wire)
     }
 
+    /// The node of a lower-cased name with the zone that answers for it. A node records its
+    /// zone (the most specific one holding its name, as [`Self::zone_of`] finds), so a name
+    /// that exists costs one hash lookup and no walk over the zones.
+    #[inline]
+    pub fn node_in_zone(&self, name: &LowerName) -> Option<(&Node, &Zone)> {
+        let node = self.nodes.get(name.wire())?;
+        let zone = self.zones.get(usize::from(node.zone()))?;
+        Some((node, zone))
+    }
+
     /// The address a name with no node stands for by its spelling alone: a dashed address
     /// directly below a node whose [`Below`] says so. Allocation-free, for the query path.
     pub fn echoed_address(&self, qname: &LowerName) -> Option<IpAddr> {

@@ -1,8 +1,9 @@
 //! Linux: one `recvmmsg` fills a whole batch of slots, one `sendmmsg` sends one.
 //!
 //! The message headers, I/O vectors and socket addresses live in a [`Headers`] per socket and
-//! direction, allocated once; a call points the entries it hands to the kernel at that call's
-//! buffers and leaves every other field as it was.
+//! direction, allocated once. A send points the entries it hands to the kernel at that call's
+//! buffers and leaves every other field as it was; a receive, whose buffers are the same from
+//! call to call, rewrites them only when its buffers change.
 
 use super::{RecvSlots, SendSlots, BATCH_SIZE};
 use socket2::SockRef;
@@ -34,6 +35,11 @@ pub struct Headers {
     names: Box<[libc::sockaddr_storage; BATCH_SIZE]>,
     iovs: Box<[libc::iovec; BATCH_SIZE]>,
     msgs: Box<[libc::mmsghdr; BATCH_SIZE]>,
+    /// The receive buffers (address, length, slot length, slot count) the headers point at
+    /// now. A socket receives into the same buffers every time, so a receive writes its
+    /// headers only when these change, and resets afterwards just the address lengths the
+    /// kernel overwrote.
+    receiving_into: (usize, usize, usize, usize),
 }
 
 impl Default for Headers {
@@ -46,6 +52,7 @@ impl Default for Headers {
             names: Box::new(names),
             iovs: Box::new(iovs),
             msgs: Box::new(msgs),
+            receiving_into: (0, 0, 0, 0),
         };
         for msg in headers.msgs.iter_mut() {
             msg.msg_hdr.msg_iovlen = 1;
@@ -60,9 +67,10 @@ impl fmt::Debug for Headers {
     }
 }
 
-// SAFETY: the raw pointers inside the headers are written anew by every call before the kernel
-// reads them, from the value's own boxes and the buffers that call borrows; nothing reads them
-// between calls, so the value may move to another thread with its boxes.
+// SAFETY: the raw pointers inside the headers point into the value's own boxes, which move with
+// it, and at the buffers of a call's borrow: a send writes them anew, a receive first checks
+// that they describe the buffers it borrows. Nothing reads them between calls, so the value may
+// move to another thread.
 unsafe impl Send for Headers {}
 
 impl Headers {
@@ -80,6 +88,9 @@ impl Headers {
     }
 }
 
+/// Room for a peer's address in a received message's header.
+const NAME_ROOM: usize = mem::size_of::<libc::sockaddr_storage>();
+
 /// Receives up to `slots.capacity()` datagrams with one `recvmmsg`. Returns how many arrived
 /// (at least one), or `WouldBlock` when none is waiting. A datagram larger than its slot is cut
 /// to the slot's length.
@@ -88,18 +99,24 @@ pub fn recv_batch(socket: SockRef<'_>, slots: RecvSlots<'_>, headers: &mut Heade
     if count == 0 {
         return Ok(0);
     }
-    let chunks = slots.bufs.chunks_exact_mut(slots.slot_len);
-    for (iov, chunk) in headers.iovs.iter_mut().zip(chunks).take(count) {
-        *iov = libc::iovec {
-            iov_base: chunk.as_mut_ptr().cast(),
-            iov_len: chunk.len(),
-        };
+    let into = (slots.bufs.as_ptr() as usize, slots.bufs.len(), slots.slot_len, count);
+    if headers.receiving_into != into {
+        let chunks = slots.bufs.chunks_exact_mut(slots.slot_len);
+        for (iov, chunk) in headers.iovs.iter_mut().zip(chunks).take(count) {
+            *iov = libc::iovec {
+                iov_base: chunk.as_mut_ptr().cast(),
+                iov_len: chunk.len(),
+            };
+        }
+        headers.point(count, |_| NAME_ROOM);
+        headers.receiving_into = into;
     }
-    headers.point(count, |_| mem::size_of::<libc::sockaddr_storage>());
     // SAFETY: the first `count` headers point at `count` distinct iovecs, each covering a
-    // distinct slot of `slots.bufs`, and at `count` distinct address buffers of the size given
-    // in `msg_namelen`; all of them outlive the call, and the kernel writes no more than those
-    // lengths. A null timeout is allowed.
+    // distinct slot of `slots.bufs` (written for a buffer at the same address, of the same
+    // length and slot layout, so they cover exactly this borrow's slots), and at `count`
+    // distinct address buffers of the size given in `msg_namelen` (reset after every call);
+    // all of them outlive the call, and the kernel writes no more than those lengths. A null
+    // timeout is allowed.
     let received = syscall!(recvmmsg(
         socket.as_raw_fd(),
         headers.msgs.as_mut_ptr(),
@@ -108,10 +125,11 @@ pub fn recv_batch(socket: SockRef<'_>, slots: RecvSlots<'_>, headers: &mut Heade
         ptr::null_mut(),
     ))? as usize;
     for i in 0..received.min(count) {
-        let msg = &headers.msgs[i];
+        let msg = &mut headers.msgs[i];
         slots.lens[i] = (msg.msg_len as usize).min(slots.slot_len);
         // SAFETY: the kernel wrote `msg_namelen` bytes of a socket address into `names[i]`.
         slots.peers[i] = unsafe { socket_addr(&headers.names[i], msg.msg_hdr.msg_namelen) };
+        msg.msg_hdr.msg_namelen = NAME_ROOM as libc::socklen_t;
     }
     Ok(received)
 }

@@ -275,6 +275,45 @@ mod tests {
     }
 
     #[test]
+    fn reused_headers_receive_into_the_buffers_of_each_call() {
+        let a = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let b = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        b.set_nonblocking(true).unwrap();
+        let mut headers = Headers::default();
+        let mut first = vec![0u8; SLOT * 4];
+        let mut second = vec![0u8; SLOT * 2];
+        let mut lens = [0usize; 4];
+        let mut peers = [SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)); 4];
+        let mut receive = |bufs: &mut [u8], slot_len: usize, fill: u8| {
+            a.send_to(&[fill; 3], b.local_addr().unwrap()).unwrap();
+            let deadline = Instant::now() + Duration::from_secs(2);
+            loop {
+                let slots = RecvSlots {
+                    bufs: &mut *bufs,
+                    slot_len,
+                    lens: &mut lens,
+                    peers: &mut peers,
+                };
+                match recv_batch(SockRef::from(&b), slots, &mut headers) {
+                    Ok(n) => return (n, lens[0], peers[0]),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock && Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(1))
+                    }
+                    Err(e) => panic!("receive failed: {e}"),
+                }
+            }
+        };
+        let sender = a.local_addr().unwrap();
+        assert_eq!(receive(&mut first, SLOT, 1), (1, 3, sender));
+        assert_eq!(&first[..4], &[1, 1, 1, 0]);
+        assert_eq!(receive(&mut first, SLOT, 2), (1, 3, sender));
+        assert_eq!(&first[..4], &[2, 2, 2, 0]);
+        assert_eq!(receive(&mut second, SLOT * 2, 3), (1, 3, sender));
+        assert_eq!(&second[..4], &[3, 3, 3, 0]);
+        assert_eq!(&first[..4], &[2, 2, 2, 0], "the earlier buffers are left alone");
+    }
+
+    #[test]
     fn an_empty_socket_reports_would_block() {
         let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
         socket.set_nonblocking(true).unwrap();

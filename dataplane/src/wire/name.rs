@@ -13,6 +13,9 @@ pub struct LowerName {
     len: u8,
     label_starts: [u8; 128],
     labels: u8,
+    /// A label may be `*` or `any`, which the SkyDNS domain takes as query wildcards; `false`
+    /// means no label is, and spares every other query looking for them.
+    maybe_wildcard: bool,
 }
 
 impl Default for LowerName {
@@ -22,6 +25,7 @@ impl Default for LowerName {
             len: 1,
             label_starts: [0; 128],
             labels: 0,
+            maybe_wildcard: false,
         }
     }
 }
@@ -35,6 +39,13 @@ impl LowerName {
     /// Number of labels, not counting the root.
     pub fn label_count(&self) -> usize {
         self.labels as usize
+    }
+
+    /// Whether some label may be `*` or `any`. `false` is certain; `true` asks for a look at
+    /// the labels (a name read through compression pointers is not inspected as it is read).
+    #[inline]
+    pub fn maybe_wildcard(&self) -> bool {
+        self.maybe_wildcard
     }
 
     /// Offset in `wire()` where label `i` (0 = leftmost) starts.
@@ -104,29 +115,38 @@ pub fn read_name(msg: &[u8], pos: usize, out: Option<&mut LowerName>) -> Result<
 }
 
 /// Reads a name that has no compression pointer into `out`; `None` when it meets a pointer, a
-/// bad label type or a name too long, which the general walk then reads (and reports) alone.
-/// Truncation needs no check of its own: the next length octet is then out of the message.
-#[inline]
+/// bad label type, the end of the message or more bytes than a name may have, which the general
+/// walk then reads (and reports) alone. Every length octet is read from a window of at most
+/// [`MAX_NAME_LEN`] bytes, so the name's length needs no check of its own: a root label found in
+/// the window ends a name short enough. Each label takes two bytes or more, so at most 127 fit,
+/// and the label index never leaves `label_starts`.
+#[inline(always)]
 fn read_plain(msg: &[u8], start: usize, out: &mut LowerName) -> Option<Result<usize, WireError>> {
-    let mut pos = start;
+    let rest = msg.get(start..)?;
+    let window = &rest[..rest.len().min(MAX_NAME_LEN)];
+    let mut pos = 0;
     let mut labels = 0usize;
+    let mut wildcard = false;
     loop {
-        let Some(&b) = msg.get(pos) else {
-            return Some(Err(WireError::Truncated));
-        };
-        let len = pos - start;
+        let &b = window.get(pos)?;
         if b == 0 {
-            copy_lower(&mut out.bytes[..len], &msg[start..pos]);
-            out.bytes[len] = 0;
-            out.len = (len + 1) as u8;
+            copy_lower(&mut out.bytes[..pos], &window[..pos]);
+            out.bytes[pos] = 0;
+            out.len = (pos + 1) as u8;
             out.labels = labels as u8;
-            return Some(Ok(pos + 1));
+            out.maybe_wildcard = wildcard;
+            return Some(Ok(start + pos + 1));
         }
-        // The bound also keeps `labels` below 127: every label takes at least two bytes.
-        if b > MAX_LABEL_LEN as u8 || len + usize::from(b) + 2 > MAX_NAME_LEN {
+        if b > MAX_LABEL_LEN as u8 {
             return None;
         }
-        out.label_starts[labels] = len as u8;
+        // Lengths 1 and 3 are the only ones with bit 0 set once bit 1 is forced on.
+        if b | 2 == 3 {
+            wildcard |= window
+                .get(pos + 1..pos + 1 + usize::from(b))
+                .is_some_and(|label| label == b"*" || label.eq_ignore_ascii_case(b"any"));
+        }
+        out.label_starts[labels & 0x7F] = pos as u8;
         labels += 1;
         pos += 1 + usize::from(b);
     }
@@ -154,6 +174,7 @@ fn read_compressed(msg: &[u8], mut pos: usize, mut out: Option<&mut LowerName>) 
                         o.bytes[len - 1] = 0;
                         o.len = len as u8;
                         o.labels = labels as u8;
+                        o.maybe_wildcard = true;
                     }
                     return Ok(end.unwrap_or(pos + 1));
                 }
@@ -518,6 +539,26 @@ mod tests {
         // The zone's bytes inside one label: `x\x05local` is a single label of seven bytes.
         assert!(!name(b"\x07x\x05local\x00").is_within(b"\x05local\x00"));
         assert!(!name(b"\x06x\x04loca\x00").is_within(b"\x04loca\x00"));
+    }
+
+    #[test]
+    fn wildcard_labels_are_noticed_as_the_name_is_read() {
+        let wildcard = |text: &str| {
+            let wire = Name::from_dotted(text).unwrap().wire().to_vec();
+            LowerName::from_wire(&wire).unwrap().maybe_wildcard()
+        };
+        assert!(wildcard("*.web.skydns.local."));
+        assert!(wildcard("web.AnY.skydns.local."));
+        assert!(wildcard("a.b.c.any."));
+        assert!(!wildcard("web.skydns.local."));
+        assert!(!wildcard("a.svc.x.anyx.an."));
+        assert!(!wildcard("."));
+        // A name read through a pointer is left for a look at its labels.
+        let mut msg = b"\x03web\x00".to_vec();
+        msg.extend_from_slice(&[0xC0, 0x00]);
+        let mut out = LowerName::default();
+        read_name(&msg, 5, Some(&mut out)).unwrap();
+        assert!(out.maybe_wildcard());
     }
 
     #[test]

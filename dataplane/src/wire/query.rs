@@ -98,7 +98,7 @@ fn u16_at(msg: &[u8], pos: usize) -> Result<u16, WireError> {
 }
 
 /// Parses a query, lower-casing the first question's name into `qname`.
-#[inline]
+#[inline(always)]
 pub fn parse_query(msg: &[u8], qname: &mut LowerName) -> Result<Query, DropReason> {
     if msg.len() < HEADER_LEN {
         return Err(DropReason::TooShort);
@@ -126,25 +126,26 @@ pub fn parse_query(msg: &[u8], qname: &mut LowerName) -> Result<Query, DropReaso
     Ok(q)
 }
 
-#[inline]
+#[inline(always)]
 fn parse_body(msg: &[u8], q: &mut Query, arcount: u16, qname: &mut LowerName) -> Result<(), FormatError> {
     let mut pos = HEADER_LEN;
-    for i in 0..q.qdcount {
-        let end = if i == 0 {
-            read_name(msg, pos, Some(qname))
-        } else {
-            skip_name(msg, pos)
-        }
-        .map_err(FormatError::Wire)?;
-        let qtype = u16_at(msg, end).map_err(FormatError::Wire)?;
-        let qclass = u16_at(msg, end + 2).map_err(FormatError::Wire)?;
+    if q.qdcount > 0 {
+        let end = read_name(msg, pos, Some(qname)).map_err(FormatError::Wire)?;
+        let Some(&[t0, t1, c0, c1]) = msg.get(end..).and_then(|rest| rest.first_chunk::<4>()) else {
+            return Err(FormatError::Wire(WireError::Truncated));
+        };
         pos = end + 4;
-        if i == 0 {
-            q.question = Some(Question {
-                qtype,
-                qclass,
-                end: pos,
-            });
+        q.question = Some(Question {
+            qtype: u16::from_be_bytes([t0, t1]),
+            qclass: u16::from_be_bytes([c0, c1]),
+            end: pos,
+        });
+        for _ in 1..q.qdcount {
+            let end = skip_name(msg, pos).map_err(FormatError::Wire)?;
+            if end + 4 > msg.len() {
+                return Err(FormatError::Wire(WireError::Truncated));
+            }
+            pos = end + 4;
         }
     }
     for _ in 0..(q.ancount as u32 + q.nscount as u32) {
