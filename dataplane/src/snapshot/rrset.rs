@@ -191,7 +191,7 @@ struct Header {
 
 impl Header {
     /// Reads the header of `data`; an overflowing answer's has no RRsets.
-    #[inline]
+    #[inline(always)]
     fn of(data: &[u8]) -> Header {
         let Some(&[a0, a1, d0, d1]) = data.first_chunk::<4>() else {
             return Header {
@@ -306,7 +306,7 @@ impl CompiledAnswer {
 
     /// The records and both sections' spans, the header read once: what the answer path needs
     /// of every answer it copies. `None` for an answer that overflows.
-    #[inline]
+    #[inline(always)]
     pub fn parts(&self) -> Option<Parts<'_>> {
         let data = self.data();
         if data.is_empty() {
@@ -399,7 +399,7 @@ pub struct Parts<'a> {
 impl Iterator for Spans<'_> {
     type Item = RrsetSpan;
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self) -> Option<RrsetSpan> {
         let (&[l0, l1, c0, c1], rest) = self.entries.split_first_chunk::<4>()?;
         self.entries = rest;
