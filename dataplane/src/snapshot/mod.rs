@@ -308,7 +308,7 @@ impl Snapshot {
     /// that exists costs one hash lookup and no walk over the zones.
     #[inline]
     pub fn node_in_zone(&self, name: &LowerName) -> Option<(&Node, &Zone)> {
-        let node = self.nodes.get(name.wire())?;
+        let node = self.nodes.get_lower(name)?;
         let zone = self.zones.get(usize::from(node.zone()))?;
         Some((node, zone))
     }

@@ -6,8 +6,8 @@
 //! slot within it, so sharding costs the answer path one pointer more than a single table.
 
 use super::Node;
-use crate::wire::name::{same_wire, word};
-use crate::wire::Name;
+use crate::wire::name::{name_hash as hash, same_wire};
+use crate::wire::{LowerName, Name};
 use hashbrown::HashTable;
 use std::sync::Arc;
 
@@ -38,44 +38,6 @@ impl Default for Nodes {
     }
 }
 
-/// One fixed seed for every snapshot, so that the hashes of shared shards stay valid in the
-/// snapshots that inherit them. The names are the operator's, and lookups of names that are
-/// not there do not grow a table, so a known seed gives a client nothing to flood.
-const SEED: u64 = 0x736b_796c_696e_6521;
-
-/// Odd multipliers of the folded multiplications (digits of pi): any bit of a word reaches
-/// every bit of the product's two halves.
-const MIX: u64 = 0x243f_6a88_85a3_08d3;
-const FINISH: u64 = 0x1319_8a2e_0370_7344;
-
-/// The 128-bit product's halves folded together.
-#[inline]
-fn fold(a: u64, b: u64) -> u64 {
-    let product = u128::from(a) * u128::from(b);
-    (product as u64) ^ ((product >> 64) as u64)
-}
-
-/// Hashes a wire name. Every query hashes one, so it reads eight bytes a step (the last step
-/// overlapping the one before) with one multiplication each; a general-purpose hasher spent
-/// three times as many instructions on the same names.
-#[inline]
-fn hash(wire: &[u8]) -> u64 {
-    let n = wire.len();
-    let mut h = SEED ^ n as u64;
-    if n >= 8 {
-        let mut at = 0;
-        while at + 8 < n {
-            h = fold(h ^ word(wire, at), MIX);
-            at += 8;
-        }
-        h = fold(h ^ word(wire, n - 8), MIX);
-    } else {
-        let tail = wire.iter().rev().fold(0u64, |w, &b| (w << 8) | u64::from(b));
-        h = fold(h ^ tail, MIX);
-    }
-    fold(h, FINISH)
-}
-
 fn shard_of(hash: u64) -> usize {
     (hash >> SHARD_SHIFT) as usize % SHARDS
 }
@@ -84,7 +46,17 @@ impl Nodes {
     /// The node of a lower-cased wire name.
     #[inline]
     pub fn get(&self, wire: &[u8]) -> Option<&Node> {
-        let h = hash(wire);
+        self.get_hashed(hash(wire), wire)
+    }
+
+    /// The node of a query's name, by the hash computed while the name was read.
+    #[inline]
+    pub fn get_lower(&self, name: &LowerName) -> Option<&Node> {
+        self.get_hashed(name.hash(), name.wire())
+    }
+
+    #[inline(always)]
+    fn get_hashed(&self, h: u64, wire: &[u8]) -> Option<&Node> {
         self.shards[shard_of(h)]
             .find(h, |(name, _)| same_wire(name.wire(), wire))
             .map(|(_, node)| node)
