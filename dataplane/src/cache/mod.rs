@@ -17,7 +17,7 @@ mod rdata;
 
 pub use entry::{Age, Entry, RecordsError, TtlCaps, Written, STALE_TTL};
 
-use crate::wire::name::is_within;
+use crate::wire::name::{is_within, same_wire};
 use crate::wire::types::MAX_NAME_LEN;
 use crate::wire::{LowerName, Name};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -192,9 +192,9 @@ impl<'a> KeyRef<'a> {
     }
 
     fn matches(&self, stored: &[u8]) -> bool {
-        stored.len() == KEY_PREFIX_LEN + self.name.len()
-            && stored[..KEY_PREFIX_LEN] == self.prefix
-            && &stored[KEY_PREFIX_LEN..] == self.name
+        stored.split_first_chunk::<KEY_PREFIX_LEN>().is_some_and(|(prefix, name)| {
+            *prefix == self.prefix && same_wire(name, self.name)
+        })
     }
 }
 

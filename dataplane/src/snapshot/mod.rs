@@ -306,7 +306,7 @@ impl Snapshot {
     /// The node of a lower-cased name with the zone that answers for it. A node records its
     /// zone (the most specific one holding its name, as [`Self::zone_of`] finds), so a name
     /// that exists costs one hash lookup and no walk over the zones.
-    #[inline]
+    #[inline(always)]
     pub fn node_in_zone(&self, name: &LowerName) -> Option<(&Node, &Zone)> {
         let node = self.nodes.get_lower(name)?;
         let zone = self.zones.get(usize::from(node.zone()))?;
