@@ -580,6 +580,7 @@ fn echo(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, addre
 
 /// A name no zone answers for: from the cache, or forwarded, when this client may use
 /// forwarding; REFUSED otherwise (and always without recursion).
+#[inline(always)]
 fn beyond(
     r: &mut Responder<'_>,
     q: &Query,
@@ -774,6 +775,7 @@ impl<'a> Responder<'a> {
     /// Writes a cached (or just received) upstream answer after the question. Compression
     /// pointers in it stay valid because the question has the upstream's length (see
     /// [`crate::cache::Entry`]). AA stays clear: a cache is not an authority.
+    #[inline(always)]
     fn cached(&mut self, q: &Query, entry: &Entry, age: Age) {
         self.rcode = entry.rcode();
         let asked_for_ad = q.flags & flags::AD != 0 || q.edns.is_some_and(|e| e.dnssec_ok);

@@ -205,6 +205,7 @@ impl Entry {
     /// bytes, with TTLs rewritten for `age`. Additional, then authority records that do not fit
     /// are dropped without TC; if the answer section itself does not fit, the longest run of
     /// whole answer RRsets that does is written and TC is reported (RFC 2181 §9).
+    #[inline(always)]
     pub fn write(&self, out: &mut [u8], room: usize, age: Age) -> Written {
         let room = room.min(out.len());
         let [an, ns, ar] = self.counts.map(usize::from);

@@ -368,6 +368,7 @@ impl Cache {
         }
     }
 
+    #[inline(always)]
     fn hash(&self, key: KeyRef<'_>) -> u64 {
         let mut hasher = self.hasher.build_hasher();
         hasher.write(&key.prefix);
@@ -378,6 +379,7 @@ impl Cache {
     /// Looks `key` up at time `now`. A fresh entry counts as a hit for eviction; a stale one is
     /// returned only inside the stale window. `upstreams_down` says the entry would be served
     /// stale because no upstream can be asked, which is when a stale recheck is due.
+    #[inline(always)]
     pub fn lookup(&mut self, key: KeyRef<'_>, now: Instant, upstreams_down: bool) -> Lookup<'_> {
         let now = self.clock.now(now);
         let hash = self.hash(key);

@@ -42,6 +42,7 @@ impl Routes {
 
     /// The route of a lower-cased name: the most specific stub zone holding it, else the
     /// default resolvers if there are any.
+    #[inline(always)]
     pub fn route(&self, qname: &LowerName) -> Option<Route> {
         let stub = self
             .stubs

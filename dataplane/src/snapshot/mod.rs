@@ -327,7 +327,7 @@ impl Snapshot {
     }
 
     /// The most specific zone containing the name.
-    #[inline]
+    #[inline(always)]
     pub fn zone_of(&self, name: &LowerName) -> Option<(usize, &Zone)> {
         self.zones
             .iter()
