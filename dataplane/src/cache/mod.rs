@@ -191,6 +191,7 @@ impl<'a> KeyRef<'a> {
         Key { bytes, len: len as u16 }
     }
 
+    #[inline(always)]
     fn matches(&self, stored: &[u8]) -> bool {
         stored.split_first_chunk::<KEY_PREFIX_LEN>().is_some_and(|(prefix, name)| {
             *prefix == self.prefix && same_wire(name, self.name)

@@ -329,10 +329,12 @@ impl Snapshot {
     /// The most specific zone containing the name.
     #[inline(always)]
     pub fn zone_of(&self, name: &LowerName) -> Option<(usize, &Zone)> {
-        self.zones
-            .iter()
-            .enumerate()
-            .find(|(_, z)| name.is_within(z.apex.wire()))
+        for (i, zone) in self.zones.iter().enumerate() {
+            if name.is_within(zone.apex.wire()) {
+                return Some((i, zone));
+            }
+        }
+        None
     }
 }
 

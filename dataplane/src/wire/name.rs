@@ -80,7 +80,7 @@ impl LowerName {
     /// Whether the name equals the lower-case wire name `zone` or lies below it. Every query
     /// asks this of each zone: the labels' offsets are at hand, so it is one comparison of the
     /// tail and a look at where the tail starts.
-    #[inline]
+    #[inline(always)]
     pub fn is_within(&self, zone: &[u8]) -> bool {
         let name = self.wire();
         let Some(at) = name.len().checked_sub(zone.len()) else {
@@ -310,7 +310,7 @@ pub fn word(wire: &[u8], at: usize) -> u64 {
 /// before): names are short, and a call to `memcmp` costs more than comparing them inline.
 /// The last eight bytes go first: they hold the top-level labels, where a name outside a zone
 /// differs from the zone's apex, so most mismatches cost one step.
-#[inline]
+#[inline(always)]
 pub fn same_wire(a: &[u8], b: &[u8]) -> bool {
     let n = a.len();
     if n != b.len() {
