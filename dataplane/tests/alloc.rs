@@ -26,24 +26,31 @@ fn authoritative_answers_allocate_nothing() {
         RawQuery::new("example.org.", 1).bytes(),
     ];
     let mut out = vec![0u8; 65535];
-    let mut answered = 0;
-    let region = Region::new(GLOBAL);
-    for rotation in 0..1000u32 {
-        for q in &queries {
-            let ctx = Context {
-                rotation,
-                ..Context::new(Transport::Udp)
-            };
-            if let Outcome::Reply(_) = answer(q, &snap, &ctx, &mut out) {
-                answered += 1;
+    // The allocator counts every thread, and the test harness's main thread allocates while it
+    // starts waiting for this test: on a loaded machine that fell inside the measurement (4
+    // allocations in some runs). An allocation of the answer path shows in every round of
+    // 9,000 answers; the harness's, in one at most.
+    let mut rounds = Vec::new();
+    for _ in 0..3 {
+        let mut answered = 0;
+        let region = Region::new(GLOBAL);
+        for rotation in 0..1000u32 {
+            for q in &queries {
+                let ctx = Context {
+                    rotation,
+                    ..Context::new(Transport::Udp)
+                };
+                if let Outcome::Reply(_) = answer(q, &snap, &ctx, &mut out) {
+                    answered += 1;
+                }
             }
         }
+        let change = region.change();
+        assert_eq!(answered, 9000);
+        rounds.push(change);
     }
-    let change = region.change();
-    assert_eq!(answered, 9000);
-    assert_eq!(
-        change.allocations + change.reallocations,
-        0,
-        "{change:?} for {answered} answers"
+    assert!(
+        rounds.iter().any(|c| c.allocations + c.reallocations == 0),
+        "every round of 9,000 answers allocated: {rounds:?}"
     );
 }

@@ -193,9 +193,9 @@ impl<'a> KeyRef<'a> {
 
     #[inline(always)]
     fn matches(&self, stored: &[u8]) -> bool {
-        stored.split_first_chunk::<KEY_PREFIX_LEN>().is_some_and(|(prefix, name)| {
-            *prefix == self.prefix && same_wire(name, self.name)
-        })
+        stored
+            .split_first_chunk::<KEY_PREFIX_LEN>()
+            .is_some_and(|(prefix, name)| *prefix == self.prefix && same_wire(name, self.name))
     }
 }
 
