@@ -69,6 +69,7 @@ impl Slot {
     }
 
     /// The slot answering `qtype`, if any.
+    #[inline]
     pub fn for_qtype(qtype: u16) -> Option<Slot> {
         Some(match qtype {
             rtype::A => Slot::A,
