@@ -6,6 +6,7 @@
 
 use crate::cache::{Age, Cache, Entry, Key, KeyRef, Lookup};
 use crate::forward::{Failure, Route, Routes};
+use crate::snapshot::kubernetes::{Host, Written, MAX_ANSWER};
 use crate::snapshot::rrset::{Beyond, CompiledAnswer};
 use crate::snapshot::skydns::{self, WildcardAnswer};
 use crate::snapshot::{Slot, Snapshot, Zone, ZoneKind, ZoneState};
@@ -393,6 +394,10 @@ fn by_class(
         }
     }
     let Some(node) = node else {
+        if let Some(found) = snapshot.host(qname) {
+            host(r, qname, question.qtype, zone, found);
+            return Flow::Written;
+        }
         if let Some(address) = snapshot.echoed_address(qname) {
             echo(r, qname, question.qtype, zone, address);
             return Flow::Written;
@@ -575,6 +580,19 @@ fn echo(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, addre
         (rtype::A, IpAddr::V4(a)) => r.record_at_query(rtype::A, class::IN, zone.default_ttl, &[&a.octets()]),
         (rtype::AAAA, IpAddr::V6(a)) => r.record_at_query(rtype::AAAA, class::IN, zone.default_ttl, &[&a.octets()]),
         _ => r.negative(rcode::NOERROR, qname, zone),
+    }
+}
+
+/// A cluster name kept in the tables rather than a node (see [`Snapshot::host`]): answered
+/// as its node would be, its records written on the stack.
+fn host(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, found: Host<'_>) {
+    if qtype == rtype::ANY {
+        return r.hinfo(zone.default_ttl);
+    }
+    let mut records = [0u8; MAX_ANSWER];
+    match found.write(qname, qtype, &mut records) {
+        Some(written) => r.written(&records, written),
+        None => r.negative(rcode::NOERROR, qname, zone),
     }
 }
 
@@ -931,6 +949,25 @@ impl<'a> Responder<'a> {
                 self.put(&records[span.start as usize..span.end as usize]);
                 self.counts[3] += span.count;
             }
+        }
+    }
+
+    /// Records [`Host::write`] wrote, copied as [`Self::compiled`] copies an answer of one
+    /// RRset a section.
+    fn written(&mut self, records: &[u8], written: Written) {
+        let answer = &records[..written.answer_len];
+        if answer.len() > self.room() {
+            if self.ctx.transport == Transport::Tcp {
+                self.counts[1] = 0;
+            }
+            return self.does_not_fit();
+        }
+        self.put(answer);
+        self.counts[1] += written.answer_count;
+        let additional = &records[written.answer_len..written.len];
+        if written.additional_count > 0 && additional.len() <= self.room() {
+            self.put(additional);
+            self.counts[3] += written.additional_count;
         }
     }
 

@@ -289,8 +289,12 @@ pub struct Snapshot {
     pub generation: u64,
     /// Zones, longest apex first so the first match is the most specific.
     pub zones: Vec<Zone>,
-    /// Every existing name of every zone, keyed by lower-cased wire name.
+    /// Every existing name of every zone, keyed by lower-cased wire name, except those in
+    /// `hosts`.
     pub nodes: Nodes,
+    /// The cluster names that answer with one address or one PTR, in tables rather than nodes
+    /// (they are most of a large cluster's names); a name is in `nodes` or here, never both.
+    pub hosts: kubernetes::Hosts,
     /// CHAOS identity.
     pub identity: Identity,
     /// Typed SkyDNS records, for `*`/`any` wildcard queries answered on the slow path.
@@ -312,6 +316,13 @@ impl Snapshot {
         let node = self.nodes.get_lower(name)?;
         let zone = self.zones.get(usize::from(node.zone()))?;
         Some((node, zone))
+    }
+
+    /// The cluster name `qname` if it has no node: for the answer path, where the node lookup
+    /// missed, so that a name with a node costs nothing more. Allocation-free.
+    #[inline]
+    pub fn host(&self, qname: &LowerName) -> Option<kubernetes::Host<'_>> {
+        self.hosts.get(qname)
     }
 
     /// The address a name with no node stands for by its spelling alone: a dashed address
@@ -342,7 +353,8 @@ impl Snapshot {
 /// One snapshot serving the zones of two sources: `overlay`'s zones (the Kubernetes cluster
 /// zones) and those of `base` (the SkyDNS domain and its reverse zones). A zone both have (the
 /// reverse zones) takes `overlay`'s settings and holds both sources' names; where both hold a
-/// name, `overlay`'s node wins. `overlay` is consumed so that its nodes move rather than copy;
+/// name, `overlay`'s node wins, and so does a name of `overlay`'s tables, which then becomes a
+/// node (a node answers first). `overlay` is consumed so that its nodes move rather than copy;
 /// `base`'s are cloned (their answers are shared, not copied). Neither a change of the cluster
 /// nor a new `base` needs to compose again: [`kubernetes::update()`] carries the composed names
 /// over and writes only those either change.
@@ -365,16 +377,22 @@ pub fn compose(base: &Snapshot, overlay: Snapshot, generation: u64) -> Snapshot 
     let base_map: Vec<u16> = base.zones.iter().map(|z| index_of(&z.apex)).collect();
     let overlay_map: Vec<u16> = overlay.zones.iter().map(|z| index_of(&z.apex)).collect();
     let mut nodes = overlay.nodes;
+    let mut hosts = overlay.hosts;
     // Writing every node would copy every shard the overlay shares with another snapshot.
     if overlay_map.iter().enumerate().any(|(i, &to)| usize::from(to) != i) {
+        let map = |zone: u16| overlay_map.get(usize::from(zone)).copied().unwrap_or(0);
         for (_, node) in nodes.iter_mut() {
-            node.set_zone(overlay_map.get(usize::from(node.zone())).copied().unwrap_or(0));
+            node.set_zone(map(node.zone()));
         }
+        hosts.set_zones(map);
     }
     for (name, node) in &base.nodes {
         if !nodes.contains_key(name) {
-            let mut node = node.clone();
-            node.set_zone(base_map.get(usize::from(node.zone())).copied().unwrap_or(0));
+            let node = hosts.take(name).unwrap_or_else(|| {
+                let mut node = node.clone();
+                node.set_zone(base_map.get(usize::from(node.zone())).copied().unwrap_or(0));
+                node
+            });
             nodes.insert(name.clone(), node);
         }
     }
@@ -382,6 +400,7 @@ pub fn compose(base: &Snapshot, overlay: Snapshot, generation: u64) -> Snapshot 
         generation,
         zones,
         nodes,
+        hosts,
         identity: base.identity.clone(),
         skydns: base.skydns.clone(),
     }

@@ -21,7 +21,8 @@
 //! primary zone.
 
 use super::config::{Config, PodMode, SCHEMA_VERSION, VERSION_TTL};
-use super::model::{Cluster, EndpointSlice, ObjectKey, Service, ServiceKind};
+use super::hosts::{Compact, Hosts, Named, Pointer};
+use super::model::{Cluster, EndpointSlice, ObjectKey, Service, ServiceKind, ServicePort};
 use super::names::{dashed, reverse};
 use super::service::ServiceView;
 use super::sets::{address_answers, address_rrsets, single, srv_answer, SrvEntry};
@@ -66,8 +67,8 @@ pub fn build(config: &Config, cluster: &Cluster, generation: u64, now: SystemTim
             b.pods(zone, zi, cluster, None);
         }
     }
-    let nodes = finish(b, config);
-    snapshot(zones, nodes, generation, cluster)
+    let (nodes, hosts) = finish(b, config);
+    snapshot(zones, nodes, hosts, generation, cluster)
 }
 
 /// EndpointSlices with their keys by the (namespace, name) of their service.
@@ -135,29 +136,31 @@ fn namespaces<'c>(config: &Config, cluster: &'c Cluster) -> impl Iterator<Item =
         .filter(move |n| exposed(&config, cluster, n))
 }
 
-/// The reverse zones' apexes and PTRs: the last names, which need every service seen.
-pub(super) fn finish(mut b: Builder<'_, '_>, config: &Config) -> Nodes {
+/// The reverse zones' apexes and PTRs: the last names, which need every service seen. Returns
+/// the names compiled as nodes and those kept in the tables.
+pub(super) fn finish(mut b: Builder<'_, '_>, config: &Config) -> (Nodes, Hosts) {
     for zone in config.reverse_zones() {
         if let Some(zi) = b.zone_index(zone) {
             b.apex(zone, zi);
         }
     }
     b.ptrs();
-    b.nodes
+    (b.nodes, b.hosts)
 }
 
-fn snapshot(zones: Vec<Zone>, nodes: Nodes, generation: u64, cluster: &Cluster) -> Snapshot {
+fn snapshot(zones: Vec<Zone>, nodes: Nodes, hosts: Hosts, generation: u64, cluster: &Cluster) -> Snapshot {
     tracing::debug!(
         generation,
         services = cluster.services.len(),
         slices = cluster.slices.len(),
-        names = nodes.len(),
+        names = nodes.len() + hosts.len(),
         "built cluster zones"
     );
     Snapshot {
         generation,
         zones,
         nodes,
+        hosts,
         identity: Identity::default(),
         skydns: None,
     }
@@ -247,6 +250,8 @@ pub(super) struct Builder<'a, 'c> {
     zones: &'a [Zone],
     views: &'a HashMap<(&'c str, &'c str), ServiceView<'c>, RandomState>,
     nodes: Nodes,
+    /// The names that fit the tables instead of a node each.
+    hosts: Hosts,
     /// Cluster IP → its service's name: the one PTR such an address gets.
     cluster_ptrs: HashMap<IpAddr, Name, RandomState>,
     /// Endpoint address → endpoint name, duplicates included.
@@ -268,6 +273,7 @@ impl<'a, 'c> Builder<'a, 'c> {
             zones,
             views,
             nodes: Nodes::default(),
+            hosts: Hosts::new(config.ttl),
             cluster_ptrs: HashMap::default(),
             endpoint_ptrs: Vec::new(),
             serial: serial(now),
@@ -293,7 +299,7 @@ impl<'a, 'c> Builder<'a, 'c> {
             listing.push(name);
             return;
         }
-        if self.nodes.contains_key(&name) {
+        if self.present(&name) {
             return;
         }
         let Ok(qname) = LowerName::from_wire(name.wire()) else {
@@ -303,6 +309,44 @@ impl<'a, 'c> Builder<'a, 'c> {
             .into_iter()
             .filter_map(|(slot, set)| set.map(|set| (slot, CompiledAnswer::compile(&qname, &set))));
         self.nodes.insert(name, Node::with_answers(zone, below, answers));
+    }
+
+    /// Whether `name` was given already, as a node or in the tables: the first keeps it.
+    fn present(&self, name: &Name) -> bool {
+        self.nodes.contains_key(name) || self.hosts.contains(name)
+    }
+
+    /// A name answering with `addresses` and an SRV record naming itself per port of `ports`:
+    /// in the tables when it fits them (see [`Named::new`]), else a node.
+    fn host(&mut self, name: Name, zone: u16, addresses: &[IpAddr], ports: &[&ServicePort]) {
+        if let Some(listing) = &mut self.listing {
+            listing.push(name);
+            return;
+        }
+        if self.present(&name) {
+            return;
+        }
+        let name = match Named::new(name, zone, addresses, ports) {
+            Ok(named) => return self.hosts.insert(Compact::Named(named)),
+            Err(name) => name,
+        };
+        let entries: Vec<SrvEntry<'_>> = ports
+            .iter()
+            .map(|port| SrvEntry {
+                port: port.port,
+                target: name.clone(),
+                addresses,
+            })
+            .collect();
+        let srv = srv_answer(self.config.ttl, &entries);
+        self.addresses(name, zone, addresses, srv);
+    }
+
+    /// A PTR of `address` to `target` alone: in the tables, unless its name was given already.
+    fn pointer(&mut self, name: &Name, zone: u16, address: IpAddr, target: Name) {
+        if !self.present(name) {
+            self.hosts.insert(Compact::Pointer(Pointer::new(address, zone, target)));
+        }
     }
 
     fn empty(&mut self, name: Name, zone: u16) {
@@ -532,20 +576,9 @@ impl<'a, 'c> Builder<'a, 'c> {
     /// record per port of its endpoints' slices, unnamed ports included (no port label filters
     /// none out), with the target port and the endpoint name itself as target.
     fn endpoints(&mut self, zone: &Name, zi: u16, base: &Name, view: &ServiceView<'c>) {
-        let ttl = self.config.ttl;
         for group in view.by_label() {
             let Ok(name) = base.prepend(&group.label) else { continue };
-            let entries: Vec<SrvEntry<'_>> = group
-                .ports
-                .iter()
-                .map(|port| SrvEntry {
-                    port: port.port,
-                    target: name.clone(),
-                    addresses: &group.addresses,
-                })
-                .collect();
-            let srv = srv_answer(ttl, &entries);
-            self.addresses(name, zi, &group.addresses, srv);
+            self.host(name, zi, &group.addresses, &group.ports);
         }
         if self.config.openshift_names && !view.endpoints.is_empty() {
             self.openshift(zone, zi, base, view);
@@ -565,7 +598,7 @@ impl<'a, 'c> Builder<'a, 'c> {
         let addresses = view.addresses();
         for group in view.by_label() {
             if let Ok(name) = owner.prepend(&group.label) {
-                self.addresses(name, zi, &group.addresses, None);
+                self.host(name, zi, &group.addresses, &[]);
             }
         }
         let srv = self.endpoint_srv(&owner, view, None);
@@ -652,7 +685,7 @@ impl<'a, 'c> Builder<'a, 'c> {
                 continue;
             }
             if let Some(name) = pod_name(zone, &key.namespace, pod.address) {
-                self.addresses(name, zi, &[pod.address], None);
+                self.host(name, zi, &[pod.address], &[]);
             }
         }
     }
@@ -677,13 +710,7 @@ impl<'a, 'c> Builder<'a, 'c> {
         for (&address, target) in &cluster_ptrs {
             let name = reverse(address);
             if let Some(zi) = zone_of(&name) {
-                let ptr = single(ttl, Rdata::Ptr(target.clone()));
-                self.put(
-                    name,
-                    zi,
-                    Below::Nothing,
-                    [(Slot::Ptr, Some(ptr)), (Slot::A, None), (Slot::Aaaa, None)],
-                );
+                self.pointer(&name, zi, address, target.clone());
             }
         }
         let mut endpoint_ptrs = std::mem::take(&mut self.endpoint_ptrs);
@@ -693,6 +720,10 @@ impl<'a, 'c> Builder<'a, 'c> {
         for group in endpoint_ptrs.chunk_by(|a, b| a.0 == b.0) {
             let name = reverse(group[0].0);
             let Some(zi) = zone_of(&name) else { continue };
+            if let [(_, target)] = group {
+                self.pointer(&name, zi, group[0].0, target.clone());
+                continue;
+            }
             let mut set = single(ttl, Rdata::Ptr(group[0].1.clone()));
             if let Some(rrset) = set.answer.first_mut() {
                 rrset

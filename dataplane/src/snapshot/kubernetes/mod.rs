@@ -6,6 +6,7 @@
 
 mod build;
 mod config;
+mod hosts;
 mod model;
 pub mod names;
 mod service;
@@ -14,6 +15,7 @@ mod update;
 
 pub use build::{build, syncing};
 pub use config::{is_reverse, Config, PodMode, DEFAULT_TTL, MAX_TTL, SCHEMA_VERSION, VERSION_TTL};
+pub use hosts::{Compact, Host, Hosts, Written, MAX_ANSWER};
 pub use model::{
     Before, Changes, Cluster, Endpoint, EndpointSlice, Names, ObjectKey, Objects, Pod, Protocol, Service, ServiceKind,
     ServicePort,

@@ -79,10 +79,15 @@ pub fn weight(entries: usize) -> u16 {
 /// The SRV answer of `entries`: duplicates by (target, port) removed, the weight computed from
 /// the count before removal, each target's A/AAAA in the additional section once.
 pub fn srv_answer(ttl: u32, entries: &[SrvEntry<'_>]) -> Option<AnswerSet> {
+    srv_weighted(ttl, weight(entries.len()), entries)
+}
+
+/// The SRV answer of `entries` with every record weighing `weight`: [`srv_answer`] of entries
+/// whose duplicates were removed before (the weight counts them).
+pub fn srv_weighted(ttl: u32, weight: u16, entries: &[SrvEntry<'_>]) -> Option<AnswerSet> {
     if entries.is_empty() {
         return None;
     }
-    let weight = weight(entries.len());
     let mut records: Vec<Record> = Vec::with_capacity(entries.len());
     let mut additional = Vec::new();
     let mut seen: HashSet<(u16, &Name), RandomState> = HashSet::default();

@@ -121,9 +121,10 @@ pub fn update(
             b.pods(zone, zi, cluster, Some(&pods));
         }
     }
-    let compiled = finish(b, config);
+    let (compiled, compact) = finish(b, config);
     // Only names whose node differs are written: each write copies a shard `previous` shares.
     let mut nodes = previous.nodes.clone();
+    let mut hosts = previous.hosts.clone();
     let set = |nodes: &mut Nodes, name: &Name, node: Option<Node>| match node {
         Some(node) if !previous.nodes.get(name.wire()).is_some_and(|old| *old == node) => {
             nodes.insert(name.clone(), node);
@@ -145,10 +146,33 @@ pub fn update(
     };
     for (name, node) in &compiled {
         set(&mut nodes, name, Some(node.clone()));
+        hosts.remove(name);
     }
+    let compacted = compact.len();
+    let compact_names: HashSet<Name, RandomState> = compact
+        .into_names()
+        .into_iter()
+        .map(|entry| {
+            let name = entry.name();
+            // A node of `base` would answer first: the cluster's name becomes a node, as in
+            // `compose`.
+            if base.nodes.get(name.wire()).is_some() {
+                set(&mut nodes, &name, Some(hosts.node_of(&entry)));
+                hosts.remove(&name);
+            } else {
+                set(&mut nodes, &name, None);
+                hosts.insert(entry);
+            }
+            name
+        })
+        .collect();
     // A name the cluster zones no longer hold shows `base`'s node, as `compose` gives it.
-    for name in cleared.iter().filter(|name| !compiled.contains_key(name)) {
+    for name in cleared
+        .iter()
+        .filter(|name| !compiled.contains_key(name) && !compact_names.contains(*name))
+    {
         set(&mut nodes, name, from_base(name));
+        hosts.remove(name);
     }
     for name in &rebase.names {
         set(&mut nodes, name, from_base(name));
@@ -157,14 +181,15 @@ pub fn update(
         generation,
         services = changes.services.len(),
         skydns = rebase.names.len() + rebase.addresses.len(),
-        compiled = compiled.len(),
-        names = nodes.len(),
+        compiled = compiled.len() + compacted,
+        names = nodes.len() + hosts.len(),
         "updated cluster zones"
     );
     Some(Snapshot {
         generation,
         zones,
         nodes,
+        hosts,
         identity: base.identity.clone(),
         skydns: base.skydns.clone(),
     })

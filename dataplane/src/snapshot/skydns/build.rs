@@ -109,6 +109,7 @@ fn build_from(
         generation,
         zones,
         nodes,
+        hosts: Default::default(),
         identity: Identity::default(),
         skydns: Some(index),
     }

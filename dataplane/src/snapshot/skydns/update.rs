@@ -53,6 +53,7 @@ pub fn update(
             generation,
             zones: zones(config, &reverse_apexes(), now),
             nodes: previous.nodes.clone(),
+            hosts: Default::default(),
             identity: Identity::default(),
             skydns: previous.skydns.clone(),
         });
@@ -95,6 +96,7 @@ pub fn update(
         generation,
         zones,
         nodes,
+        hosts: Default::default(),
         identity: Identity::default(),
         skydns: Some(Arc::new(index)),
     })

@@ -2,6 +2,7 @@
 //! through [`crate::answer::answer`], and the reply parsed by hickory-proto. Each test is a line
 //! of the spec file's cheat-sheet or of its record table.
 
+mod hosts;
 mod update;
 
 use super::*;
@@ -722,7 +723,12 @@ fn composed_with_skydns_both_zones_answer() {
         .zones
         .windows(2)
         .all(|w| w[0].apex.wire().len() >= w[1].apex.wire().len()));
-    for (name, node) in &s.nodes {
+    for (name, node) in s
+        .nodes
+        .iter()
+        .map(|(n, node)| (n.clone(), node.clone()))
+        .chain(s.hosts.nodes())
+    {
         assert_eq!(
             s.zone_of(&LowerName::from_wire(name.wire()).unwrap())
                 .map(|(i, _)| i as u16),

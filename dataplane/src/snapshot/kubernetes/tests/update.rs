@@ -5,8 +5,8 @@
 
 use super::*;
 use crate::snapshot::test_rng::Rng;
-use crate::snapshot::{Slot, Zone};
-use std::collections::BTreeSet;
+use crate::snapshot::{Node, Slot, Zone};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 const AT: u64 = 1_700_000_000;
@@ -211,18 +211,40 @@ fn zone_fields(zones: &[Zone]) -> Vec<String> {
     zones.iter().map(|z| format!("{z:?}")).collect()
 }
 
-/// `updated` holds the names, zones and answers `built` holds.
+/// Every name of `s` with its node, those of the tables as the nodes they stand for.
+fn every_node(s: &Snapshot) -> BTreeMap<String, (Name, Node)> {
+    s.nodes
+        .iter()
+        .map(|(name, node)| (name.clone(), node.clone()))
+        .chain(s.hosts.nodes())
+        .map(|(name, node)| (name.to_string(), (name, node)))
+        .collect()
+}
+
+/// `updated` holds the names, zones and answers `built` holds, each name in the same form
+/// (a node, or in the tables).
 fn assert_same(updated: &Snapshot, built: &Snapshot, context: &str) {
     let names = |s: &Snapshot| -> BTreeSet<String> { s.nodes.keys().map(ToString::to_string).collect() };
     assert_eq!(names(updated), names(built), "names ({context})");
     assert_eq!(updated.nodes.len(), built.nodes.len(), "count ({context})");
+    let (every_updated, every_built) = (every_node(updated), every_node(built));
+    assert_eq!(
+        every_updated.keys().collect::<Vec<_>>(),
+        every_built.keys().collect::<Vec<_>>(),
+        "names in the tables ({context})"
+    );
+    assert_eq!(
+        updated.hosts.len(),
+        built.hosts.len(),
+        "count in the tables ({context})"
+    );
     assert_eq!(
         zone_fields(&updated.zones),
         zone_fields(&built.zones),
         "zones ({context})"
     );
-    for (name, node) in &built.nodes {
-        let other = &updated.nodes[name];
+    for (name, node) in every_built.values() {
+        let other = &every_updated[&name.to_string()].1;
         assert_eq!(
             (other.zone(), other.below()),
             (node.zone(), node.below()),
@@ -243,7 +265,8 @@ fn assert_same(updated: &Snapshot, built: &Snapshot, context: &str) {
     }
 }
 
-/// Whether `name`'s `slot` answer is the very one `previous` holds: carried over, not compiled.
+/// Whether `name`'s `slot` answer is the very one `previous` holds: carried over, not compiled
+/// (for a name of the tables, its entry in a shard both share).
 fn shared(updated: &Snapshot, previous: &Snapshot, name: &str, slot: Slot) -> bool {
     let name = Name::from_dotted(name).unwrap();
     let answer = |s: &Snapshot| {
@@ -252,7 +275,10 @@ fn shared(updated: &Snapshot, previous: &Snapshot, name: &str, slot: Slot) -> bo
             .and_then(|n| n.answer(slot))
             .map(|a| a.bytes().as_ptr())
     };
+    let qname = LowerName::from_wire(name.wire()).unwrap();
+    let entry = |s: &Snapshot| s.host(&qname).map(|host| host.entry_address());
     matches!((answer(updated), answer(previous)), (Some(u), Some(p)) if u == p)
+        || matches!((entry(updated), entry(previous)), (Some(u), Some(p)) if u == p)
 }
 
 fn configs() -> Vec<Config> {
