@@ -183,7 +183,7 @@ fn build_times(o: &Options) -> Vec<(String, String)> {
         let start = Instant::now();
         let zones = model::build(&config, &cluster, generation, SystemTime::now());
         builds.push(start.elapsed());
-        names = zones.nodes.len();
+        names = zones.nodes.len() + zones.hosts.len();
         let start = Instant::now();
         let served = compose(&base, zones, generation);
         composes.push(start.elapsed());
