@@ -252,6 +252,9 @@ pub(super) struct Builder<'a, 'c> {
     nodes: Nodes,
     /// The names that fit the tables instead of a node each.
     hosts: Hosts,
+    /// The last A and AAAA answers of addresses alone compiled, with their sets (see
+    /// [`Builder::compile`]).
+    last_addresses: [Option<(AnswerSet, CompiledAnswer)>; 2],
     /// Cluster IP → its service's name: the one PTR such an address gets.
     cluster_ptrs: HashMap<IpAddr, Name, RandomState>,
     /// Endpoint address → endpoint name, duplicates included.
@@ -274,6 +277,7 @@ impl<'a, 'c> Builder<'a, 'c> {
             views,
             nodes: Nodes::default(),
             hosts: Hosts::new(config.ttl),
+            last_addresses: [None, None],
             cluster_ptrs: HashMap::default(),
             endpoint_ptrs: Vec::new(),
             serial: serial(now),
@@ -305,10 +309,39 @@ impl<'a, 'c> Builder<'a, 'c> {
         let Ok(qname) = LowerName::from_wire(name.wire()) else {
             return;
         };
-        let answers = answers
+        let answers: Vec<(Slot, CompiledAnswer)> = answers
             .into_iter()
-            .filter_map(|(slot, set)| set.map(|set| (slot, CompiledAnswer::compile(&qname, &set))));
+            .filter_map(|(slot, set)| set.map(|set| (slot, self.compile(&qname, slot, set))))
+            .collect();
         self.nodes.insert(name, Node::with_answers(zone, below, answers));
+    }
+
+    /// `set` compiled for `qname`; an address answer the same as the last one compiled for
+    /// `slot` is shared with it. A service's name and its port names answer with the same addresses,
+    /// and the bytes of records of addresses alone do not depend on the name: their owner is
+    /// the question's.
+    fn compile(&mut self, qname: &LowerName, slot: Slot, set: AnswerSet) -> CompiledAnswer {
+        let addresses_alone = set.additional.is_empty()
+            && set.answer.iter().all(|rrset| {
+                rrset.owner.is_none()
+                    && rrset
+                        .records
+                        .iter()
+                        .all(|r| matches!(r.rdata, Rdata::A(_) | Rdata::Aaaa(_)))
+            });
+        let last = match slot {
+            Slot::A if addresses_alone => &mut self.last_addresses[0],
+            Slot::Aaaa if addresses_alone => &mut self.last_addresses[1],
+            _ => return CompiledAnswer::compile(qname, &set),
+        };
+        match last {
+            Some((set_compiled, compiled)) if *set_compiled == set => compiled.clone(),
+            _ => {
+                let compiled = CompiledAnswer::compile(qname, &set);
+                *last = Some((set, compiled.clone()));
+                compiled
+            }
+        }
     }
 
     /// Whether `name` was given already, as a node or in the tables: the first keeps it.
@@ -343,8 +376,9 @@ impl<'a, 'c> Builder<'a, 'c> {
     }
 
     /// A PTR of `address` to `target` alone: in the tables, unless its name was given already.
-    fn pointer(&mut self, name: &Name, zone: u16, address: IpAddr, target: Name) {
+    fn pointer(&mut self, name: &Name, zone: u16, address: IpAddr, target: &Name) {
         if !self.present(name) {
+            let target = self.hosts.shared(target);
             self.hosts.insert(Compact::Pointer(Pointer::new(address, zone, target)));
         }
     }
@@ -710,7 +744,7 @@ impl<'a, 'c> Builder<'a, 'c> {
         for (&address, target) in &cluster_ptrs {
             let name = reverse(address);
             if let Some(zi) = zone_of(&name) {
-                self.pointer(&name, zi, address, target.clone());
+                self.pointer(&name, zi, address, target);
             }
         }
         let mut endpoint_ptrs = std::mem::take(&mut self.endpoint_ptrs);
@@ -721,7 +755,7 @@ impl<'a, 'c> Builder<'a, 'c> {
             let name = reverse(group[0].0);
             let Some(zi) = zone_of(&name) else { continue };
             if let [(_, target)] = group {
-                self.pointer(&name, zi, group[0].0, target.clone());
+                self.pointer(&name, zi, group[0].0, target);
                 continue;
             }
             let mut set = single(ttl, Rdata::Ptr(group[0].1.clone()));

@@ -42,7 +42,8 @@ const SHARDS: usize = 64;
 /// records naming itself on its ports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Named {
-    name: Name,
+    /// The name's wire form, shared with the PTR that names it (see [`Hosts::shared`]).
+    name: Arc<[u8]>,
     zone: u16,
     address: IpAddr,
     /// CoreDNS's weight, from the count of ports before duplicates were removed.
@@ -72,7 +73,7 @@ impl Named {
             count += 1;
         }
         Ok(Named {
-            name,
+            name: name.wire().into(),
             zone,
             address,
             weight: weight(ports.len()),
@@ -87,23 +88,25 @@ impl Named {
 
     /// The node the entry stands for, compiled as the builder compiles endpoint names.
     fn node(&self, ttl: u32) -> Node {
+        let name = named(&self.name);
         let (a, aaaa) = address_answers(ttl, &[self.address]);
         let entries: Vec<SrvEntry<'_>> = self
             .ports()
             .iter()
             .map(|&port| SrvEntry {
                 port,
-                target: self.name.clone(),
+                target: name.clone(),
                 addresses: std::slice::from_ref(&self.address),
             })
             .collect();
         let srv = srv_weighted(ttl, self.weight, &entries);
-        compiled_node(
-            &self.name,
-            self.zone,
-            [(Slot::A, a), (Slot::Aaaa, aaaa), (Slot::Srv, srv)],
-        )
+        compiled_node(&name, self.zone, [(Slot::A, a), (Slot::Aaaa, aaaa), (Slot::Srv, srv)])
     }
+}
+
+/// The name of a wire form the tables hold, which is valid.
+fn named(wire: &[u8]) -> Name {
+    Name::from_wire(wire).unwrap_or_else(|_| Name::root())
 }
 
 /// A reverse name with one PTR record, kept by its address.
@@ -111,17 +114,18 @@ impl Named {
 pub struct Pointer {
     address: IpAddr,
     zone: u16,
-    target: Name,
+    /// The target's wire form.
+    target: Arc<[u8]>,
 }
 
 impl Pointer {
-    /// The PTR of `address`, in the zone of index `zone`, to `target`.
-    pub fn new(address: IpAddr, zone: u16, target: Name) -> Pointer {
+    /// The PTR of `address`, in the zone of index `zone`, to the name of wire form `target`.
+    pub fn new(address: IpAddr, zone: u16, target: Arc<[u8]>) -> Pointer {
         Pointer { address, zone, target }
     }
 
     fn node(&self, ttl: u32) -> Node {
-        let ptr = single(ttl, Rdata::Ptr(self.target.clone()));
+        let ptr = single(ttl, Rdata::Ptr(named(&self.target)));
         compiled_node(&reverse(self.address), self.zone, [(Slot::Ptr, Some(ptr))])
     }
 }
@@ -199,12 +203,13 @@ impl Cursor<'_> {
 }
 
 impl Host<'_> {
-    /// Where the entry lies: the same in two snapshots that share its shard.
+    /// Where the entry's name (or target) lies: the same in two snapshots that carried the
+    /// entry over, even in a copied shard, and another for an entry compiled again.
     #[cfg(test)]
     pub fn entry_address(&self) -> usize {
         match self.entry {
-            Entry::Named(named) => std::ptr::from_ref(named) as usize,
-            Entry::Pointer(pointer) => std::ptr::from_ref(pointer) as usize,
+            Entry::Named(named) => Arc::as_ptr(&named.name).cast::<u8>() as usize,
+            Entry::Pointer(pointer) => Arc::as_ptr(&pointer.target).cast::<u8>() as usize,
         }
     }
 
@@ -224,7 +229,7 @@ impl Host<'_> {
                 (1, 0)
             }
             (Entry::Named(named), rtype::SRV) if named.count > 0 => {
-                let target = named.name.wire();
+                let target = &named.name[..];
                 for &port in named.ports() {
                     let fixed = [[0, 0], named.weight.to_be_bytes(), port.to_be_bytes()];
                     w.record(rtype::SRV, ttl, &[fixed.as_flattened(), target]);
@@ -240,7 +245,7 @@ impl Host<'_> {
             }
             (Entry::Pointer(pointer), rtype::PTR) => {
                 let mut target = [0u8; 255];
-                let len = compressed(pointer.target.wire(), qname, &mut target);
+                let len = compressed(&pointer.target, qname, &mut target);
                 w.record(rtype::PTR, ttl, &[&target[..len]]);
                 (1, 0)
             }
@@ -328,7 +333,7 @@ trait Keyed: Clone {
 impl Keyed for Named {
     type Key = [u8];
     fn key(&self) -> &[u8] {
-        self.name.wire()
+        &self.name
     }
 }
 
@@ -460,6 +465,16 @@ impl Hosts {
         LowerName::from_wire(name.wire()).is_ok_and(|qname| self.get(&qname).is_some())
     }
 
+    /// The wire form of `name` to keep in a PTR: that of its entry, if the tables hold it, so
+    /// that an endpoint's name and its PTR share one allocation.
+    pub fn shared(&self, name: &Name) -> Arc<[u8]> {
+        let wire = name.wire();
+        match self.names.get(self.state.hash_one(wire), wire) {
+            Some(named) => Arc::clone(&named.name),
+            None => wire.into(),
+        }
+    }
+
     /// Removes `name` and returns the node it stands for: where a node must answer it
     /// instead (another source holds a node of that name, which would answer first).
     pub fn take(&mut self, name: &Name) -> Option<Node> {
@@ -482,7 +497,7 @@ impl Hosts {
     /// Every name with the node it stands for, in no particular order: for comparisons and
     /// accounting, not for answering.
     pub fn nodes(&self) -> impl Iterator<Item = (Name, Node)> + '_ {
-        let named = self.names.iter().map(|n| (n.name.clone(), n.node(self.ttl)));
+        let named = self.names.iter().map(|n| (named(&n.name), n.node(self.ttl)));
         let pointers = self.pointers.iter().map(|p| (reverse(p.address), p.node(self.ttl)));
         named.chain(pointers)
     }
@@ -532,7 +547,7 @@ impl Compact {
     /// The name.
     pub fn name(&self) -> Name {
         match self {
-            Compact::Named(named) => named.name.clone(),
+            Compact::Named(entry) => named(&entry.name),
             Compact::Pointer(pointer) => reverse(pointer.address),
         }
     }
