@@ -64,8 +64,10 @@ fn port(name: Option<&str>, protocol: Option<&str>, number: Option<i32>) -> Opti
 }
 
 /// An EndpointSlice's ready addresses; `None` for a slice DNS does not read: one of FQDNs, or
-/// without the label naming its Service.
-pub fn slice(slice: &EndpointSlice) -> Option<model::EndpointSlice> {
+/// without the label naming its Service. The endpoints' pod names are kept only with
+/// `pod_names` (`endpoint_pod_names`, the one option that reads them): at 100k endpoints they
+/// are megabytes of the mirror.
+pub fn slice(slice: &EndpointSlice, pod_names: bool) -> Option<model::EndpointSlice> {
     let v6 = match slice.address_type.as_str() {
         "IPv4" => false,
         "IPv6" => true,
@@ -87,7 +89,7 @@ pub fn slice(slice: &EndpointSlice) -> Option<model::EndpointSlice> {
         let pod = endpoint
             .target_ref
             .as_ref()
-            .filter(|t| t.kind.as_deref() == Some("Pod"))
+            .filter(|t| pod_names && t.kind.as_deref() == Some("Pod"))
             .and_then(|t| t.name.as_deref())
             .map(Into::into);
         for address in &endpoint.addresses {
@@ -174,20 +176,26 @@ mod tests {
                   {"addresses":["10.1.0.3"]},
                   {"addresses":["fd00::9"]}]}"#,
         );
-        let slice = slice(&s).unwrap();
+        let slice = super::slice(&s, true).unwrap();
         assert_eq!(&*slice.service, "web");
         assert_eq!(slice.ports[0].port, 8080);
         let addresses: Vec<String> = slice.endpoints.iter().map(|e| e.address.to_string()).collect();
         assert_eq!(addresses, ["10.1.0.1", "10.1.0.3"]);
         assert_eq!(slice.endpoints[0].hostname.as_deref(), Some("web-0"));
         assert_eq!(slice.endpoints[0].pod.as_deref(), Some("web-0"));
+        let without_pod_names = super::slice(&s, false).unwrap();
+        assert_eq!(
+            without_pod_names.endpoints[0].pod, None,
+            "pod names only for endpoint_pod_names"
+        );
+        assert_eq!(without_pod_names.endpoints[0].hostname.as_deref(), Some("web-0"));
 
         let fqdn: EndpointSlice = decode(
             r#"{"metadata":{"name":"f","labels":{"kubernetes.io/service-name":"web"}},"addressType":"FQDN","endpoints":[]}"#,
         );
-        assert!(super::slice(&fqdn).is_none());
+        assert!(super::slice(&fqdn, true).is_none());
         let orphan: EndpointSlice = decode(r#"{"metadata":{"name":"o"},"addressType":"IPv4","endpoints":[]}"#);
-        assert!(super::slice(&orphan).is_none());
+        assert!(super::slice(&orphan, true).is_none());
     }
 
     #[test]

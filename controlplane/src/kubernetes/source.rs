@@ -160,12 +160,15 @@ impl KubernetesSource {
                     kind,
                     |s| Payload::Service(convert::service(s)),
                 ),
-                Kind::EndpointSlice => watch(
-                    Api::<EndpointSlice>::all(client.clone()),
-                    watcher::Config::default().page_size(LARGE_OBJECT_PAGE),
-                    kind,
-                    |s| Payload::Slice(convert::slice(s)),
-                ),
+                Kind::EndpointSlice => {
+                    let pod_names = self.config.endpoint_pod_names;
+                    watch(
+                        Api::<EndpointSlice>::all(client.clone()),
+                        watcher::Config::default().page_size(LARGE_OBJECT_PAGE),
+                        kind,
+                        move |s| Payload::Slice(convert::slice(s, pod_names)),
+                    )
+                }
                 Kind::Pod => watch(
                     Api::<Pod>::all(client.clone()),
                     labelled(&self.options.labels)
