@@ -13,16 +13,16 @@
 //! until a change writes one, so that an update copies what it writes, not the tables.
 
 use super::model::ServicePort;
-use super::names::reverse;
+use super::names::{reverse, reversed, unreverse};
 use super::sets::{address_answers, single, srv_weighted, weight, SrvEntry};
-use crate::snapshot::rrset::{CompiledAnswer, Rdata};
+use crate::snapshot::rrset::{AnswerSet, CompiledAnswer, Rdata};
 use crate::snapshot::{Below, Node, Slot};
 use crate::wire::types::{class, rtype, HEADER_LEN};
 use crate::wire::{LowerName, Name};
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 /// Most distinct ports an endpoint name in the table has; one with more is a node.
@@ -55,9 +55,9 @@ pub struct Named {
 
 impl Named {
     /// The entry of `name` in the zone of index `zone`, answering with `addresses` and an SRV
-    /// record per port of `ports` (duplicates included, as for [`super::sets::srv_answer`]);
-    /// Gives `name` back unless there is exactly one address and at most [`MAX_PORTS`] distinct
-    /// ports: such a name is a node.
+    /// record per port of `ports` (duplicates included, as for [`super::sets::srv_answer`]).
+    /// `name` is given back, to be a node, unless it has exactly one address and at most
+    /// [`MAX_PORTS`] distinct ports.
     pub fn new(name: Name, zone: u16, addresses: &[IpAddr], ports: &[&ServicePort]) -> Result<Named, Name> {
         let [address] = *addresses else { return Err(name) };
         let mut distinct = [0; MAX_PORTS];
@@ -130,11 +130,8 @@ impl Pointer {
     }
 }
 
-fn compiled_node<const N: usize>(
-    name: &Name,
-    zone: u16,
-    answers: [(Slot, Option<crate::snapshot::rrset::AnswerSet>); N],
-) -> Node {
+/// The node of `name` with `answers`, compiled for it as the builder compiles a node's.
+fn compiled_node<const N: usize>(name: &Name, zone: u16, answers: [(Slot, Option<AnswerSet>); N]) -> Node {
     let qname = LowerName::from_wire(name.wire()).unwrap_or_default();
     let answers = answers
         .into_iter()
@@ -277,51 +274,6 @@ fn compressed(name: &[u8], qname: &LowerName, out: &mut [u8; 255]) -> usize {
     }
     out[pos] = 0;
     pos + 1
-}
-
-/// The address whose reverse name [`reverse`] spells `qname` as, read without allocating:
-/// four decimal octets without leading zeros under `in-addr.arpa.`, or 32 single hex nibbles
-/// under `ip6.arpa.`. Any other spelling names no address.
-pub fn reversed(qname: &LowerName) -> Option<IpAddr> {
-    let labels = qname.label_count();
-    match labels {
-        6 if qname.suffix(4) == b"\x07in-addr\x04arpa\x00" => {
-            let mut octets = [0u8; 4];
-            for (i, octet) in octets.iter_mut().rev().enumerate() {
-                *octet = decimal(qname.label(i))?;
-            }
-            Some(IpAddr::V4(Ipv4Addr::from(octets)))
-        }
-        34 if qname.suffix(32) == b"\x03ip6\x04arpa\x00" => {
-            let mut bits: u128 = 0;
-            for i in (0..32).rev() {
-                let &[digit] = qname.label(i) else { return None };
-                let nibble = match digit {
-                    b'0'..=b'9' => digit - b'0',
-                    b'a'..=b'f' => digit - b'a' + 10,
-                    _ => return None,
-                };
-                bits = bits << 4 | u128::from(nibble);
-            }
-            Some(IpAddr::V6(Ipv6Addr::from(bits)))
-        }
-        _ => None,
-    }
-}
-
-/// An octet as `Display` writes it: 1 to 3 digits, no leading zero, at most 255.
-fn decimal(label: &[u8]) -> Option<u8> {
-    if label.is_empty() || label.len() > 3 || (label.len() > 1 && label[0] == b'0') {
-        return None;
-    }
-    let mut value: u16 = 0;
-    for &digit in label {
-        if !digit.is_ascii_digit() {
-            return None;
-        }
-        value = value * 10 + u16::from(digit - b'0');
-    }
-    u8::try_from(value).ok()
 }
 
 /// A table's entries, found by their key's hash.
@@ -490,7 +442,7 @@ impl Hosts {
         if let Some(named) = self.names.remove(&self.state, name.wire()) {
             return Some(Compact::Named(named));
         }
-        let address = LowerName::from_wire(name.wire()).ok().and_then(|q| reversed(&q))?;
+        let address = unreverse(name)?;
         self.pointers.remove(&self.state, &address).map(Compact::Pointer)
     }
 

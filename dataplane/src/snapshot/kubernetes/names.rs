@@ -1,7 +1,7 @@
-//! The names of the cluster zones: endpoint labels from addresses, reverse names, and reading a
-//! dashed address back from a pod name.
+//! The names of the cluster zones: endpoint labels from addresses, reverse names, and reading an
+//! address back from a pod name or a reverse name.
 
-use crate::wire::Name;
+use crate::wire::{LowerName, Name};
 use std::fmt::Write;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -52,27 +52,54 @@ pub fn reverse(address: IpAddr) -> Name {
     Name::from_dotted(&text).unwrap_or_else(|_| Name::root())
 }
 
-/// The address whose reverse name (see [`reverse`]) `name` is: four decimal octets under
-/// `in-addr.arpa.` or 32 hex nibbles under `ip6.arpa.`, spelled exactly as [`reverse`] spells
-/// them. Any other name, a partial one included, is no address's.
+/// The address whose reverse name (see [`reverse`]) `name` is: see [`reversed`].
 pub fn unreverse(name: &Name) -> Option<IpAddr> {
-    let labels: Vec<&[u8]> = name.labels().collect();
-    let address = match labels.as_slice() {
-        [d, c, b, a, b"in-addr", b"arpa"] => {
-            let octet = |label: &[u8]| std::str::from_utf8(label).ok()?.parse::<u8>().ok();
-            IpAddr::V4(Ipv4Addr::new(octet(a)?, octet(b)?, octet(c)?, octet(d)?))
-        }
-        [nibbles @ .., b"ip6", b"arpa"] if nibbles.len() == 32 => {
-            let mut bits: u128 = 0;
-            for label in nibbles.iter().rev() {
-                let [digit] = label else { return None };
-                bits = bits << 4 | u128::from(char::from(*digit).to_digit(16)?);
+    reversed(&LowerName::from_wire(name.wire()).ok()?)
+}
+
+/// The address whose reverse name [`reverse`] spells as `qname`, read without allocating:
+/// four decimal octets without leading zeros under `in-addr.arpa.`, or 32 single hex nibbles
+/// under `ip6.arpa.`. Any other spelling names no address.
+pub fn reversed(qname: &LowerName) -> Option<IpAddr> {
+    let labels = qname.label_count();
+    match labels {
+        6 if qname.suffix(4) == b"\x07in-addr\x04arpa\x00" => {
+            let mut octets = [0u8; 4];
+            for (i, octet) in octets.iter_mut().rev().enumerate() {
+                *octet = decimal(qname.label(i))?;
             }
-            IpAddr::V6(Ipv6Addr::from(bits))
+            Some(IpAddr::V4(Ipv4Addr::from(octets)))
         }
-        _ => return None,
-    };
-    (reverse(address) == *name).then_some(address)
+        34 if qname.suffix(32) == b"\x03ip6\x04arpa\x00" => {
+            let mut bits: u128 = 0;
+            for i in (0..32).rev() {
+                let &[digit] = qname.label(i) else { return None };
+                let nibble = match digit {
+                    b'0'..=b'9' => digit - b'0',
+                    b'a'..=b'f' => digit - b'a' + 10,
+                    _ => return None,
+                };
+                bits = bits << 4 | u128::from(nibble);
+            }
+            Some(IpAddr::V6(Ipv6Addr::from(bits)))
+        }
+        _ => None,
+    }
+}
+
+/// An octet as `Display` writes it: 1 to 3 digits, no leading zero, at most 255.
+fn decimal(label: &[u8]) -> Option<u8> {
+    if label.is_empty() || label.len() > 3 || (label.len() > 1 && label[0] == b'0') {
+        return None;
+    }
+    let mut value: u16 = 0;
+    for &digit in label {
+        if !digit.is_ascii_digit() {
+            return None;
+        }
+        value = value * 10 + u16::from(digit - b'0');
+    }
+    u8::try_from(value).ok()
 }
 
 #[cfg(test)]
@@ -121,9 +148,11 @@ mod tests {
             "1.1.0.3.10.in-addr.arpa.",
             "x.0.3.10.in-addr.arpa.",
             "in-addr.arpa.",
+            "-1.0.3.10.in-addr.arpa.",
             "1.0.3.10.example.",
             "1.0.ip6.arpa.",
             "10.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa.",
+            "g.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa.",
         ] {
             assert_eq!(unreverse(&Name::from_dotted(junk).unwrap()), None, "{junk}");
         }
