@@ -252,9 +252,8 @@ pub(super) struct Builder<'a, 'c> {
     nodes: Nodes,
     /// The names that fit the tables instead of a node each.
     hosts: Hosts,
-    /// The last A and AAAA answers of addresses alone compiled, with their sets (see
-    /// [`Builder::compile`]).
-    last_addresses: [Option<(AnswerSet, CompiledAnswer)>; 2],
+    /// The last answer compiled for each slot (see [`Builder::compile`]).
+    last_compiled: [Option<CompiledAnswer>; Slot::COUNT],
     /// Cluster IP → its service's name: the one PTR such an address gets.
     cluster_ptrs: HashMap<IpAddr, Name, RandomState>,
     /// Endpoint address → endpoint name, duplicates included.
@@ -277,7 +276,7 @@ impl<'a, 'c> Builder<'a, 'c> {
             views,
             nodes: Nodes::default(),
             hosts: Hosts::new(config.ttl),
-            last_addresses: [None, None],
+            last_compiled: [const { None }; Slot::COUNT],
             cluster_ptrs: HashMap::default(),
             endpoint_ptrs: Vec::new(),
             serial: serial(now),
@@ -316,29 +315,18 @@ impl<'a, 'c> Builder<'a, 'c> {
         self.nodes.insert(name, Node::with_answers(zone, below, answers));
     }
 
-    /// `set` compiled for `qname`; an address answer the same as the last one compiled for
-    /// `slot` is shared with it. A service's name and its port names answer with the same addresses,
-    /// and the bytes of records of addresses alone do not depend on the name: their owner is
-    /// the question's.
+    /// `set` compiled for `qname`, sharing the allocation of the last answer compiled for
+    /// `slot` when their bytes are the same: a service's name and its port names answer with
+    /// the same addresses (their owner is the question's whatever the name), and two of the
+    /// four spellings of a port name have the same SRV answer (their glue's owner points into
+    /// the question at the same offset).
     fn compile(&mut self, qname: &LowerName, slot: Slot, set: AnswerSet) -> CompiledAnswer {
-        let addresses_alone = set.additional.is_empty()
-            && set.answer.iter().all(|rrset| {
-                rrset.owner.is_none()
-                    && rrset
-                        .records
-                        .iter()
-                        .all(|r| matches!(r.rdata, Rdata::A(_) | Rdata::Aaaa(_)))
-            });
-        let last = match slot {
-            Slot::A if addresses_alone => &mut self.last_addresses[0],
-            Slot::Aaaa if addresses_alone => &mut self.last_addresses[1],
-            _ => return CompiledAnswer::compile(qname, &set),
-        };
+        let compiled = CompiledAnswer::compile(qname, &set);
+        let last = &mut self.last_compiled[slot as usize];
         match last {
-            Some((set_compiled, compiled)) if *set_compiled == set => compiled.clone(),
+            Some(last) if *last == compiled => last.clone(),
             _ => {
-                let compiled = CompiledAnswer::compile(qname, &set);
-                *last = Some((set, compiled.clone()));
+                *last = Some(compiled.clone());
                 compiled
             }
         }
