@@ -1,6 +1,7 @@
 //! Compiles a [`Cluster`] into the snapshot of the cluster zones: a node for every name that
-//! exists, with every answer precompiled, so that NXDOMAIN versus NODATA is node presence, as
-//! everywhere in skyline (spec file §2.5 lists which names exist).
+//! exists, with every answer precompiled, or for a name of one address or one PTR an entry of
+//! the tables that stand in for nodes (see [`super::hosts`]), so that NXDOMAIN versus NODATA is
+//! the presence of the name, as everywhere in skyline (spec file §2.5 lists which names exist).
 //!
 //! Names, per forward zone `<zone>` (`<base>` is `<svc>.<ns>.svc.<zone>`):
 //! - the apex (SOA, NS), `dns-version.<zone>` (TXT), `svc.<zone>`, `pod.<zone>` and
