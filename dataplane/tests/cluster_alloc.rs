@@ -71,25 +71,30 @@ fn names_of_the_tables_are_answered_without_allocating() {
         RawQuery::new("nope.web.ns.svc.cluster.local.", 1).bytes(),
     ];
     let mut out = vec![0u8; 65535];
-    let mut answered = 0;
-    let region = Region::new(GLOBAL);
-    for rotation in 0..1000u32 {
-        for (i, q) in queries.iter().enumerate() {
-            let transport = if i % 2 == 0 { Transport::Udp } else { Transport::Tcp };
-            let ctx = Context {
-                rotation,
-                ..Context::new(transport)
-            };
-            if let Outcome::Reply(_) = answer(q, &snap, &ctx, &mut out) {
-                answered += 1;
+    // The allocator counts every thread, the test harness's too (see `alloc.rs`): an
+    // allocation of the answer path shows in every round, the harness's in one at most.
+    let mut rounds = Vec::new();
+    for _ in 0..3 {
+        let mut answered = 0;
+        let region = Region::new(GLOBAL);
+        for rotation in 0..1000u32 {
+            for (i, q) in queries.iter().enumerate() {
+                let transport = if i % 2 == 0 { Transport::Udp } else { Transport::Tcp };
+                let ctx = Context {
+                    rotation,
+                    ..Context::new(transport)
+                };
+                if let Outcome::Reply(_) = answer(q, &snap, &ctx, &mut out) {
+                    answered += 1;
+                }
             }
         }
+        let change = region.change();
+        assert_eq!(answered, 10_000);
+        rounds.push(change);
     }
-    let change = region.change();
-    assert_eq!(answered, 10_000);
-    assert_eq!(
-        change.allocations + change.reallocations,
-        0,
-        "{change:?} for {answered} answers"
+    assert!(
+        rounds.iter().any(|c| c.allocations + c.reallocations == 0),
+        "every round of 10,000 answers allocated: {rounds:?}"
     );
 }
