@@ -234,3 +234,28 @@ pub fn ask_over(snap: &Snapshot, query: &[u8], transport: Transport) -> Message 
     let raw = ask_raw(snap, query, transport).expect("a reply");
     Message::from_vec(&raw).expect("hickory parses the reply")
 }
+
+/// Runs `round` (which answers a batch of queries and returns how many it answered, `answers`
+/// expected) three times under `global`'s count, and asserts that one round allocated nothing.
+/// The allocator counts every thread, and the test harness's main thread allocates while it
+/// starts waiting for a test: on a loaded machine that fell inside the measurement (4
+/// allocations in some runs). An allocation of the answer path shows in every round; the
+/// harness's, in one at most.
+pub fn assert_a_round_allocates_nothing(
+    global: &stats_alloc::StatsAlloc<std::alloc::System>,
+    answers: usize,
+    mut round: impl FnMut() -> usize,
+) {
+    let mut rounds = Vec::new();
+    for _ in 0..3 {
+        let region = stats_alloc::Region::new(global);
+        let answered = round();
+        let change = region.change();
+        assert_eq!(answered, answers);
+        rounds.push(change);
+    }
+    assert!(
+        rounds.iter().any(|c| c.allocations + c.reallocations == 0),
+        "every round of {answers} answers allocated: {rounds:?}"
+    );
+}
