@@ -9,11 +9,12 @@ use crate::forward::{Failure, Route, Routes};
 use crate::snapshot::kubernetes::{Host, Written, MAX_ANSWER};
 use crate::snapshot::rrset::{Beyond, CompiledAnswer};
 use crate::snapshot::skydns::{self, WildcardAnswer};
-use crate::snapshot::{Slot, Snapshot, Zone, ZoneKind, ZoneState};
+use crate::snapshot::{Node, Slot, Snapshot, Zone, ZoneKind, ZoneState};
 use crate::wire::types::{
     class, ede, flags, option, rcode, rtype, ADVERTISED_UDP_LEN, CLASSIC_UDP_LEN, HEADER_LEN, MAX_MESSAGE_LEN,
     MAX_NAME_LEN,
 };
+use crate::wire::writer::{shift_pointers, Shift};
 use crate::wire::{parse_query, DropReason, LowerName, Name, Query, Question};
 use std::net::IpAddr;
 use std::time::Instant;
@@ -398,6 +399,10 @@ fn by_class(
             host(r, qname, question.qtype, zone, found);
             return Flow::Written;
         }
+        if let Some((node, shift)) = snapshot.port_name(qname, zone) {
+            port_name(r, qname, question.qtype, zone, node, shift);
+            return Flow::Written;
+        }
         if let Some(address) = snapshot.echoed_address(qname) {
             echo(r, qname, question.qtype, zone, address);
             return Flow::Written;
@@ -592,6 +597,18 @@ fn host(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, found
     let mut records = [0u8; MAX_ANSWER];
     match found.write(qname, qtype, &mut records) {
         Some(written) => r.written(&records, written),
+        None => r.negative(rcode::NOERROR, qname, zone),
+    }
+}
+
+/// A Kubernetes port name spelled without an underscore (see [`Snapshot::port_name`]):
+/// answered as the node of its underscored spelling, its pointers moved to this question.
+fn port_name(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, node: &Node, shift: Shift) {
+    if qtype == rtype::ANY {
+        return r.hinfo(zone.default_ttl);
+    }
+    match Slot::for_qtype(qtype).and_then(|s| node.answer(s)) {
+        Some(compiled) => r.respelled(compiled, shift),
         None => r.negative(rcode::NOERROR, qname, zone),
     }
 }
@@ -950,6 +967,15 @@ impl<'a> Responder<'a> {
                 self.counts[3] += span.count;
             }
         }
+    }
+
+    /// [`Self::compiled`] for a question that spells the name the answer was compiled for
+    /// shorter, by `shift`.
+    fn respelled(&mut self, compiled: &CompiledAnswer, shift: Shift) {
+        let (start, before) = (self.pos, self.counts[1] + self.counts[3]);
+        self.compiled(compiled);
+        let count = self.counts[1] + self.counts[3] - before;
+        shift_pointers(&mut self.out[start..self.pos], usize::from(count), shift);
     }
 
     /// Records [`Host::write`] wrote, copied as [`Self::compiled`] copies an answer of one

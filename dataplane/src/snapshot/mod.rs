@@ -13,6 +13,7 @@ pub mod skydns;
 mod test_rng;
 
 use crate::wire::types::rtype;
+use crate::wire::writer::Shift;
 use crate::wire::{LowerName, Name};
 use arc_swap::ArcSwap;
 pub use nodes::Nodes;
@@ -102,6 +103,9 @@ struct Parts<A: ?Sized> {
     zone: u16,
     /// What the names directly below it that have no node of their own are.
     below: Below,
+    /// Whether the name's first two labels may also be spelled without their leading `_`
+    /// (see [`Node::underscores_optional`]).
+    underscores_optional: bool,
     /// Bit `slot` is set for each slot with an answer.
     slots: u16,
     /// The answers of the set bits of `slots`, lowest bit first.
@@ -166,6 +170,7 @@ impl Node {
         Box::new(Parts {
             zone,
             below,
+            underscores_optional: false,
             slots,
             answers: std::array::from_fn::<_, N, _>(|_| answers.next().expect("an answer for every slot bit")),
         })
@@ -188,6 +193,21 @@ impl Node {
         self.0.below
     }
 
+    /// Whether the names spelling this one's first two labels without their leading `_`
+    /// answer as it does: Kubernetes port names, `_<port>._<proto>.<service>`, which CoreDNS
+    /// also answers as `<port>.<proto>`, `_<port>.<proto>` and `<port>._<proto>`. Those
+    /// spellings have no node of their own (see [`Snapshot::port_name`]).
+    pub fn underscores_optional(&self) -> bool {
+        self.0.underscores_optional
+    }
+
+    /// Lets the spellings without underscores answer as this node (see
+    /// [`Node::underscores_optional`]).
+    pub fn with_optional_underscores(mut self) -> Node {
+        self.0.underscores_optional = true;
+        self
+    }
+
     /// The answer for `slot`, if the name has data of that type.
     #[inline]
     pub fn answer(&self, slot: Slot) -> Option<&CompiledAnswer> {
@@ -202,7 +222,14 @@ impl Node {
     pub fn set_answer(&mut self, slot: Slot, answer: Option<CompiledAnswer>) {
         let mut by_slot = self.by_slot();
         by_slot[slot as usize] = answer;
-        *self = Node::packed(self.0.zone, self.0.below, by_slot);
+        *self = self.repacked(by_slot);
+    }
+
+    /// A node like this one holding `by_slot`.
+    fn repacked(&self, by_slot: [Option<CompiledAnswer>; Slot::COUNT]) -> Node {
+        let mut node = Node::packed(self.0.zone, self.0.below, by_slot);
+        node.0.underscores_optional = self.0.underscores_optional;
+        node
     }
 
     /// Every answer with its slot, in slot order.
@@ -232,7 +259,7 @@ impl Default for Node {
 impl Clone for Node {
     /// Shares the answers; the node itself is copied.
     fn clone(&self) -> Node {
-        Node::packed(self.0.zone, self.0.below, self.by_slot())
+        self.repacked(self.by_slot())
     }
 }
 
@@ -336,6 +363,17 @@ impl Snapshot {
             return None;
         }
         kubernetes::names::undashed(qname.label(0))
+    }
+
+    /// The node answering `qname`, a Kubernetes port name spelled without one or both of its
+    /// underscores (`http.tcp.<service>…`), which has no node of its own: that of
+    /// `_http._tcp.<service>…` when it says such spellings answer as it does, and how the
+    /// shorter question moves its answers' pointers. For the answer path, where the node
+    /// lookup missed, only for names five labels below `zone`'s apex. Allocation-free.
+    pub fn port_name(&self, qname: &LowerName, zone: &Zone) -> Option<(&Node, Shift)> {
+        let (underscored, shift) = kubernetes::names::underscored(qname, zone.apex.label_count())?;
+        let node = self.nodes.get_lower(&underscored)?;
+        node.underscores_optional().then_some((node, shift))
     }
 
     /// The most specific zone containing the name.

@@ -155,6 +155,71 @@ impl<'a> RrWriter<'a> {
     }
 }
 
+/// How an answer compiled for one question name moves to a reply whose question spells that
+/// name shorter in its first labels (Kubernetes port names without their underscores): the
+/// pointers at or past offset `from` of the message (into the labels both spellings share)
+/// move back by `by` bytes. A pointer to the question name itself, offset 12, stays. The
+/// answers this is used for point into the question nowhere else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shift {
+    /// First offset that moves: where the shared labels start in the longer spelling.
+    pub from: u16,
+    /// How many bytes shorter the reply's question is.
+    pub by: u16,
+}
+
+/// Moves by `shift` the pointers of the `count` records at the start of `records`, written by
+/// [`RrWriter`]: in their owners and in the names of the RDATA it compresses (CNAME, NS, PTR,
+/// MX, SOA). Lengths do not change, so spans and truncation stay as compiled. Stops at the first
+/// record that does not parse, which [`RrWriter`] never writes.
+pub fn shift_pointers(records: &mut [u8], count: usize, shift: Shift) {
+    let mut at = 0;
+    for _ in 0..count {
+        let Some(fixed) = shift_name(records, at, shift) else { return };
+        let (Some(rtype_), Some(rdlength)) = (be16(records, fixed), be16(records, fixed + 8)) else {
+            return;
+        };
+        let rdata = fixed + 10;
+        let names: &[usize] = match rtype_ {
+            rtype::CNAME | rtype::NS | rtype::PTR => &[0],
+            rtype::MX => &[2],
+            _ => &[],
+        };
+        for &offset in names {
+            shift_name(records, rdata + offset, shift);
+        }
+        if rtype_ == rtype::SOA {
+            if let Some(rname) = shift_name(records, rdata, shift) {
+                shift_name(records, rname, shift);
+            }
+        }
+        at = rdata + usize::from(rdlength);
+    }
+}
+
+/// Moves the pointer ending the name at `at`, if it has one; returns where the name ends.
+fn shift_name(records: &mut [u8], mut at: usize, shift: Shift) -> Option<usize> {
+    loop {
+        let len = *records.get(at)?;
+        if len & 0xC0 == 0xC0 {
+            let pointer = be16(records, at)? & 0x3FFF;
+            if pointer >= shift.from {
+                let moved = 0xC000 | (pointer - shift.by);
+                records[at..at + 2].copy_from_slice(&moved.to_be_bytes());
+            }
+            return Some(at + 2);
+        }
+        if len == 0 {
+            return Some(at + 1);
+        }
+        at += 1 + usize::from(len);
+    }
+}
+
+fn be16(bytes: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*bytes.get(at)?, *bytes.get(at + 1)?]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,5 +239,35 @@ mod tests {
         let mut w = RrWriter::new(&mut out, &q);
         w.name(&Name::from_dotted("example.org").unwrap());
         assert_eq!(out, b"\x07example\x03org\x00");
+    }
+
+    /// Every kind of record, written for `qname`: owners and RDATA names at the question, at
+    /// suffixes of it, below them, and elsewhere.
+    fn records(qname: &str) -> Vec<u8> {
+        let q = LowerName::from_wire(Name::from_dotted(qname).unwrap().wire()).unwrap();
+        let n = |text: &str| Name::from_dotted(text).unwrap();
+        let (base, below, elsewhere) = (n("svc.ns.svc.cluster.local"), n("ep.svc.ns.svc.cluster.local"), n("example.org"));
+        let mut out = Vec::new();
+        let mut w = RrWriter::new(&mut out, &q);
+        w.srv(Owner::Query, 5, 0, 100, 80, &below);
+        w.a(Owner::Name(&base), 5, Ipv4Addr::new(10, 0, 0, 1));
+        w.aaaa(Owner::Name(&below), 5, Ipv6Addr::LOCALHOST);
+        w.name_rr(Owner::Name(&elsewhere), rtype::CNAME, 5, &below);
+        w.name_rr(Owner::Query, rtype::PTR, 5, &base);
+        w.mx(Owner::Name(&below), 5, 10, &base);
+        w.soa(Owner::Name(&base), 5, &below, &base, 1, [1, 2, 3, 4]);
+        w.txt(Owner::Name(&below), class::IN, 5, [b"x".as_slice()]);
+        out
+    }
+
+    #[test]
+    fn shifted_pointers_are_those_written_for_the_shorter_spelling() {
+        let compiled = records("_http._tcp.svc.ns.svc.cluster.local");
+        for (spelling, by) in [("http._tcp", 1), ("_http.tcp", 1), ("http.tcp", 2)] {
+            let mut shifted = compiled.clone();
+            let from = (HEADER_LEN + "_http._tcp.".len()) as u16;
+            shift_pointers(&mut shifted, 8, Shift { from, by });
+            assert_eq!(shifted, records(&format!("{spelling}.svc.ns.svc.cluster.local")), "{spelling}");
+        }
     }
 }

@@ -8,8 +8,8 @@
 //!   `<ns>.svc.<zone>` for every exposed namespace (no data);
 //! - `<base>`: the cluster IPs, or for a headless service its ready endpoints (none ⇒ the name
 //!   does not exist), or a CNAME for ExternalName; SRV for every port;
-//! - `_<port>._<proto>.<base>`, also spelled without either underscore: SRV for every named
-//!   port, and (as CoreDNS answers) the addresses behind that port;
+//! - `_<port>._<proto>.<base>`: SRV for every named port, and (as CoreDNS answers) the
+//!   addresses behind that port; the same name without either underscore answers from it;
 //! - `<endpoint>.<base>`: the addresses of the endpoints with that label, and SRV for their
 //!   ports;
 //! - pods: `<ns>.pod.<zone>` (no data; under `insecure` every dashed address below it answers
@@ -299,6 +299,18 @@ impl<'a, 'c> Builder<'a, 'c> {
 
     /// Adds the node `name` with `answers`; a name already present keeps its first node.
     fn put(&mut self, name: Name, zone: u16, below: Below, answers: [(Slot, Option<AnswerSet>); 3]) {
+        self.put_node(name, zone, below, answers, |node| node);
+    }
+
+    /// [`Builder::put`], `finish` making the last changes to the node.
+    fn put_node(
+        &mut self,
+        name: Name,
+        zone: u16,
+        below: Below,
+        answers: [(Slot, Option<AnswerSet>); 3],
+        finish: impl FnOnce(Node) -> Node,
+    ) {
         if let Some(listing) = &mut self.listing {
             listing.push(name);
             return;
@@ -313,14 +325,12 @@ impl<'a, 'c> Builder<'a, 'c> {
             .into_iter()
             .filter_map(|(slot, set)| set.map(|set| (slot, self.compile(&qname, slot, set))))
             .collect();
-        self.nodes.insert(name, Node::with_answers(zone, below, answers));
+        self.nodes.insert(name, finish(Node::with_answers(zone, below, answers)));
     }
 
     /// `set` compiled for `qname`, sharing the allocation of the last answer compiled for
     /// `slot` when their bytes are the same: a service's name and its port names answer with
-    /// the same addresses (their owner is the question's whatever the name), and two of the
-    /// four spellings of a port name have the same SRV answer (their glue's owner points into
-    /// the question at the same offset).
+    /// the same addresses (their owner is the question's whatever the name).
     fn compile(&mut self, qname: &LowerName, slot: Slot, set: AnswerSet) -> CompiledAnswer {
         let compiled = CompiledAnswer::compile(qname, &set);
         let last = &mut self.last_compiled[slot as usize];
@@ -389,6 +399,14 @@ impl<'a, 'c> Builder<'a, 'c> {
             Below::Nothing,
             [(Slot::A, a), (Slot::Aaaa, aaaa), (Slot::Srv, srv)],
         );
+    }
+
+    /// A port name (see [`port_name`]) answering with `addresses` and `srv`: a node that its
+    /// spellings without underscores answer from.
+    fn port_name(&mut self, name: Name, zone: u16, addresses: &[IpAddr], srv: Option<AnswerSet>) {
+        let (a, aaaa) = address_answers(self.config.ttl, addresses);
+        let answers = [(Slot::A, a), (Slot::Aaaa, aaaa), (Slot::Srv, srv)];
+        self.put_node(name, zone, Below::Nothing, answers, Node::with_optional_underscores);
     }
 
     /// SOA and NS at a zone's apex.
@@ -481,8 +499,8 @@ impl<'a, 'c> Builder<'a, 'c> {
                 for port in view.named_slice_ports() {
                     let srv = self.endpoint_srv(&base, view, Some((&port.name, port.protocol.label())));
                     let addresses = view.addresses_with_port(&port.name, port.protocol);
-                    for name in srv_names(&base, &port.name, port.protocol.label()) {
-                        self.addresses(name, zi, &addresses, srv.clone());
+                    if let Some(name) = port_name(&base, &port.name, port.protocol.label()) {
+                        self.port_name(name, zi, &addresses, srv);
                     }
                 }
                 self.endpoints(zone, zi, &base, view);
@@ -558,8 +576,8 @@ impl<'a, 'c> Builder<'a, 'c> {
                 })
                 .collect();
             let srv = srv_answer(ttl, &entries);
-            for name in srv_names(base, &port.name, port.protocol.label()) {
-                self.addresses(name, zi, ips, srv.clone());
+            if let Some(name) = port_name(base, &port.name, port.protocol.label()) {
+                self.port_name(name, zi, ips, srv);
             }
         }
     }
@@ -779,25 +797,13 @@ pub(super) fn named_service(zone: &Name, name: &Name) -> Option<(Option<String>,
     }
 }
 
-/// The names a port's SRV records answer at: `_<port>._<proto>.<base>` and the same without
-/// either underscore. CoreDNS reads the two labels below a service as port and protocol,
-/// stripping one leading `_` from each but requiring none (spec file §2.2), so all four
-/// spellings answer alike. A port name that starts with `_` itself (not a valid IANA service
-/// name, but nothing in the API object stops it) matches only with one more `_` in front.
-/// None of these can be an endpoint's name: those are one label below the service, these two.
-fn srv_names(base: &Name, port: &str, proto: &str) -> Vec<Name> {
-    let ports = [
-        Some(format!("_{port}")),
-        (!port.starts_with('_')).then(|| port.to_owned()),
-    ];
-    let protocols = [format!("_{proto}"), proto.to_owned()];
-    let mut names = Vec::with_capacity(4);
-    for port in ports.iter().flatten() {
-        for proto in &protocols {
-            if let Ok(name) = base.prepend(proto).and_then(|n| n.prepend(port)) {
-                names.push(name);
-            }
-        }
-    }
-    names
+/// The name a port's SRV records answer at: `_<port>._<proto>.<base>`. CoreDNS reads the two
+/// labels below a service as port and protocol, stripping one leading `_` from each but
+/// requiring none (spec file §2.2), so the three spellings without one or both underscores
+/// answer alike; they are answered from this name's node (see [`Node::underscores_optional`]).
+/// A port name that starts with `_` itself (not a valid IANA service name, but nothing in the
+/// API object stops it) matches only with one more `_` in front. None of these can be an
+/// endpoint's name: those are one label below the service, these two.
+fn port_name(base: &Name, port: &str, proto: &str) -> Option<Name> {
+    base.prepend(&format!("_{proto}")).and_then(|n| n.prepend(&format!("_{port}"))).ok()
 }

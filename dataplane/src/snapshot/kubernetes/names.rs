@@ -1,6 +1,8 @@
 //! The names of the cluster zones: endpoint labels from addresses, reverse names, and reading an
 //! address back from a pod name or a reverse name.
 
+use crate::wire::types::{HEADER_LEN, MAX_LABEL_LEN, MAX_NAME_LEN};
+use crate::wire::writer::Shift;
 use crate::wire::{LowerName, Name};
 use std::fmt::Write;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -32,6 +34,42 @@ pub fn undashed(label: &[u8]) -> Option<IpAddr> {
         return std::str::from_utf8(text).ok()?.parse::<Ipv4Addr>().ok().map(IpAddr::V4);
     }
     std::str::from_utf8(text).ok()?.parse::<Ipv6Addr>().ok().map(IpAddr::V6)
+}
+
+/// The port name `_<port>._<proto>.<service>.<ns>.svc.<zone>` that `qname` spells without the
+/// leading `_` of one or both of its first two labels (CoreDNS strips one `_` from each and
+/// requires none, spec file §2.2), with the [`Shift`] that moves an answer compiled for it to
+/// the shorter question. `None` for a name not five labels below an apex of `apex_labels`
+/// labels, or whose two labels both start with `_` already. Allocation-free, for the query path.
+pub fn underscored(qname: &LowerName, apex_labels: usize) -> Option<(LowerName, Shift)> {
+    if qname.label_count().checked_sub(apex_labels) != Some(5) {
+        return None;
+    }
+    let (port, protocol) = (qname.label(0), qname.label(1));
+    if port.starts_with(b"_") && protocol.starts_with(b"_") {
+        return None;
+    }
+    let mut wire = [0u8; MAX_NAME_LEN];
+    let mut len = 0;
+    for label in [port, protocol] {
+        let underscore: &[u8] = if label.starts_with(b"_") { b"" } else { b"_" };
+        let size = underscore.len() + label.len();
+        if size > MAX_LABEL_LEN {
+            return None;
+        }
+        wire[len] = size as u8;
+        wire[len + 1..len + 1 + underscore.len()].copy_from_slice(underscore);
+        wire[len + 1 + underscore.len()..len + 1 + size].copy_from_slice(label);
+        len += 1 + size;
+    }
+    let rest = qname.suffix(2);
+    wire.get_mut(len..len + rest.len())?.copy_from_slice(rest);
+    let underscored = LowerName::from_wire(&wire[..len + rest.len()]).ok()?;
+    let shift = Shift {
+        from: (HEADER_LEN + len) as u16,
+        by: (len - qname.label_start(2)) as u16,
+    };
+    Some((underscored, shift))
 }
 
 /// The reverse name of `address`: `d.c.b.a.in-addr.arpa.`, or 32 nibbles under `ip6.arpa.`.

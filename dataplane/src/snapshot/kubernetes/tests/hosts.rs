@@ -8,7 +8,7 @@ use hickory_proto::op::Edns;
 /// [`cluster`] with endpoint names the tables cannot hold, or only just: a service whose long
 /// hostnames have four ports (the most the tables take, their SRV answer too long for UDP
 /// without EDNS) and one whose slice has five.
-fn crowded() -> Cluster {
+pub(super) fn crowded() -> Cluster {
     let mut c = cluster();
     let ports = |n: u16| -> Box<[ServicePort]> { (0..n).map(|i| port(&format!("p{i}"), 9000 + i)).collect() };
     for (service, count) in [("four", 4), ("five", 5)] {
@@ -38,7 +38,7 @@ fn crowded() -> Cluster {
     c
 }
 
-fn configs() -> Vec<Config> {
+pub(super) fn configs() -> Vec<Config> {
     let zones = ["cluster.local.", "other.test.", "in-addr.arpa.", "ip6.arpa."];
     vec![
         Config::default(),
@@ -58,7 +58,7 @@ fn configs() -> Vec<Config> {
 }
 
 /// The reply bytes to `name`/`rtype`.
-fn reply(s: &Snapshot, name: &str, rtype: RecordType, transport: Transport, edns: bool) -> Vec<u8> {
+pub(super) fn reply(s: &Snapshot, name: &str, rtype: RecordType, transport: Transport, edns: bool) -> Vec<u8> {
     let mut query = Message::new();
     query
         .set_id(7)

@@ -3,6 +3,7 @@
 //! of the spec file's cheat-sheet or of its record table.
 
 mod hosts;
+mod port_names;
 mod update;
 
 use super::*;

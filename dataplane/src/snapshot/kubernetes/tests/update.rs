@@ -246,8 +246,8 @@ fn assert_same(updated: &Snapshot, built: &Snapshot, context: &str) {
     for (name, node) in every_built.values() {
         let other = &every_updated[&name.to_string()].1;
         assert_eq!(
-            (other.zone(), other.below()),
-            (node.zone(), node.below()),
+            (other.zone(), other.below(), other.underscores_optional()),
+            (node.zone(), node.below(), node.underscores_optional()),
             "{name} ({context})"
         );
         for slot in Slot::ALL {
