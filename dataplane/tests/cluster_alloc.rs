@@ -1,5 +1,5 @@
-//! The cluster names kept in tables rather than nodes (endpoint names and their PTRs) are
-//! answered without allocating, like every authoritative answer: a counting global allocator
+//! The cluster names kept in tables rather than nodes (endpoint names and their PTRs), and
+//! port names spelled without their underscores, are answered without allocating, like every authoritative answer: a counting global allocator
 //! (stats_alloc) watches batches of them: positive, NODATA and NXDOMAIN, over UDP and TCP, in
 //! mixed case.
 
@@ -52,7 +52,7 @@ fn cluster() -> Cluster {
 }
 
 #[test]
-fn names_of_the_tables_are_answered_without_allocating() {
+fn names_of_the_tables_and_port_spellings_are_answered_without_allocating() {
     let snap = build(&Config::default(), &cluster(), 1, UNIX_EPOCH);
     let name = "10-1-0-1.web.ns.svc.cluster.local.";
     assert!(!snap.hosts.is_empty());
@@ -69,9 +69,13 @@ fn names_of_the_tables_are_answered_without_allocating() {
         RawQuery::new("1.0.0.96.10.in-addr.arpa.", 12).bytes(),
         RawQuery::new("9.0.1.10.in-addr.arpa.", 12).bytes(),
         RawQuery::new("nope.web.ns.svc.cluster.local.", 1).bytes(),
+        RawQuery::new("p1.tcp.web.ns.svc.cluster.local.", 33).bytes(),
+        RawQuery::new("P2._tcp.web.ns.svc.cluster.local.", 1).opt(1232, 0, &[]).bytes(),
+        RawQuery::new("_p3.tcp.web.ns.svc.cluster.local.", 16).bytes(),
+        RawQuery::new("p9.tcp.web.ns.svc.cluster.local.", 33).bytes(),
     ];
     let mut out = vec![0u8; 65535];
-    common::assert_a_round_allocates_nothing(GLOBAL, 10_000, || {
+    common::assert_a_round_allocates_nothing(GLOBAL, queries.len() * 1000, || {
         let mut answered = 0;
         for rotation in 0..1000u32 {
             for (i, q) in queries.iter().enumerate() {
