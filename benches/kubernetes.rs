@@ -1,7 +1,8 @@
 //! Scale of the Kubernetes source: how long the cluster zones of 10k Services and 100k endpoints
 //! take to build, how long the real `skyline` binary (release build) takes to sync them from an
 //! API server speaking the list/watch protocol, how much memory it then holds, and how long one
-//! endpoint change, or one change of the SkyDNS records served beside the cluster, takes. Not part of `cargo test`; run with
+//! endpoint change, or one change of the SkyDNS records served beside the cluster, takes, and
+//! what a re-list after every watch expired (410 Gone) costs. Not part of `cargo test`; run with
 //!
 //! ```text
 //! cargo bench --bench kubernetes                         # 10k services, 10 endpoints each
@@ -16,7 +17,7 @@ mod kubernetes_api;
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{Name, RecordType};
 use kubernetes_api::objects::{cluster_ip, headless, namespace, slice};
-use kubernetes_api::FakeApi;
+use kubernetes_api::{FakeApi, Resource};
 use skyline_dataplane::snapshot::kubernetes::{
     self as model, Changes, Cluster, Endpoint, EndpointSlice, ObjectKey, Protocol, Served, Service, ServiceKind,
     ServicePort,
@@ -365,6 +366,11 @@ fn answers_with(addr: SocketAddr, name: &str, address: Ipv4Addr) -> bool {
     })
 }
 
+/// Starts the peak of [`memory`] again from the current resident memory.
+fn reset_peak(pid: u32) {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").expect("the peak resident memory can be reset");
+}
+
 /// Resident and peak memory of `pid`, from /proc, in MiB.
 fn memory(pid: u32) -> (f64, f64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -424,6 +430,20 @@ fn end_to_end(o: &Options) -> Vec<(String, String)> {
     }
     let (change, change_p90) = median(changes);
     let (rss_after, peak_after) = memory(server.child.id());
+
+    // Every watch expires after a Service was deleted unseen: the lists run again, and only
+    // they show the deletion.
+    let gone = o.services / 2;
+    reset_peak(server.child.id());
+    let start = Instant::now();
+    api.delete_unseen(Resource::Service, &ns(gone), &format!("svc-{gone}"));
+    api.expire();
+    while ask(server.addr, &probe(gone), RecordType::A).is_none_or(|m| m.response_code() != ResponseCode::NXDomain) {
+        assert!(start.elapsed() < Duration::from_secs(60), "the re-list not served");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let relist = start.elapsed();
+    let (rss_relist, peak_relist) = memory(server.child.id());
     vec![
         ("initial sync, process start to served".into(), ms(sync)),
         ("resident memory after sync".into(), format!("{rss:.1} MiB")),
@@ -435,6 +455,11 @@ fn end_to_end(o: &Options) -> Vec<(String, String)> {
         (
             "resident / peak memory after the changes".into(),
             format!("{rss_after:.1} / {peak_after:.1} MiB"),
+        ),
+        ("re-list after 410 Gone, expiry to answer".into(), ms(relist)),
+        (
+            "resident memory after the re-list / peak during it".into(),
+            format!("{rss_relist:.1} / {peak_relist:.1} MiB"),
         ),
     ]
 }

@@ -295,19 +295,42 @@ fn watched_changes_reach_answers() {
 fn an_expired_watch_lists_again() {
     let api = FakeApi::start();
     populate(&api);
-    let (s, _dir) = skyline(&api, &[]);
+    let (s, _dir) = skyline(&api, &HTTP_ANY_PORT);
     wait_synced(&s);
     let lists = api.lists(Resource::Service);
+    let full_builds = metric(&s, "skyline_kubernetes_full_builds_total");
+    assert_eq!(
+        data(&s.udp("2.1.96.10.in-addr.arpa.", RecordType::PTR)),
+        ["dual.testns.svc.cluster.local."]
+    );
+    assert_eq!(
+        data(&s.udp("21.0.1.10.in-addr.arpa.", RecordType::PTR)),
+        ["10-1-0-21.web.testns.svc.cluster.local."]
+    );
 
     api.delete_unseen(Resource::Service, "testns", "dual");
+    api.delete_unseen(Resource::EndpointSlice, "testns", "web-v4");
     api.expire();
     eventually(SETTLE, "the services listed again after 410 Gone", || {
         api.lists(Resource::Service) > lists
     });
-    eventually(SETTLE, "a deletion only the re-list shows", || {
+    eventually(SETTLE, "deletions only the re-list shows", || {
         rcode(&s, &z("dual.testns.svc"), RecordType::A) == ResponseCode::NXDomain
+            && rcode(&s, &z("10-1-0-21.web.testns.svc"), RecordType::A) == ResponseCode::NXDomain
     });
+    assert_nxdomain(&s, "2.1.96.10.in-addr.arpa.", RecordType::PTR);
+    assert_nxdomain(&s, "21.0.1.10.in-addr.arpa.", RecordType::PTR);
+    assert_eq!(data(&s.udp(&z("web-0.web.testns.svc"), RecordType::AAAA)), ["fd00::20"]);
+    assert_eq!(
+        rcode(&s, &z("web-0.web.testns.svc"), RecordType::A),
+        ResponseCode::NoError
+    );
     assert_eq!(data(&s.udp(&z("svc1.testns.svc"), RecordType::A)), ["10.96.1.1"]);
+    assert_eq!(
+        metric(&s, "skyline_kubernetes_full_builds_total"),
+        full_builds,
+        "a re-list updates the served snapshot where it differs, not building it whole"
+    );
 
     api.apply(cluster_ip("testns", "after", &["10.96.1.9"], &[]));
     eventually(SETTLE, "watching resumed after the re-list", || {

@@ -70,7 +70,9 @@ fn names_of_the_tables_and_port_spellings_are_answered_without_allocating() {
         RawQuery::new("9.0.1.10.in-addr.arpa.", 12).bytes(),
         RawQuery::new("nope.web.ns.svc.cluster.local.", 1).bytes(),
         RawQuery::new("p1.tcp.web.ns.svc.cluster.local.", 33).bytes(),
-        RawQuery::new("P2._tcp.web.ns.svc.cluster.local.", 1).opt(1232, 0, &[]).bytes(),
+        RawQuery::new("P2._tcp.web.ns.svc.cluster.local.", 1)
+            .opt(1232, 0, &[])
+            .bytes(),
         RawQuery::new("_p3.tcp.web.ns.svc.cluster.local.", 16).bytes(),
         RawQuery::new("p9.tcp.web.ns.svc.cluster.local.", 33).bytes(),
     ];

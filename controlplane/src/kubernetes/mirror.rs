@@ -6,12 +6,17 @@
 //! still unconfirmed was deleted meanwhile and is dropped. At every moment each object is held
 //! once. Snapshots are not built while a re-list is under way (see [`Mirror::is_settled`]), since
 //! the objects not yet listed again are then missing from the live tables.
+//!
+//! Only the first list of a kind changes everything. A re-list notes what differs from what was
+//! held, object by object as watch events do, and the deletions it finds when it ends: the
+//! build after it updates the served snapshot where those changes reach, rather than building
+//! a second snapshot of the whole cluster beside the first.
 
 use skyline_dataplane::snapshot::kubernetes::{
     Changes, Cluster, EndpointSlice, Names, ObjectKey, Objects, Pod, Service,
 };
 use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasher, Hash};
+use std::hash::BuildHasher;
 
 /// The kinds of objects watched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,26 +42,16 @@ impl Kind {
 
 /// A table that can hand its entries over to its unconfirmed twin.
 trait Table: Default {
-    type Key: Eq + Hash;
-    fn forget(&mut self, key: &Self::Key);
     fn absorb(&mut self, other: Self);
 }
 
 impl<V, S: BuildHasher + Default> Table for HashMap<ObjectKey, V, S> {
-    type Key = ObjectKey;
-    fn forget(&mut self, key: &ObjectKey) {
-        self.remove(key);
-    }
     fn absorb(&mut self, other: Self) {
         self.extend(other);
     }
 }
 
 impl<S: BuildHasher + Default> Table for HashSet<Box<str>, S> {
-    type Key = Box<str>;
-    fn forget(&mut self, key: &Box<str>) {
-        self.remove(key);
-    }
     fn absorb(&mut self, other: Self) {
         self.extend(other);
     }
@@ -87,9 +82,10 @@ pub struct Mirror {
 }
 
 impl Mirror {
-    /// A list of `kind` starts: what is held becomes unconfirmed.
+    /// A list of `kind` starts: what is held becomes unconfirmed. The first list of a kind
+    /// changes everything.
     pub fn begin_list(&mut self, kind: Kind) {
-        self.changes.full = true;
+        self.changes.full |= !self.is_listed(kind);
         let c = &mut self.cluster;
         match kind {
             Kind::Namespace => begin(&mut c.namespaces, &mut self.namespaces),
@@ -99,13 +95,27 @@ impl Mirror {
         }
     }
 
-    /// A list of `kind` is complete: what was not listed again is gone.
+    /// A list of `kind` is complete: what was not listed again is gone, a change like a
+    /// deletion seen by a watch.
     pub fn end_list(&mut self, kind: Kind) {
+        let (cluster, changes) = (&self.cluster, &mut self.changes);
         match kind {
-            Kind::Namespace => self.namespaces = None,
-            Kind::Service => self.services = None,
-            Kind::EndpointSlice => self.slices = None,
-            Kind::Pod => self.pods = None,
+            Kind::Namespace => changes.full |= self.namespaces.take().is_some_and(|gone| !gone.is_empty()),
+            Kind::Service => {
+                for (key, old) in self.services.take().into_iter().flatten() {
+                    changes.service(cluster, &key, Some(&old));
+                }
+            }
+            Kind::EndpointSlice => {
+                for (key, old) in self.slices.take().into_iter().flatten() {
+                    changes.slice(cluster, &key, Some(&old));
+                }
+            }
+            Kind::Pod => {
+                for (key, old) in self.pods.take().into_iter().flatten() {
+                    changes.pod(&key, Some(&old));
+                }
+            }
         }
         self.listed[kind.index()] = true;
     }
@@ -122,20 +132,22 @@ impl Mirror {
 
     /// A Namespace exists (listed or added). Returns whether that is news.
     pub fn put_namespace(&mut self, name: Box<str>) -> bool {
-        if let Some(unconfirmed) = &mut self.namespaces {
-            unconfirmed.forget(&name);
-        }
-        let added = self.cluster.namespaces.insert(name);
+        let confirmed = self
+            .namespaces
+            .as_mut()
+            .is_some_and(|unconfirmed| unconfirmed.remove(&name));
+        let added = self.cluster.namespaces.insert(name) && !confirmed;
         self.changes.full |= added;
         added
     }
 
     /// A Namespace is gone. Returns whether it was there.
     pub fn remove_namespace(&mut self, name: &str) -> bool {
-        let removed = self.cluster.namespaces.remove(name);
-        if let Some(unconfirmed) = &mut self.namespaces {
-            unconfirmed.remove(name);
-        }
+        let unconfirmed = self
+            .namespaces
+            .as_mut()
+            .is_some_and(|unconfirmed| unconfirmed.remove(name));
+        let removed = self.cluster.namespaces.remove(name) || unconfirmed;
         self.changes.full |= removed;
         removed
     }
@@ -185,9 +197,11 @@ impl Mirror {
         }
     }
 
-    /// What changed since the last call, for the next build.
+    /// What changed since the last call, for the next build; call it only while settled.
     pub fn take_changes(&mut self) -> Changes {
-        std::mem::take(&mut self.changes)
+        let mut changes = std::mem::take(&mut self.changes);
+        changes.settle(&self.cluster);
+        changes
     }
 }
 
@@ -268,6 +282,96 @@ mod tests {
         m.remove(Kind::Service, &ObjectKey::new("ns", "a"));
         m.end_list(Kind::Service);
         assert!(m.cluster.services.is_empty());
+    }
+
+    fn slice_of(service: &str, addresses: &[&str]) -> Option<EndpointSlice> {
+        Some(EndpointSlice {
+            service: service.into(),
+            ports: Box::new([]),
+            endpoints: addresses
+                .iter()
+                .map(|address| Endpoint {
+                    address: address.parse().unwrap(),
+                    hostname: None,
+                    pod: None,
+                })
+                .collect(),
+        })
+    }
+
+    fn cluster_ip(address: &str) -> Option<Service> {
+        Some(Service {
+            kind: ServiceKind::ClusterIp(vec![address.parse().unwrap()].into()),
+            ports: Box::new([]),
+        })
+    }
+
+    fn listed(m: &mut Mirror, kind: Kind, put: impl FnOnce(&mut Mirror)) {
+        m.begin_list(kind);
+        put(m);
+        m.end_list(kind);
+    }
+
+    fn sorted(changes: &Changes) -> (Vec<String>, Vec<String>) {
+        let mut services: Vec<String> = changes
+            .services
+            .iter()
+            .map(|k| format!("{}/{}", k.namespace, k.name))
+            .collect();
+        let mut addresses: Vec<String> = changes.addresses.iter().map(ToString::to_string).collect();
+        services.sort();
+        addresses.sort();
+        (services, addresses)
+    }
+
+    #[test]
+    fn a_relist_changes_what_differs_and_what_it_no_longer_finds() {
+        let mut m = Mirror::default();
+        listed(&mut m, Kind::Namespace, |m| {
+            m.put_namespace("ns".into());
+        });
+        listed(&mut m, Kind::Service, |m| {
+            for (name, address) in [("same", "10.96.0.1"), ("moved", "10.96.0.2"), ("gone", "10.96.0.3")] {
+                m.put_service(ObjectKey::new("ns", name), cluster_ip(address));
+            }
+        });
+        listed(&mut m, Kind::EndpointSlice, |m| {
+            m.put_slice(ObjectKey::new("ns", "same-a"), slice_of("same", &["10.1.0.1"]));
+            m.put_slice(ObjectKey::new("ns", "moved-a"), slice_of("moved", &["10.1.0.2"]));
+            m.put_slice(ObjectKey::new("ns", "gone-a"), slice_of("gone", &["10.1.0.3"]));
+        });
+        assert!(m.take_changes().full, "the first lists change everything");
+
+        listed(&mut m, Kind::Namespace, |m| {
+            assert!(!m.put_namespace("ns".into()), "a namespace listed again is no news");
+        });
+        // Both lists run at once and the slices' ends first: `moved`'s slice is seen while its
+        // service is not listed again yet, and the change must still reach its cluster IP.
+        listed(&mut m, Kind::Service, |m| {
+            listed(m, Kind::EndpointSlice, |m| {
+                assert!(!m.put_slice(ObjectKey::new("ns", "same-a"), slice_of("same", &["10.1.0.1"])));
+                assert!(m.put_slice(ObjectKey::new("ns", "moved-a"), slice_of("moved", &["10.1.0.9"])));
+            });
+            assert!(!m.put_service(ObjectKey::new("ns", "same"), cluster_ip("10.96.0.1")));
+            assert!(!m.put_service(ObjectKey::new("ns", "moved"), cluster_ip("10.96.0.2")));
+        });
+        assert!(m.is_settled());
+        let changes = m.take_changes();
+        assert!(!changes.full, "a re-list is not a change of everything");
+        assert_eq!(
+            sorted(&changes),
+            (
+                vec!["ns/gone".to_owned(), "ns/moved".to_owned()],
+                ["10.1.0.2", "10.1.0.3", "10.1.0.9", "10.96.0.2", "10.96.0.3"]
+                    .map(str::to_owned)
+                    .to_vec()
+            )
+        );
+        assert!(changes.before.services.contains_key(&ObjectKey::new("ns", "gone")));
+        assert!(changes.before.slices.contains_key(&ObjectKey::new("ns", "gone-a")));
+
+        listed(&mut m, Kind::Namespace, |_| {});
+        assert!(m.take_changes().full, "a namespace gone changes everything");
     }
 
     #[test]

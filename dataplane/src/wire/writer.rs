@@ -175,7 +175,9 @@ pub struct Shift {
 pub fn shift_pointers(records: &mut [u8], count: usize, shift: Shift) {
     let mut at = 0;
     for _ in 0..count {
-        let Some(fixed) = shift_name(records, at, shift) else { return };
+        let Some(fixed) = shift_name(records, at, shift) else {
+            return;
+        };
         let (Some(rtype_), Some(rdlength)) = (be16(records, fixed), be16(records, fixed + 8)) else {
             return;
         };
@@ -246,7 +248,11 @@ mod tests {
     fn records(qname: &str) -> Vec<u8> {
         let q = LowerName::from_wire(Name::from_dotted(qname).unwrap().wire()).unwrap();
         let n = |text: &str| Name::from_dotted(text).unwrap();
-        let (base, below, elsewhere) = (n("svc.ns.svc.cluster.local"), n("ep.svc.ns.svc.cluster.local"), n("example.org"));
+        let (base, below, elsewhere) = (
+            n("svc.ns.svc.cluster.local"),
+            n("ep.svc.ns.svc.cluster.local"),
+            n("example.org"),
+        );
         let mut out = Vec::new();
         let mut w = RrWriter::new(&mut out, &q);
         w.srv(Owner::Query, 5, 0, 100, 80, &below);
@@ -267,7 +273,11 @@ mod tests {
             let mut shifted = compiled.clone();
             let from = (HEADER_LEN + "_http._tcp.".len()) as u16;
             shift_pointers(&mut shifted, 8, Shift { from, by });
-            assert_eq!(shifted, records(&format!("{spelling}.svc.ns.svc.cluster.local")), "{spelling}");
+            assert_eq!(
+                shifted,
+                records(&format!("{spelling}.svc.ns.svc.cluster.local")),
+                "{spelling}"
+            );
         }
     }
 }

@@ -27,12 +27,13 @@ use super::model::{Cluster, EndpointSlice, ObjectKey, Service, ServiceKind, Serv
 use super::names::{dashed, reverse};
 use super::service::ServiceView;
 use super::sets::{address_answers, address_rrsets, single, srv_answer, SrvEntry};
-use crate::snapshot::rrset::{AnswerSet, CompiledAnswer, Rdata};
+use crate::snapshot::rrset::{AnswerSet, CompiledAnswer, Rdata, Record, Rrset};
 use crate::snapshot::{Below, Identity, Node, Nodes, Slot, Snapshot, Zone, ZoneKind, ZoneState};
 use crate::wire::{LowerName, Name};
 use foldhash::fast::RandomState;
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// SOA refresh, retry and expire as CoreDNS writes them; the minimum is the `ttl`.
@@ -257,8 +258,10 @@ pub(super) struct Builder<'a, 'c> {
     last_compiled: [Option<CompiledAnswer>; Slot::COUNT],
     /// Cluster IP → its service's name: the one PTR such an address gets.
     cluster_ptrs: HashMap<IpAddr, Name, RandomState>,
-    /// Endpoint address → endpoint name, duplicates included.
-    endpoint_ptrs: Vec<(IpAddr, Name)>,
+    /// Endpoint address → endpoint name, duplicates included. The name is the allocation of
+    /// its entry in the tables where they hold it: one per endpoint would be the largest
+    /// temporary of a full build.
+    endpoint_ptrs: Vec<(IpAddr, Arc<[u8]>)>,
     serial: u32,
     /// While set, names are listed here instead of compiled (see [`Builder::names_of`]).
     listing: Option<Vec<Name>>,
@@ -279,7 +282,7 @@ impl<'a, 'c> Builder<'a, 'c> {
             hosts: Hosts::new(config.ttl),
             last_compiled: [const { None }; Slot::COUNT],
             cluster_ptrs: HashMap::default(),
-            endpoint_ptrs: Vec::new(),
+            endpoint_ptrs: Vec::with_capacity(views.values().map(|view| view.endpoints.len()).sum()),
             serial: serial(now),
             listing: None,
         }
@@ -325,7 +328,8 @@ impl<'a, 'c> Builder<'a, 'c> {
             .into_iter()
             .filter_map(|(slot, set)| set.map(|set| (slot, self.compile(&qname, slot, set))))
             .collect();
-        self.nodes.insert(name, finish(Node::with_answers(zone, below, answers)));
+        self.nodes
+            .insert(name, finish(Node::with_answers(zone, below, answers)));
     }
 
     /// `set` compiled for `qname`, sharing the allocation of the last answer compiled for
@@ -375,9 +379,8 @@ impl<'a, 'c> Builder<'a, 'c> {
     }
 
     /// A PTR of `address` to `target` alone: in the tables, unless its name was given already.
-    fn pointer(&mut self, name: &Name, zone: u16, address: IpAddr, target: &Name) {
+    fn pointer(&mut self, name: &Name, zone: u16, address: IpAddr, target: Arc<[u8]>) {
         if !self.present(name) {
-            let target = self.hosts.shared(target);
             self.hosts.insert(Compact::Pointer(Pointer::new(address, zone, target)));
         }
     }
@@ -545,8 +548,14 @@ impl<'a, 'c> Builder<'a, 'c> {
                 continue;
             }
             let Ok(name) = base.prepend(&group.label) else { continue };
-            self.endpoint_ptrs
-                .extend(group.addresses.iter().filter(|a| wanted(a)).map(|&a| (a, name.clone())));
+            let target = self.hosts.shared(&name);
+            self.endpoint_ptrs.extend(
+                group
+                    .addresses
+                    .iter()
+                    .filter(|a| wanted(a))
+                    .map(|&a| (a, Arc::clone(&target))),
+            );
         }
     }
 
@@ -751,6 +760,7 @@ impl<'a, 'c> Builder<'a, 'c> {
         for (&address, target) in &cluster_ptrs {
             let name = reverse(address);
             if let Some(zi) = zone_of(&name) {
+                let target = self.hosts.shared(target);
                 self.pointer(&name, zi, address, target);
             }
         }
@@ -762,18 +772,23 @@ impl<'a, 'c> Builder<'a, 'c> {
             let name = reverse(group[0].0);
             let Some(zi) = zone_of(&name) else { continue };
             if let [(_, target)] = group {
-                self.pointer(&name, zi, group[0].0, target);
+                self.pointer(&name, zi, group[0].0, Arc::clone(target));
                 continue;
             }
-            let mut set = single(ttl, Rdata::Ptr(group[0].1.clone()));
-            if let Some(rrset) = set.answer.first_mut() {
-                rrset
-                    .records
-                    .extend(group[1..].iter().map(|(_, target)| crate::snapshot::rrset::Record {
-                        ttl,
-                        rdata: Rdata::Ptr(target.clone()),
-                    }));
-            }
+            let records = group.iter().filter_map(|(_, target)| {
+                Some(Record {
+                    ttl,
+                    rdata: Rdata::Ptr(Name::from_wire(target).ok()?),
+                })
+            });
+            let set = AnswerSet {
+                answer: vec![Rrset {
+                    owner: None,
+                    records: records.collect(),
+                    rotate: false,
+                }],
+                additional: Vec::new(),
+            };
             self.put(
                 name,
                 zi,
@@ -805,5 +820,7 @@ pub(super) fn named_service(zone: &Name, name: &Name) -> Option<(Option<String>,
 /// API object stops it) matches only with one more `_` in front. None of these can be an
 /// endpoint's name: those are one label below the service, these two.
 fn port_name(base: &Name, port: &str, proto: &str) -> Option<Name> {
-    base.prepend(&format!("_{proto}")).and_then(|n| n.prepend(&format!("_{port}"))).ok()
+    base.prepend(&format!("_{proto}"))
+        .and_then(|n| n.prepend(&format!("_{port}")))
+        .ok()
 }

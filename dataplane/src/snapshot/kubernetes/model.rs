@@ -78,6 +78,32 @@ impl Changes {
         !self.full && self.before.pods.is_empty() && self.services.is_empty() && self.addresses.is_empty()
     }
 
+    /// Completes the addresses once every list has ended, from `cluster` as it then is: the
+    /// cluster IPs and endpoint addresses of every service noted. During a re-list an object
+    /// may be noted before those it refers to are listed again (a slice before its Service, a
+    /// deleted Service before its slices), so [`Changes::service`] and [`Changes::slice`] may
+    /// have seen only part of them.
+    pub fn settle(&mut self, cluster: &Cluster) {
+        if self.full || self.services.is_empty() {
+            return;
+        }
+        let Changes {
+            services, addresses, ..
+        } = self;
+        for key in services.iter() {
+            if let Some(ServiceKind::ClusterIp(ips)) = cluster.services.get(key).map(|s| &s.kind) {
+                addresses.extend(ips.iter().copied());
+            }
+        }
+        let touched: HashSet<(&str, &str), RandomState> =
+            services.iter().map(|key| (&*key.namespace, &*key.name)).collect();
+        for (key, slice) in &cluster.slices {
+            if touched.contains(&(&*key.namespace, &*slice.service)) {
+                addresses.extend(slice.endpoints.iter().map(|e| e.address));
+            }
+        }
+    }
+
     /// Notes that the Service `key` of `cluster` changed, `old` being what it was: its names,
     /// the PTRs of its cluster IPs before and after, and those of its endpoints.
     pub fn service(&mut self, cluster: &Cluster, key: &ObjectKey, old: Option<&Service>) {

@@ -54,16 +54,26 @@ fn port_names_without_underscores_answer_as_the_underscored_name() {
         assert!(port_names.len() >= 5, "{config:?}");
         for underscored in &port_names {
             for spelling in spellings(underscored) {
-                assert!(!s.nodes.contains_key(&Name::from_dotted(&spelling).unwrap()), "{spelling}");
+                assert!(
+                    !s.nodes.contains_key(&Name::from_dotted(&spelling).unwrap()),
+                    "{spelling}"
+                );
                 for rtype in types {
                     for (transport, edns) in [(Transport::Udp, false), (Transport::Udp, true), (Transport::Tcp, true)] {
                         let context = format!("{spelling} {rtype} {transport:?} edns {edns} ({config:?})");
                         let expected = reply(&s, underscored, rtype, transport, edns);
                         let got = reply(&s, &spelling, rtype, transport, edns);
-                        assert_eq!(got.len() + underscored.len(), expected.len() + spelling.len(), "{context}");
+                        assert_eq!(
+                            got.len() + underscored.len(),
+                            expected.len() + spelling.len(),
+                            "{context}"
+                        );
                         assert_eq!(got[..12], expected[..12], "header of {context}");
                         let (got, expected) = (Message::from_vec(&got).unwrap(), Message::from_vec(&expected).unwrap());
-                        let (from, to) = (HName::from_ascii(underscored).unwrap(), HName::from_ascii(&spelling).unwrap());
+                        let (from, to) = (
+                            HName::from_ascii(underscored).unwrap(),
+                            HName::from_ascii(&spelling).unwrap(),
+                        );
                         assert_eq!(got.queries()[0].name().to_ascii(), spelling, "{context}");
                         for (got, expected) in [
                             (got.answers(), expected.answers()),
