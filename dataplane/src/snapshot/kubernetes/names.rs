@@ -1,5 +1,6 @@
-//! The names of the cluster zones: endpoint labels from addresses, reverse names, and reading an
-//! address back from a pod name or a reverse name.
+//! The names of the cluster zones: endpoint labels from addresses, reverse names, port names
+//! with their underscores put back, and reading an address back from a pod name or a reverse
+//! name.
 
 use crate::wire::types::{HEADER_LEN, MAX_LABEL_LEN, MAX_NAME_LEN};
 use crate::wire::writer::Shift;
