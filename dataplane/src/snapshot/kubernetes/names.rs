@@ -145,6 +145,62 @@ fn decimal(label: &[u8]) -> Option<u8> {
 mod tests {
     use super::*;
 
+    fn lower(text: &str) -> LowerName {
+        LowerName::from_wire(Name::from_dotted(text).unwrap().wire()).unwrap()
+    }
+
+    /// The underscored name `underscored` gives for `text` under `cluster.local.`, as text.
+    fn underscored_text(text: &str) -> Option<(String, Shift)> {
+        let (name, shift) = underscored(&lower(text), 2)?;
+        Some((Name::from_wire(name.wire()).unwrap().to_string(), shift))
+    }
+
+    #[test]
+    fn port_names_get_their_underscores_back() {
+        let base = "svc.ns.svc.cluster.local.";
+        let underscored = format!("_http._tcp.{base}");
+        let from = (HEADER_LEN + "_http._tcp.".len()) as u16;
+        for (spelling, by) in [("http.tcp", 2), ("http._tcp", 1), ("_http.tcp", 1), ("HTTP.Tcp", 2)] {
+            assert_eq!(
+                underscored_text(&format!("{spelling}.{base}")),
+                Some((underscored.clone(), Shift { from, by })),
+                "{spelling}"
+            );
+        }
+        assert_eq!(
+            underscored_text(&format!("_x.tcp.{base}")).map(|(name, _)| name),
+            Some(format!("_x._tcp.{base}")),
+            "one `_` is stripped, so `_x` is port `x`"
+        );
+        assert_eq!(
+            underscored_text(&format!("__x.tcp.{base}")).map(|(name, _)| name),
+            Some(format!("__x._tcp.{base}"))
+        );
+        assert_eq!(underscored_text(&underscored), None, "already underscored");
+        assert_eq!(underscored_text("http.tcp.ns.svc.cluster.local."), None, "four labels");
+        assert_eq!(underscored_text(&format!("x.http.tcp.{base}")), None, "six labels");
+        let longest = "p".repeat(63);
+        assert_eq!(
+            underscored_text(&format!("{longest}.tcp.{base}")),
+            None,
+            "a 63-byte label has no room for its `_`"
+        );
+        let near_limit = format!(
+            "{}.tcp.{}.{}.svc.{}.{}.",
+            "h".repeat(15),
+            "s".repeat(63),
+            "n".repeat(63),
+            "z".repeat(50),
+            "y".repeat(49)
+        );
+        assert_eq!(Name::from_dotted(&near_limit).unwrap().wire().len(), 254);
+        assert_eq!(
+            underscored_text(&near_limit),
+            None,
+            "a name 255 bytes long with its underscores back is too long"
+        );
+    }
+
     #[test]
     fn addresses_become_one_label_as_coredns_writes_them() {
         assert_eq!(dashed("10.0.0.1".parse().unwrap()), "10-0-0-1");
