@@ -41,12 +41,18 @@ pub fn undashed(label: &[u8]) -> Option<IpAddr> {
 /// leading `_` of one or both of its first two labels (CoreDNS strips one `_` from each and
 /// requires none, spec file §2.2), with the [`Shift`] that moves an answer compiled for it to
 /// the shorter question. `None` for a name not five labels below an apex of `apex_labels`
-/// labels, or whose two labels both start with `_` already. Allocation-free, for the query path.
+/// labels, not of that shape (`svc` fifth, a protocol second), or whose two labels both start
+/// with `_` already. Allocation-free, for the query path: the shape is checked first because
+/// search-path expansions (`www.example.com.<ns>.svc.<zone>`) have as many labels.
 pub fn underscored(qname: &LowerName, apex_labels: usize) -> Option<(LowerName, Shift)> {
-    if qname.label_count().checked_sub(apex_labels) != Some(5) {
+    if qname.label_count().checked_sub(apex_labels) != Some(5) || qname.label(4) != b"svc" {
         return None;
     }
     let (port, protocol) = (qname.label(0), qname.label(1));
+    let bare = protocol.strip_prefix(b"_").unwrap_or(protocol);
+    if ![b"tcp".as_slice(), b"udp", b"sctp"].contains(&bare) {
+        return None;
+    }
     if port.starts_with(b"_") && protocol.starts_with(b"_") {
         return None;
     }
@@ -179,6 +185,24 @@ mod tests {
         assert_eq!(underscored_text(&underscored), None, "already underscored");
         assert_eq!(underscored_text("http.tcp.ns.svc.cluster.local."), None, "four labels");
         assert_eq!(underscored_text(&format!("x.http.tcp.{base}")), None, "six labels");
+        assert_eq!(
+            underscored_text("www.example.com.ns.svc.cluster.local."),
+            None,
+            "a search-path expansion"
+        );
+        assert_eq!(
+            underscored_text("http.tcp.svc.ns.pod.cluster.local."),
+            None,
+            "not below `svc`"
+        );
+        assert_eq!(
+            underscored_text(&format!("dns.udp.{base}")).map(|(name, _)| name),
+            Some(format!("_dns._udp.{base}"))
+        );
+        assert_eq!(
+            underscored_text(&format!("x._sctp.{base}")).map(|(name, _)| name),
+            Some(format!("_x._sctp.{base}"))
+        );
         let longest = "p".repeat(63);
         assert_eq!(
             underscored_text(&format!("{longest}.tcp.{base}")),
