@@ -91,8 +91,8 @@ impl Slot {
 ///
 /// A snapshot holds one node per name, in hash tables whose slots are at most seven eighths
 /// full and often half, so a node is one pointer to one allocation: its zone, what lies below
-/// it, a mask of the slots it has answers for, and those answers alone, in slot order (most
-/// names answer one or two of the nine slots).
+/// it, whether its underscores are optional, a mask of the slots it has answers for, and those
+/// answers alone, in slot order (most names answer one or two of the nine slots).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Node(Box<Parts<[CompiledAnswer]>>);
 
