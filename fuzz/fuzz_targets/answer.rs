@@ -1,4 +1,5 @@
-//! Any bytes through the whole answer function, against a snapshot with every record kind:
+//! Any bytes through the whole answer function, against a snapshot with every record kind and
+//! the cluster zones of a small Kubernetes cluster beside them:
 //! as one UDP datagram, as one TCP message, and as a TCP byte stream cut into messages by their
 //! 2-byte length prefixes. Every reply must keep the properties in `skyline_fuzz::check`.
 
@@ -13,7 +14,7 @@ use skyline_fuzz::{check, fixture};
 const PREFIX_LEN: usize = 2;
 
 fuzz_target!(|data: &[u8]| {
-    let snapshot = fixture::snapshot();
+    let snapshot = fixture::composed();
     let mut out = vec![0u8; MAX_MESSAGE_LEN];
     let rotation = data.len() as u32;
     for transport in [Transport::Udp, Transport::Tcp] {

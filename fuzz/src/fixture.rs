@@ -1,10 +1,15 @@
 //! The fixed data the targets answer from: SkyDNS records covering every record kind and every
-//! size class of answer, turned into a snapshot by the real parser and builder.
+//! size class of answer, turned into a snapshot by the real parser and builder, and a small
+//! Kubernetes cluster served beside them.
 
 use skyline_controlplane::skydns::parse_record;
+use skyline_dataplane::snapshot::kubernetes::{
+    self, Cluster, Endpoint, EndpointSlice, ObjectKey, PodMode, Protocol, ServiceKind, ServicePort,
+};
 use skyline_dataplane::snapshot::skydns::{build, Config, Service};
-use skyline_dataplane::snapshot::{Identity, Snapshot};
+use skyline_dataplane::snapshot::{compose, Identity, Snapshot};
 use skyline_dataplane::wire::Name;
+use std::net::IpAddr;
 use std::sync::OnceLock;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -150,4 +155,94 @@ pub fn build_snapshot(records: &[(String, Service)]) -> Snapshot {
 pub fn snapshot() -> &'static Snapshot {
     static SNAPSHOT: OnceLock<Snapshot> = OnceLock::new();
     SNAPSHOT.get_or_init(|| build_snapshot(&parse_all(&all_records())))
+}
+
+/// A cluster with a name of every kind the cluster zones serve: ClusterIP services with named
+/// and unnamed ports (port names also answered without their underscores), a dual-stack one,
+/// a headless one with hostnames and an address under two labels, one without endpoints, an
+/// ExternalName, endpoints kept in the tables and as nodes, and their PTRs.
+pub fn cluster() -> Cluster {
+    let address = |text: &str| -> IpAddr { text.parse().expect("a fixture address") };
+    let port = |name: &str, protocol: Protocol, port: u16| ServicePort {
+        name: name.into(),
+        protocol,
+        port,
+    };
+    let endpoint = |text: &str, hostname: Option<&str>| Endpoint {
+        address: address(text),
+        hostname: hostname.map(Into::into),
+        pod: Some(format!("pod-{}", text.replace([':', '.'], "-")).into()),
+    };
+    let mut c = Cluster::default();
+    c.namespaces.insert("ns".into());
+    let web_ports: Box<[ServicePort]> = vec![
+        port("http", Protocol::Tcp, 80),
+        port("dns", Protocol::Udp, 53),
+        port("", Protocol::Tcp, 8080),
+    ]
+    .into();
+    let services = [
+        ("web", ServiceKind::ClusterIp(vec![address("10.96.0.10")].into())),
+        (
+            "dual",
+            ServiceKind::ClusterIp(vec![address("10.96.0.11"), address("fd00::11")].into()),
+        ),
+        ("pets", ServiceKind::Headless),
+        ("none", ServiceKind::Headless),
+        ("out", ServiceKind::ExternalName("example.net".into())),
+        ("in", ServiceKind::ExternalName("web.ns.svc.cluster.local".into())),
+    ];
+    for (name, kind) in services {
+        c.services.insert(
+            ObjectKey::new("ns", name),
+            kubernetes::Service {
+                kind,
+                ports: web_ports.clone(),
+            },
+        );
+    }
+    let slices = [
+        (
+            "web-a",
+            "web",
+            vec![endpoint("10.1.0.1", None), endpoint("10.1.0.2", None)],
+        ),
+        ("dual-a", "dual", vec![endpoint("fd00::1:1", None)]),
+        (
+            "pets-a",
+            "pets",
+            vec![
+                endpoint("10.1.1.1", Some("pet-0")),
+                endpoint("10.1.1.2", Some("pet-1")),
+                endpoint("10.1.1.3", Some("pet-0")),
+                endpoint("10.1.1.4", None),
+            ],
+        ),
+    ];
+    for (name, service, endpoints) in slices {
+        c.slices.insert(
+            ObjectKey::new("ns", name),
+            EndpointSlice {
+                service: service.into(),
+                ports: web_ports.clone(),
+                endpoints: endpoints.into(),
+            },
+        );
+    }
+    c
+}
+
+/// The SkyDNS snapshot of [`all_records`] with the cluster zones of [`cluster`] (pod names
+/// answered for any address, OpenShift's names on) composed over it, built once per process.
+pub fn composed() -> &'static Snapshot {
+    static COMPOSED: OnceLock<Snapshot> = OnceLock::new();
+    COMPOSED.get_or_init(|| {
+        let config = kubernetes::Config {
+            pods: PodMode::Insecure,
+            openshift_names: true,
+            ..kubernetes::Config::default()
+        };
+        let clock = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        compose(snapshot(), kubernetes::build(&config, &cluster(), 1, clock), 2)
+    })
 }
