@@ -2,7 +2,7 @@
 //! take to build, how long the real `skyline` binary (release build) takes to sync them from an
 //! API server speaking the list/watch protocol, how much memory it then holds, and how long one
 //! endpoint change, or one change of the SkyDNS records served beside the cluster, takes, and
-//! what a re-list after every watch expired (410 Gone) costs. Not part of `cargo test`; run with
+//! what a re-list after every watch expired (410 Gone) and a deleted Namespace cost. Not part of `cargo test`; run with
 //!
 //! ```text
 //! cargo bench --bench kubernetes                         # 10k services, 10 endpoints each
@@ -444,6 +444,21 @@ fn end_to_end(o: &Options) -> Vec<(String, String)> {
     }
     let relist = start.elapsed();
     let (rss_relist, peak_relist) = memory(server.child.id());
+
+    // A Namespace holding a hundredth of the services deleted.
+    let deleted = ns(0);
+    reset_peak(server.child.id());
+    let start = Instant::now();
+    api.delete(Resource::Namespace, "", &deleted);
+    while ask(server.addr, &probe(0), RecordType::A).is_none_or(|m| m.response_code() != ResponseCode::NXDomain) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the namespace deletion not served"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let namespace_gone = start.elapsed();
+    let (_, peak_namespace) = memory(server.child.id());
     vec![
         ("initial sync, process start to served".into(), ms(sync)),
         ("resident memory after sync".into(), format!("{rss:.1} MiB")),
@@ -460,6 +475,13 @@ fn end_to_end(o: &Options) -> Vec<(String, String)> {
         (
             "resident memory after the re-list / peak during it".into(),
             format!("{rss_relist:.1} / {peak_relist:.1} MiB"),
+        ),
+        (
+            format!(
+                "namespace of {} services deleted, event to answer / peak memory",
+                o.services / NAMESPACES
+            ),
+            format!("{} / {peak_namespace:.1} MiB", ms(namespace_gone)),
         ),
     ]
 }

@@ -246,8 +246,9 @@ fn every_record_kind_answers_and_denies_as_the_spec_says() {
 fn watched_changes_reach_answers() {
     let api = FakeApi::start();
     populate(&api);
-    let (s, _dir) = skyline(&api, &[]);
+    let (s, _dir) = skyline(&api, &HTTP_ANY_PORT);
     wait_synced(&s);
+    let full_builds = metric(&s, "skyline_kubernetes_full_builds_total");
 
     api.apply(slice(
         "testns",
@@ -288,7 +289,24 @@ fn watched_changes_reach_answers() {
         rcode(&s, &z("dual.testns.svc"), RecordType::A) == ResponseCode::NXDomain
     });
     assert_nxdomain(&s, &z("testns.svc"), RecordType::A);
+    assert_nxdomain(&s, &z("web-0.web.testns.svc"), RecordType::A);
+    assert_nxdomain(&s, "2.1.96.10.in-addr.arpa.", RecordType::PTR);
     assert_eq!(data(&s.udp(&z("kubernetes.default.svc"), RecordType::A)), ["10.96.0.1"]);
+
+    api.apply(namespace("testns"));
+    eventually(SETTLE, "the namespace back, with what is still in it", || {
+        rcode(&s, &z("dual.testns.svc"), RecordType::A) == ResponseCode::NoError
+    });
+    assert_eq!(
+        data(&s.udp("2.1.96.10.in-addr.arpa.", RecordType::PTR)),
+        ["dual.testns.svc.cluster.local."]
+    );
+    assert_eq!(rcode(&s, &z("testns.svc"), RecordType::A), ResponseCode::NoError);
+    assert_eq!(
+        metric(&s, "skyline_kubernetes_full_builds_total"),
+        full_builds,
+        "watch events, namespaces included, change only the names they reach"
+    );
 }
 
 #[test]

@@ -44,9 +44,9 @@ impl KubernetesHealth {
     }
 
     /// Of [`KubernetesHealth::builds`], those that built the cluster zones whole: the first
-    /// sync, a re-list, a Namespace change. Every other one, a new SkyDNS snapshot included,
-    /// compiled only the names its change reached; this tells the two apart, since a whole
-    /// build costs a large cluster a hundred times more.
+    /// sync. Every other one (a watch event, a re-list, a Namespace that comes or goes, a new
+    /// SkyDNS snapshot) compiled only the names its change reached; this tells the two apart,
+    /// since a whole build costs a large cluster a hundred times more.
     pub fn full_builds(&self) -> u64 {
         self.full_builds.load(Ordering::Relaxed)
     }

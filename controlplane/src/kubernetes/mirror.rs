@@ -10,7 +10,8 @@
 //! Only the first list of a kind changes everything. A re-list notes what differs from what was
 //! held, object by object as watch events do, and the deletions it finds when it ends: the
 //! build after it updates the served snapshot where those changes reach, rather than building
-//! a second snapshot of the whole cluster beside the first.
+//! a second snapshot of the whole cluster beside the first. A Namespace that comes or goes
+//! changes the names of everything in it, no more.
 
 use skyline_dataplane::snapshot::kubernetes::{
     Changes, Cluster, EndpointSlice, Names, ObjectKey, Objects, Pod, Service,
@@ -100,7 +101,11 @@ impl Mirror {
     pub fn end_list(&mut self, kind: Kind) {
         let (cluster, changes) = (&self.cluster, &mut self.changes);
         match kind {
-            Kind::Namespace => changes.full |= self.namespaces.take().is_some_and(|gone| !gone.is_empty()),
+            Kind::Namespace => {
+                for name in self.namespaces.take().into_iter().flatten() {
+                    changes.namespace(cluster, &name, true);
+                }
+            }
             Kind::Service => {
                 for (key, old) in self.services.take().into_iter().flatten() {
                     changes.service(cluster, &key, Some(&old));
@@ -136,8 +141,10 @@ impl Mirror {
             .namespaces
             .as_mut()
             .is_some_and(|unconfirmed| unconfirmed.remove(&name));
-        let added = self.cluster.namespaces.insert(name) && !confirmed;
-        self.changes.full |= added;
+        let added = self.cluster.namespaces.insert(name.clone()) && !confirmed;
+        if added {
+            self.changes.namespace(&self.cluster, &name, false);
+        }
         added
     }
 
@@ -148,7 +155,9 @@ impl Mirror {
             .as_mut()
             .is_some_and(|unconfirmed| unconfirmed.remove(name));
         let removed = self.cluster.namespaces.remove(name) || unconfirmed;
-        self.changes.full |= removed;
+        if removed {
+            self.changes.namespace(&self.cluster, name, true);
+        }
         removed
     }
 
@@ -371,7 +380,10 @@ mod tests {
         assert!(changes.before.slices.contains_key(&ObjectKey::new("ns", "gone-a")));
 
         listed(&mut m, Kind::Namespace, |_| {});
-        assert!(m.take_changes().full, "a namespace gone changes everything");
+        let changes = m.take_changes();
+        assert!(!changes.full, "a namespace gone changes what is in it");
+        assert_eq!(changes.namespaces.get("ns"), Some(&true), "it existed");
+        assert_eq!(sorted(&changes).0, ["ns/moved", "ns/same"]);
     }
 
     #[test]

@@ -296,6 +296,13 @@ impl<'a, 'c> Builder<'a, 'c> {
         self.listing.take().unwrap_or_default()
     }
 
+    /// The names [`Builder::namespace`] gives `ns` in `zone`, compiling nothing.
+    pub(super) fn namespace_names(&mut self, zone: &Name, zi: u16, ns: &str) -> Vec<Name> {
+        self.listing = Some(Vec::new());
+        self.namespace(zone, zi, ns);
+        self.listing.take().unwrap_or_default()
+    }
+
     pub(super) fn zone_index(&self, apex: &Name) -> Option<u16> {
         self.zones.iter().position(|z| z.apex == *apex).map(|i| i as u16)
     }
@@ -450,7 +457,7 @@ impl<'a, 'c> Builder<'a, 'c> {
 
     /// `<ns>.svc.<zone>`, `<ns>.pod.<zone>` (unless pods are disabled) and, with
     /// `openshift_names`, `<ns>.endpoints.<zone>`: names with no data of their own.
-    fn namespace(&mut self, zone: &Name, zi: u16, ns: &str) {
+    pub(super) fn namespace(&mut self, zone: &Name, zi: u16, ns: &str) {
         if let Ok(name) = zone.prepend("svc").and_then(|n| n.prepend(ns)) {
             self.empty(name, zi);
         }

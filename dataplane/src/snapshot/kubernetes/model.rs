@@ -56,6 +56,9 @@ pub struct Changes {
     /// Addresses whose PTR may have changed: cluster IPs and endpoint addresses, before and
     /// after the changes.
     pub addresses: HashSet<IpAddr, RandomState>,
+    /// Namespaces that came or went, each with whether it existed when the last snapshot was
+    /// built: the names of everything in it appear or disappear.
+    pub namespaces: HashMap<Box<str>, bool, RandomState>,
     /// The changed objects as the last snapshot saw them.
     pub before: Before,
 }
@@ -75,7 +78,11 @@ pub struct Before {
 impl Changes {
     /// Whether nothing changed.
     pub fn is_empty(&self) -> bool {
-        !self.full && self.before.pods.is_empty() && self.services.is_empty() && self.addresses.is_empty()
+        !self.full
+            && self.before.pods.is_empty()
+            && self.services.is_empty()
+            && self.addresses.is_empty()
+            && self.namespaces.is_empty()
     }
 
     /// Completes the addresses once every list has ended, from `cluster` as it then is: the
@@ -102,6 +109,40 @@ impl Changes {
                 addresses.extend(slice.endpoints.iter().map(|e| e.address));
             }
         }
+    }
+
+    /// Notes that the Namespace `name` came or went in `cluster`, `existed` telling whether it
+    /// was there before: its own names, and every service and pod in it, as they are.
+    pub fn namespace(&mut self, cluster: &Cluster, name: &str, existed: bool) {
+        if self.full {
+            return;
+        }
+        self.namespaces.entry(name.into()).or_insert(existed);
+        for (key, service) in cluster.services.iter().filter(|(key, _)| &*key.namespace == name) {
+            if let ServiceKind::ClusterIp(ips) = &service.kind {
+                self.addresses.extend(ips.iter().copied());
+            }
+            self.services.insert(key.clone());
+            self.before
+                .services
+                .entry(key.clone())
+                .or_insert_with(|| Some(service.clone()));
+        }
+        let slices = cluster.slices.iter().filter(|(key, _)| &*key.namespace == name);
+        self.addresses
+            .extend(slices.flat_map(|(_, slice)| slice.endpoints.iter().map(|e| e.address)));
+        for (key, pod) in cluster.pods.iter().filter(|(key, _)| &*key.namespace == name) {
+            self.before.pods.entry(key.clone()).or_insert_with(|| Some(pod.clone()));
+        }
+    }
+
+    /// Whether the Namespace `name` existed when the last snapshot was built, `cluster` being
+    /// as it is now.
+    pub fn namespace_existed(&self, cluster: &Cluster, name: &str) -> bool {
+        self.namespaces
+            .get(name)
+            .copied()
+            .unwrap_or_else(|| cluster.namespaces.contains(name))
     }
 
     /// Notes that the Service `key` of `cluster` changed, `old` being what it was: its names,

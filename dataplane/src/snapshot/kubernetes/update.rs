@@ -98,6 +98,9 @@ pub fn update(
             cleared.extend(b.names_of(zone, zi, view));
         }
         cleared.extend(pods.iter().filter_map(|&(ns, address)| pod_name(zone, ns, address)));
+        for ns in changes.namespaces.keys() {
+            cleared.extend(b.namespace_names(zone, zi, ns));
+        }
     }
     cleared.extend(config.reverse_zones().cloned());
     cleared.extend(
@@ -109,6 +112,9 @@ pub fn update(
     for (primary, zone) in config.forward_zones().enumerate().map(|(i, z)| (i == 0, z)) {
         let Some(zi) = b.zone_index(zone) else { continue };
         b.apex(zone, zi);
+        for ns in changes.namespaces.keys().filter(|ns| exposed(config, cluster, ns)) {
+            b.namespace(zone, zi, ns);
+        }
         for view in &rebuilt {
             b.service(zone, zi, view, false);
         }
@@ -345,7 +351,7 @@ fn before<'c>(
     changes
         .services
         .iter()
-        .filter(|key| exposed(config, cluster, &key.namespace))
+        .filter(|key| exposed_before(config, cluster, changes, &key.namespace))
         .filter_map(|key| {
             let service = match changes.before.services.get(key) {
                 Some(old) => old.as_ref(),
@@ -379,10 +385,15 @@ fn reached_pods<'c>(
         .pods
         .iter()
         .flat_map(|(key, old)| {
-            old.iter()
-                .chain(cluster.pods.get(key))
-                .map(|pod| (&*key.namespace, pod.address))
+            let ns = &*key.namespace;
+            let was = old.iter().filter(move |_| exposed_before(config, cluster, changes, ns));
+            let is = cluster.pods.get(key).filter(|_| exposed(config, cluster, ns));
+            was.chain(is).map(move |pod| (ns, pod.address))
         })
-        .filter(|(ns, _)| exposed(config, cluster, ns))
         .collect()
+}
+
+/// Whether names in `namespace` were served when the last snapshot was built.
+fn exposed_before(config: &Config, cluster: &Cluster, changes: &Changes, namespace: &str) -> bool {
+    config.exposes(namespace) && changes.namespace_existed(cluster, namespace)
 }

@@ -118,11 +118,12 @@ fn change(rng: &mut Rng, cluster: &mut Cluster, changes: &mut Changes) {
             changes.pod(&key, old.as_ref());
         }
         _ => {
-            // A Namespace comes or goes: the source builds whole.
-            if !cluster.namespaces.remove("b") {
+            // A Namespace comes or goes, with everything in it.
+            let existed = cluster.namespaces.remove("b");
+            if !existed {
                 cluster.namespaces.insert("b".into());
             }
-            changes.full = true;
+            changes.namespace(cluster, "b", existed);
         }
     }
 }
