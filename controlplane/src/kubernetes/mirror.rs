@@ -387,6 +387,41 @@ mod tests {
     }
 
     #[test]
+    fn a_namespace_gone_while_its_services_list_again_takes_them_along() {
+        let mut m = Mirror::default();
+        listed(&mut m, Kind::Namespace, |m| {
+            m.put_namespace("ns".into());
+            m.put_namespace("other".into());
+        });
+        listed(&mut m, Kind::Service, |m| {
+            m.put_service(ObjectKey::new("ns", "web"), cluster_ip("10.96.0.1"));
+            m.put_service(ObjectKey::new("other", "db"), cluster_ip("10.96.0.2"));
+        });
+        listed(&mut m, Kind::EndpointSlice, |m| {
+            m.put_slice(ObjectKey::new("ns", "web-a"), slice_of("web", &["10.1.0.1"]));
+        });
+        m.take_changes();
+        // The Services list again; before they are back, the Namespace list ends without `ns`.
+        listed(&mut m, Kind::Service, |m| {
+            listed(m, Kind::Namespace, |m| {
+                m.put_namespace("other".into());
+            });
+            assert!(!m.put_service(ObjectKey::new("ns", "web"), cluster_ip("10.96.0.1")));
+            assert!(!m.put_service(ObjectKey::new("other", "db"), cluster_ip("10.96.0.2")));
+        });
+        let changes = m.take_changes();
+        assert!(!changes.full);
+        assert_eq!(
+            sorted(&changes),
+            (
+                vec!["ns/web".to_owned()],
+                vec!["10.1.0.1".to_owned(), "10.96.0.1".to_owned()]
+            ),
+            "the gone namespace's service and its addresses, seen once every list ended"
+        );
+    }
+
+    #[test]
     fn changes_name_the_services_and_addresses_they_reach() {
         let mut m = Mirror::default();
         m.begin_list(Kind::EndpointSlice);

@@ -85,13 +85,22 @@ impl Changes {
             && self.namespaces.is_empty()
     }
 
-    /// Completes the addresses once every list has ended, from `cluster` as it then is: the
-    /// cluster IPs and endpoint addresses of every service noted. During a re-list an object
-    /// may be noted before those it refers to are listed again (a slice before its Service, a
-    /// deleted Service before its slices), so [`Changes::service`] and [`Changes::slice`] may
-    /// have seen only part of them.
+    /// Completes the changes once every list has ended, from `cluster` as it then is: the
+    /// services and pods of every namespace noted, and the cluster IPs and endpoint addresses
+    /// of every service noted. During a re-list an object may be noted before those it refers
+    /// to are listed again (a slice before its Service, a deleted Service before its slices, a
+    /// Namespace gone before its Services are back from the moved-aside tables), so
+    /// [`Changes::namespace`], [`Changes::service`] and [`Changes::slice`] may have seen only
+    /// part of them.
     pub fn settle(&mut self, cluster: &Cluster) {
-        if self.full || self.services.is_empty() {
+        if self.full {
+            return;
+        }
+        let namespaces: Vec<Box<str>> = self.namespaces.keys().cloned().collect();
+        for name in &namespaces {
+            self.contents(cluster, name);
+        }
+        if self.services.is_empty() {
             return;
         }
         let Changes {
@@ -118,6 +127,12 @@ impl Changes {
             return;
         }
         self.namespaces.entry(name.into()).or_insert(existed);
+        self.contents(cluster, name);
+    }
+
+    /// Notes every service and pod in the namespace `name` of `cluster`, as they are, with
+    /// their addresses.
+    fn contents(&mut self, cluster: &Cluster, name: &str) {
         for (key, service) in cluster.services.iter().filter(|(key, _)| &*key.namespace == name) {
             if let ServiceKind::ClusterIp(ips) = &service.kind {
                 self.addresses.extend(ips.iter().copied());
