@@ -46,10 +46,11 @@ pub struct Cluster {
 
 /// What changed in a [`Cluster`] since the snapshot last built from it, so that the next build
 /// recompiles only the names those changes reach (see [`super::update()`]). Filled by
-/// [`Changes::service`], [`Changes::slice`] and [`Changes::pod`] as the objects change.
+/// [`Changes::namespace`], [`Changes::service`], [`Changes::slice`] and [`Changes::pod`] as the
+/// objects change, and completed by [`Changes::settle`] before a build.
 #[derive(Debug, Default, Clone)]
 pub struct Changes {
-    /// Everything may have changed (a list, a namespace): build from scratch.
+    /// Everything may have changed (the first list of a kind): build from scratch.
     pub full: bool,
     /// Services whose own object or one of whose slices changed.
     pub services: HashSet<ObjectKey, RandomState>,
