@@ -427,20 +427,13 @@ mod tests {
         m.begin_list(Kind::EndpointSlice);
         m.end_list(Kind::EndpointSlice);
         assert!(m.take_changes().full, "a list changes everything");
-        let slice = |address: &str| EndpointSlice {
-            service: "web".into(),
-            ports: Box::new([]),
-            endpoints: vec![Endpoint {
-                address: address.parse().unwrap(),
-                hostname: None,
-                pod: None,
-            }]
-            .into(),
-        };
         let key = ObjectKey::new("ns", "web-abc");
-        assert!(m.put_slice(key.clone(), Some(slice("10.0.0.1"))));
-        assert!(!m.put_slice(key.clone(), Some(slice("10.0.0.1"))), "no news, no change");
-        assert!(m.put_slice(key.clone(), Some(slice("10.0.0.2"))));
+        assert!(m.put_slice(key.clone(), slice_of("web", &["10.0.0.1"])));
+        assert!(
+            !m.put_slice(key.clone(), slice_of("web", &["10.0.0.1"])),
+            "no news, no change"
+        );
+        assert!(m.put_slice(key.clone(), slice_of("web", &["10.0.0.2"])));
         let changes = m.take_changes();
         assert!(!changes.full);
         assert!(changes.services.contains(&ObjectKey::new("ns", "web")));

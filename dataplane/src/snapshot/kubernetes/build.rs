@@ -288,18 +288,11 @@ impl<'a, 'c> Builder<'a, 'c> {
         }
     }
 
-    /// The names `view` gives in `zone`, listed by the code that compiles them so that the two
-    /// cannot disagree; nothing is compiled.
-    pub(super) fn names_of(&mut self, zone: &Name, zi: u16, view: &ServiceView<'c>) -> Vec<Name> {
+    /// The names `give` gives (a service's, a namespace's), listed by the code that compiles
+    /// them so that the two cannot disagree; nothing is compiled.
+    pub(super) fn names_of(&mut self, give: impl FnOnce(&mut Self)) -> Vec<Name> {
         self.listing = Some(Vec::new());
-        self.service(zone, zi, view, false);
-        self.listing.take().unwrap_or_default()
-    }
-
-    /// The names [`Builder::namespace`] gives `ns` in `zone`, compiling nothing.
-    pub(super) fn namespace_names(&mut self, zone: &Name, zi: u16, ns: &str) -> Vec<Name> {
-        self.listing = Some(Vec::new());
-        self.namespace(zone, zi, ns);
+        give(self);
         self.listing.take().unwrap_or_default()
     }
 

@@ -95,11 +95,11 @@ pub fn update(
         let Some(zi) = b.zone_index(zone) else { continue };
         cleared.push(zone.clone());
         for view in before.iter().chain(rebuilt.iter().copied()) {
-            cleared.extend(b.names_of(zone, zi, view));
+            cleared.extend(b.names_of(|b| b.service(zone, zi, view, false)));
         }
         cleared.extend(pods.iter().filter_map(|&(ns, address)| pod_name(zone, ns, address)));
         for ns in changes.namespaces.keys() {
-            cleared.extend(b.namespace_names(zone, zi, ns));
+            cleared.extend(b.names_of(|b| b.namespace(zone, zi, ns)));
         }
     }
     cleared.extend(config.reverse_zones().cloned());
