@@ -7,6 +7,7 @@
 use crate::cache::{Age, Cache, Entry, Key, KeyRef, Lookup};
 use crate::forward::{Failure, Route, Routes};
 use crate::snapshot::kubernetes::{Host, Written, MAX_ANSWER};
+use crate::snapshot::skydns::{Leaf, MAX_LEAF_ANSWER};
 use crate::snapshot::rrset::{Beyond, CompiledAnswer};
 use crate::snapshot::skydns::{self, WildcardAnswer};
 use crate::snapshot::{Node, Slot, Snapshot, Zone, ZoneKind, ZoneState};
@@ -375,7 +376,12 @@ fn by_class(
             return Flow::Written;
         }
     }
-    // Most questions name a node: its zone comes with it, and only a miss walks the zones.
+    // Most questions name a SkyDNS leaf or a node: the zone comes with either, and only a miss
+    // walks the zones.
+    if let Some((found, zone)) = snapshot.leaf(qname) {
+        leaf(r, qname, question.qtype, zone, found);
+        return Flow::Written;
+    }
     let (node, zone) = match snapshot.node_in_zone(qname) {
         Some((node, zone)) => (Some(node), zone),
         None => match snapshot.zone_of(qname) {
@@ -598,6 +604,33 @@ fn host(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, found
     match found.write(qname, qtype, &mut records) {
         Some(written) => r.written(&records, written),
         None => r.negative(rcode::NOERROR, qname, zone),
+    }
+}
+
+/// A SkyDNS leaf (see [`Snapshot::leaf`]): answered as its node would be, an address record
+/// written straight into the reply, an SRV answer on the stack first.
+#[inline(always)]
+fn leaf(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, found: Leaf<'_>) {
+    if zone.state == ZoneState::Syncing {
+        return r.set_rcode(rcode::SERVFAIL);
+    }
+    if zone.kind == ZoneKind::Authoritative {
+        r.flags |= flags::AA;
+    }
+    match (qtype, found.v4()) {
+        (rtype::A, Some(address)) => r.record_at_query(rtype::A, class::IN, found.ttl(), &[&address.octets()]),
+        (rtype::A, None) => r.negative(rcode::NOERROR, qname, zone),
+        (rtype::AAAA, _) => match found.v6() {
+            Some(address) => r.record_at_query(rtype::AAAA, class::IN, found.ttl(), &[&address.octets()]),
+            None => r.negative(rcode::NOERROR, qname, zone),
+        },
+        (rtype::SRV, _) => {
+            let mut records = [0u8; MAX_LEAF_ANSWER];
+            let written = found.write_srv(qname, &mut records);
+            r.written(&records, written);
+        }
+        (rtype::ANY, _) => r.hinfo(zone.default_ttl),
+        _ => r.negative(rcode::NOERROR, qname, zone),
     }
 }
 

@@ -322,6 +322,10 @@ pub struct Snapshot {
     /// The cluster names that answer with one address or one PTR, in tables rather than nodes
     /// (they are most of a large cluster's names); a name is in `nodes` or here, never both.
     pub hosts: kubernetes::Hosts,
+    /// The SkyDNS names that answer with one address record, as the source's entries rather
+    /// than nodes (they are most of a large domain's names); a name is in `nodes` or here, never
+    /// both, and where a cluster holds it too the cluster's name answers.
+    pub leaves: skydns::Leaves,
     /// CHAOS identity.
     pub identity: Identity,
     /// Typed SkyDNS records, for `*`/`any` wildcard queries answered on the slow path.
@@ -343,6 +347,18 @@ impl Snapshot {
         let node = self.nodes.get_lower(name)?;
         let zone = self.zones.get(usize::from(node.zone()))?;
         Some((node, zone))
+    }
+
+    /// The SkyDNS leaf `qname`, with the zone it answers in: looked up before the nodes, since
+    /// most names of a large domain are leaves. In a composed snapshot a leaf answers only
+    /// where the cluster holds no node or table entry of its name. Allocation-free.
+    #[inline(always)]
+    pub fn leaf(&self, qname: &LowerName) -> Option<(skydns::Leaf<'_>, &Zone)> {
+        let leaf = self.leaves.get(qname)?;
+        if self.leaves.shadowed() && (self.nodes.get_lower(qname).is_some() || self.hosts.get(qname).is_some()) {
+            return None;
+        }
+        Some((leaf, self.zones.get(usize::from(self.leaves.zone()))?))
     }
 
     /// The cluster name `qname` if it has no node: for the answer path, where the node lookup
@@ -392,7 +408,7 @@ impl Snapshot {
 /// zones) and those of `base` (the SkyDNS domain and its reverse zones). A zone both have (the
 /// reverse zones) takes `overlay`'s settings and holds both sources' names; where both hold a
 /// name, `overlay`'s node wins, and so does a name of `overlay`'s tables, which then becomes a
-/// node (a node answers first). `overlay` is consumed so that its nodes move rather than copy;
+/// node (a node answers first); `base`'s leaves answer where `overlay` holds no such name. `overlay` is consumed so that its nodes move rather than copy;
 /// `base`'s are cloned (their answers are shared, not copied). Neither a change of the cluster
 /// nor a new `base` needs to compose again: [`kubernetes::update()`] carries the composed names
 /// over and writes only those either change.
@@ -434,11 +450,13 @@ pub fn compose(base: &Snapshot, overlay: Snapshot, generation: u64) -> Snapshot 
             nodes.insert(name.clone(), node);
         }
     }
+    let leaves = base.leaves.composed(base_map.get(usize::from(base.leaves.zone())).copied().unwrap_or(0));
     Snapshot {
         generation,
         zones,
         nodes,
         hosts,
+        leaves,
         identity: base.identity.clone(),
         skydns: base.skydns.clone(),
     }

@@ -163,6 +163,7 @@ fn snapshot(zones: Vec<Zone>, nodes: Nodes, hosts: Hosts, generation: u64, clust
         zones,
         nodes,
         hosts,
+        leaves: Default::default(),
         identity: Identity::default(),
         skydns: None,
     }

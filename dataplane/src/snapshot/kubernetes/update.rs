@@ -191,11 +191,14 @@ pub fn update(
         names = nodes.len() + hosts.len(),
         "updated cluster zones"
     );
+    let leaf_apex = base.zones.get(usize::from(base.leaves.zone())).map(|z| &z.apex);
+    let leaf_zone = zones.iter().position(|z| Some(&z.apex) == leaf_apex).unwrap_or(0) as u16;
     Some(Snapshot {
         generation,
         zones,
         nodes,
         hosts,
+        leaves: base.leaves.composed(leaf_zone),
         identity: base.identity.clone(),
         skydns: base.skydns.clone(),
     })

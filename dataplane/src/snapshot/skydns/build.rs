@@ -8,6 +8,7 @@
 use super::answers::{Abort, Answerer};
 use super::entry::Entry;
 use super::index::{below, Index};
+use super::leaves::Leaves;
 use super::key::{is_below, name_of, path_of, KeyPath};
 use super::reverse::ptr_nodes;
 use super::section::{answer_set, Rr};
@@ -92,9 +93,9 @@ fn build_from(
     let ptrs = ptr_nodes(config, reverse, zone_of_reverse, &mut skipped);
 
     let index = Arc::new(Index::new(config, entries, skipped));
-    let mut nodes = domain_nodes(config, &index, zone_index(&config.domain), now);
+    let (mut nodes, leaves) = domain_names(config, &index, zone_index(&config.domain), now);
     for (name, node) in ptrs {
-        if !nodes.contains_key(&name) {
+        if !nodes.contains_key(&name) && !leaves.contains(&path_of(&name)) {
             nodes.insert(name, node);
         }
     }
@@ -102,7 +103,8 @@ fn build_from(
         generation,
         records = index.len(),
         skipped = index.skipped(),
-        names = nodes.len(),
+        names = nodes.len() + leaves.len(),
+        leaves = leaves.len(),
         "built SkyDNS snapshot"
     );
     Snapshot {
@@ -110,6 +112,7 @@ fn build_from(
         zones,
         nodes,
         hosts: Default::default(),
+        leaves,
         identity: Identity::default(),
         skydns: Some(index),
     }
@@ -211,24 +214,51 @@ impl Soa {
     }
 }
 
-/// A node for every existing name of the domain, the `local` alias included.
-fn domain_nodes(config: &Config, index: &Index, zone: u16, now: SystemTime) -> Nodes {
+/// Every existing name of the domain, the `local` alias included: a leaf (see [`Leaves`]) or
+/// a node.
+fn domain_names(config: &Config, index: &Index, zone: u16, now: SystemTime) -> (Nodes, Leaves) {
     let mut nodes = Nodes::default();
+    let mut leaves = Vec::new();
     let mut answerer = Answerer::new(index);
     for run in names(index) {
         let path = run.path(index);
+        if let Some(entry) = Leaves::leaf_of(index, path, run.range.clone()) {
+            leaves.push(Arc::clone(entry));
+            continue;
+        }
         let name = name_of(path);
         if let Some(node) = compile_node(index, &mut answerer, path, run.range, zone) {
             nodes.insert(name, node);
         }
     }
+    let mut leaves = Leaves::new(index, zone).with_entries(leaves);
     if let Some(apex) = nodes.get_mut(&config.domain) {
         apex_answers(config, &mut answerer, apex, now);
     }
     if let Some(local) = &config.local {
-        local_alias(config, local, &mut answerer, zone, &mut nodes);
+        local_alias(config, local, &mut answerer, zone, &mut nodes, &mut leaves);
     }
-    nodes
+    (nodes, leaves)
+}
+
+/// What the name at `path` is: a leaf with its entry, a node, or nothing (it does not exist;
+/// the apex always does).
+pub(super) enum Named<'i> {
+    Leaf(&'i Arc<Entry>),
+    Node(Node),
+    Absent,
+}
+
+/// The name at `path` in the domain, from the records at and below it.
+pub(super) fn name_at<'i>(index: &'i Index, answerer: &mut Answerer<'_>, path: &[u8], zone: u16) -> Named<'i> {
+    let range = index.subtree(path);
+    if let Some(entry) = Leaves::leaf_of(index, path, range.clone()) {
+        return Named::Leaf(entry);
+    }
+    if range.is_empty() && *path != *index.apex {
+        return Named::Absent;
+    }
+    compile_node(index, answerer, path, range, zone).map_or(Named::Absent, Named::Node)
 }
 
 /// The node of the name at `path` in the domain, from the records at and below it; `None` when
@@ -284,7 +314,14 @@ pub(super) fn local_alias_name(config: &Config) -> Option<Name> {
 
 /// `local.dns.<domain>` answers with the records of `local` (§4 step 6), owned by the query
 /// name. Its missing ancestors exist as empty names, so that no NXDOMAIN denies it (RFC 8020).
-pub(super) fn local_alias(config: &Config, local: &Name, answerer: &mut Answerer<'_>, zone: u16, nodes: &mut Nodes) {
+pub(super) fn local_alias(
+    config: &Config,
+    local: &Name,
+    answerer: &mut Answerer<'_>,
+    zone: u16,
+    nodes: &mut Nodes,
+    leaves: &mut Leaves,
+) {
     let Some(alias) = local_alias_name(config) else {
         return;
     };
@@ -305,11 +342,12 @@ pub(super) fn local_alias(config: &Config, local: &Name, answerer: &mut Answerer
     let mut parent = alias.parent();
     while parent != config.domain && parent.is_within(&config.domain) {
         let next = parent.parent();
-        if !nodes.contains_key(&parent) {
+        if !nodes.contains_key(&parent) && !leaves.contains(&path_of(&parent)) {
             nodes.insert(parent, Node::new(zone, Below::Nothing));
         }
         parent = next;
     }
+    leaves.remove(&path_of(&alias));
     nodes.insert(alias, node);
 }
 

@@ -180,6 +180,11 @@ impl Index {
         entry.priority_or(self.priority)
     }
 
+    /// The SRV priority / MX preference of records that set none.
+    pub(super) fn default_priority(&self) -> u16 {
+        self.priority
+    }
+
     /// Whether another entry may equal one with `identity`, for the dedup.
     pub(super) fn is_repeated(&self, identity: u64) -> bool {
         self.repeated > 0 && self.identities.get(&(identity as u32)).is_some_and(|&n| n > 1)

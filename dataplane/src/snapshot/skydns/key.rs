@@ -8,6 +8,7 @@
 //! it form one contiguous run of a sorted table.
 
 use crate::wire::types::{MAX_LABEL_LEN, MAX_NAME_LEN};
+use crate::wire::name::word;
 use crate::wire::Name;
 use std::cmp::Ordering;
 
@@ -117,11 +118,63 @@ pub fn path_of(name: &Name) -> Vec<u8> {
 /// The name a path stands for (SkyDNS `msg.Domain`).
 pub fn name_of(path: &[u8]) -> Name {
     let mut wire = [0u8; MAX_NAME_LEN];
+    wire_of(path, &mut wire).map_or_else(Name::root, |wire| Name::from_wire(wire).unwrap_or_else(|_| Name::root()))
+}
+
+/// The wire form of the name a path stands for, written into `buf` without allocating; `None`
+/// for a path too long to be a name's.
+pub fn wire_of<'b>(path: &[u8], buf: &'b mut [u8; MAX_NAME_LEN]) -> Option<&'b [u8]> {
     if path.len() >= MAX_NAME_LEN {
-        return Name::root();
+        return None;
     }
-    reverse_labels(path, &mut wire[..path.len()]);
-    Name::from_wire(&wire[..path.len() + 1]).unwrap_or_else(|_| Name::root())
+    reverse_labels(path, &mut buf[..path.len()]);
+    buf[path.len()] = 0;
+    Some(&buf[..path.len() + 1])
+}
+
+/// Whether `path` is the path of the name of wire form `wire` (both lower-cased), comparing
+/// label by label in place: the answer path's test of a table entry, where converting either
+/// form would cost a copy.
+#[inline(always)]
+pub fn is_path_of(path: &[u8], wire: &[u8]) -> bool {
+    let total = path.len();
+    if wire.len() != total + 1 {
+        return false;
+    }
+    let mut pos = 0;
+    while pos < total {
+        let end = pos + 1 + path[pos] as usize;
+        // The label at `path[pos..end]` sits at `wire[total - end..total - pos]`.
+        if end > total || !same_span(path, end, wire, total - pos, end - pos) {
+            return false;
+        }
+        pos = end;
+    }
+    true
+}
+
+/// Whether the `n` bytes ending at `a_end` in `a` equal those ending at `b_end` in `b`, eight
+/// at a time: a short span is compared as the top bytes of the word that ends with it.
+#[inline(always)]
+fn same_span(a: &[u8], a_end: usize, b: &[u8], b_end: usize, n: usize) -> bool {
+    if a_end < 8 || b_end < 8 {
+        return a[a_end - n..a_end] == b[b_end - n..b_end];
+    }
+    let last = word(a, a_end - 8) ^ word(b, b_end - 8);
+    if n < 8 {
+        return last >> (64 - 8 * n) == 0;
+    }
+    if last != 0 {
+        return false;
+    }
+    let mut at = 0;
+    while at + 8 < n {
+        if word(a, a_end - n + at) != word(b, b_end - n + at) {
+            return false;
+        }
+        at += 8;
+    }
+    true
 }
 
 /// The name of a path without its `strip` leftmost labels, or the whole name when it has no more
@@ -214,6 +267,34 @@ mod tests {
         assert_eq!(name_of(&path), name("web.east.skydns.local."));
         assert_eq!(path, path_of(&name("web.east.skydns.local.")));
         assert_eq!(depth(&path), 4);
+    }
+
+    #[test]
+    fn a_path_is_matched_against_a_wire_name_label_by_label() {
+        let long = "l".repeat(63);
+        let names = [
+            "a.".to_string(),
+            "web.east.skydns.local.".into(),
+            "web.east.skydns.locam.".into(),
+            "wec.east.skydns.local.".into(),
+            "east.web.skydns.local.".into(),
+            "h0.svc1.skydns.local.".into(),
+            "h0.svc10.skydns.local.".into(),
+            "h00.svc1.skydns.local.".into(),
+            format!("{long}.x.{long}.skydns.local."),
+            format!("{long}.x.{long}.skydns.locam."),
+            format!("x.{long}.{long}.skydns.local."),
+            "ab.cdefghijk.l.".into(),
+            "abcdefghijk.l.".into(),
+        ];
+        for a in &names {
+            let path = path_of(&name(a));
+            let mut buf = [0; MAX_NAME_LEN];
+            assert_eq!(wire_of(&path, &mut buf), Some(name(a).wire()));
+            for b in &names {
+                assert_eq!(is_path_of(&path, name(b).wire()), a == b, "{a} against {b}");
+            }
+        }
     }
 
     #[test]

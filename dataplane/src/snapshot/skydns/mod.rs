@@ -1,5 +1,5 @@
 //! SkyDNS semantics (see `spec/skydns-semantics.md`): typed records under their etcd keys,
-//! compiled into snapshot nodes by [`build`], and the slow path for `*`/`any` query wildcards,
+//! compiled into snapshot nodes and [`Leaves`] by [`build`], and the slow path for `*`/`any` query wildcards,
 //! [`wildcard`], which reads the [`Index`] the snapshot keeps.
 
 mod address;
@@ -9,6 +9,7 @@ mod entry;
 mod group;
 mod index;
 mod key;
+mod leaves;
 mod reverse;
 mod section;
 mod select;
@@ -21,6 +22,7 @@ pub use build::{build, build_entries, typed};
 pub use entry::{Entry, Host, ValueError};
 pub use index::Index;
 pub use key::{KeyError, KeyPath};
+pub use leaves::{Leaf, Leaves, MAX_LEAF_ANSWER};
 pub use service::{Config, Service};
 pub use update::update;
 pub use wildcard::{wildcard, WildcardAnswer};

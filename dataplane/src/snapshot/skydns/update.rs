@@ -9,7 +9,7 @@
 //! and the index shares every record the change did not touch.
 
 use super::answers::Answerer;
-use super::build::{apex_answers, local_alias, local_alias_name, name_node, reverse_apexes, zones};
+use super::build::{apex_answers, local_alias, local_alias_name, name_at, reverse_apexes, zones, Named};
 use super::entry::Entry;
 use super::index::Index;
 use super::key::{is_below, is_wildcard, name_of, path_of, KeyPath};
@@ -54,6 +54,7 @@ pub fn update(
             zones: zones(config, &reverse_apexes(), now),
             nodes: previous.nodes.clone(),
             hosts: Default::default(),
+            leaves: previous.leaves.clone(),
             identity: Identity::default(),
             skydns: previous.skydns.clone(),
         });
@@ -67,29 +68,36 @@ pub fn update(
     }
     let roots = reached(&index, roots)?;
     let names = with_ancestors(&index, &roots);
-    if names.len() > previous.nodes.len() / 4 + 64 {
+    if names.len() > (previous.nodes.len() + previous.leaves.len()) / 4 + 64 {
         return None;
     }
     let zones = zones(config, &reverse_apexes(), now);
     let zone = zones.iter().position(|z| z.apex == config.domain).unwrap_or(0) as u16;
     let mut nodes = previous.nodes.clone();
+    let mut leaves = previous.leaves.clone();
     let mut answerer = Answerer::new(&index);
     for path in &names {
         let name = name_of(path);
-        match name_node(&index, &mut answerer, path, zone) {
-            Some(mut node) => {
+        match name_at(&index, &mut answerer, path, zone) {
+            Named::Leaf(entry) => {
+                nodes.remove(&name);
+                leaves.insert(entry);
+            }
+            Named::Node(mut node) => {
                 if **path == *index.apex {
                     apex_answers(config, &mut answerer, &mut node, now);
                 }
+                leaves.remove(path);
                 nodes.insert(name, node);
             }
-            None => {
+            Named::Absent => {
+                leaves.remove(path);
                 nodes.remove(&name);
             }
         }
     }
     if let Some(local) = &config.local {
-        local_alias(config, local, &mut answerer, zone, &mut nodes);
+        local_alias(config, local, &mut answerer, zone, &mut nodes, &mut leaves);
     }
     tracing::debug!(generation, compiled = names.len(), "updated SkyDNS snapshot");
     Some(Snapshot {
@@ -97,6 +105,7 @@ pub fn update(
         zones,
         nodes,
         hosts: Default::default(),
+        leaves,
         identity: Identity::default(),
         skydns: Some(Arc::new(index)),
     })

@@ -699,6 +699,41 @@ fn until_synced_the_zones_answer_servfail() {
 }
 
 #[test]
+fn a_cluster_name_shadows_a_skydns_leaf_of_the_same_name() {
+    let domain = Name::from_dotted("cluster.local.").unwrap();
+    let skydns_config = skydns::Config {
+        hostmaster: domain.prepend("hostmaster").unwrap(),
+        domain,
+        ..skydns::Config::default()
+    };
+    let leaf = |key: &str, address: &str| {
+        (
+            format!("/skydns/local/cluster/{key}"),
+            skydns::Service {
+                host: address.into(),
+                ..skydns::Service::default()
+            },
+        )
+    };
+    let records = [
+        leaf("svc/testns/svc1/172-0-0-10", "10.9.9.1"),
+        leaf("svc/testns/hdls", "10.9.9.2"),
+        leaf("other", "10.9.9.3"),
+    ];
+    let base = skydns::build(&skydns_config, &records, 1, UNIX_EPOCH);
+    assert_eq!(base.leaves.len(), 3);
+    let s = compose(&base, snapshot(), 9);
+    assert_eq!(
+        data(&s, &n("172-0-0-10.svc1.testns.svc"), RecordType::A),
+        ["172.0.0.10"],
+        "a name of the cluster's tables"
+    );
+    let headless = data(&s, &n("hdls.testns.svc"), RecordType::A);
+    assert!(!headless.is_empty() && !headless.contains(&"10.9.9.2".to_owned()), "a cluster node");
+    assert_eq!(data(&s, "other.cluster.local.", RecordType::A), ["10.9.9.3"]);
+}
+
+#[test]
 fn composed_with_skydns_both_zones_answer() {
     let domain = Name::from_dotted("skydns.test.").unwrap();
     let skydns_config = skydns::Config {

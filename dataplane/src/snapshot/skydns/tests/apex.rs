@@ -107,5 +107,6 @@ fn the_apex_of_a_hundred_thousand_records_is_marked_too_large() {
         ["h4242.svc42.skydns.test. 3600 A 0.0.16.146"]
     );
     assert_eq!(answers(&snap, "svc42.skydns.test.", RecordType::A).len(), 1000);
-    assert_eq!(snap.nodes.len(), 100_000 + 100 + 1);
+    assert_eq!(snap.nodes.len() + snap.leaves.len(), 100_000 + 100 + 1);
+    assert_eq!(snap.leaves.len(), 100_000);
 }

@@ -5,7 +5,7 @@
 use super::{build, config, Config, Service};
 use crate::snapshot::skydns::{typed, update};
 use crate::snapshot::test_rng::Rng;
-use crate::snapshot::{Slot, Snapshot};
+use crate::snapshot::{Nodes, Slot, Snapshot};
 use crate::wire::Name;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -55,10 +55,24 @@ fn value(rng: &mut Rng) -> Service {
 }
 
 fn assert_same(updated: &Snapshot, built: &Snapshot, seed: u64, step: usize) {
-    let names = |s: &Snapshot| -> BTreeMap<String, usize> { s.nodes.iter().map(|(n, _)| (n.to_string(), 0)).collect() };
+    // Which names are leaves is part of what must agree.
+    let names = |s: &Snapshot| -> BTreeMap<String, bool> {
+        let index = s.skydns.as_deref().unwrap();
+        let nodes = s.nodes.iter().map(|(n, _)| (n.to_string(), false));
+        nodes.chain(s.leaves.nodes(index).map(|(n, _)| (n.to_string(), true))).collect()
+    };
     assert_eq!(names(updated), names(built), "names differ (seed {seed}, step {step})");
-    for (name, node) in built.nodes.iter() {
-        let other = updated.nodes.get(name.wire()).unwrap();
+    assert_eq!(updated.leaves.len(), built.leaves.len());
+    let all = |s: &Snapshot| -> Nodes {
+        let mut nodes = s.nodes.clone();
+        for (name, node) in s.leaves.nodes(s.skydns.as_deref().unwrap()) {
+            nodes.insert(name, node);
+        }
+        nodes
+    };
+    let (updated_all, built_all) = (all(updated), all(built));
+    for (name, node) in built_all.iter() {
+        let other = updated_all.get(name.wire()).unwrap();
         assert_eq!(other.zone(), node.zone(), "{name}: zone (seed {seed}, step {step})");
         for slot in Slot::ALL {
             assert_eq!(

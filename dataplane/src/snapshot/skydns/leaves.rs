@@ -1,0 +1,315 @@
+//! The SkyDNS names that hold one address record and nothing below it, kept as a table of the
+//! source's own entries instead of a node with compiled answers each.
+//!
+//! Most names of a large SkyDNS domain are such leaves: one key, an IPv4 or IPv6 host, maybe a
+//! port. As nodes they cost about 250 bytes each (a hash-table slot, the name, and the node
+//! with its A and SRV answers compiled apart), for records the source already holds typed. Here
+//! a leaf is a pointer to that entry in a hash table; the answer path writes its records when
+//! it finds the name (see [`Leaves::get`]), byte for byte as its node would answer
+//! ([`Leaves::nodes`] compiles those nodes, and the tests compare the two).
+//!
+//! Like [`crate::snapshot::Nodes`], the table is split into shards shared between snapshots
+//! until a change writes one, so that an update copies what it writes, not the table.
+
+use super::answers::Answerer;
+use super::build::name_node;
+use super::entry::{Entry, Host, HostKind};
+use super::index::Index;
+use super::key::{components, is_path_of, is_wildcard, wire_of};
+use super::srv::normalised_weight;
+use crate::snapshot::kubernetes::Written;
+use crate::snapshot::Node;
+use crate::wire::name::name_hash;
+use crate::wire::types::{class, rtype, HEADER_LEN, MAX_NAME_LEN};
+use crate::wire::{LowerName, Name};
+use hashbrown::HashTable;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::ops::Range;
+use std::sync::Arc;
+
+/// Shards of the table: an update copies the shards it writes, about 400 leaves each at 100k.
+const SHARDS: usize = 256;
+
+/// Bits of the hash that pick the shard, as for [`crate::snapshot::Nodes`].
+const SHARD_SHIFT: u32 = 40;
+
+/// Bytes a leaf's largest answer takes: an SRV record naming the longest name, and its glue.
+pub const MAX_LEAF_ANSWER: usize = 2 + 10 + 6 + MAX_NAME_LEN + 2 + 10 + 16;
+
+type Shard = HashTable<Arc<Entry>>;
+
+fn shard_of(hash: u64) -> usize {
+    (hash >> SHARD_SHIFT) as usize % SHARDS
+}
+
+/// The hash a query for the name at `path` looks the entry up by.
+fn hash_of(path: &[u8]) -> u64 {
+    let mut buf = [0; MAX_NAME_LEN];
+    wire_of(path, &mut buf).map_or(0, name_hash)
+}
+
+/// The leaves of the SkyDNS domain; a name is a leaf or a node, never both.
+#[derive(Debug, Clone)]
+pub struct Leaves {
+    /// The index of the domain's zone in the snapshot's zones.
+    zone: u16,
+    /// Default TTL of the records.
+    ttl: u32,
+    /// Default SRV priority.
+    priority: u16,
+    /// Another source's names may shadow a leaf (a composed snapshot): a leaf then answers only
+    /// where no node or cluster table holds its name.
+    shadowed: bool,
+    shards: Box<[Arc<Shard>]>,
+    len: usize,
+}
+
+impl Default for Leaves {
+    fn default() -> Leaves {
+        let empty = Arc::new(Shard::new());
+        Leaves {
+            zone: 0,
+            ttl: 0,
+            priority: 0,
+            shadowed: false,
+            shards: (0..SHARDS).map(|_| Arc::clone(&empty)).collect(),
+            len: 0,
+        }
+    }
+}
+
+/// A leaf found by the answer path.
+#[derive(Debug, Clone, Copy)]
+pub struct Leaf<'a> {
+    entry: &'a Entry,
+    ttl: u32,
+    priority: u16,
+}
+
+impl Leaves {
+    /// An empty table for the domain of `index`, in the zone of index `zone`.
+    pub(super) fn new(index: &Index, zone: u16) -> Leaves {
+        Leaves {
+            zone,
+            ttl: index.ttl,
+            priority: index.default_priority(),
+            ..Leaves::default()
+        }
+    }
+
+    /// The entries of `leaves` (each a leaf's, see [`Leaves::leaf_of`]), each shard sized once.
+    pub(super) fn with_entries(mut self, leaves: Vec<Arc<Entry>>) -> Leaves {
+        let hashed: Vec<(u64, Arc<Entry>)> = leaves.into_iter().map(|e| (hash_of(e.path()), e)).collect();
+        let mut counts = [0usize; SHARDS];
+        for (hash, _) in &hashed {
+            counts[shard_of(*hash)] += 1;
+        }
+        let mut shards: Vec<Shard> = counts.iter().map(|&n| Shard::with_capacity(n)).collect();
+        for (hash, entry) in hashed {
+            shards[shard_of(hash)].insert_unique(hash, entry, |e| hash_of(e.path()));
+        }
+        self.len += shards.iter().map(|s| s.len()).sum::<usize>();
+        self.shards = shards.into_iter().map(Arc::new).collect();
+        self
+    }
+
+    /// The entry that makes the name at `path`, whose records are `range` of `index`, a leaf:
+    /// its one record, at the name itself, with an address host and nothing that needs more
+    /// than the address and the port to answer (no text, mail, group or target strip). The
+    /// apex and names with wildcard labels (answered by the wildcard lookup) are never leaves.
+    pub(super) fn leaf_of<'i>(index: &'i Index, path: &[u8], range: Range<usize>) -> Option<&'i Arc<Entry>> {
+        if range.len() != 1 || path.len() <= index.apex.len() {
+            return None;
+        }
+        let entry = &index.entries()[range.start];
+        let plain = matches!(entry.host, HostKind::V4(_) | HostKind::V6)
+            && entry.path().len() == path.len()
+            && entry.text().is_empty()
+            && !entry.mail
+            && entry.group().is_empty()
+            && entry.target_strip == 0;
+        let wildcard = components(&path[index.apex.len()..]).any(is_wildcard);
+        (plain && !wildcard).then_some(entry)
+    }
+
+    /// Number of leaves.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no leaves.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The index of the zone the leaves answer in.
+    #[inline(always)]
+    pub fn zone(&self) -> u16 {
+        self.zone
+    }
+
+    /// Whether another source's names may shadow a leaf (see [`crate::snapshot::Snapshot::leaf`]).
+    #[inline(always)]
+    pub fn shadowed(&self) -> bool {
+        self.shadowed
+    }
+
+    /// These leaves in a snapshot composed with another source's names, their zone there
+    /// being of index `zone`.
+    pub fn composed(&self, zone: u16) -> Leaves {
+        Leaves {
+            zone,
+            shadowed: true,
+            ..self.clone()
+        }
+    }
+
+    /// The leaf of a query's name, by the hash computed while the name was read.
+    /// Allocation-free, for the query path.
+    #[inline(always)]
+    pub fn get(&self, qname: &LowerName) -> Option<Leaf<'_>> {
+        if self.len == 0 {
+            return None;
+        }
+        let h = qname.hash();
+        let wire = qname.wire();
+        let entry = self.shards[shard_of(h)].find(h, |e| is_path_of(e.path(), wire))?;
+        Some(Leaf {
+            entry,
+            ttl: self.ttl,
+            priority: self.priority,
+        })
+    }
+
+    /// Whether the name at `path` is a leaf.
+    pub(super) fn contains(&self, path: &[u8]) -> bool {
+        let h = hash_of(path);
+        self.shards[shard_of(h)].find(h, |e| e.path() == path).is_some()
+    }
+
+    /// Makes `entry` the leaf of its name, unless that very entry is already (which would
+    /// copy its shard for nothing).
+    pub(super) fn insert(&mut self, entry: &Arc<Entry>) {
+        let h = hash_of(entry.path());
+        let index = shard_of(h);
+        let same = |e: &Arc<Entry>| e.path() == entry.path();
+        if self.shards[index].find(h, same).is_some_and(|e| Arc::ptr_eq(e, entry)) {
+            return;
+        }
+        let shard = Arc::make_mut(&mut self.shards[index]);
+        match shard.find_mut(h, same) {
+            Some(old) => *old = Arc::clone(entry),
+            None => {
+                shard.insert_unique(h, Arc::clone(entry), |e| hash_of(e.path()));
+                self.len += 1;
+            }
+        }
+    }
+
+    /// Removes the leaf of the name at `path`, if it is one.
+    pub(super) fn remove(&mut self, path: &[u8]) {
+        let h = hash_of(path);
+        let index = shard_of(h);
+        if self.shards[index].find(h, |e| e.path() == path).is_none() {
+            return;
+        }
+        let shard = Arc::make_mut(&mut self.shards[index]);
+        if let Ok(found) = shard.find_entry(h, |e| e.path() == path) {
+            found.remove();
+            self.len -= 1;
+        }
+    }
+
+    /// Every leaf with the node it stands for, compiled from `index` (the snapshot's own) as
+    /// the builder compiles a name's node: for comparisons and accounting, not for answering.
+    pub fn nodes<'a>(&'a self, index: &'a Index) -> impl Iterator<Item = (Name, Node)> + 'a {
+        let mut answerer = Answerer::new(index);
+        self.shards.iter().flat_map(|shard| shard.iter()).filter_map(move |e| {
+            let node = name_node(index, &mut answerer, e.path(), self.zone)?;
+            Some((e.name(), node))
+        })
+    }
+}
+
+impl Leaf<'_> {
+    /// The TTL of the leaf's records.
+    #[inline(always)]
+    pub fn ttl(&self) -> u32 {
+        self.entry.ttl_or(self.ttl)
+    }
+
+    /// The IPv4 address, for an A query.
+    #[inline(always)]
+    pub fn v4(&self) -> Option<Ipv4Addr> {
+        match self.entry.host {
+            HostKind::V4(address) => Some(address),
+            _ => None,
+        }
+    }
+
+    /// The IPv6 address, for an AAAA query.
+    pub fn v6(&self) -> Option<Ipv6Addr> {
+        match self.entry.host() {
+            Host::V6(address) => Some(address),
+            _ => None,
+        }
+    }
+
+    /// Writes the SRV answer at `qname` (the leaf's name) into `out` as its node's compiled
+    /// answer holds it: the record naming the leaf itself (written out, as SRV targets are),
+    /// and the address as glue owned by the question's name.
+    pub fn write_srv(&self, qname: &LowerName, out: &mut [u8; MAX_LEAF_ANSWER]) -> Written {
+        let ttl = self.ttl();
+        let weight = normalised_weight(self.entry.weight, u64::from(effective(self.entry.weight)));
+        let target = qname.wire();
+        let fixed = [
+            self.entry.priority_or(self.priority).to_be_bytes(),
+            weight.to_be_bytes(),
+            self.entry.port.to_be_bytes(),
+        ];
+        let mut at = record(out, 0, rtype::SRV, ttl, &[fixed.as_flattened(), target]);
+        let answer_len = at;
+        at = match self.entry.host() {
+            Host::V6(address) => record(out, at, rtype::AAAA, ttl, &[&address.octets()]),
+            _ => match self.v4() {
+                Some(address) => record(out, at, rtype::A, ttl, &[&address.octets()]),
+                None => at,
+            },
+        };
+        Written {
+            answer_len,
+            answer_count: 1,
+            len: at,
+            additional_count: u16::from(at > answer_len),
+        }
+    }
+}
+
+/// A weight of 0 counts as 100 (SkyDNS).
+fn effective(weight: u16) -> u16 {
+    if weight == 0 {
+        100
+    } else {
+        weight
+    }
+}
+
+/// Writes at `at` in `out` a record owned by the query name (a pointer to the question), and
+/// returns where it ends.
+fn record(out: &mut [u8], at: usize, rtype_: u16, ttl: u32, rdata: &[&[u8]]) -> usize {
+    let len: usize = rdata.iter().map(|part| part.len()).sum();
+    let mut pos = at;
+    let mut put = |bytes: &[u8]| {
+        out[pos..pos + bytes.len()].copy_from_slice(bytes);
+        pos += bytes.len();
+    };
+    put(&[0xC0, HEADER_LEN as u8]);
+    put(&rtype_.to_be_bytes());
+    put(&class::IN.to_be_bytes());
+    put(&ttl.to_be_bytes());
+    put(&(len as u16).to_be_bytes());
+    for part in rdata {
+        put(part);
+    }
+    pos
+}
