@@ -7,9 +7,9 @@
 use crate::cache::{Age, Cache, Entry, Key, KeyRef, Lookup};
 use crate::forward::{Failure, Route, Routes};
 use crate::snapshot::kubernetes::{Host, Written, MAX_ANSWER};
-use crate::snapshot::skydns::{Leaf, MAX_LEAF_ANSWER};
 use crate::snapshot::rrset::{Beyond, CompiledAnswer};
 use crate::snapshot::skydns::{self, WildcardAnswer};
+use crate::snapshot::skydns::{Leaf, MAX_LEAF_ANSWER};
 use crate::snapshot::{Node, Slot, Snapshot, Zone, ZoneKind, ZoneState};
 use crate::wire::types::{
     class, ede, flags, option, rcode, rtype, ADVERTISED_UDP_LEN, CLASSIC_UDP_LEN, HEADER_LEN, MAX_MESSAGE_LEN,
@@ -588,8 +588,8 @@ fn alias_records(
 fn echo(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, address: IpAddr) {
     match (qtype, address) {
         (rtype::ANY, _) => r.hinfo(zone.default_ttl),
-        (rtype::A, IpAddr::V4(a)) => r.record_at_query(rtype::A, class::IN, zone.default_ttl, &[&a.octets()]),
-        (rtype::AAAA, IpAddr::V6(a)) => r.record_at_query(rtype::AAAA, class::IN, zone.default_ttl, &[&a.octets()]),
+        (rtype::A, IpAddr::V4(a)) => r.address_at_query(rtype::A, zone.default_ttl, a.octets()),
+        (rtype::AAAA, IpAddr::V6(a)) => r.address_at_query(rtype::AAAA, zone.default_ttl, a.octets()),
         _ => r.negative(rcode::NOERROR, qname, zone),
     }
 }
@@ -618,10 +618,10 @@ fn leaf(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, found
         r.flags |= flags::AA;
     }
     match (qtype, found.v4()) {
-        (rtype::A, Some(address)) => r.record_at_query(rtype::A, class::IN, found.ttl(), &[&address.octets()]),
+        (rtype::A, Some(address)) => r.address_at_query(rtype::A, found.ttl(), address.octets()),
         (rtype::A, None) => r.negative(rcode::NOERROR, qname, zone),
         (rtype::AAAA, _) => match found.v6() {
-            Some(address) => r.record_at_query(rtype::AAAA, class::IN, found.ttl(), &[&address.octets()]),
+            Some(address) => r.address_at_query(rtype::AAAA, found.ttl(), address.octets()),
             None => r.negative(rcode::NOERROR, qname, zone),
         },
         (rtype::SRV, _) => {
@@ -1072,6 +1072,27 @@ impl<'a> Responder<'a> {
     fn txt_chaos(&mut self, text: &[u8]) {
         let text = &text[..text.len().min(255)];
         self.record_at_query(rtype::TXT, class::CH, 0, &[&[text.len() as u8], text]);
+    }
+
+    /// [`Self::record_at_query`] for one A or AAAA record, as one fixed-size write: the
+    /// answer of most leaves.
+    #[inline(always)]
+    fn address_at_query<const N: usize>(&mut self, rtype_: u16, ttl: u32, address: [u8; N]) {
+        const MAX: usize = 12 + 16;
+        if 12 + N > self.room() {
+            self.flags |= flags::TC;
+            return;
+        }
+        let mut rr = [0u8; MAX];
+        rr[0] = 0xC0;
+        rr[1] = HEADER_LEN as u8;
+        rr[2..4].copy_from_slice(&rtype_.to_be_bytes());
+        rr[4..6].copy_from_slice(&class::IN.to_be_bytes());
+        rr[6..10].copy_from_slice(&ttl.to_be_bytes());
+        rr[10..12].copy_from_slice(&(N as u16).to_be_bytes());
+        rr[12..12 + N].copy_from_slice(&address);
+        self.put(&rr[..12 + N]);
+        self.counts[1] += 1;
     }
 
     fn record_at_query(&mut self, rtype_: u16, rclass: u16, ttl: u32, rdata: &[&[u8]]) {

@@ -450,7 +450,9 @@ pub fn compose(base: &Snapshot, overlay: Snapshot, generation: u64) -> Snapshot 
             nodes.insert(name.clone(), node);
         }
     }
-    let leaves = base.leaves.composed(base_map.get(usize::from(base.leaves.zone())).copied().unwrap_or(0));
+    let leaves = base
+        .leaves
+        .composed(base_map.get(usize::from(base.leaves.zone())).copied().unwrap_or(0));
     Snapshot {
         generation,
         zones,

@@ -8,8 +8,8 @@
 use super::answers::{Abort, Answerer};
 use super::entry::Entry;
 use super::index::{below, Index};
-use super::leaves::Leaves;
 use super::key::{is_below, name_of, path_of, KeyPath};
+use super::leaves::Leaves;
 use super::reverse::ptr_nodes;
 use super::section::{answer_set, Rr};
 use super::select::Selection;

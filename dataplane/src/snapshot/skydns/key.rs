@@ -7,8 +7,8 @@
 //! every name right before the names below it, so the records of a name and of everything below
 //! it form one contiguous run of a sorted table.
 
-use crate::wire::types::{MAX_LABEL_LEN, MAX_NAME_LEN};
 use crate::wire::name::word;
+use crate::wire::types::{MAX_LABEL_LEN, MAX_NAME_LEN};
 use crate::wire::Name;
 use std::cmp::Ordering;
 
@@ -118,7 +118,9 @@ pub fn path_of(name: &Name) -> Vec<u8> {
 /// The name a path stands for (SkyDNS `msg.Domain`).
 pub fn name_of(path: &[u8]) -> Name {
     let mut wire = [0u8; MAX_NAME_LEN];
-    wire_of(path, &mut wire).map_or_else(Name::root, |wire| Name::from_wire(wire).unwrap_or_else(|_| Name::root()))
+    wire_of(path, &mut wire).map_or_else(Name::root, |wire| {
+        Name::from_wire(wire).unwrap_or_else(|_| Name::root())
+    })
 }
 
 /// The wire form of the name a path stands for, written into `buf` without allocating; `None`

@@ -729,7 +729,10 @@ fn a_cluster_name_shadows_a_skydns_leaf_of_the_same_name() {
         "a name of the cluster's tables"
     );
     let headless = data(&s, &n("hdls.testns.svc"), RecordType::A);
-    assert!(!headless.is_empty() && !headless.contains(&"10.9.9.2".to_owned()), "a cluster node");
+    assert!(
+        !headless.is_empty() && !headless.contains(&"10.9.9.2".to_owned()),
+        "a cluster node"
+    );
     assert_eq!(data(&s, "other.cluster.local.", RecordType::A), ["10.9.9.3"]);
 }
 

@@ -174,16 +174,37 @@ fn leaves_answer_as_their_nodes_would() {
 #[test]
 fn only_single_address_records_with_nothing_below_are_leaves() {
     let s = snapshot(&records());
-    for leaf in ["a.web", "b.web", "v6.web", "mixed.web", "ns1.ns.dns", "host1.local", "below.dir"] {
+    for leaf in [
+        "a.web",
+        "b.web",
+        "v6.web",
+        "mixed.web",
+        "ns1.ns.dns",
+        "host1.local",
+        "below.dir",
+    ] {
         assert!(is_leaf(&s, &format!("{leaf}.skydns.test.")), "{leaf}");
     }
     for node in [
-        "web", "dir", "x.twice", "texted", "mailer", "grouped", "s.stripped", "alias", "outside",
-        "textonly", "*.wild", "any.wild",
+        "web",
+        "dir",
+        "x.twice",
+        "texted",
+        "mailer",
+        "grouped",
+        "s.stripped",
+        "alias",
+        "outside",
+        "textonly",
+        "*.wild",
+        "any.wild",
     ] {
         let name = format!("{node}.skydns.test.");
         assert!(!is_leaf(&s, &name), "{node}");
-        assert!(s.nodes.contains_key(&Name::from_dotted(&name).unwrap()), "{node} is a node");
+        assert!(
+            s.nodes.contains_key(&Name::from_dotted(&name).unwrap()),
+            "{node} is a node"
+        );
     }
     assert_eq!(
         answers(&s, "b.web.skydns.test.", RecordType::SRV),

@@ -59,7 +59,9 @@ fn assert_same(updated: &Snapshot, built: &Snapshot, seed: u64, step: usize) {
     let names = |s: &Snapshot| -> BTreeMap<String, bool> {
         let index = s.skydns.as_deref().unwrap();
         let nodes = s.nodes.iter().map(|(n, _)| (n.to_string(), false));
-        nodes.chain(s.leaves.nodes(index).map(|(n, _)| (n.to_string(), true))).collect()
+        nodes
+            .chain(s.leaves.nodes(index).map(|(n, _)| (n.to_string(), true)))
+            .collect()
     };
     assert_eq!(names(updated), names(built), "names differ (seed {seed}, step {step})");
     assert_eq!(updated.leaves.len(), built.leaves.len());
