@@ -32,7 +32,7 @@ fn replace(path: &Path, text: &str) {
 }
 
 fn has_name(snapshot: &Snapshot, name: &str) -> bool {
-    snapshot.node(Name::from_dotted(name).unwrap().wire()).is_some()
+    snapshot.contains(&Name::from_dotted(name).unwrap())
 }
 
 /// Waits until the cell publishes a snapshot satisfying `done`, failing after [`DEADLINE`].

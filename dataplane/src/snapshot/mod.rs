@@ -339,6 +339,15 @@ impl Snapshot {
         self.nodes.get(wire)
     }
 
+    /// Whether `name` exists in the snapshot's own data, as a node, a cluster table entry or a
+    /// SkyDNS leaf: what a source's tests and tools ask, not the answer path.
+    pub fn contains(&self, name: &Name) -> bool {
+        let Ok(lower) = LowerName::from_wire(name.wire()) else {
+            return false;
+        };
+        self.nodes.get(lower.wire()).is_some() || self.hosts.get(&lower).is_some() || self.leaves.get(&lower).is_some()
+    }
+
     /// The node of a lower-cased name with the zone that answers for it. A node records its
     /// zone (the most specific one holding its name, as [`Self::zone_of`] finds), so a name
     /// that exists costs one hash lookup and no walk over the zones.
