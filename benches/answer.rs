@@ -1,5 +1,5 @@
-//! Criterion benches of the sans-I/O path on a 10k-record SkyDNS snapshot: query parsing, node
-//! lookup, the whole answer function for the common query shapes, and a response-cache hit for a
+//! Criterion benches of the sans-I/O path on a 10k-record SkyDNS snapshot: query parsing, leaf
+//! and node lookup, the whole answer function for the common query shapes, and a response-cache hit for a
 //! name outside the zones.
 //!
 //! Run: `cargo bench --bench answer` (numbers and method in tuning.md).
@@ -67,8 +67,11 @@ fn benches(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     let mut name = LowerName::default();
     parse_query(&leaf, &mut name).unwrap();
+    g.bench_function("lookup_leaf", |b| b.iter(|| black_box(snap.leaf(black_box(&name))).is_some()));
+    let mut service = LowerName::default();
+    parse_query(&query("svc417.skydns.local.", 1, true), &mut service).unwrap();
     g.bench_function("lookup_node", |b| {
-        b.iter(|| black_box(snap.node(black_box(name.wire()))).is_some())
+        b.iter(|| black_box(snap.node(black_box(service.wire()))).is_some())
     });
     g.finish();
 
