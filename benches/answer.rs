@@ -67,7 +67,9 @@ fn benches(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     let mut name = LowerName::default();
     parse_query(&leaf, &mut name).unwrap();
-    g.bench_function("lookup_leaf", |b| b.iter(|| black_box(snap.leaf(black_box(&name))).is_some()));
+    g.bench_function("lookup_leaf", |b| {
+        b.iter(|| black_box(snap.leaf(black_box(&name))).is_some())
+    });
     let mut service = LowerName::default();
     parse_query(&query("svc417.skydns.local.", 1, true), &mut service).unwrap();
     g.bench_function("lookup_node", |b| {

@@ -55,6 +55,7 @@ enum StartError {
 }
 
 fn main() -> ExitCode {
+    skyline_dataplane::sys::limit_allocator_arenas();
     let cli = Cli::try_parse_skydns(std::env::args_os()).unwrap_or_else(|e| e.exit());
     init_logging(cli.verbose);
     match run(&cli) {

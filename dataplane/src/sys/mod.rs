@@ -148,6 +148,26 @@ pub fn release_free_memory() {
     }
 }
 
+/// Arenas the allocator may use (see [`limit_allocator_arenas`]).
+pub const ALLOCATOR_ARENAS: i32 = 2;
+
+/// Caps glibc's allocator at [`ALLOCATOR_ARENAS`] arenas, unless the operator set
+/// `MALLOC_ARENA_MAX`. glibc gives each allocating thread an arena of its own, up to eight per
+/// core, and each keeps the memory freed into it: the control plane's reads and builds then hold
+/// about a megabyte more resident per thread they ran on. The workers allocate nothing per query,
+/// so fewer arenas cost no contention where it would matter. Call it before any thread starts.
+/// Elsewhere a no-op.
+pub fn limit_allocator_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: `mallopt` only sets a parameter of the allocator, under its own lock; called
+        // before other threads exist, it races with nothing.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, ALLOCATOR_ARENAS);
+        }
+    }
+}
+
 /// Whether a socket call failed for lack of a local resource (file descriptors, buffer memory,
 /// ephemeral ports) rather than because of the peer.
 pub fn is_resource_exhaustion(e: &io::Error) -> bool {
