@@ -10,6 +10,8 @@ mod retire;
 pub mod rrset;
 pub mod skydns;
 #[cfg(test)]
+mod test_replies;
+#[cfg(test)]
 mod test_rng;
 
 use crate::wire::types::rtype;

@@ -259,3 +259,30 @@ pub fn assert_a_round_allocates_nothing(
         "every round of {answers} answers allocated: {rounds:?}"
     );
 }
+
+/// Answers each of `queries` from `snap` 1,000 times (UDP and TCP in turn, the rotation moving
+/// on) and asserts, as [`assert_a_round_allocates_nothing`] does, that a round allocated
+/// nothing.
+pub fn assert_answers_allocate_nothing(
+    global: &stats_alloc::StatsAlloc<std::alloc::System>,
+    snap: &Snapshot,
+    queries: &[Vec<u8>],
+) {
+    let mut out = vec![0u8; 65535];
+    assert_a_round_allocates_nothing(global, queries.len() * 1000, || {
+        let mut answered = 0;
+        for rotation in 0..1000u32 {
+            for (i, q) in queries.iter().enumerate() {
+                let transport = if i % 2 == 0 { Transport::Udp } else { Transport::Tcp };
+                let ctx = Context {
+                    rotation,
+                    ..Context::new(transport)
+                };
+                if let Outcome::Reply(_) = answer(q, snap, &ctx, &mut out) {
+                    answered += 1;
+                }
+            }
+        }
+        answered
+    });
+}
