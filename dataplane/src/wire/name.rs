@@ -39,6 +39,13 @@ impl LowerName {
         &self.bytes[..self.len as usize]
     }
 
+    /// The whole buffer the name is read into: the name, then what earlier names left. For
+    /// comparisons eight bytes a step that may read past the name's end.
+    #[inline(always)]
+    pub fn buffer(&self) -> &[u8; MAX_NAME_LEN] {
+        &self.bytes
+    }
+
     /// Number of labels, not counting the root.
     pub fn label_count(&self) -> usize {
         self.labels as usize

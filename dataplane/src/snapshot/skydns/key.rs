@@ -9,7 +9,7 @@
 
 use crate::wire::name::word;
 use crate::wire::types::{MAX_LABEL_LEN, MAX_NAME_LEN};
-use crate::wire::Name;
+use crate::wire::{LowerName, Name};
 use std::cmp::Ordering;
 
 /// Why a key under the prefix does not name a record.
@@ -134,47 +134,50 @@ pub fn wire_of<'b>(path: &[u8], buf: &'b mut [u8; MAX_NAME_LEN]) -> Option<&'b [
     Some(&buf[..path.len() + 1])
 }
 
-/// Whether `path` is the path of the name of wire form `wire` (both lower-cased), comparing
-/// label by label in place: the answer path's test of a table entry, where converting either
-/// form would cost a copy.
+/// Whether `path` is the path of `name` (both lower-cased), comparing label by label in place:
+/// the answer path's test of a table entry, where converting either form would cost a copy.
+/// Each label is compared as words: the name's read from its buffer, which extends past its
+/// end; the path's through the eight bytes that end with the label (or, for a label within its
+/// first eight bytes, the first eight).
 #[inline(always)]
-pub fn is_path_of(path: &[u8], wire: &[u8]) -> bool {
+pub fn is_path_of(path: &[u8], name: &LowerName) -> bool {
+    let wire = name.wire();
     let total = path.len();
     if wire.len() != total + 1 {
         return false;
     }
+    let buf = name.buffer();
+    if total < 8 || total + 8 > buf.len() {
+        // Too short or too long for the words below; such names are rare.
+        let mut reversed = [0u8; MAX_NAME_LEN];
+        reverse_labels(path, &mut reversed[..total]);
+        return reversed[..total] == wire[..total];
+    }
     let mut pos = 0;
     while pos < total {
-        let end = pos + 1 + path[pos] as usize;
+        let n = 1 + path[pos] as usize;
+        let end = pos + n;
+        if end > total {
+            return false;
+        }
         // The label at `path[pos..end]` sits at `wire[total - end..total - pos]`.
-        if end > total || !same_span(path, end, wire, total - pos, end - pos) {
+        let (mut p, mut w, mut left) = (pos, total - end, n);
+        while left > 8 {
+            if word(path, p) != word(buf, w) {
+                return false;
+            }
+            (p, w, left) = (p + 8, w + 8, left - 8);
+        }
+        let mask = u64::MAX >> (64 - 8 * left);
+        let in_path = if p + left >= 8 {
+            word(path, p + left - 8) >> (64 - 8 * left)
+        } else {
+            (word(path, 0) >> (8 * p)) & mask
+        };
+        if in_path != word(buf, w) & mask {
             return false;
         }
         pos = end;
-    }
-    true
-}
-
-/// Whether the `n` bytes ending at `a_end` in `a` equal those ending at `b_end` in `b`, eight
-/// at a time: a short span is compared as the top bytes of the word that ends with it.
-#[inline(always)]
-fn same_span(a: &[u8], a_end: usize, b: &[u8], b_end: usize, n: usize) -> bool {
-    if a_end < 8 || b_end < 8 {
-        return a[a_end - n..a_end] == b[b_end - n..b_end];
-    }
-    let last = word(a, a_end - 8) ^ word(b, b_end - 8);
-    if n < 8 {
-        return last >> (64 - 8 * n) == 0;
-    }
-    if last != 0 {
-        return false;
-    }
-    let mut at = 0;
-    while at + 8 < n {
-        if word(a, a_end - n + at) != word(b, b_end - n + at) {
-            return false;
-        }
-        at += 8;
     }
     true
 }
@@ -288,13 +291,29 @@ mod tests {
             format!("x.{long}.{long}.skydns.local."),
             "ab.cdefghijk.l.".into(),
             "abcdefghijk.l.".into(),
+            "ab.cd.e.".into(),
+            "abc.d.e.".into(),
+            "ab.cd.f.".into(),
+            "abcdefg.x.".into(),
+            "abcdefgh.x.".into(),
+            "abcdefgh.y.".into(),
+            "abcdefghi.x.".into(),
+            "abcdefghx.i.".into(),
+            "a.b.".into(),
+            "ab.c.".into(),
+            format!("{long}.{long}.{long}.{}.", "a".repeat(61)),
+            format!("{long}.{long}.{long}.{}.", "b".repeat(61)),
         ];
+        // One name buffer for every name, as the answer path reuses it: what a longer name
+        // left behind must not count.
+        let mut lower = LowerName::default();
         for a in &names {
             let path = path_of(&name(a));
             let mut buf = [0; MAX_NAME_LEN];
             assert_eq!(wire_of(&path, &mut buf), Some(name(a).wire()));
             for b in &names {
-                assert_eq!(is_path_of(&path, name(b).wire()), a == b, "{a} against {b}");
+                crate::wire::name::read_name(name(b).wire(), 0, Some(&mut lower)).unwrap();
+                assert_eq!(is_path_of(&path, &lower), a == b, "{a} against {b}");
             }
         }
     }

@@ -172,8 +172,7 @@ impl Leaves {
             return None;
         }
         let h = qname.hash();
-        let wire = qname.wire();
-        let entry = self.shards[shard_of(h)].find(h, |e| is_path_of(e.path(), wire))?;
+        let entry = self.shards[shard_of(h)].find(h, |e| is_path_of(e.path(), qname))?;
         Some(Leaf {
             entry,
             ttl: self.ttl,
