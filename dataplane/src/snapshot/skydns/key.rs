@@ -136,22 +136,18 @@ pub fn wire_of<'b>(path: &[u8], buf: &'b mut [u8; MAX_NAME_LEN]) -> Option<&'b [
 
 /// Whether `path` is the path of `name` (both lower-cased), comparing label by label in place:
 /// the answer path's test of a table entry, where converting either form would cost a copy.
-/// Each label is compared as words: the name's read from its buffer, which extends past its
-/// end; the path's through the eight bytes that end with the label (or, for a label within its
-/// first eight bytes, the first eight).
+/// A label of up to eight bytes is one comparison of two words shifted to hold it in their top
+/// bytes: the path's word ending with the label (or its first eight bytes), and the name's
+/// word starting with it, read from the name's buffer, which extends past the name.
 #[inline(always)]
 pub fn is_path_of(path: &[u8], name: &LowerName) -> bool {
-    let wire = name.wire();
     let total = path.len();
-    if wire.len() != total + 1 {
+    if name.wire().len() != total + 1 {
         return false;
     }
     let buf = name.buffer();
     if total < 8 || total + 8 > buf.len() {
-        // Too short or too long for the words below; such names are rare.
-        let mut reversed = [0u8; MAX_NAME_LEN];
-        reverse_labels(path, &mut reversed[..total]);
-        return reversed[..total] == wire[..total];
+        return is_path_of_slowly(path, name.wire());
     }
     let mut pos = 0;
     while pos < total {
@@ -161,25 +157,47 @@ pub fn is_path_of(path: &[u8], name: &LowerName) -> bool {
             return false;
         }
         // The label at `path[pos..end]` sits at `wire[total - end..total - pos]`.
-        let (mut p, mut w, mut left) = (pos, total - end, n);
-        while left > 8 {
-            if word(path, p) != word(buf, w) {
+        let at = total - end;
+        if n > 8 {
+            if !same_bytes(path, pos, buf, at, n) {
                 return false;
             }
-            (p, w, left) = (p + 8, w + 8, left - 8);
-        }
-        let mask = u64::MAX >> (64 - 8 * left);
-        let in_path = if p + left >= 8 {
-            word(path, p + left - 8) >> (64 - 8 * left)
         } else {
-            (word(path, 0) >> (8 * p)) & mask
-        };
-        if in_path != word(buf, w) & mask {
-            return false;
+            let shift = 64 - 8 * n as u32;
+            let in_path = if end >= 8 {
+                word(path, end - 8)
+            } else {
+                word(path, 0) << (64 - 8 * end as u32)
+            };
+            if (in_path ^ (word(buf, at) << shift)) >> shift != 0 {
+                return false;
+            }
         }
         pos = end;
     }
     true
+}
+
+/// [`is_path_of`] for names too short or too long for its words.
+#[cold]
+#[inline(never)]
+fn is_path_of_slowly(path: &[u8], wire: &[u8]) -> bool {
+    let mut reversed = [0u8; MAX_NAME_LEN];
+    reverse_labels(path, &mut reversed[..path.len()]);
+    reversed[..path.len()] == wire[..path.len()]
+}
+
+/// Whether the `n` bytes (more than eight) of `a` from `a_at` equal those of `b` from `b_at`,
+/// eight at a time, the last step overlapping the one before.
+fn same_bytes(a: &[u8], a_at: usize, b: &[u8], b_at: usize, n: usize) -> bool {
+    let mut k = 0;
+    while k + 8 < n {
+        if word(a, a_at + k) != word(b, b_at + k) {
+            return false;
+        }
+        k += 8;
+    }
+    word(a, a_at + n - 8) == word(b, b_at + n - 8)
 }
 
 /// The name of a path without its `strip` leftmost labels, or the whole name when it has no more
