@@ -2,7 +2,8 @@
 //! take to build, how long the real `skyline` binary (release build) takes to sync them from an
 //! API server speaking the list/watch protocol, how much memory it then holds, and how long one
 //! endpoint change, or one change of the SkyDNS records served beside the cluster, takes, and
-//! what a re-list after every watch expired (410 Gone) and a deleted Namespace cost. Not part of `cargo test`; run with
+//! what a re-list after every watch expired (410 Gone) and a deleted Namespace cost. Not part
+//! of `cargo test`; run with
 //!
 //! ```text
 //! cargo bench --bench kubernetes                         # 10k services, 10 endpoints each
@@ -366,6 +367,16 @@ fn answers_with(addr: SocketAddr, name: &str, address: Ipv4Addr) -> bool {
     })
 }
 
+/// Asks `name` until it is NXDOMAIN, and returns how long that took since `start`; fails after
+/// a minute, saying `what` was not served.
+fn until_nxdomain(addr: SocketAddr, name: &str, start: Instant, what: &str) -> Duration {
+    while ask(addr, name, RecordType::A).is_none_or(|m| m.response_code() != ResponseCode::NXDomain) {
+        assert!(start.elapsed() < Duration::from_secs(60), "{what} not served");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    start.elapsed()
+}
+
 /// Starts the peak of [`memory`] again from the current resident memory.
 fn reset_peak(pid: u32) {
     std::fs::write(format!("/proc/{pid}/clear_refs"), "5").expect("the peak resident memory can be reset");
@@ -438,11 +449,7 @@ fn end_to_end(o: &Options) -> Vec<(String, String)> {
     let start = Instant::now();
     api.delete_unseen(Resource::Service, &ns(gone), &format!("svc-{gone}"));
     api.expire();
-    while ask(server.addr, &probe(gone), RecordType::A).is_none_or(|m| m.response_code() != ResponseCode::NXDomain) {
-        assert!(start.elapsed() < Duration::from_secs(60), "the re-list not served");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let relist = start.elapsed();
+    let relist = until_nxdomain(server.addr, &probe(gone), start, "the re-list");
     let (rss_relist, peak_relist) = memory(server.child.id());
 
     // A Namespace holding a hundredth of the services deleted.
@@ -450,14 +457,7 @@ fn end_to_end(o: &Options) -> Vec<(String, String)> {
     reset_peak(server.child.id());
     let start = Instant::now();
     api.delete(Resource::Namespace, "", &deleted);
-    while ask(server.addr, &probe(0), RecordType::A).is_none_or(|m| m.response_code() != ResponseCode::NXDomain) {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "the namespace deletion not served"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let namespace_gone = start.elapsed();
+    let namespace_gone = until_nxdomain(server.addr, &probe(0), start, "the namespace deletion");
     let (_, peak_namespace) = memory(server.child.id());
     vec![
         ("initial sync, process start to served".into(), ms(sync)),

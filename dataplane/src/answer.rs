@@ -6,11 +6,11 @@
 
 use crate::cache::{Age, Cache, Entry, Key, KeyRef, Lookup};
 use crate::forward::{Failure, Route, Routes};
-use crate::snapshot::kubernetes::{Host, Written, MAX_ANSWER};
+use crate::snapshot::kubernetes::{Host, MAX_ANSWER};
 use crate::snapshot::rrset::{Beyond, CompiledAnswer};
 use crate::snapshot::skydns::{self, WildcardAnswer};
 use crate::snapshot::skydns::{Leaf, MAX_LEAF_ANSWER};
-use crate::snapshot::{Node, Slot, Snapshot, Zone, ZoneKind, ZoneState};
+use crate::snapshot::{Node, Slot, Snapshot, Written, Zone, ZoneKind, ZoneState};
 use crate::wire::types::{
     class, ede, flags, option, rcode, rtype, ADVERTISED_UDP_LEN, CLASSIC_UDP_LEN, HEADER_LEN, MAX_MESSAGE_LEN,
     MAX_NAME_LEN,
@@ -617,19 +617,21 @@ fn leaf(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, found
     if zone.kind == ZoneKind::Authoritative {
         r.flags |= flags::AA;
     }
-    match (qtype, found.v4()) {
-        (rtype::A, Some(address)) => r.address_at_query(rtype::A, found.ttl(), address.octets()),
-        (rtype::A, None) => r.negative(rcode::NOERROR, qname, zone),
-        (rtype::AAAA, _) => match found.v6() {
+    match qtype {
+        rtype::A => match found.v4() {
+            Some(address) => r.address_at_query(rtype::A, found.ttl(), address.octets()),
+            None => r.negative(rcode::NOERROR, qname, zone),
+        },
+        rtype::AAAA => match found.v6() {
             Some(address) => r.address_at_query(rtype::AAAA, found.ttl(), address.octets()),
             None => r.negative(rcode::NOERROR, qname, zone),
         },
-        (rtype::SRV, _) => {
+        rtype::SRV => {
             let mut records = [0u8; MAX_LEAF_ANSWER];
             let written = found.write_srv(qname, &mut records);
             r.written(&records, written);
         }
-        (rtype::ANY, _) => r.hinfo(zone.default_ttl),
+        rtype::ANY => r.hinfo(zone.default_ttl),
         _ => r.negative(rcode::NOERROR, qname, zone),
     }
 }

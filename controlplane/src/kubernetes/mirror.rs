@@ -16,7 +16,7 @@
 use skyline_dataplane::snapshot::kubernetes::{
     Changes, Cluster, EndpointSlice, Names, ObjectKey, Objects, Pod, Service,
 };
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::BuildHasher;
 
 /// The kinds of objects watched.
@@ -41,29 +41,12 @@ impl Kind {
     }
 }
 
-/// A table that can hand its entries over to its unconfirmed twin.
-trait Table: Default {
-    fn absorb(&mut self, other: Self);
-}
-
-impl<V, S: BuildHasher + Default> Table for HashMap<ObjectKey, V, S> {
-    fn absorb(&mut self, other: Self) {
-        self.extend(other);
-    }
-}
-
-impl<S: BuildHasher + Default> Table for HashSet<Box<str>, S> {
-    fn absorb(&mut self, other: Self) {
-        self.extend(other);
-    }
-}
-
 /// Starts a re-list of `live`: its entries become unconfirmed (joining any left from an
 /// interrupted re-list).
-fn begin<T: Table>(live: &mut T, unconfirmed: &mut Option<T>) {
+fn begin<T: Default + IntoIterator + Extend<T::Item>>(live: &mut T, unconfirmed: &mut Option<T>) {
     let held = std::mem::take(live);
     match unconfirmed {
-        Some(earlier) => earlier.absorb(held),
+        Some(earlier) => earlier.extend(held),
         None => *unconfirmed = Some(held),
     }
 }

@@ -13,6 +13,7 @@ pub mod skydns;
 mod test_replies;
 #[cfg(test)]
 mod test_rng;
+mod written;
 
 use crate::wire::types::rtype;
 use crate::wire::writer::Shift;
@@ -23,6 +24,7 @@ pub use retire::publish;
 use rrset::CompiledAnswer;
 use std::net::IpAddr;
 use std::sync::Arc;
+pub use written::Written;
 
 /// The qtypes a node can hold data for; any other qtype is NODATA on an existing name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -419,8 +421,9 @@ impl Snapshot {
 /// zones) and those of `base` (the SkyDNS domain and its reverse zones). A zone both have (the
 /// reverse zones) takes `overlay`'s settings and holds both sources' names; where both hold a
 /// name, `overlay`'s node wins, and so does a name of `overlay`'s tables, which then becomes a
-/// node (a node answers first); `base`'s leaves answer where `overlay` holds no such name. `overlay` is consumed so that its nodes move rather than copy;
-/// `base`'s are cloned (their answers are shared, not copied). Neither a change of the cluster
+/// node (a node answers first); `base`'s leaves answer where `overlay` holds no such name.
+/// `overlay` is consumed so that its nodes move rather than copy; `base`'s are cloned (their
+/// answers are shared, not copied). Neither a change of the cluster
 /// nor a new `base` needs to compose again: [`kubernetes::update()`] carries the composed names
 /// over and writes only those either change.
 pub fn compose(base: &Snapshot, overlay: Snapshot, generation: u64) -> Snapshot {

@@ -16,8 +16,9 @@ use super::model::ServicePort;
 use super::names::{reverse, reversed, unreverse};
 use super::sets::{address_answers, single, srv_weighted, weight, SrvEntry};
 use crate::snapshot::rrset::{AnswerSet, CompiledAnswer, Rdata};
+use crate::snapshot::written::{Cursor, Written};
 use crate::snapshot::{Below, Node, Slot};
-use crate::wire::types::{class, rtype, HEADER_LEN};
+use crate::wire::types::{rtype, HEADER_LEN};
 use crate::wire::{LowerName, Name};
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
@@ -152,53 +153,6 @@ enum Entry<'a> {
     Pointer(&'a Pointer),
 }
 
-/// Where [`Host::write`] put an answer's records: the answer section's records first, then
-/// the additional section's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Written {
-    /// Bytes of the answer section.
-    pub answer_len: usize,
-    /// Records of the answer section.
-    pub answer_count: u16,
-    /// Bytes of both sections.
-    pub len: usize,
-    /// Records of the additional section.
-    pub additional_count: u16,
-}
-
-/// Appends to a buffer of [`MAX_ANSWER`] bytes, which no host's answer outgrows.
-struct Cursor<'b> {
-    out: &'b mut [u8; MAX_ANSWER],
-    at: usize,
-}
-
-impl Cursor<'_> {
-    fn put(&mut self, bytes: &[u8]) {
-        self.out[self.at..self.at + bytes.len()].copy_from_slice(bytes);
-        self.at += bytes.len();
-    }
-
-    /// A record owned by the query name: a pointer to the question.
-    fn record(&mut self, rtype_: u16, ttl: u32, rdata: &[&[u8]]) {
-        let len: usize = rdata.iter().map(|part| part.len()).sum();
-        self.put(&[0xC0, HEADER_LEN as u8]);
-        self.put(&rtype_.to_be_bytes());
-        self.put(&class::IN.to_be_bytes());
-        self.put(&ttl.to_be_bytes());
-        self.put(&(len as u16).to_be_bytes());
-        for part in rdata {
-            self.put(part);
-        }
-    }
-
-    fn address(&mut self, ttl: u32, address: IpAddr) {
-        match address {
-            IpAddr::V4(a) => self.record(rtype::A, ttl, &[&a.octets()]),
-            IpAddr::V6(a) => self.record(rtype::AAAA, ttl, &[&a.octets()]),
-        }
-    }
-}
-
 impl Host<'_> {
     /// Where the entry's name (or target) lies: the same in two snapshots that carried the
     /// entry over, even in a copied shard, and another for an entry compiled again.
@@ -214,7 +168,7 @@ impl Host<'_> {
     /// node's compiled answer holds them: owners and names equal to a suffix of the query name
     /// as pointers into the question, SRV targets written out. `None`: no data of that type.
     pub fn write(&self, qname: &LowerName, qtype: u16, out: &mut [u8; MAX_ANSWER]) -> Option<Written> {
-        let mut w = Cursor { out, at: 0 };
+        let mut w = Cursor::new(out);
         let ttl = self.ttl;
         let (answer_count, additional_count) = match (self.entry, qtype) {
             (Entry::Named(named), rtype::A) if named.address.is_ipv4() => {

@@ -15,7 +15,7 @@ mod update;
 
 pub use build::{build, syncing};
 pub use config::{is_reverse, Config, PodMode, DEFAULT_TTL, MAX_TTL, SCHEMA_VERSION, VERSION_TTL};
-pub use hosts::{Compact, Host, Hosts, Written, MAX_ANSWER};
+pub use hosts::{Compact, Host, Hosts, MAX_ANSWER};
 pub use model::{
     Before, Changes, Cluster, Endpoint, EndpointSlice, Names, ObjectKey, Objects, Pod, Protocol, Service, ServiceKind,
     ServicePort,

@@ -141,12 +141,15 @@ pub fn update(
         }
     };
     // A name of `base` as `compose` places it: its node, in the zone of the same apex.
+    // The served zone of `base`'s zone of index `zone`: the one of the same apex.
+    let served_zone = |zone: u16| {
+        let apex = base.zones.get(usize::from(zone)).map(|z| &z.apex);
+        zones.iter().position(|z| Some(&z.apex) == apex).unwrap_or(0) as u16
+    };
     let from_base = |name: &Name| {
         base.nodes.get(name.wire()).map(|node| {
-            let apex = base.zones.get(usize::from(node.zone())).map(|z| &z.apex);
-            let zone = zones.iter().position(|z| Some(&z.apex) == apex).unwrap_or(0) as u16;
             let mut node = node.clone();
-            node.set_zone(zone);
+            node.set_zone(served_zone(node.zone()));
             node
         })
     };
@@ -191,14 +194,13 @@ pub fn update(
         names = nodes.len() + hosts.len(),
         "updated cluster zones"
     );
-    let leaf_apex = base.zones.get(usize::from(base.leaves.zone())).map(|z| &z.apex);
-    let leaf_zone = zones.iter().position(|z| Some(&z.apex) == leaf_apex).unwrap_or(0) as u16;
+    let leaves = base.leaves.composed(served_zone(base.leaves.zone()));
     Some(Snapshot {
         generation,
         zones,
         nodes,
         hosts,
-        leaves: base.leaves.composed(leaf_zone),
+        leaves,
         identity: base.identity.clone(),
         skydns: base.skydns.clone(),
     })

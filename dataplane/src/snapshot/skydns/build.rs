@@ -261,18 +261,8 @@ pub(super) fn name_at<'i>(index: &'i Index, answerer: &mut Answerer<'_>, path: &
     compile_node(index, answerer, path, range, zone).map_or(Named::Absent, Named::Node)
 }
 
-/// The node of the name at `path` in the domain, from the records at and below it; `None` when
-/// the name does not exist (the apex always does).
-pub(super) fn name_node(index: &Index, answerer: &mut Answerer<'_>, path: &[u8], zone: u16) -> Option<Node> {
-    let range = index.subtree(path);
-    if range.is_empty() && *path != *index.apex {
-        return None;
-    }
-    compile_node(index, answerer, path, range, zone)
-}
-
 /// A node answering from the records `range` of the index, those at and below `path`.
-fn compile_node(
+pub(super) fn compile_node(
     index: &Index,
     answerer: &mut Answerer<'_>,
     path: &[u8],

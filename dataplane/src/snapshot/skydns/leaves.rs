@@ -5,25 +5,22 @@
 //! port. As nodes they cost about 250 bytes each (a hash-table slot, the name, and the node
 //! with its A and SRV answers compiled apart), for records the source already holds typed. Here
 //! a leaf is a pointer to that entry in a hash table; the answer path writes its records when
-//! it finds the name (see [`Leaves::get`]), byte for byte as its node would answer
-//! ([`Leaves::nodes`] compiles those nodes, and the tests compare the two).
+//! it finds the name (see [`Leaves::get`]), byte for byte as its node would answer (the tests
+//! compile those nodes and compare the two).
 //!
 //! Like [`crate::snapshot::Nodes`], the table is split into shards shared between snapshots
 //! until a change writes one, so that an update copies what it writes, not the table.
 
-use super::answers::Answerer;
-use super::build::name_node;
 use super::entry::{Entry, Host, HostKind};
 use super::index::Index;
 use super::key::{components, is_path_of, is_wildcard, wire_of};
-use super::srv::normalised_weight;
-use crate::snapshot::kubernetes::Written;
-use crate::snapshot::Node;
+use super::srv::{effective_weight, normalised_weight};
+use crate::snapshot::written::{Cursor, Written};
 use crate::wire::name::name_hash;
-use crate::wire::types::{class, rtype, HEADER_LEN, MAX_NAME_LEN};
-use crate::wire::{LowerName, Name};
+use crate::wire::types::{rtype, MAX_NAME_LEN};
+use crate::wire::LowerName;
 use hashbrown::HashTable;
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -220,11 +217,18 @@ impl Leaves {
     }
 
     /// Every leaf with the node it stands for, compiled from `index` (the snapshot's own) as
-    /// the builder compiles a name's node: for comparisons and accounting, not for answering.
-    pub fn nodes<'a>(&'a self, index: &'a Index) -> impl Iterator<Item = (Name, Node)> + 'a {
+    /// the builder compiles a name's node: what the tests compare the leaves' answers with.
+    #[cfg(test)]
+    pub(crate) fn nodes<'a>(
+        &'a self,
+        index: &'a Index,
+    ) -> impl Iterator<Item = (crate::wire::Name, crate::snapshot::Node)> + 'a {
+        use super::answers::Answerer;
+        use super::build::compile_node;
         let mut answerer = Answerer::new(index);
         self.shards.iter().flat_map(|shard| shard.iter()).filter_map(move |e| {
-            let node = name_node(index, &mut answerer, e.path(), self.zone)?;
+            let path = e.path();
+            let node = compile_node(index, &mut answerer, path, index.subtree(path), self.zone)?;
             Some((e.name(), node))
         })
     }
@@ -259,56 +263,28 @@ impl Leaf<'_> {
     /// and the address as glue owned by the question's name.
     pub fn write_srv(&self, qname: &LowerName, out: &mut [u8; MAX_LEAF_ANSWER]) -> Written {
         let ttl = self.ttl();
-        let weight = normalised_weight(self.entry.weight, u64::from(effective(self.entry.weight)));
-        let target = qname.wire();
+        let weight = normalised_weight(self.entry.weight, effective_weight(self.entry.weight));
         let fixed = [
             self.entry.priority_or(self.priority).to_be_bytes(),
             weight.to_be_bytes(),
             self.entry.port.to_be_bytes(),
         ];
-        let mut at = record(out, 0, rtype::SRV, ttl, &[fixed.as_flattened(), target]);
-        let answer_len = at;
-        at = match self.entry.host() {
-            Host::V6(address) => record(out, at, rtype::AAAA, ttl, &[&address.octets()]),
-            _ => match self.v4() {
-                Some(address) => record(out, at, rtype::A, ttl, &[&address.octets()]),
-                None => at,
-            },
+        let mut w = Cursor::new(out);
+        w.record(rtype::SRV, ttl, &[fixed.as_flattened(), qname.wire()]);
+        let answer_len = w.at;
+        let address = match self.entry.host() {
+            Host::V4(address) => Some(IpAddr::V4(address)),
+            Host::V6(address) => Some(IpAddr::V6(address)),
+            Host::None | Host::Name(_) => None,
         };
+        if let Some(address) = address {
+            w.address(ttl, address);
+        }
         Written {
             answer_len,
             answer_count: 1,
-            len: at,
-            additional_count: u16::from(at > answer_len),
+            len: w.at,
+            additional_count: u16::from(w.at > answer_len),
         }
     }
-}
-
-/// A weight of 0 counts as 100 (SkyDNS).
-fn effective(weight: u16) -> u16 {
-    if weight == 0 {
-        100
-    } else {
-        weight
-    }
-}
-
-/// Writes at `at` in `out` a record owned by the query name (a pointer to the question), and
-/// returns where it ends.
-fn record(out: &mut [u8], at: usize, rtype_: u16, ttl: u32, rdata: &[&[u8]]) -> usize {
-    let len: usize = rdata.iter().map(|part| part.len()).sum();
-    let mut pos = at;
-    let mut put = |bytes: &[u8]| {
-        out[pos..pos + bytes.len()].copy_from_slice(bytes);
-        pos += bytes.len();
-    };
-    put(&[0xC0, HEADER_LEN as u8]);
-    put(&rtype_.to_be_bytes());
-    put(&class::IN.to_be_bytes());
-    put(&ttl.to_be_bytes());
-    put(&(len as u16).to_be_bytes());
-    for part in rdata {
-        put(part);
-    }
-    pos
 }

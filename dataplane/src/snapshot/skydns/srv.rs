@@ -19,7 +19,8 @@ pub fn normalised_weight(weight: u16, sum: u64) -> u16 {
     (w1 * effective_weight(weight) as f64).floor() as u16
 }
 
-fn effective_weight(weight: u16) -> u64 {
+/// SkyDNS counts a weight of 0 as 100.
+pub(super) fn effective_weight(weight: u16) -> u64 {
     if weight == 0 {
         100
     } else {
