@@ -10,7 +10,7 @@ use crate::inflight::Inflight;
 use crate::pace::Pace;
 use crate::query::{Query, QUESTION_START};
 use mio::{Events, Interest, Poll, Token};
-use skyline_dataplane::io::{Datagrams, KernelUdp, PacketIo};
+use skyline_dataplane::io::{Datagrams, KernelUdp, PacketIo, Peer};
 use skyline_dataplane::sys::BATCH_SIZE;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
@@ -167,6 +167,7 @@ pub fn run(config: &Config, queries: &[Query]) -> io::Result<Report> {
     let longest = queries.iter().map(|q| q.message.len()).max().unwrap_or(0);
     let mut state = State {
         config,
+        server: Peer::from(config.server),
         queries,
         inflight: Inflight::new(config.seed),
         replies: Datagrams::new(REPLY_SLOT_LEN),
@@ -185,6 +186,8 @@ pub fn run(config: &Config, queries: &[Query]) -> io::Result<Report> {
 
 struct State<'a> {
     config: &'a Config,
+    /// The server in the form every send takes.
+    server: Peer,
     queries: &'a [Query],
     inflight: Inflight,
     replies: Datagrams,
@@ -273,7 +276,7 @@ impl State<'_> {
             };
             *id = new;
             let message = &self.queries[index].message;
-            self.sends.push_with(self.config.server, |out| {
+            self.sends.push_with(self.server, |out| {
                 out[..message.len()].copy_from_slice(message);
                 out[..2].copy_from_slice(&new.to_be_bytes());
                 Some(message.len())

@@ -27,6 +27,7 @@ pub use upstream::{SharedHealth, MAX_FAILS, PROBE_INTERVAL};
 
 use crate::answer::{answer_recursive, Context, Outcome, Recursion, Resolution, Resolved};
 use crate::cache::{Cache, CacheConfig};
+use crate::io::Peer;
 use crate::snapshot::Snapshot;
 use crate::stats::WorkerStats;
 use crate::wire::types::MAX_MESSAGE_LEN;
@@ -111,7 +112,7 @@ impl ForwardConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Client {
     /// Over UDP, on the worker's listening socket `socket`, from `peer`.
-    Udp { socket: usize, peer: SocketAddr },
+    Udp { socket: usize, peer: Peer },
     /// Over TCP, on connection slot `conn` while it holds connection number `serial`.
     Tcp { conn: usize, serial: u64, peer: IpAddr },
 }

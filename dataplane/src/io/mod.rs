@@ -8,9 +8,10 @@ mod udp;
 
 pub use udp::KernelUdp;
 
+pub use crate::sys::Peer;
+
 use crate::sys::{RecvSlots, SendSlots, BATCH_SIZE};
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
 
 /// A source and sink of datagrams, registered in a worker's `mio::Poll`.
 ///
@@ -43,7 +44,7 @@ pub struct Datagrams {
     bufs: Box<[u8]>,
     slot_len: usize,
     lens: [usize; BATCH_SIZE],
-    peers: [SocketAddr; BATCH_SIZE],
+    peers: [Peer; BATCH_SIZE],
     len: usize,
 }
 
@@ -63,7 +64,7 @@ impl Datagrams {
             bufs: vec![0; slot_len * BATCH_SIZE].into_boxed_slice(),
             slot_len,
             lens: [0; BATCH_SIZE],
-            peers: [SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)); BATCH_SIZE],
+            peers: [Peer::default(); BATCH_SIZE],
             len: 0,
         }
     }
@@ -89,7 +90,7 @@ impl Datagrams {
     }
 
     /// Datagram `i`: its payload and its peer.
-    pub fn get(&self, i: usize) -> Option<(&[u8], SocketAddr)> {
+    pub fn get(&self, i: usize) -> Option<(&[u8], Peer)> {
         if i >= self.len {
             return None;
         }
@@ -102,7 +103,7 @@ impl Datagrams {
     /// datagram was appended (`false` also when the batch is full). Inlined into the
     /// worker's loop: as a call it cost every query a hundred instructions of moves.
     #[inline(always)]
-    pub fn push_with(&mut self, peer: SocketAddr, fill: impl FnOnce(&mut [u8]) -> Option<usize>) -> bool {
+    pub fn push_with(&mut self, peer: Peer, fill: impl FnOnce(&mut [u8]) -> Option<usize>) -> bool {
         if self.is_full() {
             return false;
         }
@@ -152,8 +153,8 @@ impl Datagrams {
 mod tests {
     use super::*;
 
-    fn peer(port: u16) -> SocketAddr {
-        SocketAddr::from((Ipv4Addr::LOCALHOST, port))
+    fn peer(port: u16) -> Peer {
+        Peer::from(std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port)))
     }
 
     #[test]

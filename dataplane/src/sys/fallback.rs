@@ -1,7 +1,7 @@
 //! Platforms without `recvmmsg`/`sendmmsg`: one `recv_from` / `send_to` per datagram, with the
 //! same batch interface so that callers do not care which one they got.
 
-use super::{RecvSlots, SendSlots};
+use super::{Peer, RecvSlots, SendSlots};
 use socket2::{SockAddr, SockRef};
 use std::io;
 use std::mem::MaybeUninit;
@@ -24,7 +24,7 @@ pub fn recv_batch(socket: SockRef<'_>, slots: RecvSlots<'_>, _headers: &mut Head
         match socket.recv_from(buf) {
             Ok((n, from)) => {
                 slots.lens[received] = n.min(len);
-                slots.peers[received] = from.as_socket().unwrap_or_else(unspecified);
+                slots.peers[received] = from.as_socket().map(Peer::from).unwrap_or_default();
                 received += 1;
             }
             Err(e) if received == 0 => return Err(e),
@@ -39,15 +39,11 @@ pub fn recv_batch(socket: SockRef<'_>, slots: RecvSlots<'_>, _headers: &mut Head
 pub fn send_batch(socket: SockRef<'_>, slots: SendSlots<'_>, _headers: &mut Headers) -> io::Result<usize> {
     let mut sent = 0;
     for i in 0..slots.count() {
-        match socket.send_to(slots.payload(i), &SockAddr::from(slots.peers[i])) {
+        match socket.send_to(slots.payload(i), &SockAddr::from(slots.peers[i].addr())) {
             Ok(_) => sent += 1,
             Err(e) if sent == 0 => return Err(e),
             Err(_) => break,
         }
     }
     Ok(sent)
-}
-
-fn unspecified() -> std::net::SocketAddr {
-    std::net::SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, 0))
 }

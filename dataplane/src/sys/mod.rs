@@ -15,7 +15,10 @@ mod imp;
 #[path = "fallback.rs"]
 mod imp;
 
+mod peer;
+
 pub use imp::{recv_batch, send_batch, Headers};
+pub use peer::Peer;
 
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
@@ -48,7 +51,7 @@ pub struct RecvSlots<'a> {
     /// Bytes received into each buffer.
     pub lens: &'a mut [usize],
     /// Sender of each datagram.
-    pub peers: &'a mut [SocketAddr],
+    pub peers: &'a mut [Peer],
 }
 
 impl RecvSlots<'_> {
@@ -68,7 +71,7 @@ pub struct SendSlots<'a> {
     /// Length of each datagram (at most `slot_len`).
     pub lens: &'a [usize],
     /// Destination of each datagram.
-    pub peers: &'a [SocketAddr],
+    pub peers: &'a [Peer],
 }
 
 impl SendSlots<'_> {
@@ -227,10 +230,10 @@ mod tests {
 
     const SLOT: usize = 64;
 
-    fn receive_some(socket: &UdpSocket, want: usize) -> (Vec<u8>, Vec<usize>, Vec<SocketAddr>, usize) {
+    fn receive_some(socket: &UdpSocket, want: usize) -> (Vec<u8>, Vec<usize>, Vec<Peer>, usize) {
         let mut bufs = vec![0u8; SLOT * BATCH_SIZE];
         let mut lens = vec![0usize; BATCH_SIZE];
-        let mut peers = vec![SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)); BATCH_SIZE];
+        let mut peers = vec![Peer::default(); BATCH_SIZE];
         let mut got = 0;
         let deadline = Instant::now() + Duration::from_secs(2);
         while got < want && Instant::now() < deadline {
@@ -261,7 +264,7 @@ mod tests {
             chunk.fill(i as u8 + 1);
         }
         let lens = [5, SLOT, 1];
-        let peers = [to; 3];
+        let peers = [Peer::from(to); 3];
         let sent = send_batch(
             SockRef::from(&a),
             SendSlots {
@@ -289,7 +292,7 @@ mod tests {
         assert_eq!(got, 3);
         assert_eq!(&got_lens[..3], &lens);
         for i in 0..3 {
-            assert_eq!(got_peers[i], a.local_addr().unwrap());
+            assert_eq!(got_peers[i].addr(), a.local_addr().unwrap());
             assert!(got_bufs[i * SLOT..i * SLOT + lens[i]].iter().all(|&b| b == i as u8 + 1));
         }
     }
@@ -303,7 +306,7 @@ mod tests {
         let mut first = vec![0u8; SLOT * 4];
         let mut second = vec![0u8; SLOT * 2];
         let mut lens = [0usize; 4];
-        let mut peers = [SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)); 4];
+        let mut peers = [Peer::default(); 4];
         let mut receive = |bufs: &mut [u8], slot_len: usize, fill: u8| {
             a.send_to(&[fill; 3], b.local_addr().unwrap()).unwrap();
             let deadline = Instant::now() + Duration::from_secs(2);
@@ -315,7 +318,7 @@ mod tests {
                     peers: &mut peers,
                 };
                 match recv_batch(SockRef::from(&b), slots, &mut headers) {
-                    Ok(n) => return (n, lens[0], peers[0]),
+                    Ok(n) => return (n, lens[0], peers[0].addr()),
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock && Instant::now() < deadline => {
                         std::thread::sleep(Duration::from_millis(1))
                     }
@@ -339,7 +342,7 @@ mod tests {
         socket.set_nonblocking(true).unwrap();
         let mut bufs = [0u8; SLOT];
         let mut lens = [0usize; 1];
-        let mut peers = [SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)); 1];
+        let mut peers = [Peer::default(); 1];
         let slots = RecvSlots {
             bufs: &mut bufs,
             slot_len: SLOT,
@@ -358,7 +361,7 @@ mod tests {
         let b = UdpSocket::bind("[::1]:0").unwrap();
         b.set_nonblocking(true).unwrap();
         let payload = [7u8; 9];
-        let peers = [b.local_addr().unwrap()];
+        let peers = [Peer::from(b.local_addr().unwrap())];
         let sent = send_batch(
             SockRef::from(&a),
             SendSlots {
@@ -374,7 +377,7 @@ mod tests {
         let (_, lens, got_peers, got) = receive_some(&b, 1);
         assert_eq!(got, 1);
         assert_eq!(lens[0], 9);
-        assert_eq!(got_peers[0], a.local_addr().unwrap());
+        assert_eq!(got_peers[0].addr(), a.local_addr().unwrap());
     }
 
     #[test]

@@ -82,6 +82,7 @@ impl Data {
         Data::Inline(len as u8, bytes)
     }
 
+    #[inline(always)]
     fn bytes(&self) -> &[u8] {
         match self {
             Data::Inline(len, bytes) => &bytes[..*len as usize],
@@ -180,8 +181,15 @@ impl Entry {
     }
 
     /// The path of the name the record belongs to, lower-cased.
+    #[inline(always)]
     pub fn path(&self) -> &[u8] {
         &self.data.bytes()[..self.path_len as usize]
+    }
+
+    /// The length of [`Entry::path`], without reading the data.
+    #[inline(always)]
+    pub(super) fn path_len(&self) -> usize {
+        self.path_len as usize
     }
 
     /// The path as the key writes it.

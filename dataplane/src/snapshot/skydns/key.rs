@@ -139,8 +139,11 @@ pub fn wire_of<'b>(path: &[u8], buf: &'b mut [u8; MAX_NAME_LEN]) -> Option<&'b [
 /// A label of up to eight bytes is one comparison of two words shifted to hold it in their top
 /// bytes: the path's word ending with the label (or its first eight bytes), and the name's
 /// word starting with it, read from the name's buffer, which extends past the name.
+/// The caller may already know that the name ends with the path's first `known` bytes (whole
+/// components, such as a domain's apex, checked once for every candidate of a lookup): those
+/// are not compared again.
 #[inline(always)]
-pub fn is_path_of(path: &[u8], name: &LowerName) -> bool {
+pub fn is_path_of(path: &[u8], known: usize, name: &LowerName) -> bool {
     let total = path.len();
     if name.wire().len() != total + 1 {
         return false;
@@ -149,7 +152,7 @@ pub fn is_path_of(path: &[u8], name: &LowerName) -> bool {
     if total < 8 || total + 8 > buf.len() {
         return is_path_of_slowly(path, name.wire());
     }
-    let mut pos = 0;
+    let mut pos = known;
     while pos < total {
         let n = 1 + path[pos] as usize;
         let end = pos + n;
@@ -331,7 +334,16 @@ mod tests {
             assert_eq!(wire_of(&path, &mut buf), Some(name(a).wire()));
             for b in &names {
                 crate::wire::name::read_name(name(b).wire(), 0, Some(&mut lower)).unwrap();
-                assert_eq!(is_path_of(&path, &lower), a == b, "{a} against {b}");
+                assert_eq!(is_path_of(&path, 0, &lower), a == b, "{a} against {b}");
+                // Where `b` is known to end with some of `a`'s top components, the rest decide.
+                let mut known = 0;
+                for component in components(&path) {
+                    known += 1 + component.len();
+                    let mut top = [0; MAX_NAME_LEN];
+                    if lower.wire().ends_with(wire_of(&path[..known], &mut top).unwrap()) {
+                        assert_eq!(is_path_of(&path, known, &lower), a == b, "{a} against {b} past {known}");
+                    }
+                }
             }
         }
     }

@@ -191,3 +191,31 @@ fn only_single_address_records_with_nothing_below_are_leaves() {
     assert!(is_nodata(&s, "a.web.skydns.test.", RecordType::AAAA));
     assert!(is_nxdomain(&s, "x.a.web.skydns.test.", RecordType::A));
 }
+
+#[test]
+fn names_of_one_length_behind_one_tag_are_told_apart() {
+    // The table's first test is the name's length behind a 7-bit tag: among 20,000 names of one
+    // length many share a tag, and each must still find its own record.
+    let records: Vec<(String, Service)> = (0..20_000u32)
+        .map(|i| {
+            let address = std::net::Ipv4Addr::from(0x0a00_0000 + i);
+            (format!("test/skydns/x/h{i:05}"), host(&address.to_string()))
+        })
+        .collect();
+    let borrowed: Vec<(&str, Service)> = records.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let s = snapshot(&borrowed);
+    assert_eq!(s.leaves.len(), 20_000);
+    for i in 0..20_000u32 {
+        let qname =
+            LowerName::from_wire(Name::from_dotted(&format!("h{i:05}.x.skydns.test.")).unwrap().wire()).unwrap();
+        let (leaf, _) = s.leaf(&qname).unwrap_or_else(|| panic!("h{i:05} is a leaf"));
+        assert_eq!(leaf.v4(), Some(std::net::Ipv4Addr::from(0x0a00_0000 + i)), "h{i:05}");
+    }
+    for absent in [
+        "h20000.x.skydns.test.",
+        "h0000.xx.skydns.test.",
+        "h00000.y.skydns.test.",
+    ] {
+        assert!(!is_leaf(&s, absent), "{absent}");
+    }
+}
