@@ -17,10 +17,11 @@ mod rdata;
 
 pub use entry::{Age, Entry, RecordsError, TtlCaps, Written, STALE_TTL};
 
-use crate::wire::name::{is_within, same_wire};
+use crate::wire::name::{is_within, name_hash, same_wire};
 use crate::wire::types::MAX_NAME_LEN;
 use crate::wire::{LowerName, Name};
-use std::collections::{HashMap, HashSet, VecDeque};
+use hashbrown::HashTable;
+use std::collections::{HashSet, VecDeque};
 use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, Instant};
 
@@ -157,6 +158,8 @@ impl Key {
 pub struct KeyRef<'a> {
     prefix: [u8; KEY_PREFIX_LEN],
     name: &'a [u8],
+    /// [`name_hash`] of the name: a query's comes with its name, read once.
+    name_hash: u64,
 }
 
 impl<'a> KeyRef<'a> {
@@ -168,6 +171,7 @@ impl<'a> KeyRef<'a> {
         KeyRef {
             prefix: [t0, t1, c0, c1, bits],
             name: qname.wire(),
+            name_hash: qname.hash(),
         }
     }
 
@@ -176,9 +180,11 @@ impl<'a> KeyRef<'a> {
         let mut prefix = [0u8; KEY_PREFIX_LEN];
         let cut = bytes.len().min(KEY_PREFIX_LEN);
         prefix[..cut].copy_from_slice(&bytes[..cut]);
+        let name = &bytes[cut..];
         KeyRef {
             prefix,
-            name: &bytes[cut..],
+            name,
+            name_hash: name_hash(name),
         }
     }
 
@@ -281,6 +287,7 @@ impl Clock {
     }
 
     /// As [`Clock::nanos`], remembering the answer for the next call with the same `now`.
+    #[inline(always)]
     fn now(&mut self, now: Instant) -> i64 {
         if self.last.0 != now {
             self.last = (now, self.nanos(now));
@@ -292,15 +299,17 @@ impl Clock {
 /// Whole seconds from `earlier` to `later` (nanoseconds), zero when `later` is not later: what
 /// `later.saturating_duration_since(earlier).as_secs()` says of the same instants.
 fn seconds_between(earlier: i64, later: i64) -> u64 {
-    (later.saturating_sub(earlier).max(0) / 1_000_000_000) as u64
+    later.saturating_sub(earlier).max(0) as u64 / 1_000_000_000
 }
 
 /// One worker's response cache.
 #[derive(Debug)]
 pub struct Cache {
     config: CacheConfig,
-    hasher: foldhash::fast::RandomState,
-    index: HashMap<u64, u32, PreHashed>,
+    /// This cache's secret: the keys' hashes are keyed with it (see [`Cache::hash`]).
+    secret: [u64; 2],
+    /// The slot of each key's hash.
+    index: HashTable<(u64, u32)>,
     slots: Vec<Option<Stored>>,
     free: Vec<u32>,
     small: VecDeque<u32>,
@@ -317,8 +326,11 @@ impl Cache {
     pub fn new(config: CacheConfig) -> Cache {
         Cache {
             config,
-            hasher: foldhash::fast::RandomState::default(),
-            index: HashMap::default(),
+            secret: {
+                let random = foldhash::fast::RandomState::default();
+                [random.hash_one(0u64), random.hash_one(1u64) | 1]
+            },
+            index: HashTable::new(),
             slots: Vec::new(),
             free: Vec::new(),
             small: VecDeque::new(),
@@ -369,12 +381,23 @@ impl Cache {
         }
     }
 
+    /// The hash of a key: its name's hash (a query's is computed as its name is read) and its
+    /// other fields, keyed with this cache's secret. The names are the clients' and the name
+    /// hash's seed is fixed; keyed with a secret multiplier, where a key lands cannot be
+    /// foreseen, so no client can pile keys into one probe sequence.
     #[inline(always)]
     fn hash(&self, key: KeyRef<'_>) -> u64 {
-        let mut hasher = self.hasher.build_hasher();
-        hasher.write(&key.prefix);
-        hasher.write(key.name);
-        hasher.finish()
+        let mut prefix = [0u8; 8];
+        prefix[..KEY_PREFIX_LEN].copy_from_slice(&key.prefix);
+        let mixed = key.name_hash ^ u64::from_le_bytes(prefix).rotate_left(29) ^ self.secret[0];
+        let product = u128::from(mixed) * u128::from(self.secret[1]);
+        (product as u64) ^ ((product >> 64) as u64)
+    }
+
+    /// The slot holding the key of hash `hash`.
+    #[inline(always)]
+    fn slot_of(&self, hash: u64) -> Option<u32> {
+        self.index.find(hash, |&(h, _)| h == hash).map(|&(_, slot)| slot)
     }
 
     /// Looks `key` up at time `now`. A fresh entry counts as a hit for eviction; a stale one is
@@ -384,7 +407,7 @@ impl Cache {
     pub fn lookup(&mut self, key: KeyRef<'_>, now: Instant, upstreams_down: bool) -> Lookup<'_> {
         let now = self.clock.now(now);
         let hash = self.hash(key);
-        let Some(&slot) = self.index.get(&hash) else {
+        let Some(slot) = self.slot_of(hash) else {
             return Lookup::Miss;
         };
         let stale_for = u64::from(self.config.stale_for);
@@ -436,9 +459,8 @@ impl Cache {
     /// Whether `key` has an entry that [`Cache::lookup`] would return now, fresh or stale.
     pub fn can_serve(&self, key: KeyRef<'_>, now: Instant) -> bool {
         let Some(stored) = self
-            .index
-            .get(&self.hash(key))
-            .and_then(|&slot| self.slots.get(slot as usize))
+            .slot_of(self.hash(key))
+            .and_then(|slot| self.slots.get(slot as usize))
             .and_then(Option::as_ref)
         else {
             return false;
@@ -458,7 +480,7 @@ impl Cache {
         }
         let hash = self.hash(KeyRef::from_bytes(key));
         let stored_at = self.clock.nanos(entry.stored());
-        if let Some(&slot) = self.index.get(&hash) {
+        if let Some(slot) = self.slot_of(hash) {
             if let Some(stored) = self.slots[slot as usize].as_mut() {
                 let (old, in_main) = (stored.cost, stored.in_main);
                 stored.key = key.into();
@@ -500,7 +522,12 @@ impl Cache {
                 (self.slots.len() - 1) as u32
             }
         };
-        self.index.insert(hash, slot);
+        match self.index.find_mut(hash, |&(h, _)| h == hash) {
+            Some(found) => found.1 = slot,
+            None => {
+                self.index.insert_unique(hash, (hash, slot), |&(h, _)| h);
+            }
+        }
         self.bytes += cost;
         if in_main {
             self.main.push_back(slot);
@@ -576,8 +603,11 @@ impl Cache {
     fn remove(&mut self, slot: u32) {
         if let Some(stored) = self.slots[slot as usize].take() {
             self.bytes -= stored.cost;
-            if self.index.get(&stored.hash) == Some(&slot) {
-                self.index.remove(&stored.hash);
+            if let Ok(found) = self
+                .index
+                .find_entry(stored.hash, |&(h, s)| h == stored.hash && s == slot)
+            {
+                found.remove();
             }
             self.free.push(slot);
         }

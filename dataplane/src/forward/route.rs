@@ -44,6 +44,9 @@ impl Routes {
     /// default resolvers if there are any.
     #[inline(always)]
     pub fn route(&self, qname: &LowerName) -> Option<Route> {
+        if self.stubs.is_empty() {
+            return self.default.then_some(Route::DEFAULT);
+        }
         let stub = self
             .stubs
             .iter()
