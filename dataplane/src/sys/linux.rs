@@ -67,9 +67,9 @@ impl fmt::Debug for Headers {
 }
 
 // SAFETY: the raw pointers inside the headers point into the value's own boxes, which move with
-// it, and at the buffers and peers of a call's borrow: a send writes them anew, a receive first checks
-// that they describe the buffers it borrows. Nothing reads them between calls, so the value may
-// move to another thread.
+// it, and at the buffers and peers of a call's borrow: a send writes them anew, a receive first
+// checks that they describe the buffers and peers it borrows. Nothing reads them between calls,
+// so the value may move to another thread.
 unsafe impl Send for Headers {}
 
 impl Headers {
