@@ -1,6 +1,6 @@
 //! Criterion benches of the sans-I/O path on a 10k-record SkyDNS snapshot: query parsing, leaf
-//! and node lookup, the whole answer function for the common query shapes, and a response-cache hit for a
-//! name outside the zones.
+//! and node lookup, the whole answer function for the common query shapes, and a response-cache
+//! hit for a name outside the zones.
 //!
 //! Run: `cargo bench --bench answer` (numbers and method in tuning.md).
 

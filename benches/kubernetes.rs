@@ -2,8 +2,8 @@
 //! take to build, how long the real `skyline` binary (release build) takes to sync them from an
 //! API server speaking the list/watch protocol, how much memory it then holds, and how long one
 //! endpoint change, or one change of the SkyDNS records served beside the cluster, takes, and
-//! what a re-list after every watch expired (410 Gone) and a deleted Namespace cost. Not part
-//! of `cargo test`; run with
+//! what a re-list after every watch expired (410 Gone) and a deleted Namespace cost. Not part of
+//! `cargo test`; run with
 //!
 //! ```text
 //! cargo bench --bench kubernetes                         # 10k services, 10 endpoints each

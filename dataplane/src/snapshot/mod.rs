@@ -349,7 +349,7 @@ impl Snapshot {
         let Ok(lower) = LowerName::from_wire(name.wire()) else {
             return false;
         };
-        self.nodes.get(lower.wire()).is_some() || self.hosts.get(&lower).is_some() || self.leaves.get(&lower).is_some()
+        self.nodes.get_lower(&lower).is_some() || self.hosts.get(&lower).is_some() || self.leaves.get(&lower).is_some()
     }
 
     /// The node of a lower-cased name with the zone that answers for it. A node records its
@@ -423,9 +423,9 @@ impl Snapshot {
 /// name, `overlay`'s node wins, and so does a name of `overlay`'s tables, which then becomes a
 /// node (a node answers first); `base`'s leaves answer where `overlay` holds no such name.
 /// `overlay` is consumed so that its nodes move rather than copy; `base`'s are cloned (their
-/// answers are shared, not copied). Neither a change of the cluster
-/// nor a new `base` needs to compose again: [`kubernetes::update()`] carries the composed names
-/// over and writes only those either change.
+/// answers are shared, not copied). Neither a change of the cluster nor a new `base` needs to
+/// compose again: [`kubernetes::update()`] carries the composed names over and writes only
+/// those either change.
 pub fn compose(base: &Snapshot, overlay: Snapshot, generation: u64) -> Snapshot {
     let mut zones: Vec<Zone> = overlay.zones.clone();
     zones.extend(

@@ -140,12 +140,12 @@ pub fn update(
             nodes.remove(name);
         }
     };
-    // A name of `base` as `compose` places it: its node, in the zone of the same apex.
     // The served zone of `base`'s zone of index `zone`: the one of the same apex.
     let served_zone = |zone: u16| {
         let apex = base.zones.get(usize::from(zone)).map(|z| &z.apex);
         zones.iter().position(|z| Some(&z.apex) == apex).unwrap_or(0) as u16
     };
+    // A name of `base` as `compose` places it: its node, in the zone of the same apex.
     let from_base = |name: &Name| {
         base.nodes.get(name.wire()).map(|node| {
             let mut node = node.clone();

@@ -7,7 +7,7 @@
 //! every name right before the names below it, so the records of a name and of everything below
 //! it form one contiguous run of a sorted table.
 
-use crate::wire::name::word;
+use crate::wire::name::{same_wire, word};
 use crate::wire::types::{MAX_LABEL_LEN, MAX_NAME_LEN};
 use crate::wire::{LowerName, Name};
 use std::cmp::Ordering;
@@ -162,7 +162,7 @@ pub fn is_path_of(path: &[u8], known: usize, name: &LowerName) -> bool {
         // The label at `path[pos..end]` sits at `wire[total - end..total - pos]`.
         let at = total - end;
         if n > 8 {
-            if !same_bytes(path, pos, buf, at, n) {
+            if !same_wire(&path[pos..end], &buf[at..at + n]) {
                 return false;
             }
         } else {
@@ -188,19 +188,6 @@ fn is_path_of_slowly(path: &[u8], wire: &[u8]) -> bool {
     let mut reversed = [0u8; MAX_NAME_LEN];
     reverse_labels(path, &mut reversed[..path.len()]);
     reversed[..path.len()] == wire[..path.len()]
-}
-
-/// Whether the `n` bytes (more than eight) of `a` from `a_at` equal those of `b` from `b_at`,
-/// eight at a time, the last step overlapping the one before.
-fn same_bytes(a: &[u8], a_at: usize, b: &[u8], b_at: usize, n: usize) -> bool {
-    let mut k = 0;
-    while k + 8 < n {
-        if word(a, a_at + k) != word(b, b_at + k) {
-            return false;
-        }
-        k += 8;
-    }
-    word(a, a_at + n - 8) == word(b, b_at + n - 8)
 }
 
 /// The name of a path without its `strip` leftmost labels, or the whole name when it has no more
