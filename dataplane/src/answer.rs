@@ -11,6 +11,7 @@ use crate::snapshot::rrset::{Beyond, CompiledAnswer};
 use crate::snapshot::skydns::{self, WildcardAnswer};
 use crate::snapshot::skydns::{Leaf, MAX_LEAF_ANSWER};
 use crate::snapshot::{Node, Slot, Snapshot, Written, Zone, ZoneKind, ZoneState};
+use crate::wire::bytes::copy_short;
 use crate::wire::types::{
     class, ede, flags, option, rcode, rtype, ADVERTISED_UDP_LEN, CLASSIC_UDP_LEN, HEADER_LEN, MAX_MESSAGE_LEN,
     MAX_NAME_LEN,
@@ -382,6 +383,9 @@ fn by_class(
         leaf(r, qname, question.qtype, zone, found);
         return Flow::Written;
     }
+    if !snapshot.may_hold(qname) {
+        return beyond(r, q, qname, question, rec);
+    }
     let (node, zone) = match snapshot.node_in_zone(qname) {
         Some((node, zone)) => (Some(node), zone),
         None => match snapshot.zone_of(qname) {
@@ -737,9 +741,6 @@ fn beyond(
 
 /// SkyDNS query wildcards: a `*` or `any` label anywhere left of the apex.
 fn has_wildcard_label(qname: &LowerName, zone: &Zone) -> bool {
-    if !qname.maybe_wildcard() {
-        return false;
-    }
     let own = qname.label_count().saturating_sub(zone.apex.label_count());
     (0..own).any(|i| matches!(qname.label(i), b"*" | b"any"))
 }
@@ -940,8 +941,9 @@ impl<'a> Responder<'a> {
         self.limit.saturating_sub(self.pos)
     }
 
+    #[inline(always)]
     fn put(&mut self, bytes: &[u8]) {
-        self.out[self.pos..self.pos + bytes.len()].copy_from_slice(bytes);
+        copy_short(&mut self.out[self.pos..], bytes);
         self.pos += bytes.len();
     }
 

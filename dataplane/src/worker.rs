@@ -441,23 +441,23 @@ impl<P: PacketIo> Worker<P> {
                 keepalive: 0,
             };
             *rotation = rotation.wrapping_add(1);
-            replies.push_with(peer, |out| {
-                stats.received(Transport::Udp);
-                let outcome = match resolver.as_mut() {
-                    Some(resolver) => {
-                        match resolver.answer(query, snapshot, &ctx, Client::Udp { socket, peer }, now, out) {
-                            Answered::Now(outcome) => outcome,
-                            Answered::Later | Answered::Dropped => return None,
-                        }
+            let Some(out) = replies.free_slot() else {
+                break;
+            };
+            stats.received(Transport::Udp);
+            let outcome = match resolver.as_mut() {
+                Some(resolver) => {
+                    match resolver.answer(query, snapshot, &ctx, Client::Udp { socket, peer: *peer }, now, out) {
+                        Answered::Now(outcome) => outcome,
+                        Answered::Later | Answered::Dropped => continue,
                     }
-                    None => answer(query, snapshot, &ctx, out),
-                };
-                stats.outcome(&outcome);
-                match outcome {
-                    Outcome::Reply(reply) => Some(reply.len),
-                    Outcome::Drop(_) => None,
                 }
-            });
+                None => answer(query, snapshot, &ctx, out),
+            };
+            stats.outcome(&outcome);
+            if let Outcome::Reply(reply) = outcome {
+                replies.commit(peer, reply.len);
+            }
         }
         if replies.is_empty() {
             return;
@@ -491,7 +491,7 @@ impl<P: PacketIo> Worker<P> {
                     send(io, batch, stats, send_warning);
                     batch.clear();
                 }
-                batch.push_with(peer, |out| {
+                batch.push_with(&peer, |out| {
                     let len = reply.len().min(out.len());
                     out[..len].copy_from_slice(&reply[..len]);
                     Some(len)

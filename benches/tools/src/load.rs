@@ -276,7 +276,7 @@ impl State<'_> {
             };
             *id = new;
             let message = &self.queries[index].message;
-            self.sends.push_with(self.server, |out| {
+            self.sends.push_with(&self.server, |out| {
                 out[..message.len()].copy_from_slice(message);
                 out[..2].copy_from_slice(&new.to_be_bytes());
                 Some(message.len())

@@ -10,6 +10,7 @@
 //! [`super::rdata`]).
 
 use super::rdata::{check_rdata, layout, read_stable_name, Field, Rewritten};
+use crate::wire::bytes::copy_short;
 use crate::wire::types::{rcode, rtype, HEADER_LEN, MAX_NAME_LEN};
 use crate::wire::LowerName;
 use std::time::Instant;
@@ -235,17 +236,17 @@ impl Entry {
             (fit, [fit as u16, 0, 0], true)
         };
         let len = end_of(kept);
-        out[..len].copy_from_slice(&self.body[..len]);
+        copy_short(out, &self.body[..len]);
         for record in &self.records[..kept] {
             let at = usize::from(record.ttl_at);
+            let Some(field) = out.get_mut(at..at + 4).and_then(|f| <&mut [u8; 4]>::try_from(f).ok()) else {
+                continue;
+            };
             let ttl = match age {
-                Age::Fresh(age) => {
-                    let original = u32::from_be_bytes([out[at], out[at + 1], out[at + 2], out[at + 3]]);
-                    original.min(self.lifetime).saturating_sub(age)
-                }
+                Age::Fresh(age) => u32::from_be_bytes(*field).min(self.lifetime).saturating_sub(age),
                 Age::Stale => STALE_TTL,
             };
-            out[at..at + 4].copy_from_slice(&ttl.to_be_bytes());
+            *field = ttl.to_be_bytes();
         }
         Written { len, counts, truncated }
     }

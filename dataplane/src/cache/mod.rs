@@ -382,9 +382,9 @@ impl Cache {
     }
 
     /// The hash of a key: its name's hash (a query's is computed as its name is read) and its
-    /// other fields, keyed with this cache's secret. The names are the clients' and the name
-    /// hash's seed is fixed; keyed with a secret multiplier, where a key lands cannot be
-    /// foreseen, so no client can pile keys into one probe sequence.
+    /// other fields, keyed with this cache's secret. The names are the clients': the name hash
+    /// is seeded with keys drawn at start, and the rest is keyed with a secret multiplier, so
+    /// where a key lands cannot be foreseen and no client can pile keys into one probe sequence.
     #[inline(always)]
     fn hash(&self, key: KeyRef<'_>) -> u64 {
         let mut prefix = [0u8; 8];

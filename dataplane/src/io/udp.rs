@@ -154,8 +154,8 @@ mod tests {
         client.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         let mut tx = Datagrams::new(16);
         // Port 0 is not a valid destination; the kernel refuses that datagram alone.
-        tx.push_with(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)).into(), |_| Some(4));
-        tx.push_with(client.local_addr().unwrap().into(), |_| Some(4));
+        tx.push_with(&SocketAddr::from((Ipv4Addr::LOCALHOST, 0)).into(), |_| Some(4));
+        tx.push_with(&client.local_addr().unwrap().into(), |_| Some(4));
         let report = io.send(&tx);
         assert_eq!((report.sent, report.dropped), (1, 1));
         assert!(report.error.is_some());

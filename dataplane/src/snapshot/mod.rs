@@ -405,6 +405,20 @@ impl Snapshot {
         node.underscores_optional().then_some((node, shift))
     }
 
+    /// Whether some zone may hold `name`: `false` is certain, and spares a name outside every
+    /// zone (a cache hit or a forward) the node lookup and the walk over the zones. A name in a
+    /// zone ends with the zone's apex, so with the apex's last four bytes (its top label's last
+    /// three and the root) when the apex and the name are that long.
+    #[inline(always)]
+    pub fn may_hold(&self, name: &LowerName) -> bool {
+        let Some(tail) = name.wire().last_chunk::<4>() else {
+            return true;
+        };
+        self.zones
+            .iter()
+            .any(|zone| zone.apex.wire().last_chunk::<4>().is_none_or(|apex| apex == tail))
+    }
+
     /// The most specific zone containing the name.
     #[inline(always)]
     pub fn zone_of(&self, name: &LowerName) -> Option<(usize, &Zone)> {

@@ -1,6 +1,7 @@
 //! The DNS wire format: reading queries in place and writing replies. Pure byte work: no I/O,
 //! no sockets, no allocation on the query path.
 
+pub mod bytes;
 pub mod error;
 pub mod name;
 pub mod query;

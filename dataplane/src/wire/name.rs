@@ -1,9 +1,14 @@
 //! Domain names: reading them from messages (with bounded compression), and the owned,
 //! lower-cased wire form used as lookup keys.
 
+use super::bytes::copy_short;
 use super::error::WireError;
 use super::types::{MAX_LABEL_LEN, MAX_NAME_LEN, MAX_POINTER_HOPS};
+use crate::sys::lower16;
+use std::collections::hash_map::RandomState;
 use std::fmt;
+use std::hash::BuildHasher;
+use std::sync::OnceLock;
 
 /// A name read from a message, lower-cased into a fixed stack buffer so that lookups hash it
 /// without allocating. Also records where each label starts, for suffix (zone) matching.
@@ -13,9 +18,6 @@ pub struct LowerName {
     len: u8,
     label_starts: [u8; 128],
     labels: u8,
-    /// A label may be `*` or `any`, which the SkyDNS domain takes as query wildcards; `false`
-    /// means no label is, and spares every other query looking for them.
-    maybe_wildcard: bool,
     /// [`name_hash`] of the name, computed from the words lower-cased as it is read.
     hash: u64,
 }
@@ -27,7 +29,6 @@ impl Default for LowerName {
             len: 1,
             label_starts: [0; 128],
             labels: 0,
-            maybe_wildcard: false,
             hash: name_hash(&[0]),
         }
     }
@@ -49,13 +50,6 @@ impl LowerName {
     /// Number of labels, not counting the root.
     pub fn label_count(&self) -> usize {
         self.labels as usize
-    }
-
-    /// Whether some label may be `*` or `any`. `false` is certain; `true` asks for a look at
-    /// the labels (a name read through compression pointers is not inspected as it is read).
-    #[inline]
-    pub fn maybe_wildcard(&self) -> bool {
-        self.maybe_wildcard
     }
 
     /// [`name_hash`] of the name, already computed: a lookup by this name hashes nothing.
@@ -142,25 +136,17 @@ fn read_plain(msg: &[u8], start: usize, out: &mut LowerName) -> Option<Result<us
     let window = &rest[..rest.len().min(MAX_NAME_LEN)];
     let mut pos = 0;
     let mut labels = 0usize;
-    let mut wildcard = false;
     loop {
         let &b = window.get(pos)?;
         if b == 0 {
-            out.hash = copy_lower(&mut out.bytes[..pos], &window[..pos]);
+            out.hash = copy_lower(&mut out.bytes, &window[..pos]);
             out.bytes[pos] = 0;
             out.len = (pos + 1) as u8;
             out.labels = labels as u8;
-            out.maybe_wildcard = wildcard;
             return Some(Ok(start + pos + 1));
         }
         if b > MAX_LABEL_LEN as u8 {
             return None;
-        }
-        // Lengths 1 and 3 are the only ones with bit 0 set once bit 1 is forced on.
-        if b | 2 == 3 {
-            wildcard |= window
-                .get(pos + 1..pos + 1 + usize::from(b))
-                .is_some_and(|label| label == b"*" || label.eq_ignore_ascii_case(b"any"));
         }
         out.label_starts[labels & 0x7F] = pos as u8;
         labels += 1;
@@ -186,12 +172,12 @@ fn read_compressed(msg: &[u8], mut pos: usize, mut out: Option<&mut LowerName>) 
                         return Err(WireError::NameTooLong);
                     }
                     if let Some(o) = out.as_deref_mut() {
-                        copy_lower(&mut o.bytes[run_at..len - 1], &msg[run..pos]);
+                        o.bytes[run_at..len - 1].copy_from_slice(&msg[run..pos]);
+                        let raw = o.bytes;
+                        o.hash = copy_lower(&mut o.bytes, &raw[..len - 1]);
                         o.bytes[len - 1] = 0;
                         o.len = len as u8;
                         o.labels = labels as u8;
-                        o.maybe_wildcard = true;
-                        o.hash = name_hash(o.wire());
                     }
                     return Ok(end.unwrap_or(pos + 1));
                 }
@@ -216,7 +202,7 @@ fn read_compressed(msg: &[u8], mut pos: usize, mut out: Option<&mut LowerName>) 
                     return Err(WireError::PointerLoop);
                 }
                 if let Some(o) = out.as_deref_mut() {
-                    copy_lower(&mut o.bytes[run_at..len], &msg[run..pos]);
+                    o.bytes[run_at..len].copy_from_slice(&msg[run..pos]);
                 }
                 end.get_or_insert(pos + 2);
                 pos = target;
@@ -228,27 +214,36 @@ fn read_compressed(msg: &[u8], mut pos: usize, mut out: Option<&mut LowerName>) 
     }
 }
 
-/// Copies `src` into `dst` (of the same length) lower-casing ASCII letters, eight at a time; the
-/// last word overlaps the one before it rather than finishing byte by byte, since lower-casing
-/// twice changes nothing. `src` is a name without its root label; returns the [`name_hash`] of
-/// the lower-cased name, folded from the very words written.
+/// Copies `src`, a name without its root label, to the start of `dst` lower-casing ASCII
+/// letters, sixteen bytes a step, and returns the [`name_hash`] of the lower-cased name, folded
+/// from the very bytes written. A name shorter than sixteen bytes is written as one step: what
+/// follows it in `dst` is left for the caller to overwrite.
 #[inline(always)]
-fn copy_lower(dst: &mut [u8], src: &[u8]) -> u64 {
-    let n = src.len().min(dst.len());
-    lower_words(&src[..n], |at, word, len| {
-        dst[at..at + len].copy_from_slice(&word.to_le_bytes()[..len]);
+fn copy_lower(dst: &mut [u8; MAX_NAME_LEN], src: &[u8]) -> u64 {
+    lower_chunks(src, |at, [lo, hi]| {
+        dst[at..at + 8].copy_from_slice(&lo.to_le_bytes());
+        dst[at + 8..at + CHUNK].copy_from_slice(&hi.to_le_bytes());
     })
 }
 
-/// A fixed seed for every name hash: snapshots that share tables must agree on the hashes in
-/// them. The names are the operator's, and lookups of names that are not there grow nothing,
-/// so a known seed gives a client nothing to flood.
-const SEED: u64 = 0x736b_796c_696e_6521;
+/// The keys every name hash is seeded with, drawn once per process from the randomness std
+/// draws for its own hash maps: the hashes agree in every snapshot and every worker, and no
+/// client can foresee them. Clients' names key the response cache, and with a known seed names
+/// whose hashes collide are a short computation away.
+fn keys() -> [u64; 2] {
+    static KEYS: OnceLock<[u64; 2]> = OnceLock::new();
+    *KEYS.get_or_init(|| {
+        let random = RandomState::new();
+        [random.hash_one(0u64), random.hash_one(1u64)]
+    })
+}
 
-/// Odd multipliers of the folded multiplications (digits of pi): any bit of a word reaches
-/// every bit of the product's two halves.
-const MIX: u64 = 0x243f_6a88_85a3_08d3;
-const FINISH: u64 = 0x1319_8a2e_0370_7344;
+/// Odd multiplier of the final fold (digits of pi): any bit of the state reaches every bit of
+/// the product's two halves.
+const FINISH: u64 = 0x1319_8a2e_0370_7344 | 1;
+
+/// Bytes lower-cased and hashed per step.
+const CHUNK: usize = 16;
 
 /// The 128-bit product's halves folded together.
 #[inline(always)]
@@ -257,58 +252,55 @@ fn fold(a: u64, b: u64) -> u64 {
     (product as u64) ^ ((product >> 64) as u64)
 }
 
-/// Walks a name without its root label (`body`) eight lower-cased bytes a step, the last step
-/// overlapping the one before (a name under eight bytes is one short step), handing each word,
-/// its offset and its length to `put`, and returns the hash folded from them: reading a query
-/// name and hashing it are one pass.
+/// Walks a name without its root label (`body`) sixteen lower-cased bytes a step, the last step
+/// overlapping the one before (a name under sixteen bytes is one step, padded with zeros),
+/// handing each step's bytes and offset to `put`, and returns the hash folded from them, one
+/// multiplication a step: reading a query name and hashing it are one pass.
 #[inline(always)]
-fn lower_words(body: &[u8], mut put: impl FnMut(usize, u64, usize)) -> u64 {
+fn lower_chunks(body: &[u8], mut put: impl FnMut(usize, [u64; 2])) -> u64 {
+    let [seed, key] = keys();
     let n = body.len();
-    let mut h = SEED ^ (n as u64 + 1);
-    if n < 8 {
-        let tail = body
-            .iter()
-            .rev()
-            .fold(0u64, |w, &b| (w << 8) | u64::from(b.to_ascii_lowercase()));
-        put(0, tail, n);
-        return fold(fold(h ^ tail, MIX), FINISH);
+    let mut h = seed ^ (n as u64 + 1);
+    if n < CHUNK {
+        let mut padded = [0u8; CHUNK];
+        copy_short(&mut padded, body);
+        return fold(step(h, key, 0, &padded, &mut put), FINISH);
     }
     let mut at = 0;
-    while at + 8 < n {
-        let w = lower_word(word(body, at));
-        put(at, w, 8);
-        h = fold(h ^ w, MIX);
-        at += 8;
+    while at + CHUNK < n {
+        h = step(h, key, at, chunk_at(body, at), &mut put);
+        at += CHUNK;
     }
-    let w = lower_word(word(body, n - 8));
-    put(n - 8, w, 8);
-    fold(fold(h ^ w, MIX), FINISH)
+    fold(step(h, key, n - CHUNK, chunk_at(body, n - CHUNK), &mut put), FINISH)
+}
+
+/// One step of [`lower_chunks`]: the chunk at `at` lower-cased, handed to `put`, and folded
+/// into the state `h`, its first half against its second half and the key.
+#[inline(always)]
+fn step(h: u64, key: u64, at: usize, chunk: &[u8; CHUNK], put: &mut impl FnMut(usize, [u64; 2])) -> u64 {
+    let [lo, hi] = lower16(chunk);
+    put(at, [lo, hi]);
+    fold(h ^ lo, hi ^ key)
+}
+
+/// The sixteen bytes of `bytes` from `at`.
+#[inline(always)]
+fn chunk_at(bytes: &[u8], at: usize) -> &[u8; CHUNK] {
+    bytes[at..at + CHUNK].try_into().expect("sixteen bytes")
 }
 
 /// The hash of a lower-cased wire name (root label included) that tables of names are keyed
 /// by. Every query's name gets it while it is read ([`LowerName::hash`]); this is the same
-/// function for names from elsewhere. Eight bytes a step with one multiplication each: a
-/// general-purpose hasher spent three times as many instructions on the same names.
+/// function for names from elsewhere.
 #[inline]
 pub fn name_hash(wire: &[u8]) -> u64 {
     let body = wire.split_last().map_or(wire, |(_, body)| body);
-    lower_words(body, |_, _, _| {})
-}
-
-/// ASCII lower case of eight bytes at once: a byte gets bit 0x20 when it lies in `A..=Z`.
-/// Adding to each byte's low seven bits never carries into the next byte.
-fn lower_word(word: u64) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let low7 = word & (0x7F * ONES);
-    let at_least_a = low7 + (0x3F * ONES);
-    let beyond_z = low7 + (0x25 * ONES);
-    let upper = at_least_a & !beyond_z & !word & (0x80 * ONES);
-    word | (upper >> 2)
+    lower_chunks(body, |_, _| {})
 }
 
 /// Eight bytes of `wire` from `at`, little-endian: the step of every word-at-a-time loop over
 /// names (copying, comparing, hashing).
-#[inline]
+#[inline(always)]
 pub fn word(wire: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(wire[at..at + 8].try_into().expect("eight bytes"))
 }
@@ -534,32 +526,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn eight_bytes_at_once_lower_case_as_one_at_a_time() {
-        for b in 0..=255u8 {
-            for lane in 0..8 {
-                let mut bytes = [b'Q', 0xC1, b'@', b'[', b'z', b'A', 0xDA, b'Z'];
-                bytes[lane] = b;
-                let expected = bytes.map(|c| c.to_ascii_lowercase());
-                assert_eq!(
-                    lower_word(u64::from_le_bytes(bytes)).to_le_bytes(),
-                    expected,
-                    "byte {b:#x} in lane {lane}"
-                );
-            }
+    fn copies_of_every_length_lower_case_as_one_at_a_time() {
+        let src: Vec<u8> = (0..=254u8)
+            .map(|i| if i % 3 == 0 { b'A' + i % 26 } else { b'a' + i % 26 })
+            .collect();
+        for n in 0..src.len() {
+            let mut dst = [0xFFu8; MAX_NAME_LEN];
+            let hash = copy_lower(&mut dst, &src[..n]);
+            assert_eq!(dst[..n], src[..n].to_ascii_lowercase(), "length {n}");
+            let mut wire = dst[..n].to_vec();
+            wire.push(0);
+            assert_eq!(hash, name_hash(&wire), "length {n}");
         }
     }
 
     #[test]
-    fn copies_of_every_length_lower_case_as_one_at_a_time() {
-        let src: Vec<u8> = (0..64u8)
-            .map(|i| if i % 3 == 0 { b'A' + i % 26 } else { b'a' + i % 26 })
-            .collect();
-        for n in 0..src.len() {
-            let mut dst = vec![0xFFu8; n];
-            let hash = copy_lower(&mut dst, &src[..n]);
-            assert_eq!(dst, src[..n].to_ascii_lowercase(), "length {n}");
-            dst.push(0);
-            assert_eq!(hash, name_hash(&dst), "length {n}");
+    fn names_that_differ_in_one_byte_or_in_length_hash_apart() {
+        let base = b"\x05abcde\x0bsvc-a-b-c-d\x07default\x03svc\x07cluster\x05local".to_vec();
+        let mut seen = std::collections::HashSet::new();
+        for n in 0..=base.len() {
+            let mut wire = base[..n].to_vec();
+            wire.push(0);
+            assert!(seen.insert(name_hash(&wire)), "length {n}");
+            for at in 0..n {
+                let mut changed = wire.clone();
+                changed[at] ^= 0x01;
+                assert_ne!(name_hash(&changed), name_hash(&wire), "length {n}, byte {at}");
+            }
         }
     }
 
@@ -639,26 +632,6 @@ mod tests {
         // The zone's bytes inside one label: `x\x05local` is a single label of seven bytes.
         assert!(!name(b"\x07x\x05local\x00").is_within(b"\x05local\x00"));
         assert!(!name(b"\x06x\x04loca\x00").is_within(b"\x04loca\x00"));
-    }
-
-    #[test]
-    fn wildcard_labels_are_noticed_as_the_name_is_read() {
-        let wildcard = |text: &str| {
-            let wire = Name::from_dotted(text).unwrap().wire().to_vec();
-            LowerName::from_wire(&wire).unwrap().maybe_wildcard()
-        };
-        assert!(wildcard("*.web.skydns.local."));
-        assert!(wildcard("web.AnY.skydns.local."));
-        assert!(wildcard("a.b.c.any."));
-        assert!(!wildcard("web.skydns.local."));
-        assert!(!wildcard("a.svc.x.anyx.an."));
-        assert!(!wildcard("."));
-        // A name read through a pointer is left for a look at its labels.
-        let mut msg = b"\x03web\x00".to_vec();
-        msg.extend_from_slice(&[0xC0, 0x00]);
-        let mut out = LowerName::default();
-        read_name(&msg, 5, Some(&mut out)).unwrap();
-        assert!(out.maybe_wildcard());
     }
 
     #[test]
