@@ -1218,14 +1218,9 @@ mod tests {
         let mut node = Node::default();
         node.set_answer(slot, Some(compiled));
         let mut snapshot = Snapshot::default();
-        snapshot.zones.push(Zone {
-            apex,
-            kind: ZoneKind::Authoritative,
-            state: ZoneState::Ready,
-            soa_rdata: None,
-            negative_ttl: ttls.0,
-            default_ttl: ttls.1,
-        });
+        snapshot
+            .zones
+            .push(Zone::new(apex, ZoneKind::Authoritative, ZoneState::Ready, None, ttls.0, ttls.1));
         snapshot.nodes.insert(owner, node);
         snapshot
     }

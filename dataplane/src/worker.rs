@@ -431,6 +431,7 @@ impl<P: PacketIo> Worker<P> {
         let snapshot = snapshots.load();
         let now = Instant::now();
         replies.clear();
+        stats.queries_udp.add(queries.len() as u64);
         for i in 0..queries.len() {
             let Some((query, peer)) = queries.get(i) else {
                 break;
@@ -444,7 +445,6 @@ impl<P: PacketIo> Worker<P> {
             let Some(out) = replies.free_slot() else {
                 break;
             };
-            stats.received(Transport::Udp);
             let outcome = match resolver.as_mut() {
                 Some(resolver) => {
                     match resolver.answer(query, snapshot, &ctx, Client::Udp { socket, peer: *peer }, now, out) {

@@ -290,8 +290,12 @@ pub enum ZoneState {
 /// A zone served from the snapshot.
 #[derive(Debug, Clone)]
 pub struct Zone {
-    /// Apex name.
+    /// Apex name, fixed when the zone is made: [`Zone::new`] keeps its last bytes for
+    /// [`Snapshot::may_hold`].
     pub apex: Name,
+    /// The apex's last four bytes, `None` when it is shorter: every name in the zone ends with
+    /// them.
+    tail: Option<[u8; 4]>,
     /// Ownership semantics.
     pub kind: ZoneKind,
     /// Sync state of the zone's source.
@@ -302,6 +306,21 @@ pub struct Zone {
     pub negative_ttl: u32,
     /// TTL of synthesised records (RFC 8482 HINFO).
     pub default_ttl: u32,
+}
+
+impl Zone {
+    /// A zone of apex `apex`.
+    pub fn new(apex: Name, kind: ZoneKind, state: ZoneState, soa_rdata: Option<Box<[u8]>>, negative_ttl: u32, default_ttl: u32) -> Zone {
+        Zone {
+            tail: apex.wire().last_chunk::<4>().copied(),
+            apex,
+            kind,
+            state,
+            soa_rdata,
+            negative_ttl,
+            default_ttl,
+        }
+    }
 }
 
 /// CHAOS-class server identity; each answered only when configured.
@@ -411,12 +430,10 @@ impl Snapshot {
     /// three and the root) when the apex and the name are that long.
     #[inline(always)]
     pub fn may_hold(&self, name: &LowerName) -> bool {
-        let Some(tail) = name.wire().last_chunk::<4>() else {
+        let Some(&tail) = name.wire().last_chunk::<4>() else {
             return true;
         };
-        self.zones
-            .iter()
-            .any(|zone| zone.apex.wire().last_chunk::<4>().is_none_or(|apex| apex == tail))
+        self.zones.iter().any(|zone| zone.tail.is_none_or(|apex| apex == tail))
     }
 
     /// The most specific zone containing the name.

@@ -60,14 +60,14 @@ pub fn snapshot() -> Snapshot {
         generation: 1,
         ..Snapshot::default()
     };
-    snap.zones.push(Zone {
-        apex: name(ZONE),
-        kind: ZoneKind::Authoritative,
-        state: ZoneState::Ready,
-        soa_rdata: Some(soa_rdata()),
-        negative_ttl: 60,
-        default_ttl: 3600,
-    });
+    snap.zones.push(Zone::new(
+        name(ZONE),
+        ZoneKind::Authoritative,
+        ZoneState::Ready,
+        Some(soa_rdata()),
+        60,
+        3600,
+    ));
     let soa = AnswerSet {
         answer: vec![Rrset {
             owner: None,

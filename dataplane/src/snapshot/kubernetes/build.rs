@@ -176,18 +176,19 @@ pub(super) fn zones(config: &Config, state: ZoneState, now: SystemTime) -> Vec<Z
         if zones.iter().any(|z| z.apex == *apex) {
             continue;
         }
-        zones.push(Zone {
-            apex: apex.clone(),
-            kind: if config.falls_through(apex) {
-                ZoneKind::Reverse
-            } else {
-                ZoneKind::Authoritative
-            },
+        let kind = if config.falls_through(apex) {
+            ZoneKind::Reverse
+        } else {
+            ZoneKind::Authoritative
+        };
+        zones.push(Zone::new(
+            apex.clone(),
+            kind,
             state,
-            soa_rdata: Some(soa(apex, config.ttl, serial(now)).wire()),
-            negative_ttl: config.ttl.min(SOA_TTL_CAP),
-            default_ttl: config.ttl,
-        });
+            Some(soa(apex, config.ttl, serial(now)).wire()),
+            config.ttl.min(SOA_TTL_CAP),
+            config.ttl,
+        ));
     }
     zones.sort_by(|a, b| {
         b.apex

@@ -141,23 +141,23 @@ fn reverse_entries<'r>(config: &Config, entries: &'r [Arc<Entry>], reverse_apexe
 
 /// The domain's zone and the reverse zones, longest apex first.
 pub(super) fn zones(config: &Config, reverse_apexes: &[Name], now: SystemTime) -> Vec<Zone> {
-    let mut zones = vec![Zone {
-        apex: config.domain.clone(),
-        kind: ZoneKind::Authoritative,
-        state: ZoneState::Ready,
-        soa_rdata: Some(Soa::new(config, now).wire()),
-        negative_ttl: config.min_ttl,
-        default_ttl: config.ttl,
-    }];
+    let mut zones = vec![Zone::new(
+        config.domain.clone(),
+        ZoneKind::Authoritative,
+        ZoneState::Ready,
+        Some(Soa::new(config, now).wire()),
+        config.min_ttl,
+        config.ttl,
+    )];
     for apex in reverse_apexes.iter().filter(|&apex| *apex != config.domain) {
-        zones.push(Zone {
-            apex: apex.clone(),
-            kind: ZoneKind::Reverse,
-            state: ZoneState::Ready,
-            soa_rdata: None,
-            negative_ttl: config.min_ttl,
-            default_ttl: config.ttl,
-        });
+        zones.push(Zone::new(
+            apex.clone(),
+            ZoneKind::Reverse,
+            ZoneState::Ready,
+            None,
+            config.min_ttl,
+            config.ttl,
+        ));
     }
     zones.sort_by(|a, b| {
         b.apex
