@@ -447,7 +447,7 @@ impl<P: PacketIo> Worker<P> {
             };
             let outcome = match resolver.as_mut() {
                 Some(resolver) => {
-                    match resolver.answer(query, snapshot, &ctx, Client::Udp { socket, peer: *peer }, now, out) {
+                    match resolver.answer(query, snapshot, &ctx, Client::Udp { socket, peer }, now, out) {
                         Answered::Now(outcome) => outcome,
                         Answered::Later | Answered::Dropped => continue,
                     }

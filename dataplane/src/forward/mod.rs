@@ -34,6 +34,7 @@ use crate::wire::types::MAX_MESSAGE_LEN;
 use crate::wire::{LowerName, Name};
 use flight::{Done, Forwarder, Kind, Waiter};
 use mio::{Registry, Token};
+use std::borrow::Borrow;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -108,20 +109,33 @@ impl ForwardConfig {
     }
 }
 
-/// Who asked, so that a late answer finds its way back.
+/// Who asked, so that a late answer finds its way back. A query being answered names its UDP
+/// peer by reference (`Client<&Peer>`), in the receive batch where it arrived: only a query
+/// that waits for an upstream takes a copy ([`Client::owned`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Client {
+pub(crate) enum Client<P = Peer> {
     /// Over UDP, on the worker's listening socket `socket`, from `peer`.
-    Udp { socket: usize, peer: Peer },
+    Udp { socket: usize, peer: P },
     /// Over TCP, on connection slot `conn` while it holds connection number `serial`.
     Tcp { conn: usize, serial: u64, peer: IpAddr },
 }
 
-impl Client {
+impl<P: Borrow<Peer>> Client<P> {
     fn ip(&self) -> IpAddr {
         match self {
-            Client::Udp { peer, .. } => peer.ip(),
+            Client::Udp { peer, .. } => peer.borrow().ip(),
             Client::Tcp { peer, .. } => *peer,
+        }
+    }
+
+    /// The client with its own copy of the peer, to wait for an upstream's answer.
+    fn owned(&self) -> Client {
+        match *self {
+            Client::Udp { socket, ref peer } => Client::Udp {
+                socket,
+                peer: *peer.borrow(),
+            },
+            Client::Tcp { conn, serial, peer } => Client::Tcp { conn, serial, peer },
         }
     }
 }
@@ -201,7 +215,7 @@ impl Resolver {
         query: &[u8],
         snapshot: &Snapshot,
         ctx: &Context,
-        client: Client,
+        client: Client<&Peer>,
         now: Instant,
         out: &mut [u8],
     ) -> Answered {
@@ -235,7 +249,7 @@ impl Resolver {
             Resolution::Forward(forward) => {
                 self.stats.cache_misses.incr();
                 let waiter = Waiter {
-                    client,
+                    client: client.owned(),
                     ctx: *ctx,
                     query: forward.query,
                 };

@@ -100,10 +100,10 @@ fn u16_at(msg: &[u8], pos: usize) -> Result<u16, WireError> {
 /// Parses a query, lower-casing the first question's name into `qname`.
 #[inline(always)]
 pub fn parse_query(msg: &[u8], qname: &mut LowerName) -> Result<Query, DropReason> {
-    if msg.len() < HEADER_LEN {
+    let Some(header) = msg.first_chunk::<HEADER_LEN>() else {
         return Err(DropReason::TooShort);
-    }
-    let word = |i: usize| u16::from_be_bytes([msg[i], msg[i + 1]]);
+    };
+    let word = |i: usize| u16::from_be_bytes([header[i], header[i + 1]]);
     let flags_word = word(2);
     if flags_word & flags::QR != 0 {
         return Err(DropReason::Response);
