@@ -17,7 +17,8 @@ use crate::wire::types::{
     MAX_NAME_LEN,
 };
 use crate::wire::writer::{shift_pointers, Shift};
-use crate::wire::{parse_query, DropReason, LowerName, Name, Query, Question};
+use crate::wire::query::parse_query_into;
+use crate::wire::{DropReason, LowerName, Name, Query, Question};
 use std::net::IpAddr;
 use std::time::Instant;
 
@@ -248,10 +249,10 @@ const EDE_LEN: usize = 6;
 /// hold at least 65535 bytes; a smaller buffer caps replies.
 pub fn answer(query: &[u8], snapshot: &Snapshot, ctx: &Context, out: &mut [u8]) -> Outcome {
     let mut qname = LowerName::default();
-    let q = match parse_query(query, &mut qname) {
-        Ok(q) => q,
-        Err(reason) => return Outcome::Drop(reason),
-    };
+    let mut q = Query::default();
+    if let Err(reason) = parse_query_into(query, &mut qname, &mut q) {
+        return Outcome::Drop(reason);
+    }
     let mut r = Responder::new(query, &q, ctx, out);
     // Without recursion every path writes a reply: there is nothing to forward.
     respond(&mut r, &q, &qname, snapshot, None);
@@ -273,10 +274,10 @@ pub fn answer_recursive(
     qname: &mut LowerName,
     out: &mut [u8],
 ) -> Resolution {
-    let q = match parse_query(query, qname) {
-        Ok(q) => q,
-        Err(reason) => return Resolution::Done(Outcome::Drop(reason)),
-    };
+    let mut q = Query::default();
+    if let Err(reason) = parse_query_into(query, qname, &mut q) {
+        return Resolution::Done(Outcome::Drop(reason));
+    }
     let qname = &*qname;
     let mut r = Responder::new(query, &q, ctx, out);
     match respond(&mut r, &q, qname, snapshot, Some(rec)) {

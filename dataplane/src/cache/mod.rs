@@ -297,9 +297,11 @@ impl Clock {
 }
 
 /// Whole seconds from `earlier` to `later` (nanoseconds), zero when `later` is not later: what
-/// `later.saturating_duration_since(earlier).as_secs()` says of the same instants.
+/// `later.saturating_duration_since(earlier).as_secs()` says of the same instants. Both are
+/// readings of one clock, years from its epoch at most, so their difference never wraps.
+#[inline(always)]
 fn seconds_between(earlier: i64, later: i64) -> u64 {
-    later.saturating_sub(earlier).max(0) as u64 / 1_000_000_000
+    u64::try_from(later.wrapping_sub(earlier)).map_or(0, |nanos| nanos / 1_000_000_000)
 }
 
 /// One worker's response cache.

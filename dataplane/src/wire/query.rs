@@ -61,7 +61,7 @@ pub enum DropReason {
 
 /// A query read in place. `error` being set means the reply is FORMERR; the other fields say
 /// how much was understood before that (the question and OPT are echoed when they parsed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Query {
     /// Message ID.
     pub id: u16,
@@ -100,6 +100,16 @@ fn u16_at(msg: &[u8], pos: usize) -> Result<u16, WireError> {
 /// Parses a query, lower-casing the first question's name into `qname`.
 #[inline(always)]
 pub fn parse_query(msg: &[u8], qname: &mut LowerName) -> Result<Query, DropReason> {
+    let mut q = Query::default();
+    parse_query_into(msg, qname, &mut q)?;
+    Ok(q)
+}
+
+/// [`parse_query`] into the caller's `q`, for the answer path: every field is written where it
+/// is read from afterwards, where a query returned by value was put together in registers and
+/// the stack and then copied whole. `q` is left as it was when the message is dropped.
+#[inline(always)]
+pub fn parse_query_into(msg: &[u8], qname: &mut LowerName, q: &mut Query) -> Result<(), DropReason> {
     let Some(header) = msg.first_chunk::<HEADER_LEN>() else {
         return Err(DropReason::TooShort);
     };
@@ -108,7 +118,7 @@ pub fn parse_query(msg: &[u8], qname: &mut LowerName) -> Result<Query, DropReaso
     if flags_word & flags::QR != 0 {
         return Err(DropReason::Response);
     }
-    let mut q = Query {
+    *q = Query {
         id: word(0),
         flags: flags_word,
         qdcount: word(4),
@@ -120,10 +130,10 @@ pub fn parse_query(msg: &[u8], qname: &mut LowerName) -> Result<Query, DropReaso
         trailing: false,
     };
     let arcount = word(10);
-    if let Err(e) = parse_body(msg, &mut q, arcount, qname) {
+    if let Err(e) = parse_body(msg, q, arcount, qname) {
         q.error.get_or_insert(e);
     }
-    Ok(q)
+    Ok(())
 }
 
 #[inline(always)]
