@@ -12,12 +12,12 @@ use crate::snapshot::skydns::{self, WildcardAnswer};
 use crate::snapshot::skydns::{Leaf, MAX_LEAF_ANSWER};
 use crate::snapshot::{Node, Slot, Snapshot, Written, Zone, ZoneKind, ZoneState};
 use crate::wire::bytes::copy_short;
+use crate::wire::query::parse_query_into;
 use crate::wire::types::{
     class, ede, flags, option, rcode, rtype, ADVERTISED_UDP_LEN, CLASSIC_UDP_LEN, HEADER_LEN, MAX_MESSAGE_LEN,
     MAX_NAME_LEN,
 };
 use crate::wire::writer::{shift_pointers, Shift};
-use crate::wire::query::parse_query_into;
 use crate::wire::{DropReason, LowerName, Name, Query, Question};
 use std::net::IpAddr;
 use std::time::Instant;
@@ -1219,9 +1219,14 @@ mod tests {
         let mut node = Node::default();
         node.set_answer(slot, Some(compiled));
         let mut snapshot = Snapshot::default();
-        snapshot
-            .zones
-            .push(Zone::new(apex, ZoneKind::Authoritative, ZoneState::Ready, None, ttls.0, ttls.1));
+        snapshot.zones.push(Zone::new(
+            apex,
+            ZoneKind::Authoritative,
+            ZoneState::Ready,
+            None,
+            ttls.0,
+            ttls.1,
+        ));
         snapshot.nodes.insert(owner, node);
         snapshot
     }

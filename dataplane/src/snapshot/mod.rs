@@ -310,7 +310,14 @@ pub struct Zone {
 
 impl Zone {
     /// A zone of apex `apex`.
-    pub fn new(apex: Name, kind: ZoneKind, state: ZoneState, soa_rdata: Option<Box<[u8]>>, negative_ttl: u32, default_ttl: u32) -> Zone {
+    pub fn new(
+        apex: Name,
+        kind: ZoneKind,
+        state: ZoneState,
+        soa_rdata: Option<Box<[u8]>>,
+        negative_ttl: u32,
+        default_ttl: u32,
+    ) -> Zone {
         Zone {
             tail: apex.wire().last_chunk::<4>().copied(),
             apex,

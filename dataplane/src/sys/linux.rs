@@ -1,9 +1,8 @@
 //! Linux: one `recvmmsg` fills a whole batch of slots, one `sendmmsg` sends one.
 //!
 //! The message headers, I/O vectors and socket addresses live in a [`Headers`] per socket and
-//! direction, allocated once. A send points the entries it hands to the kernel at that call's
-//! buffers and leaves every other field as it was; a receive, whose buffers are the same from
-//! call to call, rewrites them only when its buffers change.
+//! direction, allocated once. Both directions use the same buffers from call to call, so the
+//! headers are pointed at them only when they change; a call writes just the lengths.
 
 use super::peer::NAME_ROOM;
 use super::{RecvSlots, SendSlots, BATCH_SIZE};
@@ -29,9 +28,10 @@ macro_rules! syscall {
 
 /// The message headers one socket's batches in one direction are described to the kernel
 /// with, allocated once. Building all 32 headers on the stack for every call, however few
-/// datagrams it brought, cost tens of instructions per query at common batch sizes; now a call
-/// writes only each entry's buffer, length and address pointers. The addresses are the
-/// slots' own [`super::Peer`]s, which the kernel reads and writes in place.
+/// datagrams it brought, cost tens of instructions per query at common batch sizes, and so did
+/// pointing each entry at its buffer and address on every send; now a call writes only each
+/// entry's lengths. The addresses are the slots' own [`super::Peer`]s, which the kernel reads
+/// and writes in place.
 pub struct Headers {
     iovs: Box<[libc::iovec; BATCH_SIZE]>,
     msgs: Box<[libc::mmsghdr; BATCH_SIZE]>,
@@ -40,6 +40,9 @@ pub struct Headers {
     /// writes its headers only when these change, and resets afterwards just the address
     /// lengths the kernel overwrote.
     receiving_into: (usize, usize, usize, usize, usize),
+    /// The send buffers (address, slot length, peers' address) the first `.3` headers point at
+    /// now: a worker sends its replies from the same buffers every time.
+    sending_from: (usize, usize, usize, usize),
 }
 
 impl Default for Headers {
@@ -52,6 +55,7 @@ impl Default for Headers {
             iovs: Box::new(iovs),
             msgs: Box::new(msgs),
             receiving_into: (0, 0, 0, 0, 0),
+            sending_from: (0, 0, 0, 0),
         };
         for msg in headers.msgs.iter_mut() {
             msg.msg_hdr.msg_iovlen = 1;
@@ -142,18 +146,26 @@ pub fn send_batch(socket: SockRef<'_>, slots: SendSlots<'_>, headers: &mut Heade
     if count == 0 {
         return Ok(0);
     }
-    for i in 0..count {
-        let payload = slots.payload(i);
-        // The kernel only reads through `iov_base` for a send; the pointer is mutable because
-        // `iovec` serves both directions.
-        headers.iovs[i] = libc::iovec {
-            iov_base: payload.as_ptr().cast_mut().cast(),
-            iov_len: payload.len(),
-        };
+    let (bufs, peers) = (slots.bufs.as_ptr(), slots.peers.as_ptr());
+    let from = (bufs as usize, slots.slot_len, peers as usize);
+    let (bufs_then, slot_len_then, peers_then, pointed) = headers.sending_from;
+    if (bufs_then, slot_len_then, peers_then) != from || pointed < count {
+        for (i, iov) in headers.iovs.iter_mut().enumerate().take(count) {
+            // The kernel only reads through `iov_base` for a send; the pointer is mutable
+            // because `iovec` serves both directions.
+            iov.iov_base = bufs.wrapping_add(i * slots.slot_len).cast_mut().cast();
+        }
+        headers.point(count, |i| slots.peers[i].name());
+        headers.sending_from = (from.0, from.1, from.2, count);
     }
-    headers.point(count, |i| slots.peers[i].name());
-    // SAFETY: the first `count` headers point at initialised iovecs over live payload bytes and
-    // at initialised socket addresses of the stated length; all outlive the call, and sendmmsg
+    for i in 0..count {
+        headers.iovs[i].iov_len = slots.lens[i].min(slots.slot_len);
+        headers.msgs[i].msg_hdr.msg_namelen = slots.peers[i].name().1;
+    }
+    // SAFETY: the first `count` headers point at initialised iovecs (written for buffers and
+    // peers at the same addresses and slot layout, so over this borrow's slots, each at most a
+    // slot long: `count` slots fit in `slots.bufs`) and at the `count` peers of `slots.peers`,
+    // initialised socket addresses of the stated length; all outlive the call, and sendmmsg
     // only reads through them (it writes `msg_len`).
     let sent = syscall!(sendmmsg(
         socket.as_raw_fd(),

@@ -83,6 +83,7 @@ impl SendSlots<'_> {
     }
 
     /// The payload of datagram `i`, clamped to its buffer.
+    #[cfg(not(target_os = "linux"))]
     fn payload(&self, i: usize) -> &[u8] {
         let start = i * self.slot_len;
         &self.bufs[start..start + self.lens[i].min(self.slot_len)]
@@ -336,6 +337,63 @@ mod tests {
         assert_eq!(receive(&mut second, SLOT * 2, 3), (1, 3, sender));
         assert_eq!(&second[..4], &[3, 3, 3, 0]);
         assert_eq!(&first[..4], &[2, 2, 2, 0], "the earlier buffers are left alone");
+    }
+
+    #[test]
+    fn reused_headers_send_from_the_buffers_and_to_the_peers_of_each_call() {
+        let from = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let b = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let c = UdpSocket::bind(("::1", 0)).unwrap();
+        for socket in [&b, &c] {
+            socket.set_nonblocking(true).unwrap();
+        }
+        let (to_b, to_c) = (Peer::from(b.local_addr().unwrap()), Peer::from(c.local_addr().unwrap()));
+        let v6 = UdpSocket::bind(("::", 0)).unwrap();
+        let mut headers = Headers::default();
+        let mut send = |socket: &UdpSocket, bufs: &[u8], lens: &[usize], peers: &[Peer]| {
+            let slots = SendSlots {
+                bufs,
+                slot_len: SLOT,
+                lens,
+                peers,
+            };
+            assert_eq!(
+                send_batch(SockRef::from(socket), slots, &mut headers).unwrap(),
+                lens.len()
+            );
+        };
+        let mut first = vec![0u8; SLOT * 3];
+        for (i, chunk) in first.chunks_mut(SLOT).enumerate() {
+            chunk.fill(10 + i as u8);
+        }
+        let second = vec![20u8; SLOT * 2];
+        let mut peers = [to_b; 3];
+        send(&from, &first, &[1, 2], &peers[..2]);
+        send(&v6, &second, &[3], &[to_c]);
+        send(&from, &first, &[4, 5, 6], &peers);
+        peers[0] = to_c;
+        first[0] = 30;
+        send(&v6, &first, &[7], &peers[..1]);
+
+        let at_b: Vec<(u8, usize)> = drain(&b).iter().map(|d| (d[0], d.len())).collect();
+        assert_eq!(at_b, [(10, 1), (11, 2), (10, 4), (11, 5), (12, 6)]);
+        let at_c: Vec<(u8, usize)> = drain(&c).iter().map(|d| (d[0], d.len())).collect();
+        assert_eq!(at_c, [(20, 3), (30, 7)]);
+    }
+
+    /// Every datagram waiting on `socket`, or arriving within a short while.
+    fn drain(socket: &UdpSocket) -> Vec<Vec<u8>> {
+        let mut got = Vec::new();
+        let mut buf = [0u8; SLOT];
+        let deadline = Instant::now() + Duration::from_millis(300);
+        while Instant::now() < deadline {
+            match socket.recv(&mut buf) {
+                Ok(n) => got.push(buf[..n].to_vec()),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(1)),
+                Err(e) => panic!("receive failed: {e}"),
+            }
+        }
+        got
     }
 
     #[test]
