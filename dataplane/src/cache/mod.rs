@@ -422,18 +422,18 @@ impl Cache {
         }
         let age = seconds_between(stored.stored_at, now);
         let lifetime = u64::from(stored.entry.lifetime());
-        let refresh_due = stored
-            .last_refresh
-            .is_none_or(|at| now.saturating_sub(at) >= REFRESH_INTERVAL.as_nanos() as i64);
+        let refresh_due = |last_refresh: Option<i64>| {
+            last_refresh.is_none_or(|at| now.saturating_sub(at) >= REFRESH_INTERVAL.as_nanos() as i64)
+        };
         if age < lifetime {
             stored.freq = (stored.freq + 1).min(MAX_FREQ);
             stored.hits = stored.hits.saturating_add(1);
             let remaining = lifetime - age;
             let refresh = prefetch
-                && refresh_due
+                && remaining * 10 <= lifetime
                 && stored.hits >= PREFETCH_MIN_HITS
                 && stored.entry.lifetime() >= PREFETCH_MIN_LIFETIME
-                && remaining * 10 <= lifetime;
+                && refresh_due(stored.last_refresh);
             if refresh {
                 stored.last_refresh = Some(now);
             }
@@ -444,7 +444,7 @@ impl Cache {
             });
         }
         if age < lifetime + stale_for {
-            let refresh = upstreams_down && refresh_due;
+            let refresh = upstreams_down && refresh_due(stored.last_refresh);
             if refresh {
                 stored.last_refresh = Some(now);
             }
