@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# User-space instructions per cache hit: skyline under callgrind answering names outside its
+# zones from its response cache. An upstream skyline serves the 1,025 `example.org.` names of
+# `skyline-dataset --services 250`; the measured skyline forwards to it. Its cache is warmed
+# with 1,000 of the names (one pass of misses, one of hits), the warm-up's upstream timers are
+# left to fire (SETTLE seconds: the question budget is 1.5 s, and its timers would otherwise be
+# counted against the hits that follow), then the counters are zeroed, HITS queries of the same
+# names are sent once with `dnsperf -n 1 -c 1 -q 20`, and the instructions of the whole process
+# are divided by the answered queries. The forwarding issue's target is 1,000.
+#
+# Usage: benches/hit_instructions.sh
+# Knobs (environment, defaults in brackets): HITS [10000], SETTLE [2] seconds, BUILD [1] (0: use
+# the release binaries as they are).
+#
+# Everything listens on 127.0.0.1 only, every run is bounded in time, and every process this
+# script starts is stopped when it exits.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+HITS="${HITS:-10000}"
+SETTLE="${SETTLE:-2}"
+BUILD="${BUILD:-1}"
+
+# shellcheck source=benches/lib.sh
+source benches/lib.sh
+
+for tool in valgrind callgrind_control dnsperf dig; do
+  command -v "$tool" >/dev/null || { log "$tool is not installed (scripts/setup.sh bench)"; exit 1; }
+done
+if [ "$BUILD" = 1 ]; then
+  cargo build --release --locked -p skyline --bin skyline -p skyline-bench >&2
+fi
+
+target/release/skyline-dataset --out "$work/data" --domain example.org --services 250 --queries 2000 >/dev/null
+head -n 1000 "$work/data/a.txt" >"$work/warm.txt"
+awk -v n="$HITS" '{line[NR] = $0} END {for (i = 0; i < n; i++) print line[i % NR + 1]}' "$work/warm.txt" >"$work/hits.txt"
+
+PORT[upstream]=$(free_port)
+PORT[skyline]=$(free_port)
+target/release/skyline --records "$work/data/records.json" --domain example.org. \
+  --addr "127.0.0.1:${PORT[upstream]}" --workers 1 --no-pin >"$work/upstream.log" 2>&1 &
+PID[upstream]=$!
+valgrind --tool=callgrind --callgrind-out-file="$work/cg" target/release/skyline --domain skydns.local. \
+  --nameservers "127.0.0.1:${PORT[upstream]}" --addr "127.0.0.1:${PORT[skyline]}" --workers 1 --no-pin \
+  >"$work/skyline.log" 2>&1 &
+PID[skyline]=$!
+wait_ready upstream example.org. 10
+wait_ready skyline skydns.local. 120
+
+query() { # file: sends it once, prints how many queries were answered
+  dnsperf -s 127.0.0.1 -p "${PORT[skyline]}" -d "$1" -n 1 -c 1 -q 20 -t 5 | awk '/Queries completed:/ {print $3}'
+}
+query "$work/warm.txt" >/dev/null
+warm=$(query "$work/warm.txt")
+[ "$warm" = 1000 ] || { log "only $warm of the 1000 warm-up names were answered"; exit 1; }
+sleep "$SETTLE"
+callgrind_control -z "${PID[skyline]}" >/dev/null 2>&1
+answered=$(query "$work/hits.txt")
+callgrind_control -d "${PID[skyline]}" >/dev/null 2>&1
+instructions=$(cat "$work"/cg.* | awk '/^summary:/ {s += $2} END {print s + 0}')
+log "$instructions instructions for $answered cache hits"
+awk -v i="$instructions" -v n="$answered" 'BEGIN {if (n > 0) printf "instructions per cache hit: %.0f\n", i / n}'
