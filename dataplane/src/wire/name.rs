@@ -216,8 +216,8 @@ fn read_compressed(msg: &[u8], mut pos: usize, mut out: Option<&mut LowerName>) 
 
 /// Copies `src`, a name without its root label, to the start of `dst` lower-casing ASCII
 /// letters, sixteen bytes a step, and returns the [`name_hash`] of the lower-cased name, folded
-/// from the very bytes written. A name shorter than sixteen bytes is written as one step: what
-/// follows it in `dst` is left for the caller to overwrite.
+/// from the very bytes written. A name shorter than sixteen bytes is written as one step, with
+/// zeros after it up to the sixteenth byte.
 #[inline(always)]
 fn copy_lower(dst: &mut [u8; MAX_NAME_LEN], src: &[u8]) -> u64 {
     lower_chunks(src, |at, [lo, hi]| {
@@ -298,8 +298,8 @@ pub fn name_hash(wire: &[u8]) -> u64 {
     lower_chunks(body, |_, _| {})
 }
 
-/// Eight bytes of `wire` from `at`, little-endian: the step of every word-at-a-time loop over
-/// names (copying, comparing, hashing).
+/// Eight bytes of `wire` from `at`, little-endian: the step of the word-at-a-time comparisons
+/// of names.
 #[inline(always)]
 pub fn word(wire: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(wire[at..at + 8].try_into().expect("eight bytes"))
