@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what skyline needs on Debian, for one purpose given as the argument:
-#   build  protoc (etcd-client's build script)
+#   build  protoc and its well-known types (etcd-client's build script)
 #   test   the above, plus etcd (the etcd source's tests), dig/kdig (independent DNS clients) and
 #          knot (the reference server of the differential test)
 #   bench  the above, plus dnsperf and taskset
@@ -10,6 +10,9 @@ purpose="${1:-test}"
 
 need=()
 command -v protoc >/dev/null || need+=(protobuf-compiler)
+# protoc's well-known types (google/protobuf/*.proto), which etcd's protos import; a
+# recommendation of protobuf-compiler, so --no-install-recommends would leave them out.
+[ -e /usr/include/google/protobuf/descriptor.proto ] || need+=(libprotobuf-dev)
 if [ "$purpose" != build ]; then
   command -v etcd >/dev/null || need+=(etcd-server)
   command -v dig >/dev/null || need+=(dnsutils)
