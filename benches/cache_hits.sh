@@ -26,7 +26,7 @@ ZONE=bench.test
 # shellcheck source=benches/lib.sh
 source benches/lib.sh
 
-command -v dnsdist >/dev/null || { log "dnsdist is not installed (scripts/setup.sh bench)"; exit 1; }
+scripts/setup.sh bench
 if [ "$BUILD" = 1 ]; then
   cargo build --release --locked -p skyline --bin skyline -p skyline-bench >&2
 fi

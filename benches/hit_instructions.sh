@@ -24,9 +24,7 @@ BUILD="${BUILD:-1}"
 # shellcheck source=benches/lib.sh
 source benches/lib.sh
 
-for tool in valgrind callgrind_control dnsperf dig; do
-  command -v "$tool" >/dev/null || { log "$tool is not installed (scripts/setup.sh bench)"; exit 1; }
-done
+scripts/setup.sh bench
 if [ "$BUILD" = 1 ]; then
   cargo build --release --locked -p skyline --bin skyline -p skyline-bench >&2
 fi

@@ -14,7 +14,7 @@
 # Knobs (environment, defaults in brackets): ROUNDS [3], DURATION [10] seconds per run, RATE
 # [2000] queries per second, HIT_NAMES [8] names of the cache-hit run, CLIENT_CPU [0],
 # SKYLINE_CPU [1], KNOT_CPU [1] (taskset CPU lists), SKYLINE_BIN [target/release/skyline],
-# SKYLINE_FLAGS ["--workers 1 --no-pin"], PEERS ["dnsdist" if installed, else empty; pinned to
+# SKYLINE_FLAGS ["--workers 1 --no-pin"], PEERS ["dnsdist"; empty for none; pinned to
 # SKYLINE_CPU], BUILD [1] (0: use the binary as it is), RESULTS [benches/results/miss_latency].
 # A quick look: ROUNDS=1 DURATION=2 benches/miss_latency.sh
 #
@@ -35,7 +35,7 @@ SKYLINE_BIN="${SKYLINE_BIN:-target/release/skyline}"
 SKYLINE_FLAGS="${SKYLINE_FLAGS---workers 1 --no-pin}"
 BUILD="${BUILD:-1}"
 RESULTS="${RESULTS:-benches/results/miss_latency}"
-if command -v dnsdist >/dev/null; then PEERS="${PEERS-dnsdist}"; else PEERS="${PEERS-}"; fi
+PEERS="${PEERS-dnsdist}"
 ZONE=example.org
 TARGET_US=100
 

@@ -3,7 +3,8 @@
 #   build  protoc and its well-known types (etcd-client's build script)
 #   test   the above, plus etcd (the etcd source's tests), dig/kdig (independent DNS clients) and
 #          knot (the reference server of the differential test)
-#   bench  the above, plus dnsperf and taskset
+#   bench  the above, plus dnsperf, taskset, dnsdist (the cache peer) and valgrind (instruction
+#          counts)
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 purpose="${1:-test}"
@@ -22,6 +23,8 @@ fi
 if [ "$purpose" = bench ]; then
   command -v dnsperf >/dev/null || need+=(dnsperf)
   command -v taskset >/dev/null || need+=(util-linux)
+  command -v dnsdist >/dev/null || need+=(dnsdist)
+  command -v callgrind_control >/dev/null || need+=(valgrind)
 fi
 [ ${#need[@]} -eq 0 ] && exit 0
 
