@@ -26,7 +26,7 @@ source benches/lib.sh
 
 scripts/setup.sh bench
 if [ "$BUILD" = 1 ]; then
-  cargo build --release --locked -p skyline --bin skyline -p skyline-bench >&2
+  cargo build --release --locked -p skyline -p skyline-bench --bins >&2
 fi
 
 target/release/skyline-dataset --out "$work/data" --domain example.org --services 250 --queries 2000 >/dev/null

@@ -9,6 +9,7 @@ use common::{query, tcp_query, udp_query, Skyline};
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{RData, RecordType};
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use upstream::{Knot, Script, Scripted, GOOD};
 
@@ -320,6 +321,62 @@ fn a_paused_upstream_gives_stale_answers_and_fast_failures() {
         assert!(Instant::now() < deadline, "still stale after the upstream came back");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// An overloaded upstream: Knot stopped for 200 ms of every 250 ms, so every try sent early in
+/// a stall times out (the retry timeout is at its 150 ms floor after fast answers), yet every
+/// answer comes within the forwarding timeout. New names, 200 a second, must all get those
+/// answers: an upstream that answers between its stalls is slow, not down, and its clients
+/// wait for it instead of getting SERVFAIL.
+#[test]
+fn a_stalling_upstream_is_waited_for_not_marked_down() {
+    let Some(knot) = Knot::start(&[("example.test.", ZONE)]) else {
+        return;
+    };
+    let s = forwarding_to(&[knot.addr], &[]);
+    for i in 0..20 {
+        let fast = ask(&s, &format!("fast{i}.example.test."), RecordType::A);
+        assert_eq!(fast.response_code(), ResponseCode::NoError);
+    }
+    let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    socket.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let stalling = AtomicBool::new(true);
+    let sent = 400;
+    let rcodes = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while stalling.load(Ordering::Relaxed) {
+                knot.pause();
+                std::thread::sleep(Duration::from_millis(200));
+                knot.resume();
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let receiver = scope.spawn(|| {
+            let mut rcodes = std::collections::BTreeMap::new();
+            let mut buf = [0u8; 4096];
+            while rcodes.values().sum::<usize>() < sent {
+                let Ok((n, _)) = socket.recv_from(&mut buf) else {
+                    break;
+                };
+                let code = Message::from_vec(&buf[..n]).unwrap().response_code();
+                *rcodes.entry(format!("{code:?}")).or_insert(0) += 1;
+            }
+            rcodes
+        });
+        for i in 0..sent {
+            let q = query(&format!("slow{i}.example.test."), RecordType::A, Some(1232));
+            socket.send_to(&q.to_vec().unwrap(), s.addr).unwrap();
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let rcodes = receiver.join().unwrap();
+        stalling.store(false, Ordering::Relaxed);
+        rcodes
+    });
+    assert_eq!(
+        rcodes,
+        [("NoError".to_string(), sent)].into(),
+        "every new name answered by the stalling upstream"
+    );
 }
 
 /// A forwarding timeout shorter than the first retry timeout (500 ms until an upstream's

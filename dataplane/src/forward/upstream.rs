@@ -1,17 +1,26 @@
 //! Upstream servers and what is known about them: round-trip times (per worker, for the retry
-//! timeout, as TCP does it: RFC 6298) and health (shared by all workers). An upstream that fails
-//! [`MAX_FAILS`] times in a row is down: it gets no client queries, only health probes, until it
-//! answers again. Health is shared so that once one worker has found an upstream dead, no
-//! worker makes its clients wait for it; it changes only on upstream failures and answers,
-//! never on a cache hit.
+//! timeout, as TCP does it: RFC 6298) and health (shared by all workers).
+//!
+//! An upstream that fails [`MAX_FAILS`] times in a row, with no answer for [`SILENCE`] since
+//! the first of those, is down: it gets no client queries, only health probes, until it answers
+//! again. A slow upstream fails tries too (its answers come after the retry timeout), but its
+//! late answers keep arriving and end every run of failures before it lasts [`SILENCE`]: its
+//! clients wait for it instead of getting SERVFAIL from a forwarder that thinks it dead.
+//!
+//! Health is shared so that once one worker has found an upstream dead, no worker makes its
+//! clients wait for it; it changes only on upstream failures and answers, never on a cache hit.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Consecutive failures (timeouts, refused connections) that mark an upstream down.
 pub const MAX_FAILS: u32 = 3;
+/// How long a run of failures must last, with no answer, to mark an upstream down: longer than
+/// the stalls of a busy upstream (a garbage collection, a burst of load), short enough that
+/// clients of a dead one wait at most this long before failing fast.
+const SILENCE: Duration = Duration::from_millis(500);
 /// Retry timeout before an upstream's round-trip time is known.
 const INITIAL_RTO: Duration = Duration::from_millis(500);
 /// Floor of the retry timeout: below it a busy but healthy upstream would look dead.
@@ -32,7 +41,10 @@ pub(crate) fn had_a_chance(waited: Duration, budget: Duration) -> bool {
 /// The health of one upstream, shared by every worker.
 #[derive(Debug)]
 pub struct Health {
-    failures: AtomicU32,
+    /// The current run of failures: its length in the top 16 bits, when it began (ms since
+    /// `epoch`) in the low 48. One word, so that workers failing at once never pair one run's
+    /// length with another's start.
+    failing: AtomicU64,
     down: AtomicBool,
     /// When the next probe is due, in milliseconds since `epoch`.
     next_probe: AtomicU64,
@@ -43,7 +55,7 @@ impl Health {
     /// A healthy upstream, times counted from `epoch`.
     pub fn new(epoch: Instant) -> Health {
         Health {
-            failures: AtomicU32::new(0),
+            failing: AtomicU64::new(0),
             down: AtomicBool::new(false),
             next_probe: AtomicU64::new(0),
             epoch,
@@ -52,6 +64,19 @@ impl Health {
 
     fn millis(&self, at: Instant) -> u64 {
         at.saturating_duration_since(self.epoch).as_millis() as u64
+    }
+}
+
+const RUN_LENGTH_SHIFT: u32 = 48;
+const RUN_START_MASK: u64 = (1 << RUN_LENGTH_SHIFT) - 1;
+const MAX_RUN_LENGTH: u64 = u64::MAX >> RUN_LENGTH_SHIFT;
+
+/// A run of failures after one more, at `now_ms`.
+fn one_more_failure(run: u64, now_ms: u64) -> u64 {
+    match run >> RUN_LENGTH_SHIFT {
+        0 => (1 << RUN_LENGTH_SHIFT) | (now_ms & RUN_START_MASK),
+        MAX_RUN_LENGTH => run,
+        _ => run + (1 << RUN_LENGTH_SHIFT),
     }
 }
 
@@ -134,17 +159,30 @@ impl Upstream {
             }
         }
         // Written only when it changes: answers are frequent, and the line is shared.
-        if self.health.failures.load(Ordering::Relaxed) != 0 {
-            self.health.failures.store(0, Ordering::Relaxed);
+        if self.health.failing.load(Ordering::Relaxed) != 0 {
+            self.health.failing.store(0, Ordering::Relaxed);
         }
         self.is_down() && self.health.down.swap(false, Ordering::Relaxed)
     }
 
     /// Records a failed attempt; returns whether the upstream just went down.
     pub fn failed(&mut self, now: Instant) -> bool {
-        let failures = self.health.failures.fetch_add(1, Ordering::Relaxed).saturating_add(1);
-        if failures >= MAX_FAILS && !self.health.down.swap(true, Ordering::Relaxed) {
-            self.health.next_probe.store(self.health.millis(now), Ordering::Relaxed);
+        let now_ms = self.health.millis(now);
+        let update = |run| Some(one_more_failure(run, now_ms));
+        let run = match self
+            .health
+            .failing
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, update)
+        {
+            Ok(before) | Err(before) => one_more_failure(before, now_ms),
+        };
+        let failures = run >> RUN_LENGTH_SHIFT;
+        let silent = now_ms.saturating_sub(run & RUN_START_MASK);
+        if failures >= u64::from(MAX_FAILS)
+            && silent >= SILENCE.as_millis() as u64
+            && !self.health.down.swap(true, Ordering::Relaxed)
+        {
+            self.health.next_probe.store(now_ms, Ordering::Relaxed);
             return true;
         }
         false
@@ -243,15 +281,23 @@ mod tests {
         Group::new(&addrs, 0, &SharedHealth::new([n as usize], Instant::now()), rotate)
     }
 
+    /// Fails `u` [`MAX_FAILS`] times, the first at `from` and the last [`SILENCE`] later;
+    /// returns whether it went down and when the last failure was.
+    fn fail_silently(u: &mut Upstream, from: Instant) -> (bool, Instant) {
+        let step = SILENCE / (MAX_FAILS - 1);
+        let mut went_down = false;
+        for i in 0..MAX_FAILS {
+            went_down = u.failed(from + step * i);
+        }
+        (went_down, from + step * (MAX_FAILS - 1))
+    }
+
     #[test]
     fn rotation_spreads_first_tries_and_skips_down_servers() {
         let mut g = group(3, true);
         let firsts: Vec<_> = (0..3).filter_map(|_| g.first(false)).collect();
         assert_eq!(firsts, [1, 2, 0]);
-        let now = Instant::now();
-        for _ in 0..MAX_FAILS {
-            g.upstreams[2].failed(now);
-        }
+        fail_silently(&mut g.upstreams[2], Instant::now());
         let firsts: Vec<_> = (0..3).filter_map(|_| g.first(false)).collect();
         assert_eq!(firsts, [1, 0, 0]);
         assert_eq!(g.after(1), Some(0));
@@ -265,14 +311,16 @@ mod tests {
     }
 
     #[test]
-    fn three_failures_in_a_row_mark_a_server_down_and_an_answer_brings_it_back() {
+    fn failures_in_a_row_over_the_silence_mark_a_server_down_and_an_answer_brings_it_back() {
         let mut g = group(1, true);
-        let now = Instant::now();
-        assert!(!g.upstreams[0].failed(now));
+        let start = Instant::now();
+        assert!(!g.upstreams[0].failed(start));
         g.upstreams[0].succeeded(Duration::from_millis(1));
-        assert!(!g.upstreams[0].failed(now));
-        assert!(!g.upstreams[0].failed(now));
-        assert!(g.upstreams[0].failed(now));
+        let (went_down, now) = fail_silently(&mut g.upstreams[0], start + SILENCE);
+        assert!(
+            went_down,
+            "{MAX_FAILS} failures over {SILENCE:?}, the answer before them forgotten"
+        );
         assert!(g.all_down());
         assert_eq!((g.first(false), g.after(0)), (None, None));
         assert_eq!(g.first(true), Some(0), "a recheck may still go");
@@ -293,14 +341,60 @@ mod tests {
         let addrs = [SocketAddr::from(([127, 0, 0, 1], 53))];
         let mut one = Group::new(&addrs, 0, &shared, true);
         let mut two = Group::new(&addrs, 0, &shared, true);
-        for _ in 0..MAX_FAILS {
-            one.upstreams[0].failed(epoch);
-        }
+        assert!(!one.upstreams[0].failed(epoch));
+        assert!(!two.upstreams[0].failed(epoch + SILENCE / 2));
+        assert!(one.upstreams[0].failed(epoch + SILENCE), "the run spans both workers");
         assert!(two.all_down(), "the other worker sees it down at once");
-        assert!(two.upstreams[0].claim_probe(epoch));
-        assert!(!one.upstreams[0].claim_probe(epoch), "the probe is claimed once");
+        let now = epoch + SILENCE;
+        assert!(two.upstreams[0].claim_probe(now));
+        assert!(!one.upstreams[0].claim_probe(now), "the probe is claimed once");
         assert!(two.upstreams[0].succeeded(Duration::from_millis(1)));
         assert!(!one.all_down());
+    }
+
+    /// An overloaded upstream fails its tries in bursts (every try sent during a stall times
+    /// out) but answers between them: each answer ends the run, so it never stays silent for
+    /// [`SILENCE`] and is never marked down, however many tries of a burst fail.
+    #[test]
+    fn bursts_of_failures_between_answers_leave_a_slow_upstream_up() {
+        let mut g = group(1, true);
+        let start = Instant::now();
+        let stall = SILENCE * 2 / 5;
+        for cycle in 0..20 {
+            let stalled = start + SILENCE * cycle;
+            for i in 0..50 {
+                assert!(
+                    !g.upstreams[0].failed(stalled + stall * i / 50),
+                    "cycle {cycle}, try {i}"
+                );
+            }
+            g.upstreams[0].succeeded(stall);
+        }
+        assert!(!g.all_down());
+        let (went_down, _) = fail_silently(&mut g.upstreams[0], start + SILENCE * 20);
+        assert!(went_down, "then silence for {SILENCE:?}");
+    }
+
+    #[test]
+    fn a_run_of_failures_is_as_long_as_its_silence_and_its_count_say() {
+        let mut u = Upstream::new(
+            SocketAddr::from(([127, 0, 0, 1], 53)),
+            Arc::new(Health::new(Instant::now())),
+        );
+        let start = Instant::now();
+        assert!(!u.failed(start + SILENCE));
+        assert!(!u.failed(start + SILENCE * 3), "two failures, however far apart");
+        assert!(u.failed(start + SILENCE * 3), "the third, {SILENCE:?} after the first");
+        u.succeeded(Duration::from_millis(1));
+        let mut run = 0;
+        for _ in 0..100_000 {
+            run = one_more_failure(run, 7);
+        }
+        assert_eq!(
+            (run >> RUN_LENGTH_SHIFT, run & RUN_START_MASK),
+            (MAX_RUN_LENGTH, 7),
+            "the count saturates"
+        );
     }
 
     #[test]
