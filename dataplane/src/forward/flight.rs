@@ -768,11 +768,30 @@ impl Forwarder {
         flight.failures += 1;
         let route = flight.route;
         let server = &mut self.groups[route].upstreams[upstream];
-        if server.failed(now) {
+        let went_down = server.failed(now);
+        if went_down {
             self.stats.upstreams_marked_down.incr();
             tracing::warn!(upstream = %server.addr, "upstream marked down after repeated failures");
         }
         self.update_down(route);
+        if went_down && self.down[route] {
+            self.give_up_on_route(route);
+        }
+    }
+
+    /// Every upstream of `route` is down now: clients still waiting on a try to one of them
+    /// get their answer at once (stale where the cache can, else SERVFAIL), as a new question's
+    /// clients would, instead of at that try's timeout, which after two retries is most of the
+    /// budget. Refreshes and probes go on: they are how the route is found back.
+    fn give_up_on_route(&mut self, route: usize) {
+        for slot in 0..self.flights.len() {
+            let waiting = self.flights[slot]
+                .as_ref()
+                .is_some_and(|f| f.route == route && matches!(f.kind, Kind::Clients { .. }));
+            if waiting {
+                self.give_up(slot);
+            }
+        }
     }
 
     /// After a failed try, clients of a question the cache can still answer (stale) get that
@@ -1101,6 +1120,33 @@ mod tests {
             Err(Failure::Unreachable),
             "the next client fails fast"
         );
+    }
+
+    /// Two questions whose first tries timed out at 500 ms are on their retries (1 s timeout)
+    /// when a third question's try fails 600 ms into the run of failures: the upstream is down,
+    /// and the two end then, not at 1.5 s.
+    #[test]
+    fn questions_waiting_on_an_upstream_end_when_it_goes_down() {
+        let start = Instant::now();
+        let (mut forwarder, _silent, _poll) = forwarder_to_silent(Duration::from_secs(5), start);
+        let cache = Cache::new(CacheConfig::default());
+        let mut done = Vec::new();
+        let clients = Kind::Clients { stale: false };
+        for i in 0..2 {
+            forwarder
+                .submit(question(i), Route::DEFAULT, None, clients, start)
+                .unwrap();
+        }
+        forwarder.turn(&cache, start + Duration::from_millis(500), &mut done);
+        assert_eq!(forwarder.active, 2, "both retried");
+        let third = start + Duration::from_millis(600);
+        forwarder
+            .submit(question(2), Route::DEFAULT, None, clients, third)
+            .unwrap();
+        forwarder.turn(&cache, third + Duration::from_millis(500), &mut done);
+        assert!(forwarder.down()[0], "three failures over 600 ms");
+        let waiting = forwarder.flights.iter().flatten().filter(|f| f.kind == clients).count();
+        assert_eq!(waiting, 0, "no question waits on a down upstream");
     }
 
     /// With a 600 ms budget the first try times out on its own at 500 ms and the retry has 100
