@@ -17,13 +17,19 @@
 #   killed     Knot is killed with SIGKILL (its port is closed: datagrams are refused)
 #   restarted  a new knotd on the same port
 #
+# Then a second skyline, with two upstreams: Knot, and the same Knot behind a relay that holds
+# every query SLOW_MS (`skyline-delay`; phase `one_slow`): a slowed upstream of two should cost
+# the misses little, as they go to the fast one.
+#
 # For each slice it prints the phase, answered and lost queries, NOERROR and SERVFAIL replies,
-# stale answers (skyline's `coredns_cache_served_stale_total`), and p50/p99/max latency. Lost is
-# the number that must stay 0: every query gets an answer, stale or SERVFAIL, never silence.
+# stale answers (skyline's `coredns_cache_served_stale_total`), and p50/p99/p99.9/max latency.
+# Lost is the number that must stay 0: every query gets an answer, stale or SERVFAIL, never
+# silence.
 #
 # Usage: benches/upstream_faults.sh
 # Knobs (environment, defaults in brackets): RATE [2000] queries a second, TTL [4] seconds of
 # the upstream's answers, SLICES ["6 8 4 8 4 6 8"] slices per phase in the order above,
+# SLOW_MS [100] and SLOW_SLICES [6] of the two-upstream part,
 # CLIENT_CPU [0] (the load generator), SERVER_CPU [1] (skyline), KNOT_CPU [1], BUILD [1] (0:
 # use the release binaries as they are). The paced load generator spins, so Knot beside it at
 # the same real-time priority would run only in the throttle's 50 ms a second.
@@ -36,6 +42,8 @@ cd "$(dirname "$0")/.."
 RATE="${RATE:-2000}"
 TTL="${TTL:-4}"
 SLICES="${SLICES:-6 8 4 8 4 6 8}"
+SLOW_MS="${SLOW_MS:-100}"
+SLOW_SLICES="${SLOW_SLICES:-6}"
 CLIENT_CPU="${CLIENT_CPU:-0}"
 SERVER_CPU="${SERVER_CPU:-1}"
 KNOT_CPU="${KNOT_CPU:-1}"
@@ -62,7 +70,9 @@ ZONEFILE
 echo '{"/skydns/local/skydns/node1": {"host": "10.0.0.1"}}' >"$work/records.json"
 awk -v z="$ZONE" 'BEGIN {for (i = 1; i <= 1000; i++) printf "n%04d.%s A\n", i, z}' >"$work/warm.txt"
 
-for name in knot skyline http; do PORT[$name]=$(free_port); done
+for name in knot skyline skyline-http skyline2 skyline2-http delay; do
+  PORT[$name]=$(free_port)
+done
 knot_conf "${PORT[knot]}" "$ZONE." "$work/zone"
 
 start_knot() {
@@ -73,16 +83,19 @@ start_knot() {
   taskset -a -p -c "$KNOT_CPU" "${PID[knot]}" >/dev/null
 }
 start_knot
-taskset -c "$SERVER_CPU" "${prio[@]}" target/release/skyline --records "$work/records.json" \
-  --nameservers "127.0.0.1:${PORT[knot]}" --addr "127.0.0.1:${PORT[skyline]}" \
-  --http-addr "127.0.0.1:${PORT[http]}" --workers 1 --no-pin >"$work/skyline.log" 2>&1 &
-PID[skyline]=$!
-wait_ready skyline "$ZONE." 10
-timeout 60 dnsperf -s 127.0.0.1 -p "${PORT[skyline]}" -d "$work/warm.txt" -n 1 -c 1 -q 20 -t 2 \
-  >"$work/warm.out" 2>&1
+start_skyline() { # name, upstreams: started, ready and warmed with the popular names
+  taskset -c "$SERVER_CPU" "${prio[@]}" target/release/skyline --records "$work/records.json" \
+    --nameservers "$2" --addr "127.0.0.1:${PORT[$1]}" --http-addr "127.0.0.1:${PORT[$1-http]}" \
+    --workers 1 --no-pin >"$work/$1.log" 2>&1 &
+  PID[$1]=$!
+  wait_ready "$1" "$ZONE." 10
+  timeout 60 dnsperf -s 127.0.0.1 -p "${PORT[$1]}" -d "$work/warm.txt" -n 1 -c 1 -q 20 -t 2 \
+    >"$work/$1.warm" 2>&1
+}
+start_skyline skyline "127.0.0.1:${PORT[knot]}"
 
-stale_total() {
-  curl -s "http://127.0.0.1:${PORT[http]}/metrics" |
+stale_total() { # skyline instance
+  curl -s "http://127.0.0.1:${PORT[$1-http]}/metrics" |
     awk '$1 == "coredns_cache_served_stale_total" {print $2; found = 1} END {if (!found) print 0}'
 }
 
@@ -109,38 +122,47 @@ enter() { # phase
   esac
 }
 
-printf '%-9s %5s %6s %8s %5s %7s %8s %6s %8s %8s %8s\n' phase slice time_s answered lost noerror \
-  servfail stale p50_ms p99_ms max_ms
+printf '%-9s %5s %6s %8s %5s %7s %8s %6s %8s %8s %8s %8s\n' phase slice time_s answered lost \
+  noerror servfail stale p50_ms p99_ms p999_ms max_ms
 began=$(date +%s.%N)
 slice=0
-counts=($SLICES)
 lost_total=0
+
+run_slice() { # phase, skyline instance: one second of load and its line
+  local phase=$1 server=$2 line at before stale
+  slice=$((slice + 1))
+  awk -v z="$ZONE" -v s="$slice" -v n="$RATE" -v seed="$slice" 'BEGIN {
+    srand(seed)
+    for (i = 1; i <= n; i++) {
+      if (i % 10 == 0) printf "new%d-%d.%s A\n", s, i, z
+      else printf "n%04d.%s A\n", 1 + int(rand() * 1000), z
+    }
+  }' >"$work/slice.txt"
+  at=$(awk -v b="$began" -v n="$(date +%s.%N)" 'BEGIN {printf "%.1f", n - b}')
+  before=$(stale_total "$server")
+  line=$(timeout 30 taskset -c "$CLIENT_CPU" "${prio[@]}" target/release/skyline-loadgen \
+    -s "127.0.0.1:${PORT[$server]}" -d "$work/slice.txt" -Q "$RATE" -l 1 -q 4000 -t 3 2>&1 |
+    grep '^RESULT' || true)
+  stale=$(($(stale_total "$server") - before))
+  get() { echo "$line" | grep -o " $1=[^ ]*" | cut -d= -f2; }
+  ms() { awk -v u="$(get "$1")" 'BEGIN {print u / 1000}'; }
+  lost_total=$((lost_total + $(get lost)))
+  printf '%-9s %5d %6s %8s %5s %7s %8s %6s %8.1f %8.1f %8.1f %8.1f\n' "$phase" "$slice" "$at" \
+    "$(get answered)" "$(get lost)" "$(get noerror)" "$(get servfail)" "$stale" \
+    "$(ms p50_us)" "$(ms p99_us)" "$(ms p999_us)" "$(ms max_us)"
+}
+
+counts=($SLICES)
 for p in "${!PHASES[@]}"; do
-  phase=${PHASES[$p]}
-  enter "$phase"
-  for _ in $(seq "${counts[$p]}"); do
-    slice=$((slice + 1))
-    awk -v z="$ZONE" -v s="$slice" -v n="$RATE" -v seed="$slice" 'BEGIN {
-      srand(seed)
-      for (i = 1; i <= n; i++) {
-        if (i % 10 == 0) printf "new%d-%d.%s A\n", s, i, z
-        else printf "n%04d.%s A\n", 1 + int(rand() * 1000), z
-      }
-    }' >"$work/slice.txt"
-    at=$(awk -v b="$began" -v n="$(date +%s.%N)" 'BEGIN {printf "%.1f", n - b}')
-    before=$(stale_total)
-    line=$(timeout 30 taskset -c "$CLIENT_CPU" "${prio[@]}" target/release/skyline-loadgen \
-      -s "127.0.0.1:${PORT[skyline]}" -d "$work/slice.txt" -Q "$RATE" -l 1 -q 4000 -t 3 2>&1 |
-      grep '^RESULT' || true)
-    stale=$(($(stale_total) - before))
-    get() { echo "$line" | grep -o " $1=[^ ]*" | cut -d= -f2; }
-    lost_total=$((lost_total + $(get lost)))
-    printf '%-9s %5d %6s %8s %5s %7s %8s %6s %8.1f %8.1f %8.1f\n' "$phase" "$slice" "$at" \
-      "$(get answered)" "$(get lost)" "$(get noerror)" "$(get servfail)" "$stale" \
-      "$(awk -v u="$(get p50_us)" 'BEGIN {print u / 1000}')" \
-      "$(awk -v u="$(get p99_us)" 'BEGIN {print u / 1000}')" \
-      "$(awk -v u="$(get max_us)" 'BEGIN {print u / 1000}')"
-  done
+  enter "${PHASES[$p]}"
+  for _ in $(seq "${counts[$p]}"); do run_slice "${PHASES[$p]}" skyline; done
 done
 stop slower
+
+# Two upstreams, the second the same Knot behind a relay that holds each query SLOW_MS.
+taskset -c "$KNOT_CPU" target/release/skyline-delay --addr "127.0.0.1:${PORT[delay]}" \
+  --upstream "127.0.0.1:${PORT[knot]}" --delay-ms "$SLOW_MS" >"$work/delay.log" 2>&1 &
+PID[delay]=$!
+start_skyline skyline2 "127.0.0.1:${PORT[knot]},127.0.0.1:${PORT[delay]}"
+for _ in $(seq "$SLOW_SLICES"); do run_slice one_slow skyline2; done
 echo "lost in all: $lost_total; load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -379,6 +379,39 @@ fn a_stalling_upstream_is_waited_for_not_marked_down() {
     );
 }
 
+/// Two upstreams, one answering 100 ms late: once both round-trip times are known, new names
+/// go to the fast one, and the slow one gets a first try only every 250 ms, enough to notice
+/// when it is fast again. Blind rotation (SkyDNS) sends it every other name.
+#[test]
+fn a_slow_upstream_of_two_gets_few_first_tries() {
+    let Some(fast) = Knot::start(&[("example.test.", ZONE)]) else {
+        return;
+    };
+    let slow = Scripted::start(Script::Address {
+        ttl: 60,
+        delay: Duration::from_millis(100),
+    });
+    let s = forwarding_to(&[fast.addr, slow.addr], &[]);
+    let client = Client::new();
+    for i in 0..4 {
+        client.ask(&s, &format!("warm{i}.example.test."), RecordType::A);
+    }
+    let started = Instant::now();
+    let mut from_slow = 0;
+    let names = 100;
+    for i in 0..names {
+        if a_of(&client.ask(&s, &format!("new{i}.example.test."), RecordType::A)) == [GOOD] {
+            from_slow += 1;
+        }
+    }
+    let most = started.elapsed().as_millis() / 250 + 1;
+    assert!(
+        from_slow <= most,
+        "{from_slow} of {names} names went to the slow upstream in {:?}",
+        started.elapsed()
+    );
+}
+
 /// A forwarding timeout shorter than the first retry timeout (500 ms until an upstream's
 /// round-trip time is known) cut every try short; those tries once never counted against the
 /// upstream, so a dead one was never marked down and every client waited the whole timeout.

@@ -1,12 +1,14 @@
 //! The pieces of skyline's side-by-side benchmark tools (see `benches/compare.sh` and
 //! `tuning.md`): query files, outstanding-query bookkeeping, latency histograms, pacing, the
-//! load generator's engine, the echo ceiling, the shared data set and the result report.
+//! load generator's engine, the echo ceiling, a slowed upstream (a delaying relay), the shared
+//! data set and the result report.
 //!
 //! Packets go through the data plane's own `PacketIo`/`KernelUdp` batch path, so the tools
 //! measure with the same syscalls the server uses and hold no `unsafe` code of their own.
 
 pub mod cpu;
 pub mod dataset;
+pub mod delay;
 pub mod echo;
 pub mod histogram;
 pub mod inflight;

@@ -387,8 +387,8 @@ impl Forwarder {
         let group = self.groups.get_mut(route).ok_or(Failure::Unreachable)?;
         let first = match kind {
             Kind::Probe(upstream) => Some(upstream),
-            Kind::Refresh => group.first(true),
-            Kind::Clients { .. } => group.first(false),
+            Kind::Refresh => group.first(true, now),
+            Kind::Clients { .. } => group.first(false, now),
         }
         .ok_or(Failure::Unreachable)?;
         let serial = self.next_serial();

@@ -29,6 +29,13 @@ const MIN_RTO: Duration = Duration::from_millis(150);
 const MAX_RTO: Duration = Duration::from_secs(1);
 /// How often a down upstream is probed (by one worker at a time).
 pub const PROBE_INTERVAL: Duration = Duration::from_millis(500);
+/// How much slower than the fastest an upstream may be and still share the rotation: above
+/// the jitter of a loaded resolver on the same network, below a slowed one's delay.
+const RTT_BAND: Duration = Duration::from_millis(20);
+/// How often an upstream outside the band still gets a first try (per worker), so that its
+/// round-trip time stays measured and it rejoins the rotation once it is fast again: a few
+/// slow answers a second, however high the load.
+const EXPLORE_INTERVAL: Duration = Duration::from_millis(250);
 
 /// Whether a try that got no answer in `waited`, cut short by its question's `budget` rather
 /// than by its own timeout, counts as a failure of its upstream: it waited at least the retry
@@ -116,6 +123,8 @@ pub struct Upstream {
     health: Arc<Health>,
     /// This worker has a probe in flight.
     pub(crate) probing: bool,
+    /// When this worker last gave it a first try while it was outside the band.
+    explored: Option<Instant>,
 }
 
 impl Upstream {
@@ -126,6 +135,7 @@ impl Upstream {
             rttvar: Duration::ZERO,
             health,
             probing: false,
+            explored: None,
         }
     }
 
@@ -245,21 +255,54 @@ impl Group {
         self.upstreams.iter().all(Upstream::is_down)
     }
 
-    /// The server for a first try: the next in rotation that is up. When all are down, any
-    /// (in rotation) if `even_down`, which is how a stale recheck doubles as a probe.
-    pub fn first(&mut self, even_down: bool) -> Option<usize> {
+    /// The server for a first try: the next in rotation that is up, skipping those slower than
+    /// the fastest by more than [`RTT_BAND`] but for one try every [`EXPLORE_INTERVAL`] (SkyDNS
+    /// rotates blindly, so a slowed upstream would add its delay to every other miss). Without
+    /// rotation, the first that is up. When all are down, any (in rotation) if `even_down`,
+    /// which is how a stale recheck doubles as a probe.
+    pub fn first(&mut self, even_down: bool, now: Instant) -> Option<usize> {
         let n = self.upstreams.len();
         if n == 0 {
             return None;
         }
-        let start = if self.rotate {
-            self.next = (self.next + 1) % n;
-            self.next
+        let start = if self.rotate { (self.next + 1) % n } else { 0 };
+        let mut up = (0..n)
+            .map(|i| (start + i) % n)
+            .filter(|&i| !self.upstreams[i].is_down());
+        let chosen = if self.rotate && n > 1 {
+            let fastest = self
+                .upstreams
+                .iter()
+                .filter(|u| !u.is_down())
+                .filter_map(|u| u.srtt)
+                .min();
+            let in_band = |u: &Upstream| match (u.srtt, fastest) {
+                (Some(srtt), Some(fastest)) => srtt <= fastest + RTT_BAND,
+                _ => true,
+            };
+            let due = |u: &Upstream| {
+                u.explored
+                    .is_none_or(|at| now.saturating_duration_since(at) >= EXPLORE_INTERVAL)
+            };
+            let slow_and_due = up
+                .clone()
+                .find(|&i| !in_band(&self.upstreams[i]) && due(&self.upstreams[i]));
+            if let Some(slow) = slow_and_due {
+                // Out of turn: the rotation of the fast ones goes on as if it had not happened.
+                self.upstreams[slow].explored = Some(now);
+                return Some(slow);
+            }
+            up.clone().find(|&i| in_band(&self.upstreams[i])).or_else(|| up.next())
         } else {
-            0
+            up.next()
         };
-        let up = (0..n).map(|i| (start + i) % n).find(|&i| !self.upstreams[i].is_down());
-        up.or(even_down.then_some(start))
+        let chosen = chosen.or(even_down.then_some(start));
+        if self.rotate {
+            // The next question starts after this one's server, so that servers passed over
+            // do not hand their turns to one neighbour.
+            self.next = chosen.unwrap_or(start);
+        }
+        chosen
     }
 
     /// The server for a retry after `previous`: the next one that is up, `previous` again if it
@@ -295,19 +338,67 @@ mod tests {
     #[test]
     fn rotation_spreads_first_tries_and_skips_down_servers() {
         let mut g = group(3, true);
-        let firsts: Vec<_> = (0..3).filter_map(|_| g.first(false)).collect();
+        let firsts: Vec<_> = (0..3).filter_map(|_| g.first(false, Instant::now())).collect();
         assert_eq!(firsts, [1, 2, 0]);
         fail_silently(&mut g.upstreams[2], Instant::now());
-        let firsts: Vec<_> = (0..3).filter_map(|_| g.first(false)).collect();
-        assert_eq!(firsts, [1, 0, 0]);
+        let firsts: Vec<_> = (0..4).filter_map(|_| g.first(false, Instant::now())).collect();
+        assert_eq!(firsts, [1, 0, 1, 0], "the two up take turns");
         assert_eq!(g.after(1), Some(0));
         assert_eq!(g.after(0), Some(1));
+    }
+
+    /// One upstream of three slowed by 300 ms: the other two share the first tries, the slow
+    /// one gets one every [`EXPLORE_INTERVAL`] however many there are, and rejoins the
+    /// rotation once it answers fast again.
+    #[test]
+    fn rotation_passes_over_a_slow_server_but_keeps_measuring_it() {
+        let mut g = group(3, true);
+        let start = Instant::now();
+        // `picks` first tries spread over `over`.
+        let count = |g: &mut Group, picks: u32, from: Instant, over: Duration| {
+            let mut per_server = [0u32; 3];
+            for i in 0..picks {
+                per_server[g.first(false, from + over * i / picks).unwrap()] += 1;
+            }
+            per_server
+        };
+        let second = Duration::from_secs(1);
+        assert_eq!(
+            count(&mut g, 48, start, second),
+            [16, 16, 16],
+            "unknown round-trip times rotate"
+        );
+        for (u, rtt) in g.upstreams.iter_mut().zip([1, 2, 300]) {
+            u.succeeded(Duration::from_millis(rtt));
+        }
+        let [fast, also_fast, slow] = count(&mut g, 1000, start + second, second);
+        assert_eq!((fast + also_fast, slow), (996, 4), "four a second to the slow one");
+        assert_eq!(fast, also_fast);
+        for _ in 0..40 {
+            g.upstreams[2].succeeded(Duration::from_millis(1));
+        }
+        assert_eq!(
+            count(&mut g, 48, start + second * 2, second),
+            [16, 16, 16],
+            "back in the rotation"
+        );
+        fail_silently(&mut g.upstreams[0], start);
+        fail_silently(&mut g.upstreams[1], start);
+        g.upstreams[2].succeeded(Duration::from_millis(300));
+        assert_eq!(
+            count(&mut g, 4, start + second * 3, second),
+            [0, 0, 4],
+            "a slow server is still used when it is the only one up"
+        );
     }
 
     #[test]
     fn without_rotation_the_first_server_goes_first() {
         let mut g = group(2, false);
-        assert_eq!((g.first(false), g.first(false)), (Some(0), Some(0)));
+        assert_eq!(
+            (g.first(false, Instant::now()), g.first(false, Instant::now())),
+            (Some(0), Some(0))
+        );
     }
 
     #[test]
@@ -322,8 +413,8 @@ mod tests {
             "{MAX_FAILS} failures over {SILENCE:?}, the answer before them forgotten"
         );
         assert!(g.all_down());
-        assert_eq!((g.first(false), g.after(0)), (None, None));
-        assert_eq!(g.first(true), Some(0), "a recheck may still go");
+        assert_eq!((g.first(false, Instant::now()), g.after(0)), (None, None));
+        assert_eq!(g.first(true, Instant::now()), Some(0), "a recheck may still go");
         assert!(g.upstreams[0].claim_probe(now));
         g.upstreams[0].probing = false;
         assert!(
