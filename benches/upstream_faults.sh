@@ -29,7 +29,8 @@
 # Usage: benches/upstream_faults.sh
 # Knobs (environment, defaults in brackets): RATE [2000] queries a second, TTL [4] seconds of
 # the upstream's answers, SLICES ["6 8 4 8 4 6 8"] slices per phase in the order above,
-# SLOW_MS [100] and SLOW_SLICES [6] of the two-upstream part,
+# SLOW_MS [100] and SLOW_SLICES [6] of the two-upstream part, SKYLINE_FLAGS ["--workers 1
+# --no-pin"], SOCKETS [1] client sockets (with several workers, several sockets reach them all),
 # CLIENT_CPU [0] (the load generator), SERVER_CPU [1] (skyline), KNOT_CPU [1], BUILD [1] (0:
 # use the release binaries as they are). The paced load generator spins, so Knot beside it at
 # the same real-time priority would run only in the throttle's 50 ms a second.
@@ -44,6 +45,8 @@ TTL="${TTL:-4}"
 SLICES="${SLICES:-6 8 4 8 4 6 8}"
 SLOW_MS="${SLOW_MS:-100}"
 SLOW_SLICES="${SLOW_SLICES:-6}"
+SKYLINE_FLAGS="${SKYLINE_FLAGS:---workers 1 --no-pin}"
+SOCKETS="${SOCKETS:-1}"
 CLIENT_CPU="${CLIENT_CPU:-0}"
 SERVER_CPU="${SERVER_CPU:-1}"
 KNOT_CPU="${KNOT_CPU:-1}"
@@ -86,7 +89,7 @@ start_knot
 start_skyline() { # name, upstreams: started, ready and warmed with the popular names
   taskset -c "$SERVER_CPU" "${prio[@]}" target/release/skyline --records "$work/records.json" \
     --nameservers "$2" --addr "127.0.0.1:${PORT[$1]}" --http-addr "127.0.0.1:${PORT[$1-http]}" \
-    --workers 1 --no-pin >"$work/$1.log" 2>&1 &
+    $SKYLINE_FLAGS >"$work/$1.log" 2>&1 &
   PID[$1]=$!
   wait_ready "$1" "$ZONE." 10
   timeout 60 dnsperf -s 127.0.0.1 -p "${PORT[$1]}" -d "$work/warm.txt" -n 1 -c 1 -q 20 -t 2 \
@@ -141,7 +144,7 @@ run_slice() { # phase, skyline instance: one second of load and its line
   at=$(awk -v b="$began" -v n="$(date +%s.%N)" 'BEGIN {printf "%.1f", n - b}')
   before=$(stale_total "$server")
   line=$(timeout 30 taskset -c "$CLIENT_CPU" "${prio[@]}" target/release/skyline-loadgen \
-    -s "127.0.0.1:${PORT[$server]}" -d "$work/slice.txt" -Q "$RATE" -l 1 -q 4000 -t 3 2>&1 |
+    -s "127.0.0.1:${PORT[$server]}" -d "$work/slice.txt" -Q "$RATE" -l 1 -q 4000 -t 3 -c "$SOCKETS" 2>&1 |
     grep '^RESULT' || true)
   stale=$(($(stale_total "$server") - before))
   get() { echo "$line" | grep -o " $1=[^ ]*" | cut -d= -f2; }

@@ -438,6 +438,7 @@ impl Forwarder {
     /// Reads what upstream sockets received, fires due timers, sends due probes.
     pub(crate) fn turn(&mut self, cache: &Cache, now: Instant, done: &mut Vec<Done>) {
         for route in 0..self.groups.len() {
+            // Another worker may have found the route's last upstream dead.
             self.update_down(route);
         }
         let mut ready = std::mem::take(&mut self.ready);
@@ -768,15 +769,11 @@ impl Forwarder {
         flight.failures += 1;
         let route = flight.route;
         let server = &mut self.groups[route].upstreams[upstream];
-        let went_down = server.failed(now);
-        if went_down {
+        if server.failed(now) {
             self.stats.upstreams_marked_down.incr();
             tracing::warn!(upstream = %server.addr, "upstream marked down after repeated failures");
         }
         self.update_down(route);
-        if went_down && self.down[route] {
-            self.give_up_on_route(route);
-        }
     }
 
     /// Every upstream of `route` is down now: clients still waiting on a try to one of them
@@ -930,9 +927,15 @@ impl Forwarder {
         }
     }
 
+    /// Reads whether every upstream of `route` is down (health is shared: any worker may have
+    /// changed it); when that has just become so, gives up the questions waiting on it.
     fn update_down(&mut self, route: usize) {
-        if let (Some(flag), Some(group)) = (self.down.get_mut(route), self.groups.get(route)) {
-            *flag = group.all_down();
+        let (Some(flag), Some(group)) = (self.down.get_mut(route), self.groups.get(route)) else {
+            return;
+        };
+        let was_down = std::mem::replace(flag, group.all_down());
+        if *flag && !was_down {
+            self.give_up_on_route(route);
         }
     }
 }
@@ -1147,6 +1150,50 @@ mod tests {
         assert!(forwarder.down()[0], "three failures over 600 ms");
         let waiting = forwarder.flights.iter().flatten().filter(|f| f.kind == clients).count();
         assert_eq!(waiting, 0, "no question waits on a down upstream");
+    }
+
+    /// Health is shared: once one worker has found the upstream dead, another worker's clients
+    /// waiting on a retry are answered at its next turn, not at that retry's timeout.
+    #[test]
+    fn questions_of_another_worker_end_when_one_finds_the_upstream_dead() {
+        let start = Instant::now();
+        let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let upstream = silent.local_addr().unwrap();
+        let poll = mio::Poll::new().unwrap();
+        let config = ForwardConfig {
+            upstreams: vec![upstream],
+            timeout: Duration::from_secs(5),
+            ..ForwardConfig::default()
+        };
+        let health = config.health(start);
+        let worker = || {
+            Forwarder::new(
+                poll.registry().try_clone().unwrap(),
+                &[&[upstream]],
+                &config,
+                &health,
+                Arc::new(WorkerStats::default()),
+            )
+        };
+        let (mut one, mut two) = (worker(), worker());
+        let cache = Cache::new(CacheConfig::default());
+        let mut done = Vec::new();
+        let clients = Kind::Clients { stale: false };
+        for i in 0..2 {
+            one.submit(question(i), Route::DEFAULT, None, clients, start).unwrap();
+        }
+        two.submit(question(2), Route::DEFAULT, None, clients, start).unwrap();
+        let first_timeouts = start + Duration::from_millis(500);
+        one.turn(&cache, first_timeouts, &mut done);
+        two.turn(&cache, first_timeouts, &mut done);
+        let later = start + Duration::from_millis(600);
+        one.submit(question(3), Route::DEFAULT, None, clients, later).unwrap();
+        let dead = later + Duration::from_millis(500);
+        one.turn(&cache, dead, &mut done);
+        assert!(one.down()[0], "found dead by the first worker");
+        two.turn(&cache, dead, &mut done);
+        let waiting = two.flights.iter().flatten().filter(|f| f.kind == clients).count();
+        assert_eq!(waiting, 0, "the second worker's retry, due at 1.5 s, is not waited for");
     }
 
     /// With a 600 ms budget the first try times out on its own at 500 ms and the retry has 100
