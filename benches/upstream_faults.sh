@@ -146,6 +146,7 @@ run_slice() { # phase, skyline instance: one second of load and its line
   line=$(timeout 30 taskset -c "$CLIENT_CPU" "${prio[@]}" target/release/skyline-loadgen \
     -s "127.0.0.1:${PORT[$server]}" -d "$work/slice.txt" -Q "$RATE" -l 1 -q 4000 -t 3 -c "$SOCKETS" 2>&1 |
     grep '^RESULT' || true)
+  [ -n "$line" ] || { log "slice $slice: the load generator gave no result"; exit 1; }
   stale=$(($(stale_total "$server") - before))
   get() { echo "$line" | grep -o " $1=[^ ]*" | cut -d= -f2; }
   ms() { awk -v u="$(get "$1")" 'BEGIN {print u / 1000}'; }

@@ -342,9 +342,11 @@ fn a_stalling_upstream_is_waited_for_not_marked_down() {
     socket.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
     let stalling = AtomicBool::new(true);
     let sent = 400;
+    // Bounded on its own too, so that a failure elsewhere in the scope cannot leave it running.
+    let stall_until = Instant::now() + Duration::from_secs(10);
     let rcodes = std::thread::scope(|scope| {
         scope.spawn(|| {
-            while stalling.load(Ordering::Relaxed) {
+            while stalling.load(Ordering::Relaxed) && Instant::now() < stall_until {
                 knot.pause();
                 std::thread::sleep(Duration::from_millis(200));
                 knot.resume();
