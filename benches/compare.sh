@@ -206,7 +206,8 @@ peak() {
 # Syscalls per answered query of each server at peak load on the A mix, counted by perf.
 syscalls() {
   if ! perf stat -e raw_syscalls:sys_enter true >/dev/null 2>&1; then
-    log "perf cannot count syscalls here: skipping"; return 0
+    log "perf cannot count syscalls here (not installed: Debian package linux-perf; or not allowed to trace): skipping"
+    return 0
   fi
   echo "server,mix,syscalls,answered" >"$RESULTS/syscalls.csv"
   local s seconds=$((DURATION < 5 ? DURATION : 5))

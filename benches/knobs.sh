@@ -26,6 +26,13 @@ VARIANTS=target/variants
 DATA=target/knobs-data
 mkdir -p "$VARIANTS"
 
+case "$EXPERIMENT" in batch | placement | buffers | sysctl | conntrack | split) ;; *)
+  sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2
+  exit 2
+  ;;
+esac
+# The experiments run knotd, taskset, chrt and sysctl themselves, not only through compare.sh.
+scripts/setup.sh bench
 if [ "$BUILD_FIRST" = 1 ]; then cargo build --release --locked -p skyline -p skyline-bench --bins >&2; fi
 [ -f "$DATA/a.txt" ] || target/release/skyline-dataset --out "$DATA"
 

@@ -302,8 +302,14 @@ struct Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // Reported, not unwrapped: a panic in a drop while a failure unwinds would abort.
+        let pid = self.child.id();
+        if let Err(e) = self.child.kill() {
+            eprintln!("killing skyline ({pid}) failed: {e}");
+        }
+        if let Err(e) = self.child.wait() {
+            eprintln!("reaping skyline ({pid}) failed: {e}");
+        }
     }
 }
 

@@ -18,9 +18,24 @@ trap 'exit 130' INT TERM
 prio=()
 if [ "$(id -u)" -eq 0 ] && command -v chrt >/dev/null; then prio=(chrt -f 1); fi
 
+# A port between 20000 and 39999 that no UDP or TCP socket uses now (the kernel's tables in
+# /proc/net) and that this script has not handed out yet (PORT).
 free_port() {
-  python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-    echo $((20000 + RANDOM % 20000))
+  local port hex tables=() table
+  for table in /proc/net/udp /proc/net/udp6 /proc/net/tcp /proc/net/tcp6; do
+    [ -r "$table" ] && tables+=("$table")
+  done
+  for _ in $(seq 100); do
+    port=$((20000 + RANDOM % 20000))
+    [[ " ${PORT[*]} " == *" $port "* ]] && continue
+    hex=$(printf '%04X' "$port")
+    if ! awk -v p=":$hex" '$2 ~ p"$" {used = 1} END {exit !used}' "${tables[@]}" </dev/null; then
+      echo "$port"
+      return 0
+    fi
+  done
+  log "no free port found"
+  return 1
 }
 
 wait_ready() { # name, probe name, seconds: until the server answers SOA for the probe name

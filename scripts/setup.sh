@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Installs what skyline needs on Debian, for one purpose given as the argument:
-#   build  protoc and its well-known types (etcd-client's build script)
-#   test   the above, plus etcd (the etcd source's tests), dig/kdig (independent DNS clients) and
-#          knot (the reference server of the differential test)
-#   bench  the above, plus dnsperf, taskset, dnsdist (the cache peer) and valgrind (instruction
-#          counts)
+#   build  protoc and its well-known types (etcd-client's build script), a C compiler (ring)
+#   test   the above, plus etcd (the etcd source's tests), dig/kdig (independent DNS clients),
+#          knot (the reference server of the differential and forwarding tests) and a C++
+#          compiler (libFuzzer, built by scripts/fuzz.sh)
+#   bench  the above, plus dnsperf, taskset and chrt, dnsdist (the cache peer), valgrind
+#          (instruction counts), curl (benches/upstream_faults.sh reads /metrics) and sysctl
+#          (benches/knobs.sh)
+# Beyond these the scripts and tests use only what every Debian system has (bash, coreutils,
+# findutils, grep, sed, mawk, tar, getconf, apt-get); signals are sent from Rust, not by a
+# `kill` program, which minimal systems lack. perf (Debian linux-perf) and nft (nftables) are
+# optional: the benches that use them say so and skip, or stop, without them.
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 purpose="${1:-test}"
@@ -14,17 +20,21 @@ command -v protoc >/dev/null || need+=(protobuf-compiler)
 # protoc's well-known types (google/protobuf/*.proto), which etcd's protos import; a
 # recommendation of protobuf-compiler, so --no-install-recommends would leave them out.
 [ -e /usr/include/google/protobuf/descriptor.proto ] || need+=(libprotobuf-dev)
+command -v cc >/dev/null || need+=(gcc)
 if [ "$purpose" != build ]; then
   command -v etcd >/dev/null || need+=(etcd-server)
   command -v dig >/dev/null || need+=(dnsutils)
   command -v kdig >/dev/null || need+=(knot-dnsutils)
   command -v knotd >/dev/null || [ -x /usr/sbin/knotd ] || need+=(knot)
+  command -v c++ >/dev/null || need+=(g++)
 fi
 if [ "$purpose" = bench ]; then
   command -v dnsperf >/dev/null || need+=(dnsperf)
-  command -v taskset >/dev/null || need+=(util-linux)
+  { command -v taskset && command -v chrt; } >/dev/null || need+=(util-linux)
   command -v dnsdist >/dev/null || need+=(dnsdist)
   command -v callgrind_control >/dev/null || need+=(valgrind)
+  command -v curl >/dev/null || need+=(curl)
+  command -v sysctl >/dev/null || [ -x /usr/sbin/sysctl ] || need+=(procps)
 fi
 [ ${#need[@]} -eq 0 ] && exit 0
 

@@ -445,8 +445,7 @@ struct Knot {
 
 impl Drop for Knot {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        common::stop_child(&mut self.child, "knotd");
     }
 }
 

@@ -113,6 +113,35 @@ fn a_of(reply: &Message) -> Vec<Ipv4Addr> {
         .collect()
 }
 
+/// The fixture pauses and resumes Knot from the test process itself: run where `PATH` holds
+/// no program at all (a minimal system has no `kill`), a paused Knot answers nothing and a
+/// resumed one answers again.
+#[test]
+fn knot_is_paused_and_resumed_with_no_program_on_path() {
+    if !common::rerun_with_empty_path("knot_is_paused_and_resumed_with_no_program_on_path") {
+        return;
+    }
+    let Some(mut knot) = Knot::start(&[("example.test.", ZONE)]) else {
+        return;
+    };
+    let www = || query("www.example.test.", RecordType::A, Some(1232));
+    assert!(
+        timed(knot.addr, &www(), Duration::from_secs(2)).is_some(),
+        "knotd answers"
+    );
+    knot.pause();
+    assert!(
+        timed(knot.addr, &www(), Duration::from_millis(500)).is_none(),
+        "a paused knotd answers nothing"
+    );
+    knot.resume();
+    assert!(
+        timed(knot.addr, &www(), Duration::from_secs(2)).is_some(),
+        "a resumed knotd answers again"
+    );
+    knot.kill();
+}
+
 #[test]
 fn names_outside_the_domain_are_forwarded_and_cached_for_each_type() {
     let Some(knot) = Knot::start(&[("example.test.", ZONE)]) else {

@@ -112,3 +112,20 @@ fn a_changed_file_is_picked_up_without_a_signal() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The fixture sends SIGHUP from the test process itself: run where `PATH` holds no program
+/// at all (a minimal system has no `kill`), an unchanged file is still reloaded on the signal.
+#[test]
+fn a_signal_reload_needs_no_program_on_path() {
+    if !common::rerun_with_empty_path("a_signal_reload_needs_no_program_on_path") {
+        return;
+    }
+    let server = Skyline::start(&generation(5), &[], &[]);
+    let loaded = server.log_count("records file loaded");
+    assert!(loaded >= 1, "the start's load is logged:\n{}", server.log_text());
+    server.hup();
+    common::eventually(Duration::from_secs(5), "SIGHUP reloads the unchanged file", || {
+        server.log_count("records file loaded") > loaded
+    });
+    assert_eq!(generation_of(&server.udp("gen.skydns.test.", RecordType::A)), 5);
+}

@@ -270,7 +270,7 @@ fn names_outside_the_domain_are_refused() {
 
 #[test]
 fn dig_reads_the_same_answers() {
-    if !tool("dig") {
+    if !tool("dig", "dnsutils") {
         return;
     }
     let s = server();

@@ -4,6 +4,7 @@
 use skyline_controlplane::skydns::ConfigPatch;
 use skyline_controlplane::source::FileSource;
 use skyline_dataplane::snapshot::empty_cell;
+use skyline_dataplane::sys::{send_signal, Signal};
 use skyline_dataplane::wire::Name;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,11 +25,7 @@ async fn sighup_reloads_even_an_unchanged_file() {
         "an unchanged file is not reloaded by polling"
     );
 
-    let status = std::process::Command::new("kill")
-        .args(["-HUP", &std::process::id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    send_signal(std::process::id(), Signal::Hangup).unwrap();
     let start = Instant::now();
     while cell.load().generation < 2 {
         assert!(

@@ -6,6 +6,7 @@
 
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RecordType};
+use skyline_dataplane::sys::{send_signal, Signal};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::path::PathBuf;
@@ -81,14 +82,12 @@ impl Skyline {
         std::fs::rename(&tmp, self.records_path()).unwrap();
     }
 
-    /// Sends SIGHUP (reload).
+    /// Sends SIGHUP (reload), from this process: no `kill` program is needed.
     pub fn hup(&self) {
-        let status = Command::new("kill")
-            .arg("-HUP")
-            .arg(self.child.id().to_string())
-            .status()
-            .unwrap();
-        assert!(status.success());
+        let pid = self.child.id();
+        if let Err(e) = send_signal(pid, Signal::Hangup) {
+            panic!("sending SIGHUP to skyline ({pid}) failed: {e}");
+        }
     }
 
     /// Queries over UDP with EDNS(1232) and returns the parsed reply.
@@ -114,8 +113,20 @@ impl Skyline {
 
 impl Drop for Skyline {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop_child(&mut self.child, "skyline");
+    }
+}
+
+/// Kills and reaps a fixture's child process (`what` names it in the report). For `Drop`: a
+/// failure is printed, never a panic, since a panic in a `Drop` that runs while a failed test
+/// unwinds aborts the whole test binary and with it every other test.
+pub fn stop_child(child: &mut Child, what: &str) {
+    let pid = child.id();
+    if let Err(e) = child.kill() {
+        eprintln!("killing {what} ({pid}) failed: {e}");
+    }
+    if let Err(e) = child.wait() {
+        eprintln!("reaping {what} ({pid}) failed: {e}");
     }
 }
 
@@ -183,18 +194,57 @@ pub fn tcp_query(addr: SocketAddr, q: &Message) -> Message {
     reply
 }
 
-/// Whether an external tool exists; under CI=true a missing tool is a failure, not a skip.
-pub fn tool(name: &str) -> bool {
-    let found = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {name}"))
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !found && std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{name} is required under CI=true; scripts/setup.sh installs it");
+/// Whether the external program `name` is on `PATH`; `package` is the Debian package that has
+/// it, for the message. Under CI=true a missing program is a failure, not a skip.
+pub fn tool(name: &str, package: &str) -> bool {
+    let found = find_on_path(name).is_some();
+    if !found {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{name} is required under CI=true; scripts/setup.sh test installs it (Debian package {package})");
+        }
+        eprintln!("skipping: {name} is not on PATH (Debian package {package}; scripts/setup.sh test installs it)");
     }
     found
+}
+
+/// The first executable file called `name` in the directories of `PATH`.
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map(|dir| dir.join(name))
+        .find(|file| std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+}
+
+/// Set in the environment of a test binary that [`rerun_with_empty_path`] started.
+const EMPTY_PATH_RUN: &str = "SKYLINE_TEST_EMPTY_PATH";
+
+/// Runs the test `name` of this test binary again, alone, in a child process whose `PATH` is an
+/// empty directory, and fails when it fails there: whatever it does must need no program found
+/// on `PATH` (such as `kill`, which a minimal system lacks). Returns `true` in that child, where
+/// the caller then does the test's work, and `false` in the caller's own run, once the child
+/// passed.
+pub fn rerun_with_empty_path(name: &str) -> bool {
+    if std::env::var_os(EMPTY_PATH_RUN).is_some() {
+        return true;
+    }
+    let empty = tempfile::tempdir().unwrap();
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--test-threads=1", "--nocapture"])
+        .env("PATH", empty.path())
+        .env(EMPTY_PATH_RUN, "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{name} failed with an empty PATH:\n{text}");
+    assert!(text.contains("1 passed"), "{name} did not run in the child:\n{text}");
+    false
 }
 
 /// Runs `dig` against skyline and returns its short output lines.

@@ -7,7 +7,7 @@
 
 #![allow(dead_code)]
 
-use crate::common::{eventually, Skyline};
+use crate::common::{eventually, stop_child, Skyline};
 use etcd_client::{
     Certificate, Client, CompactionOptions, ConnectOptions, Identity, PutOptions, TlsOptions, Txn, TxnOp,
 };
@@ -19,7 +19,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// How long an etcd member may take to serve after it was started.
@@ -183,11 +183,11 @@ impl Etcd {
         );
     }
 
-    /// Kills the member (SIGKILL, by PID) and reaps it.
+    /// Kills the member (SIGKILL, by PID) and reaps it. Called from `Drop` too, so a failure
+    /// is reported, not a panic.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+            stop_child(&mut child, &format!("etcd {}", self.name));
         }
     }
 
@@ -494,10 +494,12 @@ impl Proxy {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    /// Closes every proxied connection and refuses new ones.
+    /// Closes every proxied connection and refuses new ones. Called from `Drop` too: a lock
+    /// left poisoned by a panicked proxy thread is taken all the same, not unwrapped.
     pub fn cut(&self) {
         self.open.store(false, Ordering::SeqCst);
-        for s in self.connections.lock().unwrap().drain(..) {
+        let mut connections = self.connections.lock().unwrap_or_else(PoisonError::into_inner);
+        for s in connections.drain(..) {
             let _ = s.shutdown(Shutdown::Both);
         }
     }

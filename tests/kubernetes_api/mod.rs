@@ -28,7 +28,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -308,8 +308,10 @@ impl FakeApi {
     }
 
     /// Stops serving: the listener closes and every connection is cut. Objects are kept.
+    /// Called from `Drop` too: a state lock left poisoned by a panicked server thread is taken
+    /// all the same, not unwrapped.
     pub fn kill(&self) {
-        let mut state = self.shared.state.lock().unwrap();
+        let mut state = self.shared.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.down = true;
         for connection in state.connections.drain(..) {
             let _ = connection.shutdown(Shutdown::Both);

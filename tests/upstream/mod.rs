@@ -4,9 +4,11 @@
 
 #![allow(dead_code)]
 
+use crate::common::stop_child;
 use hickory_proto::op::{Message, MessageType, ResponseCode};
 use hickory_proto::rr::rdata::{A, SOA};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
+use skyline_dataplane::sys::{send_signal, Signal};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -111,25 +113,42 @@ impl Knot {
         None
     }
 
-    /// Pauses the server (SIGSTOP): it still holds its port, answers nothing.
+    /// Pauses the server (SIGSTOP): it still holds its port, answers nothing. Returns once
+    /// every thread of knotd has stopped: the kernel stops each as it next runs, milliseconds
+    /// later on a busy machine, and until then a query sent after the signal may be answered.
     pub fn pause(&self) {
-        signal(self.child.id(), "-STOP");
+        self.signal(Signal::Stop);
+        wait_until_stopped(self.child.id());
     }
 
     /// Resumes a paused server (SIGCONT).
     pub fn resume(&self) {
-        signal(self.child.id(), "-CONT");
+        self.signal(Signal::Continue);
     }
 
-    /// Kills the server: its port closes, queries to it are refused.
+    /// Sends `signal` to knotd from this process (no `kill` program needed); fails the test
+    /// when it cannot be sent.
+    fn signal(&self, signal: Signal) {
+        let pid = self.child.id();
+        if let Err(e) = send_signal(pid, signal) {
+            panic!("sending {signal} to knotd ({pid}) failed: {e}");
+        }
+    }
+
+    /// Kills the server: its port closes, queries to it are refused. Called from `Drop` too, so
+    /// it reports a failure instead of panicking.
     pub fn kill(&mut self) {
         if self.killed {
             return;
         }
         self.killed = true;
-        self.resume();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // Resumed first, in case it was paused; unless it has ended (and been reaped) already.
+        if !matches!(self.child.try_wait(), Ok(Some(_))) {
+            if let Err(e) = send_signal(self.child.id(), Signal::Continue) {
+                eprintln!("resuming knotd ({}) before killing it failed: {e}", self.child.id());
+            }
+        }
+        stop_child(&mut self.child, "knotd");
     }
 }
 
@@ -139,10 +158,35 @@ impl Drop for Knot {
     }
 }
 
-fn signal(pid: u32, sig: &str) {
-    let status = Command::new("kill").arg(sig).arg(pid.to_string()).status().unwrap();
-    assert!(status.success(), "kill {sig} {pid}");
+/// Waits (bounded) until every thread of process `pid` is stopped: `T` in the state field of
+/// its `/proc/PID/task/*/stat`.
+#[cfg(target_os = "linux")]
+fn wait_until_stopped(pid: u32) {
+    let state = |stat: &str| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .unwrap_or_else(|e| panic!("reading the threads of process {pid}: {e}"));
+        let stopped = tasks.flatten().all(|task| {
+            // A thread that ended meanwhile is as good as stopped.
+            std::fs::read_to_string(task.path().join("stat")).map_or(true, |stat| state(&stat) == Some('T'))
+        });
+        if stopped {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "process {pid} did not stop within 5 s of SIGSTOP"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
+
+#[cfg(not(target_os = "linux"))]
+fn wait_until_stopped(_pid: u32) {}
 
 /// One query straight to a server, for readiness checks.
 fn ask(addr: SocketAddr, name: &str, rtype: RecordType, wait: Duration) -> Option<Message> {

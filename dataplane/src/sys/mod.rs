@@ -5,6 +5,8 @@
 //! One file per platform behind this facade: `linux.rs` receives and sends a whole batch per
 //! syscall with `recvmmsg`/`sendmmsg`; `fallback.rs` loops over `recv_from`/`send_to` where
 //! those are not available. `ascii.rs` lower-cases bytes with the CPU's vector instructions.
+//! `signal.rs` sends a signal to a process, for the workspace's tests, which may hold no unsafe
+//! code of their own.
 #![allow(unsafe_code)]
 
 #[cfg(target_os = "linux")]
@@ -17,10 +19,12 @@ mod imp;
 
 mod ascii;
 mod peer;
+mod signal;
 
 pub use ascii::lower16;
 pub use imp::{recv_batch, send_batch, Headers};
 pub use peer::Peer;
+pub use signal::{send_signal, Signal};
 
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
