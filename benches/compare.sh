@@ -3,15 +3,19 @@
 # both against an echo responder that does no DNS work (the ceiling). Method and numbers:
 # tuning.md.
 #
-# Usage: benches/compare.sh [all|peak|callgrind|allocations|report]     (default: all)
+# Usage: benches/compare.sh [all|peak|tcp|callgrind|allocations|report]     (default: all)
 #   peak       for each round, mix and generator: every server at peak load (A/B alternating,
 #              the order reversed every other round); then paced runs at PACED_FRACTION of
 #              each server's own median peak rate and of Knot's, with latency histograms;
 #              then syscalls per query (perf) at peak load
+#   tcp        DNS over TCP with dnsperf -m tcp: skyline and Knot (the echo responder has no TCP)
+#              at each of TCP_CONNS connections, without pipelining (one query outstanding per
+#              connection) and with it (TCP_PIPELINE queries outstanding per connection); a
+#              table of medians and ratios in RESULTS/tcp.md
 #   callgrind  user-space instructions per answered query, each server under valgrind
 #   allocations  the data plane's zero-allocation tests (answer path, running worker)
 #   report     summary tables, JSON and the SVG picture from what is in RESULTS
-#   all        peak, callgrind, the zero-allocation tests, report
+#   all        peak, tcp, callgrind, the zero-allocation tests, report
 #
 # Knobs (environment, defaults in brackets): ROUNDS [3], DURATION [10] seconds per run, MIXES
 # ["a nxdomain srv mixedcase"], GENERATORS ["loadgen dnsperf"], SERVERS ["echo skyline knot"],
@@ -20,7 +24,7 @@
 # skyline-loadgen, SOCKETS [1] client source ports, SERVER_CPU [1] (a taskset CPU list),
 # CLIENT_CPU [0], SKYLINE_BIN [target/release/skyline] (e.g. a build with another batch size),
 # SKYLINE_FLAGS ["--workers 1 --no-pin"], BUILD [1] (0: use the binaries as they are), RESULTS
-# [benches/results]. A server named skyline-TAG in SERVERS runs the binary VARIANTS/skyline-TAG
+# [benches/results], TCP_CONNS ["1 16 64 256"], TCP_PIPELINE [10]. A server named skyline-TAG in SERVERS runs the binary VARIANTS/skyline-TAG
 # [VARIANTS: target/variants], so that builds differing in one constant are compared in the same
 # run.
 # A quick look: ROUNDS=1 DURATION=2 MIXES=a GENERATORS=loadgen benches/compare.sh peak
@@ -52,10 +56,12 @@ VARIANTS="${VARIANTS:-target/variants}"
 SERVER_CPU="${SERVER_CPU:-1}"
 CLIENT_CPU="${CLIENT_CPU:-0}"
 RESULTS="${RESULTS:-benches/results}"
+TCP_CONNS="${TCP_CONNS:-1 16 64 256}"
+TCP_PIPELINE="${TCP_PIPELINE:-10}"
 DOMAIN=skydns.local
 BIN=target/release
 
-case "$MODE" in all | peak | callgrind | allocations | report) ;; *)
+case "$MODE" in all | peak | tcp | callgrind | allocations | report) ;; *)
   sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2
   exit 2
   ;;
@@ -226,6 +232,69 @@ syscalls() {
   done
 }
 
+TCP_HEADER=round,connections,outstanding,server,qps,sent,answered,lost,avg_us,server_cpu_us_per_query
+
+tcp_one() { # round connections outstanding server
+  local round=$1 conns=$2 outstanding=$3 server=$4 out="$work/tcp.out" before after
+  before=$(cpu_ticks "${PID[$server]}")
+  timeout $((DURATION + 30)) "${prio[@]}" taskset -c "$CLIENT_CPU" dnsperf -m tcp -s 127.0.0.1 -p "${PORT[$server]}" \
+    -d "$work/data/a.txt" -l "$DURATION" -c "$conns" -T 1 -q "$outstanding" -t 2 >"$out" 2>&1
+  after=$(cpu_ticks "${PID[$server]}")
+  local qps sent answered lost avg per_query
+  qps=$(awk '/Queries per second:/ {print $4}' "$out")
+  sent=$(awk '/Queries sent:/ {print $3}' "$out")
+  answered=$(awk '/Queries completed:/ {print $3}' "$out")
+  lost=$(awk '/Queries lost:/ {print $3}' "$out")
+  avg=$(awk '/Average Latency/ {printf "%.1f", $4 * 1e6}' "$out")
+  per_query=$(awk -v t=$((after - before)) -v hz="$tick" -v n="${answered:-0}" \
+    'BEGIN {if (n > 0) printf "%.3f", t / hz * 1e6 / n; else print "nan"}')
+  echo "$round,$conns,$outstanding,$server,$qps,$sent,$answered,$lost,$avg,$per_query" >>"$RESULTS/tcp.csv"
+  log "$(printf 'tcp    r%s c=%-4s q=%-5s %-8s qps=%-8s lost=%-6s avg_us=%-8s cpu_us/q=%s' \
+    "$round" "$conns" "$outstanding" "$server" "$qps" "$lost" "$avg" "$per_query")"
+}
+
+# DNS over TCP, skyline against Knot in the same run, each on SERVER_CPU, A/B order alternating.
+tcp() {
+  echo "$TCP_HEADER" >"$RESULTS/tcp.csv"
+  local servers="skyline knot" s round conns outstanding
+  for s in $servers; do start "$s" "${prio[@]}"; done
+  for round in $(seq "$ROUNDS"); do
+    for conns in $TCP_CONNS; do
+      for outstanding in "$conns" $((conns * TCP_PIPELINE)); do
+        for s in $(SERVERS="$servers" order "$round"); do tcp_one "$round" "$conns" "$outstanding" "$s"; done
+      done
+    done
+  done
+  for s in $servers; do stop "$s"; done
+  tcp_report
+}
+
+# The TCP table: median QPS per point and server over the rounds, and skyline's ratio to Knot.
+tcp_report() {
+  awk -F, '
+    function median(list,   n, v, i, j, t) {
+      n = split(list, v, " ")
+      for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+      return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+    }
+    NR > 1 {
+      key = $2 "," $3
+      if (!(key in seen)) { seen[key] = 1; order[++points] = key }
+      qps[key, $4] = qps[key, $4] " " $5; lost[key, $4] += $8
+    }
+    END {
+      print "| connections | outstanding | skyline q/s | Knot q/s | skyline / Knot | lost (skyline, Knot) |"
+      print "|---|---|---|---|---|---|"
+      for (i = 1; i <= points; i++) {
+        split(order[i], p, ",")
+        sky = median(qps[order[i], "skyline"]); knot = median(qps[order[i], "knot"])
+        printf "| %s | %s | %.0f | %.0f | %.2f | %d, %d |\n", p[1], p[2], sky, knot, knot > 0 ? sky / knot : 0,
+          lost[order[i], "skyline"], lost[order[i], "knot"]
+      }
+    }' "$RESULTS/tcp.csv" >"$RESULTS/tcp.md"
+  cat "$RESULTS/tcp.md" >&2
+}
+
 # Sums the `summary:` lines (instructions executed) of the dump files that appeared since
 # the listing in $1 was taken.
 new_instructions() { # old listing, prefix
@@ -300,8 +369,9 @@ report() {
 
 prepare
 case "$MODE" in
-all) environment; peak; callgrind; allocations; report ;;
+all) environment; peak; tcp; callgrind; allocations; report ;;
 peak) environment; peak; report ;;
+tcp) environment; tcp ;;
 callgrind) callgrind; if [ -f "$RESULTS/runs.csv" ]; then report; fi ;;
 allocations) allocations; if [ -f "$RESULTS/runs.csv" ]; then report; fi ;;
 report) report ;;

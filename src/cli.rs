@@ -95,6 +95,16 @@ pub struct Cli {
     #[arg(long)]
     pub no_pin: bool,
 
+    /// DNS over TCP connections per worker; a new one past it takes the slot of the connection
+    /// idle the longest, and is refused at once only when every connection is busy [default: 1024]
+    #[arg(long, value_name = "N")]
+    pub tcp_max_connections: Option<usize>,
+
+    /// DNS over TCP connections per client address per worker; 0 means no such cap, only the
+    /// per-worker one [default: 0]
+    #[arg(long, value_name = "N")]
+    pub tcp_max_per_client: Option<usize>,
+
     /// IP:port to serve /health, /ready and /metrics on over HTTP; port 0 picks a free one
     /// [default: none, no HTTP listener]
     #[arg(long, env = "SKYLINE_HTTP_ADDR", value_name = "IP:PORT", value_parser = parse_addr)]

@@ -33,6 +33,8 @@
 //! | `records` | `--records` | — | — | none (empty zone) | restart |
 //! | `workers` | `--workers` | — | — | 0 (one per core) | restart |
 //! | `no_pin` | `--no-pin` | — | — | false | restart |
+//! | `tcp_max_connections` | `--tcp-max-connections` | — | — | 1024 per worker | restart |
+//! | `tcp_max_per_client` | `--tcp-max-per-client` | — | — | 0 (no per-address cap) | restart |
 //! | `http_addr` | `--http-addr` | `SKYLINE_HTTP_ADDR` | — | none (no HTTP listener) | restart |
 //! | — | — | — | `ttl`, `min_ttl`, `priority` | 3600, 60, 10 | applied |
 //!
@@ -49,6 +51,7 @@ use skyline_controlplane::skydns::config::{self as skydns_config, ConfigPatch};
 use skyline_dataplane::snapshot::kubernetes::{self, PodMode};
 use skyline_dataplane::snapshot::skydns::Config;
 use skyline_dataplane::wire::Name;
+use skyline_dataplane::worker::TcpConfig;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -91,6 +94,9 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
+    /// A DNS over TCP connection cap is not usable.
+    #[error("tcp_max_connections: a worker must be able to hold at least one connection")]
+    NoTcpConnections,
     /// Both data sources are set.
     #[error("both a records file ({records}) and etcd (machines) are set; choose one data source")]
     TwoSources {
@@ -138,6 +144,10 @@ pub struct FileConfig {
     pub workers: Option<usize>,
     /// `--no-pin`.
     pub no_pin: Option<bool>,
+    /// `--tcp-max-connections`.
+    pub tcp_max_connections: Option<usize>,
+    /// `--tcp-max-per-client`.
+    pub tcp_max_per_client: Option<usize>,
     /// `--http-addr`.
     pub http_addr: Option<SocketAddr>,
     /// The `[forward]` table (see [`crate::forwarding`]).
@@ -386,6 +396,26 @@ pub fn operator(cli: &Cli, file: Option<&FileConfig>) -> Result<Operator, Config
 /// `None`, the default, serves none: a port opened only when asked for.
 pub fn http_addr(cli: &Cli, file: Option<&FileConfig>) -> Option<SocketAddr> {
     cli.http_addr.or_else(|| file.and_then(|f| f.http_addr))
+}
+
+/// DNS over TCP limits, flags over the file over [`TcpConfig::default`].
+pub fn tcp(cli: &Cli, file: Option<&FileConfig>) -> Result<TcpConfig, ConfigError> {
+    let defaults = TcpConfig::default();
+    let config = TcpConfig {
+        max_connections: cli
+            .tcp_max_connections
+            .or_else(|| file.and_then(|f| f.tcp_max_connections))
+            .unwrap_or(defaults.max_connections),
+        max_per_client: cli
+            .tcp_max_per_client
+            .or_else(|| file.and_then(|f| f.tcp_max_per_client))
+            .unwrap_or(defaults.max_per_client),
+        ..defaults
+    };
+    if config.max_connections == 0 {
+        return Err(ConfigError::NoTcpConnections);
+    }
+    Ok(config)
 }
 
 /// The Kubernetes source's settings, flags over the `[kubernetes]` table over CoreDNS's
@@ -821,6 +851,21 @@ mod tests {
         assert_eq!(http_addr(&flag, Some(&file)), addr("[::1]:0"));
         assert!(cli(&["--http-addr", "localhost:9153"], &[]).is_err());
         assert!(FileConfig::parse("http_addr = \"9153\"\n", Path::new("x.toml")).is_err());
+    }
+
+    #[test]
+    fn tcp_caps_come_from_flags_over_the_file() {
+        let defaults = tcp(&cli(&[], &[]).unwrap(), None).unwrap();
+        assert_eq!(defaults, TcpConfig::default());
+        assert_eq!(defaults.max_per_client, 0, "no per-address cap unless asked for");
+        let file = toml("tcp_max_connections = 4096\ntcp_max_per_client = 64");
+        let from_file = tcp(&cli(&[], &[]).unwrap(), Some(&file)).unwrap();
+        assert_eq!((from_file.max_connections, from_file.max_per_client), (4096, 64));
+        let flags = cli(&["--tcp-max-connections", "200", "--tcp-max-per-client", "0"], &[]).unwrap();
+        let from_flags = tcp(&flags, Some(&file)).unwrap();
+        assert_eq!((from_flags.max_connections, from_flags.max_per_client), (200, 0));
+        let none = cli(&["--tcp-max-connections", "0"], &[]).unwrap();
+        assert!(matches!(tcp(&none, None), Err(ConfigError::NoTcpConnections)));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use skyline_controlplane::kubernetes::{ConnectError, KubernetesSource};
 use skyline_controlplane::source::records_file::FileError;
 use skyline_controlplane::source::FileSource;
 use skyline_dataplane::snapshot::{self, skydns};
-use skyline_dataplane::worker::{Options, Server, ServerConfig, TcpConfig};
+use skyline_dataplane::worker::{Options, Server, ServerConfig};
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -85,6 +85,7 @@ fn init_logging(verbose: bool) {
 fn run(cli: &Cli) -> Result<(), StartError> {
     let file = cli.config.as_deref().map(FileConfig::load).transpose()?;
     let operator = config::operator(cli, file.as_ref())?;
+    let tcp = config::tcp(cli, file.as_ref())?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -190,7 +191,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         addr: settings.addr,
         workers: settings.workers,
         pin: settings.pin,
-        tcp: TcpConfig::default(),
+        tcp,
     };
     let forward = forwarding_settings(cli, file.as_ref(), &settings)?;
     if forward.is_some() {

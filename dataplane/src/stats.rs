@@ -60,6 +60,8 @@ pub struct Totals {
     pub tcp_refused_full: u64,
     /// TCP connections closed at once because their client was at its per-client cap.
     pub tcp_refused_per_client: u64,
+    /// Idle TCP connections closed to make room for a new one when slots ran out.
+    pub tcp_evicted: u64,
     /// TCP connections closed because a message, a length prefix, or a reply stalled past the
     /// I/O timeout.
     pub tcp_io_timeouts: u64,
@@ -157,6 +159,7 @@ pub(crate) struct WorkerStats {
     pub(crate) tcp_accepted: Counter,
     pub(crate) tcp_refused_full: Counter,
     pub(crate) tcp_refused_per_client: Counter,
+    pub(crate) tcp_evicted: Counter,
     pub(crate) tcp_io_timeouts: Counter,
     pub(crate) tcp_idle_timeouts: Counter,
     pub(crate) cache_hits: Counter,
@@ -255,6 +258,7 @@ impl WorkerStats {
         totals.tcp_accepted += self.tcp_accepted.get();
         totals.tcp_refused_full += self.tcp_refused_full.get();
         totals.tcp_refused_per_client += self.tcp_refused_per_client.get();
+        totals.tcp_evicted += self.tcp_evicted.get();
         totals.tcp_io_timeouts += self.tcp_io_timeouts.get();
         totals.tcp_idle_timeouts += self.tcp_idle_timeouts.get();
         totals.cache_hits += self.cache_hits.get();

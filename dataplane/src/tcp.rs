@@ -11,7 +11,10 @@
 //! - a message or length prefix must arrive, and pending replies must make progress, within the
 //!   I/O timeout; a connection with nothing to do is closed after the idle timeout, which
 //!   shrinks when connections run short;
-//! - connections are capped per worker and per client address.
+//! - connections are capped per worker (and per client address, when the operator asks for it);
+//!   when a new connection finds no slot free, the connection idle the longest is closed to make
+//!   room (RFC 7766 §6.2.3), and only when every connection is busy is the new one refused, at
+//!   once.
 //!
 //! Timeouts are checked by a sweep driven from the poll loop's timeout, not by timers per
 //! connection.
@@ -33,9 +36,14 @@ use std::time::{Duration, Instant};
 /// over the workers' listeners, so the server as a whole holds up to `workers` times as many.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TcpConfig {
-    /// Open connections per worker; further ones are closed as soon as they are accepted.
+    /// Open connections per worker: the real bound on what the worker holds. A new connection
+    /// past it takes the slot of the connection idle the longest, or is refused at once when
+    /// every connection is busy.
     pub max_connections: usize,
-    /// Open connections per client address per worker, so that one client cannot take all.
+    /// Open connections per client address per worker, 0 for no such cap. Off by default: a
+    /// forwarder's connection pool, a node-local cache or every pod behind one SNAT address
+    /// opens hundreds from one address, and the worker cap already bounds what one client can
+    /// take. Past it, the client's own idlest connection makes room, as for the worker cap.
     pub max_per_client: usize,
     /// How long a connection may sit with nothing to do before it is closed (RFC 7766 §6.2.3
     /// suggests seconds, not minutes). Advertised in edns-tcp-keepalive (RFC 7828).
@@ -49,7 +57,7 @@ impl Default for TcpConfig {
     fn default() -> TcpConfig {
         TcpConfig {
             max_connections: 1024,
-            max_per_client: 16,
+            max_per_client: 0,
             idle_timeout: Duration::from_secs(10),
             io_timeout: Duration::from_secs(1),
         }
@@ -74,6 +82,9 @@ const MESSAGES_PER_TURN: usize = 64;
 const READS_PER_TURN: usize = 8;
 /// Connections accepted per turn.
 const ACCEPTS_PER_TURN: usize = 64;
+/// Idle connections looked at for eviction per new connection: one found to hold unread bytes
+/// is passed over for the next idlest, a few times at most.
+const EVICTION_TRIES: usize = 4;
 /// How long accepting pauses after the listener fails (out of file descriptors, memory).
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 /// Bounds on the interval of the timeout sweep: a quarter of the I/O timeout within these.
@@ -89,6 +100,7 @@ pub(crate) struct TcpServer {
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     active: usize,
+    /// Open connections per client address; kept only when there is a per-client cap.
     per_client: HashMap<IpAddr, usize>,
     /// Connections with work to do in the next turn.
     ready: Vec<usize>,
@@ -181,7 +193,8 @@ impl TcpServer {
     }
 
     /// Notes a readiness event for the listener or a connection; other tokens are ignored.
-    pub(crate) fn on_event(&mut self, token: Token) {
+    /// `read_closed` is the event's word that the peer closed its side, which a read must see.
+    pub(crate) fn on_event(&mut self, token: Token, read_closed: bool) {
         if let Some(ready) = token
             .0
             .checked_sub(LISTENER_BASE)
@@ -194,6 +207,7 @@ impl TcpServer {
             return;
         };
         if let Some(Some(conn)) = self.conns.get_mut(idx) {
+            conn.read_closed |= read_closed;
             if !conn.queued {
                 conn.queued = true;
                 self.ready.push(idx);
@@ -306,13 +320,16 @@ impl TcpServer {
         now: Instant,
     ) {
         let client = peer.ip().to_canonical();
-        if self.active >= self.config.max_connections {
-            stats.tcp_refused_full.incr();
+        let per_client = self.config.max_per_client;
+        if per_client > 0
+            && self.per_client.get(&client).copied().unwrap_or(0) >= per_client
+            && !self.evict_idlest(registry, Some(client), stats)
+        {
+            stats.tcp_refused_per_client.incr();
             return;
         }
-        let from_client = self.per_client.get(&client).copied().unwrap_or(0);
-        if from_client >= self.config.max_per_client {
-            stats.tcp_refused_per_client.incr();
+        if self.active >= self.config.max_connections && !self.evict_idlest(registry, None, stats) {
+            stats.tcp_refused_full.incr();
             return;
         }
         let idx = self.free.pop().unwrap_or_else(|| {
@@ -335,8 +352,41 @@ impl TcpServer {
         self.next_serial += 1;
         self.conns[idx] = Some(Conn::new(stream, client, idx, self.next_serial, now));
         self.active += 1;
-        *self.per_client.entry(client).or_insert(0) += 1;
+        if per_client > 0 {
+            *self.per_client.entry(client).or_insert(0) += 1;
+        }
         stats.tcp_accepted.incr();
+    }
+
+    /// Closes the connection that has been idle the longest (of `client`'s, if given) so that
+    /// a new one can take its place (RFC 7766 §6.2.3); false when every candidate is busy.
+    /// A connection with nothing buffered may still hold a query the kernel has received and
+    /// the worker not yet read: it is passed over, since closing it would lose that query.
+    fn evict_idlest(&mut self, registry: &Registry, client: Option<IpAddr>, stats: &WorkerStats) -> bool {
+        let mut busy = [usize::MAX; EVICTION_TRIES];
+        for tried in 0..EVICTION_TRIES {
+            let idlest = self
+                .conns
+                .iter()
+                .enumerate()
+                .filter_map(|(idx, conn)| Some((idx, conn.as_ref()?)))
+                .filter(|(idx, conn)| {
+                    conn.is_idle() && client.is_none_or(|c| c == conn.client) && !busy[..tried].contains(idx)
+                })
+                .min_by_key(|(_, conn)| conn.last_active)
+                .map(|(idx, _)| idx);
+            let Some(idx) = idlest else {
+                return false;
+            };
+            if self.conns[idx].as_ref().is_some_and(Conn::has_unread_bytes) {
+                busy[tried] = idx;
+                continue;
+            }
+            stats.tcp_evicted.incr();
+            self.close(registry, idx);
+            return true;
+        }
+        false
     }
 
     fn close(&mut self, registry: &Registry, idx: usize) {
@@ -345,13 +395,13 @@ impl TcpServer {
         };
         let _ = registry.deregister(&mut conn.stream);
         self.active -= 1;
+        self.free.push(idx);
         if let Some(n) = self.per_client.get_mut(&conn.client) {
             *n -= 1;
             if *n == 0 {
                 self.per_client.remove(&conn.client);
             }
         }
-        self.free.push(idx);
     }
 }
 
@@ -385,6 +435,8 @@ struct Conn {
     stalled_since: Option<Instant>,
     /// The client closed its side: answer what is buffered, then close.
     eof: bool,
+    /// A readiness event said the client closed its side, which a read has yet to see.
+    read_closed: bool,
     /// The connection is in the ready list.
     queued: bool,
 }
@@ -406,6 +458,7 @@ impl Conn {
             partial_since: None,
             stalled_since: None,
             eof: false,
+            read_closed: false,
             queued: false,
         }
     }
@@ -424,6 +477,10 @@ impl Conn {
     fn serve_inner(&mut self, scratch: &mut [u8], turn: &mut Turn<'_>, keepalive: u16) -> Next {
         let mut messages = 0;
         let mut reads = 0;
+        // A read that filled less than the room it had emptied the socket (epoll(7): for a
+        // stream, a short read means the input is exhausted), and bytes arriving after it raise
+        // a new readiness event; reading again would only be a system call that says so.
+        let mut drained = false;
         loop {
             while messages < MESSAGES_PER_TURN && self.pending_output() < OUTPUT_HIGH_WATER {
                 let Some(message) = self.next_message() else {
@@ -452,13 +509,16 @@ impl Conn {
                     Next::Wait
                 };
             }
+            if drained && !self.read_closed {
+                return Next::Wait;
+            }
             if reads == READS_PER_TURN {
                 return Next::Again;
             }
             reads += 1;
             match self.read() {
-                Ok(0) => self.eof = true,
-                Ok(_) => {}
+                Ok((0, _)) => self.eof = true,
+                Ok((n, room)) => drained = n < room,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Wait,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return Next::Close,
@@ -524,8 +584,8 @@ impl Conn {
     }
 
     /// One read into the free room of the input buffer, made large enough for the message
-    /// whose length prefix has arrived.
-    fn read(&mut self) -> io::Result<usize> {
+    /// whose length prefix has arrived; the bytes read, and the room they had.
+    fn read(&mut self) -> io::Result<(usize, usize)> {
         if self.in_start == self.in_end {
             self.in_start = 0;
             self.in_end = 0;
@@ -543,9 +603,10 @@ impl Conn {
                 self.input.resize(needed, 0);
             }
         }
+        let room = self.input.len() - self.in_end;
         let n = self.stream.read(&mut self.input[self.in_end..])?;
         self.in_end += n;
-        Ok(n)
+        Ok((n, room))
     }
 
     fn pending_output(&self) -> usize {
@@ -580,6 +641,13 @@ impl Conn {
         Ok(())
     }
 
+    /// Whether the kernel holds bytes of this connection not read yet, or its close: a peek,
+    /// so that nothing is taken from the stream. An error counts as nothing to lose.
+    fn has_unread_bytes(&self) -> bool {
+        let mut byte = [0u8; 1];
+        matches!(self.stream.peek(&mut byte), Ok(1))
+    }
+
     /// Nothing received, nothing to send, nothing awaited upstream: only the idle timeout
     /// applies.
     fn is_idle(&self) -> bool {
@@ -602,6 +670,6 @@ mod tests {
     fn defaults_follow_rfc_7766_guidance() {
         let c = TcpConfig::default();
         assert!(c.io_timeout < c.idle_timeout);
-        assert!(c.max_per_client < c.max_connections);
+        assert_eq!(c.max_per_client, 0, "no per-address cap unless asked for");
     }
 }

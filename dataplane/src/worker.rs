@@ -368,7 +368,7 @@ impl<P: PacketIo> Worker<P> {
                     }
                     token => match token.0.checked_sub(UDP_BASE).and_then(|i| self.udp_ready.get_mut(i)) {
                         Some(ready) => *ready = true,
-                        None => self.tcp.on_event(token),
+                        None => self.tcp.on_event(token, event.is_read_closed()),
                     },
                 }
             }

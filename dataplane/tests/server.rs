@@ -412,8 +412,46 @@ fn idle_connections_are_closed_after_the_idle_timeout() {
     server.shutdown();
 }
 
+/// Sends a length prefix and half a message: the connection is busy reading a query, so it is
+/// never closed to make room for another.
+fn start_a_query(stream: &mut TcpStream) {
+    let framed = frame(&query(9, "web.skydns.test.", A));
+    stream.write_all(&framed[..framed.len() / 2]).unwrap();
+}
+
+/// Asks one query and checks its answer.
+fn ask_tcp(stream: &mut TcpStream, id: u16) {
+    stream.write_all(&frame(&query(id, "web.skydns.test.", A))).unwrap();
+    assert_eq!(read_frame(stream).id(), id);
+}
+
 #[test]
-fn connections_over_the_per_client_cap_are_closed() {
+fn hundreds_of_connections_from_one_address_are_all_served() {
+    let server = start(1, TcpConfig::default());
+    let addr = server.local_addr();
+    let mut conns: Vec<TcpStream> = (0..256).map(|_| tcp_connect(addr)).collect();
+    for (id, conn) in conns.iter_mut().enumerate() {
+        conn.write_all(&frame(&query(id as u16, "web.skydns.test.", A)))
+            .unwrap();
+    }
+    for (id, conn) in conns.iter_mut().enumerate() {
+        assert_eq!(read_frame(conn).id(), id as u16, "connection {id} is answered");
+    }
+    let totals = server.stats();
+    assert_eq!(totals.tcp_accepted, 256);
+    assert_eq!(
+        (
+            totals.tcp_refused_full,
+            totals.tcp_refused_per_client,
+            totals.tcp_evicted
+        ),
+        (0, 0, 0)
+    );
+    server.shutdown();
+}
+
+#[test]
+fn connections_over_the_per_client_cap_are_refused_when_none_is_idle() {
     let server = start(
         1,
         TcpConfig {
@@ -424,40 +462,77 @@ fn connections_over_the_per_client_cap_are_closed() {
     let addr = server.local_addr();
     let mut first = tcp_connect(addr);
     let mut second = tcp_connect(addr);
-    for (stream, id) in [(&mut first, 1), (&mut second, 2)] {
-        stream.write_all(&frame(&query(id, "web.skydns.test.", A))).unwrap();
-        assert_eq!(read_frame(stream).id(), id);
-    }
+    start_a_query(&mut first);
+    start_a_query(&mut second);
+    std::thread::sleep(Duration::from_millis(50));
     let mut third = tcp_connect(addr);
     assert!(
-        closed_within(&mut third, Duration::from_secs(1)).is_some(),
-        "the third connection is refused"
+        closed_within(&mut third, Duration::from_millis(500)).is_some(),
+        "the third connection is refused at once"
     );
     assert_eq!(
         wait_for_stats(&server, |t| t.tcp_refused_per_client == 1).tcp_refused_per_client,
         1
     );
-
-    // The admitted ones still work, and closing one makes room again.
-    first.write_all(&frame(&query(3, "web.skydns.test.", A))).unwrap();
-    assert_eq!(read_frame(&mut first).id(), 3);
-    drop(first);
-    let deadline = Instant::now() + Duration::from_secs(2);
-    loop {
-        let mut again = tcp_connect(addr);
-        again.write_all(&frame(&query(4, "web.skydns.test.", A))).unwrap();
-        let mut prefix = [0u8; 2];
-        if again.read_exact(&mut prefix).is_ok() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "a slot frees up once a connection closes");
-        std::thread::sleep(Duration::from_millis(20));
-    }
     server.shutdown();
 }
 
 #[test]
-fn connections_over_the_worker_cap_are_closed() {
+fn the_idlest_connection_makes_room_for_a_new_one() {
+    let server = start(
+        1,
+        TcpConfig {
+            max_connections: 2,
+            ..TcpConfig::default()
+        },
+    );
+    let addr = server.local_addr();
+    let mut oldest = tcp_connect(addr);
+    ask_tcp(&mut oldest, 1);
+    std::thread::sleep(Duration::from_millis(20));
+    let mut recent = tcp_connect(addr);
+    ask_tcp(&mut recent, 2);
+    let mut newcomer = tcp_connect(addr);
+    ask_tcp(&mut newcomer, 3);
+    assert!(
+        closed_within(&mut oldest, Duration::from_secs(1)).is_some(),
+        "the connection idle the longest is closed"
+    );
+    ask_tcp(&mut recent, 4);
+    ask_tcp(&mut newcomer, 5);
+    let totals = wait_for_stats(&server, |t| t.tcp_evicted == 1);
+    assert_eq!((totals.tcp_evicted, totals.tcp_refused_full), (1, 0));
+    server.shutdown();
+}
+
+#[test]
+fn the_per_client_cap_closes_that_clients_idlest_connection_first() {
+    let server = start(
+        1,
+        TcpConfig {
+            max_per_client: 2,
+            ..TcpConfig::default()
+        },
+    );
+    let addr = server.local_addr();
+    let mut busy = tcp_connect(addr);
+    start_a_query(&mut busy);
+    let mut idle = tcp_connect(addr);
+    ask_tcp(&mut idle, 1);
+    let mut newcomer = tcp_connect(addr);
+    ask_tcp(&mut newcomer, 2);
+    assert!(
+        closed_within(&mut idle, Duration::from_secs(1)).is_some(),
+        "the idle connection made room"
+    );
+    let framed = frame(&query(9, "web.skydns.test.", A));
+    busy.write_all(&framed[framed.len() / 2..]).unwrap();
+    assert_eq!(read_frame(&mut busy).id(), 9, "the busy one keeps its query");
+    server.shutdown();
+}
+
+#[test]
+fn connections_over_the_worker_cap_are_refused_when_none_is_idle() {
     let server = start(
         1,
         TcpConfig {
@@ -467,14 +542,18 @@ fn connections_over_the_worker_cap_are_closed() {
     );
     let addr = server.local_addr();
     let mut first = tcp_connect(addr);
-    first.write_all(&frame(&query(1, "web.skydns.test.", A))).unwrap();
-    assert_eq!(read_frame(&mut first).id(), 1);
+    ask_tcp(&mut first, 1);
+    start_a_query(&mut first);
+    std::thread::sleep(Duration::from_millis(50));
     let mut second = tcp_connect(addr);
     assert!(
-        closed_within(&mut second, Duration::from_secs(1)).is_some(),
-        "the second connection is refused"
+        closed_within(&mut second, Duration::from_millis(500)).is_some(),
+        "the second connection is refused at once"
     );
     assert_eq!(wait_for_stats(&server, |t| t.tcp_refused_full == 1).tcp_refused_full, 1);
+    let framed = frame(&query(9, "web.skydns.test.", A));
+    first.write_all(&framed[framed.len() / 2..]).unwrap();
+    assert_eq!(read_frame(&mut first).id(), 9, "the busy one keeps its query");
     server.shutdown();
 }
 

@@ -55,6 +55,7 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         tcp_accepted,
         tcp_refused_full,
         tcp_refused_per_client,
+        tcp_evicted,
         tcp_io_timeouts,
         tcp_idle_timeouts,
         cache_hits,
@@ -178,9 +179,14 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         f,
         "skyline_tcp_connections_timed_out_total",
         Counter,
-        "DNS over TCP connections closed for a stalled message or reply (io), or idleness.",
+        "DNS over TCP connections closed by the server: a stalled message or reply (io), idleness past \
+         the idle timeout (idle), or the idlest one when a new connection needed its slot (evicted).",
         "reason",
-        &[("io", tcp_io_timeouts), ("idle", tcp_idle_timeouts)],
+        &[
+            ("io", tcp_io_timeouts),
+            ("idle", tcp_idle_timeouts),
+            ("evicted", tcp_evicted),
+        ],
     )?;
 
     single(
