@@ -245,7 +245,7 @@ tcp_one() { # round connections outstanding server
   sent=$(awk '/Queries sent:/ {print $3}' "$out")
   answered=$(awk '/Queries completed:/ {print $3}' "$out")
   lost=$(awk '/Queries lost:/ {print $3}' "$out")
-  avg=$(awk '/Average Latency/ {printf "%.1f", $4 * 1e6}' "$out")
+  avg=$(awk '/Average Latency/ {printf "%.1f", $4 * 1e6; exit}' "$out")
   per_query=$(awk -v t=$((after - before)) -v hz="$tick" -v n="${answered:-0}" \
     'BEGIN {if (n > 0) printf "%.3f", t / hz * 1e6 / n; else print "nan"}')
   echo "$round,$conns,$outstanding,$server,$qps,$sent,$answered,$lost,$avg,$per_query" >>"$RESULTS/tcp.csv"
@@ -288,7 +288,7 @@ tcp_report() {
       for (i = 1; i <= points; i++) {
         split(order[i], p, ",")
         sky = median(qps[order[i], "skyline"]); knot = median(qps[order[i], "knot"])
-        printf "| %s | %s | %.0f | %.0f | %.2f | %d, %d |\n", p[1], p[2], sky, knot, knot > 0 ? sky / knot : 0,
+        printf "| %s | %s | %.0f | %.0f | %.2f | %d, %d |\n", p[1], p[2], sky, knot, (knot > 0 ? sky / knot : 0),
           lost[order[i], "skyline"], lost[order[i], "knot"]
       }
     }' "$RESULTS/tcp.csv" >"$RESULTS/tcp.md"
