@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Writes the committed seed corpora under fuzz/corpus/<target>/: well-formed queries for every
-name and type of the fuzz fixture, one query for each row of spec/robustness.md, TCP streams of
-framed queries, record values of every shape, and upstream replies of every kind a forwarder
-meets. Run from anywhere; rewrites these seeds and leaves other files (inputs kept from fuzzing
-runs, named regression-*) alone."""
+name and type of the fuzz fixture, one query for each row of docs/robustness.md ("Messages"), TCP
+streams of framed queries, record values of every shape, and upstream replies of every kind a
+forwarder meets. Run from anywhere; rewrites these seeds and leaves other files (inputs kept from
+fuzzing runs, named regression-*) alone."""
 
 import json
 import os

@@ -2,11 +2,11 @@
 //! and by `knotd` (from a zone file generated from the same records), the same queries sent to
 //! both, and rcode, header flags and all three sections compared, sections as sets.
 //!
-//! The records are those both can express: addresses, aliases, SRV, TXT, MX, NS, with names
-//! that exist or not, types that exist or not, and an RRset too large for 512 bytes. The zone
-//! file states in plain RRsets what SkyDNS semantics make of the records (spec/skydns-semantics.md):
-//! a name answers with the records at or below it, every record with a host yields an SRV, and
-//! `mail` records yield an MX. Where the specs make skyline differ from a plain authoritative
+//! The records are those both can express: addresses, aliases, SRV, TXT, MX, NS, with names that
+//! exist or not, types that exist or not, and an RRset too large for 512 bytes. The zone file
+//! states in plain RRsets what SkyDNS semantics make of the records (docs/skydns-semantics.md): a
+//! name answers with the records at or below it, every record with a host yields an SRV, and `mail`
+//! records yield an MX. Where those semantics make skyline differ from a plain authoritative
 //! server, [`MANDATED`] lists the difference and its reason, and the comparison allows exactly it.
 //!
 //! knotd is required under `CI=true`; elsewhere the test is skipped, with a message, when it is
@@ -178,7 +178,7 @@ fn name_and_ancestors(name: &str) -> Vec<String> {
         .collect()
 }
 
-/// SkyDNS SRV weight (spec/skydns-semantics.md §6.3): per priority, each record's share of 100
+/// SkyDNS SRV weight (docs/skydns-semantics.md, "SRV"): per priority, each record's share of 100
 /// rounded down, every record weighing 100 here.
 fn srv_weight(records_at_priority: usize) -> u16 {
     (100.0 / (100.0 * records_at_priority as f64) * 100.0).floor() as u16
@@ -251,7 +251,8 @@ fn zone_file(records: &[Rec]) -> String {
     zone
 }
 
-/// A difference between skyline and a plain authoritative server that a spec requires.
+/// A difference between skyline and a plain authoritative server that SkyDNS semantics require
+/// (docs/skydns-semantics.md).
 struct Mandated {
     /// What differs.
     what: &'static str,

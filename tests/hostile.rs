@@ -1,7 +1,8 @@
-//! Hostile input against the real binary over real sockets: every row of spec/robustness.md as
-//! a test over UDP and one over TCP (`<row>::udp`, `<row>::tcp`), then the abuse a server on a
-//! network meets: stalled and trickled TCP, more connections than the caps, idle connections,
-//! 64 KiB messages, and a flood of garbage while legitimate queries keep being answered.
+//! Hostile input against the real binary over real sockets: every row of docs/robustness.md
+//! ("Messages") as a test over UDP and one over TCP (`<row>::udp`, `<row>::tcp`), then the abuse a
+//! server on a network meets: stalled and trickled TCP, more connections than the caps, idle
+//! connections, 64 KiB messages, and a flood of garbage while legitimate queries keep being
+//! answered.
 //!
 //! Replies are read byte by byte where the flags matter and parsed with hickory-proto otherwise.
 //! Every test starts its own server, which is killed when the test ends.
@@ -247,8 +248,8 @@ impl Via {
     }
 }
 
-/// One test per transport for a row of spec/robustness.md: `<row>::udp` and `<row>::tcp`, each
-/// with a fresh server.
+/// One test per transport for a row of docs/robustness.md ("Messages"): `<row>::udp` and
+/// `<row>::tcp`, each with a fresh server.
 macro_rules! row {
     ($(#[$doc:meta])* fn $name:ident($via:ident) $body:block) => {
         $(#[$doc])*

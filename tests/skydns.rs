@@ -1,5 +1,5 @@
 //! End-to-end: the real binary serving a SkyDNS records file, queried over UDP and TCP with
-//! hickory-proto and `dig`. Each test states one SkyDNS behaviour (spec/skydns-semantics.md).
+//! hickory-proto and `dig`. Each test states one SkyDNS behaviour (docs/skydns-semantics.md).
 
 mod common;
 

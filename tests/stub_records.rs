@@ -1,6 +1,6 @@
-//! Stub zones from SkyDNS records (`dns/stub/` under the domain, spec §9) in a real etcd,
-//! followed with `--stubzones` as they change: names in a stub zone go to the servers its records
-//! name, with the loop guard, instead of the default upstreams.
+//! Stub zones from SkyDNS records (`dns/stub/` under the domain; docs/skydns-semantics.md, "Stub
+//! zones") in a real etcd, followed with `--stubzones` as they change: names in a stub zone go to
+//! the servers its records name, with the loop guard, instead of the default upstreams.
 
 mod common;
 mod etcd_harness;

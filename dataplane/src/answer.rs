@@ -440,12 +440,13 @@ fn by_class(
     Flow::Written
 }
 
-/// Completes a SkyDNS answer that leaves its domain, as SkyDNS does (spec §6.2, §6.3): a CNAME
-/// chain ending outside it gets the target's records of the query's type in the answer section,
-/// from the cache or by forwarding the target's question (the client waits, and gets the chain
-/// alone if no upstream answers); SRV and MX targets outside it get their cached addresses in the
-/// additional section, and those not cached are fetched in the background rather than delaying
-/// the answer. Only for clients that may use forwarding: others get the answer as compiled.
+/// Completes a SkyDNS answer that leaves its domain, as SkyDNS does (docs/skydns-semantics.md,
+/// "Names outside the domain"): a CNAME chain ending outside it gets the target's records of the
+/// query's type in the answer section, from the cache or by forwarding the target's question (the
+/// client waits, and gets the chain alone if no upstream answers); SRV and MX targets outside it
+/// get their cached addresses in the additional section, and those not cached are fetched in the
+/// background rather than delaying the answer. Only for clients that may use forwarding: others get
+/// the answer as compiled.
 fn complete(
     r: &mut Responder<'_>,
     q: &Query,
@@ -1035,8 +1036,9 @@ impl<'a> Responder<'a> {
         }
     }
 
-    /// An answer section too large for the reply: TC over UDP, so that the client retries over
-    /// TCP; over TCP there is no larger transport, so SERVFAIL (spec/robustness.md, TCP).
+    /// An answer section too large for the reply: TC over UDP, so that the client retries over TCP;
+    /// over TCP there is no larger transport, so SERVFAIL (docs/robustness.md, "DNS over TCP and
+    /// abuse").
     fn does_not_fit(&mut self) {
         match self.ctx.transport {
             Transport::Udp => self.flags |= flags::TC,

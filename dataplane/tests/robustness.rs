@@ -1,5 +1,5 @@
-//! One test per message-level row of spec/robustness.md, against the sans-I/O answer function,
-//! with replies parsed by hickory-proto.
+//! One test per message-level row of docs/robustness.md ("Messages"), against the sans-I/O answer
+//! function, with replies parsed by hickory-proto.
 
 mod common;
 

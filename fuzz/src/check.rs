@@ -31,7 +31,7 @@ pub fn answered<'o>(
     }
 }
 
-/// A message is dropped only for the reasons the spec gives: a runt, or a response.
+/// A message is dropped only for the reasons docs/robustness.md gives: a runt, or a response.
 pub fn dropped(query: &[u8], reason: DropReason) {
     match reason {
         DropReason::TooShort => assert!(query.len() < HEADER_LEN, "a dropped runt had a whole header"),

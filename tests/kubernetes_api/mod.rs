@@ -1,5 +1,6 @@
-//! A fake Kubernetes API server on 127.0.0.1 speaking the real list/watch protocol (spec file
-//! §6), for end-to-end tests of the Kubernetes source through the real binary:
+//! A fake Kubernetes API server on 127.0.0.1 speaking the real list/watch protocol
+//! (docs/kubernetes-dns.md, "The list/watch protocol"), for end-to-end tests of the Kubernetes
+//! source through the real binary:
 //! - LIST: `GET /api/v1/services` (and namespaces, pods, `/apis/discovery.k8s.io/v1/endpointslices`)
 //!   answers a `…List` with `metadata.resourceVersion`, items filtered by `labelSelector`, in
 //!   pages of `limit` items chained by `continue` tokens;

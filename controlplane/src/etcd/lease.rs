@@ -1,7 +1,7 @@
 //! Remaining lease TTLs. etcd v3 has no per-key TTL: a key attached to a lease lives as long as
 //! the lease, and `LeaseTimeToLive` says how long that is. It plays the part of SkyDNS's v2 node
-//! TTL (spec §6.1, §15): a leased record answers with min(record ttl, remaining lease TTL), and
-//! a record ttl of 0 means the remaining lease TTL.
+//! TTL (docs/skydns-semantics.md, "TTLs" and "etcd v3 and leases"): a leased record answers with
+//! min(record ttl, remaining lease TTL), and a record ttl of 0 means the remaining lease TTL.
 //!
 //! One lookup per lease, not per key, cached with the instant it was made: the remaining TTL
 //! then counts down locally. A lease kept alive by its owner jumps back up, so each one is looked

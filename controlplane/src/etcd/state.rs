@@ -276,7 +276,8 @@ impl State {
 }
 
 /// Checks the part of a key after `/<prefix>/`: SkyDNS splits a name into labels and joins them
-/// with `/` (spec §2), so each component must be a label and all of them a name.
+/// with `/` (docs/skydns-semantics.md, "Keys and names"), so each component must be a label and all
+/// of them a name.
 fn check_key(path: &str) -> Result<(), &'static str> {
     let mut wire_len = 1;
     for component in path.split('/') {

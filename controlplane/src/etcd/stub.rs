@@ -1,7 +1,7 @@
-//! Stub zones (spec §9): records under `/<prefix>/<domain path>/dns/stub/<zone, reversed>/<ns>`
-//! name the nameservers that answer for a zone, e.g.
-//! `/skydns/local/skydns/dns/stub/com/example/ns1 {"host":"172.16.1.1","port":54}` sends
-//! `example.com.` to 172.16.1.1:54. The source keeps the list current; forwarding to these
+//! Stub zones (docs/skydns-semantics.md, "Stub zones"): records under
+//! `/<prefix>/<domain path>/dns/stub/<zone, reversed>/<ns>` name the nameservers that answer for a
+//! zone, e.g. `/skydns/local/skydns/dns/stub/com/example/ns1 {"host":"172.16.1.1","port":54}`
+//! sends `example.com.` to 172.16.1.1:54. The source keeps the list current; forwarding to these
 //! servers belongs to the forwarder.
 
 use skyline_dataplane::snapshot::skydns::{Entry, Host};

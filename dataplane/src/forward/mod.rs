@@ -1,5 +1,5 @@
 //! Forwarding of names outside the zones, from each worker over its own non-blocking sockets,
-//! with the worker's response cache in front (DESIGN §5, spec/robustness.md).
+//! with the worker's response cache in front (docs/robustness.md, "Forwarding under failure").
 //!
 //! A [`Resolver`] belongs to one worker. A query for a name outside the zones goes through
 //! [`crate::answer::answer_recursive`]: a cache hit is answered at once; a miss becomes an

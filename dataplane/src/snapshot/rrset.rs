@@ -214,7 +214,7 @@ impl Header {
 }
 
 /// What a compiled answer names but does not resolve: SkyDNS completes these with upstream
-/// lookups (spec §6.2, §6.3) when they lie outside its domain.
+/// lookups when they lie outside its domain (docs/skydns-semantics.md, "Names outside the domain").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Beyond {
     /// Targets of CNAMEs that end a chain (no record of the answer is owned by them): an

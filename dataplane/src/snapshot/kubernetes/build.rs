@@ -1,7 +1,8 @@
 //! Compiles a [`Cluster`] into the snapshot of the cluster zones: a node for every name that
-//! exists, with every answer precompiled, or for a name of one address or one PTR an entry of
-//! the tables that stand in for nodes (see [`super::hosts`]), so that NXDOMAIN versus NODATA is
-//! the presence of the name, as everywhere in skyline (spec file §2.5 lists which names exist).
+//! exists, with every answer precompiled, or for a name of one address or one PTR an entry of the
+//! tables that stand in for nodes (see [`super::hosts`]), so that NXDOMAIN versus NODATA is the
+//! presence of the name, as everywhere in skyline (docs/kubernetes-dns.md, "Names" and "NXDOMAIN
+//! and NODATA", lists which names exist).
 //!
 //! Names, per forward zone `<zone>` (`<base>` is `<svc>.<ns>.svc.<zone>`):
 //! - the apex (SOA, NS), `dns-version.<zone>` (TXT), `svc.<zone>`, `pod.<zone>` and
@@ -623,10 +624,10 @@ impl<'a, 'c> Builder<'a, 'c> {
         srv_answer(self.config.ttl, &entries)
     }
 
-    /// `<endpoint>.<base>` names and OpenShift's endpoint names. An endpoint name's SRV answer
-    /// is what CoreDNS gives for a query with an endpoint label (spec file §2.3, §2.4): one
-    /// record per port of its endpoints' slices, unnamed ports included (no port label filters
-    /// none out), with the target port and the endpoint name itself as target.
+    /// `<endpoint>.<base>` names and OpenShift's endpoint names. An endpoint name's SRV answer is
+    /// what CoreDNS gives for a query with an endpoint label (docs/kubernetes-dns.md, "Endpoint
+    /// names"): one record per port of its endpoints' slices, unnamed ports included (no port label
+    /// filters none out), with the target port and the endpoint name itself as target.
     fn endpoints(&mut self, zone: &Name, zi: u16, base: &Name, view: &ServiceView<'c>) {
         for group in view.by_label() {
             let Ok(name) = base.prepend(&group.label) else { continue };
@@ -814,13 +815,13 @@ pub(super) fn named_service(zone: &Name, name: &Name) -> Option<(Option<String>,
     }
 }
 
-/// The name a port's SRV records answer at: `_<port>._<proto>.<base>`. CoreDNS reads the two
-/// labels below a service as port and protocol, stripping one leading `_` from each but
-/// requiring none (spec file §2.2), so the three spellings without one or both underscores
-/// answer alike; they are answered from this name's node (see [`Node::underscores_optional`]).
-/// A port name that starts with `_` itself (not a valid IANA service name, but nothing in the
-/// API object stops it) matches only with one more `_` in front. None of these can be an
-/// endpoint's name: those are one label below the service, these two.
+/// The name a port's SRV records answer at: `_<port>._<proto>.<base>`. CoreDNS reads the two labels
+/// below a service as port and protocol, stripping one leading `_` from each but requiring none
+/// (docs/kubernetes-dns.md, "Port names"), so the three spellings without one or both underscores
+/// answer alike; they are answered from this name's node (see [`Node::underscores_optional`]). A
+/// port name that starts with `_` itself (not a valid IANA service name, but nothing in the API
+/// object stops it) matches only with one more `_` in front. None of these can be an endpoint's
+/// name: those are one label below the service, these two.
 fn port_name(base: &Name, port: &str, proto: &str) -> Option<Name> {
     base.prepend(&format!("_{proto}"))
         .and_then(|n| n.prepend(&format!("_{port}")))

@@ -1,5 +1,5 @@
 //! Kubernetes cluster DNS (the Kubernetes DNS specification 1.1.0, and the behaviour of
-//! CoreDNS's `kubernetes` plugin that clients rely on; see `spec/kubernetes-dns.md`): the
+//! CoreDNS's `kubernetes` plugin that clients rely on; see `docs/kubernetes-dns.md`): the
 //! [`Cluster`] as DNS sees it, compiled by [`build()`] into the nodes of the cluster zones and
 //! their reverse zones, and kept current by [`update()`], which compiles only what a change
 //! (of the cluster, or of the SkyDNS snapshot composed with it) reaches.

@@ -39,11 +39,11 @@ pub fn undashed(label: &[u8]) -> Option<IpAddr> {
 
 /// The port name `_<port>._<proto>.<service>.<ns>.svc.<zone>` that `qname` spells without the
 /// leading `_` of one or both of its first two labels (CoreDNS strips one `_` from each and
-/// requires none, spec file §2.2), with the [`Shift`] that moves an answer compiled for it to
-/// the shorter question. `None` for a name not five labels below an apex of `apex_labels`
-/// labels, not of that shape (`svc` fifth, a protocol second), or whose two labels both start
-/// with `_` already. Allocation-free, for the query path: the shape is checked first because
-/// search-path expansions (`www.example.com.<ns>.svc.<zone>`) have as many labels.
+/// requires none; docs/kubernetes-dns.md, "Port names"), with the [`Shift`] that moves an answer
+/// compiled for it to the shorter question. `None` for a name not five labels below an apex of
+/// `apex_labels` labels, not of that shape (`svc` fifth, a protocol second), or whose two labels
+/// both start with `_` already. Allocation-free, for the query path: the shape is checked first
+/// because search-path expansions (`www.example.com.<ns>.svc.<zone>`) have as many labels.
 pub fn underscored(qname: &LowerName, apex_labels: usize) -> Option<(LowerName, Shift)> {
     if qname.label_count().checked_sub(apex_labels) != Some(5) || qname.label(4) != b"svc" {
         return None;

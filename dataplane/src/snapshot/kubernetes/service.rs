@@ -1,5 +1,6 @@
-//! One Service seen with its ready endpoints from all its EndpointSlices (spec §4): the unit
-//! the names under `<svc>.<ns>.svc.<zone>` are built from.
+//! One Service seen with its ready endpoints from all its EndpointSlices (docs/kubernetes-dns.md,
+//! "From EndpointSlices to endpoints"): the unit the names under `<svc>.<ns>.svc.<zone>` are built
+//! from.
 
 use super::config::Config;
 use super::model::{Endpoint, EndpointSlice, ObjectKey, Protocol, Service, ServicePort};

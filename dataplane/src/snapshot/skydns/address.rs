@@ -1,5 +1,5 @@
-//! A and AAAA answers with CNAME chasing (SkyDNS `AddressRecords`, §6.2), also used for the
-//! address glue of SRV and MX targets inside the domain.
+//! A and AAAA answers with CNAME chasing (SkyDNS `AddressRecords`; docs/skydns-semantics.md, "A and
+//! AAAA: CNAME chasing"), also used for the address glue of SRV and MX targets inside the domain.
 //!
 //! A record whose host is a name becomes `owner CNAME host` followed by the host's own address
 //! records, resolved the same way. A chain holds at most 8 CNAMEs, never repeats a target, and an

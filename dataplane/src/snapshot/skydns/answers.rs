@@ -1,5 +1,6 @@
-//! Answers per query type for what one lookup selected (SkyDNS `server.go`, §6). The address,
-//! SRV and MX answers live in their own files; the small ones are here.
+//! Answers per query type for what one lookup selected (SkyDNS `server.go`;
+//! docs/skydns-semantics.md, "Answers"). The address, SRV and MX answers live in their own files;
+//! the small ones are here.
 
 use super::address::{Family, Resolutions};
 use super::entry::{split255, Host};
@@ -84,8 +85,9 @@ impl<'a> Answerer<'a> {
         Ok(self.finish(answer, additional.unwrap_or_default()))
     }
 
-    /// NS at the apex (§6.8) from the lookup of `ns.dns.<domain>`: one NS per address record,
-    /// named by its key, with the address as glue. Records with a name host are skipped.
+    /// NS at the apex (docs/skydns-semantics.md, "NS at the apex") from the lookup of
+    /// `ns.dns.<domain>`: one NS per address record, named by its key, with the address as glue.
+    /// Records with a name host are skipped.
     pub fn ns(&mut self, sel: &Selection) -> Result<Option<AnswerSet>, Abort> {
         let index = self.index;
         let mut answer = Section::default();
@@ -115,7 +117,8 @@ impl<'a> Answerer<'a> {
         Ok(self.finish(answer, additional))
     }
 
-    /// TXT (§6.5): one record per record with text, split into 255-byte strings.
+    /// TXT (docs/skydns-semantics.md, "TXT"): one record per record with text, split into 255-byte
+    /// strings.
     fn txt(&mut self, sel: &Selection) -> Result<Section<'static>, Abort> {
         let mut answer = Section::default();
         for &i in sel.grouped() {
@@ -131,8 +134,8 @@ impl<'a> Answerer<'a> {
         Ok(answer)
     }
 
-    /// CNAME (§6.4): nothing for a directory; for a key, its first record's host if a name,
-    /// without chasing.
+    /// CNAME (docs/skydns-semantics.md, "CNAME queries"): nothing for a directory; for a key, its
+    /// first record's host if a name, without chasing.
     fn cname(&mut self, sel: &Selection) -> Section<'static> {
         let mut answer = Section::default();
         if sel.directory {

@@ -279,7 +279,8 @@ pub(super) fn compile_node(
     Some(Node::with_answers(zone, Below::Nothing, answers))
 }
 
-/// SOA and NS at the apex (§6.6, §6.8); NS comes from the records under `ns.dns.<domain>`.
+/// SOA and NS at the apex (docs/skydns-semantics.md, "SOA, NXDOMAIN and NODATA" and "NS at the
+/// apex"); NS comes from the records under `ns.dns.<domain>`.
 pub(super) fn apex_answers(config: &Config, answerer: &mut Answerer<'_>, apex: &mut Node, now: SystemTime) {
     let Ok(qname) = LowerName::from_wire(config.domain.wire()) else {
         return;
@@ -302,8 +303,9 @@ pub(super) fn local_alias_name(config: &Config) -> Option<Name> {
     config.domain.prepend("dns").and_then(|d| d.prepend("local")).ok()
 }
 
-/// `local.dns.<domain>` answers with the records of `local` (§4 step 6), owned by the query
-/// name. Its missing ancestors exist as empty names, so that no NXDOMAIN denies it (RFC 8020).
+/// `local.dns.<domain>` answers with the records of `local` (docs/skydns-semantics.md, "The local
+/// alias"), owned by the query name. Its missing ancestors exist as empty names, so that no
+/// NXDOMAIN denies it (RFC 8020).
 pub(super) fn local_alias(
     config: &Config,
     local: &Name,

@@ -67,7 +67,8 @@ pub(super) struct Kinds {
 }
 
 impl Index {
-    /// The authoritative domain: names outside it are completed by forwarding (spec §6.2).
+    /// The authoritative domain: names outside it are completed by forwarding
+    /// (docs/skydns-semantics.md, "Names outside the domain").
     pub fn domain(&self) -> &Name {
         &self.domain
     }

@@ -1,6 +1,7 @@
-//! Reverse names from `/<prefix>/arpa/...` (§7): a PTR answer for a key that holds exactly one
-//! record and has nothing below it. Anything else (a directory, several records, no host) is not
-//! answered, so that the query can be passed on like any name skyline does not hold.
+//! Reverse names from `/<prefix>/arpa/...` (docs/skydns-semantics.md, "Reverse names"): a PTR
+//! answer for a key that holds exactly one record and has nothing below it. Anything else (a
+//! directory, several records, no host) is not answered, so that the query can be passed on like
+//! any name skyline does not hold.
 
 use super::entry::{Entry, Host};
 use super::key::{is_below, name_of};

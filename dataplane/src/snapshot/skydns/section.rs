@@ -1,7 +1,7 @@
-//! Sections of an answer under construction: SkyDNS's post-processing dedup (§6.7.2) applied as
-//! records arrive, a cheap lower bound of the wire size so that answers too large for any message
-//! are recognised without building them, and the final shaping into RRsets with the TTL rule
-//! (§6.1).
+//! Sections of an answer under construction: SkyDNS's post-processing dedup
+//! (docs/skydns-semantics.md, "Sections, round robin and truncation") applied as records arrive, a
+//! cheap lower bound of the wire size so that answers too large for any message are recognised
+//! without building them, and the final shaping into RRsets with the TTL rule ("TTLs").
 
 use crate::snapshot::rrset::{AnswerSet, Rdata, Record, Rrset};
 use crate::wire::types::rtype;

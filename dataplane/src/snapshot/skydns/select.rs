@@ -1,6 +1,6 @@
 //! What one SkyDNS lookup returns before any type is considered: the records of a name (or of a
-//! wildcard pattern) with the per-lookup dedup (§5.1) and, for the types that use them, groups
-//! (§5.2) applied.
+//! wildcard pattern) with the per-lookup dedup and, for the types that use them, groups applied
+//! (docs/skydns-semantics.md, "Duplicate records" and "Groups").
 
 use super::group;
 use super::index::Index;
@@ -16,7 +16,8 @@ pub struct Selection {
     deduped: Vec<u32>,
     /// After dedup and groups, when the groups dropped something.
     grouped: Option<Vec<u32>>,
-    /// The lookup hit a directory, not a single key: CNAME queries get nothing (§6.4).
+    /// The lookup hit a directory, not a single key: CNAME queries get nothing
+    /// (docs/skydns-semantics.md, "CNAME queries").
     pub directory: bool,
 }
 

@@ -1,7 +1,7 @@
-//! SRV (SkyDNS `SRVRecords`, §6.3) and MX (`MXRecords`, §6.3b): every record with a host is a
-//! service location; `mail: true` records are also mail exchanges. Address hosts are named by
-//! their key, name hosts are the target; both may lose leftmost labels (`targetstrip`). The
-//! additional section carries the addresses of the targets.
+//! SRV (SkyDNS `SRVRecords`) and MX (`MXRecords`; docs/skydns-semantics.md, "SRV" and "MX"): every
+//! record with a host is a service location; `mail: true` records are also mail exchanges. Address
+//! hosts are named by their key, name hosts are the target; both may lose leftmost labels
+//! (`targetstrip`). The additional section carries the addresses of the targets.
 
 use super::answers::{Abort, Answerer};
 use super::entry::{Entry, Host, HostKind};

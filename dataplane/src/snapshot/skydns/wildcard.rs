@@ -1,8 +1,9 @@
-//! SkyDNS query wildcards (§2 `PathWithWildcard`, §5.1): a `*` or `any` label matches any label
-//! at its position. The lookup starts at the fixed part right of the rightmost wildcard label:
-//! missing → NXDOMAIN; a single key → that key's records, whatever the wildcards say; a directory
-//! → every key below it that matches the whole name position by position, keys shorter than the
-//! name skipped, longer ones matching by their leading components.
+//! SkyDNS query wildcards (SkyDNS `PathWithWildcard`; docs/skydns-semantics.md, "Query wildcards"):
+//! a `*` or `any` label matches any label at its position. The lookup starts at the fixed part
+//! right of the rightmost wildcard label: missing → NXDOMAIN; a single key → that key's records,
+//! whatever the wildcards say; a directory → every key below it that matches the whole name
+//! position by position, keys shorter than the name skipped, longer ones matching by their leading
+//! components.
 //!
 //! Matching walks the sorted index: a literal label narrows the run by binary search, a wildcard
 //! label visits each child run once, so selective patterns never scan the whole zone.

@@ -1,6 +1,6 @@
 //! The cluster zones checked on the wire: a [`Cluster`] is built into a snapshot, queried
 //! through [`crate::answer::answer`], and the reply parsed by hickory-proto. Each test is a line
-//! of the spec file's cheat-sheet or of its record table.
+//! of docs/kubernetes-dns.md: its table of names or its NXDOMAIN and NODATA lists.
 
 mod hosts;
 mod port_names;

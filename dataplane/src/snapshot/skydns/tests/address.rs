@@ -1,4 +1,4 @@
-//! A/AAAA answers and CNAME chasing (§6.2).
+//! A/AAAA answers and CNAME chasing (docs/skydns-semantics.md, "A and AAAA: CNAME chasing").
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! The zone apex: SOA (§6.6) and NS with glue (§6.8).
+//! The zone apex: SOA and NS with glue (docs/skydns-semantics.md, "SOA, NXDOMAIN and NODATA" and
+//! "NS at the apex").
 
 use super::*;
 use hickory_proto::rr::RData;

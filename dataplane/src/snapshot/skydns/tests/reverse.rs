@@ -1,4 +1,4 @@
-//! Reverse names from the `arpa` tree (§7).
+//! Reverse names from the `arpa` tree (docs/skydns-semantics.md, "Reverse names").
 
 use super::*;
 

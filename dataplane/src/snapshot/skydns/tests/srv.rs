@@ -1,4 +1,4 @@
-//! SRV (§6.3) and MX (§6.3b) answers and their glue.
+//! SRV and MX answers and their glue (docs/skydns-semantics.md, "SRV" and "MX").
 
 use super::*;
 

@@ -1,4 +1,4 @@
-//! `*` and `any` query labels (§2, §5.1).
+//! `*` and `any` query labels (docs/skydns-semantics.md, "Query wildcards").
 
 use super::*;
 
