@@ -265,17 +265,19 @@ const MANDATED: &[Mandated] = &[
     Mandated {
         what: "the SOA serial",
         reason: "skyline, like SkyDNS, derives the serial from the time the data was loaded \
-                 (spec/skydns-semantics.md §6.6); a zone file carries a fixed one",
+                 (docs/skydns-semantics.md, 'SOA, NXDOMAIN and NODATA'); a zone file carries a \
+                 fixed one",
     },
     Mandated {
         what: "TTLs of answers with more than one record: all set to min(config ttl, smallest TTL)",
-        reason: "SkyDNS post-processing normalises them (spec/skydns-semantics.md §6.1), e.g. a \
+        reason: "SkyDNS post-processing normalises them (docs/skydns-semantics.md, 'TTLs'), e.g. a \
                  300 s CNAME followed by a 3600 s address answers both with 300 s",
     },
     Mandated {
         what: "record order within a section",
-        reason: "skyline rotates address RRsets (SkyDNS round robin, §6.7); Knot keeps zone order; \
-                 DNS gives order no meaning (RFC 2181 §5)",
+        reason: "skyline rotates address RRsets (SkyDNS round robin: docs/skydns-semantics.md, \
+                 'Sections, round robin and truncation'); Knot keeps zone order; DNS gives order \
+                 no meaning (RFC 2181 §5)",
     },
 ];
 

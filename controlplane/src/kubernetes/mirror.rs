@@ -33,7 +33,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// Every kind, in [`Kind::index`] order.
+    /// Every kind, in `Kind::index` order.
     pub const ALL: [Kind; 4] = [Kind::Namespace, Kind::Service, Kind::EndpointSlice, Kind::Pod];
 
     fn index(self) -> usize {

@@ -4,16 +4,17 @@
 //!
 //! One file per platform behind this facade: `linux.rs` receives and sends a whole batch per
 //! syscall with `recvmmsg`/`sendmmsg`; `fallback.rs` loops over `recv_from`/`send_to` where
-//! those are not available. `ascii.rs` lower-cases bytes with the CPU's vector instructions.
+//! those are not available, or where the build asks for it with `--cfg skyline_portable_io`
+//! (how the test script compile-checks the fallback on Linux). `ascii.rs` lower-cases bytes with the CPU's vector instructions.
 //! `signal.rs` sends a signal to a process, for the workspace's tests, which may hold no unsafe
 //! code of their own.
 #![allow(unsafe_code)]
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(skyline_portable_io)))]
 #[path = "linux.rs"]
 mod imp;
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(any(not(target_os = "linux"), skyline_portable_io))]
 #[path = "fallback.rs"]
 mod imp;
 
@@ -87,7 +88,7 @@ impl SendSlots<'_> {
     }
 
     /// The payload of datagram `i`, clamped to its buffer.
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(any(not(target_os = "linux"), skyline_portable_io))]
     fn payload(&self, i: usize) -> &[u8] {
         let start = i * self.slot_len;
         &self.bufs[start..start + self.lens[i].min(self.slot_len)]

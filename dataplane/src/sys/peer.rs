@@ -28,7 +28,9 @@ union RawSocketAddr {
 }
 
 /// Room for a peer's address, which a receive tells the kernel: it writes the address at the
-/// start of the `Peer` (`repr(C)`, the address first).
+/// start of the `Peer` (`repr(C)`, the address first). Only the batched system calls of
+/// `linux.rs` hand the kernel a `Peer` to fill or read, hence the allowance elsewhere.
+#[cfg_attr(any(not(target_os = "linux"), skyline_portable_io), allow(dead_code))]
 pub(super) const NAME_ROOM: libc::socklen_t = mem::size_of::<RawSocketAddr>() as libc::socklen_t;
 
 impl Peer {
@@ -84,6 +86,7 @@ impl Peer {
     }
 
     /// The address for a send to read, and its length.
+    #[cfg_attr(any(not(target_os = "linux"), skyline_portable_io), allow(dead_code))]
     pub(super) fn name(&self) -> (*mut libc::c_void, libc::socklen_t) {
         // The kernel only reads through a send's address pointer; it is mutable because
         // `msghdr` serves both directions.
@@ -91,6 +94,7 @@ impl Peer {
     }
 
     /// Records the length of the address a receive wrote.
+    #[cfg_attr(any(not(target_os = "linux"), skyline_portable_io), allow(dead_code))]
     pub(super) fn set_len(&mut self, len: libc::socklen_t) {
         self.len = len.min(NAME_ROOM);
     }

@@ -562,7 +562,7 @@ impl<'a, 'c> Builder<'a, 'c> {
         }
     }
 
-    /// The service name and its port names (see [`srv_names`]), answering with the cluster IPs.
+    /// The service name and its port names (see [`Self::port_name`]), answering with the cluster IPs.
     fn cluster_ip(&mut self, zi: u16, base: &Name, view: &ServiceView<'c>, ips: &[IpAddr]) {
         let ttl = self.config.ttl;
         let entries: Vec<SrvEntry<'_>> = view

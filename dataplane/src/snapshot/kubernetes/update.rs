@@ -12,7 +12,7 @@
 //! A new SkyDNS snapshot reaches only the names whose node it changed: outside the cluster
 //! zones they take the new node as they are; in the reverse zones both sources share, a changed
 //! PTR name is one more touched address, so that the cluster's PTR keeps winning there as in
-//! [`compose`].
+//! [`compose`](crate::snapshot::compose).
 
 use super::build::{
     exposed, finish, named_service, pod_name, slices_by_service, views, zones, Builder, ServiceIds, SlicesByService,
@@ -33,7 +33,7 @@ use std::time::SystemTime;
 #[derive(Debug, Clone, Copy)]
 pub struct Served<'a> {
     /// The served snapshot: the cluster zones built by [`super::build()`] (or by [`update()`])
-    /// composed by [`compose`] with `base`.
+    /// composed by [`compose`](crate::snapshot::compose) with `base`.
     pub snapshot: &'a Snapshot,
     /// The SkyDNS snapshot it holds.
     pub base: &'a Snapshot,

@@ -1,6 +1,6 @@
 //! SkyDNS semantics (see `docs/skydns-semantics.md`): typed records under their etcd keys, compiled
-//! into snapshot nodes and [`Leaves`] by [`build`], and the slow path for `*`/`any` query
-//! wildcards, [`wildcard`], which reads the [`Index`] the snapshot keeps.
+//! into snapshot nodes and [`Leaves`] by [`build()`], and the slow path for `*`/`any` query
+//! wildcards, [`wildcard()`], which reads the [`Index`] the snapshot keeps.
 
 mod address;
 mod answers;

@@ -29,7 +29,7 @@ const MAX_ROUNDS: usize = 16;
 /// `records`, the whole table after the change (in the order of [`Entry::cmp_order`]; a key
 /// absent from it was deleted or holds a value that cannot serve), which the new index shares.
 /// `changed` must name every key whose record differs from the table `previous` was made from;
-/// `previous` must have been made by [`super::build`], [`super::build_entries`] or this
+/// `previous` must have been made by [`super::build()`], [`super::build_entries`] or this
 /// function under the same `config`.
 ///
 /// `None` when the change cannot be applied alone, and a build must run instead: keys in the
