@@ -266,10 +266,68 @@ pub(crate) fn parse_go_bool(text: &str) -> Result<bool, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     #[test]
     fn the_command_line_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// The `--flag` tokens and environment variable names written in the README's tables.
+    fn readme_table_words() -> (BTreeSet<String>, BTreeSet<String>) {
+        let readme = include_str!("../README.md");
+        let (mut flags, mut env) = (BTreeSet::new(), BTreeSet::new());
+        for row in readme.lines().filter(|line| line.starts_with('|')) {
+            for word in row.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_')) {
+                if let Some(flag) = word
+                    .strip_prefix("--")
+                    .filter(|f| f.starts_with(|c: char| c.is_ascii_lowercase()))
+                {
+                    flags.insert(flag.to_owned());
+                } else if ["SKYDNS_", "ETCD_", "SKYLINE_"].iter().any(|p| word.starts_with(p)) {
+                    env.insert(word.to_owned());
+                }
+            }
+        }
+        (flags, env)
+    }
+
+    #[test]
+    fn the_readme_tables_name_every_flag_and_variable_and_no_other() {
+        let command = Cli::command();
+        let args: Vec<_> = command.get_arguments().filter(|a| a.get_long().is_some()).collect();
+        let cli_flags: BTreeSet<String> = args
+            .iter()
+            .filter_map(|a| a.get_long())
+            .filter(|long| !matches!(*long, "help" | "version"))
+            .map(str::to_owned)
+            .collect();
+        let cli_env: BTreeSet<String> = args
+            .iter()
+            .filter_map(|a| a.get_env())
+            .map(|e| e.to_string_lossy().into_owned())
+            .collect();
+        let (readme_flags, readme_env) = readme_table_words();
+        let undocumented: Vec<_> = cli_flags.difference(&readme_flags).collect();
+        let unknown: Vec<_> = readme_flags.difference(&cli_flags).collect();
+        assert!(
+            undocumented.is_empty(),
+            "flags missing from README's tables: {undocumented:?}"
+        );
+        assert!(
+            unknown.is_empty(),
+            "README's tables name flags skyline lacks: {unknown:?}"
+        );
+        let undocumented: Vec<_> = cli_env.difference(&readme_env).collect();
+        let unknown: Vec<_> = readme_env.difference(&cli_env).collect();
+        assert!(
+            undocumented.is_empty(),
+            "variables missing from README's tables: {undocumented:?}"
+        );
+        assert!(
+            unknown.is_empty(),
+            "README's tables name variables skyline lacks: {unknown:?}"
+        );
     }
 
     #[test]
