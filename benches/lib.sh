@@ -53,6 +53,9 @@ wait_ready() { # name, probe name, seconds: until the server answers SOA for the
 stop() { # name
   local pid=${PID[$1]:-}
   [ -n "$pid" ] || return 0
+  # A second SIGTERM ends skyline's drain period at once (others stop on the first).
+  kill "$pid" 2>/dev/null || true
+  sleep 0.05
   kill "$pid" 2>/dev/null || true
   for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   kill -9 "$pid" 2>/dev/null || true

@@ -105,6 +105,12 @@ pub struct Cli {
     #[arg(long, value_name = "N")]
     pub tcp_max_per_client: Option<usize>,
 
+    /// After SIGTERM or SIGINT, how long to keep answering while /ready says not ready, before
+    /// the listeners close and the queries in flight are finished, e.g. 5s or 500ms; a second
+    /// signal ends it early [default: 5s]
+    #[arg(long, value_name = "DURATION", value_parser = crate::forwarding::parse_duration)]
+    pub drain: Option<std::time::Duration>,
+
     /// IP:port to serve /health, /ready and /metrics on over HTTP; port 0 picks a free one
     /// [default: none, no HTTP listener]
     #[arg(long, env = "SKYLINE_HTTP_ADDR", value_name = "IP:PORT", value_parser = parse_addr)]

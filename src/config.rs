@@ -35,6 +35,7 @@
 //! | `no_pin` | `--no-pin` | — | — | false | restart |
 //! | `tcp_max_connections` | `--tcp-max-connections` | — | — | 1024 per worker | restart |
 //! | `tcp_max_per_client` | `--tcp-max-per-client` | — | — | 0 (no per-address cap) | restart |
+//! | `drain` | `--drain` | — | — | `5s` | restart |
 //! | `http_addr` | `--http-addr` | `SKYLINE_HTTP_ADDR` | — | none (no HTTP listener) | restart |
 //! | — | — | — | `ttl`, `min_ttl`, `priority` | 3600, 60, 10 | applied |
 //!
@@ -54,6 +55,7 @@ use skyline_dataplane::wire::Name;
 use skyline_dataplane::worker::TcpConfig;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The default path prefix: records live under `/skydns/`.
 const DEFAULT_PATH_PREFIX: &str = "skydns";
@@ -94,6 +96,9 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
+    /// The drain duration is not a duration.
+    #[error("drain: {0}")]
+    Drain(String),
     /// A DNS over TCP connection cap is not usable.
     #[error("tcp_max_connections: a worker must be able to hold at least one connection")]
     NoTcpConnections,
@@ -148,6 +153,8 @@ pub struct FileConfig {
     pub tcp_max_connections: Option<usize>,
     /// `--tcp-max-per-client`.
     pub tcp_max_per_client: Option<usize>,
+    /// `--drain`, e.g. `"5s"`.
+    pub drain: Option<String>,
     /// `--http-addr`.
     pub http_addr: Option<SocketAddr>,
     /// The `[forward]` table (see [`crate::forwarding`]).
@@ -396,6 +403,18 @@ pub fn operator(cli: &Cli, file: Option<&FileConfig>) -> Result<Operator, Config
 /// `None`, the default, serves none: a port opened only when asked for.
 pub fn http_addr(cli: &Cli, file: Option<&FileConfig>) -> Option<SocketAddr> {
     cli.http_addr.or_else(|| file.and_then(|f| f.http_addr))
+}
+
+/// How long a stopping process keeps answering before its listeners close.
+pub const DEFAULT_DRAIN: Duration = Duration::from_secs(5);
+
+/// The drain duration, the flag over the file over [`DEFAULT_DRAIN`].
+pub fn drain(cli: &Cli, file: Option<&FileConfig>) -> Result<Duration, ConfigError> {
+    match (cli.drain, file.and_then(|f| f.drain.as_deref())) {
+        (Some(flag), _) => Ok(flag),
+        (None, Some(text)) => crate::forwarding::parse_duration(text).map_err(ConfigError::Drain),
+        (None, None) => Ok(DEFAULT_DRAIN),
+    }
 }
 
 /// DNS over TCP limits, flags over the file over [`TcpConfig::default`].
@@ -851,6 +870,23 @@ mod tests {
         assert_eq!(http_addr(&flag, Some(&file)), addr("[::1]:0"));
         assert!(cli(&["--http-addr", "localhost:9153"], &[]).is_err());
         assert!(FileConfig::parse("http_addr = \"9153\"\n", Path::new("x.toml")).is_err());
+    }
+
+    #[test]
+    fn the_drain_comes_from_the_flag_over_the_file() {
+        assert_eq!(drain(&cli(&[], &[]).unwrap(), None).unwrap(), DEFAULT_DRAIN);
+        let file = toml("drain = \"250ms\"");
+        assert_eq!(
+            drain(&cli(&[], &[]).unwrap(), Some(&file)).unwrap(),
+            Duration::from_millis(250)
+        );
+        let flag = cli(&["--drain", "0s"], &[]).unwrap();
+        assert_eq!(drain(&flag, Some(&file)).unwrap(), Duration::ZERO);
+        assert!(matches!(
+            drain(&cli(&[], &[]).unwrap(), Some(&toml("drain = \"soon\""))),
+            Err(ConfigError::Drain(_))
+        ));
+        assert!(cli(&["--drain", "5"], &[]).is_err(), "a unit is required");
     }
 
     #[test]

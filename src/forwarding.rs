@@ -363,7 +363,7 @@ fn parse_zone(setting: &'static str, text: &str) -> Result<Name, ForwardingError
 }
 
 /// A duration as `1500ms`, `2s` or `1m`.
-fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);

@@ -20,6 +20,7 @@ use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::signal::unix::{signal, Signal, SignalKind};
@@ -27,6 +28,9 @@ use tracing_subscriber::EnvFilter;
 
 /// How long, at exit, a records file load still in progress may take before it is abandoned.
 const CONTROL_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+/// Slack on top of the longest a query in flight can still take once the listeners close (the
+/// forwarding timeout, then the TCP write timeout), before a drain gives up on it.
+const FINISH_MARGIN: Duration = Duration::from_secs(1);
 
 /// How long the start waits for etcd's `/<prefix>/config` (its listen address and forwarder
 /// settings apply only at start). An etcd that is down refuses at once; one that does not answer
@@ -86,6 +90,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     let file = cli.config.as_deref().map(FileConfig::load).transpose()?;
     let operator = config::operator(cli, file.as_ref())?;
     let tcp = config::tcp(cli, file.as_ref())?;
+    let drain = config::drain(cli, file.as_ref())?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -149,7 +154,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     }
     log_settings(&settings);
 
-    let shutdown = Shutdown::register().map_err(StartError::Signals)?;
+    let mut shutdown = Shutdown::register().map_err(StartError::Signals)?;
     let stub_records = etcd
         .as_ref()
         .filter(|_| forwarding::stub_records(&cli.forward, file.as_ref().and_then(|f| f.forward.as_ref())))
@@ -194,6 +199,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         tcp,
     };
     let forward = forwarding_settings(cli, file.as_ref(), &settings)?;
+    let finish_limit = forward.as_ref().map_or(Duration::ZERO, |f| f.timeout) + tcp.io_timeout + FINISH_MARGIN;
     if forward.is_some() {
         match skyline_dataplane::sys::raise_open_files_limit() {
             Ok(limit) => tracing::debug!(limit, "open files limit"),
@@ -214,8 +220,10 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             settings.skydns.domain
         );
     }
+    let mut draining = Arc::new(AtomicBool::new(false));
     if let Some(addr) = config::http_addr(cli, file.as_ref()) {
         let observed = http::Observed::new(server.stats_reader(), cell, reported);
+        draining = observed.draining();
         let endpoints = runtime.block_on(HttpServer::bind(addr, observed))?;
         tracing::info!("http on http://{}", endpoints.local_addr());
         runtime.spawn(endpoints.serve());
@@ -229,8 +237,28 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     }
 
     let signal = runtime.block_on(shutdown.wait());
-    tracing::info!("{signal} received, shutting down");
-    server.shutdown();
+    draining.store(true, Ordering::Release);
+    tracing::info!(
+        drain_ms = drain.as_millis() as u64,
+        "{signal} received: draining; /ready answers 503, queries are answered until the drain ends"
+    );
+    let again = runtime.block_on(async {
+        tokio::select! {
+            () = tokio::time::sleep(drain) => None,
+            signal = shutdown.wait() => Some(signal),
+        }
+    });
+    if let Some(signal) = again {
+        tracing::info!("{signal} received again: the drain ends now");
+    }
+    if server.drain(finish_limit) {
+        tracing::info!("listeners closed and every query in flight answered; exiting");
+    } else {
+        tracing::warn!(
+            limit_ms = finish_limit.as_millis() as u64,
+            "listeners closed; queries still in flight after the limit are abandoned; exiting"
+        );
+    }
     drop(entered);
     runtime.shutdown_timeout(CONTROL_SHUTDOWN_GRACE);
     Ok(())
@@ -308,7 +336,7 @@ impl Shutdown {
     }
 
     /// Waits for the first of the two; returns its name.
-    async fn wait(mut self) -> &'static str {
+    async fn wait(&mut self) -> &'static str {
         tokio::select! {
             _ = self.interrupt.recv() => "SIGINT",
             _ = self.terminate.recv() => "SIGTERM",

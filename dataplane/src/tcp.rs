@@ -215,6 +215,44 @@ impl TcpServer {
         }
     }
 
+    /// Closes the listeners: connections not accepted yet are refused by the kernel, and the
+    /// port goes to whichever process still listens on it.
+    pub(crate) fn close_listeners(&mut self, registry: &Registry) {
+        for listener in &mut self.listeners {
+            let _ = registry.deregister(listener);
+        }
+        self.listeners.clear();
+        self.listener_ready.clear();
+        self.accept_paused_until = None;
+    }
+
+    /// While draining: closes every connection with nothing left to answer, read or write, and
+    /// queues those whose queries have arrived unread, so that each query sent before the close
+    /// is answered first.
+    pub(crate) fn close_finished(&mut self, registry: &Registry) {
+        for idx in 0..self.conns.len() {
+            let Some(conn) = self.conns[idx].as_mut() else {
+                continue;
+            };
+            if !conn.is_idle() {
+                continue;
+            }
+            if conn.has_unread_bytes() {
+                if !conn.queued {
+                    conn.queued = true;
+                    self.ready.push(idx);
+                }
+                continue;
+            }
+            self.close(registry, idx);
+        }
+    }
+
+    /// Whether no connection is open.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.active == 0
+    }
+
     /// Whether work is waiting that needs no readiness event to continue.
     pub(crate) fn has_work(&self) -> bool {
         self.listener_ready.contains(&true) || !self.ready.is_empty()

@@ -21,7 +21,7 @@ use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -32,8 +32,18 @@ pub use crate::tcp::TcpConfig;
 /// Apart from connection tokens (counting up from 3) and the listeners' and upstream sockets'
 /// (higher still).
 const UDP_BASE: usize = 1 << (usize::BITS - 4);
-/// Token of the waker that tells a worker to stop.
+/// Token of the waker that tells a worker its state changed.
 const WAKER: Token = Token(1);
+
+/// What the workers are asked to do, in this order: answer; close the listeners and finish
+/// the queries already received; stop at once.
+const SERVING: u8 = 0;
+const CLOSING: u8 = 1;
+const STOPPING: u8 = 2;
+/// UDP turns a closing worker takes to answer what the kernel queued before the close.
+const CLOSING_UDP_TURNS: usize = 4;
+/// How often a drain looks whether every worker has finished.
+const DRAIN_POLL: Duration = Duration::from_millis(5);
 
 /// Size of each receive slot. Queries are far smaller; a larger datagram is cut to this size
 /// and answered FORMERR at worst.
@@ -84,7 +94,7 @@ pub struct Server {
     local_addrs: Vec<SocketAddr>,
     stats: StatsReader,
     wakers: Vec<Waker>,
-    stop: Arc<AtomicBool>,
+    state: Arc<AtomicU8>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -118,7 +128,7 @@ impl Server {
         let forward = options.forward.as_ref().filter(|f| f.is_enabled());
         let now = Instant::now();
         let stub_zones = forward.map(|f| StubZones::new(f, now));
-        let stop = Arc::new(AtomicBool::new(false));
+        let state = Arc::new(AtomicU8::new(SERVING));
         let mut workers = Vec::with_capacity(count);
         let mut wakers = Vec::with_capacity(count);
         let mut stats = Vec::with_capacity(count);
@@ -156,7 +166,7 @@ impl Server {
                 resolver,
                 Cache::new(Arc::clone(&snapshots)),
                 worker_stats,
-                Arc::clone(&stop),
+                Arc::clone(&state),
             ));
         }
         let local_addr = local_addrs[0];
@@ -165,7 +175,7 @@ impl Server {
             local_addrs,
             stats: StatsReader::new(stats),
             wakers,
-            stop,
+            state,
             threads: Vec::with_capacity(count),
         };
         for (n, worker) in workers.into_iter().enumerate() {
@@ -228,15 +238,41 @@ impl Server {
         self.stop_and_join();
     }
 
-    fn stop_and_join(&mut self) {
-        if self.stop.swap(true, Ordering::AcqRel) {
-            return;
-        }
+    /// Ends serving without dropping what was already asked: the listeners close (the UDP
+    /// datagrams queued in them are answered first), each query in flight upstream gets its
+    /// answer, and each open TCP connection is closed once the queries sent on it before the
+    /// close are answered and written. Past `limit`, what is left is abandoned. Returns whether
+    /// everything finished within it.
+    pub fn drain(mut self, limit: Duration) -> bool {
+        self.set_state(CLOSING);
+        let deadline = Instant::now() + limit;
+        let finished = loop {
+            if self.threads.iter().all(JoinHandle::is_finished) {
+                break true;
+            }
+            if Instant::now() >= deadline {
+                break false;
+            }
+            std::thread::sleep(DRAIN_POLL);
+        };
+        self.stop_and_join();
+        finished
+    }
+
+    fn set_state(&self, state: u8) {
+        self.state.fetch_max(state, Ordering::AcqRel);
         for waker in &self.wakers {
             if let Err(e) = waker.wake() {
-                tracing::warn!(error = %e, "waking a worker to stop failed");
+                tracing::warn!(error = %e, "waking a worker failed");
             }
         }
+    }
+
+    fn stop_and_join(&mut self) {
+        if self.threads.is_empty() {
+            return;
+        }
+        self.set_state(STOPPING);
         for thread in self.threads.drain(..) {
             if thread.join().is_err() {
                 tracing::error!("a worker thread panicked");
@@ -290,7 +326,9 @@ struct Worker<P: PacketIo> {
     late: Vec<Datagrams>,
     snapshots: Cache<SnapshotCell, Arc<Snapshot>>,
     stats: Arc<WorkerStats>,
-    stop: Arc<AtomicBool>,
+    state: Arc<AtomicU8>,
+    /// The listeners are closed: the worker finishes what it holds, then ends.
+    closed: bool,
     queries: Datagrams,
     replies: Datagrams,
     rotation: u32,
@@ -306,7 +344,7 @@ impl<P: PacketIo> Worker<P> {
         resolver: Option<Resolver>,
         snapshots: Cache<SnapshotCell, Arc<Snapshot>>,
         stats: Arc<WorkerStats>,
-        stop: Arc<AtomicBool>,
+        state: Arc<AtomicU8>,
     ) -> Worker<P> {
         let late = match resolver {
             Some(_) => io.iter().map(|_| Datagrams::new(REPLY_SLOT_LEN)).collect(),
@@ -322,7 +360,8 @@ impl<P: PacketIo> Worker<P> {
             late,
             snapshots,
             stats,
-            stop,
+            state,
+            closed: false,
             queries: Datagrams::new(QUERY_SLOT_LEN),
             replies: Datagrams::new(REPLY_SLOT_LEN),
             rotation: 0,
@@ -355,8 +394,11 @@ impl<P: PacketIo> Worker<P> {
                 tracing::error!(error = %e, "worker poll failed; the worker stops");
                 return;
             }
-            if self.stop.load(Ordering::Acquire) {
-                return;
+            match self.state.load(Ordering::Acquire) {
+                SERVING => {}
+                CLOSING if !self.closed => self.close_listeners(),
+                CLOSING => {}
+                _ => return,
             }
             for event in &events {
                 match event.token() {
@@ -367,7 +409,7 @@ impl<P: PacketIo> Worker<P> {
                         }
                     }
                     token => match token.0.checked_sub(UDP_BASE).and_then(|i| self.udp_ready.get_mut(i)) {
-                        Some(ready) => *ready = true,
+                        Some(ready) => *ready = !self.closed,
                         None => self.tcp.on_event(token, event.is_read_closed()),
                     },
                 }
@@ -391,7 +433,35 @@ impl<P: PacketIo> Worker<P> {
             };
             self.tcp.turn(self.poll.registry(), &mut turn);
             self.tcp.sweep(self.poll.registry(), &self.stats, now);
+            if self.closed && self.finished() {
+                return;
+            }
         }
+    }
+
+    /// Answers what the kernel queued on the UDP sockets and stops reading them (each stays
+    /// open to send the replies that wait for an upstream), and closes the TCP listeners.
+    fn close_listeners(&mut self) {
+        self.closed = true;
+        for socket in 0..self.io.len() {
+            for _ in 0..CLOSING_UDP_TURNS {
+                if !self.udp_turn(socket) {
+                    break;
+                }
+            }
+            self.udp_ready[socket] = false;
+            if let Err(e) = self.poll.registry().deregister(&mut self.io[socket]) {
+                tracing::warn!(error = %e, "deregistering a UDP socket while draining failed");
+            }
+        }
+        self.tcp.close_listeners(self.poll.registry());
+    }
+
+    /// While closed: closes the TCP connections with nothing left to do, and tells whether
+    /// nothing is left at all.
+    fn finished(&mut self) -> bool {
+        self.tcp.close_finished(self.poll.registry());
+        self.tcp.is_empty() && self.resolver.as_ref().is_none_or(|r| r.in_flight() == 0)
     }
 
     /// Receives and answers up to a turn's worth of batches on listening socket `socket`;

@@ -90,6 +90,28 @@ impl Skyline {
         }
     }
 
+    /// Sends SIGTERM (stop, after draining).
+    pub fn terminate(&self) {
+        let pid = self.child.id();
+        if let Err(e) = send_signal(pid, Signal::Terminate) {
+            panic!("sending SIGTERM to skyline ({pid}) failed: {e}");
+        }
+    }
+
+    /// Waits up to `limit` for the process to exit; its status, or `None` if still running.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("waiting on skyline") {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Queries over UDP with EDNS(1232) and returns the parsed reply.
     pub fn udp(&self, name: &str, rtype: RecordType) -> Message {
         udp_query(self.addr, &query(name, rtype, Some(1232)))

@@ -648,6 +648,7 @@ mod tests {
 
     fn full_report() -> Report {
         Report {
+            draining: false,
             dns: Totals {
                 queries_udp: 10,
                 queries_tcp: 2,

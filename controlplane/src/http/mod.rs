@@ -1,8 +1,8 @@
 //! The HTTP endpoints, on the control plane's tokio runtime beside the sources:
 //!
 //! - `GET /health`: 200 `OK` while the process runs (a liveness probe).
-//! - `GET /ready`: 200 `OK` when every configured source serves complete data, else 503 with a
-//!   line naming the sources that do not yet (a readiness probe).
+//! - `GET /ready`: 200 `OK` when every configured source serves complete data and the process
+//!   is not draining, else 503 with a line naming why (a readiness probe).
 //! - `GET /metrics`: the data plane's counters and the sources' state in the Prometheus text
 //!   format 0.0.4, under CoreDNS's names where a CoreDNS metric means the same thing.
 //!

@@ -1,7 +1,7 @@
 //! `/ready`: whether every configured source serves complete data. A load balancer or a
 //! Kubernetes readiness probe keeps clients away while the zones would answer SERVFAIL (etcd or
 //! the API server not read yet); once ready, losing a backend does not flip it back, since the
-//! last data keeps serving.
+//! last data keeps serving. From the first moment of a drain (SIGTERM) it says not ready.
 
 use super::report::Report;
 use std::fmt;
@@ -18,9 +18,12 @@ impl fmt::Display for NotReady {
 
 /// Ready when every configured source is: the records file has been loaded, etcd has been read
 /// completely once, every Kubernetes watch has listed once. No source at all (an empty zone) is
-/// ready.
+/// ready. A draining process is not, whatever its sources.
 pub(crate) fn check(report: &Report) -> Result<(), NotReady> {
     let mut waiting = Vec::new();
+    if report.draining {
+        waiting.push("draining (shutting down)");
+    }
     if report.records_file.is_some_and(|file| file.loads == 0) {
         waiting.push("records file (not loaded yet)");
     }
@@ -86,6 +89,18 @@ mod tests {
             ..Kubernetes::default()
         });
         assert_eq!(check(&report), Ok(()));
+    }
+
+    #[test]
+    fn a_draining_process_is_not_ready() {
+        let report = Report {
+            draining: true,
+            ..Report::default()
+        };
+        assert_eq!(
+            check(&report).unwrap_err().to_string(),
+            "not ready: draining (shutting down)"
+        );
     }
 
     #[test]

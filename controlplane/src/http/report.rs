@@ -7,7 +7,7 @@ use crate::kubernetes::{KubernetesHealth, KubernetesSource};
 use crate::source::{FileSource, SourceStats};
 use skyline_dataplane::stats::{StatsReader, Totals};
 use skyline_dataplane::SnapshotCell;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -18,18 +18,32 @@ pub struct Observed {
     dns: StatsReader,
     served: SnapshotCell,
     sources: Sources,
+    draining: Arc<AtomicBool>,
 }
 
 impl Observed {
     /// Reports on the data plane's counters, the snapshot it serves from `served`, and `sources`.
     pub fn new(dns: StatsReader, served: SnapshotCell, sources: Sources) -> Observed {
-        Observed { dns, served, sources }
+        Observed {
+            dns,
+            served,
+            sources,
+            draining: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// The switch that makes `/ready` say not ready from the moment the process starts to
+    /// drain, so that load balancers and Kubernetes endpoints stop sending it clients while it
+    /// still answers the ones already on their way.
+    pub fn draining(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.draining)
     }
 
     /// Reads every counter now; ages are measured against `now`.
     pub(crate) fn report(&self, now: SystemTime) -> Report {
         let age = |at: Option<SystemTime>| at.map(|at| now.duration_since(at).unwrap_or(Duration::ZERO));
         Report {
+            draining: self.draining.load(Ordering::Acquire),
             dns: self.dns.totals(),
             generation: self.served.load().generation,
             records_file: self.sources.records_file.as_deref().map(Loads::read),
@@ -87,6 +101,8 @@ impl Sources {
 /// Every value the endpoints report, read at one moment.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Report {
+    /// The process is shutting down: still answering, no longer taking new clients.
+    pub(crate) draining: bool,
     /// The data plane's counters, summed over the workers.
     pub(crate) dns: Totals,
     /// Generation of the snapshot the workers serve.

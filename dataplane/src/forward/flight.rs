@@ -318,6 +318,10 @@ impl Forwarder {
         }
     }
 
+    pub(crate) fn in_flight(&self) -> usize {
+        self.active
+    }
+
     pub(crate) fn has_work(&self) -> bool {
         !self.ready.is_empty() || !self.done.is_empty()
     }

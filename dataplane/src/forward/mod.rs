@@ -306,6 +306,12 @@ impl Resolver {
         self.forwarder.on_event(token);
     }
 
+    /// Questions sent upstream and not finished yet (answered, failed or timed out), refreshes
+    /// included: a draining worker waits for them.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.forwarder.in_flight()
+    }
+
     /// Whether upstream sockets have readiness to be handled without waiting.
     pub(crate) fn has_work(&self) -> bool {
         self.forwarder.has_work()
