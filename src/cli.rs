@@ -120,6 +120,11 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
+    /// Validate the configuration, the records file included, print the settings in force and
+    /// exit: 0 when a start would accept them, 1 with every problem named
+    #[arg(long)]
+    pub check_config: bool,
+
     /// Log at debug level (otherwise RUST_LOG, default info)
     #[arg(long, short)]
     pub verbose: bool,

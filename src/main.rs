@@ -3,6 +3,7 @@
 //! snapshot cell, and runs the control plane (the sources' watches, the signal handling and, when
 //! asked for, the HTTP endpoints) on a small tokio runtime of its own beside them.
 
+mod check;
 mod cli;
 mod config;
 mod forwarding;
@@ -62,6 +63,9 @@ fn main() -> ExitCode {
     skyline_dataplane::sys::limit_allocator_arenas();
     let cli = Cli::try_parse_skydns(std::env::args_os()).unwrap_or_else(|e| e.exit());
     init_logging(cli.verbose);
+    if cli.check_config {
+        return check::check(&cli);
+    }
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -266,7 +270,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
 
 /// Forwarding as configured, with resolv.conf read when no nameserver is set; logged, since
 /// where names outside the domain go is the first thing to check when they do not resolve.
-fn forwarding_settings(
+pub(crate) fn forwarding_settings(
     cli: &Cli,
     file: Option<&FileConfig>,
     settings: &Settings,

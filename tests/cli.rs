@@ -103,3 +103,53 @@ fn a_missing_records_file_is_a_clear_error() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/records.json"));
 }
+
+/// Runs `skyline --check-config` with `args`, from the repository root; its exit code, stdout
+/// and stderr.
+fn check_config(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_skyline"))
+        .arg("--check-config")
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("SKYLINE_RESOLV_CONF", "/dev/null")
+        .output()
+        .unwrap();
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn check_config_prints_the_settings_in_force_and_exits_zero() {
+    let (code, stdout, stderr) = check_config(&["--config", "examples/skyline.toml", "--drain", "2s"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    for line in [
+        "addr = 127.0.0.1:1053",
+        "domain = skydns.local.",
+        "source = records file ",
+        "drain = 2000ms",
+        "tcp_max_per_client = 0",
+        "http_addr = 127.0.0.1:9153",
+        "forward.timeout = 1500ms",
+    ] {
+        assert!(stdout.contains(line), "{line:?} not in:\n{stdout}");
+    }
+}
+
+#[test]
+fn check_config_names_every_problem_and_exits_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records.json");
+    std::fs::write(&records, r#"{"/skydns/local/skydns/bad": {"host": "10.0.0.300"}}"#).unwrap();
+    let records = records.to_str().unwrap();
+    let (code, stdout, stderr) = check_config(&["--records", records, "--tcp-max-connections", "0", "--no-rec"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.is_empty(),
+        "no settings printed for a rejected configuration:\n{stdout}"
+    );
+    assert!(stderr.contains("tcp_max_connections"), "{stderr}");
+    assert!(stderr.contains("1 of 1 records are not valid"), "{stderr}");
+    let (code, _, stderr) = check_config(&["--records", "/nonexistent/records.json"]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("/nonexistent/records.json"), "{stderr}");
+}

@@ -1,0 +1,152 @@
+//! `skyline --check-config`: everything a start would read, validated without serving, so that
+//! a deployment can test a configuration (and a records file) before it rolls out. It reads the
+//! same flags, environment and `--config` file as a start, reports every problem it finds rather
+//! than the first, and prints the settings that would be in force.
+
+use crate::cli::Cli;
+use crate::config::{self, FileConfig};
+use crate::forwarding_settings;
+use skyline_controlplane::etcd::EtcdSource;
+use skyline_controlplane::source::FileSource;
+use skyline_dataplane::snapshot;
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+/// Checks the configuration: exit 0 with the effective settings on stdout, or exit 1 with one
+/// line per problem on stderr.
+pub fn check(cli: &Cli) -> ExitCode {
+    match effective(cli) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(problems) => {
+            for problem in problems {
+                eprintln!("skyline: {problem}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The effective settings as `name = value` lines, or every problem found.
+fn effective(cli: &Cli) -> Result<String, Vec<String>> {
+    let file = cli
+        .config
+        .as_deref()
+        .map(FileConfig::load)
+        .transpose()
+        .map_err(|e| vec![e.to_string()])?;
+    let file = file.as_ref();
+    let mut problems = Vec::new();
+    let operator = keep(&mut problems, config::operator(cli, file));
+    let tcp = keep(&mut problems, config::tcp(cli, file));
+    let drain = keep(&mut problems, config::drain(cli, file));
+    let kubernetes = keep(&mut problems, config::kubernetes(cli, file));
+    let http = config::http_addr(cli, file);
+
+    let mut data_config = None;
+    if let Some(operator) = &operator {
+        if let Some(path) = &operator.records {
+            let mut source = FileSource::new(
+                path,
+                &operator.path_prefix,
+                operator.overrides.clone(),
+                snapshot::empty_cell(),
+            );
+            match source.load() {
+                Ok(loaded) if loaded.rejected > 0 => problems.push(format!(
+                    "records file {}: {} of {} records are not valid and would be skipped (the log \
+                     of a start names each)",
+                    path.display(),
+                    loaded.rejected,
+                    loaded.records + loaded.rejected
+                )),
+                Ok(loaded) => data_config = loaded.config,
+                Err(e) => problems.push(format!("records file {}: {e}", path.display())),
+            }
+        }
+        if let Some(options) = &operator.etcd {
+            if let Err(e) = EtcdSource::new(
+                options,
+                &operator.path_prefix,
+                operator.overrides.clone(),
+                snapshot::empty_cell(),
+            ) {
+                problems.push(e.to_string());
+            }
+        }
+    }
+    let settings = operator.and_then(|operator| keep(&mut problems, config::resolve(operator, data_config.as_ref())));
+    let forward = settings
+        .as_ref()
+        .and_then(|s| keep(&mut problems, forwarding_settings(cli, file, s)));
+    let (Some(settings), Some(tcp), Some(drain), Some(kubernetes), Some(forward)) =
+        (settings, tcp, drain, kubernetes, forward)
+    else {
+        return Err(problems);
+    };
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+
+    let mut out = String::new();
+    let mut line = |name: &str, value: String| {
+        let _ = writeln!(out, "{name} = {value}");
+    };
+    let mut addrs = vec![settings.addr];
+    addrs.extend(settings.extra_addrs.iter().copied());
+    line("addr", list(&addrs));
+    line("domain", settings.skydns.domain.to_string());
+    line("path_prefix", settings.skydns.path_prefix.clone());
+    line("hostmaster", settings.skydns.hostmaster.to_string());
+    line("ttl", settings.skydns.ttl.to_string());
+    line("min_ttl", settings.skydns.min_ttl.to_string());
+    let source = match (&settings.records, &settings.etcd) {
+        (Some(path), _) => format!("records file {}", path.display()),
+        (None, Some(etcd)) => format!("etcd {}", etcd.endpoints.join(",")),
+        (None, None) => "none (an empty zone)".to_owned(),
+    };
+    line("source", source);
+    let workers = match settings.workers {
+        0 => "0 (one per core)".to_owned(),
+        n => n.to_string(),
+    };
+    line("workers", workers);
+    line("pin", settings.pin.to_string());
+    line("tcp_max_connections", tcp.max_connections.to_string());
+    line("tcp_max_per_client", tcp.max_per_client.to_string());
+    line("drain", format!("{}ms", drain.as_millis()));
+    line("http_addr", http.map_or_else(|| "none".to_owned(), |a| a.to_string()));
+    match &forward {
+        Some(f) => {
+            line("forward.upstreams", list(&f.upstreams));
+            line("forward.timeout", format!("{}ms", f.timeout.as_millis()));
+            line("forward.max_in_flight", f.max_in_flight.to_string());
+            line("cache.size", format!("{} bytes", f.cache.max_bytes));
+        }
+        None => line("forward", "off (names outside the zones are refused)".to_owned()),
+    }
+    match &kubernetes {
+        Some(k) => line(
+            "kubernetes.zones",
+            k.zones
+                .zones
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        None => line("kubernetes", "off".to_owned()),
+    }
+    Ok(out)
+}
+
+/// The value, or `None` with the error noted among the problems.
+fn keep<T>(problems: &mut Vec<String>, result: Result<T, config::ConfigError>) -> Option<T> {
+    result.map_err(|e| problems.push(e.to_string())).ok()
+}
+
+fn list<T: ToString>(items: &[T]) -> String {
+    items.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
+}
