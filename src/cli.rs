@@ -87,6 +87,19 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub records: Option<PathBuf>,
 
+    /// Serve on the UDP and TCP sockets systemd passes (socket activation: LISTEN_FDS), in
+    /// place of binding --addr [default: false]
+    #[arg(
+        long,
+        env = "SKYDNS_SYSTEMD",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_parser = parse_go_bool
+    )]
+    pub systemd: Option<bool>,
+
     /// Worker threads answering queries; 0 means one per core [default: 0]
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,

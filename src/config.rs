@@ -35,6 +35,7 @@
 //! | `no_pin` | `--no-pin` | — | — | false | restart |
 //! | `tcp_max_connections` | `--tcp-max-connections` | — | — | 1024 per worker | restart |
 //! | `tcp_max_per_client` | `--tcp-max-per-client` | — | — | 0 (no per-address cap) | restart |
+//! | `systemd` | `--systemd` | `SKYDNS_SYSTEMD` | — | false | restart |
 //! | `drain` | `--drain` | — | — | `5s` | restart |
 //! | `http_addr` | `--http-addr` | `SKYLINE_HTTP_ADDR` | — | none (no HTTP listener) | restart |
 //! | — | — | — | `ttl`, `min_ttl`, `priority` | 3600, 60, 10 | applied |
@@ -153,6 +154,8 @@ pub struct FileConfig {
     pub tcp_max_connections: Option<usize>,
     /// `--tcp-max-per-client`.
     pub tcp_max_per_client: Option<usize>,
+    /// `--systemd`.
+    pub systemd: Option<bool>,
     /// `--drain`, e.g. `"5s"`.
     pub drain: Option<String>,
     /// `--http-addr`.
@@ -403,6 +406,11 @@ pub fn operator(cli: &Cli, file: Option<&FileConfig>) -> Result<Operator, Config
 /// `None`, the default, serves none: a port opened only when asked for.
 pub fn http_addr(cli: &Cli, file: Option<&FileConfig>) -> Option<SocketAddr> {
     cli.http_addr.or_else(|| file.and_then(|f| f.http_addr))
+}
+
+/// Whether to serve on sockets passed by systemd, the flag (or its variable) over the file.
+pub fn systemd(cli: &Cli, file: Option<&FileConfig>) -> bool {
+    cli.systemd.or_else(|| file.and_then(|f| f.systemd)).unwrap_or(false)
 }
 
 /// How long a stopping process keeps answering before its listeners close.

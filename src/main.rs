@@ -7,6 +7,7 @@ mod check;
 mod cli;
 mod config;
 mod forwarding;
+mod notify;
 
 use cli::Cli;
 use config::{ConfigError, FileConfig, Settings};
@@ -32,6 +33,8 @@ const CONTROL_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// Slack on top of the longest a query in flight can still take once the listeners close (the
 /// forwarding timeout, then the TCP write timeout), before a drain gives up on it.
 const FINISH_MARGIN: Duration = Duration::from_secs(1);
+/// The longest a reload is reported as under way to the service manager.
+const RELOAD_NOTIFY_WAIT: Duration = Duration::from_secs(2);
 
 /// How long the start waits for etcd's `/<prefix>/config` (its listen address and forwarder
 /// settings apply only at start). An etcd that is down refuses at once; one that does not answer
@@ -57,6 +60,8 @@ enum StartError {
     Bind { addr: SocketAddr, source: std::io::Error },
     #[error(transparent)]
     Http(#[from] HttpError),
+    #[error("--systemd: {0}")]
+    Inherit(#[from] skyline_dataplane::sys::InheritError),
 }
 
 fn main() -> ExitCode {
@@ -95,6 +100,11 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     let operator = config::operator(cli, file.as_ref())?;
     let tcp = config::tcp(cli, file.as_ref())?;
     let drain = config::drain(cli, file.as_ref())?;
+    // Both read (and clear) the environment, before any other thread exists.
+    let notifier = Arc::new(notify::Notifier::from_environment());
+    let inherited = config::systemd(cli, file.as_ref())
+        .then(skyline_dataplane::sys::take_listen_fds)
+        .transpose()?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -214,7 +224,11 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         extra_addrs: settings.extra_addrs.clone(),
         forward,
     };
-    let server = Server::start_with(server_config, options, Arc::clone(&cell)).map_err(|source| StartError::Bind {
+    let server = match inherited {
+        Some(pairs) => Server::start_inherited(server_config, options, pairs, Arc::clone(&cell)),
+        None => Server::start_with(server_config, options, Arc::clone(&cell)),
+    }
+    .map_err(|source| StartError::Bind {
         addr: settings.addr,
         source,
     })?;
@@ -224,6 +238,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             settings.skydns.domain
         );
     }
+    runtime.spawn(notify_reloads(Arc::clone(&notifier), Arc::clone(&cell)).map_err(StartError::Signals)?);
     let mut draining = Arc::new(AtomicBool::new(false));
     if let Some(addr) = config::http_addr(cli, file.as_ref()) {
         let observed = http::Observed::new(server.stats_reader(), cell, reported);
@@ -240,8 +255,10 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         (None, _) => {}
     }
 
+    notifier.ready();
     let signal = runtime.block_on(shutdown.wait());
     draining.store(true, Ordering::Release);
+    notifier.stopping();
     tracing::info!(
         drain_ms = drain.as_millis() as u64,
         "{signal} received: draining; /ready answers 503, queries are answered until the drain ends"
@@ -266,6 +283,26 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     drop(entered);
     runtime.shutdown_timeout(CONTROL_SHUTDOWN_GRACE);
     Ok(())
+}
+
+/// Tells the service manager about each SIGHUP reload: reloading at once, ready again once a
+/// new snapshot is served (the records file's reload publishes one) or after a short wait.
+fn notify_reloads(
+    notifier: Arc<notify::Notifier>,
+    cell: snapshot::SnapshotCell,
+) -> std::io::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+    let mut hangup = signal(SignalKind::hangup())?;
+    Ok(async move {
+        while hangup.recv().await.is_some() {
+            notifier.reloading();
+            let before = cell.load().generation;
+            let deadline = tokio::time::Instant::now() + RELOAD_NOTIFY_WAIT;
+            while cell.load().generation == before && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            notifier.ready();
+        }
+    })
 }
 
 /// Forwarding as configured, with resolv.conf read when no nameserver is set; logged, since

@@ -108,16 +108,11 @@ impl Server {
     /// As [`Server::start`], with more listening addresses and forwarding.
     pub fn start_with(config: ServerConfig, options: Options, snapshots: SnapshotCell) -> io::Result<Server> {
         let cores = core_affinity::get_core_ids().unwrap_or_default();
-        let count = match config.workers {
-            0 if !cores.is_empty() => cores.len(),
-            0 => std::thread::available_parallelism().map_or(1, usize::from),
-            n => n,
-        };
+        let count = worker_count(config.workers, &cores);
         let mut addrs = vec![config.addr];
         addrs.extend(options.extra_addrs.iter().copied());
         let mut local_addrs = Vec::with_capacity(addrs.len());
-        let mut per_worker: Vec<Vec<(std::net::UdpSocket, std::net::TcpListener)>> =
-            (0..count).map(|_| Vec::with_capacity(addrs.len())).collect();
+        let mut per_worker: Vec<Sockets> = (0..count).map(|_| Vec::with_capacity(addrs.len())).collect();
         for addr in addrs {
             let (bound, sockets) = bind_all(addr, count)?;
             local_addrs.push(bound);
@@ -125,6 +120,41 @@ impl Server {
                 worker.push(pair);
             }
         }
+        Server::spawn(config, &options, snapshots, &cores, local_addrs, per_worker)
+    }
+
+    /// As [`Server::start_with`], serving on sockets handed over at start (socket activation)
+    /// instead of binding `config.addr` and `options.extra_addrs`. Every worker reads the same
+    /// sockets (each through its own descriptor), since sockets bound elsewhere cannot be
+    /// spread over workers by the kernel as those a worker binds itself are.
+    pub fn start_inherited(
+        config: ServerConfig,
+        options: Options,
+        pairs: Vec<sys::ListenPair>,
+        snapshots: SnapshotCell,
+    ) -> io::Result<Server> {
+        let cores = core_affinity::get_core_ids().unwrap_or_default();
+        let count = worker_count(config.workers, &cores);
+        let local_addrs = pairs.iter().map(|pair| pair.addr).collect();
+        let mut per_worker: Vec<Sockets> = (0..count).map(|_| Vec::with_capacity(pairs.len())).collect();
+        for pair in pairs {
+            for worker in per_worker.iter_mut().skip(1) {
+                worker.push((pair.udp.try_clone()?, pair.tcp.try_clone()?));
+            }
+            per_worker[0].push((pair.udp, pair.tcp));
+        }
+        Server::spawn(config, &options, snapshots, &cores, local_addrs, per_worker)
+    }
+
+    fn spawn(
+        config: ServerConfig,
+        options: &Options,
+        snapshots: SnapshotCell,
+        cores: &[core_affinity::CoreId],
+        local_addrs: Vec<SocketAddr>,
+        per_worker: Vec<Sockets>,
+    ) -> io::Result<Server> {
+        let count = per_worker.len();
         let forward = options.forward.as_ref().filter(|f| f.is_enabled());
         let now = Instant::now();
         let stub_zones = forward.map(|f| StubZones::new(f, now));
@@ -288,6 +318,15 @@ impl Drop for Server {
 }
 
 type Sockets = Vec<(std::net::UdpSocket, std::net::TcpListener)>;
+
+/// Workers to run: as asked, or one per core this process may run on.
+fn worker_count(asked: usize, cores: &[core_affinity::CoreId]) -> usize {
+    match asked {
+        0 if !cores.is_empty() => cores.len(),
+        0 => std::thread::available_parallelism().map_or(1, usize::from),
+        n => n,
+    }
+}
 
 /// Binds `count` UDP sockets and TCP listeners to one address. With port 0 the first UDP
 /// socket picks the port and the rest follow it; if TCP cannot have that port, another is

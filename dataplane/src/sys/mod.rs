@@ -6,6 +6,7 @@
 //! syscall with `recvmmsg`/`sendmmsg`; `fallback.rs` loops over `recv_from`/`send_to` where
 //! those are not available, or where the build asks for it with `--cfg skyline_portable_io`
 //! (how the test script compile-checks the fallback on Linux). `ascii.rs` lower-cases bytes with the CPU's vector instructions.
+//! `inherit.rs` takes the listening sockets a service manager hands over at start.
 //! `signal.rs` sends a signal to a process, for the workspace's tests, which may hold no unsafe
 //! code of their own.
 #![allow(unsafe_code)]
@@ -19,11 +20,13 @@ mod imp;
 mod imp;
 
 mod ascii;
+mod inherit;
 mod peer;
 mod signal;
 
 pub use ascii::lower16;
 pub use imp::{recv_batch, send_batch, Headers};
+pub use inherit::{take_listen_fds, InheritError, ListenPair};
 pub use peer::Peer;
 pub use signal::{send_signal, Signal};
 
@@ -144,6 +147,19 @@ pub fn upstream_udp(upstream: SocketAddr) -> io::Result<std::net::UdpSocket> {
     };
     socket.connect(&upstream.into())?;
     Ok(socket.into())
+}
+
+/// Microseconds of `CLOCK_MONOTONIC`, the clock a service manager compares a reload
+/// notification's `MONOTONIC_USEC` with (std's `Instant` reads it but does not expose it).
+pub fn monotonic_usec() -> u64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `now` is a valid, writable timespec; CLOCK_MONOTONIC always exists on the
+    // platforms this builds for, and the call writes nothing else.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    if rc != 0 {
+        return 0;
+    }
+    (now.tv_sec as u64).saturating_mul(1_000_000) + now.tv_nsec as u64 / 1_000
 }
 
 /// Hands the allocator's free pages back to the kernel. glibc keeps memory it has freed mapped
