@@ -118,6 +118,11 @@ pub struct Cli {
     #[arg(long, value_name = "N")]
     pub tcp_max_per_client: Option<usize>,
 
+    /// File to hold the PID of the serving process; an in-place upgrade's new process rewrites
+    /// it [default: none]
+    #[arg(long, value_name = "FILE")]
+    pub pid_file: Option<PathBuf>,
+
     /// After SIGTERM or SIGINT, how long to keep answering while /ready says not ready, before
     /// the listeners close and the queries in flight are finished, e.g. 5s or 500ms; a second
     /// signal ends it early [default: 5s]

@@ -36,6 +36,7 @@
 //! | `tcp_max_connections` | `--tcp-max-connections` | — | — | 1024 per worker | restart |
 //! | `tcp_max_per_client` | `--tcp-max-per-client` | — | — | 0 (no per-address cap) | restart |
 //! | `systemd` | `--systemd` | `SKYDNS_SYSTEMD` | — | false | restart |
+//! | `pid_file` | `--pid-file` | — | — | none | restart |
 //! | `drain` | `--drain` | — | — | `5s` | restart |
 //! | `http_addr` | `--http-addr` | `SKYLINE_HTTP_ADDR` | — | none (no HTTP listener) | restart |
 //! | — | — | — | `ttl`, `min_ttl`, `priority` | 3600, 60, 10 | applied |
@@ -156,6 +157,8 @@ pub struct FileConfig {
     pub tcp_max_per_client: Option<usize>,
     /// `--systemd`.
     pub systemd: Option<bool>,
+    /// `--pid-file`; a relative path is relative to the configuration file's directory.
+    pub pid_file: Option<PathBuf>,
     /// `--drain`, e.g. `"5s"`.
     pub drain: Option<String>,
     /// `--http-addr`.
@@ -233,6 +236,7 @@ impl FileConfig {
                 &mut file.tls_key,
                 &mut file.tls_pem,
                 &mut file.ca_cert,
+                &mut file.pid_file,
             ] {
                 if let Some(relative) = file_path.as_mut().filter(|p| p.is_relative()) {
                     *relative = dir.join(&*relative);
@@ -406,6 +410,11 @@ pub fn operator(cli: &Cli, file: Option<&FileConfig>) -> Result<Operator, Config
 /// `None`, the default, serves none: a port opened only when asked for.
 pub fn http_addr(cli: &Cli, file: Option<&FileConfig>) -> Option<SocketAddr> {
     cli.http_addr.or_else(|| file.and_then(|f| f.http_addr))
+}
+
+/// The PID file, if any: the flag over the file.
+pub fn pid_file(cli: &Cli, file: Option<&FileConfig>) -> Option<PathBuf> {
+    cli.pid_file.clone().or_else(|| file.and_then(|f| f.pid_file.clone()))
 }
 
 /// Whether to serve on sockets passed by systemd, the flag (or its variable) over the file.

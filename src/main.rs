@@ -8,6 +8,7 @@ mod cli;
 mod config;
 mod forwarding;
 mod notify;
+mod upgrade;
 
 use cli::Cli;
 use config::{ConfigError, FileConfig, Settings};
@@ -60,8 +61,12 @@ enum StartError {
     Bind { addr: SocketAddr, source: std::io::Error },
     #[error(transparent)]
     Http(#[from] HttpError),
-    #[error("--systemd: {0}")]
+    #[error("sockets handed over: {0}")]
     Inherit(#[from] skyline_dataplane::sys::InheritError),
+    #[error("cannot find this program's path (needed for in-place upgrades): {0}")]
+    Exe(std::io::Error),
+    #[error("PID file {path}: {source}")]
+    PidFile { path: PathBuf, source: std::io::Error },
 }
 
 fn main() -> ExitCode {
@@ -100,11 +105,18 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     let operator = config::operator(cli, file.as_ref())?;
     let tcp = config::tcp(cli, file.as_ref())?;
     let drain = config::drain(cli, file.as_ref())?;
-    // Both read (and clear) the environment, before any other thread exists.
+    let pid_file = config::pid_file(cli, file.as_ref());
+    let restart = upgrade::Restart::of_this_process().map_err(StartError::Exe)?;
+    // These read (and clear) the environment, before any other thread exists. Sockets handed
+    // over by the process this one replaces win over systemd's: it passed them on.
     let notifier = Arc::new(notify::Notifier::from_environment());
-    let inherited = config::systemd(cli, file.as_ref())
-        .then(skyline_dataplane::sys::take_listen_fds)
-        .transpose()?;
+    let upgraded_http = skyline_dataplane::sys::take_upgrade_http_fd()?;
+    let inherited = match skyline_dataplane::sys::take_upgrade_fds()? {
+        Some(pairs) => Some(pairs),
+        None => config::systemd(cli, file.as_ref())
+            .then(skyline_dataplane::sys::take_listen_fds)
+            .transpose()?,
+    };
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -240,12 +252,21 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     }
     runtime.spawn(notify_reloads(Arc::clone(&notifier), Arc::clone(&cell)).map_err(StartError::Signals)?);
     let mut draining = Arc::new(AtomicBool::new(false));
+    let mut http_task = None;
+    let mut http_handover = None;
     if let Some(addr) = config::http_addr(cli, file.as_ref()) {
         let observed = http::Observed::new(server.stats_reader(), cell, reported);
         draining = observed.draining();
-        let endpoints = runtime.block_on(HttpServer::bind(addr, observed))?;
+        let endpoints = match upgraded_http {
+            Some(listener) => HttpServer::from_std(listener, observed)?,
+            None => runtime.block_on(HttpServer::bind(addr, observed))?,
+        };
         tracing::info!("http on http://{}", endpoints.local_addr());
-        runtime.spawn(endpoints.serve());
+        http_handover = endpoints
+            .handover()
+            .inspect_err(|e| tracing::warn!(error = %e, "the HTTP listener cannot be handed over in an upgrade"))
+            .ok();
+        http_task = Some(runtime.spawn(endpoints.serve()));
     }
     match (stub_records, server.stub_zones()) {
         (Some(source), Some(zones)) => {
@@ -255,22 +276,59 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         (None, _) => {}
     }
 
+    if let Some(path) = &pid_file {
+        upgrade::write_pid_file(path).map_err(|source| StartError::PidFile {
+            path: path.clone(),
+            source,
+        })?;
+    }
     notifier.ready();
-    let signal = runtime.block_on(shutdown.wait());
-    draining.store(true, Ordering::Release);
-    notifier.stopping();
-    tracing::info!(
-        drain_ms = drain.as_millis() as u64,
-        "{signal} received: draining; /ready answers 503, queries are answered until the drain ends"
-    );
-    let again = runtime.block_on(async {
-        tokio::select! {
-            () = tokio::time::sleep(drain) => None,
-            signal = shutdown.wait() => Some(signal),
+    let mut upgrades = signal(SignalKind::user_defined2()).map_err(StartError::Signals)?;
+    let stop = runtime.block_on(async {
+        loop {
+            tokio::select! {
+                signal = shutdown.wait() => break Stop::Signal(signal),
+                _ = upgrades.recv() => {
+                    tracing::info!(exe = %restart.exe().display(), "SIGUSR2 received: upgrading in place");
+                    match restart.upgrade(&server, http_handover.as_ref(), notifier.target()).await {
+                        Ok(pid) => break Stop::Upgraded(pid),
+                        Err(e) => tracing::error!(error = %e, "upgrade failed; this process keeps serving"),
+                    }
+                }
+            }
         }
     });
-    if let Some(signal) = again {
-        tracing::info!("{signal} received again: the drain ends now");
+    match stop {
+        Stop::Upgraded(pid) => {
+            // The new process serves on the same sockets: this one stops taking HTTP requests
+            // (they would reach the old process's view) and finishes what it holds at once.
+            notifier.main_pid(pid);
+            if let Some(task) = http_task {
+                task.abort();
+            }
+            drop(http_handover);
+            tracing::info!(pid, "the new process serves; finishing what this one holds");
+        }
+        Stop::Signal(signal) => {
+            draining.store(true, Ordering::Release);
+            notifier.stopping();
+            tracing::info!(
+                drain_ms = drain.as_millis() as u64,
+                "{signal} received: draining; /ready answers 503, queries are answered until the drain ends"
+            );
+            let again = runtime.block_on(async {
+                tokio::select! {
+                    () = tokio::time::sleep(drain) => None,
+                    signal = shutdown.wait() => Some(signal),
+                }
+            });
+            if let Some(signal) = again {
+                tracing::info!("{signal} received again: the drain ends now");
+            }
+        }
+    }
+    if let Some(path) = &pid_file {
+        upgrade::remove_pid_file(path);
     }
     if server.drain(finish_limit) {
         tracing::info!("listeners closed and every query in flight answered; exiting");
@@ -283,6 +341,14 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     drop(entered);
     runtime.shutdown_timeout(CONTROL_SHUTDOWN_GRACE);
     Ok(())
+}
+
+/// Why the serving loop ended.
+enum Stop {
+    /// SIGTERM or SIGINT: drain and exit.
+    Signal(&'static str),
+    /// A new process, with this PID, serves in this one's place.
+    Upgraded(u32),
 }
 
 /// Tells the service manager about each SIGHUP reload: reloading at once, ready again once a

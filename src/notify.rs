@@ -4,24 +4,50 @@
 
 use std::os::unix::net::UnixDatagram;
 
+/// The variable naming the socket where a process started by an in-place upgrade says that it
+/// serves, to the process it replaces.
+pub const UPGRADE_READY: &str = "SKYLINE_UPGRADE_READY";
+
 /// Where notifications go, read once at start.
 #[derive(Debug)]
 pub struct Notifier {
     target: Option<String>,
+    upgrade: Option<String>,
 }
 
 impl Notifier {
-    /// The notifier of this process: `NOTIFY_SOCKET` is read and removed, so that no process
-    /// started from this one notifies in its name.
+    /// The notifier of this process: `NOTIFY_SOCKET` (and [`UPGRADE_READY`]) are read and
+    /// removed, so that no process started from this one notifies in its name by accident.
     pub fn from_environment() -> Notifier {
-        let target = std::env::var("NOTIFY_SOCKET").ok().filter(|t| !t.is_empty());
+        let read = |name| std::env::var(name).ok().filter(|t: &String| !t.is_empty());
+        let notifier = Notifier {
+            target: read("NOTIFY_SOCKET"),
+            upgrade: read(UPGRADE_READY),
+        };
         std::env::remove_var("NOTIFY_SOCKET");
-        Notifier { target }
+        std::env::remove_var(UPGRADE_READY);
+        notifier
     }
 
-    /// Serving: every listener is open and the data loaded as far as a start waits for it.
+    /// The service manager's socket, to hand to the process that replaces this one.
+    pub fn target(&self) -> Option<&str> {
+        self.target.as_deref()
+    }
+
+    /// Serving: every listener is open and the data loaded as far as a start waits for it. The
+    /// process this one replaces, if any, is told too.
     pub fn ready(&self) {
         self.send("READY=1\nSTATUS=serving");
+        if let Some(upgrade) = &self.upgrade {
+            if let Err(e) = send_to(upgrade, "READY=1") {
+                tracing::warn!(error = %e, "telling the replaced process that this one serves failed");
+            }
+        }
+    }
+
+    /// A new process now serves in this one's place: the service manager follows it.
+    pub fn main_pid(&self, pid: u32) {
+        self.send(&format!("MAINPID={pid}\nSTATUS=upgraded"));
     }
 
     /// A reload has begun; [`Notifier::ready`] ends it.

@@ -96,6 +96,9 @@ pub struct Server {
     wakers: Vec<Waker>,
     state: Arc<AtomicU8>,
     threads: Vec<JoinHandle<()>>,
+    /// A descriptor of every listening socket, for handing them over in an upgrade; closed
+    /// with the server.
+    handover: Sockets,
 }
 
 impl Server {
@@ -123,10 +126,11 @@ impl Server {
         Server::spawn(config, &options, snapshots, &cores, local_addrs, per_worker)
     }
 
-    /// As [`Server::start_with`], serving on sockets handed over at start (socket activation)
-    /// instead of binding `config.addr` and `options.extra_addrs`. Every worker reads the same
-    /// sockets (each through its own descriptor), since sockets bound elsewhere cannot be
-    /// spread over workers by the kernel as those a worker binds itself are.
+    /// As [`Server::start_with`], serving on sockets handed over at start (socket activation,
+    /// or the sockets of the skyline this one replaces) instead of binding `config.addr` and
+    /// `options.extra_addrs`. An address's sockets are dealt out over the workers; a worker
+    /// left without one reads a socket another worker reads too (through its own descriptor),
+    /// and a worker may read several, so that every socket handed over is read.
     pub fn start_inherited(
         config: ServerConfig,
         options: Options,
@@ -135,15 +139,41 @@ impl Server {
     ) -> io::Result<Server> {
         let cores = core_affinity::get_core_ids().unwrap_or_default();
         let count = worker_count(config.workers, &cores);
-        let local_addrs = pairs.iter().map(|pair| pair.addr).collect();
-        let mut per_worker: Vec<Sockets> = (0..count).map(|_| Vec::with_capacity(pairs.len())).collect();
+        let mut by_addr: Vec<(SocketAddr, Sockets)> = Vec::new();
         for pair in pairs {
-            for worker in per_worker.iter_mut().skip(1) {
-                worker.push((pair.udp.try_clone()?, pair.tcp.try_clone()?));
+            match by_addr.iter_mut().find(|(addr, _)| *addr == pair.addr) {
+                Some((_, sockets)) => sockets.push((pair.udp, pair.tcp)),
+                None => by_addr.push((pair.addr, vec![(pair.udp, pair.tcp)])),
             }
-            per_worker[0].push((pair.udp, pair.tcp));
+        }
+        let local_addrs = by_addr.iter().map(|(addr, _)| *addr).collect();
+        let mut per_worker: Vec<Sockets> = (0..count).map(|_| Vec::new()).collect();
+        for (_, sockets) in by_addr {
+            for worker in sockets.len()..count {
+                let (udp, tcp) = &sockets[worker % sockets.len()];
+                per_worker[worker].push((udp.try_clone()?, tcp.try_clone()?));
+            }
+            for (i, pair) in sockets.into_iter().enumerate() {
+                per_worker[i % count].push(pair);
+            }
         }
         Server::spawn(config, &options, snapshots, &cores, local_addrs, per_worker)
+    }
+
+    /// Marks every listening socket inheritable by the next process this one starts (or, with
+    /// `false`, no longer) and returns their descriptors: for handing them to the skyline that
+    /// replaces this one, through [`sys::UPGRADE_FDS`].
+    pub fn set_handover_inheritable(&self, inheritable: bool) -> io::Result<Vec<std::os::fd::RawFd>> {
+        use std::os::fd::AsFd as _;
+        use std::os::fd::AsRawFd as _;
+        let mut fds = Vec::with_capacity(self.handover.len() * 2);
+        for (udp, tcp) in &self.handover {
+            sys::set_inheritable(udp.as_fd(), inheritable)?;
+            sys::set_inheritable(tcp.as_fd(), inheritable)?;
+            fds.push(udp.as_raw_fd());
+            fds.push(tcp.as_raw_fd());
+        }
+        Ok(fds)
     }
 
     fn spawn(
@@ -155,6 +185,10 @@ impl Server {
         per_worker: Vec<Sockets>,
     ) -> io::Result<Server> {
         let count = per_worker.len();
+        let mut handover = Vec::new();
+        for (udp, tcp) in per_worker.iter().flatten() {
+            handover.push((udp.try_clone()?, tcp.try_clone()?));
+        }
         let forward = options.forward.as_ref().filter(|f| f.is_enabled());
         let now = Instant::now();
         let stub_zones = forward.map(|f| StubZones::new(f, now));
@@ -207,6 +241,7 @@ impl Server {
             wakers,
             state,
             threads: Vec::with_capacity(count),
+            handover,
         };
         for (n, worker) in workers.into_iter().enumerate() {
             let core = if config.pin {
@@ -274,6 +309,8 @@ impl Server {
     /// close are answered and written. Past `limit`, what is left is abandoned. Returns whether
     /// everything finished within it.
     pub fn drain(mut self, limit: Duration) -> bool {
+        // Closed first, so that the listeners really close with the workers' descriptors.
+        self.handover.clear();
         self.set_state(CLOSING);
         let deadline = Instant::now() + limit;
         let finished = loop {

@@ -59,6 +59,12 @@ pub enum HttpError {
         /// Why.
         source: io::Error,
     },
+    /// A listener handed over by a replaced skyline is not usable.
+    #[error("cannot serve HTTP on the listener handed over: {source}")]
+    Adopt {
+        /// Why.
+        source: io::Error,
+    },
 }
 
 /// The bound listener of `/health`, `/ready` and `/metrics`.
@@ -81,6 +87,30 @@ impl HttpServer {
             local_addr,
             observed: Arc::new(observed),
         })
+    }
+
+    /// Serves on a listener bound elsewhere: the one a replaced skyline handed over. Must run
+    /// within a tokio runtime.
+    pub fn from_std(listener: std::net::TcpListener, observed: Observed) -> Result<HttpServer, HttpError> {
+        let local_addr = listener.local_addr().map_err(|source| HttpError::Adopt { source })?;
+        let adopt = |source| HttpError::Bind {
+            addr: local_addr,
+            source,
+        };
+        listener.set_nonblocking(true).map_err(adopt)?;
+        let listener = TcpListener::from_std(listener).map_err(adopt)?;
+        Ok(HttpServer {
+            listener,
+            local_addr,
+            observed: Arc::new(observed),
+        })
+    }
+
+    /// A second descriptor of the listener, for handing it to the skyline that replaces this
+    /// one while this one still serves on it.
+    pub fn handover(&self) -> io::Result<std::os::fd::OwnedFd> {
+        use std::os::fd::AsFd as _;
+        self.listener.as_fd().try_clone_to_owned()
     }
 
     /// The address bound, with the port the kernel chose when asked for port 0.

@@ -1,11 +1,20 @@
-//! Listening sockets handed to this process when it starts, by a service manager (systemd
-//! socket activation: `LISTEN_PID`, `LISTEN_FDS`, descriptors from 3 on), instead of bound by
-//! it. The sockets then outlive the process: a restart queues queries instead of refusing them.
+//! Listening sockets handed to this process when it starts instead of bound by it: by a service
+//! manager (systemd socket activation: `LISTEN_PID`, `LISTEN_FDS`, descriptors from 3 on), or by
+//! the skyline this one replaces in an in-place upgrade ([`UPGRADE_FDS`]). The sockets then
+//! outlive the process: queries queue in them instead of being refused.
 
 use socket2::{Socket, Type};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::os::fd::{FromRawFd, RawFd};
+
+/// The variable through which a skyline hands its listening sockets to the skyline replacing
+/// it: their descriptor numbers, comma-separated, UDP sockets and TCP listeners of every
+/// address in any order.
+pub const UPGRADE_FDS: &str = "SKYLINE_UPGRADE_FDS";
+
+/// The variable through which a skyline hands its HTTP listener to the skyline replacing it.
+pub const UPGRADE_HTTP_FD: &str = "SKYLINE_UPGRADE_HTTP_FD";
 
 /// The first descriptor of the handed-over sockets, as the socket activation protocol fixes it.
 const FIRST_FD: RawFd = 3;
@@ -45,7 +54,8 @@ pub enum InheritError {
         /// What is wrong with it.
         reason: String,
     },
-    /// An address has a UDP socket and no TCP listener, or the other way round.
+    /// An address has a UDP socket and no TCP listener, or the other way round (or, handed over
+    /// by a replaced skyline, more of one than of the other).
     #[error("{addr}: a {have} socket was passed without its {missing} counterpart; pass both")]
     Unpaired {
         /// The address.
@@ -82,12 +92,78 @@ pub fn take_listen_fds() -> Result<Vec<ListenPair>, InheritError> {
             value: count.to_string(),
         });
     }
-    let mut by_addr: BTreeMap<SocketAddr, (Option<std::net::UdpSocket>, Option<std::net::TcpListener>)> =
-        BTreeMap::new();
-    for fd in FIRST_FD..FIRST_FD + count as RawFd {
-        // SAFETY: the service manager opened descriptors 3 to 3 + LISTEN_FDS - 1 for this process
-        // (LISTEN_PID is this process), and nothing in it has taken them: this function runs once,
-        // at start, and removed the variables above. The `Socket` becomes their only owner.
+    // SAFETY (of `adopt`): the service manager opened descriptors 3 to 3 + LISTEN_FDS - 1 for
+    // this process (LISTEN_PID is this process), and nothing in it has taken them: this runs
+    // once, at start, and removed the variables above.
+    pair_up((FIRST_FD..FIRST_FD + count as RawFd).collect(), true)
+}
+
+/// Takes the sockets a replaced skyline handed over through [`UPGRADE_FDS`], which is removed;
+/// `Ok(None)` when it is unset. Several sockets may share an address (one per worker of the
+/// process that bound them): each comes back as its own pair.
+pub fn take_upgrade_fds() -> Result<Option<Vec<ListenPair>>, InheritError> {
+    let Ok(value) = std::env::var(UPGRADE_FDS) else {
+        return Ok(None);
+    };
+    std::env::remove_var(UPGRADE_FDS);
+    let fds: Result<Vec<RawFd>, _> = value.split(',').map(|fd| fd.trim().parse::<RawFd>()).collect();
+    let fds = match fds {
+        Ok(fds) if !fds.is_empty() && fds.iter().all(|&fd| fd > 2) => fds,
+        _ => {
+            return Err(InheritError::Variable {
+                name: UPGRADE_FDS,
+                value,
+            })
+        }
+    };
+    // SAFETY (of `adopt`): the skyline this one replaces left exactly these descriptors open
+    // across its exec of this process and named them in the variable, removed above; nothing in
+    // this process has taken them, since this runs once, at start.
+    pair_up(fds, false).map(Some)
+}
+
+/// Takes the HTTP listener a replaced skyline handed over through [`UPGRADE_HTTP_FD`], which is
+/// removed; `Ok(None)` when it is unset.
+pub fn take_upgrade_http_fd() -> Result<Option<std::net::TcpListener>, InheritError> {
+    let Ok(value) = std::env::var(UPGRADE_HTTP_FD) else {
+        return Ok(None);
+    };
+    std::env::remove_var(UPGRADE_HTTP_FD);
+    let fd = match value.trim().parse::<RawFd>() {
+        Ok(fd) if fd > 2 => fd,
+        _ => {
+            return Err(InheritError::Variable {
+                name: UPGRADE_HTTP_FD,
+                value,
+            })
+        }
+    };
+    // SAFETY: the skyline this one replaces left this descriptor open across its exec of this
+    // process and named it in the variable, removed above; nothing in this process has taken it,
+    // since this runs once, at start. The `Socket` becomes its only owner.
+    let socket = unsafe { Socket::from_raw_fd(fd) };
+    let unusable = |reason: String| InheritError::Unusable { fd, reason };
+    if !socket
+        .is_listener()
+        .map_err(|e| unusable(format!("not a socket ({e})")))?
+    {
+        return Err(unusable("the HTTP socket is not listening".to_owned()));
+    }
+    socket
+        .set_cloexec(true)
+        .and_then(|()| socket.set_nonblocking(true))
+        .map_err(|e| unusable(e.to_string()))?;
+    Ok(Some(socket.into()))
+}
+
+/// Adopts each descriptor as a socket and pairs UDP sockets with TCP listeners by address:
+/// `single` allows one pair per address (socket activation), otherwise there may be several.
+fn pair_up(fds: Vec<RawFd>, single: bool) -> Result<Vec<ListenPair>, InheritError> {
+    type Found = (Vec<std::net::UdpSocket>, Vec<std::net::TcpListener>);
+    let mut by_addr: BTreeMap<SocketAddr, Found> = BTreeMap::new();
+    for fd in fds {
+        // SAFETY: each caller states why its descriptors are open, owned by nothing else in this
+        // process, and handed to this function once; the `Socket` becomes their only owner.
         let socket = unsafe { Socket::from_raw_fd(fd) };
         let unusable = |reason: String| InheritError::Unusable { fd, reason };
         let kind = socket.r#type().map_err(|e| unusable(format!("not a socket ({e})")))?;
@@ -102,36 +178,40 @@ pub fn take_listen_fds() -> Result<Vec<ListenPair>, InheritError> {
             .map_err(|e| unusable(e.to_string()))?;
         let entry = by_addr.entry(addr).or_default();
         if kind == Type::DGRAM {
-            if entry.0.replace(socket.into()).is_some() {
+            if single && !entry.0.is_empty() {
                 return Err(unusable(format!("a second UDP socket for {addr}")));
             }
+            entry.0.push(socket.into());
         } else if kind == Type::STREAM {
             if !socket.is_listener().map_err(|e| unusable(e.to_string()))? {
                 return Err(unusable("a TCP socket that is not listening".to_owned()));
             }
-            if entry.1.replace(socket.into()).is_some() {
+            if single && !entry.1.is_empty() {
                 return Err(unusable(format!("a second TCP listener for {addr}")));
             }
+            entry.1.push(socket.into());
         } else {
             return Err(unusable("neither a datagram nor a stream socket".to_owned()));
         }
     }
-    by_addr
-        .into_iter()
-        .map(|(addr, pair)| match pair {
-            (Some(udp), Some(tcp)) => Ok(ListenPair { addr, udp, tcp }),
-            (Some(_), None) => Err(InheritError::Unpaired {
-                addr,
-                have: "UDP",
-                missing: "TCP",
-            }),
-            (None, _) => Err(InheritError::Unpaired {
-                addr,
-                have: "TCP",
-                missing: "UDP",
-            }),
-        })
-        .collect()
+    let mut pairs = Vec::new();
+    for (addr, (udp, tcp)) in by_addr {
+        if udp.len() != tcp.len() {
+            let (have, missing) = if udp.len() > tcp.len() {
+                ("UDP", "TCP")
+            } else {
+                ("TCP", "UDP")
+            };
+            return Err(InheritError::Unpaired { addr, have, missing });
+        }
+        pairs.extend(udp.into_iter().zip(tcp).map(|(udp, tcp)| ListenPair { addr, udp, tcp }));
+    }
+    Ok(pairs)
+}
+
+/// Makes a socket inheritable across `exec` (or not again), for handing it to a new process.
+pub fn set_inheritable(socket: std::os::fd::BorrowedFd<'_>, inheritable: bool) -> std::io::Result<()> {
+    socket2::SockRef::from(&socket).set_cloexec(!inheritable)
 }
 
 /// A numeric environment variable, `None` when unset.

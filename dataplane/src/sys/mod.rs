@@ -26,7 +26,10 @@ mod signal;
 
 pub use ascii::lower16;
 pub use imp::{recv_batch, send_batch, Headers};
-pub use inherit::{take_listen_fds, InheritError, ListenPair};
+pub use inherit::{
+    set_inheritable, take_listen_fds, take_upgrade_fds, take_upgrade_http_fd, InheritError, ListenPair, UPGRADE_FDS,
+    UPGRADE_HTTP_FD,
+};
 pub use peer::Peer;
 pub use signal::{send_signal, Signal};
 

@@ -22,6 +22,8 @@ pub enum Signal {
     Terminate,
     /// SIGKILL: the process ends at once; it cannot catch this.
     Kill,
+    /// SIGUSR2: skyline upgrades in place.
+    User2,
 }
 
 impl Signal {
@@ -33,6 +35,7 @@ impl Signal {
             Signal::Continue => libc::SIGCONT,
             Signal::Terminate => libc::SIGTERM,
             Signal::Kill => libc::SIGKILL,
+            Signal::User2 => libc::SIGUSR2,
         }
     }
 }
@@ -45,6 +48,7 @@ impl fmt::Display for Signal {
             Signal::Continue => "SIGCONT",
             Signal::Terminate => "SIGTERM",
             Signal::Kill => "SIGKILL",
+            Signal::User2 => "SIGUSR2",
         })
     }
 }
