@@ -2,15 +2,16 @@
 # Installs what skyline needs on Debian, for one purpose given as the argument:
 #   build  protoc and its well-known types (etcd-client's build script), a C compiler (ring)
 #   test   the above, plus etcd (the etcd source's tests), dig/kdig (independent DNS clients),
-#          knot (the reference server of the differential and forwarding tests) and a C++
-#          compiler (libFuzzer, built by scripts/fuzz.sh)
+#          knot (the reference server of the differential and forwarding tests), a C++
+#          compiler (libFuzzer, built by scripts/fuzz.sh), ip (iproute2) and nft (nftables)
+#          (the node-local set-up, tested inside a network namespace)
 #   bench  the above, plus dnsperf, taskset and chrt, dnsdist (the cache peer), valgrind
 #          (instruction counts), curl (benches/upstream_faults.sh reads /metrics) and sysctl
 #          (benches/knobs.sh)
 # Beyond these the scripts and tests use only what every Debian system has (bash, coreutils,
 # findutils, grep, sed, mawk, tar, getconf, apt-get); signals are sent from Rust, not by a
-# `kill` program, which minimal systems lack. perf (Debian linux-perf) and nft (nftables) are
-# optional: the benches that use them say so and skip, or stop, without them.
+# `kill` program, which minimal systems lack. perf (Debian linux-perf) is optional: the bench
+# that uses it says so and skips without it.
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 purpose="${1:-test}"
@@ -27,6 +28,8 @@ if [ "$purpose" != build ]; then
   command -v kdig >/dev/null || need+=(knot-dnsutils)
   command -v knotd >/dev/null || [ -x /usr/sbin/knotd ] || need+=(knot)
   command -v c++ >/dev/null || need+=(g++)
+  command -v ip >/dev/null || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || need+=(iproute2)
+  command -v nft >/dev/null || [ -x /usr/sbin/nft ] || need+=(nftables)
 fi
 if [ "$purpose" = bench ]; then
   command -v dnsperf >/dev/null || need+=(dnsperf)

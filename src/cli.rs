@@ -118,6 +118,16 @@ pub struct Cli {
     #[arg(long, value_name = "N")]
     pub tcp_max_per_client: Option<usize>,
 
+    /// Create this dummy interface holding the --addr addresses (a node-local cache's
+    /// 169.254.20.10), removed on exit; needs CAP_NET_ADMIN and `ip` (iproute2) [default: none]
+    #[arg(long, value_name = "NAME")]
+    pub setup_interface: Option<String>,
+
+    /// Install nftables NOTRACK rules for DNS to and from the --addr addresses, removed on exit;
+    /// needs CAP_NET_ADMIN and `nft` (nftables)
+    #[arg(long)]
+    pub setup_notrack: bool,
+
     /// File to hold the PID of the serving process; an in-place upgrade's new process rewrites
     /// it [default: none]
     #[arg(long, value_name = "FILE")]

@@ -36,6 +36,8 @@
 //! | `tcp_max_connections` | `--tcp-max-connections` | — | — | 1024 per worker | restart |
 //! | `tcp_max_per_client` | `--tcp-max-per-client` | — | — | 0 (no per-address cap) | restart |
 //! | `systemd` | `--systemd` | `SKYDNS_SYSTEMD` | — | false | restart |
+//! | `setup_interface` | `--setup-interface` | — | — | none | restart |
+//! | `setup_notrack` | `--setup-notrack` | — | — | false | restart |
 //! | `pid_file` | `--pid-file` | — | — | none | restart |
 //! | `drain` | `--drain` | — | — | `5s` | restart |
 //! | `http_addr` | `--http-addr` | `SKYLINE_HTTP_ADDR` | — | none (no HTTP listener) | restart |
@@ -157,6 +159,10 @@ pub struct FileConfig {
     pub tcp_max_per_client: Option<usize>,
     /// `--systemd`.
     pub systemd: Option<bool>,
+    /// `--setup-interface`.
+    pub setup_interface: Option<String>,
+    /// `--setup-notrack`.
+    pub setup_notrack: Option<bool>,
     /// `--pid-file`; a relative path is relative to the configuration file's directory.
     pub pid_file: Option<PathBuf>,
     /// `--drain`, e.g. `"5s"`.
@@ -410,6 +416,17 @@ pub fn operator(cli: &Cli, file: Option<&FileConfig>) -> Result<Operator, Config
 /// `None`, the default, serves none: a port opened only when asked for.
 pub fn http_addr(cli: &Cli, file: Option<&FileConfig>) -> Option<SocketAddr> {
     cli.http_addr.or_else(|| file.and_then(|f| f.http_addr))
+}
+
+/// The node-local set-up: the interface to create, if any, and whether to install NOTRACK
+/// rules; flags over the file.
+pub fn node_local(cli: &Cli, file: Option<&FileConfig>) -> (Option<String>, bool) {
+    let interface = cli
+        .setup_interface
+        .clone()
+        .or_else(|| file.and_then(|f| f.setup_interface.clone()));
+    let notrack = cli.setup_notrack || file.and_then(|f| f.setup_notrack).unwrap_or(false);
+    (interface, notrack)
 }
 
 /// The PID file, if any: the flag over the file.

@@ -7,6 +7,7 @@ mod check;
 mod cli;
 mod config;
 mod forwarding;
+mod nodelocal;
 mod notify;
 mod upgrade;
 
@@ -65,6 +66,8 @@ enum StartError {
     Inherit(#[from] skyline_dataplane::sys::InheritError),
     #[error("cannot find this program's path (needed for in-place upgrades): {0}")]
     Exe(std::io::Error),
+    #[error("node-local set-up: {0}")]
+    NodeLocal(#[from] nodelocal::SetupError),
     #[error("PID file {path}: {source}")]
     PidFile { path: PathBuf, source: std::io::Error },
 }
@@ -111,7 +114,9 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     // over by the process this one replaces win over systemd's: it passed them on.
     let notifier = Arc::new(notify::Notifier::from_environment());
     let upgraded_http = skyline_dataplane::sys::take_upgrade_http_fd()?;
-    let inherited = match skyline_dataplane::sys::take_upgrade_fds()? {
+    let upgraded = skyline_dataplane::sys::take_upgrade_fds()?;
+    let handed_over = upgraded.is_some();
+    let inherited = match upgraded {
         Some(pairs) => Some(pairs),
         None => config::systemd(cli, file.as_ref())
             .then(skyline_dataplane::sys::take_listen_fds)
@@ -236,6 +241,19 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         extra_addrs: settings.extra_addrs.clone(),
         forward,
     };
+    let (setup_interface, setup_notrack) = config::node_local(cli, file.as_ref());
+    let node_local = if setup_interface.is_some() || setup_notrack {
+        let mut addrs = vec![settings.addr];
+        addrs.extend(settings.extra_addrs.iter().copied());
+        Some(nodelocal::NodeLocal::set_up(
+            setup_interface.as_deref(),
+            setup_notrack,
+            &addrs,
+            handed_over,
+        )?)
+    } else {
+        None
+    };
     let server = match inherited {
         Some(pairs) => Server::start_inherited(server_config, options, pairs, Arc::clone(&cell)),
         None => Server::start_with(server_config, options, Arc::clone(&cell)),
@@ -243,7 +261,16 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     .map_err(|source| StartError::Bind {
         addr: settings.addr,
         source,
-    })?;
+    });
+    let server = match server {
+        Ok(server) => server,
+        Err(e) => {
+            if let Some(node_local) = node_local {
+                node_local.tear_down();
+            }
+            return Err(e);
+        }
+    };
     for local in server.local_addrs() {
         tracing::info!(
             "listening on udp://{local} tcp://{local} for {}",
@@ -298,6 +325,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             }
         }
     });
+    let upgraded = matches!(stop, Stop::Upgraded(_));
     match stop {
         Stop::Upgraded(pid) => {
             // The new process serves on the same sockets: this one stops taking HTTP requests
@@ -337,6 +365,10 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             limit_ms = finish_limit.as_millis() as u64,
             "listeners closed; queries still in flight after the limit are abandoned; exiting"
         );
+    }
+    // The interface and rules stay for the process that took this one's sockets.
+    if let Some(node_local) = node_local.filter(|_| !upgraded) {
+        node_local.tear_down();
     }
     drop(entered);
     runtime.shutdown_timeout(CONTROL_SHUTDOWN_GRACE);
