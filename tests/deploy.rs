@@ -1,0 +1,1377 @@
+//! Checks of the deployment files: the Kubernetes manifests under `deploy/kubernetes/` (cluster
+//! DNS) and `deploy/node-local/` (the node-local cache), and the `Dockerfile`.
+//!
+//! Every YAML document must parse. Each container of each Deployment and DaemonSet runs the
+//! image's entrypoint; its `command` and `args` (with `$(VAR)` expanded as Kubernetes does, from
+//! the container's literal `env` values and the Service variables of its namespace) must pass
+//! `skyline --check-config`, run as this build's binary with that environment. What the check
+//! prints (the listen addresses, the HTTP address, the drain and the forwarding timeout) is then
+//! held against the rest of the manifest: liveness and readiness probes ask `/health` and `/ready`
+//! on the `--http-addr` port; every container port is an `--addr` port (UDP or TCP) or the HTTP
+//! port; every Service port targets one of those; `terminationGracePeriodSeconds` exceeds the
+//! drain plus the forwarding timeout plus the time to finish; the ClusterRole of the identity
+//! running `--kubernetes` has exactly the rules README.md's "Kubernetes" section lists; the
+//! node-local init container configures exactly the `--addr` addresses. Each check counts what
+//! it looked at and fails when that is nothing.
+//!
+//! One test runs the node-local DaemonSet's update end to end inside a network namespace it
+//! makes (the init script and skyline's command line taken from the manifest, a second skyline
+//! standing in for the cluster resolvers) and counts every query sent during it. It needs root,
+//! `ip` (iproute2) and `nft` (nftables); under CI=true their absence fails it, elsewhere it skips.
+
+mod common;
+
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// The directories whose manifests are checked, relative to the repository root.
+const MANIFEST_DIRS: [&str; 2] = ["deploy/kubernetes", "deploy/node-local"];
+
+/// What skyline needs after the forwarding timeout to finish what it holds and exit.
+const FINISH: Duration = Duration::from_secs(2);
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// One YAML document of one manifest file.
+struct Doc {
+    file: PathBuf,
+    value: Value,
+}
+
+impl Doc {
+    fn kind(&self) -> &str {
+        self.value["kind"].as_str().unwrap_or("")
+    }
+
+    fn name(&self) -> &str {
+        self.value["metadata"]["name"].as_str().unwrap_or("")
+    }
+
+    fn namespace(&self) -> &str {
+        self.value["metadata"]["namespace"].as_str().unwrap_or("default")
+    }
+
+    fn what(&self) -> String {
+        format!(
+            "{} {}/{} ({})",
+            self.kind(),
+            self.namespace(),
+            self.name(),
+            self.file.display()
+        )
+    }
+}
+
+/// Every document of every `.yaml`/`.yml` file under the manifest directories, in file order.
+fn manifests() -> Vec<Doc> {
+    let mut docs = Vec::new();
+    for dir in MANIFEST_DIRS {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
+            .unwrap_or_else(|e| panic!("{dir}: {e}"))
+            .map(|entry| entry.unwrap().path())
+            .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")))
+            .collect();
+        files.sort();
+        assert!(!files.is_empty(), "no manifest in {dir}");
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let mut count = 0;
+            for document in serde_yaml_ng::Deserializer::from_str(&text) {
+                let value =
+                    Value::deserialize(document).unwrap_or_else(|e| panic!("{}: not valid YAML: {e}", file.display()));
+                let doc = Doc {
+                    file: file.clone(),
+                    value,
+                };
+                assert!(
+                    doc.value.is_object(),
+                    "{}: a document that is not a mapping",
+                    file.display()
+                );
+                for field in ["apiVersion", "kind"] {
+                    assert!(
+                        doc.value[field].is_string(),
+                        "{}: a document without {field}",
+                        file.display()
+                    );
+                }
+                assert!(
+                    !doc.name().is_empty(),
+                    "{}: a {} without metadata.name",
+                    file.display(),
+                    doc.kind()
+                );
+                docs.push(doc);
+                count += 1;
+            }
+            assert!(count > 0, "{}: no document", file.display());
+        }
+    }
+    docs
+}
+
+fn of_kind<'a>(docs: &'a [Doc], kind: &str) -> Vec<&'a Doc> {
+    docs.iter().filter(|d| d.kind() == kind).collect()
+}
+
+fn workloads(docs: &[Doc]) -> Vec<&Doc> {
+    docs.iter()
+        .filter(|d| matches!(d.kind(), "Deployment" | "DaemonSet"))
+        .collect()
+}
+
+fn pod_spec(workload: &Doc) -> &Value {
+    &workload.value["spec"]["template"]["spec"]
+}
+
+fn pod_labels(workload: &Doc) -> BTreeMap<String, String> {
+    string_map(&workload.value["spec"]["template"]["metadata"]["labels"])
+}
+
+fn string_map(value: &Value) -> BTreeMap<String, String> {
+    value
+        .as_object()
+        .map(|map| {
+            map.iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.as_str()
+                            .unwrap_or_else(|| panic!("label {k}: not a string"))
+                            .to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether `labels` hold every pair of `selector` (a non-empty selector).
+fn selects(selector: &BTreeMap<String, String>, labels: &BTreeMap<String, String>) -> bool {
+    !selector.is_empty() && selector.iter().all(|(k, v)| labels.get(k) == Some(v))
+}
+
+fn array(value: &Value) -> &[Value] {
+    value.as_array().map(Vec::as_slice).unwrap_or(&[])
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    array(value)
+        .iter()
+        .map(|v| v.as_str().unwrap_or_else(|| panic!("{v}: not a string")).to_owned())
+        .collect()
+}
+
+/// The Dockerfile's stages, each as its `FROM` line and the instructions after it (continuation
+/// lines joined).
+fn dockerfile_stages() -> Vec<(String, Vec<String>)> {
+    let text = std::fs::read_to_string(root().join("Dockerfile")).unwrap();
+    let mut instructions = Vec::new();
+    let mut current = String::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if current.is_empty() && (trimmed.is_empty() || trimmed.starts_with('#')) {
+            continue;
+        }
+        if let Some(head) = trimmed.strip_suffix('\\') {
+            current.push_str(head);
+            current.push(' ');
+        } else {
+            current.push_str(trimmed);
+            instructions.push(std::mem::take(&mut current));
+        }
+    }
+    let mut stages: Vec<(String, Vec<String>)> = Vec::new();
+    for instruction in instructions {
+        if instruction.starts_with("FROM ") {
+            stages.push((instruction, Vec::new()));
+        } else {
+            stages
+                .last_mut()
+                .unwrap_or_else(|| panic!("Dockerfile: {instruction:?} before any FROM"))
+                .1
+                .push(instruction);
+        }
+    }
+    stages
+}
+
+/// The image's entrypoint: the exec-form `ENTRYPOINT` of the Dockerfile's last stage.
+fn image_entrypoint() -> String {
+    let stages = dockerfile_stages();
+    let (_, last) = stages.last().expect("Dockerfile: no stage");
+    let entry = last
+        .iter()
+        .rev()
+        .find_map(|i| i.strip_prefix("ENTRYPOINT "))
+        .expect("Dockerfile: the last stage has no ENTRYPOINT");
+    let words: Vec<String> = serde_json::from_str(entry).expect("Dockerfile: ENTRYPOINT is not in exec (JSON) form");
+    assert_eq!(
+        words.len(),
+        1,
+        "Dockerfile: ENTRYPOINT should be the binary alone: {words:?}"
+    );
+    words[0].clone()
+}
+
+/// Kubernetes's `$(VAR)` expansion of command and args: a defined variable is replaced, an
+/// undefined reference is left as written, `$$` is a literal `$`.
+fn expand(text: &str, vars: &BTreeMap<String, String>) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+        } else if let Some((name, tail)) = after.strip_prefix('(').and_then(|s| s.split_once(')')) {
+            match vars.get(name) {
+                Some(value) => out.push_str(value),
+                None => out.push_str(&format!("$({name})")),
+            }
+            rest = tail;
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The variables Kubernetes gives a pod for the Services of its namespace (and `kubernetes` of
+/// `default`): `<NAME>_SERVICE_HOST` and `<NAME>_SERVICE_PORT`. A Service without a fixed
+/// `clusterIP` gets a stand-in address from 10.96.100.0/24, distinct per Service.
+fn service_variables(docs: &[Doc], namespace: &str, links: bool) -> BTreeMap<String, String> {
+    let mut vars = BTreeMap::from([
+        ("KUBERNETES_SERVICE_HOST".to_owned(), "10.96.0.1".to_owned()),
+        ("KUBERNETES_SERVICE_PORT".to_owned(), "443".to_owned()),
+    ]);
+    if !links {
+        return vars;
+    }
+    for (i, service) in of_kind(docs, "Service").into_iter().enumerate() {
+        if service.namespace() != namespace {
+            continue;
+        }
+        let prefix = service.name().to_ascii_uppercase().replace('-', "_");
+        let host = service.value["spec"]["clusterIP"]
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("10.96.100.{}", i + 1));
+        vars.insert(format!("{prefix}_SERVICE_HOST"), host);
+        if let Some(port) = array(&service.value["spec"]["ports"]).first() {
+            vars.insert(format!("{prefix}_SERVICE_PORT"), port["port"].to_string());
+        }
+    }
+    vars
+}
+
+/// The container's literal `env` values; variables from `valueFrom` are not known here.
+fn literal_env(container: &Value) -> Vec<(String, String)> {
+    array(&container["env"])
+        .iter()
+        .filter_map(|e| Some((e["name"].as_str()?.to_owned(), e["value"].as_str()?.to_owned())))
+        .collect()
+}
+
+/// What `skyline --check-config` says a container would run with.
+#[derive(Debug)]
+struct Settings {
+    addrs: Vec<SocketAddr>,
+    http: Option<SocketAddr>,
+    drain: Duration,
+    forward_timeout: Duration,
+    upstreams: Vec<SocketAddr>,
+    kubernetes: bool,
+}
+
+fn duration(text: &str) -> Duration {
+    if let Some(ms) = text.strip_suffix("ms") {
+        Duration::from_millis(ms.parse().unwrap_or_else(|_| panic!("duration {text:?}")))
+    } else if let Some(s) = text.strip_suffix('s') {
+        Duration::from_secs(s.parse().unwrap_or_else(|_| panic!("duration {text:?}")))
+    } else {
+        panic!("duration {text:?}: no unit")
+    }
+}
+
+fn socket_addrs(text: &str) -> Vec<SocketAddr> {
+    text.split(',')
+        .filter(|s| !s.is_empty())
+        .map(|s| s.trim().parse().unwrap_or_else(|_| panic!("address {s:?}")))
+        .collect()
+}
+
+/// Runs this build's skyline with `--check-config` and the container's arguments and
+/// environment (nothing of this process's environment), and parses the settings it prints.
+fn check_config(what: &str, args: &[String], env: &[(String, String)]) -> Settings {
+    let dir = tempfile::tempdir().unwrap();
+    // Forwarding without --nameservers reads resolv.conf: the pod's, not this machine's.
+    let resolv = dir.path().join("resolv.conf");
+    std::fs::write(&resolv, "nameserver 192.0.2.53\n").unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_skyline"))
+        .arg("--check-config")
+        .args(args)
+        .env_clear()
+        .env("SKYLINE_RESOLV_CONF", &resolv)
+        .env("NO_COLOR", "1")
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{what}: skyline --check-config {} failed ({}):\n{stderr}{stdout}",
+        args.join(" "),
+        output.status
+    );
+    let values: BTreeMap<&str, &str> = stdout.lines().filter_map(|line| line.split_once(" = ")).collect();
+    let value = |key: &str| {
+        *values
+            .get(key)
+            .unwrap_or_else(|| panic!("{what}: --check-config printed no {key}:\n{stdout}"))
+    };
+    Settings {
+        addrs: socket_addrs(value("addr")),
+        http: match value("http_addr") {
+            "none" => None,
+            addr => Some(addr.parse().unwrap_or_else(|_| panic!("http_addr {addr:?}"))),
+        },
+        drain: duration(value("drain")),
+        // Without forwarding nothing waits on an upstream.
+        forward_timeout: values.get("forward.timeout").map_or(Duration::ZERO, |t| duration(t)),
+        upstreams: values
+            .get("forward.upstreams")
+            .map_or_else(Vec::new, |u| socket_addrs(u)),
+        kubernetes: values.contains_key("kubernetes.zones"),
+    }
+}
+
+/// A skyline container of a workload, with what its check said.
+struct Checked<'a> {
+    workload: &'a Doc,
+    container: &'a Value,
+    settings: Settings,
+}
+
+impl Checked<'_> {
+    fn what(&self) -> String {
+        format!(
+            "container {} of {}",
+            self.container["name"].as_str().unwrap_or("?"),
+            self.workload.what()
+        )
+    }
+
+    fn dns_ports(&self) -> BTreeSet<u16> {
+        self.settings.addrs.iter().map(SocketAddr::port).collect()
+    }
+}
+
+/// Runs the check of every container of every workload.
+fn checked(docs: &[Doc]) -> Vec<Checked<'_>> {
+    let entrypoint = image_entrypoint();
+    let mut out = Vec::new();
+    for workload in workloads(docs) {
+        let spec = pod_spec(workload);
+        let containers = array(&spec["containers"]);
+        assert!(!containers.is_empty(), "{}: no container", workload.what());
+        let links = spec["enableServiceLinks"].as_bool().unwrap_or(true);
+        for container in containers {
+            let name = container["name"].as_str().unwrap_or("?");
+            let what = format!("container {name} of {}", workload.what());
+            let command = strings(&container["command"]);
+            assert_eq!(
+                command.first(),
+                Some(&entrypoint),
+                "{what}: command should start with the image's entrypoint"
+            );
+            let env = literal_env(container);
+            let mut vars = service_variables(docs, workload.namespace(), links);
+            vars.extend(env.iter().cloned());
+            let args: Vec<String> = command[1..]
+                .iter()
+                .cloned()
+                .chain(strings(&container["args"]))
+                .map(|a| expand(&a, &vars))
+                .collect();
+            for arg in &args {
+                assert!(
+                    !arg.contains("$("),
+                    "{what}: {arg:?} names a variable the pod does not have"
+                );
+            }
+            let settings = check_config(&what, &args, &env);
+            out.push(Checked {
+                workload,
+                container,
+                settings,
+            });
+        }
+    }
+    out
+}
+
+#[test]
+fn every_manifest_parses_and_names_what_it_deploys() {
+    let docs = manifests();
+    let kinds: BTreeSet<&str> = docs.iter().map(Doc::kind).collect();
+    for kind in [
+        "Deployment",
+        "DaemonSet",
+        "Service",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "PodDisruptionBudget",
+    ] {
+        assert!(kinds.contains(kind), "no {kind} among {kinds:?}");
+    }
+    let mut seen = BTreeSet::new();
+    for doc in &docs {
+        assert!(
+            seen.insert((doc.kind(), doc.namespace(), doc.name())),
+            "{} is defined twice",
+            doc.what()
+        );
+    }
+}
+
+#[test]
+fn every_container_command_line_passes_check_config() {
+    let docs = manifests();
+    let checked = checked(&docs);
+    assert!(
+        checked.len() >= 2,
+        "expected skyline containers in both the Deployment and the DaemonSet"
+    );
+    for kind in ["Deployment", "DaemonSet"] {
+        assert!(
+            checked.iter().any(|c| c.workload.kind() == kind),
+            "no skyline container in a {kind}"
+        );
+    }
+    for c in &checked {
+        assert!(!c.settings.addrs.is_empty(), "{}: no --addr", c.what());
+    }
+}
+
+/// The port a probe or a Service's targetPort names: a number, or a container port's name.
+fn resolve_port(value: &Value, container: &Value, protocol: &str) -> Option<u16> {
+    if let Some(n) = value.as_u64() {
+        return u16::try_from(n).ok();
+    }
+    let name = value.as_str()?;
+    array(&container["ports"])
+        .iter()
+        .find(|p| p["name"].as_str() == Some(name) && p["protocol"].as_str().unwrap_or("TCP") == protocol)
+        .and_then(|p| p["containerPort"].as_u64())
+        .and_then(|n| u16::try_from(n).ok())
+}
+
+#[test]
+fn probes_ask_health_and_ready_on_the_http_port() {
+    let docs = manifests();
+    let mut probes = 0;
+    for c in checked(&docs) {
+        let what = c.what();
+        if c.workload.kind() == "Deployment" {
+            for probe in ["livenessProbe", "readinessProbe"] {
+                assert!(c.container[probe].is_object(), "{what}: no {probe}");
+            }
+        }
+        for (probe, path) in [
+            ("livenessProbe", "/health"),
+            ("readinessProbe", "/ready"),
+            ("startupProbe", "/health"),
+        ] {
+            let spec = &c.container[probe];
+            if spec.is_null() {
+                continue;
+            }
+            let get = &spec["httpGet"];
+            assert!(
+                get.is_object(),
+                "{what}: {probe} is not an httpGet of skyline's HTTP endpoints"
+            );
+            let http = c
+                .settings
+                .http
+                .unwrap_or_else(|| panic!("{what}: {probe} but no --http-addr: nothing answers it"));
+            assert_eq!(get["path"].as_str(), Some(path), "{what}: {probe} path");
+            assert_eq!(
+                get["scheme"].as_str().unwrap_or("HTTP"),
+                "HTTP",
+                "{what}: {probe} scheme"
+            );
+            let port = resolve_port(&get["port"], c.container, "TCP")
+                .unwrap_or_else(|| panic!("{what}: {probe} port {} is not a container port", get["port"]));
+            assert_eq!(port, http.port(), "{what}: {probe} port against --http-addr {http}");
+            // The kubelet asks the pod's IP unless the probe names a host.
+            let host: Option<IpAddr> = get["host"].as_str().map(|h| h.parse().unwrap());
+            if !http.ip().is_unspecified() {
+                assert_eq!(host, Some(http.ip()), "{what}: {probe} host against --http-addr {http}");
+            }
+            probes += 1;
+        }
+        let readiness = &c.container["readinessProbe"];
+        if readiness.is_object() {
+            // The pod leaves the Service's endpoints within the drain, while it still answers.
+            let period = readiness["periodSeconds"].as_u64().unwrap_or(10);
+            let failures = readiness["failureThreshold"].as_u64().unwrap_or(3);
+            assert!(
+                Duration::from_secs(period * failures) < c.settings.drain,
+                "{what}: readiness needs {period} s x {failures} to notice a drain of {:?}",
+                c.settings.drain
+            );
+        }
+    }
+    assert!(
+        probes >= 2,
+        "expected a liveness and a readiness probe at least, found {probes}"
+    );
+}
+
+#[test]
+fn container_ports_are_what_skyline_listens_on() {
+    let docs = manifests();
+    let mut ports = 0;
+    for c in checked(&docs) {
+        let what = c.what();
+        let dns = c.dns_ports();
+        let host_network = pod_spec(c.workload)["hostNetwork"].as_bool().unwrap_or(false);
+        if let Some(http) = c.settings.http {
+            assert!(!dns.contains(&http.port()), "{what}: --http-addr {http} on a DNS port");
+        }
+        let declared = array(&c.container["ports"]);
+        let surge = &c.workload.value["spec"]["updateStrategy"]["rollingUpdate"]["maxSurge"];
+        if host_network && !(surge.is_null() || surge == 0 || surge == "0%") {
+            // On the host network container ports are host ports, and a host port can be held
+            // by one pod only: the surge pod of an update could not be scheduled.
+            assert!(
+                declared.is_empty(),
+                "{what}: host-network ports keep maxSurge from working"
+            );
+        }
+        let mut found = BTreeSet::new();
+        for port in declared {
+            let number = port["containerPort"]
+                .as_u64()
+                .and_then(|n| u16::try_from(n).ok())
+                .unwrap();
+            let protocol = port["protocol"].as_str().unwrap_or("TCP");
+            if dns.contains(&number) {
+                assert!(
+                    matches!(protocol, "UDP" | "TCP"),
+                    "{what}: DNS port {number}/{protocol}"
+                );
+            } else if c.settings.http.map(|h| h.port()) == Some(number) {
+                assert_eq!(protocol, "TCP", "{what}: HTTP port {number}/{protocol}");
+            } else {
+                panic!("{what}: container port {number}/{protocol} is neither an --addr nor the --http-addr port");
+            }
+            if host_network {
+                if let Some(host) = port["hostPort"].as_u64() {
+                    assert_eq!(host, u64::from(number), "{what}: hostPort differs on the host network");
+                }
+            }
+            assert!(
+                found.insert((number, protocol)),
+                "{what}: {number}/{protocol} declared twice"
+            );
+            ports += 1;
+        }
+        if !declared.is_empty() {
+            for port in &dns {
+                for protocol in ["UDP", "TCP"] {
+                    assert!(
+                        found.contains(&(*port, protocol)),
+                        "{what}: DNS port {port}/{protocol} not declared"
+                    );
+                }
+            }
+            if let Some(http) = c.settings.http {
+                assert!(
+                    found.contains(&(http.port(), "TCP")),
+                    "{what}: HTTP port {} not declared",
+                    http.port()
+                );
+            }
+        }
+    }
+    assert!(
+        ports >= 3,
+        "expected DNS over UDP and TCP and the HTTP port declared, found {ports}"
+    );
+}
+
+#[test]
+fn services_target_the_ports_skyline_listens_on() {
+    let docs = manifests();
+    let checked = checked(&docs);
+    let mut targets = 0;
+    for service in of_kind(&docs, "Service") {
+        let what = service.what();
+        let selector = string_map(&service.value["spec"]["selector"]);
+        let backends: Vec<&Checked> = checked
+            .iter()
+            .filter(|c| c.workload.namespace() == service.namespace() && selects(&selector, &pod_labels(c.workload)))
+            .collect();
+        assert!(
+            !backends.is_empty(),
+            "{what}: its selector {selector:?} matches no workload here"
+        );
+        let ports = array(&service.value["spec"]["ports"]);
+        assert!(!ports.is_empty(), "{what}: no port");
+        for port in ports {
+            let protocol = port["protocol"].as_str().unwrap_or("TCP");
+            let target = if port["targetPort"].is_null() {
+                &port["port"]
+            } else {
+                &port["targetPort"]
+            };
+            for c in &backends {
+                let number = resolve_port(target, c.container, protocol)
+                    .unwrap_or_else(|| panic!("{what}: targetPort {target}/{protocol} is not a port of {}", c.what()));
+                let http = c.settings.http.map(|h| h.port());
+                assert!(
+                    c.dns_ports().contains(&number) || (protocol == "TCP" && http == Some(number)),
+                    "{what}: {number}/{protocol} is not a port {} listens on",
+                    c.what()
+                );
+                targets += 1;
+            }
+        }
+    }
+    assert!(
+        targets >= 3,
+        "expected Service ports for DNS over UDP and TCP and metrics, found {targets}"
+    );
+}
+
+#[test]
+fn the_grace_period_covers_the_drain_and_what_follows() {
+    let docs = manifests();
+    let checked = checked(&docs);
+    for c in &checked {
+        let grace = pod_spec(c.workload)["terminationGracePeriodSeconds"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{}: no terminationGracePeriodSeconds", c.workload.what()));
+        let needed = c.settings.drain + c.settings.forward_timeout + FINISH;
+        assert!(
+            Duration::from_secs(grace) > needed,
+            "{}: terminationGracePeriodSeconds {grace} does not exceed the drain {:?} + the forwarding \
+             timeout {:?} + {FINISH:?}",
+            c.what(),
+            c.settings.drain,
+            c.settings.forward_timeout
+        );
+    }
+    assert!(!checked.is_empty());
+}
+
+/// `(apiGroup, resource, verb)` for every combination a list of RBAC rules allows.
+fn rule_triples(rules: &Value, what: &str) -> BTreeSet<(String, String, String)> {
+    let mut out = BTreeSet::new();
+    for rule in array(rules) {
+        let keys: BTreeSet<&str> = rule.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            BTreeSet::from(["apiGroups", "resources", "verbs"]),
+            "{what}: a rule with other fields than apiGroups, resources and verbs"
+        );
+        for group in strings(&rule["apiGroups"]) {
+            for resource in strings(&rule["resources"]) {
+                for verb in strings(&rule["verbs"]) {
+                    out.insert((group.clone(), resource.clone(), verb));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The rules in the first YAML block of README.md's "Kubernetes" section.
+fn readme_rules() -> BTreeSet<(String, String, String)> {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let section = readme
+        .split("\n## ")
+        .find(|s| s.starts_with("Kubernetes\n"))
+        .expect("README.md has no Kubernetes section");
+    let block = section
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|s| s.split("```").next())
+        .expect("README.md's Kubernetes section has no yaml block");
+    let value: Value = serde_yaml_ng::from_str(block).expect("README.md's rules are not YAML");
+    let rules = rule_triples(&value["rules"], "README.md");
+    assert!(!rules.is_empty(), "README.md's Kubernetes section lists no rule");
+    rules
+}
+
+#[test]
+fn the_cluster_role_grants_exactly_what_the_readme_lists() {
+    let docs = manifests();
+    let expected = readme_rules();
+    let mut identities = 0;
+    for c in checked(&docs) {
+        let spec = pod_spec(c.workload);
+        if !c.settings.kubernetes {
+            // Nothing to ask the API server: no token in the pod.
+            assert_eq!(
+                spec["automountServiceAccountToken"].as_bool(),
+                Some(false),
+                "{}: does not watch the API server but mounts a token",
+                c.what()
+            );
+            continue;
+        }
+        let namespace = c.workload.namespace();
+        let account = spec["serviceAccountName"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{}: runs --kubernetes as the default ServiceAccount", c.what()));
+        assert!(
+            of_kind(&docs, "ServiceAccount")
+                .iter()
+                .any(|a| a.name() == account && a.namespace() == namespace),
+            "no ServiceAccount {namespace}/{account}"
+        );
+        let mut granted = BTreeSet::new();
+        let mut bindings = 0;
+        for binding in of_kind(&docs, "ClusterRoleBinding") {
+            let bound = array(&binding.value["subjects"])
+                .iter()
+                .any(|s| s["kind"] == "ServiceAccount" && s["name"] == account && s["namespace"] == namespace);
+            if !bound {
+                continue;
+            }
+            let role_ref = &binding.value["roleRef"];
+            assert_eq!(role_ref["kind"], "ClusterRole", "{}: roleRef", binding.what());
+            let role = of_kind(&docs, "ClusterRole")
+                .into_iter()
+                .find(|r| role_ref["name"] == r.name())
+                .unwrap_or_else(|| panic!("{}: no ClusterRole {}", binding.what(), role_ref["name"]));
+            granted.extend(rule_triples(&role.value["rules"], &role.what()));
+            bindings += 1;
+        }
+        assert!(
+            bindings > 0,
+            "no ClusterRoleBinding for ServiceAccount {namespace}/{account}"
+        );
+        assert_eq!(
+            granted, expected,
+            "{namespace}/{account}: the rules differ from README.md's"
+        );
+        identities += 1;
+    }
+    assert!(identities > 0, "no container runs --kubernetes");
+}
+
+#[test]
+fn cluster_dns_survives_disruption_and_updates() {
+    let docs = manifests();
+    let deployments = of_kind(&docs, "Deployment");
+    assert!(!deployments.is_empty());
+    for deployment in deployments {
+        let what = deployment.what();
+        let labels = pod_labels(deployment);
+        assert!(
+            deployment.value["spec"]["replicas"].as_u64().unwrap_or(1) >= 2,
+            "{what}: one replica"
+        );
+        let selector = string_map(&deployment.value["spec"]["selector"]["matchLabels"]);
+        assert!(selects(&selector, &labels), "{what}: the selector misses its own pods");
+        let budgets: Vec<&Doc> = of_kind(&docs, "PodDisruptionBudget")
+            .into_iter()
+            .filter(|b| {
+                b.namespace() == deployment.namespace()
+                    && selects(&string_map(&b.value["spec"]["selector"]["matchLabels"]), &labels)
+            })
+            .collect();
+        assert_eq!(budgets.len(), 1, "{what}: one PodDisruptionBudget should cover it");
+        let rolling = &deployment.value["spec"]["strategy"]["rollingUpdate"];
+        assert_eq!(
+            rolling["maxUnavailable"], 0,
+            "{what}: an update should not take a replica away first"
+        );
+        let anti = &pod_spec(deployment)["affinity"]["podAntiAffinity"];
+        let terms: Vec<&Value> = array(&anti["requiredDuringSchedulingIgnoredDuringExecution"])
+            .iter()
+            .chain(
+                array(&anti["preferredDuringSchedulingIgnoredDuringExecution"])
+                    .iter()
+                    .map(|t| &t["podAffinityTerm"]),
+            )
+            .collect();
+        assert!(
+            terms.iter().any(|t| t["topologyKey"] == "kubernetes.io/hostname"
+                && selects(&string_map(&t["labelSelector"]["matchLabels"]), &labels)),
+            "{what}: no anti-affinity keeping its replicas on different nodes"
+        );
+    }
+}
+
+#[test]
+fn the_node_local_cache_updates_by_surge_on_the_addresses_it_sets_up() {
+    let docs = manifests();
+    let checked = checked(&docs);
+    let cluster_ips: BTreeSet<IpAddr> = of_kind(&docs, "Service")
+        .iter()
+        .filter_map(|s| s.value["spec"]["clusterIP"].as_str())
+        .filter_map(|ip| ip.parse().ok())
+        .collect();
+    let mut caches = 0;
+    for c in checked.iter().filter(|c| c.workload.kind() == "DaemonSet") {
+        let what = c.what();
+        let spec = pod_spec(c.workload);
+        assert_eq!(
+            spec["hostNetwork"].as_bool(),
+            Some(true),
+            "{what}: not on the host network"
+        );
+        let rolling = &c.workload.value["spec"]["updateStrategy"];
+        assert_eq!(rolling["type"], "RollingUpdate", "{what}: update strategy");
+        assert_eq!(
+            rolling["rollingUpdate"]["maxUnavailable"], 0,
+            "{what}: a node would be left without a cache"
+        );
+        let surge = &rolling["rollingUpdate"]["maxSurge"];
+        assert!(
+            !(surge.is_null() || surge == 0 || surge == "0%"),
+            "{what}: no surge, so a gap on every node"
+        );
+        let ips: BTreeSet<IpAddr> = c.settings.addrs.iter().map(SocketAddr::ip).collect();
+        assert!(
+            ips.iter().any(|ip| matches!(ip, IpAddr::V4(v4) if v4.is_link_local())),
+            "{what}: no link-local address among {ips:?}"
+        );
+        for ip in &ips {
+            assert!(!ip.is_unspecified(), "{what}: listens on {ip} of every node address");
+            let link_local = matches!(ip, IpAddr::V4(v4) if v4.is_link_local());
+            assert!(
+                link_local || cluster_ips.contains(ip),
+                "{what}: {ip} is neither link-local nor the address of a Service it stands in for"
+            );
+        }
+        assert!(!c.settings.upstreams.is_empty(), "{what}: forwards nowhere");
+        for upstream in &c.settings.upstreams {
+            assert!(
+                !ips.contains(&upstream.ip()),
+                "{what}: forwards to {upstream}, its own address: a loop"
+            );
+        }
+        // The init container puts exactly these addresses on the node.
+        let mut setups = 0;
+        for init in array(&spec["initContainers"]) {
+            let env: BTreeMap<String, String> = literal_env(init).into_iter().collect();
+            let Some(addresses) = env.get("ADDRESSES") else {
+                continue;
+            };
+            let configured: BTreeSet<IpAddr> = addresses.split_whitespace().map(|a| a.parse().unwrap()).collect();
+            assert_eq!(configured, ips, "{what}: the init container's ADDRESSES against --addr");
+            let interface = env.get("INTERFACE").expect("the init container names no INTERFACE");
+            assert!(
+                (1..=15).contains(&interface.len()),
+                "interface name {interface:?}: 1-15 characters"
+            );
+            let command = strings(&init["command"]);
+            assert_eq!(
+                command[..2],
+                ["/bin/sh", "-c"],
+                "{what}: the init container is not a shell script"
+            );
+            let syntax = Command::new("sh")
+                .arg("-n")
+                .arg("-c")
+                .arg(&command[2])
+                .output()
+                .unwrap();
+            assert!(
+                syntax.status.success(),
+                "{what}: the init script does not parse: {}",
+                String::from_utf8_lossy(&syntax.stderr)
+            );
+            let caps = strings(&init["securityContext"]["capabilities"]["add"]);
+            assert_eq!(caps, ["NET_ADMIN"], "{what}: the init container's capabilities");
+            setups += 1;
+        }
+        assert_eq!(setups, 1, "{what}: one init container should set up its addresses");
+        caches += 1;
+    }
+    assert!(caches > 0, "no node-local DaemonSet");
+}
+
+#[test]
+fn containers_run_unprivileged_with_at_most_the_capability_for_port_53() {
+    let docs = manifests();
+    let checked = checked(&docs);
+    let stages = dockerfile_stages();
+    let file_capability = stages
+        .iter()
+        .flat_map(|(_, instructions)| instructions)
+        .any(|i| i.contains("setcap cap_net_bind_service=+ep"));
+    for c in &checked {
+        let what = c.what();
+        let spec = pod_spec(c.workload);
+        let security = &c.container["securityContext"];
+        let pod_security = &spec["securityContext"];
+        let non_root = security["runAsNonRoot"]
+            .as_bool()
+            .or(pod_security["runAsNonRoot"].as_bool());
+        assert_eq!(non_root, Some(true), "{what}: runAsNonRoot");
+        let user = security["runAsUser"].as_u64().or(pod_security["runAsUser"].as_u64());
+        assert!(user.is_some_and(|u| u != 0), "{what}: runAsUser {user:?}");
+        assert_eq!(
+            security["readOnlyRootFilesystem"].as_bool(),
+            Some(true),
+            "{what}: writable root"
+        );
+        let caps = &security["capabilities"];
+        assert_eq!(strings(&caps["drop"]), ["ALL"], "{what}: capabilities.drop");
+        let added = strings(&caps["add"]);
+        assert!(
+            added.iter().all(|c| c == "NET_BIND_SERVICE"),
+            "{what}: capabilities.add {added:?}"
+        );
+        if file_capability {
+            // The kernel refuses to execute a binary whose file capabilities exceed the bounding set.
+            assert_eq!(
+                added,
+                ["NET_BIND_SERVICE"],
+                "{what}: the image's binary needs it in the bounding set"
+            );
+        }
+        let privileged_port = c
+            .dns_ports()
+            .into_iter()
+            .chain(c.settings.http.map(|h| h.port()))
+            .min()
+            .unwrap();
+        if privileged_port < 1024 {
+            let unprivileged_from = array(&pod_security["sysctls"])
+                .iter()
+                .find(|s| s["name"] == "net.ipv4.ip_unprivileged_port_start")
+                .and_then(|s| s["value"].as_str())
+                .map(|v| v.parse::<u16>().unwrap());
+            let by_sysctl = unprivileged_from.is_some_and(|from| from <= privileged_port);
+            let by_capability = file_capability && security["allowPrivilegeEscalation"].as_bool() != Some(false);
+            assert!(
+                by_sysctl || by_capability,
+                "{what}: nothing lets the unprivileged user bind port {privileged_port}"
+            );
+        }
+    }
+    assert!(!checked.is_empty());
+}
+
+#[test]
+fn the_dockerfile_builds_in_one_stage_and_runs_unprivileged_in_another() {
+    let stages = dockerfile_stages();
+    assert!(stages.len() >= 2, "Dockerfile: not multi-stage");
+    let (from, last) = stages.last().unwrap();
+    assert!(
+        stages[..stages.len() - 1].iter().any(|(_, i)| i
+            .iter()
+            .any(|i| i.contains("cargo build --release --locked -p skyline"))),
+        "Dockerfile: no stage before the last builds skyline"
+    );
+    assert!(
+        !last.iter().any(|i| i.starts_with("RUN ")),
+        "Dockerfile: the runtime stage runs commands ({from})"
+    );
+    let user = last
+        .iter()
+        .rev()
+        .find_map(|i| i.strip_prefix("USER "))
+        .expect("Dockerfile: the runtime stage sets no USER");
+    let name = user.split(':').next().unwrap();
+    assert!(!matches!(name, "0" | "root"), "Dockerfile: runs as {user}");
+    assert!(
+        last.iter().any(|i| i.starts_with("COPY --from=")),
+        "Dockerfile: the runtime stage copies nothing from the build"
+    );
+    let entrypoint = image_entrypoint();
+    assert!(
+        last.iter()
+            .any(|i| i.starts_with("COPY --from=") && i.ends_with(&format!(" {entrypoint}"))),
+        "Dockerfile: {entrypoint} is not what the runtime stage copies in"
+    );
+    let ignore = std::fs::read_to_string(root().join(".dockerignore")).unwrap();
+    assert!(
+        ignore.lines().any(|l| l.trim() == "target"),
+        ".dockerignore: target/ goes into the context"
+    );
+}
+
+#[test]
+fn expansion_follows_kubernetes() {
+    let vars = BTreeMap::from([("A".to_owned(), "1".to_owned())]);
+    assert_eq!(expand("$(A):53", &vars), "1:53");
+    assert_eq!(expand("$(B):53", &vars), "$(B):53");
+    assert_eq!(expand("$$(A)", &vars), "$(A)");
+    assert_eq!(expand("a$b", &vars), "a$b");
+}
+
+/// Set in the environment of this test binary when it runs inside the network namespace that
+/// [`a_node_local_update_by_surge_loses_no_query`] made.
+const IN_NAMESPACE: &str = "SKYLINE_DEPLOY_TEST_NAMESPACE";
+
+/// The cluster resolvers' stand-in inside the namespace: what `SKYLINE_UPSTREAM_SERVICE_HOST`
+/// reads there.
+const UPSTREAM: &str = "10.244.0.2";
+
+/// Whether the end-to-end test can run here: root (network namespaces), `ip` and `nft`. Under
+/// CI=true their absence fails the test, elsewhere it skips.
+fn can_run_in_a_namespace() -> bool {
+    let missing = |what: &str| {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{what} is required under CI=true");
+        }
+        eprintln!("skipping: {what} is missing");
+        false
+    };
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+    });
+    if !root {
+        return missing("root (network namespaces)");
+    }
+    for (program, package) in [("ip", "iproute2"), ("nft", "nftables"), ("sh", "dash")] {
+        let found = common::find_on_path(program).is_some()
+            || ["/usr/sbin", "/sbin"]
+                .iter()
+                .any(|d| Path::new(d).join(program).exists());
+        if !found {
+            return missing(&format!("{program} (Debian package {package})"));
+        }
+    }
+    true
+}
+
+/// A named network namespace, removed on drop.
+struct Namespace(String);
+
+impl Namespace {
+    fn new() -> Namespace {
+        let name = format!("skyline-deploy-{}", std::process::id());
+        let _ = Command::new("ip").args(["netns", "del", &name]).output();
+        let out = Command::new("ip").args(["netns", "add", &name]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "ip netns add: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Namespace(name)
+    }
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+    }
+}
+
+/// A process killed (if still running) on drop.
+struct Running(std::process::Child, &'static str);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            common::stop_child(&mut self.0, self.1);
+        }
+    }
+}
+
+fn must(command: &mut Command) -> String {
+    let out = command.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{command:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A DNS query for `name` type A with ID `id`, recursion desired.
+fn a_query(id: u16, name: &str) -> Vec<u8> {
+    let mut q = Vec::with_capacity(64);
+    q.extend_from_slice(&id.to_be_bytes());
+    q.extend_from_slice(&[0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]);
+    for label in name.split('.').filter(|l| !l.is_empty()) {
+        q.push(label.len() as u8);
+        q.extend_from_slice(label.as_bytes());
+    }
+    q.extend_from_slice(&[0, 0, 1, 0, 1]);
+    q
+}
+
+/// Queries sent by [`Load`] and what became of them.
+#[derive(Debug, Default)]
+struct Tally {
+    sent: usize,
+    answered: usize,
+    /// Seconds since the start at which each unanswered query was sent, and where to.
+    lost: Vec<(f64, SocketAddr)>,
+    /// Queries sent after `mark` was set (the old process had exited), and of those answered.
+    sent_after_mark: usize,
+    answered_after_mark: usize,
+}
+
+/// Sends `rate` queries a second, each from a fresh socket (a new flow, as a stub resolver
+/// that opens a socket per lookup does), alternating over `targets`, for names that are all
+/// cache misses; a query without its reply within 2 s is lost.
+fn load(
+    targets: Vec<SocketAddr>,
+    rate: u32,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    mark: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<Tally> {
+    use std::sync::atomic::Ordering;
+    std::thread::spawn(move || {
+        let start = std::time::Instant::now();
+        let interval = Duration::from_secs(1) / rate;
+        let mut next = start;
+        let mut tally = Tally::default();
+        let mut pending: Vec<(std::net::UdpSocket, u16, std::time::Instant, SocketAddr, bool)> = Vec::new();
+        let mut buf = [0u8; 4096];
+        let mut n: u32 = 0;
+        loop {
+            let now = std::time::Instant::now();
+            let stopping = stop.load(Ordering::Relaxed);
+            if stopping && pending.is_empty() {
+                return tally;
+            }
+            if !stopping && now >= next {
+                let socket = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+                socket.set_nonblocking(true).unwrap();
+                let target = targets[n as usize % targets.len()];
+                let id = n as u16;
+                let name = format!("q{n}-{}.example.org", std::process::id());
+                let marked = mark.load(Ordering::Relaxed);
+                tally.sent += 1;
+                tally.sent_after_mark += usize::from(marked);
+                // A query the kernel refuses to send (no such address) is lost as well.
+                match socket.send_to(&a_query(id, &name), target) {
+                    Ok(_) => pending.push((socket, id, now, target, marked)),
+                    Err(_) => tally.lost.push(((now - start).as_secs_f64(), target)),
+                }
+                n += 1;
+                next += interval;
+            }
+            pending.retain(|(socket, id, sent, target, marked)| {
+                if let Ok(len) = socket.recv(&mut buf) {
+                    if len >= 2 && u16::from_be_bytes([buf[0], buf[1]]) == *id {
+                        tally.answered += 1;
+                        tally.answered_after_mark += usize::from(*marked);
+                        return false;
+                    }
+                }
+                if now.duration_since(*sent) > Duration::from_secs(2) {
+                    tally.lost.push(((*sent - start).as_secs_f64(), *target));
+                    return false;
+                }
+                true
+            });
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    })
+}
+
+/// End-to-end, in a network namespace this test makes: the node-local DaemonSet's update as
+/// the kubelet would carry it out on one node, with the manifest's own init script and
+/// command line. The old pod's init container sets up the addresses and skyline serves on
+/// them, forwarding to a stand-in for the cluster resolvers (a skyline serving `example.org.`);
+/// under a steady load of cache misses to both addresses, the surge pod's init container runs
+/// again and the new skyline starts beside the old one; the old one gets SIGTERM, drains and
+/// exits 0; the new one answers everything from then on. No query may go unanswered, and the
+/// addresses stay on the node.
+#[test]
+fn a_node_local_update_by_surge_loses_no_query() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    const NAME: &str = "a_node_local_update_by_surge_loses_no_query";
+    if std::env::var_os(IN_NAMESPACE).is_none() {
+        if !can_run_in_a_namespace() {
+            return;
+        }
+        let ns = Namespace::new();
+        let out = Command::new("ip")
+            .args(["netns", "exec", &ns.0])
+            .arg(std::env::current_exe().unwrap())
+            .args(["--exact", NAME, "--test-threads=1", "--nocapture"])
+            .env(IN_NAMESPACE, "1")
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "in the namespace:\n{text}");
+        assert!(
+            text.contains("1 passed"),
+            "the test did not run in the namespace:\n{text}"
+        );
+        eprintln!("{text}");
+        return;
+    }
+
+    let docs = manifests();
+    let daemonset = of_kind(&docs, "DaemonSet").into_iter().next().expect("no DaemonSet");
+    let spec = pod_spec(daemonset);
+    let init = array(&spec["initContainers"])
+        .iter()
+        .find(|c| !literal_env(c).is_empty())
+        .expect("no init container with an environment");
+    let init_env = literal_env(init);
+    let script = strings(&init["command"]);
+    let container = &array(&spec["containers"])[0];
+    let mut vars = service_variables(&docs, daemonset.namespace(), true);
+    for (name, value) in vars.iter_mut() {
+        if name.ends_with("_SERVICE_HOST") {
+            *value = UPSTREAM.to_owned();
+        }
+    }
+    vars.extend(literal_env(container));
+    let args: Vec<String> = strings(&container["command"])[1..]
+        .iter()
+        .cloned()
+        .chain(strings(&container["args"]))
+        .map(|a| expand(&a, &vars))
+        .collect();
+    let settings = check_config("the DaemonSet's container", &args, &literal_env(container));
+    assert_eq!(settings.upstreams, [SocketAddr::new(UPSTREAM.parse().unwrap(), 53)]);
+    let interface = init_env
+        .iter()
+        .find(|(k, _)| k == "INTERFACE")
+        .map(|(_, v)| v.clone())
+        .unwrap();
+
+    must(Command::new("ip").args(["link", "set", "lo", "up"]));
+    let set_up = || {
+        must(
+            Command::new(&script[0])
+                .args(&script[1..])
+                .env_clear()
+                .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+                .envs(init_env.iter().cloned()),
+        )
+    };
+    set_up();
+    must(Command::new("ip").args(["addr", "add", &format!("{UPSTREAM}/32"), "dev", "lo"]));
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records.json");
+    std::fs::write(
+        &records,
+        r#"{"/skydns/config": {"domain": "example.org."}, "/skydns/org/example/www": {"host": "10.0.0.1"}}"#,
+    )
+    .unwrap();
+    let skyline = |args: &[String], what: &'static str| {
+        let child = Command::new(env!("CARGO_BIN_EXE_skyline"))
+            .args(args)
+            .env_clear()
+            .env("SKYLINE_RESOLV_CONF", "/dev/null")
+            .envs(literal_env(container))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        Running(child, what)
+    };
+    let upstream_args: Vec<String> = [
+        format!("--addr={UPSTREAM}:53"),
+        format!("--records={}", records.display()),
+        "--no-rec".to_owned(),
+        "--workers=1".to_owned(),
+        "--no-pin".to_owned(),
+    ]
+    .into();
+    let _upstream = skyline(&upstream_args, "the upstream");
+    let mut old = skyline(&args, "the old pod's skyline");
+
+    // Serving: a name of the upstream, through the cache, on every address.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    for target in &settings.addrs {
+        loop {
+            let socket = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+            socket.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+            socket.send_to(&a_query(7, "www.example.org"), target).unwrap();
+            let mut buf = [0u8; 512];
+            if socket.recv(&mut buf).is_ok_and(|n| n > 2 && buf[..2] == [0, 7]) {
+                break;
+            }
+            assert!(old.0.try_wait().unwrap().is_none(), "the old skyline exited at start");
+            assert!(std::time::Instant::now() < deadline, "no answer on {target}");
+        }
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let mark = Arc::new(AtomicBool::new(false));
+    let load = load(settings.addrs.clone(), 1000, Arc::clone(&stop), Arc::clone(&mark));
+    std::thread::sleep(Duration::from_secs(1));
+    // The surge pod: its init container, then its skyline beside the old one.
+    set_up();
+    let mut new = skyline(&args, "the new pod's skyline");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        new.0.try_wait().unwrap().is_none(),
+        "the new skyline could not start beside the old one"
+    );
+    // The old pod is deleted: SIGTERM, the drain, then exit within the grace period.
+    skyline_dataplane::sys::send_signal(old.0.id(), skyline_dataplane::sys::Signal::Terminate).unwrap();
+    let grace = Duration::from_secs(pod_spec(daemonset)["terminationGracePeriodSeconds"].as_u64().unwrap());
+    let deadline = std::time::Instant::now() + grace;
+    let status = loop {
+        if let Some(status) = old.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the old skyline outlived the grace period"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "the old skyline exited with {status}");
+    mark.store(true, Ordering::Relaxed);
+    std::thread::sleep(Duration::from_millis(1500));
+    stop.store(true, Ordering::Relaxed);
+    let tally = load.join().unwrap();
+    eprintln!("{tally:?}");
+    assert!(tally.sent > 5000, "too few queries to tell: {tally:?}");
+    assert!(
+        tally.sent_after_mark > 500,
+        "too few queries after the old pod's exit: {tally:?}"
+    );
+    assert_eq!(tally.answered_after_mark, tally.sent_after_mark, "{tally:?}");
+    assert!(
+        tally.lost.is_empty(),
+        "{} of {} queries unanswered: {:?}",
+        tally.lost.len(),
+        tally.sent,
+        tally.lost
+    );
+    assert_eq!(tally.answered, tally.sent);
+    assert!(new.0.try_wait().unwrap().is_none(), "the new skyline stopped");
+    // The old pod's exit left the node's set-up in place.
+    let shown = must(Command::new("ip").args(["-o", "addr", "show", "dev", &interface]));
+    for addr in &settings.addrs {
+        assert!(
+            shown.contains(&format!("{}/32", addr.ip())),
+            "{} gone from {interface}: {shown}",
+            addr.ip()
+        );
+    }
+    must(Command::new("nft").args(["list", "table", "inet", &format!("skyline_{interface}")]));
+}
