@@ -1,7 +1,8 @@
 //! Checks of the deployment files: the Kubernetes manifests under `deploy/kubernetes/` (cluster
 //! DNS) and `deploy/node-local/` (the node-local cache), and the `Dockerfile`.
 //!
-//! Every YAML document must parse. Each container of each Deployment and DaemonSet runs the
+//! Every YAML document must parse, and read back unchanged through its Kubernetes API type
+//! (k8s-openapi), so that no field is misspelled, misplaced or of the wrong type. Each container of each Deployment and DaemonSet runs the
 //! image's entrypoint; its `command` and `args` (with `$(VAR)` expanded as Kubernetes does, from
 //! the container's literal `env` values and the Service variables of its namespace) must pass
 //! `skyline --check-config`, run as this build's binary with that environment. What the check
@@ -445,6 +446,63 @@ fn every_manifest_parses_and_names_what_it_deploys() {
             doc.what()
         );
     }
+}
+
+/// Reads `doc` as the Kubernetes API type `T` and back: the apiVersion and kind must be `T`'s,
+/// and every field must survive, so a misspelled or misplaced field (which the API server would
+/// reject, or drop) or a value of the wrong type fails.
+fn round_trip<T>(doc: &Doc)
+where
+    T: k8s_openapi::Resource + serde::de::DeserializeOwned + serde::Serialize,
+{
+    let what = doc.what();
+    assert_eq!(doc.value["apiVersion"], T::API_VERSION, "{what}: apiVersion");
+    let typed: T = serde_json::from_value(doc.value.clone()).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let back = serde_json::to_value(&typed).unwrap();
+    if let Some(path) = first_difference(&doc.value, &back, String::new()) {
+        panic!(
+            "{what}: {path} is not read as written: not a field of {} there",
+            T::KIND
+        );
+    }
+}
+
+/// The path of the first place where `written` and `read` differ.
+fn first_difference(written: &Value, read: &Value, path: String) -> Option<String> {
+    match (written, read) {
+        (Value::Object(a), Value::Object(b)) => a
+            .iter()
+            .find_map(|(k, v)| match b.get(k) {
+                Some(w) => first_difference(v, w, format!("{path}.{k}")),
+                None => Some(format!("{path}.{k}")),
+            })
+            .or_else(|| b.keys().find(|k| !a.contains_key(*k)).map(|k| format!("{path}.{k}"))),
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => a
+            .iter()
+            .zip(b)
+            .enumerate()
+            .find_map(|(i, (v, w))| first_difference(v, w, format!("{path}[{i}]"))),
+        _ => (written != read).then_some(path),
+    }
+}
+
+#[test]
+fn every_manifest_is_made_of_api_fields() {
+    use k8s_openapi::api::{apps, core, policy, rbac};
+    let docs = manifests();
+    for doc in &docs {
+        match doc.kind() {
+            "Deployment" => round_trip::<apps::v1::Deployment>(doc),
+            "DaemonSet" => round_trip::<apps::v1::DaemonSet>(doc),
+            "Service" => round_trip::<core::v1::Service>(doc),
+            "ServiceAccount" => round_trip::<core::v1::ServiceAccount>(doc),
+            "ClusterRole" => round_trip::<rbac::v1::ClusterRole>(doc),
+            "ClusterRoleBinding" => round_trip::<rbac::v1::ClusterRoleBinding>(doc),
+            "PodDisruptionBudget" => round_trip::<policy::v1::PodDisruptionBudget>(doc),
+            other => panic!("{}: no API type known here for kind {other}", doc.what()),
+        }
+    }
+    assert!(!docs.is_empty());
 }
 
 #[test]
