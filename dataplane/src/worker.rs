@@ -35,13 +35,11 @@ const UDP_BASE: usize = 1 << (usize::BITS - 4);
 /// Token of the waker that tells a worker its state changed.
 const WAKER: Token = Token(1);
 
-/// What the workers are asked to do, in this order: answer; close the listeners and finish
-/// the queries already received; stop at once.
+/// What the workers are asked to do, in this order: answer; close the TCP listeners and finish
+/// what is in flight, still answering UDP; stop at once.
 const SERVING: u8 = 0;
 const CLOSING: u8 = 1;
 const STOPPING: u8 = 2;
-/// UDP turns a closing worker takes to answer what the kernel queued before the close.
-const CLOSING_UDP_TURNS: usize = 4;
 /// How often a drain looks whether every worker has finished.
 const DRAIN_POLL: Duration = Duration::from_millis(5);
 
@@ -303,11 +301,12 @@ impl Server {
         self.stop_and_join();
     }
 
-    /// Ends serving without dropping what was already asked: the listeners close (the UDP
-    /// datagrams queued in them are answered first), each query in flight upstream gets its
-    /// answer, and each open TCP connection is closed once the queries sent on it before the
-    /// close are answered and written. Past `limit`, what is left is abandoned. Returns whether
-    /// everything finished within it.
+    /// Ends serving without dropping what was already asked: the TCP listeners close, each
+    /// query in flight upstream gets its answer, and each open TCP connection is closed once
+    /// the queries sent on it before the close are answered and written. UDP is answered until
+    /// then (the sockets close with the workers), so that datagrams the kernel still steers to
+    /// them are not lost. Past `limit`, what is left is abandoned. Returns whether everything
+    /// finished within it.
     pub fn drain(mut self, limit: Duration) -> bool {
         // Closed first, so that the listeners really close with the workers' descriptors.
         self.handover.clear();
@@ -485,7 +484,7 @@ impl<P: PacketIo> Worker<P> {
                         }
                     }
                     token => match token.0.checked_sub(UDP_BASE).and_then(|i| self.udp_ready.get_mut(i)) {
-                        Some(ready) => *ready = !self.closed,
+                        Some(ready) => *ready = true,
                         None => self.tcp.on_event(token, event.is_read_closed()),
                     },
                 }
@@ -515,21 +514,12 @@ impl<P: PacketIo> Worker<P> {
         }
     }
 
-    /// Answers what the kernel queued on the UDP sockets and stops reading them (each stays
-    /// open to send the replies that wait for an upstream), and closes the TCP listeners.
+    /// Closes the TCP listeners. The UDP sockets are read and answered on until the worker
+    /// ends: they must stay open to send the replies that wait for an upstream, and while one
+    /// is open the kernel keeps steering datagrams to it (another process's sockets on the same
+    /// port share the flows with it), which would be lost unread.
     fn close_listeners(&mut self) {
         self.closed = true;
-        for socket in 0..self.io.len() {
-            for _ in 0..CLOSING_UDP_TURNS {
-                if !self.udp_turn(socket) {
-                    break;
-                }
-            }
-            self.udp_ready[socket] = false;
-            if let Err(e) = self.poll.registry().deregister(&mut self.io[socket]) {
-                tracing::warn!(error = %e, "deregistering a UDP socket while draining failed");
-            }
-        }
         self.tcp.close_listeners(self.poll.registry());
     }
 

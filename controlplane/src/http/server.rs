@@ -19,7 +19,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::Semaphore;
 
 /// Connections served at once. Scrapers and probes need a handful; past this a new connection
@@ -43,6 +43,9 @@ const MAX_HEADERS: usize = 32;
 
 /// The connection's read buffer at most (hyper's minimum is 8 KiB).
 const MAX_BUFFER_BYTES: usize = 16 * 1024;
+
+/// Pending-connection queue of the listener.
+const LISTEN_BACKLOG: u32 = 128;
 
 /// Pause after a failed accept (out of file descriptors, say), so that the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
@@ -77,10 +80,21 @@ pub struct HttpServer {
 
 impl HttpServer {
     /// Binds `addr` now, so that a bad address is a start error rather than a log line later.
+    /// The port is shared (`SO_REUSEPORT`) as the DNS ports are, so that a second skyline on the
+    /// same host network (a DaemonSet's surge pod during an update) can start beside this one.
     /// Must run within a tokio runtime.
     pub async fn bind(addr: SocketAddr, observed: Observed) -> Result<HttpServer, HttpError> {
         let bind_error = |source| HttpError::Bind { addr, source };
-        let listener = TcpListener::bind(addr).await.map_err(bind_error)?;
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()
+        } else {
+            TcpSocket::new_v6()
+        }
+        .map_err(bind_error)?;
+        socket.set_reuseaddr(true).map_err(bind_error)?;
+        socket.set_reuseport(true).map_err(bind_error)?;
+        socket.bind(addr).map_err(bind_error)?;
+        let listener = socket.listen(LISTEN_BACKLOG).map_err(bind_error)?;
         let local_addr = listener.local_addr().map_err(bind_error)?;
         Ok(HttpServer {
             listener,
