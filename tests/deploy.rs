@@ -26,7 +26,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -1088,33 +1088,9 @@ const IN_NAMESPACE: &str = "SKYLINE_DEPLOY_TEST_NAMESPACE";
 /// reads there.
 const UPSTREAM: &str = "10.244.0.2";
 
-/// Whether the end-to-end test can run here: root (network namespaces), `ip` and `nft`. Under
-/// CI=true their absence fails the test, elsewhere it skips.
+/// Whether the end-to-end test can run here: root (network namespaces), `ip`, `nft` and `sh`.
 fn can_run_in_a_namespace() -> bool {
-    let missing = |what: &str| {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{what} is required under CI=true");
-        }
-        eprintln!("skipping: {what} is missing");
-        false
-    };
-    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-    });
-    if !root {
-        return missing("root (network namespaces)");
-    }
-    for (program, package) in [("ip", "iproute2"), ("nft", "nftables"), ("sh", "dash")] {
-        let found = common::find_on_path(program).is_some()
-            || ["/usr/sbin", "/sbin"]
-                .iter()
-                .any(|d| Path::new(d).join(program).exists());
-        if !found {
-            return missing(&format!("{program} (Debian package {package})"));
-        }
-    }
-    true
+    common::can_use_namespaces(&[("ip", "iproute2"), ("nft", "nftables"), ("sh", "dash")])
 }
 
 /// A named network namespace, removed on drop.

@@ -14,33 +14,9 @@ const RECORDS: &str = r#"{"/skydns/local/skydns/web": {"host": "10.0.0.1"}}"#;
 const INTERFACE: &str = "nodelocal0";
 const ADDRESS: &str = "169.254.20.10";
 
-fn required(what: &str) -> bool {
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{what} is required under CI=true");
-    }
-    eprintln!("skipping: {what} is missing");
-    false
-}
-
 /// Whether the test can run here: root, and the programs it and skyline use.
 fn can_run() -> bool {
-    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-    });
-    if !root {
-        return required("root (network namespaces)");
-    }
-    for (program, package) in [("ip", "iproute2"), ("nft", "nftables"), ("dig", "dnsutils")] {
-        if common::find_on_path(program).is_none()
-            && !["/usr/sbin", "/sbin"]
-                .iter()
-                .any(|d| std::path::Path::new(d).join(program).exists())
-        {
-            return required(&format!("{program} (Debian package {package})"));
-        }
-    }
-    true
+    common::can_use_namespaces(&[("ip", "iproute2"), ("nft", "nftables"), ("dig", "dnsutils")])
 }
 
 fn run(args: &[&str]) -> Output {

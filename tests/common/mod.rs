@@ -429,3 +429,33 @@ pub fn eventually(limit: Duration, what: &str, mut check: impl FnMut() -> bool) 
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Whether a test that makes network namespaces can run here: root, and each `(program,
+/// Debian package)` on `PATH` or in an sbin directory. Under CI=true a missing one fails the
+/// test; elsewhere it is skipped with a message.
+pub fn can_use_namespaces(programs: &[(&str, &str)]) -> bool {
+    let missing = |what: &str| {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{what} is required under CI=true");
+        }
+        eprintln!("skipping: {what} is missing");
+        false
+    };
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+    });
+    if !root {
+        return missing("root (network namespaces)");
+    }
+    for (program, package) in programs {
+        let found = find_on_path(program).is_some()
+            || ["/usr/sbin", "/sbin"]
+                .iter()
+                .any(|d| std::path::Path::new(d).join(program).exists());
+        if !found {
+            return missing(&format!("{program} (Debian package {package})"));
+        }
+    }
+    true
+}
