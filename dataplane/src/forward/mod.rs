@@ -3,11 +3,12 @@
 //!
 //! A [`Resolver`] belongs to one worker. A query for a name outside the zones goes through
 //! [`crate::answer::answer_recursive`]: a cache hit is answered at once; a miss becomes an
-//! upstream question, merged with any identical one in flight (single-flight), sent from a
-//! fresh socket (random source port) with a random ID, retried on timeout on the next upstream,
-//! over TCP when the answer was truncated. When it resolves, every client that asked is
-//! answered by running its query through the answer path again, now with the result in hand,
-//! and the answer is cached. All upstreams failing gives the clients a stale answer if there is
+//! upstream question, merged with any identical one in flight (single-flight), sent with a
+//! random ID from a connected socket with a random source port (a socket that brought an answer
+//! is kept for up to 64 tries to the same upstream within 10 s), retried on timeout on the next
+//! upstream, over TCP when the answer was truncated. When it resolves, every client that asked
+//! is answered by running its query through the answer path again, now with the result in
+//! hand, and the answer is cached. All upstreams failing gives the clients a stale answer if there is
 //! one (RFC 8767), else SERVFAIL with an Extended DNS Error (RFC 8914), within a bounded time.
 
 mod acl;
