@@ -21,6 +21,15 @@ use std::time::{Duration, Instant};
 
 const RECORDS: &str = r#"{"/skydns/local/skydns/web": {"host": "10.0.0.1"}}"#;
 
+/// Held by each test for its whole run. A test writes binaries, and a process forked meanwhile
+/// by another test's thread inherits the open file until it execs, making a start of that
+/// binary fail with "text file busy"; one test at a time avoids it.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// skyline run from a copy of its binary, with a PID file and the HTTP endpoints.
 struct Upgradable {
     child: Child,
@@ -270,6 +279,7 @@ fn assert_nothing_lost(seen: &Seen) {
 
 #[test]
 fn an_upgrade_under_load_loses_no_query() {
+    let _alone = one_at_a_time();
     let mut s = Upgradable::start();
     let first = s.pid().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
@@ -305,6 +315,7 @@ fn an_upgrade_under_load_loses_no_query() {
 
 #[test]
 fn a_failed_upgrade_keeps_the_old_process_serving_and_a_later_one_works() {
+    let _alone = one_at_a_time();
     let s = Upgradable::start();
     let first = s.pid().unwrap();
     let exe = s.dir.path().join("skyline");
