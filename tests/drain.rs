@@ -6,9 +6,9 @@
 mod common;
 mod upstream;
 
-use common::{query, tcp_recv, tcp_send, udp_query, Skyline, HTTP_ANY_PORT};
+use common::{a_of, query, tcp_recv, tcp_send, udp_query, Skyline, HTTP_ANY_PORT};
 use hickory_proto::op::{Message, ResponseCode};
-use hickory_proto::rr::{RData, RecordType};
+use hickory_proto::rr::RecordType;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
@@ -25,17 +25,6 @@ fn http_status(addr: SocketAddr, path: &str) -> Option<u16> {
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
     response.split(' ').nth(1)?.parse().ok()
-}
-
-fn addresses(reply: &Message) -> Vec<Ipv4Addr> {
-    reply
-        .answers()
-        .iter()
-        .filter_map(|r| match r.data() {
-            Some(RData::A(a)) => Some(a.0),
-            _ => None,
-        })
-        .collect()
 }
 
 #[test]
@@ -59,17 +48,9 @@ fn sigterm_says_not_ready_keeps_answering_for_the_drain_then_exits_zero() {
     assert!(said_not_ready < Duration::from_millis(500), "{said_not_ready:?}");
     assert_eq!(http_status(http, "/health"), Some(200), "alive while draining");
     let udp = s.udp("web.skydns.local.", RecordType::A);
-    assert_eq!(
-        addresses(&udp),
-        [Ipv4Addr::new(10, 0, 0, 1)],
-        "UDP answered while draining"
-    );
+    assert_eq!(a_of(&udp), [Ipv4Addr::new(10, 0, 0, 1)], "UDP answered while draining");
     let tcp = s.tcp("web.skydns.local.", RecordType::A);
-    assert_eq!(
-        addresses(&tcp),
-        [Ipv4Addr::new(10, 0, 0, 1)],
-        "TCP answered while draining"
-    );
+    assert_eq!(a_of(&tcp), [Ipv4Addr::new(10, 0, 0, 1)], "TCP answered while draining");
     assert!(
         s.wait_exit(Duration::from_millis(800)).is_none(),
         "still serving within the drain"
@@ -108,9 +89,9 @@ fn queries_in_flight_when_the_listeners_close_are_answered() {
         .recv_from(&mut buf)
         .expect("the UDP question in flight is answered");
     let reply = Message::from_vec(&buf[..n]).unwrap();
-    assert_eq!((reply.id(), addresses(&reply)), (udp_question.id(), vec![GOOD]));
+    assert_eq!((reply.id(), a_of(&reply)), (udp_question.id(), vec![GOOD]));
     let reply = Message::from_vec(&tcp_recv(&mut conn).expect("the TCP question in flight is answered")).unwrap();
-    assert_eq!((reply.id(), addresses(&reply)), (tcp_question.id(), vec![GOOD]));
+    assert_eq!((reply.id(), a_of(&reply)), (tcp_question.id(), vec![GOOD]));
     let mut rest = Vec::new();
     assert_eq!(
         conn.read_to_end(&mut rest).ok(),

@@ -5,7 +5,7 @@
 mod common;
 mod upstream;
 
-use common::{query, tcp_query, udp_query, Skyline};
+use common::{a_of, query, tcp_query, udp_query, Skyline};
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{RData, RecordType};
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
@@ -100,17 +100,6 @@ fn ede(raw: &[u8]) -> Option<u16> {
 
 fn ttl_of(reply: &Message) -> u32 {
     reply.answers()[0].ttl()
-}
-
-fn a_of(reply: &Message) -> Vec<Ipv4Addr> {
-    reply
-        .answers()
-        .iter()
-        .filter_map(|r| match r.data() {
-            Some(RData::A(a)) => Some(a.0),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The fixture pauses and resumes Knot from the test process itself: run where `PATH` holds

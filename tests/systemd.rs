@@ -7,8 +7,8 @@
 
 mod common;
 
-use common::{query, tcp_query, udp_query};
-use hickory_proto::rr::{RData, RecordType};
+use common::{a_of, query, tcp_query, udp_query};
+use hickory_proto::rr::RecordType;
 use skyline_dataplane::sys::{send_signal, Signal};
 use socket2::SockRef;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
@@ -123,15 +123,7 @@ impl Drop for Activated {
 fn answers_web(addr: SocketAddr) {
     let q = query("web.skydns.local.", RecordType::A, Some(1232));
     for reply in [udp_query(addr, &q), tcp_query(addr, &q)] {
-        let a: Vec<_> = reply
-            .answers()
-            .iter()
-            .filter_map(|r| match r.data() {
-                Some(RData::A(a)) => Some(a.0),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(a, [Ipv4Addr::new(10, 0, 0, 1)]);
+        assert_eq!(a_of(&reply), [Ipv4Addr::new(10, 0, 0, 1)]);
     }
 }
 

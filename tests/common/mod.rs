@@ -459,3 +459,15 @@ pub fn can_use_namespaces(programs: &[(&str, &str)]) -> bool {
     }
     true
 }
+
+/// The addresses of a reply's A records, in order.
+pub fn a_of(reply: &Message) -> Vec<std::net::Ipv4Addr> {
+    reply
+        .answers()
+        .iter()
+        .filter_map(|r| match r.data() {
+            Some(hickory_proto::rr::RData::A(a)) => Some(a.0),
+            _ => None,
+        })
+        .collect()
+}
