@@ -42,6 +42,7 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
     let operator = keep(&mut problems, config::operator(cli, file));
     let tcp = keep(&mut problems, config::tcp(cli, file));
     let drain = keep(&mut problems, config::drain(cli, file));
+    let state = keep(&mut problems, config::state(cli, file)).flatten();
     let kubernetes = keep(&mut problems, config::kubernetes(cli, file));
     let http = config::http_addr(cli, file);
 
@@ -117,6 +118,13 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
     line("tcp_max_connections", tcp.max_connections.to_string());
     line("tcp_max_per_client", tcp.max_per_client.to_string());
     line("drain", format!("{}ms", drain.as_millis()));
+    match &state {
+        Some(state) => {
+            line("state_dir", state.dir().display().to_string());
+            line("state_max_age", format!("{}s", state.max_age().as_secs()));
+        }
+        None => line("state_dir", "none (nothing persisted)".to_owned()),
+    }
     line("http_addr", http.map_or_else(|| "none".to_owned(), |a| a.to_string()));
     match &forward {
         Some(f) => {

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 ///
 /// Precedence of settings: flags, then environment variables, then the --config file, then the
 /// /<prefix>/config object of the data (the records file or etcd), then SkyDNS's defaults.
-#[derive(Debug, Parser)]
+#[derive(Debug, Clone, Parser)]
 #[command(name = "skyline", version)]
 pub struct Cli {
     /// IP:port to serve DNS on, over UDP and TCP; repeat or comma-separate to serve on several
@@ -139,6 +139,15 @@ pub struct Cli {
     #[arg(long, value_name = "DURATION", value_parser = crate::forwarding::parse_duration)]
     pub drain: Option<std::time::Duration>,
 
+    /// Directory for the persisted snapshot: the last complete data of etcd and Kubernetes,
+    /// served (marked stale) when a start finds its source unreachable [default: none]
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+
+    /// The oldest persisted snapshot a start serves, e.g. 24h or 90m [default: 24h]
+    #[arg(long, value_name = "DURATION", value_parser = crate::forwarding::parse_duration)]
+    pub state_max_age: Option<std::time::Duration>,
+
     /// IP:port to serve /health, /ready and /metrics on over HTTP; port 0 picks a free one
     /// [default: none, no HTTP listener]
     #[arg(long, env = "SKYLINE_HTTP_ADDR", value_name = "IP:PORT", value_parser = parse_addr)]
@@ -168,7 +177,7 @@ pub struct Cli {
 
 /// Kubernetes cluster DNS, its options named after CoreDNS's `kubernetes` plugin. Any of them
 /// turns the Kubernetes source on; so does a `[kubernetes]` table in the configuration file.
-#[derive(Debug, Default, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct KubernetesArgs {
     /// Serve Kubernetes cluster DNS from the API server (connection from --kubeconfig, else
     /// KUBECONFIG or ~/.kube/config, else the in-cluster service account)

@@ -11,6 +11,12 @@
 //! the settings that shape answers (domain, TTLs, priority, hostmaster, local, round robin); the
 //! listen address, the workers, the prefix and the etcd connection are fixed at start.
 //!
+//! SIGHUP resolves everything again from the flags as given and the `--config` file as it is now
+//! (`crate::reload`). The "on reload" column says what then happens to each setting: *applied*
+//! while serving, or *restart*: named in a log line and left as it is until the process
+//! restarts. The `[forward]` and `[cache]` tables are applied, except `stubzones` and turning
+//! forwarding on or off; `[kubernetes]` needs a restart.
+//!
 //! The data source: etcd when `machines` is set, else the records file when `records` is set,
 //! else an empty zone. Setting both is an error, so that it is never a guess which one serves.
 //!
@@ -19,8 +25,8 @@
 //! | `addr` (one or a list) | `--addr` (repeatable) | `SKYDNS_ADDR` | `dns_addr` | `127.0.0.1:53` | restart |
 //! | `domain` | `--domain` | `SKYDNS_DOMAIN` | `domain` | `skydns.local.` | applied |
 //! | `path_prefix` | `--path-prefix` | `SKYDNS_PATH_PREFIX` | — | `skydns` | restart |
-//! | `nameservers` | `--nameservers` | `SKYDNS_NAMESERVERS` | `nameservers` | none | restart |
-//! | `ndots` | `--ndots` | `SKYDNS_NDOTS` | `ndot` | 2 (0 = default) | restart |
+//! | `nameservers` | `--nameservers` | `SKYDNS_NAMESERVERS` | `nameservers` | none | applied |
+//! | `ndots` | `--ndots` | `SKYDNS_NDOTS` | `ndot` | 2 (0 = default) | applied |
 //! | `machines` | `--machines` | `ETCD_MACHINES` | — | none (no etcd) | restart |
 //! | `tls_key` | `--tls-key` | `ETCD_TLSKEY` | — | none | restart |
 //! | `tls_pem` | `--tls-pem` | `ETCD_TLSPEM` | — | none | restart |
@@ -40,6 +46,8 @@
 //! | `setup_notrack` | `--setup-notrack` | — | — | false | restart |
 //! | `pid_file` | `--pid-file` | — | — | none | restart |
 //! | `drain` | `--drain` | — | — | `5s` | restart |
+//! | `state_dir` | `--state-dir` | — | — | none (nothing persisted) | restart |
+//! | `state_max_age` | `--state-max-age` | — | — | `24h` | restart |
 //! | `http_addr` | `--http-addr` | `SKYLINE_HTTP_ADDR` | — | none (no HTTP listener) | restart |
 //! | — | — | — | `ttl`, `min_ttl`, `priority` | 3600, 60, 10 | applied |
 //!
@@ -53,6 +61,7 @@ use serde::Deserialize;
 use skyline_controlplane::etcd::EtcdOptions;
 use skyline_controlplane::kubernetes::KubernetesOptions;
 use skyline_controlplane::skydns::config::{self as skydns_config, ConfigPatch};
+use skyline_controlplane::state::StateDir;
 use skyline_dataplane::snapshot::kubernetes::{self, PodMode};
 use skyline_dataplane::snapshot::skydns::Config;
 use skyline_dataplane::wire::Name;
@@ -103,6 +112,9 @@ pub enum ConfigError {
     /// The drain duration is not a duration.
     #[error("drain: {0}")]
     Drain(String),
+    /// The maximum age of a persisted snapshot is not a duration.
+    #[error("state_max_age: {0}")]
+    StateMaxAge(String),
     /// A DNS over TCP connection cap is not usable.
     #[error("tcp_max_connections: a worker must be able to hold at least one connection")]
     NoTcpConnections,
@@ -167,6 +179,10 @@ pub struct FileConfig {
     pub pid_file: Option<PathBuf>,
     /// `--drain`, e.g. `"5s"`.
     pub drain: Option<String>,
+    /// `--state-dir`; a relative path is relative to the configuration file's directory.
+    pub state_dir: Option<PathBuf>,
+    /// `--state-max-age`, e.g. `"24h"`.
+    pub state_max_age: Option<String>,
     /// `--http-addr`.
     pub http_addr: Option<SocketAddr>,
     /// The `[forward]` table (see [`crate::forwarding`]).
@@ -243,6 +259,7 @@ impl FileConfig {
                 &mut file.tls_pem,
                 &mut file.ca_cert,
                 &mut file.pid_file,
+                &mut file.state_dir,
             ] {
                 if let Some(relative) = file_path.as_mut().filter(|p| p.is_relative()) {
                     *relative = dir.join(&*relative);
@@ -441,6 +458,19 @@ pub fn systemd(cli: &Cli, file: Option<&FileConfig>) -> bool {
 
 /// How long a stopping process keeps answering before its listeners close.
 pub const DEFAULT_DRAIN: Duration = Duration::from_secs(5);
+
+/// The persisted snapshot's directory and maximum age (flags over the file over
+/// [`skyline_controlplane::state::DEFAULT_MAX_AGE`]); `None` without a directory: nothing is
+/// persisted.
+pub fn state(cli: &Cli, file: Option<&FileConfig>) -> Result<Option<StateDir>, ConfigError> {
+    let max_age = match (cli.state_max_age, file.and_then(|f| f.state_max_age.as_deref())) {
+        (Some(flag), _) => flag,
+        (None, Some(text)) => crate::forwarding::parse_duration(text).map_err(ConfigError::StateMaxAge)?,
+        (None, None) => skyline_controlplane::state::DEFAULT_MAX_AGE,
+    };
+    let dir = cli.state_dir.clone().or_else(|| file.and_then(|f| f.state_dir.clone()));
+    Ok(dir.map(|dir| StateDir::new(dir, max_age)))
+}
 
 /// The drain duration, the flag over the file over [`DEFAULT_DRAIN`].
 pub fn drain(cli: &Cli, file: Option<&FileConfig>) -> Result<Duration, ConfigError> {
@@ -921,6 +951,29 @@ mod tests {
             Err(ConfigError::Drain(_))
         ));
         assert!(cli(&["--drain", "5"], &[]).is_err(), "a unit is required");
+    }
+
+    #[test]
+    fn the_state_directory_and_its_maximum_age_come_from_flags_over_the_file() {
+        assert_eq!(state(&cli(&[], &[]).unwrap(), None).unwrap(), None);
+        let file = FileConfig::parse(
+            "state_dir = \"state\"\nstate_max_age = \"90m\"\n",
+            Path::new("/etc/x.toml"),
+        )
+        .unwrap();
+        let from_file = state(&cli(&[], &[]).unwrap(), Some(&file)).unwrap().unwrap();
+        assert_eq!(from_file.dir(), Path::new("/etc/state"), "relative to the file");
+        assert_eq!(from_file.max_age(), Duration::from_secs(5400));
+        let flags = cli(&["--state-dir", "/var/lib/skyline", "--state-max-age", "2h"], &[]).unwrap();
+        let from_flags = state(&flags, Some(&file)).unwrap().unwrap();
+        assert_eq!(from_flags.dir(), Path::new("/var/lib/skyline"));
+        assert_eq!(from_flags.max_age(), Duration::from_secs(7200));
+        let default = state(&cli(&["--state-dir", "d"], &[]).unwrap(), None).unwrap().unwrap();
+        assert_eq!(default.max_age(), skyline_controlplane::state::DEFAULT_MAX_AGE);
+        assert!(matches!(
+            state(&cli(&[], &[]).unwrap(), Some(&toml("state_max_age = \"old\""))),
+            Err(ConfigError::StateMaxAge(_))
+        ));
     }
 
     #[test]

@@ -25,7 +25,7 @@ use clap::Args;
 use serde::Deserialize;
 use skyline_controlplane::etcd::SourceHealth;
 use skyline_dataplane::cache::CacheConfig;
-use skyline_dataplane::forward::{resolv_conf, Acl, ForwardConfig, Prefix, StubZone, StubZones};
+use skyline_dataplane::forward::{resolv_conf, Acl, ForwardConfig, Forwarding, Prefix, StubZone};
 use skyline_dataplane::wire::Name;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -57,7 +57,7 @@ fn invalid(setting: &'static str, reason: impl Into<String>) -> ForwardingError 
 }
 
 /// The command-line options of forwarding and the cache.
-#[derive(Debug, Default, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct ForwardArgs {
     /// Never forward: names outside the domain get REFUSED (SkyDNS -no-rec) [default: false]
     #[arg(
@@ -330,12 +330,12 @@ const STUB_RECORDS_POLL: Duration = Duration::from_secs(1);
 
 /// Hands the stub zones the etcd source reads from `dns/stub/` records to the data plane
 /// whenever they change; runs until the runtime stops.
-pub async fn follow_stub_records(source: Arc<SourceHealth>, zones: StubZones) {
+pub async fn follow_stub_records(source: Arc<SourceHealth>, zones: Forwarding) {
     let mut applied: Option<Arc<Vec<skyline_controlplane::etcd::StubZone>>> = None;
     loop {
         let current = source.stub_zones();
         if applied.as_ref().is_none_or(|a| !Arc::ptr_eq(a, &current)) {
-            zones.set(
+            zones.set_learnt_stubs(
                 current
                     .iter()
                     .map(|z| StubZone {
@@ -362,7 +362,7 @@ fn parse_zone(setting: &'static str, text: &str) -> Result<Name, ForwardingError
     skyline_controlplane::skydns::config::domain(setting, text).map_err(|e| invalid(setting, e.to_string()))
 }
 
-/// A duration as `1500ms`, `2s` or `1m`.
+/// A duration as `1500ms`, `2s`, `1m` or `24h`.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
@@ -374,6 +374,7 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
         "ms" => Ok(Duration::from_millis(n)),
         "s" => Ok(Duration::from_secs(n)),
         "m" => Ok(Duration::from_secs(n.saturating_mul(60))),
+        "h" => Ok(Duration::from_secs(n.saturating_mul(3600))),
         _ => Err(format!("{text:?} is not a duration such as 1500ms or 2s")),
     }
 }
@@ -525,6 +526,7 @@ mod tests {
     fn values_parse() {
         assert_eq!(parse_duration("1500ms"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86_400)));
         assert!(parse_duration("fast").is_err());
         assert_eq!(parse_size("64MiB"), Ok(64 << 20));
         assert_eq!(parse_size("4096"), Ok(4096));

@@ -9,6 +9,7 @@ mod config;
 mod forwarding;
 mod nodelocal;
 mod notify;
+mod reload;
 mod upgrade;
 
 use cli::Cli;
@@ -17,7 +18,7 @@ use skyline_controlplane::etcd::{EtcdSource, OptionsError};
 use skyline_controlplane::http::{self, HttpError, HttpServer};
 use skyline_controlplane::kubernetes::{ConnectError, KubernetesSource};
 use skyline_controlplane::source::records_file::FileError;
-use skyline_controlplane::source::FileSource;
+use skyline_controlplane::source::{FileSource, Overrides};
 use skyline_dataplane::snapshot::{self, skydns};
 use skyline_dataplane::worker::{Options, Server, ServerConfig};
 use std::io::IsTerminal;
@@ -35,8 +36,6 @@ const CONTROL_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// Slack on top of the longest a query in flight can still take once the listeners close (the
 /// forwarding timeout, then the TCP write timeout), before a drain gives up on it.
 const FINISH_MARGIN: Duration = Duration::from_secs(1);
-/// The longest a reload is reported as under way to the service manager.
-const RELOAD_NOTIFY_WAIT: Duration = Duration::from_secs(2);
 
 /// How long the start waits for etcd's `/<prefix>/config` (its listen address and forwarder
 /// settings apply only at start). An etcd that is down refuses at once; one that does not answer
@@ -70,6 +69,8 @@ enum StartError {
     NodeLocal(#[from] nodelocal::SetupError),
     #[error("PID file {path}: {source}")]
     PidFile { path: PathBuf, source: std::io::Error },
+    #[error("state directory {path}: {source}")]
+    StateDir { path: PathBuf, source: std::io::Error },
 }
 
 fn main() -> ExitCode {
@@ -109,6 +110,13 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     let tcp = config::tcp(cli, file.as_ref())?;
     let drain = config::drain(cli, file.as_ref())?;
     let pid_file = config::pid_file(cli, file.as_ref());
+    let state = config::state(cli, file.as_ref())?;
+    if let Some(state) = &state {
+        std::fs::create_dir_all(state.dir()).map_err(|source| StartError::StateDir {
+            path: state.dir().to_owned(),
+            source,
+        })?;
+    }
     let restart = upgrade::Restart::of_this_process().map_err(StartError::Exe)?;
     // These read (and clear) the environment, before any other thread exists. Sockets handed
     // over by the process this one replaces win over systemd's: it passed them on.
@@ -139,14 +147,11 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         Some(_) => snapshot::empty_cell(),
         None => Arc::clone(&cell),
     };
-    let mut source = operator.records.as_ref().map(|path| {
-        FileSource::new(
-            path,
-            &operator.path_prefix,
-            operator.overrides.clone(),
-            Arc::clone(&skydns_cell),
-        )
-    });
+    let (reload_overrides, overrides) = Overrides::channel(operator.overrides.clone());
+    let mut source = operator
+        .records
+        .as_ref()
+        .map(|path| FileSource::new(path, &operator.path_prefix, overrides.clone(), Arc::clone(&skydns_cell)));
     let mut etcd = operator
         .etcd
         .as_ref()
@@ -154,11 +159,14 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             EtcdSource::new(
                 options,
                 &operator.path_prefix,
-                operator.overrides.clone(),
+                overrides.clone(),
                 Arc::clone(&skydns_cell),
             )
         })
         .transpose()?;
+    if let (Some(etcd), Some(state)) = (etcd.as_mut(), &state) {
+        etcd.persist_to(state);
+    }
     let data_config = match (source.as_mut(), etcd.as_mut()) {
         (Some(source), _) => {
             let loaded = source.load().map_err(|e| StartError::Records {
@@ -180,12 +188,15 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         (None, None) => None,
     };
     let settings = config::resolve(operator, data_config.as_ref())?;
+    let reloader_data = data_config.clone();
     if source.is_none() && etcd.is_none() {
         skydns_cell.store(Arc::new(skydns::build(&settings.skydns, &[], 1, SystemTime::now())));
     }
     log_settings(&settings);
 
     let mut shutdown = Shutdown::register().map_err(StartError::Signals)?;
+    // Before anything is served: SIGHUP's default action would end the process.
+    let hangup = signal(SignalKind::hangup()).map_err(StartError::Signals)?;
     let stub_records = etcd
         .as_ref()
         .filter(|_| forwarding::stub_records(&cli.forward, file.as_ref().and_then(|f| f.forward.as_ref())))
@@ -195,7 +206,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         runtime.spawn(etcd.serve(settings.skydns.clone()));
     }
     if let Some(kubernetes) = kubernetes {
-        let client = runtime
+        let (client, api_server) = runtime
             .block_on(kubernetes.options.client())
             .map_err(StartError::Kubernetes)?;
         tracing::info!(
@@ -204,23 +215,15 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             ttl = kubernetes.zones.ttl,
             "serving Kubernetes cluster DNS"
         );
-        let source = KubernetesSource::new(kubernetes.options, kubernetes.zones, skydns_cell, Arc::clone(&cell));
+        let mut source = KubernetesSource::new(kubernetes.options, kubernetes.zones, skydns_cell, Arc::clone(&cell));
+        if let Some(state) = &state {
+            source.persist_to(state, &api_server);
+        }
         reported.add_kubernetes(&source);
         runtime.spawn(source.serve(client));
     }
-    match source {
-        Some(source) => {
-            runtime.spawn(source.watch().map_err(StartError::Signals)?);
-        }
-        None => {
-            // SIGHUP's default action ends the process; an operator's habitual reload must not.
-            let mut hangup = signal(SignalKind::hangup()).map_err(StartError::Signals)?;
-            runtime.spawn(async move {
-                while hangup.recv().await.is_some() {
-                    tracing::info!("SIGHUP received; there is no records file to reload");
-                }
-            });
-        }
+    if let Some(source) = source {
+        runtime.spawn(source.watch());
     }
 
     let server_config = ServerConfig {
@@ -230,6 +233,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         tcp,
     };
     let forward = forwarding_settings(cli, file.as_ref(), &settings)?;
+    log_forwarding(forward.as_ref());
     let finish_limit = forward.as_ref().map_or(Duration::ZERO, |f| f.timeout) + tcp.io_timeout + FINISH_MARGIN;
     if forward.is_some() {
         match skyline_dataplane::sys::raise_open_files_limit() {
@@ -277,13 +281,15 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             settings.skydns.domain
         );
     }
-    runtime.spawn(notify_reloads(Arc::clone(&notifier), Arc::clone(&cell)).map_err(StartError::Signals)?);
     let mut draining = Arc::new(AtomicBool::new(false));
+    let mut reload_stats = Arc::default();
     let mut http_task = None;
     let mut http_handover = None;
+    let served = Arc::clone(&cell);
     if let Some(addr) = config::http_addr(cli, file.as_ref()) {
         let observed = http::Observed::new(server.stats_reader(), cell, reported);
         draining = observed.draining();
+        reload_stats = observed.reloads();
         let endpoints = match upgraded_http {
             Some(listener) => HttpServer::from_std(listener, observed)?,
             None => runtime.block_on(HttpServer::bind(addr, observed))?,
@@ -295,7 +301,18 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             .ok();
         http_task = Some(runtime.spawn(endpoints.serve()));
     }
-    match (stub_records, server.stub_zones()) {
+    let reloader = reload::Reloader::new(
+        cli.clone(),
+        file.as_ref(),
+        reloader_data,
+        reload_overrides,
+        server.forwarding(),
+        reload_stats,
+        Arc::clone(&notifier),
+        served,
+    )?;
+    runtime.spawn(reloader.on_hangup(hangup));
+    match (stub_records, server.forwarding()) {
         (Some(source), Some(zones)) => {
             runtime.spawn(forwarding::follow_stub_records(source, zones));
         }
@@ -383,28 +400,7 @@ enum Stop {
     Upgraded(u32),
 }
 
-/// Tells the service manager about each SIGHUP reload: reloading at once, ready again once a
-/// new snapshot is served (the records file's reload publishes one) or after a short wait.
-fn notify_reloads(
-    notifier: Arc<notify::Notifier>,
-    cell: snapshot::SnapshotCell,
-) -> std::io::Result<impl std::future::Future<Output = ()> + Send + 'static> {
-    let mut hangup = signal(SignalKind::hangup())?;
-    Ok(async move {
-        while hangup.recv().await.is_some() {
-            notifier.reloading();
-            let before = cell.load().generation;
-            let deadline = tokio::time::Instant::now() + RELOAD_NOTIFY_WAIT;
-            while cell.load().generation == before && tokio::time::Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            notifier.ready();
-        }
-    })
-}
-
-/// Forwarding as configured, with resolv.conf read when no nameserver is set; logged, since
-/// where names outside the domain go is the first thing to check when they do not resolve.
+/// Forwarding as configured, with resolv.conf read when no nameserver is set.
 pub(crate) fn forwarding_settings(
     cli: &Cli,
     file: Option<&FileConfig>,
@@ -420,14 +416,18 @@ pub(crate) fn forwarding_settings(
         read_timeout: settings.read_timeout,
         listen,
     };
-    let forward = forwarding::forward_config(
+    Ok(forwarding::forward_config(
         &cli.forward,
         file.and_then(|f| f.forward.as_ref()),
         file.and_then(|f| f.cache.as_ref()),
         &stacked,
         |path| std::fs::read_to_string(path).ok(),
-    )?;
-    match &forward {
+    )?)
+}
+
+/// Logs where names outside the domain go: the first thing to check when they do not resolve.
+pub(crate) fn log_forwarding(forward: Option<&skyline_dataplane::forward::ForwardConfig>) {
+    match forward {
         Some(f) => tracing::info!(
             upstreams = ?f.upstreams,
             stub_zones = f.stub_zones.len(),
@@ -438,7 +438,6 @@ pub(crate) fn forwarding_settings(
         ),
         None => tracing::info!("not forwarding: names outside the domain are refused"),
     }
-    Ok(forward)
 }
 
 /// One line with the effective configuration, so that what is served can be told from the log.

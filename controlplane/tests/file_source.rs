@@ -1,10 +1,10 @@
 //! The records-file source against a real file in a temp dir: loading, noticing rewrites (by
 //! rename and in place), keeping the old snapshot on a broken file, skipping bad records, and
-//! SIGHUP. Each test publishes into its own snapshot cell and observes only that cell.
+//! reloads with new settings. Each test publishes into its own snapshot cell and observes only that cell.
 
 use skyline_controlplane::skydns::ConfigPatch;
 use skyline_controlplane::source::records_file::FileError;
-use skyline_controlplane::source::FileSource;
+use skyline_controlplane::source::{FileSource, Overrides};
 use skyline_dataplane::snapshot::{empty_cell, Snapshot};
 use skyline_dataplane::wire::Name;
 use skyline_dataplane::SnapshotCell;
@@ -144,7 +144,7 @@ fn the_operators_settings_win_over_the_files_own() {
 async fn rewrites_by_rename_and_in_place_are_published_as_new_generations() {
     let (_dir, path, cell, mut source) = setup(&records(&[("one", "10.0.0.1")]));
     source.load().unwrap();
-    let watch = tokio::spawn(source.watch().unwrap());
+    let watch = tokio::spawn(source.watch());
 
     replace(&path, &records(&[("two", "10.0.0.2")]));
     let snapshot = wait_for(&cell, "the renamed file", |s| has_name(s, "two.skydns.test.")).await;
@@ -165,7 +165,7 @@ async fn a_broken_file_keeps_the_old_snapshot_until_it_is_fixed() {
     let (_dir, path, cell, mut source) = setup(&records(&[("web", "10.0.0.1")]));
     source.load().unwrap();
     let stats = source.stats();
-    let watch = tokio::spawn(source.watch().unwrap());
+    let watch = tokio::spawn(source.watch());
 
     for broken in ["{ \"/skydns/test/skydns/web\": {\"host\": ", "[1, 2]", ""] {
         let failures = stats.reload_failures.load(Ordering::Relaxed);
@@ -187,5 +187,37 @@ async fn a_broken_file_keeps_the_old_snapshot_until_it_is_fixed() {
     replace(&path, &records(&[("fixed", "10.0.0.9")]));
     let snapshot = wait_for(&cell, "the fixed file", |s| has_name(s, "fixed.skydns.test.")).await;
     assert_eq!(snapshot.generation, 2);
+    watch.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_reload_rereads_even_an_unchanged_file_with_the_new_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("records.json");
+    std::fs::write(&path, records(&[("web", "10.0.0.1")])).unwrap();
+    let cell = empty_cell();
+    let (reload, overrides) = Overrides::channel(ConfigPatch::default());
+    let mut source = FileSource::new(&path, "skydns", overrides, Arc::clone(&cell));
+    source.load().unwrap();
+    let watch = tokio::spawn(source.watch());
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        cell.load().generation,
+        1,
+        "an unchanged file is not reloaded by polling"
+    );
+
+    reload.replace(ConfigPatch::default());
+    wait_for(&cell, "the reloaded file", |s| s.generation == 2).await;
+
+    reload.replace(ConfigPatch {
+        min_ttl: Some(17),
+        ..ConfigPatch::default()
+    });
+    let snapshot = wait_for(&cell, "the new settings", |s| s.generation == 3).await;
+    assert!(has_name(&snapshot, "web.skydns.test."));
+    let apex = Name::from_dotted("skydns.test.").unwrap();
+    let zone = snapshot.zones.iter().find(|z| z.apex == apex).unwrap();
+    assert_eq!(zone.negative_ttl, 17, "the reload's min_ttl is the negative TTL");
     watch.abort();
 }

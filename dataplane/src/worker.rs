@@ -10,7 +10,7 @@
 //! edge-triggered readiness is never lost.
 
 use crate::answer::{answer, Context, Outcome, Transport};
-use crate::forward::{Answered, Client, ForwardConfig, Resolver, StubZones};
+use crate::forward::{Answered, Client, ForwardConfig, Forwarding, Resolver};
 use crate::io::{Datagrams, KernelUdp, PacketIo};
 use crate::snapshot::{Snapshot, SnapshotCell};
 use crate::stats::{RateLimitedWarning, StatsReader, Totals, WorkerStats};
@@ -88,7 +88,7 @@ pub struct Options {
 /// The running data plane: worker threads answering on its addresses until shut down.
 #[derive(Debug)]
 pub struct Server {
-    stub_zones: Option<StubZones>,
+    forwarding: Option<Forwarding>,
     local_addrs: Vec<SocketAddr>,
     stats: StatsReader,
     wakers: Vec<Waker>,
@@ -189,7 +189,7 @@ impl Server {
         }
         let forward = options.forward.as_ref().filter(|f| f.is_enabled());
         let now = Instant::now();
-        let stub_zones = forward.map(|f| StubZones::new(f, now));
+        let forwarding = forward.map(|f| Forwarding::new(f, now));
         let state = Arc::new(AtomicU8::new(SERVING));
         let mut workers = Vec::with_capacity(count);
         let mut wakers = Vec::with_capacity(count);
@@ -211,16 +211,10 @@ impl Server {
             tcp.register(poll.registry())?;
             let worker_stats = Arc::new(WorkerStats::default());
             stats.push(Arc::clone(&worker_stats));
-            let resolver = match (forward, &stub_zones) {
-                (Some(f), Some(stubs)) => Some(Resolver::new(
-                    f,
-                    count,
-                    stubs,
-                    poll.registry(),
-                    Arc::clone(&worker_stats),
-                )?),
-                _ => None,
-            };
+            let resolver = forwarding
+                .as_ref()
+                .map(|forwarding| Resolver::new(count, forwarding, poll.registry(), Arc::clone(&worker_stats)))
+                .transpose()?;
             workers.push(Worker::new(
                 poll,
                 ios,
@@ -233,7 +227,7 @@ impl Server {
         }
         let local_addr = local_addrs[0];
         let mut server = Server {
-            stub_zones,
+            forwarding,
             local_addrs,
             stats: StatsReader::new(stats),
             wakers,
@@ -274,10 +268,10 @@ impl Server {
         self.local_addrs[0]
     }
 
-    /// Where a data source hands in the stub zones it reads (SkyDNS `dns/stub/` records);
-    /// `None` when the server does not forward.
-    pub fn stub_zones(&self) -> Option<StubZones> {
-        self.stub_zones.clone()
+    /// Where a reload hands in new forwarding settings and a data source the stub zones it
+    /// reads (SkyDNS `dns/stub/` records); `None` when the server does not forward.
+    pub fn forwarding(&self) -> Option<Forwarding> {
+        self.forwarding.clone()
     }
 
     /// Every address bound, in the order given.
@@ -490,7 +484,7 @@ impl<P: PacketIo> Worker<P> {
                 }
             }
             if let Some(resolver) = self.resolver.as_mut() {
-                resolver.follow_stub_zones();
+                resolver.follow_plan();
             }
             for socket in 0..self.io.len() {
                 if self.udp_ready[socket] {

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{snapshot, RawQuery};
-use skyline_dataplane::forward::{ForwardConfig, StubZone};
+use skyline_dataplane::forward::{Acl, ForwardConfig, StubZone};
 use skyline_dataplane::snapshot::empty_cell;
 use skyline_dataplane::stats::Totals;
 use skyline_dataplane::wire::Name;
@@ -204,8 +204,8 @@ fn stub_zones_handed_in_while_serving_take_effect() {
         buf[n - 4..n].to_vec()
     };
     assert_eq!(ask("a.corp.example."), [192, 0, 2, 1]);
-    let zones = server.stub_zones().expect("a forwarding server takes stub zones");
-    zones.set(vec![StubZone {
+    let zones = server.forwarding().expect("a forwarding server takes stub zones");
+    zones.set_learnt_stubs(vec![StubZone {
         zone: Name::from_dotted("corp.example.").unwrap(),
         servers: vec![stub.addr],
     }]);
@@ -219,6 +219,55 @@ fn stub_zones_handed_in_while_serving_take_effect() {
         [192, 0, 2, 1],
         "other names still go to the default"
     );
-    zones.set(Vec::new());
+    zones.set_learnt_stubs(Vec::new());
     assert_eq!(ask("d.corp.example."), [192, 0, 2, 1], "and back once the zone is gone");
+}
+
+#[test]
+fn a_new_configuration_handed_in_while_serving_takes_effect() {
+    let first = Upstream::start(|query, from, socket| {
+        socket.send_to(&answer(query, [192, 0, 2, 1]), from).unwrap();
+    });
+    let second = Upstream::start(|query, from, socket| {
+        socket.send_to(&answer(query, [198, 51, 100, 1]), from).unwrap();
+    });
+    let config = ForwardConfig {
+        upstreams: vec![first.addr],
+        ..ForwardConfig::default()
+    };
+    let server = server(config.clone());
+    let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    client.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let ask = |name: &str| {
+        client
+            .send_to(&RawQuery::new(name, 1).bytes(), server.local_addr())
+            .unwrap();
+        let mut buf = [0u8; 512];
+        let (n, _) = client.recv_from(&mut buf).unwrap();
+        buf[..n].to_vec()
+    };
+    let cached = ask("www.example.org.");
+    assert_eq!(cached[cached.len() - 4..], [192, 0, 2, 1]);
+    let forwarding = server
+        .forwarding()
+        .expect("a forwarding server takes a new configuration");
+    forwarding.reconfigure(ForwardConfig {
+        upstreams: vec![second.addr],
+        ..config.clone()
+    });
+    let fresh = ask("api.example.org.");
+    assert_eq!(fresh[fresh.len() - 4..], [198, 51, 100, 1], "the new upstream answers");
+    let kept = ask("www.example.org.");
+    assert_eq!(
+        kept[kept.len() - 4..],
+        [192, 0, 2, 1],
+        "what the cache held is still served"
+    );
+    forwarding.reconfigure(ForwardConfig {
+        upstreams: vec![second.addr],
+        acl: Acl::new(Vec::new()),
+        ..config
+    });
+    let refused = ask("mail.example.org.");
+    assert_eq!(refused[3] & 0x0F, 5, "the new access list refuses loopback");
 }

@@ -8,8 +8,9 @@
 //! - **Faults.** A broken watch resumes from the last revision seen, through any endpoint that
 //!   answers; a revision etcd has compacted away, or a cluster that is not the one read from,
 //!   forces a full read built aside and swapped in whole. Retries back off exponentially with
-//!   jitter, capped at a few seconds. Until the first full read the zones answer SERVFAIL; after
-//!   it, losing etcd freezes the data, never removes it.
+//!   jitter, capped at a few seconds. Until the first full read the zones answer SERVFAIL (or,
+//!   with a state directory and etcd out of reach at start, serve the persisted data, stale:
+//!   [`crate::state`]); after it, losing etcd freezes the data, never removes it.
 //! - **Leases.** A leased record answers with min(record ttl, remaining lease TTL), counting down
 //!   with periodic rebuilds; when the lease expires etcd deletes the key and the record goes.
 //! - **Settings.** `/<prefix>/config` is followed like any key: what shapes answers applies live,

@@ -13,7 +13,8 @@ use super::state::{Changed, Put, State};
 use super::stub::{stub_key_prefix, stub_zones, StubZone, Unusable};
 use crate::backoff::Backoff;
 use crate::skydns::{ConfigError, ConfigPatch};
-use crate::source::SourceStats;
+use crate::source::{Overrides, SourceStats};
+use crate::state::{self, Persist, StateDir, StateHealth};
 use etcd_client::{Client, ConnectOptions, EventType, GetOptions, WatchOptions, WatchResponse, WatchStream};
 use skyline_dataplane::snapshot::skydns::{build_entries, update, Config};
 use skyline_dataplane::snapshot::{publish, Snapshot, ZoneState};
@@ -153,6 +154,8 @@ struct Built {
     records: usize,
     skipped: usize,
     took: Duration,
+    /// Built from persisted data current at this time, not from etcd's.
+    persisted: Option<SystemTime>,
 }
 
 /// The etcd v3 source: SkyDNS records under `/<prefix>/` in etcd, mirrored by a range read and a
@@ -163,7 +166,7 @@ pub struct EtcdSource {
     path_prefix: String,
     /// `/<prefix>/`, the range read and watched.
     below: String,
-    overrides: ConfigPatch,
+    overrides: Overrides,
     /// The settings object in force when the process started (see [`EtcdSource::read_config`]).
     started: Option<ConfigPatch>,
     cell: SnapshotCell,
@@ -191,6 +194,14 @@ pub struct EtcdSource {
     /// Restart-only settings already reported as changed.
     restart_pending: Vec<&'static str>,
     stubs: (Vec<StubZone>, Vec<Unusable>),
+    /// The persisted snapshot, with `--state-dir`.
+    persist: Option<Persist>,
+    state_health: Arc<StateHealth>,
+    /// The state holds persisted data current at this time, read back at start because etcd
+    /// could not be reached, until a full read replaces it.
+    restored: Option<SystemTime>,
+    /// [`EtcdSource::read_config`] could not reach etcd: the persisted data serves at once.
+    unreachable_at_start: bool,
 }
 
 impl std::fmt::Debug for EtcdSource {
@@ -209,11 +220,12 @@ impl std::fmt::Debug for EtcdSource {
 impl EtcdSource {
     /// A source for the etcd cluster `options` describe, serving keys under `/<path_prefix>/`.
     /// `overrides` are the operator's settings: they win over etcd's `/<prefix>/config`, and
-    /// SkyDNS's defaults fill what neither sets. Reads the TLS files; connects to nothing yet.
+    /// SkyDNS's defaults fill what neither sets; a reload that replaces them rebuilds the
+    /// snapshot. Reads the TLS files; connects to nothing yet.
     pub fn new(
         options: &EtcdOptions,
         path_prefix: impl Into<String>,
-        overrides: ConfigPatch,
+        overrides: impl Into<Overrides>,
         cell: SnapshotCell,
     ) -> Result<EtcdSource, OptionsError> {
         let (endpoints, connect) = options.connect_options()?;
@@ -227,7 +239,7 @@ impl EtcdSource {
             connect,
             below: format!("/{path_prefix}/"),
             path_prefix,
-            overrides,
+            overrides: overrides.into(),
             started: None,
             cell,
             stats: Arc::default(),
@@ -246,6 +258,10 @@ impl EtcdSource {
             previous: None,
             restart_pending: Vec::new(),
             stubs: (Vec::new(), Vec::new()),
+            persist: None,
+            state_health: Arc::default(),
+            restored: None,
+            unreachable_at_start: false,
         })
     }
 
@@ -259,6 +275,21 @@ impl EtcdSource {
         Arc::clone(&self.health)
     }
 
+    /// Whether the source serves persisted data and how its writes go, shared with whoever
+    /// reports them.
+    pub fn state_health(&self) -> Arc<StateHealth> {
+        Arc::clone(&self.state_health)
+    }
+
+    /// Keeps the last complete data in `dir` (`etcd.state`), and serves it, stale, when etcd
+    /// cannot be reached at start (see [`crate::state`]). The file belongs to these endpoints
+    /// and this prefix: one written for others is not served.
+    pub fn persist_to(&mut self, dir: &StateDir) {
+        let identity = state::etcd::identity(&self.endpoints, &self.path_prefix);
+        let file = dir.file(state::Source::Etcd, identity);
+        self.persist = Some(Persist::new(file, Arc::clone(&self.state_health)));
+    }
+
     /// Reads `/<prefix>/config` once, giving up after `limit`: at start, so that the settings only
     /// a restart applies (the listen address, the forwarder's) are SkyDNS's from etcd when etcd
     /// is up. `Ok(None)` when the key does not exist. Must run within a tokio runtime.
@@ -269,10 +300,12 @@ impl EtcdSource {
             let response = client.get(key.as_str(), None).await?;
             Ok::<_, SyncError>(response.kvs().first().map(|kv| kv.value().to_vec()))
         };
-        let value = tokio::time::timeout(limit, read)
-            .await
-            .map_err(|_| SyncError::Timeout(limit))??;
-        let patch = value
+        let read = match tokio::time::timeout(limit, read).await {
+            Ok(read) => read,
+            Err(_) => Err(SyncError::Timeout(limit)),
+        };
+        self.unreachable_at_start = read.is_err();
+        let patch = read?
             .map(|v| ConfigPatch::parse(&v))
             .transpose()
             .map_err(|source| SyncError::Config { key, source })?;
@@ -297,6 +330,9 @@ impl EtcdSource {
     }
 
     async fn run(mut self) {
+        if self.unreachable_at_start {
+            self.restore().await;
+        }
         let mut backoff = Backoff::new(RETRY_FIRST, RETRY_CAP);
         let mut failing = false;
         loop {
@@ -328,8 +364,51 @@ impl EtcdSource {
                 );
             }
             failing = true;
-            tokio::time::sleep(pause).await;
+            if self.state.is_none() {
+                self.restore().await;
+            }
+            let until = tokio::time::Instant::now() + pause;
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep_until(until) => break,
+                    () = state::due(self.persist.as_mut(), false) => self.write_state(),
+                }
+            }
         }
+    }
+
+    /// etcd could not be reached before any complete read: serves the persisted data, if there
+    /// is a file to serve, until a full read replaces it.
+    async fn restore(&mut self) {
+        let Some(persist) = self.persist.as_mut() else {
+            return;
+        };
+        let (prefix, health) = (self.path_prefix.clone(), Arc::clone(&self.health));
+        let decode = move |bytes: &[u8]| {
+            let data = state::etcd::decode(bytes)?;
+            Ok(State::restored(&prefix, &data, &health))
+        };
+        let Some((restored, written)) = persist.restore(decode).await else {
+            return;
+        };
+        self.state = Some(restored);
+        self.restored = Some(written);
+        self.settings_changed();
+        self.start_build(None).await;
+        self.settle_build().await;
+    }
+
+    /// Writes the complete data as it stands; never persisted data read back, which would make
+    /// it look current.
+    fn write_state(&mut self) {
+        let (Some(persist), Some(state), None) = (self.persist.as_mut(), self.state.as_ref(), self.restored) else {
+            return;
+        };
+        let prefix = self.path_prefix.clone();
+        let (revision, cluster) = (state.revision, state.cluster);
+        let config = state.config_value.clone();
+        let records = state.records.shared();
+        persist.write(move || state::etcd::encode(&prefix, revision, cluster, config.as_deref(), &records));
     }
 
     /// One connection's worth of work: catch up (a full read, or a watch resumed from the last
@@ -398,6 +477,9 @@ impl EtcdSource {
         self.settle_build().await;
         self.pending.clear();
         self.state = Some(fresh);
+        if self.restored.take().is_some() {
+            tracing::info!("etcd answers: its data replaces the persisted data");
+        }
         self.full_sync_needed = false;
         self.health.synced(revision);
         self.settings_changed();
@@ -458,6 +540,8 @@ impl EtcdSource {
                 built = join(&mut self.build) => self.finish_build(built),
                 () = sleep_until(build_at) => self.start_build(Some(client)).await,
                 () = sleep_until(countdown) => self.count_down(client).await,
+                () = self.overrides.changed() => self.overrides_changed(),
+                () = state::due(self.persist.as_mut(), true) => self.write_state(),
             }
         }
     }
@@ -589,6 +673,7 @@ impl EtcdSource {
         let config = self.config.clone();
         let cell = Arc::clone(&self.cell);
         let health = Arc::clone(&self.health);
+        let (state_health, persisted) = (Arc::clone(&self.state_health), self.restored);
         let generation = cell.load().generation + 1;
         let previous = self.previous.take().filter(|(built_with, _)| *built_with == config);
         self.dirty = false;
@@ -605,6 +690,7 @@ impl EtcdSource {
             let took = started.elapsed();
             publish(&cell, Arc::clone(&snapshot));
             health.set_ready();
+            state_health.serving(persisted);
             drop(previous);
             Built {
                 snapshot,
@@ -614,6 +700,7 @@ impl EtcdSource {
                 records: records.len(),
                 skipped,
                 took,
+                persisted,
             }
         }));
     }
@@ -629,6 +716,9 @@ impl EtcdSource {
                 self.stats.generation.store(built.generation, Ordering::Relaxed);
                 let published = self.stats.reloads.fetch_add(1, Ordering::Relaxed) + 1;
                 self.health.set_revision(built.revision);
+                if let (Some(persist), None) = (self.persist.as_mut(), built.persisted) {
+                    persist.changed();
+                }
                 if published == 1 {
                     tracing::info!(
                         records = built.records,
@@ -761,9 +851,19 @@ impl EtcdSource {
         }
     }
 
+    /// A reload handed in the operator's settings: they apply to the next snapshot, built at
+    /// once (a reload is also a request to serve the data as it stands).
+    fn overrides_changed(&mut self) {
+        self.settings_changed();
+        self.dirty = true;
+        if self.build_at.is_none() {
+            self.build_at = Some(Instant::now());
+        }
+    }
+
     /// The operator's settings over `etcd`'s.
     fn stacked(&self, etcd: Option<&ConfigPatch>) -> ConfigPatch {
-        self.overrides.clone().or(etcd.cloned().unwrap_or_default())
+        self.overrides.current().or(etcd.cloned().unwrap_or_default())
     }
 
     /// Reads the stub zones under the domain now served, and reports them when they change.

@@ -6,6 +6,7 @@ use super::health::SourceHealth;
 use super::lease::{fold, LeaseTtls};
 use super::records::Records;
 use crate::skydns::{parse_record, ConfigError, ConfigPatch, RecordError};
+use crate::state::etcd::EtcdData;
 use skyline_dataplane::snapshot::skydns::{self, Entry, KeyPath};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
@@ -102,6 +103,8 @@ pub(super) struct State {
     logged_before: BTreeMap<String, i64>,
     /// The settings object, when there is a valid one.
     pub config: Option<ConfigPatch>,
+    /// That settings object as etcd holds it, for the persisted snapshot.
+    pub config_value: Option<Vec<u8>>,
     /// Every change up to this revision is included.
     pub revision: i64,
     /// The cluster the data was read from.
@@ -121,9 +124,35 @@ impl State {
             rejected: BTreeMap::new(),
             logged_before,
             config: None,
+            config_value: None,
             revision: 0,
             cluster: 0,
         }
+    }
+
+    /// A copy of `/<path_prefix>/` made from persisted data: each value goes through
+    /// [`State::put`] as if etcd had sent it, so that a file never serves what etcd could not.
+    pub(super) fn restored(path_prefix: &str, data: &EtcdData, health: &SourceHealth) -> State {
+        let mut state = State::new(path_prefix, BTreeMap::new());
+        let config_key = state.config_key.clone();
+        let config = data
+            .config
+            .as_ref()
+            .map(|config| (config_key.as_str(), config.as_str()));
+        let records = data.records.iter().map(|(key, value)| (key.as_str(), value.get()));
+        for (key, value) in config.into_iter().chain(records) {
+            let put = Put {
+                key: key.as_bytes(),
+                value: value.as_bytes(),
+                lease: 0,
+                mod_revision: data.revision,
+            };
+            state.put(put, health);
+        }
+        state.revision = data.revision;
+        state.cluster = data.cluster;
+        state.read_complete();
+        state
     }
 
     /// The key of the settings object.
@@ -165,6 +194,7 @@ impl State {
             return match ConfigPatch::parse(put.value) {
                 Ok(patch) => {
                     self.rejected.remove(key);
+                    self.config_value = Some(put.value.to_vec());
                     if self.config.as_ref() == Some(&patch) {
                         return Changed::Nothing;
                     }
@@ -212,6 +242,7 @@ impl State {
         let key = String::from_utf8_lossy(key);
         self.rejected.remove(key.as_ref());
         if key == self.config_key {
+            self.config_value = None;
             return if self.config.take().is_some() {
                 Changed::Config
             } else {
@@ -422,6 +453,31 @@ mod tests {
         s.delete(b"/skydns/test/b", 3);
         s.delete(b"/skydns/test/c", 3);
         assert!(!s.has_leases());
+    }
+
+    #[test]
+    fn a_copy_restored_from_persisted_data_holds_what_was_written() {
+        use crate::state::etcd::{decode, encode};
+        let health = SourceHealth::default();
+        let mut s = State::new("skydns", BTreeMap::new());
+        s.put(put("/skydns/config", r#"{"domain":"skydns.test."}"#, 0, 1), &health);
+        s.put(
+            put("/skydns/test/Web/a", r#"{"host":"10.0.0.1","port":80}"#, 0, 2),
+            &health,
+        );
+        s.put(
+            put("/skydns/test/b", r#"{"host":"web.example.org.","ttl":60}"#, 9, 3),
+            &health,
+        );
+        s.read_complete();
+        let config = s.config_value.as_deref();
+        let bytes = encode("skydns", s.revision, 5, config, &s.records.shared()).unwrap();
+        let restored = State::restored("skydns", &decode(&bytes).unwrap(), &health);
+        assert_eq!(restored.records.shared(), s.records.shared());
+        assert_eq!(restored.config, s.config);
+        assert_eq!((restored.revision, restored.cluster), (3, 5));
+        assert!(!restored.has_leases(), "no lease is known while etcd is out of reach");
+        assert_eq!(health.rejections(), 0);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! which skyline does not split by); everything else is named `skyline_*`. Every counter counts
 //! since the process started.
 
-use super::report::{Etcd, Kubernetes, Loads, Report};
+use super::report::{Etcd, Kubernetes, Loads, Persisted, Reloads, Report};
 use skyline_dataplane::stats::Totals;
 use std::fmt::{self, Display, Formatter};
 use std::time::Duration;
@@ -25,6 +25,7 @@ enum Kind {
 impl Display for Metrics<'_> {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         dns(f, &self.0.dns)?;
+        reloads(f, &self.0.reloads)?;
         sources(f, self.0)
     }
 }
@@ -337,6 +338,40 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
 }
 
 /// The served snapshot and every configured source.
+/// The SIGHUP reloads of the configuration; the failure count under CoreDNS's name.
+fn reloads(f: &mut Formatter<'_>, reloads: &Reloads) -> fmt::Result {
+    use Kind::{Counter, Gauge};
+    single(
+        f,
+        "coredns_reload_failed_total",
+        Counter,
+        "Reloads whose configuration was invalid; the settings in force stayed.",
+        reloads.rejected,
+    )?;
+    labelled(
+        f,
+        "skyline_reloads_total",
+        Counter,
+        "Configuration reloads (SIGHUP), by result.",
+        "result",
+        &[("applied", reloads.applied), ("rejected", reloads.rejected)],
+    )?;
+    single(
+        f,
+        "skyline_reload_last_success_timestamp_seconds",
+        Gauge,
+        "When the settings in force were put in force (start or reload), in Unix seconds.",
+        reloads.last_applied,
+    )?;
+    single(
+        f,
+        "skyline_reload_restart_pending",
+        Gauge,
+        "1 when the configuration file changes a setting that only a restart applies.",
+        u64::from(reloads.restart_pending),
+    )
+}
+
 fn sources(f: &mut Formatter<'_>, report: &Report) -> fmt::Result {
     use Kind::{Counter, Gauge};
     single(
@@ -411,6 +446,7 @@ fn sources(f: &mut Formatter<'_>, report: &Report) -> fmt::Result {
         "source",
         &each(|l| l.generation),
     )?;
+    persisted(f, &report.state)?;
     if let Some(etcd) = &report.etcd {
         self::etcd(f, etcd)?;
     }
@@ -532,6 +568,66 @@ fn kubernetes(f: &mut Formatter<'_>, kubernetes: &Kubernetes) -> fmt::Result {
     )
 }
 
+/// The persisted snapshots: which source serves stale data, and how the writes go (only with
+/// a state directory).
+fn persisted(f: &mut Formatter<'_>, state: &[Persisted]) -> fmt::Result {
+    use Kind::{Counter, Gauge};
+    let each = |value: fn(&Persisted) -> Option<u64>| -> Vec<(&str, u64)> {
+        state.iter().filter_map(|p| Some((p.source, value(p)?))).collect()
+    };
+    labelled(
+        f,
+        "skyline_source_stale",
+        Gauge,
+        "1 while the source serves data persisted by an earlier process (--state-dir), not its own.",
+        "source",
+        &each(|p| Some(u64::from(p.stale_since.is_some()))),
+    )?;
+    labelled(
+        f,
+        "skyline_source_persisted_age_seconds",
+        Gauge,
+        "While stale: seconds since the persisted data being served was current.",
+        "source",
+        &each(|p| p.stale_age.map(|age| age.as_secs())),
+    )?;
+    let persisting = |value: fn(&Persisted) -> Option<u64>| -> Vec<(&str, u64)> {
+        state
+            .iter()
+            .filter(|p| p.persisting)
+            .filter_map(|p| Some((p.source, value(p)?)))
+            .collect()
+    };
+    labelled(
+        f,
+        "skyline_state_writes_total",
+        Counter,
+        "Persisted snapshots written to the state directory.",
+        "source",
+        &persisting(|p| Some(p.writes)),
+    )?;
+    labelled(
+        f,
+        "skyline_state_write_failures_total",
+        Counter,
+        "Persisted snapshots that could not be written; the previous file stays.",
+        "source",
+        &persisting(|p| Some(p.write_failures)),
+    )?;
+    labelled(
+        f,
+        "skyline_state_last_write_timestamp_seconds",
+        Gauge,
+        "When the data in the last persisted snapshot written was current, in Unix seconds.",
+        "source",
+        &persisting(|p| p.last_write.map(unix_seconds)),
+    )
+}
+
+fn unix_seconds(at: std::time::SystemTime) -> u64 {
+    at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
 /// A duration in seconds, to the millisecond, as Prometheus takes time values.
 struct Seconds(Duration);
 
@@ -649,6 +745,12 @@ mod tests {
     fn full_report() -> Report {
         Report {
             draining: false,
+            reloads: Reloads {
+                applied: 2,
+                rejected: 1,
+                last_applied: 1_700_000_000,
+                restart_pending: true,
+            },
             dns: Totals {
                 queries_udp: 10,
                 queries_tcp: 2,
@@ -691,7 +793,40 @@ mod tests {
                 builds: 2,
                 full_builds: 1,
             }),
+            state: vec![
+                Persisted {
+                    source: "etcd",
+                    persisting: true,
+                    stale_since: Some(std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000)),
+                    stale_age: Some(Duration::from_millis(90_500)),
+                    writes: 0,
+                    write_failures: 1,
+                    last_write: None,
+                },
+                Persisted {
+                    source: "kubernetes",
+                    persisting: false,
+                    stale_since: None,
+                    stale_age: None,
+                    writes: 0,
+                    write_failures: 0,
+                    last_write: None,
+                },
+            ],
         }
+    }
+
+    #[test]
+    fn reloads_are_counted_by_result() {
+        let samples = parse(&Metrics(&full_report()).to_string());
+        assert_eq!(samples["coredns_reload_failed_total"], 1.0);
+        assert_eq!(samples[r#"skyline_reloads_total{result="applied"}"#], 2.0);
+        assert_eq!(samples[r#"skyline_reloads_total{result="rejected"}"#], 1.0);
+        assert_eq!(
+            samples["skyline_reload_last_success_timestamp_seconds"],
+            1_700_000_000.0
+        );
+        assert_eq!(samples["skyline_reload_restart_pending"], 1.0);
     }
 
     #[test]
@@ -739,6 +874,28 @@ mod tests {
             assert_eq!(samples.get(series), Some(&value), "{series}");
         }
         assert!(!samples.keys().any(|k| k.contains("records_file")));
+    }
+
+    #[test]
+    fn persisted_snapshots_say_which_source_is_stale_and_how_writes_go() {
+        let samples = parse(&Metrics(&full_report()).to_string());
+        let expected = [
+            ("skyline_source_stale{source=\"etcd\"}", 1.0),
+            ("skyline_source_stale{source=\"kubernetes\"}", 0.0),
+            ("skyline_source_persisted_age_seconds{source=\"etcd\"}", 90.0),
+            ("skyline_state_writes_total{source=\"etcd\"}", 0.0),
+            ("skyline_state_write_failures_total{source=\"etcd\"}", 1.0),
+        ];
+        for (series, value) in expected {
+            assert_eq!(samples.get(series), Some(&value), "{series}");
+        }
+        for absent in [
+            "skyline_source_persisted_age_seconds{source=\"kubernetes\"}",
+            "skyline_state_writes_total{source=\"kubernetes\"}",
+            "skyline_state_last_write_timestamp_seconds{source=\"etcd\"}",
+        ] {
+            assert!(!samples.contains_key(absent), "{absent}");
+        }
     }
 
     #[test]

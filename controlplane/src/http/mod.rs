@@ -2,7 +2,8 @@
 //!
 //! - `GET /health`: 200 `OK` while the process runs (a liveness probe).
 //! - `GET /ready`: 200 `OK` when every configured source serves complete data and the process
-//!   is not draining, else 503 with a line naming why (a readiness probe).
+//!   is not draining, else 503 with a line naming why (a readiness probe); the 200 names the
+//!   sources that serve persisted data, stale.
 //! - `GET /metrics`: the data plane's counters and the sources' state in the Prometheus text
 //!   format 0.0.4, under CoreDNS's names where a CoreDNS metric means the same thing.
 //!
@@ -15,5 +16,5 @@ mod ready;
 mod report;
 mod server;
 
-pub use report::{Observed, Sources};
+pub use report::{Observed, ReloadStats, Sources};
 pub use server::{HttpError, HttpServer};

@@ -5,9 +5,10 @@
 use crate::etcd::{EtcdSource, SourceHealth};
 use crate::kubernetes::{KubernetesHealth, KubernetesSource};
 use crate::source::{FileSource, SourceStats};
+use crate::state::StateHealth;
 use skyline_dataplane::stats::{StatsReader, Totals};
 use skyline_dataplane::SnapshotCell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -19,6 +20,56 @@ pub struct Observed {
     served: SnapshotCell,
     sources: Sources,
     draining: Arc<AtomicBool>,
+    reloads: Arc<ReloadStats>,
+}
+
+/// What came of the SIGHUP reloads of the configuration, kept by whoever reloads.
+#[derive(Debug)]
+pub struct ReloadStats {
+    applied: AtomicU64,
+    rejected: AtomicU64,
+    last_applied: AtomicU64,
+    restart_pending: AtomicBool,
+}
+
+impl Default for ReloadStats {
+    fn default() -> ReloadStats {
+        ReloadStats {
+            applied: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+            last_applied: AtomicU64::new(unix_seconds(SystemTime::now())),
+            restart_pending: AtomicBool::new(false),
+        }
+    }
+}
+
+impl ReloadStats {
+    /// A reload put its settings in force; `restart_pending` says some changed setting still
+    /// waits for a restart.
+    pub fn applied(&self, restart_pending: bool) {
+        self.applied.fetch_add(1, Ordering::Relaxed);
+        self.last_applied
+            .store(unix_seconds(SystemTime::now()), Ordering::Relaxed);
+        self.restart_pending.store(restart_pending, Ordering::Relaxed);
+    }
+
+    /// A reload found the configuration invalid and kept the settings in force.
+    pub fn rejected(&self) {
+        self.rejected.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn read(&self) -> Reloads {
+        Reloads {
+            applied: self.applied.load(Ordering::Relaxed),
+            rejected: self.rejected.load(Ordering::Relaxed),
+            last_applied: self.last_applied.load(Ordering::Relaxed),
+            restart_pending: self.restart_pending.load(Ordering::Relaxed),
+        }
+    }
+}
+
+fn unix_seconds(at: SystemTime) -> u64 {
+    at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 impl Observed {
@@ -29,7 +80,14 @@ impl Observed {
             served,
             sources,
             draining: Arc::new(AtomicBool::new(false)),
+            reloads: Arc::default(),
         }
+    }
+
+    /// Where reloads of the configuration are counted (the process start counts as the first
+    /// settings applied).
+    pub fn reloads(&self) -> Arc<ReloadStats> {
+        Arc::clone(&self.reloads)
     }
 
     /// The switch that makes `/ready` say not ready from the moment the process starts to
@@ -44,6 +102,7 @@ impl Observed {
         let age = |at: Option<SystemTime>| at.map(|at| now.duration_since(at).unwrap_or(Duration::ZERO));
         Report {
             draining: self.draining.load(Ordering::Acquire),
+            reloads: self.reloads.read(),
             dns: self.dns.totals(),
             generation: self.served.load().generation,
             records_file: self.sources.records_file.as_deref().map(Loads::read),
@@ -68,6 +127,12 @@ impl Observed {
                 builds: health.builds(),
                 full_builds: health.full_builds(),
             }),
+            state: self
+                .sources
+                .state
+                .iter()
+                .map(|(source, health)| Persisted::read(source, health, now))
+                .collect(),
         }
     }
 }
@@ -79,6 +144,8 @@ pub struct Sources {
     records_file: Option<Arc<SourceStats>>,
     etcd: Option<(Arc<SourceStats>, Arc<SourceHealth>)>,
     kubernetes: Option<Arc<KubernetesHealth>>,
+    /// The persisted snapshots of the sources that have one, by source name.
+    state: Vec<(&'static str, Arc<StateHealth>)>,
 }
 
 impl Sources {
@@ -89,12 +156,14 @@ impl Sources {
             records_file: records_file.map(FileSource::stats),
             etcd: etcd.map(|source| (source.stats(), source.health())),
             kubernetes: None,
+            state: etcd.map(|source| ("etcd", source.state_health())).into_iter().collect(),
         }
     }
 
     /// Reports on the Kubernetes source too.
     pub fn add_kubernetes(&mut self, source: &KubernetesSource) {
         self.kubernetes = Some(source.health());
+        self.state.push(("kubernetes", source.state_health()));
     }
 }
 
@@ -103,6 +172,8 @@ impl Sources {
 pub(crate) struct Report {
     /// The process is shutting down: still answering, no longer taking new clients.
     pub(crate) draining: bool,
+    /// The configuration reloads.
+    pub(crate) reloads: Reloads,
     /// The data plane's counters, summed over the workers.
     pub(crate) dns: Totals,
     /// Generation of the snapshot the workers serve.
@@ -113,6 +184,52 @@ pub(crate) struct Report {
     pub(crate) etcd: Option<Etcd>,
     /// The Kubernetes source, when configured.
     pub(crate) kubernetes: Option<Kubernetes>,
+    /// The persisted snapshots of the configured etcd and Kubernetes sources.
+    pub(crate) state: Vec<Persisted>,
+}
+
+/// A source's persisted snapshot (see [`StateHealth`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Persisted {
+    /// The source's name, as metric labels give it.
+    pub(crate) source: &'static str,
+    /// A state directory is configured.
+    pub(crate) persisting: bool,
+    /// When the persisted data the source serves (stale) was current; `None` while it serves
+    /// its own.
+    pub(crate) stale_since: Option<SystemTime>,
+    /// How old that data is.
+    pub(crate) stale_age: Option<Duration>,
+    pub(crate) writes: u64,
+    pub(crate) write_failures: u64,
+    /// When the data in the last file written was current.
+    pub(crate) last_write: Option<SystemTime>,
+}
+
+impl Persisted {
+    fn read(source: &'static str, health: &StateHealth, now: SystemTime) -> Persisted {
+        let stale_since = health.stale_since();
+        Persisted {
+            source,
+            persisting: health.is_persisting(),
+            stale_since,
+            stale_age: stale_since.map(|at| now.duration_since(at).unwrap_or(Duration::ZERO)),
+            writes: health.writes(),
+            write_failures: health.write_failures(),
+            last_write: health.last_write(),
+        }
+    }
+}
+
+/// The configuration reloads (see [`ReloadStats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Reloads {
+    pub(crate) applied: u64,
+    pub(crate) rejected: u64,
+    /// When settings were last put in force (the start, or the last applied reload), in Unix
+    /// seconds.
+    pub(crate) last_applied: u64,
+    pub(crate) restart_pending: bool,
 }
 
 /// What a SkyDNS source has loaded (see [`SourceStats`]).

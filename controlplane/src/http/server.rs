@@ -211,10 +211,14 @@ fn respond<B>(request: &Request<B>, report: impl FnOnce() -> Report) -> Response
     match endpoint {
         // Alive is all it says: the process answers HTTP, so its runtime is not wedged.
         Endpoint::Health => text(StatusCode::OK, PLAIN, "OK".into()),
-        Endpoint::Ready => match ready::check(&report()) {
-            Ok(()) => text(StatusCode::OK, PLAIN, "OK".into()),
-            Err(not_ready) => text(StatusCode::SERVICE_UNAVAILABLE, PLAIN, format!("{not_ready}\n")),
-        },
+        Endpoint::Ready => {
+            let report = report();
+            match (ready::check(&report), ready::stale(&report)) {
+                (Ok(()), None) => text(StatusCode::OK, PLAIN, "OK".into()),
+                (Ok(()), Some(stale)) => text(StatusCode::OK, PLAIN, format!("{stale}\n")),
+                (Err(not_ready), _) => text(StatusCode::SERVICE_UNAVAILABLE, PLAIN, format!("{not_ready}\n")),
+            }
+        }
         Endpoint::Metrics => text(StatusCode::OK, metrics::CONTENT_TYPE, Metrics(&report()).to_string()),
     }
 }

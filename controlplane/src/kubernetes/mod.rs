@@ -8,7 +8,8 @@
 //! - **Expiry.** A watch whose version has expired (an in-stream ERROR with code 410) is listed
 //!   again; the re-list replaces the mirror's objects in place, never holding two copies.
 //! - **Sync.** Until every watch has listed once, the cluster zones answer SERVFAIL and
-//!   [`KubernetesHealth::is_ready`] is false. Afterwards an unreachable API server freezes the
+//!   [`KubernetesHealth::is_ready`] is false; with a state directory and a list failing first,
+//!   they serve the persisted cluster instead, stale ([`crate::state`]). Afterwards an unreachable API server freezes the
 //!   data; failed lists and watches retry with capped, jittered backoff.
 //! - **Publishing.** Changes are debounced by [`DEBOUNCE`], built into the cluster zones and
 //!   composed with the SkyDNS snapshot (records file or etcd) into the one snapshot served. A

@@ -58,9 +58,10 @@ pub enum ConnectError {
 }
 
 impl KubernetesOptions {
-    /// A client as configured. Nothing is sent to the API server yet, so that a server that is
-    /// not up at start only delays the first sync.
-    pub async fn client(&self) -> Result<kube::Client, ConnectError> {
+    /// A client as configured, and the URL of the API server it talks to (what names the
+    /// cluster, e.g. for the persisted snapshot). Nothing is sent to the API server yet, so that
+    /// a server that is not up at start only delays the first sync.
+    pub async fn client(&self) -> Result<(kube::Client, String), ConnectError> {
         let options = KubeConfigOptions {
             context: self.context.clone(),
             ..KubeConfigOptions::default()
@@ -86,12 +87,14 @@ impl KubernetesOptions {
             }
             (None, None) => kube::Config::infer().await?,
         };
+        let server = config.cluster_url.to_string();
         let builder = kube::client::ClientBuilder::try_from(config)?;
-        Ok(match self.qps.filter(|&qps| qps > 0) {
+        let client = match self.qps.filter(|&qps| qps > 0) {
             Some(qps) => builder
                 .with_layer(&RateLimitLayer::new(u64::from(qps), Duration::from_secs(1)))
                 .build(),
             None => builder.build(),
-        })
+        };
+        Ok((client, server))
     }
 }

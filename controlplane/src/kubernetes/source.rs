@@ -7,6 +7,7 @@ use super::health::KubernetesHealth;
 use super::mirror::{Kind, Mirror};
 use super::options::KubernetesOptions;
 use crate::backoff::Backoff;
+use crate::state::{self, Persist, StateDir, StateHealth};
 use futures::stream::{self, BoxStream, StreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -14,7 +15,7 @@ use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
-use skyline_dataplane::snapshot::kubernetes::{self as model, ObjectKey, Served};
+use skyline_dataplane::snapshot::kubernetes::{self as model, Changes, Cluster, ObjectKey, Served};
 use skyline_dataplane::snapshot::{compose, publish, Snapshot};
 use skyline_dataplane::SnapshotCell;
 use std::fmt::Debug;
@@ -94,6 +95,14 @@ pub struct KubernetesSource {
     /// The SkyDNS snapshot the served one was composed with: the next update carries over the
     /// names it shares with the SkyDNS snapshot then current, and writes those that differ.
     base: Option<Arc<Snapshot>>,
+    /// The persisted snapshot, with `--state-dir`.
+    persist: Option<Persist>,
+    state_health: Arc<StateHealth>,
+    /// Persisted data read back at start, with when it was current: served while the watches
+    /// have not all listed, dropped once they have.
+    restored: Option<(Cluster, SystemTime)>,
+    /// The served cluster zones were built from persisted data current at this time.
+    stale: Option<SystemTime>,
 }
 
 impl KubernetesSource {
@@ -114,12 +123,32 @@ impl KubernetesSource {
             mirror: Mirror::default(),
             failing: [false; 4],
             base: None,
+            persist: None,
+            state_health: Arc::default(),
+            restored: None,
+            stale: None,
         }
     }
 
     /// The source's state, shared with whoever reports it.
     pub fn health(&self) -> Arc<KubernetesHealth> {
         Arc::clone(&self.health)
+    }
+
+    /// Whether the source serves persisted data and how its writes go, shared with whoever
+    /// reports them.
+    pub fn state_health(&self) -> Arc<StateHealth> {
+        Arc::clone(&self.state_health)
+    }
+
+    /// Keeps the mirror's last complete data in `dir` (`kubernetes.state`), and serves it,
+    /// stale, when the API server cannot be reached at start (see [`crate::state`]). The file
+    /// belongs to the API server at `api_server` and these zones: one written for others is
+    /// not served.
+    pub fn persist_to(&mut self, dir: &StateDir, api_server: &str) {
+        let identity = state::kubernetes::identity(api_server, &self.config.zones);
+        let file = dir.file(state::Source::Kubernetes, identity);
+        self.persist = Some(Persist::new(file, Arc::clone(&self.state_health)));
     }
 
     /// Publishes at once the SkyDNS snapshot with the cluster zones answering SERVFAIL (never a
@@ -188,13 +217,23 @@ impl KubernetesSource {
         let mut due: Option<Instant> = None;
         loop {
             let deadline = due.unwrap_or_else(Instant::now);
+            let complete = self.synced() && self.mirror.is_settled();
+            let failing = self.failing.iter().any(|&f| f);
             tokio::select! {
                 change = changes.next() => {
                     let Some(change) = change else { return };
+                    let failed = matches!(change, Change::Failed(..));
                     if self.apply(change) {
                         due.get_or_insert_with(|| Instant::now() + DEBOUNCE);
+                        if let Some(persist) = self.persist.as_mut() {
+                            persist.changed();
+                        }
+                    }
+                    if failed && !self.synced() && self.restore().await {
+                        due.get_or_insert_with(Instant::now);
                     }
                 }
+                () = state::due(self.persist.as_mut(), complete && !failing), if complete => self.write_state(),
                 _ = poll.tick() => {
                     if !self.composed_with(&self.skydns.load()) {
                         due.get_or_insert_with(Instant::now);
@@ -250,6 +289,30 @@ impl KubernetesSource {
         }
     }
 
+    /// A list or watch failed before every watch had listed: the persisted data, if there is a
+    /// file to serve, serves until they have. True when it was read back.
+    async fn restore(&mut self) -> bool {
+        let Some(persist) = self.persist.as_mut() else {
+            return false;
+        };
+        match persist.restore(state::kubernetes::decode).await {
+            Some(restored) => {
+                self.restored = Some(restored);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Writes the mirror's complete data as it stands (a copy, encoded and written on the
+    /// blocking pool).
+    fn write_state(&mut self) {
+        if let Some(persist) = self.persist.as_mut() {
+            let cluster = self.mirror.cluster.clone();
+            persist.write(move || state::kubernetes::encode(cluster));
+        }
+    }
+
     /// Whether the served snapshot was composed with `base`.
     fn composed_with(&self, base: &Arc<Snapshot>) -> bool {
         self.base.as_ref().is_some_and(|held| Arc::ptr_eq(held, base))
@@ -259,51 +322,69 @@ impl KubernetesSource {
         self.kinds().all(|kind| self.mirror.is_listed(kind))
     }
 
-    /// Publishes the cluster zones (SERVFAIL until every watch has listed) over the current
-    /// SkyDNS snapshot. Returns false, publishing nothing, while a re-list is under way: the
-    /// objects not yet listed again would be missing.
+    /// Publishes the cluster zones (SERVFAIL until every watch has listed, or the persisted data
+    /// read back at start meanwhile) over the current SkyDNS snapshot. Returns false,
+    /// publishing nothing, while a re-list is under way: the objects not yet listed again would
+    /// be missing.
     fn publish(&mut self) -> bool {
         let synced = self.synced();
         if synced && !self.mirror.is_settled() {
             return false;
         }
+        if synced {
+            self.restored = None;
+        }
+        let stale = self.restored.as_ref().map(|(_, current_at)| *current_at);
         let generation = self.cell.load().generation + 1;
         let now = SystemTime::now();
         let base = self.skydns.load_full();
-        let served = if synced {
+        let from = if synced {
             let mut changes = self.mirror.take_changes();
-            changes.full |= !self.health.is_ready();
-            let previous = self.cell.load_full();
-            let cluster = &self.mirror.cluster;
-            let updated = self.base.as_deref().and_then(|before| {
-                let served = Served {
-                    snapshot: &previous,
-                    base: before,
-                };
-                model::update(&self.config, cluster, &changes, &base, served, generation, now)
-            });
-            updated.unwrap_or_else(|| {
-                self.health.built_whole();
-                compose(&base, model::build(&self.config, cluster, generation, now), generation)
-            })
+            changes.full |= !self.health.is_ready() || self.stale.is_some();
+            Some((&self.mirror.cluster, changes))
         } else {
-            compose(&base, model::syncing(&self.config, generation, now), generation)
+            self.restored.as_ref().map(|(cluster, _)| {
+                let mut changes = Changes::default();
+                changes.full = self.stale.is_none();
+                (cluster, changes)
+            })
+        };
+        let served = match from {
+            Some((cluster, changes)) => {
+                let previous = self.cell.load_full();
+                let updated = self.base.as_deref().and_then(|before| {
+                    let served = Served {
+                        snapshot: &previous,
+                        base: before,
+                    };
+                    model::update(&self.config, cluster, &changes, &base, served, generation, now)
+                });
+                updated.unwrap_or_else(|| {
+                    self.health.built_whole();
+                    compose(&base, model::build(&self.config, cluster, generation, now), generation)
+                })
+            }
+            None => compose(&base, model::syncing(&self.config, generation, now), generation),
         };
         publish(&self.cell, Arc::new(served));
         self.base = Some(base);
-        if synced {
+        self.state_health.serving(stale);
+        let was_stale = std::mem::replace(&mut self.stale, stale);
+        if synced || stale.is_some() {
             self.health.built();
-            if !self.health.is_ready() {
-                self.health.set_ready();
-                let cluster = &self.mirror.cluster;
-                tracing::info!(
-                    namespaces = cluster.namespaces.len(),
-                    services = cluster.services.len(),
-                    slices = cluster.slices.len(),
-                    pods = cluster.pods.len(),
-                    "Kubernetes watches synced; serving the cluster zones"
-                );
-            }
+        }
+        if synced && (!self.health.is_ready() || was_stale.is_some()) {
+            self.health.set_ready();
+            let cluster = &self.mirror.cluster;
+            tracing::info!(
+                namespaces = cluster.namespaces.len(),
+                services = cluster.services.len(),
+                slices = cluster.slices.len(),
+                pods = cluster.pods.len(),
+                "Kubernetes watches synced; serving the cluster zones"
+            );
+        } else if stale.is_some() {
+            self.health.set_ready();
         }
         true
     }

@@ -4,11 +4,13 @@
 //!
 //! Change detection polls the file's metadata (device, inode, size, modification and change
 //! times) every [`POLL_INTERVAL`], which sees both an atomic replace (write aside, rename: a new
-//! inode) and an in-place rewrite; SIGHUP reloads at once whatever the metadata says. A file
+//! inode) and an in-place rewrite; a reload (new [`Overrides`], handed in on SIGHUP) reloads at
+//! once whatever the metadata says, with those settings. A file
 //! caught half-written fails to decode, keeps the current snapshot, and loads on the next poll
 //! once the writer is done and the metadata has moved again. Reading, decoding and compiling run
 //! on tokio's blocking pool, so a large file never stalls the runtime.
 
+use super::overrides::Overrides;
 use super::records_file::{config_key, parse_records_file, FileError, RecordsFile};
 use super::stats::SourceStats;
 use crate::skydns::ConfigPatch;
@@ -16,13 +18,11 @@ use skyline_dataplane::snapshot::publish;
 use skyline_dataplane::snapshot::skydns::build;
 use skyline_dataplane::SnapshotCell;
 use std::future::Future;
-use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use tokio::signal::unix::{signal, SignalKind};
 use tokio::time::MissedTickBehavior;
 
 /// How often the file's metadata is checked: a change is served within about this long, while
@@ -37,6 +37,8 @@ const LOGGED_REJECTIONS: usize = 16;
 #[derive(Debug)]
 pub struct FileSource {
     shared: Arc<Shared>,
+    /// Where reloads hand in new settings.
+    reloads: Overrides,
     /// The file's metadata at the last load attempt; `None` before the first.
     seen: Option<Stamp>,
 }
@@ -58,7 +60,7 @@ pub struct Loaded {
 struct Shared {
     path: PathBuf,
     path_prefix: String,
-    overrides: ConfigPatch,
+    overrides: Overrides,
     cell: SnapshotCell,
     stats: Arc<SourceStats>,
 }
@@ -66,23 +68,26 @@ struct Shared {
 impl FileSource {
     /// A source for the file at `path`, whose keys live under `/<path_prefix>/`. `overrides` are
     /// the settings of the layers above the file's own `/<prefix>/config` (flags, environment,
-    /// configuration file): they win over it, and SkyDNS's defaults fill what neither sets.
-    /// Nothing is read until [`FileSource::load`] or [`FileSource::watch`].
+    /// configuration file): they win over it, and SkyDNS's defaults fill what neither sets; a
+    /// reload that replaces them reloads the file. Nothing is read until [`FileSource::load`] or
+    /// [`FileSource::watch`].
     pub fn new(
         path: impl Into<PathBuf>,
         path_prefix: impl Into<String>,
-        overrides: ConfigPatch,
+        overrides: impl Into<Overrides>,
         cell: SnapshotCell,
     ) -> FileSource {
+        let overrides = overrides.into();
         let shared = Shared {
             path: path.into(),
             path_prefix: path_prefix.into(),
-            overrides,
+            overrides: overrides.clone(),
             cell,
             stats: Arc::default(),
         };
         FileSource {
             shared: Arc::new(shared),
+            reloads: overrides,
             seen: None,
         }
     }
@@ -106,23 +111,21 @@ impl FileSource {
         self.shared.publish()
     }
 
-    /// Starts watching: registers the SIGHUP handler at once, so that a SIGHUP sent after this
-    /// returns reloads the file instead of ending the process, and returns the future that polls
-    /// the file and reloads it, forever. Must be called within a tokio runtime (with time and
-    /// signal drivers enabled). If the file was never loaded, the first poll loads it.
-    pub fn watch(self) -> io::Result<impl Future<Output = ()> + Send + 'static> {
-        let hangup = signal(SignalKind::hangup())?;
-        Ok(self.run(hangup))
+    /// The future that polls the file and reloads it, and reloads it at once with the settings
+    /// each reload hands in, forever. Spawn it on a tokio runtime with time enabled. If the file
+    /// was never loaded, the first poll loads it.
+    pub fn watch(self) -> impl Future<Output = ()> + Send + 'static {
+        self.run()
     }
 
-    async fn run(mut self, mut hangup: tokio::signal::unix::Signal) {
+    async fn run(mut self) {
         let mut poll = tokio::time::interval(POLL_INTERVAL);
         poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut missing = false;
         loop {
             let forced = tokio::select! {
                 _ = poll.tick() => false,
-                Some(()) = hangup.recv() => true,
+                () = self.reloads.changed() => true,
             };
             let stamp = match tokio::fs::metadata(&self.shared.path).await {
                 Ok(meta) => Stamp::of(&meta),
@@ -192,7 +195,7 @@ impl Shared {
     fn load(&self) -> Result<Loaded, FileError> {
         let bytes = std::fs::read(&self.path).map_err(FileError::Read)?;
         let file = parse_records_file(&bytes, &self.path_prefix)?;
-        let settings = self.overrides.clone().or(file.config.clone().unwrap_or_default());
+        let settings = self.overrides.current().or(file.config.clone().unwrap_or_default());
         let config = settings
             .skydns_config(&self.path_prefix)
             .map_err(|source| FileError::Config {

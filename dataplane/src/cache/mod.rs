@@ -350,6 +350,13 @@ impl Cache {
         &self.config
     }
 
+    /// Puts `config` in force: entries already stored keep the lifetimes they were given, and
+    /// are evicted down to a smaller memory bound at once. Returns how many were evicted.
+    pub fn reconfigure(&mut self, config: CacheConfig) -> u64 {
+        self.config = config;
+        self.evict()
+    }
+
     /// Entries held (stale ones included).
     pub fn len(&self) -> usize {
         self.index.len()

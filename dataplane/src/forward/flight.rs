@@ -287,20 +287,87 @@ impl Forwarder {
         }
     }
 
-    /// Replaces the stub routes (every route but the default one) with `zones`, their servers'
-    /// health in `health`. Questions in flight to stub servers end as unanswered: their route
-    /// numbers no longer mean the same servers.
-    pub(crate) fn replace_stubs(&mut self, zones: &[super::StubZone], health: &SharedHealth) {
+    /// Switches to `groups` of upstreams (route index → servers) under `config`, their servers'
+    /// health in `health`. A route whose servers are the same keeps its group, health and
+    /// questions in flight. A question in flight on a route whose servers changed is asked
+    /// again of the new servers within what is left of its budget, its clients still waiting;
+    /// one on a route that is gone, or a probe of a server that is gone, ends unanswered.
+    pub(crate) fn replace(
+        &mut self,
+        groups: &[&[SocketAddr]],
+        config: &ForwardConfig,
+        health: &SharedHealth,
+        now: Instant,
+    ) {
+        let rotate_changed = self.rotate != config.rotate;
+        let kept: Vec<bool> = groups
+            .iter()
+            .enumerate()
+            .map(|(route, servers)| {
+                !rotate_changed
+                    && self
+                        .groups
+                        .get(route)
+                        .is_some_and(|g| g.addrs().eq(servers.iter().copied()))
+            })
+            .collect();
+        let mut again = Vec::new();
         for slot in 0..self.flights.len() {
-            if self.flights[slot].as_ref().is_some_and(|f| f.route != 0) {
-                self.complete(slot, Err(Failure::Unreachable));
+            let Some(flight) = self.flights[slot].as_mut() else {
+                continue;
+            };
+            if kept.get(flight.route).copied().unwrap_or(false) {
+                continue;
             }
+            if matches!(flight.kind, Kind::Probe(_)) || flight.route >= groups.len() {
+                self.complete(slot, Err(Failure::Unreachable));
+                continue;
+            }
+            for attempt in flight.attempts.iter_mut().filter_map(Option::take) {
+                close(&self.registry, attempt.link);
+            }
+            again.push(slot);
         }
-        self.groups.truncate(1);
-        for (i, zone) in zones.iter().enumerate() {
-            self.groups.push(Group::new(&zone.servers, i + 1, health, self.rotate));
+        let mut old = std::mem::take(&mut self.groups).into_iter();
+        for (route, servers) in groups.iter().enumerate() {
+            let previous = old.next();
+            self.groups.push(match previous {
+                Some(group) if kept[route] => group,
+                _ => Group::new(servers, route, health, config.rotate),
+            });
         }
         self.down = self.groups.iter().map(Group::all_down).collect();
+        self.rotate = config.rotate;
+        self.budget = config.timeout;
+        self.max_in_flight = config.max_in_flight.max(1);
+        for slot in again {
+            self.ask_again(slot, now);
+        }
+    }
+
+    /// Starts a question over, on its route's current servers, keeping its clients and its
+    /// deadline; the timers of its earlier tries no longer match it.
+    fn ask_again(&mut self, slot: usize, now: Instant) {
+        let serial = self.next_serial();
+        let Some(flight) = self.flights.get_mut(slot).and_then(Option::as_mut) else {
+            return;
+        };
+        let even_down = matches!(flight.kind, Kind::Refresh);
+        let Some(first) = self.groups[flight.route].first(even_down, now) else {
+            return self.complete(slot, Err(Failure::Unreachable));
+        };
+        flight.serial = serial;
+        flight.tries = 0;
+        flight.failures = 0;
+        flight.bad_answer = false;
+        flight.last = first;
+        self.timers.push(Reverse(Timer {
+            at: flight.deadline,
+            serial,
+            slot,
+            attempt: None,
+        }));
+        self.advance(slot, Some(first), now);
     }
 
     /// Per route index: whether every upstream is down.

@@ -15,15 +15,15 @@ mod acl;
 mod entropy;
 mod flight;
 mod message;
+mod plan;
 pub mod resolv_conf;
 mod route;
-mod stubs;
 mod upstream;
 
 pub use acl::{Acl, Prefix, PrefixError};
 pub use message::{read_reply, Mismatch, Verdict};
+pub use plan::Forwarding;
 pub use route::{Failure, Route, Routes};
-pub use stubs::StubZones;
 pub use upstream::{SharedHealth, MAX_FAILS, PROBE_INTERVAL};
 
 use crate::answer::{answer_recursive, Context, Outcome, Recursion, Resolution, Resolved};
@@ -110,6 +110,14 @@ impl ForwardConfig {
     }
 }
 
+/// One worker's share of the cache: the memory bound is the whole server's.
+fn worker_share(cache: &CacheConfig, workers: usize) -> CacheConfig {
+    CacheConfig {
+        max_bytes: cache.max_bytes / workers.max(1),
+        ..cache.clone()
+    }
+}
+
 /// Who asked, so that a late answer finds its way back. A query being answered names its UDP
 /// peer by reference (`Client<&Peer>`), in the receive batch where it arrived: only a query
 /// that waits for an upstream takes a copy ([`Client::owned`]).
@@ -156,9 +164,11 @@ pub(crate) enum Answered {
 pub(crate) struct Resolver {
     acl: Acl,
     routes: Routes,
-    /// The stub zones in force, and where newer ones appear.
-    stubs: Arc<stubs::StubSet>,
-    stub_updates: arc_swap::Cache<Arc<arc_swap::ArcSwap<stubs::StubSet>>, Arc<stubs::StubSet>>,
+    /// The forwarding plan in force, and where newer ones appear.
+    plan: Arc<plan::Plan>,
+    plan_updates: arc_swap::Cache<Arc<arc_swap::ArcSwap<plan::Plan>>, Arc<plan::Plan>>,
+    /// Workers sharing the cache's memory bound.
+    workers: usize,
     cache: Cache,
     forwarder: Forwarder,
     stats: Arc<WorkerStats>,
@@ -171,36 +181,29 @@ pub(crate) struct Resolver {
 
 impl Resolver {
     /// A resolver for one of `workers` workers, registering its sockets with `registry`;
-    /// `stubs` is shared by all of them and carries the upstreams' shared health.
+    /// `forwarding` is shared by all of them and carries the upstreams' shared health.
     pub(crate) fn new(
-        config: &ForwardConfig,
         workers: usize,
-        stubs: &StubZones,
+        forwarding: &Forwarding,
         registry: &Registry,
         stats: Arc<WorkerStats>,
     ) -> io::Result<Resolver> {
-        let current = stubs.current();
-        let names = current.zones.iter().map(|s| s.zone.clone()).collect();
-        let routes = Routes::new(config.ndots, !config.upstreams.is_empty(), names);
-        let mut groups = vec![config.upstreams.as_slice()];
-        groups.extend(current.zones.iter().map(|s| s.servers.as_slice()));
+        let plan = forwarding.current();
+        let config = &plan.config;
         let forwarder = Forwarder::new(
             registry.try_clone()?,
-            &groups,
+            &plan.groups(),
             config,
-            &current.health,
+            &plan.health,
             Arc::clone(&stats),
         );
-        let cache = Cache::new(CacheConfig {
-            max_bytes: config.cache.max_bytes / workers.max(1),
-            ..config.cache.clone()
-        });
         Ok(Resolver {
             acl: config.acl.clone(),
-            routes,
-            stubs: current,
-            stub_updates: arc_swap::Cache::new(stubs.cell()),
-            cache,
+            routes: plan.routes(),
+            cache: Cache::new(worker_share(&config.cache, workers)),
+            plan_updates: arc_swap::Cache::new(forwarding.cell()),
+            plan,
+            workers,
             forwarder,
             stats,
             scratch: vec![0; MAX_MESSAGE_LEN].into_boxed_slice(),
@@ -323,22 +326,27 @@ impl Resolver {
         self.forwarder.next_deadline()
     }
 
-    /// Reads upstream replies, handles timeouts and probes, and hands every reply now due to
-    /// a waiting client to `send`.
-    /// Switches to the stub zones a data source handed in since the last call, if any. The
-    /// worker calls it once per turn, before answering.
-    pub(crate) fn follow_stub_zones(&mut self) {
-        let latest = self.stub_updates.load();
-        if !Arc::ptr_eq(latest, &self.stubs) {
-            let latest = Arc::clone(latest);
-            self.routes = self
-                .routes
-                .with_stubs(latest.zones.iter().map(|s| s.zone.clone()).collect());
-            self.forwarder.replace_stubs(&latest.zones, &latest.health);
-            self.stubs = latest;
+    /// Switches to the forwarding plan a reload or a data source handed in since the last call,
+    /// if any. The worker calls it once per turn, before answering.
+    pub(crate) fn follow_plan(&mut self) {
+        let latest = self.plan_updates.load();
+        if Arc::ptr_eq(latest, &self.plan) {
+            return;
         }
+        let latest = Arc::clone(latest);
+        if !Arc::ptr_eq(&latest.config, &self.plan.config) {
+            self.acl = latest.config.acl.clone();
+            let evicted = self.cache.reconfigure(worker_share(&latest.config.cache, self.workers));
+            self.stats.cache_evictions.add(evicted);
+        }
+        self.routes = latest.routes();
+        self.forwarder
+            .replace(&latest.groups(), &latest.config, &latest.health, Instant::now());
+        self.plan = latest;
     }
 
+    /// Reads upstream replies, handles timeouts and probes, and hands every reply now due to
+    /// a waiting client to `send`.
     pub(crate) fn turn(&mut self, snapshot: &Snapshot, now: Instant, mut send: impl FnMut(Client, &[u8])) {
         let Resolver {
             routes,

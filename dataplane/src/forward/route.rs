@@ -24,7 +24,7 @@ impl Route {
     }
 }
 
-/// The routing rules, fixed at start.
+/// The routing rules of one forwarding plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Routes {
     ndots: u32,
@@ -58,11 +58,6 @@ impl Routes {
             None if self.default => Some(Route::DEFAULT),
             None => None,
         }
-    }
-
-    /// The same rules with other stub zones.
-    pub fn with_stubs(&self, stubs: Vec<Name>) -> Routes {
-        Routes::new(self.ndots, self.default, stubs)
     }
 
     /// Labels a name needs before it goes to the default resolvers.

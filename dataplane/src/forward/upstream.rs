@@ -250,6 +250,11 @@ impl Group {
         }
     }
 
+    /// The servers, in order.
+    pub fn addrs(&self) -> impl Iterator<Item = SocketAddr> + '_ {
+        self.upstreams.iter().map(|u| u.addr)
+    }
+
     /// Whether every server is down (or there is none).
     pub fn all_down(&self) -> bool {
         self.upstreams.iter().all(Upstream::is_down)

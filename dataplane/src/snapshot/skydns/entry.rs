@@ -285,6 +285,31 @@ impl Entry {
         key
     }
 
+    /// The record as a value [`Entry::new`] makes an equal entry of again, so that a source can
+    /// write its records out and read them back (the persisted snapshot). The host is written in
+    /// its canonical form (a name lower-cased and absolute, an IPv4-mapped address as IPv4), so
+    /// the dedup identity of a host written otherwise differs: two records of one name whose
+    /// hosts differed only in such spelling are then one.
+    pub fn service(&self) -> Service {
+        let host = match self.host() {
+            Host::None => String::new(),
+            Host::V4(ip) => ip.to_string(),
+            Host::V6(ip) => ip.to_string(),
+            Host::Name(name) => name.to_string(),
+        };
+        Service {
+            host,
+            port: self.port,
+            priority: self.priority,
+            weight: self.weight,
+            text: String::from_utf8_lossy(self.text()).into_owned(),
+            mail: self.mail,
+            ttl: self.ttl,
+            target_strip: usize::from(self.target_strip),
+            group: String::from_utf8_lossy(self.group()).into_owned(),
+        }
+    }
+
     /// The order of records (see [`super::key::cmp_keys`]): the source keeps its records in it,
     /// which is the order the index needs, so a build never sorts.
     pub fn cmp_order(&self, other: &Entry) -> Ordering {
@@ -444,6 +469,38 @@ mod tests {
         };
         let entry = Entry::new(&key("/skydns/x"), &set).unwrap();
         assert_eq!((entry.priority_or(10), entry.ttl_or(3600)), (5, 30));
+    }
+
+    #[test]
+    fn a_record_written_out_as_its_service_reads_back_equal() {
+        for service in [
+            Service {
+                host: "10.0.0.1".into(),
+                port: 80,
+                priority: 5,
+                weight: 7,
+                text: "hello".into(),
+                mail: true,
+                ttl: 30,
+                target_strip: 2,
+                group: "g1".into(),
+            },
+            Service {
+                host: "2001:db8::1".into(),
+                ..Service::default()
+            },
+            Service {
+                host: "web.example.org.".into(),
+                text: "x".repeat(300),
+                ..Service::default()
+            },
+            Service::default(),
+        ] {
+            let entry = Entry::new(&key("/skydns/test/Web"), &service).unwrap();
+            assert_eq!(entry.service(), service);
+            let again = Entry::new(&key(&entry.key("skydns")), &entry.service()).unwrap();
+            assert_eq!(again, entry);
+        }
     }
 
     #[test]
