@@ -10,7 +10,7 @@ use crate::snapshot::kubernetes::{Host, MAX_ANSWER};
 use crate::snapshot::rrset::{Beyond, CompiledAnswer};
 use crate::snapshot::skydns::{self, WildcardAnswer};
 use crate::snapshot::skydns::{Leaf, MAX_LEAF_ANSWER};
-use crate::snapshot::{Node, Slot, Snapshot, Written, Zone, ZoneKind, ZoneState};
+use crate::snapshot::{Found, Node, Slot, Snapshot, Written, Zone, ZoneKind};
 use crate::wire::bytes::copy_short;
 use crate::wire::query::parse_query_into;
 use crate::wire::types::{
@@ -378,64 +378,46 @@ fn by_class(
             return Flow::Written;
         }
     }
-    // Most questions name a SkyDNS leaf or a node: the zone comes with either, and only a miss
-    // walks the zones.
-    if let Some((found, zone)) = snapshot.leaf(qname) {
-        leaf(r, qname, question.qtype, zone, found);
-        return Flow::Written;
-    }
-    if !snapshot.may_hold(qname) {
-        return beyond(r, q, qname, question, rec);
-    }
-    let (node, zone) = match snapshot.node_in_zone(qname) {
-        Some((node, zone)) => (Some(node), zone),
-        None => match snapshot.zone_of(qname) {
-            Some((_, zone)) => (None, zone),
-            None => return beyond(r, q, qname, question, rec),
-        },
-    };
-    if zone.state == ZoneState::Syncing {
-        r.set_rcode(rcode::SERVFAIL);
-        return Flow::Written;
-    }
-    if zone.kind == ZoneKind::Authoritative {
-        r.flags |= flags::AA;
-        if has_wildcard_label(qname, zone) && is_skydns_zone(zone, snapshot) {
+    match snapshot.find(qname) {
+        Found::Leaf(found, zone) => leaf(r, qname, question.qtype, zone, found),
+        Found::Outside => return beyond(r, q, qname, question, rec),
+        Found::Syncing(_) => r.set_rcode(rcode::SERVFAIL),
+        Found::Wildcard(zone) => {
+            r.flags |= flags::AA;
             wildcard(r, qname, question.qtype, zone, snapshot);
-            return Flow::Written;
         }
-    }
-    let Some(node) = node else {
-        if let Some(found) = snapshot.host(qname) {
-            host(r, qname, question.qtype, zone, found);
-            return Flow::Written;
+        Found::Missing(zone) => {
+            r.flags |= flags::AA;
+            r.negative(rcode::NXDOMAIN, qname, zone);
         }
-        if let Some((node, shift)) = snapshot.port_name(qname, zone) {
-            port_name(r, qname, question.qtype, zone, node, shift);
-            return Flow::Written;
-        }
-        if let Some(address) = snapshot.echoed_address(qname) {
-            echo(r, qname, question.qtype, zone, address);
-            return Flow::Written;
-        }
-        match zone.kind {
-            ZoneKind::Authoritative => r.negative(rcode::NXDOMAIN, qname, zone),
-            ZoneKind::Reverse => return beyond(r, q, qname, question, rec),
-        }
-        return Flow::Written;
-    };
-    if question.qtype == rtype::ANY {
-        r.hinfo(zone.default_ttl);
-        return Flow::Written;
-    }
-    match Slot::for_qtype(question.qtype).and_then(|s| node.answer(s)) {
-        Some(compiled) => {
-            r.compiled(compiled);
-            if let (Some(beyond), Some(rec)) = (compiled.beyond(), rec) {
-                return complete(r, q, question, zone, beyond, snapshot, rec);
+        Found::Node(node, zone) => {
+            r.authority(zone);
+            if question.qtype == rtype::ANY {
+                r.hinfo(zone.default_ttl);
+                return Flow::Written;
+            }
+            match Slot::for_qtype(question.qtype).and_then(|s| node.answer(s)) {
+                Some(compiled) => {
+                    r.compiled(compiled);
+                    if let (Some(beyond), Some(rec)) = (compiled.beyond(), rec) {
+                        return complete(r, q, question, zone, beyond, snapshot, rec);
+                    }
+                }
+                None => r.negative(rcode::NOERROR, qname, zone),
             }
         }
-        None => r.negative(rcode::NOERROR, qname, zone),
+        Found::Host(found, zone) => {
+            r.authority(zone);
+            host(r, qname, question.qtype, zone, found);
+        }
+        Found::PortName(node, shift, zone) => {
+            r.authority(zone);
+            port_name(r, qname, question.qtype, zone, node, shift);
+        }
+        Found::Echo(address, zone) => {
+            r.authority(zone);
+            echo(r, qname, question.qtype, zone, address);
+        }
     }
     Flow::Written
 }
@@ -617,12 +599,7 @@ fn host(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, found
 /// written straight into the reply, an SRV answer on the stack first.
 #[inline(always)]
 fn leaf(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, found: Leaf<'_>) {
-    if zone.state == ZoneState::Syncing {
-        return r.set_rcode(rcode::SERVFAIL);
-    }
-    if zone.kind == ZoneKind::Authoritative {
-        r.flags |= flags::AA;
-    }
+    r.authority(zone);
     match qtype {
         rtype::A => match found.v4() {
             Some(address) => r.address_at_query(rtype::A, found.ttl(), address.octets()),
@@ -741,21 +718,6 @@ fn beyond(
     }
 }
 
-/// SkyDNS query wildcards: a `*` or `any` label anywhere left of the apex.
-fn has_wildcard_label(qname: &LowerName, zone: &Zone) -> bool {
-    let own = qname.label_count().saturating_sub(zone.apex.label_count());
-    (0..own).any(|i| matches!(qname.label(i), b"*" | b"any"))
-}
-
-/// Whether `zone` is the SkyDNS domain, where `*` and `any` labels are query wildcards. In the
-/// Kubernetes cluster zones they are ordinary labels: a Service or port may be named `any`.
-fn is_skydns_zone(zone: &Zone, snapshot: &Snapshot) -> bool {
-    snapshot
-        .skydns
-        .as_deref()
-        .is_some_and(|index| *index.domain() == zone.apex)
-}
-
 fn wildcard(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, snapshot: &Snapshot) {
     let Some(index) = snapshot.skydns.as_deref() else {
         return r.negative(rcode::NXDOMAIN, qname, zone);
@@ -804,6 +766,15 @@ struct Responder<'a> {
 }
 
 impl<'a> Responder<'a> {
+    /// Sets AA when `zone` is one skyline is authoritative for (not a reverse zone it only
+    /// holds some names of).
+    #[inline(always)]
+    fn authority(&mut self, zone: &Zone) {
+        if zone.kind == ZoneKind::Authoritative {
+            self.flags |= flags::AA;
+        }
+    }
+
     #[inline(always)]
     fn new(query: &'a [u8], q: &Query, ctx: &'a Context, out: &'a mut [u8]) -> Responder<'a> {
         let size = match (ctx.transport, q.edns) {
@@ -1180,7 +1151,7 @@ impl<'a> Responder<'a> {
 mod tests {
     use super::*;
     use crate::snapshot::rrset::{AnswerSet, Rdata, Record, Rrset};
-    use crate::snapshot::Node;
+    use crate::snapshot::{Node, ZoneState};
     use crate::wire::Name;
     use hickory_proto::rr::RecordType;
 

@@ -362,7 +362,87 @@ pub struct Snapshot {
     pub skydns: Option<Arc<skydns::Index>>,
 }
 
+/// What a name is in the snapshot: the one lookup the answer path makes, with the precedence
+/// of the sources settled here (a SkyDNS leaf, then the zones' nodes, the cluster's tables and
+/// the names they answer by spelling alone).
+#[derive(Debug, Clone, Copy)]
+pub enum Found<'a> {
+    /// A SkyDNS name answering with its own address records.
+    Leaf(skydns::Leaf<'a>, &'a Zone),
+    /// Outside every zone, or a reverse zone's name without data: answered beyond the zones
+    /// (forwarded) or refused.
+    Outside,
+    /// In a zone whose source has not synced yet: SERVFAIL, never a denial from missing data.
+    Syncing(&'a Zone),
+    /// A query wildcard (a `*` or `any` label) in the SkyDNS domain.
+    Wildcard(&'a Zone),
+    /// A name with precompiled answers.
+    Node(&'a Node, &'a Zone),
+    /// A cluster name answering with one address or one PTR.
+    Host(kubernetes::Host<'a>, &'a Zone),
+    /// A Kubernetes port name spelled without its underscores: the node of the underscored
+    /// name, and how the shorter question moves its answers' pointers.
+    PortName(&'a Node, Shift, &'a Zone),
+    /// A dashed address below a name that echoes them.
+    Echo(IpAddr, &'a Zone),
+    /// No such name in an authoritative zone: NXDOMAIN.
+    Missing(&'a Zone),
+}
+
 impl Snapshot {
+    /// What `qname` is here. Most questions name a SkyDNS leaf or a node: the zone comes with
+    /// either, and only a miss walks the zones. Allocation-free.
+    #[inline(always)]
+    pub fn find(&self, qname: &LowerName) -> Found<'_> {
+        if let Some((leaf, zone)) = self.leaf(qname) {
+            if zone.state == ZoneState::Syncing {
+                return Found::Syncing(zone);
+            }
+            return Found::Leaf(leaf, zone);
+        }
+        if !self.may_hold(qname) {
+            return Found::Outside;
+        }
+        let (node, zone) = match self.node_in_zone(qname) {
+            Some((node, zone)) => (Some(node), zone),
+            None => match self.zone_of(qname) {
+                Some((_, zone)) => (None, zone),
+                None => return Found::Outside,
+            },
+        };
+        if zone.state == ZoneState::Syncing {
+            return Found::Syncing(zone);
+        }
+        if zone.kind == ZoneKind::Authoritative && self.is_wildcard(qname, zone) {
+            return Found::Wildcard(zone);
+        }
+        if let Some(node) = node {
+            return Found::Node(node, zone);
+        }
+        if let Some(host) = self.host(qname) {
+            return Found::Host(host, zone);
+        }
+        if let Some((node, shift)) = self.port_name(qname, zone) {
+            return Found::PortName(node, shift, zone);
+        }
+        if let Some(address) = self.echoed_address(qname) {
+            return Found::Echo(address, zone);
+        }
+        match zone.kind {
+            ZoneKind::Authoritative => Found::Missing(zone),
+            ZoneKind::Reverse => Found::Outside,
+        }
+    }
+
+    /// Whether `qname` is a SkyDNS query wildcard: a `*` or `any` label anywhere left of the
+    /// apex of the SkyDNS domain. In the Kubernetes cluster zones they are ordinary labels: a
+    /// Service or port may be named `any`.
+    fn is_wildcard(&self, qname: &LowerName, zone: &Zone) -> bool {
+        let own = qname.label_count().saturating_sub(zone.apex.label_count());
+        (0..own).any(|i| matches!(qname.label(i), b"*" | b"any"))
+            && self.skydns.as_deref().is_some_and(|index| *index.domain() == zone.apex)
+    }
+
     /// The node of a lower-cased wire name.
     #[inline]
     pub fn node(&self, wire: &[u8]) -> Option<&Node> {
