@@ -234,6 +234,9 @@ enum Flow {
     Looped,
     /// The reply is written; these questions should be fetched in the background.
     Fetch(Vec<Refresh>),
+    /// The answer's CNAME chain leaves the domain and cannot be completed: it is dropped, and
+    /// the name answers NODATA, as SkyDNS drops a chain its lookups cannot complete.
+    Incomplete,
 }
 
 /// RFC 8482 §4.2: the synthesised HINFO that answers ANY.
@@ -281,7 +284,8 @@ pub fn answer_recursive(
     let qname = &*qname;
     let mut r = Responder::new(query, &q, ctx, out);
     match respond(&mut r, &q, qname, snapshot, Some(rec)) {
-        Flow::Written => Resolution::Done(Outcome::Reply(r.finish(&q))),
+        // An incomplete chain is rewritten as NODATA where it is found.
+        Flow::Written | Flow::Incomplete => Resolution::Done(Outcome::Reply(r.finish(&q))),
         Flow::Cached { stale, refresh } => Resolution::Cached {
             outcome: Outcome::Reply(r.finish(&q)),
             stale,
@@ -398,9 +402,17 @@ fn by_class(
             }
             match Slot::for_qtype(question.qtype).and_then(|s| node.answer(s)) {
                 Some(compiled) => {
+                    let mark = r.mark();
                     r.compiled(compiled);
-                    if let (Some(beyond), Some(rec)) = (compiled.beyond(), rec) {
-                        return complete(r, q, question, zone, beyond, snapshot, rec);
+                    if let Some(beyond) = compiled.beyond() {
+                        return match complete(r, q, question, zone, beyond, snapshot, rec) {
+                            Flow::Incomplete => {
+                                r.rewind(mark);
+                                r.negative(rcode::NOERROR, qname, zone);
+                                Flow::Written
+                            }
+                            flow => flow,
+                        };
                     }
                 }
                 None => r.negative(rcode::NOERROR, qname, zone),
@@ -425,10 +437,11 @@ fn by_class(
 /// Completes a SkyDNS answer that leaves its domain, as SkyDNS does (docs/skydns-semantics.md,
 /// "Names outside the domain"): a CNAME chain ending outside it gets the target's records of the
 /// query's type in the answer section, from the cache or by forwarding the target's question (the
-/// client waits, and gets the chain alone if no upstream answers); SRV and MX targets outside it
-/// get their cached addresses in the additional section, and those not cached are fetched in the
-/// background rather than delaying the answer. Only for clients that may use forwarding: others get
-/// the answer as compiled.
+/// client waits); a chain nothing can complete (no forwarding for this client, no upstream
+/// answer, a target that cannot be forwarded) is dropped ([`Flow::Incomplete`]). SRV and MX
+/// targets outside it get their cached addresses in the additional section, and those not cached
+/// are fetched in the background rather than delaying the answer; without forwarding they go
+/// without.
 fn complete(
     r: &mut Responder<'_>,
     q: &Query,
@@ -436,21 +449,29 @@ fn complete(
     zone: &Zone,
     beyond: &Beyond,
     snapshot: &Snapshot,
-    rec: &mut Recursion<'_>,
+    rec: Option<&mut Recursion<'_>>,
 ) -> Flow {
     let skydns_zone = snapshot
         .skydns
         .as_deref()
         .is_some_and(|index| zone.apex == *index.domain());
-    if !rec.allowed || !skydns_zone || r.rcode != rcode::NOERROR || r.flags & flags::TC != 0 {
+    if !skydns_zone || r.rcode != rcode::NOERROR || r.flags & flags::TC != 0 {
         return Flow::Written;
     }
+    let chain = matches!(question.qtype, rtype::A | rtype::AAAA);
+    let Some(rec) = rec.filter(|rec| rec.allowed) else {
+        let dangling = chain && beyond.aliases.iter().any(|alias| outside_every_zone(alias, snapshot));
+        return if dangling { Flow::Incomplete } else { Flow::Written };
+    };
     let bits = (q.edns.is_some_and(|e| e.dnssec_ok), q.flags & flags::CD != 0);
     let mut flow = Flow::Written;
-    if matches!(question.qtype, rtype::A | rtype::AAAA) {
+    if chain {
         for alias in beyond.aliases.iter() {
-            let Some((target, route)) = forwardable(alias, snapshot, rec) else {
+            if !outside_every_zone(alias, snapshot) {
                 continue;
+            }
+            let Some((target, route)) = forwardable(alias, snapshot, rec) else {
+                return Flow::Incomplete;
             };
             let key = KeyRef::new(&target, question.qtype, class::IN, bits.0, bits.1);
             match alias_records(r, &target, question.qtype, key, route, rec) {
@@ -503,6 +524,11 @@ fn complete(
     }
 }
 
+/// Whether `name` lies outside every zone served: a CNAME to it is completed only by forwarding.
+fn outside_every_zone(name: &Name, snapshot: &Snapshot) -> bool {
+    LowerName::from_wire(name.wire()).is_ok_and(|lower| snapshot.zone_of(&lower).is_none())
+}
+
 /// The lowered `name` and its route, when it is outside every zone and may be forwarded
 /// (SkyDNS looks up only names of at least `ndots` labels).
 fn forwardable(name: &Name, snapshot: &Snapshot, rec: &Recursion<'_>) -> Option<(LowerName, Route)> {
@@ -519,7 +545,8 @@ fn forwardable(name: &Name, snapshot: &Snapshot, rec: &Recursion<'_>) -> Option<
 
 /// Appends the records of `key` (a CNAME's target, asked with `qtype`) to the answer section: from the question
 /// a waiting client was waiting for, or the cache; a miss is forwarded unless every upstream
-/// of the route is down. No answer leaves the chain alone.
+/// of the route is down. No answer at all leaves the chain incomplete; an upstream's NXDOMAIN or
+/// empty answer completes it with nothing more, as SkyDNS keeps the CNAME then.
 fn alias_records(
     r: &mut Responder<'_>,
     target: &LowerName,
@@ -566,7 +593,7 @@ fn alias_records(
                 }),
             }
         }
-        Lookup::Miss if down || settled => Flow::Written,
+        Lookup::Miss if down || settled => Flow::Incomplete,
         Lookup::Stale(_) => Flow::Forward(Box::new(key.to_key()), route, true),
         Lookup::Miss => Flow::Forward(Box::new(key.to_key()), route, false),
     }
@@ -923,6 +950,17 @@ impl<'a> Responder<'a> {
     /// Copies the client's question byte-exact (0x20 case echo). A question whose name used
     /// compression is rewritten from the folded name so that offsets into it stay valid.
     #[inline(always)]
+    /// Where the sections stand now, to [`Self::rewind`] to.
+    fn mark(&self) -> (usize, [u16; 4]) {
+        (self.pos, self.counts)
+    }
+
+    /// Takes back every record written since `mark`.
+    fn rewind(&mut self, (pos, counts): (usize, [u16; 4])) {
+        self.pos = pos;
+        self.counts = counts;
+    }
+
     fn copy_question(&mut self, q: &Query, qname: &LowerName) {
         let Some(question) = q.question else { return };
         let name_len = question.end - 4 - HEADER_LEN;
@@ -1439,16 +1477,20 @@ mod tests {
         let (_, reply) = ask_leaving("out.skydns.test.", RecordType::A, &mut cache, true, Some(failed));
         let reply = reply.unwrap();
         assert_eq!(reply.response_code(), hickory_proto::op::ResponseCode::NoError);
-        assert_eq!(lines(reply.answers()), CHAIN[..1], "the chain alone, as SkyDNS answers");
+        assert!(reply.answers().is_empty(), "SkyDNS drops a chain no lookup completes");
+        assert_eq!(reply.name_servers().len(), 1, "NODATA with the SOA");
+        assert!(reply.authoritative());
     }
 
     #[test]
-    fn clients_without_recursion_get_the_chain_alone() {
+    fn clients_without_recursion_get_no_incomplete_chain() {
         let mut cache = Cache::new(crate::cache::CacheConfig::default());
         cache.insert(www_key(rtype::A).bytes(), www_entry());
         let (resolution, reply) = ask_leaving("out.skydns.test.", RecordType::A, &mut cache, false, None);
         assert!(matches!(resolution, Resolution::Done(_)));
-        assert_eq!(lines(reply.unwrap().answers()), CHAIN[..1]);
+        let reply = reply.unwrap();
+        assert!(reply.answers().is_empty());
+        assert_eq!(reply.name_servers().len(), 1, "NODATA with the SOA");
     }
 
     #[test]

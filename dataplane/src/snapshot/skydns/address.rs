@@ -6,7 +6,11 @@
 //! alias whose target resolves to nothing inside the domain is left out, so that an unresolvable
 //! chain vanishes. Targets outside the domain cannot be resolved here: their CNAME stands alone in
 //! the snapshot, which records it ([`crate::snapshot::rrset::Beyond`]) for the answer path to
-//! complete from the cache or upstream.
+//! complete from the cache or upstream, or to drop.
+//!
+//! A CNAME never shares its owner with other records (RFC 1034 §3.6.2): where a name's records
+//! hold an address as well as a name, the addresses answer and the names give no CNAME. SkyDNS
+//! answered both at one owner.
 
 use super::answers::{Abort, Answerer};
 use super::entry::Host;
@@ -76,6 +80,12 @@ impl Answerer<'_> {
         chain: &mut Vec<Name>,
     ) -> Result<Section<'q>, Abort> {
         let index = self.index;
+        let addressed = sel
+            .grouped()
+            .iter()
+            .any(|&i| matches!(index.entries()[i as usize].host(), Host::V4(_) | Host::V6(_)));
+        // An owner keeps one CNAME, the first that leads somewhere, with its chain alone.
+        let mut aliased = false;
         let mut out = if owner.is_none() {
             Section::for_query(query)
         } else {
@@ -89,7 +99,7 @@ impl Answerer<'_> {
                 Host::V6(ip) if family != Family::V4 => Rdata::Aaaa(ip),
                 Host::V4(_) | Host::V6(_) => continue,
                 Host::Name(ref target) => {
-                    if target == query || chain.len() >= MAX_CHAIN || chain.contains(target) {
+                    if addressed || aliased || target == query || chain.len() >= MAX_CHAIN || chain.contains(target) {
                         continue;
                     }
                     chain.push(target.clone());
@@ -104,8 +114,12 @@ impl Answerer<'_> {
                         Chased::Found(rrs) if !rrs.is_empty() => {
                             out.push(cname());
                             out.extend(&rrs);
+                            aliased = true;
                         }
-                        Chased::Missing if !target.is_within(&index.domain) => out.push(cname()),
+                        Chased::Missing if !target.is_within(&index.domain) => {
+                            out.push(cname());
+                            aliased = true;
+                        }
                         Chased::TooLarge => return Err(Abort::TooLarge),
                         Chased::Found(_) | Chased::Missing => {}
                     }
