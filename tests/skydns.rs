@@ -280,3 +280,34 @@ fn dig_reads_the_same_answers() {
     let tcp = dig(s.addr, &["+tcp", "+short", "big.skydns.test", "A"]);
     assert_eq!(tcp.len(), 40);
 }
+
+/// A CNAME stands alone at its owner: a name whose records hold an address and a name answers
+/// the address alone; a chain leaving the domain that nothing completes (this server forwards
+/// nothing) is dropped, NODATA with the SOA, over UDP and TCP.
+#[test]
+fn a_cname_never_shares_its_owner_and_an_incomplete_chain_is_dropped() {
+    let mut data_ = serde_json::from_str::<serde_json::Value>(&records()).unwrap();
+    data_["/skydns/test/skydns/mixed/ip"] = serde_json::json!({"host": "10.0.6.1"});
+    data_["/skydns/test/skydns/mixed/name"] = serde_json::json!({"host": "c1.chain.skydns.test."});
+    data_["/skydns/test/skydns/out"] = serde_json::json!({"host": "www.example.org."});
+    data_["/skydns/test/skydns/via"] = serde_json::json!({"host": "out.skydns.test."});
+    let s = Skyline::start(&data_.to_string(), &[], &[]);
+    for reply in [
+        s.udp("mixed.skydns.test.", RecordType::A),
+        s.tcp("mixed.skydns.test.", RecordType::A),
+    ] {
+        assert_eq!(reply.response_code(), ResponseCode::NoError);
+        assert_eq!(data(reply.answers()), set(&["10.0.6.1"]), "{reply:?}");
+        assert!(reply.answers().iter().all(|r| r.record_type() == RecordType::A));
+    }
+    for name in ["out.skydns.test.", "via.skydns.test."] {
+        for reply in [s.udp(name, RecordType::A), s.tcp(name, RecordType::AAAA)] {
+            assert_eq!(reply.response_code(), ResponseCode::NoError, "{name}");
+            assert!(reply.answers().is_empty(), "{name}: {reply:?}");
+            assert!(
+                reply.name_servers().iter().any(|r| r.record_type() == RecordType::SOA),
+                "{name}: NODATA with the SOA"
+            );
+        }
+    }
+}
