@@ -4,9 +4,10 @@
 //! A [`Resolver`] belongs to one worker. A query for a name outside the zones goes through
 //! [`crate::answer::answer_recursive`]: a cache hit is answered at once; a miss becomes an
 //! upstream question, merged with any identical one in flight (single-flight), sent with a
-//! random ID from a connected socket with a random source port (a socket that brought an answer
-//! is kept for up to 64 tries to the same upstream within 10 s), retried on timeout on the next
-//! upstream, over TCP when the answer was truncated. When it resolves, every client that asked
+//! random ID from a socket of its own, connected to the upstream, with a random source port
+//! (every try has a fresh socket, closed when the try ends), retried on timeout on the next
+//! upstream, over TCP when the answer was truncated. The decisions are made by a sans-I/O
+//! state machine ([`machine`]) under a thin socket layer. When it resolves, every client that asked
 //! is answered by running its query through the answer path again, now with the result in
 //! hand, and the answer is cached. All upstreams failing gives the clients a stale answer if there is
 //! one (RFC 8767), else SERVFAIL with an Extended DNS Error (RFC 8914), within a bounded time.
@@ -21,6 +22,7 @@ mod route;
 mod upstream;
 
 pub use acl::{Acl, Prefix, PrefixError};
+pub use flight::machine;
 pub use message::{read_reply, Mismatch, Verdict};
 pub use plan::Forwarding;
 pub use route::{Failure, Route, Routes};

@@ -1,0 +1,132 @@
+//! One worker's questions in flight to upstreams, in two layers as quinn splits a QUIC
+//! connection: [`machine`], the sans-I/O state machine that decides every try, timeout, retry
+//! and failover with the time passed in, and `sockets`, the thin layer that carries its tries
+//! over real sockets. [`Forwarder`] joins them for the worker's event loop.
+
+pub mod machine;
+mod sockets;
+
+pub(crate) use machine::Kind;
+
+use super::{Client, ForwardConfig, Route};
+use crate::answer::{ClientQuery, Context};
+use crate::cache::{Cache, Key};
+use crate::forward::upstream::SharedHealth;
+use crate::forward::Failure;
+use crate::stats::WorkerStats;
+use machine::{Entropy, Machine};
+use mio::{Registry, Token};
+use sockets::Sockets;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A client waiting for a question.
+#[derive(Debug)]
+pub(crate) struct Waiter {
+    /// Where the answer goes.
+    pub(crate) client: Client,
+    /// The client's transport and keepalive.
+    pub(crate) ctx: Context,
+    /// The client's query, reduced.
+    pub(crate) query: ClientQuery,
+}
+
+/// A question that ended, with the clients that waited for it.
+pub(crate) type Done = machine::Done<Waiter>;
+
+/// One worker's questions in flight, its view of the upstreams, and its upstream sockets.
+pub(crate) struct Forwarder {
+    machine: Machine<Waiter>,
+    sockets: Sockets,
+    /// Sockets with readiness not handled yet.
+    ready: Vec<usize>,
+}
+
+impl Forwarder {
+    /// A forwarder over `groups` of upstreams (route index → servers), registering its sockets
+    /// with `registry`.
+    pub(crate) fn new(
+        registry: Registry,
+        groups: &[&[SocketAddr]],
+        config: &ForwardConfig,
+        health: &SharedHealth,
+        stats: Arc<WorkerStats>,
+    ) -> Forwarder {
+        Forwarder {
+            machine: Machine::with_stats(groups, config, health, Entropy::default(), Arc::clone(&stats)),
+            sockets: Sockets::new(registry, stats),
+            ready: Vec::new(),
+        }
+    }
+
+    /// Switches to new `groups` of upstreams under `config` ([`Machine::replace`]).
+    pub(crate) fn replace(
+        &mut self,
+        groups: &[&[SocketAddr]],
+        config: &ForwardConfig,
+        health: &SharedHealth,
+        now: Instant,
+    ) {
+        self.machine.replace(groups, config, health, now);
+        self.sockets.flush(&mut self.machine, now);
+    }
+
+    /// Per route index: whether every upstream is down.
+    pub(crate) fn down(&self) -> &[bool] {
+        self.machine.down()
+    }
+
+    /// Whether `token` belongs to an upstream socket.
+    pub(crate) fn owns(token: Token) -> bool {
+        Sockets::owns(token)
+    }
+
+    /// Notes a readiness event of an upstream socket, for the next [`Forwarder::turn`].
+    pub(crate) fn on_event(&mut self, token: Token) {
+        if let Some(socket) = Sockets::socket_of(token) {
+            self.ready.push(socket);
+        }
+    }
+
+    /// Questions in flight, refreshes and probes included.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.machine.in_flight()
+    }
+
+    /// Whether a turn has something to do without waiting: readiness to handle, or questions
+    /// that ended to hand over.
+    pub(crate) fn has_work(&self) -> bool {
+        !self.ready.is_empty() || self.machine.has_done()
+    }
+
+    /// When the next timeout or health probe is due.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        self.machine.poll_timeout()
+    }
+
+    /// Puts a question in flight and sends its first try ([`Machine::submit`]).
+    pub(crate) fn submit(
+        &mut self,
+        key: Key,
+        route: Route,
+        waiter: Option<Waiter>,
+        kind: Kind,
+        now: Instant,
+    ) -> Result<(), Failure> {
+        let submitted = self.machine.submit(key, route, waiter, kind, now);
+        self.sockets.flush(&mut self.machine, now);
+        submitted
+    }
+
+    /// Reads what upstream sockets received, fires due timers, sends due probes and retries,
+    /// tops up the spare sockets, and hands over the questions that ended into `done`.
+    pub(crate) fn turn(&mut self, cache: &Cache, now: Instant, done: &mut Vec<Done>) {
+        self.sockets.receive(&self.ready, &mut self.machine, cache, now);
+        self.ready.clear();
+        self.machine.handle_timeout(cache, now);
+        self.sockets.flush(&mut self.machine, now);
+        self.sockets.top_up(now);
+        self.machine.drain_done(done);
+    }
+}

@@ -1,0 +1,421 @@
+//! The socket layer under the forwarder's state machine: the only part of forwarding that
+//! touches sockets. It carries out the machine's actions — a UDP try from a fresh socket
+//! connected to its upstream, a TCP try over a connection of its own with the length-prefixed
+//! framing of RFC 7766, a close when a try ends — and hands back what the sockets receive, each
+//! under its try's [`TryId`].
+//!
+//! Every UDP try has a socket, and so a source port of the kernel's random choice, of its own:
+//! a socket serves one try and is closed with it, so that an off-path attacker learns nothing
+//! from one query's port about the next one's. Opening, connecting and registering a socket
+//! would put three system calls between a cache miss and its query, so spare sockets —
+//! connected to an upstream, registered, never used — wait for the next tries to that upstream.
+//! They are opened after the turn's replies and retries are handled, as many per upstream as
+//! the most tries it got in one turn (at most [`SPARES_PER_UPSTREAM`], [`SPARE_SOCKETS`] in
+//! all), and closed after [`SPARE_IDLE`] without a try to their upstream. A try that finds none
+//! opens its socket then.
+
+use super::machine::{Action, Machine, Protocol, SendError, Transmit, TryId};
+use crate::cache::Cache;
+use crate::stats::WorkerStats;
+use crate::sys;
+use crate::wire::types::MAX_MESSAGE_LEN;
+use mio::net::{TcpStream, UdpSocket};
+use mio::{Interest, Registry, Token};
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// First token of upstream sockets; tokens below are the worker's own.
+const TOKEN_BASE: usize = 1 << (usize::BITS - 2);
+/// Bytes read from a TCP upstream per read call.
+const TCP_READ_LEN: usize = 4096;
+/// How long the spare sockets of an upstream are kept while no try goes to it.
+const SPARE_IDLE: Duration = Duration::from_secs(10);
+/// Spare sockets kept per worker, all upstreams together.
+const SPARE_SOCKETS: usize = 32;
+/// Spare sockets kept for one upstream.
+const SPARES_PER_UPSTREAM: usize = 16;
+/// A try index with no socket.
+const NO_SOCKET: usize = usize::MAX;
+
+/// One worker's upstream sockets.
+pub(crate) struct Sockets {
+    registry: Registry,
+    /// By token (less [`TOKEN_BASE`]).
+    open: Vec<Option<Open>>,
+    free: Vec<usize>,
+    /// By [`TryId::index`]: the socket of the open try with that index, or [`NO_SOCKET`].
+    tries: Vec<usize>,
+    spares: Vec<Spares>,
+    buf: Box<[u8]>,
+    stats: Arc<WorkerStats>,
+}
+
+struct Open {
+    link: Link,
+    /// The try the socket serves; `None` while it is a spare.
+    serves: Option<TryId>,
+}
+
+enum Link {
+    Udp(UdpSocket),
+    Tcp(TcpLink),
+}
+
+/// The spare sockets of one upstream.
+struct Spares {
+    upstream: SocketAddr,
+    ready: Vec<usize>,
+    /// Tries to the upstream since the spares were last topped up.
+    taken: usize,
+    /// How many to keep ready: the most tries it got between two top-ups.
+    keep: usize,
+    last_try: Instant,
+}
+
+impl Sockets {
+    /// No sockets yet; they will be registered with `registry`, and queries sent counted in
+    /// `stats`.
+    pub(crate) fn new(registry: Registry, stats: Arc<WorkerStats>) -> Sockets {
+        Sockets {
+            registry,
+            open: Vec::new(),
+            free: Vec::new(),
+            tries: Vec::new(),
+            spares: Vec::new(),
+            buf: vec![0; MAX_MESSAGE_LEN].into_boxed_slice(),
+            stats,
+        }
+    }
+
+    /// Whether `token` belongs to an upstream socket.
+    pub(crate) fn owns(token: Token) -> bool {
+        token.0 >= TOKEN_BASE
+    }
+
+    /// The socket `token` names, for [`Sockets::receive`].
+    pub(crate) fn socket_of(token: Token) -> Option<usize> {
+        token.0.checked_sub(TOKEN_BASE)
+    }
+
+    /// Carries out what `machine` asks, until it asks nothing more; a try that cannot be sent
+    /// goes back to it as a send error.
+    pub(crate) fn flush<W>(&mut self, machine: &mut Machine<W>, now: Instant) {
+        while let Some(action) = machine.poll_action() {
+            match action {
+                Action::Transmit(transmit) => {
+                    if let Err(e) = self.transmit(&transmit, now) {
+                        machine.on_send_error(transmit.id, e, now);
+                    }
+                }
+                Action::Close(id) => self.close_try(id),
+            }
+        }
+    }
+
+    /// Reads what `sockets` (from readiness events) received and hands it to `machine`.
+    pub(crate) fn receive<W>(&mut self, sockets: &[usize], machine: &mut Machine<W>, cache: &Cache, now: Instant) {
+        for &socket in sockets {
+            self.service(socket, machine, cache, now);
+        }
+    }
+
+    /// Closes the spare sockets of upstreams no try went to for [`SPARE_IDLE`], and opens
+    /// spares for those that had tries since the last call.
+    pub(crate) fn top_up(&mut self, now: Instant) {
+        let mut i = 0;
+        while i < self.spares.len() {
+            if now.saturating_duration_since(self.spares[i].last_try) > SPARE_IDLE {
+                for socket in self.spares.swap_remove(i).ready {
+                    self.close(socket);
+                }
+            } else {
+                i += 1;
+            }
+        }
+        let mut kept: usize = self.spares.iter().map(|s| s.ready.len()).sum();
+        for i in 0..self.spares.len() {
+            let spares = &mut self.spares[i];
+            spares.keep = spares.keep.max(spares.taken).min(SPARES_PER_UPSTREAM);
+            spares.taken = 0;
+            let upstream = spares.upstream;
+            while self.spares[i].ready.len() < self.spares[i].keep && kept < SPARE_SOCKETS {
+                // A host out of sockets now is one later: the try that needs one reports it.
+                let Ok(socket) = self.open_udp(upstream) else {
+                    return;
+                };
+                self.spares[i].ready.push(socket);
+                kept += 1;
+            }
+        }
+    }
+
+    fn transmit(&mut self, transmit: &Transmit, now: Instant) -> Result<(), SendError> {
+        let socket = match transmit.protocol {
+            Protocol::Udp => self.send_udp(transmit, now)?,
+            Protocol::Tcp => self.connect_tcp(transmit)?,
+        };
+        if let Some(open) = self.open[socket].as_mut() {
+            open.serves = Some(transmit.id);
+        }
+        let index = transmit.id.index();
+        if self.tries.len() <= index {
+            self.tries.resize(index + 1, NO_SOCKET);
+        }
+        self.tries[index] = socket;
+        self.stats.upstream_queries.incr();
+        Ok(())
+    }
+
+    fn send_udp(&mut self, transmit: &Transmit, now: Instant) -> Result<usize, SendError> {
+        let socket = match self.take_spare(transmit.upstream, now) {
+            Some(socket) => socket,
+            None => self.open_udp(transmit.upstream)?,
+        };
+        let sent = match self.open[socket].as_ref().map(|o| &o.link) {
+            Some(Link::Udp(udp)) => udp.send(transmit.query()).map(drop),
+            _ => Err(io::ErrorKind::NotConnected.into()),
+        };
+        match sent {
+            Ok(()) => Ok(socket),
+            Err(e) => {
+                self.close(socket);
+                Err(SendError::Upstream(e))
+            }
+        }
+    }
+
+    /// A spare socket to `upstream`, noting the try either way.
+    fn take_spare(&mut self, upstream: SocketAddr, now: Instant) -> Option<usize> {
+        let spares = match self.spares.iter().position(|s| s.upstream == upstream) {
+            Some(i) => &mut self.spares[i],
+            None => {
+                self.spares.push(Spares {
+                    upstream,
+                    ready: Vec::new(),
+                    taken: 0,
+                    keep: 0,
+                    last_try: now,
+                });
+                self.spares.last_mut()?
+            }
+        };
+        spares.taken += 1;
+        spares.last_try = now;
+        spares.ready.pop()
+    }
+
+    /// Opens and registers a UDP socket connected to `upstream`.
+    fn open_udp(&mut self, upstream: SocketAddr) -> Result<usize, SendError> {
+        let socket = sys::upstream_udp(upstream).map_err(|e| {
+            if sys::is_resource_exhaustion(&e) {
+                SendError::Local(e)
+            } else {
+                SendError::Upstream(e)
+            }
+        })?;
+        self.register(Link::Udp(UdpSocket::from_std(socket)), Interest::READABLE)
+    }
+
+    /// Starts a connection to `transmit`'s upstream, its query framed and waiting to be written.
+    fn connect_tcp(&mut self, transmit: &Transmit) -> Result<usize, SendError> {
+        let stream = TcpStream::connect(transmit.upstream).map_err(|e| {
+            if sys::is_resource_exhaustion(&e) {
+                SendError::Local(e)
+            } else {
+                SendError::Upstream(e)
+            }
+        })?;
+        let query = transmit.query();
+        let mut out = Vec::with_capacity(2 + query.len());
+        out.extend_from_slice(&(query.len() as u16).to_be_bytes());
+        out.extend_from_slice(query);
+        let link = TcpLink {
+            stream,
+            connected: false,
+            out,
+            written: 0,
+            input: Vec::new(),
+        };
+        self.register(Link::Tcp(link), Interest::READABLE | Interest::WRITABLE)
+    }
+
+    fn register(&mut self, mut link: Link, interest: Interest) -> Result<usize, SendError> {
+        let socket = self.free.pop().unwrap_or_else(|| {
+            self.open.push(None);
+            self.open.len() - 1
+        });
+        let token = Token(TOKEN_BASE + socket);
+        let registered = match &mut link {
+            Link::Udp(udp) => self.registry.register(udp, token, interest),
+            Link::Tcp(tcp) => self.registry.register(&mut tcp.stream, token, interest),
+        };
+        if let Err(e) = registered {
+            self.free.push(socket);
+            return Err(SendError::Local(e));
+        }
+        self.open[socket] = Some(Open { link, serves: None });
+        Ok(socket)
+    }
+
+    fn close_try(&mut self, id: TryId) {
+        let Some(socket) = self.tries.get_mut(id.index()) else {
+            return;
+        };
+        let socket = std::mem::replace(socket, NO_SOCKET);
+        if self.open.get(socket).and_then(Option::as_ref).and_then(|o| o.serves) == Some(id) {
+            self.close(socket);
+        }
+    }
+
+    fn close(&mut self, socket: usize) {
+        let Some(open) = self.open.get_mut(socket).and_then(Option::take) else {
+            return;
+        };
+        let _ = match open.link {
+            Link::Udp(mut udp) => self.registry.deregister(&mut udp),
+            Link::Tcp(mut tcp) => self.registry.deregister(&mut tcp.stream),
+        };
+        self.free.push(socket);
+    }
+
+    /// Reads everything `socket` has received.
+    fn service<W>(&mut self, socket: usize, machine: &mut Machine<W>, cache: &Cache, now: Instant) {
+        loop {
+            let Sockets { open, buf, .. } = self;
+            let Some(open) = open.get_mut(socket).and_then(Option::as_mut) else {
+                return;
+            };
+            let Some(id) = open.serves else {
+                return self.drain_spare(socket);
+            };
+            let failed = match &mut open.link {
+                Link::Udp(udp) => match udp.recv(buf) {
+                    Ok(n) => {
+                        machine.on_reply(id, &buf[..n], cache, now);
+                        false
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => true,
+                },
+                Link::Tcp(link) => match link.progress(buf) {
+                    TcpProgress::Pending => return,
+                    TcpProgress::Message(len) => {
+                        machine.on_reply(id, &buf[..len], cache, now);
+                        false
+                    }
+                    TcpProgress::Failed => true,
+                },
+            };
+            if failed {
+                machine.on_receive_error(id, cache, now);
+                return self.flush(machine, now);
+            }
+            self.flush(machine, now);
+            let still = self.open.get(socket).and_then(Option::as_ref).and_then(|o| o.serves);
+            if still != Some(id) {
+                return;
+            }
+        }
+    }
+
+    /// Discards what a spare socket received: no query has left it, so nothing it receives is
+    /// a reply (it is counted as one with a wrong ID). A spare with an error is closed.
+    fn drain_spare(&mut self, socket: usize) {
+        loop {
+            let Some(Open {
+                link: Link::Udp(udp), ..
+            }) = self.open.get(socket).and_then(Option::as_ref)
+            else {
+                return;
+            };
+            match udp.recv(&mut self.buf) {
+                Ok(_) => self.stats.upstream_mismatched_id.incr(),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    for spares in &mut self.spares {
+                        spares.ready.retain(|&s| s != socket);
+                    }
+                    return self.close(socket);
+                }
+            }
+        }
+    }
+}
+
+/// A TCP try: its connection, the framed query going out, and the bytes come back.
+struct TcpLink {
+    stream: TcpStream,
+    connected: bool,
+    out: Vec<u8>,
+    written: usize,
+    input: Vec<u8>,
+}
+
+/// What a TCP link has after being driven.
+#[derive(Debug, PartialEq, Eq)]
+enum TcpProgress {
+    /// Waiting for readiness.
+    Pending,
+    /// A whole message of this length is in the buffer handed in, its prefix gone.
+    Message(usize),
+    /// The connection failed or closed early.
+    Failed,
+}
+
+impl TcpLink {
+    /// Finishes connecting, writes the query, reads until a whole message is in; that message
+    /// is moved into `message`.
+    fn progress(&mut self, message: &mut [u8]) -> TcpProgress {
+        if !self.connected {
+            match self.stream.take_error() {
+                Ok(None) => {}
+                Ok(Some(_)) | Err(_) => return TcpProgress::Failed,
+            }
+            match self.stream.peer_addr() {
+                Ok(_) => self.connected = true,
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => return TcpProgress::Pending,
+                Err(_) => return TcpProgress::Failed,
+            }
+        }
+        while self.written < self.out.len() {
+            match self.stream.write(&self.out[self.written..]) {
+                Ok(0) => return TcpProgress::Failed,
+                Ok(n) => self.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return TcpProgress::Pending,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return TcpProgress::Failed,
+            }
+        }
+        let mut chunk = [0u8; TCP_READ_LEN];
+        loop {
+            if let Some(len) = take_frame(&mut self.input, message) {
+                return TcpProgress::Message(len);
+            }
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return TcpProgress::Failed,
+                Ok(n) => self.input.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return TcpProgress::Pending,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return TcpProgress::Failed,
+            }
+        }
+    }
+}
+
+/// Moves the first whole length-prefixed message of `input` into `message` and returns its
+/// length; `None` while it is not all in. What follows it stays in `input` for the next call.
+fn take_frame(input: &mut Vec<u8>, message: &mut [u8]) -> Option<usize> {
+    let prefix = input.get(..2)?;
+    let len = usize::from(u16::from_be_bytes([prefix[0], prefix[1]]));
+    let body = input.get(2..2 + len)?;
+    message.get_mut(..len)?.copy_from_slice(body);
+    input.drain(..2 + len);
+    Some(len)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,237 @@
+//! The socket layer over loopback sockets: what only real sockets show (ports, framing,
+//! readiness). The policy above it is tested with simulated time in `machine`'s tests.
+
+use super::*;
+use crate::cache::{CacheConfig, Key};
+use crate::forward::flight::machine::{Done, Entropy, Kind};
+use crate::forward::{ForwardConfig, Route};
+use crate::stats::Totals;
+use crate::wire::name::skip_name;
+use crate::wire::types::{class, rtype};
+use crate::wire::{LowerName, Name};
+use std::collections::HashSet;
+
+fn question(i: u32) -> Key {
+    let name = Name::from_dotted(&format!("q{i}.example.org.")).unwrap();
+    Key::new(
+        &LowerName::from_wire(name.wire()).unwrap(),
+        rtype::A,
+        class::IN,
+        false,
+        false,
+    )
+}
+
+/// The reply to `query` with one A record; TC set when `truncated`.
+fn answer(query: &[u8], truncated: bool) -> Vec<u8> {
+    let mut reply = query.to_vec();
+    reply[2] |= if truncated { 0x82 } else { 0x80 };
+    reply[3] = 0x80;
+    reply[6..8].copy_from_slice(&1u16.to_be_bytes());
+    reply[10..12].copy_from_slice(&0u16.to_be_bytes());
+    reply.truncate(skip_name(&reply, 12).unwrap() + 4);
+    reply.extend_from_slice(&[0xC0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 1]);
+    reply
+}
+
+/// A machine and its sockets, forwarding to `upstream`.
+struct Rig {
+    poll: mio::Poll,
+    machine: Machine<u32>,
+    sockets: Sockets,
+    cache: Cache,
+    stats: Arc<WorkerStats>,
+    done: Vec<Done<u32>>,
+}
+
+impl Rig {
+    fn new(upstream: SocketAddr) -> Rig {
+        let poll = mio::Poll::new().unwrap();
+        let config = ForwardConfig {
+            upstreams: vec![upstream],
+            ..ForwardConfig::default()
+        };
+        let stats = Arc::new(WorkerStats::default());
+        Rig {
+            machine: Machine::with_stats(
+                &[&[upstream]],
+                &config,
+                &config.health(Instant::now()),
+                Entropy::default(),
+                Arc::clone(&stats),
+            ),
+            sockets: Sockets::new(poll.registry().try_clone().unwrap(), Arc::clone(&stats)),
+            poll,
+            cache: Cache::new(CacheConfig::default()),
+            stats,
+            done: Vec::new(),
+        }
+    }
+
+    fn submit(&mut self, i: u32) {
+        let kind = Kind::Clients { stale: false };
+        self.machine
+            .submit(question(i), Route::DEFAULT, Some(i), kind, Instant::now())
+            .unwrap();
+        self.sockets.flush(&mut self.machine, Instant::now());
+    }
+
+    /// Handles readiness until `n` questions ended, for at most 2 s.
+    fn until_done(&mut self, n: usize) {
+        self.until(|rig| rig.done.len() >= n);
+    }
+
+    /// Handles readiness until `done` says so, for at most 2 s.
+    fn until(&mut self, done: impl Fn(&Rig) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let mut events = mio::Events::with_capacity(16);
+        while !done(self) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "not done in 2 s");
+            self.poll.poll(&mut events, Some(left)).unwrap();
+            let ready: Vec<usize> = events.iter().filter_map(|e| Sockets::socket_of(e.token())).collect();
+            let now = Instant::now();
+            self.sockets.receive(&ready, &mut self.machine, &self.cache, now);
+            self.sockets.flush(&mut self.machine, now);
+            self.machine.drain_done(&mut self.done);
+        }
+    }
+
+    fn totals(&self) -> Totals {
+        let mut totals = Totals::default();
+        self.stats.add_to(&mut totals);
+        totals
+    }
+
+    fn spare_ports(&self) -> HashSet<u16> {
+        self.sockets
+            .spares
+            .iter()
+            .flat_map(|s| &s.ready)
+            .map(|&socket| match &self.sockets.open[socket] {
+                Some(Open {
+                    link: Link::Udp(udp), ..
+                }) => udp.local_addr().unwrap().port(),
+                _ => panic!("a spare is a UDP socket"),
+            })
+            .collect()
+    }
+}
+
+fn upstream() -> std::net::UdpSocket {
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    socket
+}
+
+/// The next query `upstream` receives, and where from.
+fn next_query(upstream: &std::net::UdpSocket) -> (Vec<u8>, SocketAddr) {
+    let mut buf = [0u8; 512];
+    let (len, from) = upstream.recv_from(&mut buf).unwrap();
+    (buf[..len].to_vec(), from)
+}
+
+#[test]
+fn every_try_has_a_socket_of_its_own_and_spares_wait_for_the_next_tries() {
+    let upstream = upstream();
+    let mut rig = Rig::new(upstream.local_addr().unwrap());
+    for i in 0..3 {
+        rig.submit(i);
+    }
+    let queries: Vec<_> = (0..3).map(|_| next_query(&upstream)).collect();
+    let first_ports: HashSet<u16> = queries.iter().map(|(_, from)| from.port()).collect();
+    assert_eq!(first_ports.len(), 3, "three tries, three ports");
+
+    rig.sockets.top_up(Instant::now());
+    let spares = rig.spare_ports();
+    assert_eq!(spares.len(), 3, "as many spares as tries in the turn");
+    assert!(spares.is_disjoint(&first_ports));
+
+    for (query, from) in &queries {
+        upstream.send_to(&answer(query, false), from).unwrap();
+    }
+    rig.until_done(3);
+    let open = rig.sockets.open.iter().flatten().count();
+    assert_eq!(open, 3, "the answered tries' sockets are closed, the spares wait");
+
+    rig.submit(3);
+    let (_, from) = next_query(&upstream);
+    assert!(spares.contains(&from.port()), "the next try leaves from a spare");
+    assert_eq!(rig.spare_ports().len(), 2, "a spare serves one try");
+    assert_eq!(rig.totals().upstream_queries, 4);
+}
+
+#[test]
+fn what_a_spare_receives_before_its_try_is_discarded() {
+    let upstream = upstream();
+    let mut rig = Rig::new(upstream.local_addr().unwrap());
+    rig.submit(0);
+    let (query, from) = next_query(&upstream);
+    rig.sockets.top_up(Instant::now());
+    let spare = *rig.spare_ports().iter().next().unwrap();
+    upstream.send_to(&answer(&query, false), ("127.0.0.1", spare)).unwrap();
+    rig.until(|rig| rig.totals().upstream_mismatched_id == 1);
+    upstream.send_to(&answer(&query, false), from).unwrap();
+    rig.until_done(1);
+    rig.submit(1);
+    let (query, from) = next_query(&upstream);
+    assert_eq!(from.port(), spare);
+    upstream.send_to(&answer(&query, false), from).unwrap();
+    rig.until_done(2);
+    assert!(rig.done.iter().all(|d| d.result.is_ok()));
+    assert_eq!(rig.totals().upstream_mismatched_id, 1, "the datagram before the try");
+}
+
+/// The bug: a TCP reply that was not the one awaited stayed at the front of the input, and was
+/// read again and again, the worker spinning on it for good.
+#[test]
+fn a_truncated_answer_is_read_over_tcp_past_a_message_that_is_not_the_reply() {
+    let (udp, tcp) = loop {
+        let udp = upstream();
+        if let Ok(tcp) = std::net::TcpListener::bind(udp.local_addr().unwrap()) {
+            break (udp, tcp);
+        }
+    };
+    let mut rig = Rig::new(udp.local_addr().unwrap());
+    rig.submit(0);
+    let (query, from) = next_query(&udp);
+    udp.send_to(&answer(&query, true), from).unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = tcp.accept().unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut len = [0u8; 2];
+        conn.read_exact(&mut len).unwrap();
+        let mut query = vec![0u8; usize::from(u16::from_be_bytes(len))];
+        conn.read_exact(&mut query).unwrap();
+        let mut wrong = answer(&query, false);
+        wrong[1] ^= 1;
+        let right = answer(&query, true);
+        let mut out = Vec::new();
+        for message in [&wrong, &right] {
+            out.extend_from_slice(&(message.len() as u16).to_be_bytes());
+            out.extend_from_slice(message);
+        }
+        conn.write_all(&out).unwrap();
+        conn
+    });
+    rig.until_done(1);
+    assert!(matches!(rig.done.as_slice(), [Done { result: Ok(_), .. }]));
+    let totals = rig.totals();
+    assert_eq!((totals.upstream_tcp_retries, totals.upstream_mismatched_id), (1, 1));
+    assert_eq!(totals.upstream_queries, 2, "the UDP try and the TCP one");
+    drop(server.join().unwrap());
+    assert_eq!(rig.sockets.open.iter().flatten().count(), 0, "the connection is closed");
+}
+
+#[test]
+fn frames_are_taken_whole_one_at_a_time() {
+    let mut message = [0u8; 8];
+    let mut input = vec![0, 3, 1, 2];
+    assert_eq!(take_frame(&mut input, &mut message), None, "not all in");
+    input.extend_from_slice(&[3, 0, 1, 9, 0]);
+    assert_eq!(take_frame(&mut input, &mut message), Some(3));
+    assert_eq!(&message[..3], &[1, 2, 3]);
+    assert_eq!(take_frame(&mut input, &mut message), Some(1));
+    assert_eq!(message[0], 9);
+    assert_eq!(input, [0], "half a prefix waits");
+}
