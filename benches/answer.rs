@@ -8,9 +8,9 @@
 #![allow(missing_docs)]
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use skyline_dataplane::answer::{answer_recursive, Recursion, Resolution};
 use skyline_dataplane::cache::{Cache, CacheConfig, Entry, Key};
 use skyline_dataplane::forward::Routes;
+use skyline_dataplane::forward::{answer_recursive, Recursion, Resolution};
 use skyline_dataplane::snapshot::skydns::{self, Config, Service};
 use skyline_dataplane::wire::{parse_query, LowerName};
 use skyline_dataplane::{answer, Context, Outcome, Snapshot, Transport};

@@ -17,5 +17,6 @@ pub mod tcp;
 pub mod wire;
 pub mod worker;
 
-pub use answer::{answer, answer_recursive, Context, Outcome, Recursion, Reply, Resolution, Transport};
+pub use answer::{answer, Context, Outcome, Reply, Transport};
+pub use forward::{answer_recursive, Recursion, Resolution};
 pub use snapshot::{Snapshot, SnapshotCell};

@@ -5,9 +5,9 @@
 mod common;
 
 use common::{snapshot, RawQuery};
-use skyline_dataplane::answer::{answer_recursive, Recursion, Resolution};
 use skyline_dataplane::cache::{Cache, CacheConfig, Entry, Key};
 use skyline_dataplane::forward::Routes;
+use skyline_dataplane::forward::{answer_recursive, Recursion, Resolution};
 use skyline_dataplane::wire::{LowerName, Name};
 use skyline_dataplane::{Context, Outcome, Transport};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};

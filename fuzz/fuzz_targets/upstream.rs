@@ -26,7 +26,7 @@
 use hickory_proto::op::{Message, MessageType, OpCode};
 use hickory_proto::rr::{DNSClass, RecordType};
 use libfuzzer_sys::fuzz_target;
-use skyline_dataplane::answer::{Recursion, Resolution, Resolved};
+use skyline_dataplane::forward::{Recursion, Resolution, Resolved};
 use skyline_dataplane::cache::{Cache, CacheConfig, Key, STALE_TTL};
 use skyline_dataplane::forward::{read_reply, Failure, Routes, Verdict};
 use skyline_dataplane::wire::types::{ede, rcode, rtype, MAX_MESSAGE_LEN};

@@ -2,7 +2,7 @@
 //! with the worker's response cache in front (docs/robustness.md, "Forwarding under failure").
 //!
 //! A [`Resolver`] belongs to one worker. A query for a name outside the zones goes through
-//! [`crate::answer::answer_recursive`]: a cache hit is answered at once; a miss becomes an
+//! [`answer_recursive`]: a cache hit is answered at once; a miss becomes an
 //! upstream question, merged with any identical one in flight (single-flight), sent with a
 //! random ID from a socket of its own, connected to the upstream, with a random source port
 //! (every try has a fresh socket, closed when the try ends), retried on timeout on the next
@@ -17,6 +17,7 @@ mod entropy;
 mod flight;
 mod message;
 mod plan;
+mod recursive;
 pub mod resolv_conf;
 mod route;
 mod upstream;
@@ -25,10 +26,11 @@ pub use acl::{Acl, Prefix, PrefixError};
 pub use flight::machine;
 pub use message::{read_reply, Mismatch, Verdict};
 pub use plan::Forwarding;
+pub use recursive::{answer_recursive, ClientQuery, Forward, Recursion, Refresh, Resolution, Resolved};
 pub use route::{Failure, Route, Routes};
 pub use upstream::{SharedHealth, MAX_FAILS, PROBE_INTERVAL};
 
-use crate::answer::{answer_recursive, Context, Outcome, Recursion, Resolution, Resolved};
+use crate::answer::{Context, Outcome};
 use crate::cache::{Cache, CacheConfig};
 use crate::io::Peer;
 use crate::snapshot::Snapshot;

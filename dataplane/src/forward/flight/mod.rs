@@ -9,9 +9,10 @@ mod sockets;
 pub(crate) use machine::Kind;
 
 use super::{Client, ForwardConfig, Route};
-use crate::answer::{ClientQuery, Context};
+use crate::answer::Context;
 use crate::cache::{Cache, Key};
 use crate::forward::upstream::SharedHealth;
+use crate::forward::ClientQuery;
 use crate::forward::Failure;
 use crate::stats::WorkerStats;
 use machine::{Entropy, Machine};

@@ -102,7 +102,7 @@ fn a_cname_to_a_missing_name_inside_the_domain_vanishes() {
 }
 
 /// SkyDNS drops a chain whose target its lookups cannot complete; without forwarding nothing
-/// completes one leaving the domain (answer.rs's tests cover the completion).
+/// completes one leaving the domain (`forward/recursive.rs`'s tests cover the completion).
 #[test]
 fn a_cname_outside_the_domain_is_dropped_without_forwarding() {
     let snap = snapshot(&[

@@ -1,0 +1,498 @@
+//! Authoritative answering, sans I/O: query bytes + snapshot → reply bytes in a caller-owned
+//! buffer.
+//!
+//! UDP workers, TCP connections, tests, benches and fuzzers all call [`answer`]. It never
+//! allocates: the query name is folded onto the stack, [`Snapshot::find`] says what the name is,
+//! and the precompiled RRsets are copied after the client's question by the one message builder,
+//! [`Responder`]. What the zones leave open (names outside every zone, answers leading out of the
+//! SkyDNS domain) goes to an [`Outside`]: none here, forwarding in [`crate::forward`], which this
+//! module knows nothing of.
+
+mod responder;
+
+pub(crate) use responder::{Responder, OPT_LEN};
+
+use crate::snapshot::kubernetes::{Host, MAX_ANSWER};
+use crate::snapshot::rrset::Beyond;
+use crate::snapshot::skydns::{self, WildcardAnswer};
+use crate::snapshot::skydns::{Leaf, MAX_LEAF_ANSWER};
+use crate::snapshot::{Found, Node, Slot, Snapshot, Zone};
+use crate::wire::query::parse_query_into;
+use crate::wire::types::{class, flags, rcode, rtype};
+use crate::wire::writer::Shift;
+use crate::wire::{DropReason, LowerName, Name, Query, Question};
+use std::net::IpAddr;
+
+/// The transport a query arrived on; it sets the reply size limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// Datagrams: limited by the client's EDNS size (512 without EDNS), capped at 1232.
+    Udp,
+    /// Streams: up to 65535 bytes.
+    Tcp,
+}
+
+/// Per-query facts from the caller, who owns sockets and clocks.
+#[derive(Debug, Clone, Copy)]
+pub struct Context {
+    /// Transport of the query.
+    pub transport: Transport,
+    /// A per-worker counter that picks the rotation of round-robin RRsets.
+    pub rotation: u32,
+    /// TCP idle timeout advertised in edns-tcp-keepalive (RFC 7828), in units of 100 ms.
+    pub keepalive: u16,
+}
+
+impl Context {
+    /// A context for `transport` with no rotation and a 10 s keepalive.
+    pub fn new(transport: Transport) -> Context {
+        Context {
+            transport,
+            rotation: 0,
+            keepalive: 100,
+        }
+    }
+}
+
+/// What the answer path did with a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A reply of `len` bytes is in the output buffer.
+    Reply(Reply),
+    /// Nothing is to be sent.
+    Drop(DropReason),
+}
+
+/// Facts about a reply, for counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reply {
+    /// Bytes written.
+    pub len: usize,
+    /// Response code, extended (BADVERS = 16).
+    pub rcode: u16,
+    /// TC was set.
+    pub truncated: bool,
+    /// The query claimed answer or authority records, which were ignored.
+    pub ignored_records: bool,
+    /// Bytes followed the query, which were ignored.
+    pub trailing: bool,
+}
+
+/// What answers the part of a question the zones leave open. The authoritative path hands it
+/// names outside every zone and answers whose records lead out of the SkyDNS domain, and knows
+/// nothing else of how they are answered: [`NoRecursion`] here, forwarding with its cache in
+/// [`crate::forward`].
+pub(crate) trait Outside {
+    /// What became of the query besides a written reply; `Default` is a written reply.
+    type Flow: Default;
+
+    /// Whether this client may use recursion: RA is set in its replies.
+    fn recursion_available(&self) -> bool;
+
+    /// Answers `qname`, which no zone holds (or a reverse zone holds no data for).
+    fn beyond(&mut self, r: &mut Responder<'_>, q: &Query, qname: &LowerName, question: Question) -> Self::Flow;
+
+    /// Completes an answer of the SkyDNS domain already written, whose records lead outside
+    /// it (`beyond`); `None` when its CNAME chain cannot be completed, which drops it.
+    fn complete(
+        &mut self,
+        r: &mut Responder<'_>,
+        q: &Query,
+        question: Question,
+        beyond: &Beyond,
+        snapshot: &Snapshot,
+    ) -> Option<Self::Flow>;
+}
+
+/// No forwarding: names outside every zone are REFUSED, and a CNAME chain leaving the domain
+/// is dropped, since nothing can complete it.
+pub(crate) struct NoRecursion;
+
+impl Outside for NoRecursion {
+    type Flow = ();
+
+    fn recursion_available(&self) -> bool {
+        false
+    }
+
+    fn beyond(&mut self, r: &mut Responder<'_>, _: &Query, _: &LowerName, _: Question) {
+        r.set_rcode(rcode::REFUSED);
+    }
+
+    fn complete(
+        &mut self,
+        _: &mut Responder<'_>,
+        _: &Query,
+        question: Question,
+        beyond: &Beyond,
+        snapshot: &Snapshot,
+    ) -> Option<()> {
+        (!leaves_domain(question, beyond, snapshot)).then_some(())
+    }
+}
+
+/// Whether an answer's CNAME chain ends outside every zone served: only forwarding completes
+/// such a chain (SRV and MX targets outside the domain only miss their glue).
+pub(crate) fn leaves_domain(question: Question, beyond: &Beyond, snapshot: &Snapshot) -> bool {
+    matches!(question.qtype, rtype::A | rtype::AAAA)
+        && beyond.aliases.iter().any(|alias| outside_every_zone(alias, snapshot))
+}
+
+/// Whether `name` lies outside every zone served.
+pub(crate) fn outside_every_zone(name: &Name, snapshot: &Snapshot) -> bool {
+    LowerName::from_wire(name.wire()).is_ok_and(|lower| snapshot.zone_of(&lower).is_none())
+}
+
+/// Whether the answer written so far may be completed beyond the domain: a whole NOERROR
+/// answer of the SkyDNS domain (docs/skydns-semantics.md, "Names outside the domain").
+fn completable(r: &Responder<'_>, zone: &Zone, snapshot: &Snapshot) -> bool {
+    r.rcode == rcode::NOERROR
+        && r.flags & flags::TC == 0
+        && snapshot
+            .skydns
+            .as_deref()
+            .is_some_and(|index| zone.apex == *index.domain())
+}
+
+/// RFC 8482 §4.2: the synthesised HINFO that answers ANY.
+const RFC8482_HINFO: &[u8] = b"\x07RFC8482\x00";
+
+/// Answers one query with no forwarding: names outside every zone are REFUSED. `out` should
+/// hold at least 65535 bytes; a smaller buffer caps replies.
+pub fn answer(query: &[u8], snapshot: &Snapshot, ctx: &Context, out: &mut [u8]) -> Outcome {
+    let mut qname = LowerName::default();
+    let mut q = Query::default();
+    if let Err(reason) = parse_query_into(query, &mut qname, &mut q) {
+        return Outcome::Drop(reason);
+    }
+    let mut r = Responder::new(query, &q, ctx, out);
+    respond(&mut r, &q, &qname, snapshot, &mut NoRecursion);
+    Outcome::Reply(r.finish(&q))
+}
+
+#[inline(always)]
+pub(crate) fn respond<O: Outside>(
+    r: &mut Responder<'_>,
+    q: &Query,
+    qname: &LowerName,
+    snapshot: &Snapshot,
+    outside: &mut O,
+) -> O::Flow {
+    if q.opcode() != 0 {
+        r.flags = flags::QR | (q.flags & flags::OPCODE_MASK);
+        r.copy_question(q, qname);
+        r.set_rcode(rcode::NOTIMP);
+        return O::Flow::default();
+    }
+    if outside.recursion_available() {
+        r.flags |= flags::RA;
+    }
+    authoritative(r, q, qname, snapshot, outside)
+}
+
+#[inline(always)]
+fn authoritative<O: Outside>(
+    r: &mut Responder<'_>,
+    q: &Query,
+    qname: &LowerName,
+    snapshot: &Snapshot,
+    outside: &mut O,
+) -> O::Flow {
+    let question = match (q.error, q.question) {
+        (None, Some(question)) if q.qdcount == 1 => question,
+        _ => {
+            r.copy_question(q, qname);
+            r.set_rcode(rcode::FORMERR);
+            return O::Flow::default();
+        }
+    };
+    r.copy_question(q, qname);
+    if q.edns.is_some_and(|e| e.version > 0) {
+        r.set_rcode(rcode::BADVERS);
+        return O::Flow::default();
+    }
+    match question.qtype {
+        rtype::OPT => r.set_rcode(rcode::FORMERR),
+        rtype::AXFR | rtype::IXFR => {
+            let code = if r.ctx.transport == Transport::Udp {
+                rcode::NOTIMP
+            } else {
+                rcode::REFUSED
+            };
+            r.set_rcode(code);
+        }
+        t if rtype::is_unsupported_meta(t) => r.set_rcode(rcode::NOTIMP),
+        _ => return by_class(r, q, qname, question, snapshot, outside),
+    }
+    O::Flow::default()
+}
+
+#[inline(always)]
+fn by_class<O: Outside>(
+    r: &mut Responder<'_>,
+    q: &Query,
+    qname: &LowerName,
+    question: Question,
+    snapshot: &Snapshot,
+    outside: &mut O,
+) -> O::Flow {
+    match question.qclass {
+        class::IN => {}
+        class::CH => {
+            chaos(r, qname, question.qtype, snapshot);
+            return O::Flow::default();
+        }
+        _ => {
+            r.set_rcode(rcode::REFUSED);
+            return O::Flow::default();
+        }
+    }
+    match snapshot.find(qname) {
+        Found::Leaf(found, zone) => leaf(r, qname, question.qtype, zone, found),
+        Found::Outside => return outside.beyond(r, q, qname, question),
+        Found::Syncing(_) => r.set_rcode(rcode::SERVFAIL),
+        Found::Wildcard(zone) => {
+            r.flags |= flags::AA;
+            wildcard(r, qname, question.qtype, zone, snapshot);
+        }
+        Found::Missing(zone) => {
+            r.flags |= flags::AA;
+            r.negative(rcode::NXDOMAIN, qname, zone);
+        }
+        Found::Node(node, zone) => {
+            r.authority(zone);
+            if question.qtype == rtype::ANY {
+                r.hinfo(zone.default_ttl);
+                return O::Flow::default();
+            }
+            match Slot::for_qtype(question.qtype).and_then(|s| node.answer(s)) {
+                Some(compiled) => {
+                    let mark = r.mark();
+                    r.compiled(compiled);
+                    if let Some(beyond) = compiled.beyond().filter(|_| completable(r, zone, snapshot)) {
+                        match outside.complete(r, q, question, beyond, snapshot) {
+                            Some(flow) => return flow,
+                            None => {
+                                // A chain nothing completes is dropped, as SkyDNS drops it.
+                                r.rewind(mark);
+                                r.negative(rcode::NOERROR, qname, zone);
+                            }
+                        }
+                    }
+                }
+                None => r.negative(rcode::NOERROR, qname, zone),
+            }
+        }
+        Found::Host(found, zone) => {
+            r.authority(zone);
+            host(r, qname, question.qtype, zone, found);
+        }
+        Found::PortName(node, shift, zone) => {
+            r.authority(zone);
+            port_name(r, qname, question.qtype, zone, node, shift);
+        }
+        Found::Echo(address, zone) => {
+            r.authority(zone);
+            echo(r, qname, question.qtype, zone, address);
+        }
+    }
+    O::Flow::default()
+}
+
+/// A name that answers with the address it spells (see [`Snapshot::echoed_address`]).
+fn echo(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, address: IpAddr) {
+    match (qtype, address) {
+        (rtype::ANY, _) => r.hinfo(zone.default_ttl),
+        (rtype::A, IpAddr::V4(a)) => r.address_at_query(rtype::A, zone.default_ttl, a.octets()),
+        (rtype::AAAA, IpAddr::V6(a)) => r.address_at_query(rtype::AAAA, zone.default_ttl, a.octets()),
+        _ => r.negative(rcode::NOERROR, qname, zone),
+    }
+}
+
+/// A cluster name kept in the tables rather than a node (see [`Snapshot::host`]): answered
+/// as its node would be, its records written on the stack.
+fn host(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, found: Host<'_>) {
+    if qtype == rtype::ANY {
+        return r.hinfo(zone.default_ttl);
+    }
+    let mut records = [0u8; MAX_ANSWER];
+    match found.write(qname, qtype, &mut records) {
+        Some(written) => r.written(&records, written),
+        None => r.negative(rcode::NOERROR, qname, zone),
+    }
+}
+
+/// A SkyDNS leaf (see [`Snapshot::leaf`]): answered as its node would be, an address record
+/// written straight into the reply, an SRV answer on the stack first.
+#[inline(always)]
+fn leaf(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, found: Leaf<'_>) {
+    r.authority(zone);
+    match qtype {
+        rtype::A => match found.v4() {
+            Some(address) => r.address_at_query(rtype::A, found.ttl(), address.octets()),
+            None => r.negative(rcode::NOERROR, qname, zone),
+        },
+        rtype::AAAA => match found.v6() {
+            Some(address) => r.address_at_query(rtype::AAAA, found.ttl(), address.octets()),
+            None => r.negative(rcode::NOERROR, qname, zone),
+        },
+        rtype::SRV => {
+            let mut records = [0u8; MAX_LEAF_ANSWER];
+            let written = found.write_srv(qname, &mut records);
+            r.written(&records, written);
+        }
+        rtype::ANY => r.hinfo(zone.default_ttl),
+        _ => r.negative(rcode::NOERROR, qname, zone),
+    }
+}
+
+/// A Kubernetes port name spelled without an underscore (see [`Snapshot::port_name`]):
+/// answered as the node of its underscored spelling, its pointers moved to this question.
+fn port_name(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, node: &Node, shift: Shift) {
+    if qtype == rtype::ANY {
+        return r.hinfo(zone.default_ttl);
+    }
+    match Slot::for_qtype(qtype).and_then(|s| node.answer(s)) {
+        Some(compiled) => r.respelled(compiled, shift),
+        None => r.negative(rcode::NOERROR, qname, zone),
+    }
+}
+
+fn wildcard(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, snapshot: &Snapshot) {
+    let Some(index) = snapshot.skydns.as_deref() else {
+        return r.negative(rcode::NXDOMAIN, qname, zone);
+    };
+    match skydns::wildcard(index, qname, qtype) {
+        WildcardAnswer::NxDomain => r.negative(rcode::NXDOMAIN, qname, zone),
+        WildcardAnswer::NoData => r.negative(rcode::NOERROR, qname, zone),
+        WildcardAnswer::Answer(_) if qtype == rtype::ANY => r.hinfo(zone.default_ttl),
+        WildcardAnswer::Answer(compiled) => r.compiled(&compiled),
+    }
+}
+
+/// CHAOS identity queries, answered only when the operator configured them.
+fn chaos(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, snapshot: &Snapshot) {
+    let id = &snapshot.identity;
+    let text = match qname.wire() {
+        b"\x07version\x04bind\x00" | b"\x07version\x06server\x00" => id.version.as_deref(),
+        b"\x02id\x06server\x00" | b"\x08hostname\x04bind\x00" => id.id.as_deref(),
+        _ => None,
+    };
+    let Some(text) = text else {
+        return r.set_rcode(rcode::REFUSED);
+    };
+    r.flags |= flags::AA;
+    if qtype == rtype::TXT || qtype == rtype::ANY {
+        r.txt_chaos(text);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::rrset::{AnswerSet, CompiledAnswer, Rdata, Record, Rrset};
+    use crate::snapshot::{ZoneKind, ZoneState};
+    use crate::wire::types::MAX_MESSAGE_LEN;
+    use crate::wire::Name;
+
+    /// The second message of a TCP stream the `answer` fuzz target found (kept in
+    /// `fuzz/corpus/answer/regression-tc-over-tcp`): TXT for `wall.skydns.local.`.
+    const WALL_TXT_QUERY: &[u8] = &[
+        0x12, 0x34, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x77, 0x61, 0x6c, 0x6c, 0x06,
+        0x73, 0x6b, 0x79, 0x64, 0x6e, 0x73, 0x05, 0x6c, 0x6f, 0x63, 0x61, 0x6c, 0x00, 0x00, 0x10, 0x00, 0x01,
+    ];
+
+    /// `wall.skydns.local.` with a TXT RRset of two 32760-byte records: 65520 bytes, a message's
+    /// worth, but 20 bytes more than the room left after the header and this question.
+    fn wall() -> Snapshot {
+        let apex = Name::from_dotted("skydns.local.").unwrap();
+        let owner = Name::from_dotted("wall.skydns.local.").unwrap();
+        let strings = |c: u8| -> Vec<Box<[u8]>> { [c; 32_620].chunks(255).map(Box::from).collect() };
+        let set = AnswerSet {
+            answer: vec![Rrset {
+                owner: None,
+                records: [b'v', b'w']
+                    .map(|c| Record {
+                        ttl: 60,
+                        rdata: Rdata::Txt(strings(c)),
+                    })
+                    .into(),
+                rotate: false,
+            }],
+            additional: vec![],
+        };
+        let compiled = CompiledAnswer::compile(&LowerName::from_wire(owner.wire()).unwrap(), &set);
+        assert!(!compiled.overflow() && compiled.bytes().len() == 65_520);
+        one_name(apex, owner, Slot::Txt, compiled, (60, 3600))
+    }
+
+    /// A snapshot of one authoritative zone holding one name with one answer; `ttls` are the
+    /// zone's negative and default TTLs.
+    fn one_name(apex: Name, owner: Name, slot: Slot, compiled: CompiledAnswer, ttls: (u32, u32)) -> Snapshot {
+        let mut node = Node::default();
+        node.set_answer(slot, Some(compiled));
+        let mut snapshot = Snapshot::default();
+        snapshot.zones.push(Zone::new(
+            apex,
+            ZoneKind::Authoritative,
+            ZoneState::Ready,
+            None,
+            ttls.0,
+            ttls.1,
+        ));
+        snapshot.nodes.insert(owner, node);
+        snapshot
+    }
+
+    fn reply(transport: Transport) -> Vec<u8> {
+        let mut out = vec![0u8; MAX_MESSAGE_LEN];
+        match answer(WALL_TXT_QUERY, &wall(), &Context::new(transport), &mut out) {
+            Outcome::Reply(r) => out[..r.len].to_vec(),
+            Outcome::Drop(reason) => panic!("dropped: {reason:?}"),
+        }
+    }
+
+    #[test]
+    fn any_is_an_ordinary_label_outside_the_skydns_domain() {
+        let apex = Name::from_dotted("cluster.local.").unwrap();
+        let owner = Name::from_dotted("any.default.svc.cluster.local.").unwrap();
+        let set = AnswerSet {
+            answer: vec![Rrset {
+                owner: None,
+                records: vec![Record {
+                    ttl: 5,
+                    rdata: Rdata::A(std::net::Ipv4Addr::new(10, 96, 0, 9)),
+                }],
+                rotate: false,
+            }],
+            additional: vec![],
+        };
+        let compiled = CompiledAnswer::compile(&LowerName::from_wire(owner.wire()).unwrap(), &set);
+        let snapshot = one_name(apex, owner, Slot::A, compiled, (5, 5));
+        let mut query = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+        query.extend_from_slice(b"\x03any\x07default\x03svc\x07cluster\x05local\x00\x00\x01\x00\x01");
+        let mut out = vec![0u8; MAX_MESSAGE_LEN];
+        let Outcome::Reply(r) = answer(&query, &snapshot, &Context::new(Transport::Udp), &mut out) else {
+            panic!("dropped");
+        };
+        assert_eq!(u16::from_be_bytes([out[2], out[3]]) & 0x000F, rcode::NOERROR);
+        assert_eq!(u16::from_be_bytes([out[6], out[7]]), 1, "the Service named any answers");
+        assert_eq!(&out[r.len - 4..r.len], &[10, 96, 0, 9]);
+    }
+
+    #[test]
+    fn answer_too_large_for_a_tcp_message_after_its_question_is_servfail_not_tc() {
+        let tcp = reply(Transport::Tcp);
+        let word = u16::from_be_bytes([tcp[2], tcp[3]]);
+        assert_eq!(word & 0x000F, rcode::SERVFAIL);
+        assert_eq!(word & (flags::TC | flags::AA), 0);
+        assert_eq!(&tcp[6..8], &[0, 0], "no answer records");
+        assert_eq!(tcp.len(), WALL_TXT_QUERY.len(), "header and question only");
+    }
+
+    #[test]
+    fn answer_too_large_for_udp_is_truncated_for_a_retry_over_tcp() {
+        let udp = reply(Transport::Udp);
+        assert_ne!(u16::from_be_bytes([udp[2], udp[3]]) & flags::TC, 0);
+    }
+}
