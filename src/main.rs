@@ -180,7 +180,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             Err(error) => {
                 tracing::warn!(
                     %error,
-                    "etcd settings not read at start; serving SERVFAIL for the domain until etcd is synced"
+                    "etcd settings not read at start; serving SERVFAIL for the domain (or the persisted snapshot, with --state-dir) until etcd is synced"
                 );
                 None
             }

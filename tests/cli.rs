@@ -130,6 +130,7 @@ fn check_config_prints_the_settings_in_force_and_exits_zero() {
         "tcp_max_per_client = 0",
         "http_addr = 127.0.0.1:9153",
         "forward.timeout = 1500ms",
+        "state_dir = none (nothing persisted)",
     ] {
         assert!(stdout.contains(line), "{line:?} not in:\n{stdout}");
     }

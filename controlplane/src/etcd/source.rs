@@ -719,7 +719,7 @@ impl EtcdSource {
                 if let (Some(persist), None) = (self.persist.as_mut(), built.persisted) {
                     persist.changed();
                 }
-                if published == 1 {
+                if published == 1 && built.persisted.is_none() {
                     tracing::info!(
                         records = built.records,
                         revision = built.revision,

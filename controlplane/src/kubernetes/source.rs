@@ -344,8 +344,10 @@ impl KubernetesSource {
             Some((&self.mirror.cluster, changes))
         } else {
             self.restored.as_ref().map(|(cluster, _)| {
-                let mut changes = Changes::default();
-                changes.full = self.stale.is_none();
+                let changes = Changes {
+                    full: self.stale.is_none(),
+                    ..Changes::default()
+                };
                 (cluster, changes)
             })
         };

@@ -57,7 +57,8 @@ pub struct StateDir {
 }
 
 impl StateDir {
-    /// Snapshots in `dir` (which must exist), served at start when no older than `max_age`.
+    /// Snapshots in `dir` (the caller makes sure it exists), served at start when no older than
+    /// `max_age`.
     pub fn new(dir: impl Into<PathBuf>, max_age: Duration) -> StateDir {
         StateDir {
             dir: dir.into(),
