@@ -3,17 +3,17 @@
 //! it, marked stale, instead of SERVFAIL until the source answers.
 //!
 //! - **What is written.** One file per source in the state directory, `etcd.state` and
-//!   `kubernetes.state` ([`format`]): a magic string, a format version, a SHA-256 checksum, then
+//!   `kubernetes.state` (`format.rs`): a magic string, a format version, a SHA-256 checksum, then
 //!   a header naming the source, its identity (etcd's endpoints and path prefix; the API server
-//!   and the cluster zones) and when the data was current, then the data as JSON ([`etcd`],
-//!   [`kubernetes`]). Only complete data is written: after a full read or list and the watch
+//!   and the cluster zones) and when the data was current, then the data as JSON (`etcd.rs`,
+//!   `kubernetes.rs`). Only complete data is written: after a full read or list and the watch
 //!   events applied since, never what a start read back from the file.
 //! - **When.** A change marks the data dirty; the source hands it to a write on the blocking
 //!   pool at most every [`WRITE_INTERVAL`] (longer when a write takes long), and writes it again
 //!   every [`REFRESH`] while it follows its source, so that the file's time says until when the
-//!   data was known current even when nothing changes ([`persist`]).
+//!   data was known current even when nothing changes (`persist.rs`).
 //! - **How.** Into a temporary file in the same directory, synced, renamed over the old one,
-//!   and the directory synced ([`file`]): a crash leaves the old file or the new one, never a
+//!   and the directory synced (`file.rs`): a crash leaves the old file or the new one, never a
 //!   mix.
 //! - **Reading back.** Only when the source cannot be reached at start. A file that is missing,
 //!   corrupt, of another format version, written for another cluster or prefix, or older than
