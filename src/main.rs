@@ -305,11 +305,13 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         cli.clone(),
         file.as_ref(),
         reloader_data,
-        reload_overrides,
-        server.forwarding(),
-        reload_stats,
-        Arc::clone(&notifier),
-        served,
+        reload::Targets {
+            overrides: reload_overrides,
+            forwarding: server.forwarding(),
+            stats: reload_stats,
+            notifier: Arc::clone(&notifier),
+            served,
+        },
     )?;
     runtime.spawn(reloader.on_hangup(hangup));
     match (stub_records, server.forwarding()) {

@@ -35,12 +35,23 @@ pub struct Reloader {
     data_config: Option<ConfigPatch>,
     /// The restart-only settings in force since the start.
     started: Fixed,
-    overrides: OverridesSender,
-    forwarding: Option<Forwarding>,
     forward: Option<ForwardConfig>,
-    stats: Arc<ReloadStats>,
-    notifier: Arc<Notifier>,
-    cell: SnapshotCell,
+    targets: Targets,
+}
+
+/// Where a reload's results go, and who hears of it.
+pub struct Targets {
+    /// The sources' settings.
+    pub overrides: OverridesSender,
+    /// The workers' forwarding; `None` when the server does not forward.
+    pub forwarding: Option<Forwarding>,
+    /// The reload counters `/metrics` reports.
+    pub stats: Arc<ReloadStats>,
+    /// The service manager.
+    pub notifier: Arc<Notifier>,
+    /// The cell the workers serve, whose next generation ends a reload for the service
+    /// manager.
+    pub served: SnapshotCell,
 }
 
 /// Everything a reload resolves.
@@ -143,40 +154,29 @@ impl Reloader {
         cli: Cli,
         file: Option<&FileConfig>,
         data_config: Option<ConfigPatch>,
-        overrides: OverridesSender,
-        forwarding: Option<Forwarding>,
-        stats: Arc<ReloadStats>,
-        notifier: Arc<Notifier>,
-        cell: SnapshotCell,
+        targets: Targets,
     ) -> Result<Reloader, ConfigError> {
         let started = resolve(&cli, file, data_config.as_ref())?;
         Ok(Reloader {
             cli,
             data_config,
             started: started.fixed,
-            overrides,
-            forwarding,
             forward: started.forward,
-            stats,
-            notifier,
-            cell,
+            targets,
         })
     }
 
     /// The future that reloads on each SIGHUP `hangup` receives, forever.
-    pub fn on_hangup(self, mut hangup: Signal) -> impl std::future::Future<Output = ()> + Send + 'static {
-        async move {
-            let mut reloader = self;
-            while hangup.recv().await.is_some() {
-                reloader.notifier.reloading();
-                let before = reloader.cell.load().generation;
-                reloader.reload();
-                let deadline = tokio::time::Instant::now() + NOTIFY_WAIT;
-                while reloader.cell.load().generation == before && tokio::time::Instant::now() < deadline {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-                reloader.notifier.ready();
+    pub async fn on_hangup(mut self, mut hangup: Signal) {
+        while hangup.recv().await.is_some() {
+            self.targets.notifier.reloading();
+            let before = self.targets.served.load().generation;
+            self.reload();
+            let deadline = tokio::time::Instant::now() + NOTIFY_WAIT;
+            while self.targets.served.load().generation == before && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
             }
+            self.targets.notifier.ready();
         }
     }
 
@@ -187,9 +187,9 @@ impl Reloader {
         let resolved = match file.and_then(|file| resolve(&self.cli, file.as_ref(), self.data_config.as_ref())) {
             Ok(resolved) => resolved,
             Err(error) => {
-                self.stats.rejected();
+                self.targets.stats.rejected();
                 tracing::error!(%error, "SIGHUP: configuration not reloaded; the settings in force stay");
-                self.overrides.replace(self.overrides.current());
+                self.targets.overrides.replace(self.targets.overrides.current());
                 return;
             }
         };
@@ -200,16 +200,17 @@ impl Reloader {
                 "SIGHUP: changed settings apply only at restart; the ones in force stay"
             );
         }
-        self.overrides.replace(resolved.overrides);
+        self.targets.overrides.replace(resolved.overrides);
         let forward_changed = resolved.forward != self.forward;
-        if let (Some(forwarding), Some(forward), true) = (&self.forwarding, &resolved.forward, forward_changed) {
+        if let (Some(forwarding), Some(forward), true) = (&self.targets.forwarding, &resolved.forward, forward_changed)
+        {
             if forward.is_enabled() {
                 crate::log_forwarding(Some(forward));
                 forwarding.reconfigure(forward.clone());
                 self.forward = resolved.forward;
             }
         }
-        self.stats.applied(!restart.is_empty());
+        self.targets.stats.applied(!restart.is_empty());
         tracing::info!(forwarding_changed = forward_changed, "SIGHUP: configuration reloaded");
     }
 }

@@ -80,7 +80,7 @@ impl Load {
                 let mut n = 0u32;
                 while !stop.load(Ordering::Relaxed) {
                     n += 1;
-                    let name = if n % 4 == 0 {
+                    let name = if n.is_multiple_of(4) {
                         format!("q{client}-{n}.example.org.")
                     } else {
                         "web.skydns.test.".to_owned()
