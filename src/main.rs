@@ -190,7 +190,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     let settings = config::resolve(operator, data_config.as_ref())?;
     let reloader_data = data_config.clone();
     if source.is_none() && etcd.is_none() {
-        skydns_cell.store(Arc::new(skydns::build(&settings.skydns, &[], 1, SystemTime::now())));
+        skydns_cell.store(Arc::new(skydns::build::<skydns::Service>(&settings.skydns, &[], 1, SystemTime::now())));
     }
     log_settings(&settings);
 

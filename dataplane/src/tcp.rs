@@ -21,6 +21,7 @@
 
 use crate::answer::{answer, Context, Outcome, Transport};
 use crate::forward::{Answered, Client, Resolver};
+use crate::io::Peer;
 use crate::snapshot::Snapshot;
 use crate::stats::{RateLimitedWarning, WorkerStats};
 use crate::wire::types::MAX_MESSAGE_LEN;
@@ -452,6 +453,8 @@ fn keepalive(idle: Duration) -> u16 {
 struct Conn {
     stream: TcpStream,
     client: IpAddr,
+    /// The client's address in the form the answer path takes it, made once.
+    peer: Peer,
     /// Its slot in the server's table.
     slot: usize,
     /// Its connection number.
@@ -484,6 +487,7 @@ impl Conn {
         Conn {
             stream,
             client,
+            peer: Peer::from(SocketAddr::new(client, 0)),
             slot,
             serial,
             outstanding: 0,
@@ -569,6 +573,7 @@ impl Conn {
             transport: Transport::Tcp,
             rotation: *turn.rotation,
             keepalive,
+            client: self.peer,
         };
         *turn.rotation = turn.rotation.wrapping_add(1);
         let query = &self.input[message];

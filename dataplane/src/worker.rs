@@ -570,6 +570,7 @@ impl<P: PacketIo> Worker<P> {
                 transport: Transport::Udp,
                 rotation: *rotation,
                 keepalive: 0,
+                client: *peer,
             };
             *rotation = rotation.wrapping_add(1);
             let Some(out) = replies.free_slot() else {

@@ -114,6 +114,9 @@ pub struct ConfigPatch {
     pub ndots: Option<u32>,
     /// Use the etcd v3 API (`etcd3`).
     pub etcd3: Option<bool>,
+    /// Directories answer for what lies below them only when marked with a `.wildcards` key;
+    /// skyline's own setting (`--wildcards-marker`), never read from `/<prefix>/config`.
+    pub wildcards_marker: Option<bool>,
 }
 
 impl ConfigPatch {
@@ -205,6 +208,7 @@ impl ConfigPatch {
             rcache_ttl: self.rcache_ttl.or(lower.rcache_ttl),
             ndots: self.ndots.or(lower.ndots),
             etcd3: self.etcd3.or(lower.etcd3),
+            wildcards_marker: self.wildcards_marker.or(lower.wildcards_marker),
         }
     }
 
@@ -241,6 +245,7 @@ impl ConfigPatch {
             hostmaster,
             local: self.local.clone(),
             round_robin: self.round_robin.unwrap_or(defaults.round_robin),
+            wildcards_marker: self.wildcards_marker.unwrap_or(defaults.wildcards_marker),
         })
     }
 }
@@ -327,8 +332,21 @@ mod tests {
                 rcache_ttl: Some(10),
                 ndots: Some(3),
                 etcd3: Some(true),
+                wildcards_marker: None,
             }
         );
+    }
+
+    #[test]
+    fn the_wildcards_marker_is_the_operators_setting_alone() {
+        let patch = ConfigPatch::parse(br#"{"wildcards_marker":true}"#).unwrap();
+        assert_eq!(patch.wildcards_marker, None);
+        assert!(!patch.skydns_config("skydns").unwrap().wildcards_marker);
+        let operator = ConfigPatch {
+            wildcards_marker: Some(true),
+            ..ConfigPatch::default()
+        };
+        assert!(operator.or(patch).skydns_config("skydns").unwrap().wildcards_marker);
     }
 
     #[test]

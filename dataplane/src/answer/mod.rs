@@ -12,6 +12,7 @@ mod responder;
 
 pub(crate) use responder::{Responder, OPT_LEN};
 
+use crate::io::Peer;
 use crate::snapshot::kubernetes::{Host, MAX_ANSWER};
 use crate::snapshot::rrset::Beyond;
 use crate::snapshot::skydns::{self, WildcardAnswer};
@@ -41,15 +42,29 @@ pub struct Context {
     pub rotation: u32,
     /// TCP idle timeout advertised in edns-tcp-keepalive (RFC 7828), in units of 100 ms.
     pub keepalive: u16,
+    /// The address the query came from, in the socket's own form: only a name whose answers
+    /// depend on the client (SkyDNS views) reads it, so that no other query pays for turning it
+    /// into an address.
+    pub client: Peer,
 }
 
 impl Context {
-    /// A context for `transport` with no rotation and a 10 s keepalive.
+    /// A context for `transport` with no rotation, a 10 s keepalive, and the client
+    /// `0.0.0.0`.
     pub fn new(transport: Transport) -> Context {
         Context {
             transport,
             rotation: 0,
             keepalive: 100,
+            client: Peer::default(),
+        }
+    }
+
+    /// This context for a query from `client`.
+    pub fn with_client(self, client: IpAddr) -> Context {
+        Context {
+            client: Peer::from(std::net::SocketAddr::new(client, 0)),
+            ..self
         }
     }
 }
@@ -253,7 +268,8 @@ fn by_class<O: Outside>(
         Found::Syncing(_) => r.set_rcode(rcode::SERVFAIL),
         Found::Wildcard(zone) => {
             r.flags |= flags::AA;
-            wildcard(r, qname, question.qtype, zone, snapshot);
+            let client = r.ctx.client.ip();
+            wildcard(r, qname, question.qtype, zone, snapshot, client);
         }
         Found::Missing(zone) => {
             r.flags |= flags::AA;
@@ -265,7 +281,8 @@ fn by_class<O: Outside>(
                 r.hinfo(zone.default_ttl);
                 return O::Flow::default();
             }
-            match Slot::for_qtype(question.qtype).and_then(|s| node.answer(s)) {
+            let slot = Slot::for_qtype(question.qtype);
+            match slot.and_then(|s| node.answer(s).or_else(|| viewed(node, r.ctx)?.answer(s))) {
                 Some(compiled) => {
                     let mark = r.mark();
                     r.compiled(compiled);
@@ -297,6 +314,14 @@ fn by_class<O: Outside>(
         }
     }
     O::Flow::default()
+}
+
+/// The node answering this client where a node's slot has no answer of its own: the node of
+/// the client's class, for a name with views (docs/skydns-semantics.md, "Views").
+#[cold]
+#[inline(never)]
+fn viewed<'n>(node: &'n Node, ctx: &Context) -> Option<&'n Node> {
+    Some(node.views()?.node_for(ctx.client.ip()))
 }
 
 /// A name that answers with the address it spells (see [`Snapshot::echoed_address`]).
@@ -358,11 +383,11 @@ fn port_name(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, 
     }
 }
 
-fn wildcard(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, snapshot: &Snapshot) {
+fn wildcard(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, snapshot: &Snapshot, client: IpAddr) {
     let Some(index) = snapshot.skydns.as_deref() else {
         return r.negative(rcode::NXDOMAIN, qname, zone);
     };
-    match skydns::wildcard(index, qname, qtype) {
+    match skydns::wildcard(index, qname, qtype, client) {
         WildcardAnswer::NxDomain => r.negative(rcode::NXDOMAIN, qname, zone),
         WildcardAnswer::NoData => r.negative(rcode::NOERROR, qname, zone),
         WildcardAnswer::Answer(_) if qtype == rtype::ANY => r.hinfo(zone.default_ttl),

@@ -13,6 +13,7 @@ pub mod skydns;
 mod test_replies;
 #[cfg(test)]
 mod test_rng;
+pub mod views;
 mod written;
 
 use crate::wire::types::rtype;
@@ -24,6 +25,7 @@ pub use retire::publish;
 use rrset::CompiledAnswer;
 use std::net::IpAddr;
 use std::sync::Arc;
+use views::Views;
 pub use written::Written;
 
 /// The qtypes a node can hold data for; any other qtype is NODATA on an existing name.
@@ -73,6 +75,10 @@ impl Slot {
         1 << self as u16
     }
 
+    /// The bit of a node's mask that no slot has and that marks a node with [`Views`], held
+    /// after the slots' answers.
+    const VIEWS: u16 = 1 << 15;
+
     /// The slot answering `qtype`, if any.
     #[inline]
     pub fn for_qtype(qtype: u16) -> Option<Slot> {
@@ -97,6 +103,11 @@ impl Slot {
 /// full and often half, so a node is one pointer to one allocation: its zone, what lies below
 /// it, whether its underscores are optional, a mask of the slots it has answers for, and those
 /// answers alone, in slot order (most names answer one or two of the nine slots).
+///
+/// A name whose answers depend on the client (SkyDNS views) holds the answers every client gets
+/// as any node does, and [`Views`] for the others after them, under a bit of the mask no slot
+/// has: a node without views reads and answers exactly as before, and the answer path asks for
+/// views only where a slot has no answer.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Node(Box<Parts<[CompiledAnswer]>>);
 
@@ -110,9 +121,10 @@ struct Parts<A: ?Sized> {
     /// Whether the name's first two labels may also be spelled without their leading `_`
     /// (see [`Node::underscores_optional`]).
     underscores_optional: bool,
-    /// Bit `slot` is set for each slot with an answer.
+    /// Bit `slot` is set for each slot with an answer, and [`Slot::VIEWS`] for a node with
+    /// views.
     slots: u16,
-    /// The answers of the set bits of `slots`, lowest bit first.
+    /// The answers of the set bits of `slots`, lowest bit first; the views' holder last.
     answers: A,
 }
 
@@ -131,7 +143,7 @@ pub enum Below {
 impl Node {
     /// A node without answers: a name that exists with no data (RFC 8020), or one to fill.
     pub fn new(zone: u16, below: Below) -> Node {
-        Node::packed(zone, below, [const { None }; Slot::COUNT])
+        Node::packed(zone, below, [const { None }; Slot::COUNT], None)
     }
 
     /// A node with `answers`; of two answers for one slot, the later is kept.
@@ -140,16 +152,35 @@ impl Node {
         for (slot, answer) in answers {
             by_slot[slot as usize] = Some(answer);
         }
-        Node::packed(zone, below, by_slot)
+        Node::packed(zone, below, by_slot, None)
     }
 
-    /// The node holding the answers of `by_slot`, in one allocation sized for them.
-    fn packed(zone: u16, below: Below, by_slot: [Option<CompiledAnswer>; Slot::COUNT]) -> Node {
+    /// This node, its slots without an answer answered for each client by `views`.
+    pub fn with_views(self, views: Views) -> Node {
+        let mut node = Node::packed(
+            self.0.zone,
+            self.0.below,
+            self.by_slot(),
+            Some(CompiledAnswer::by_client(views)),
+        );
+        node.0.underscores_optional = self.0.underscores_optional;
+        node
+    }
+
+    /// The node holding the answers of `by_slot` and the holder of its views, in one allocation
+    /// sized for them.
+    fn packed(
+        zone: u16,
+        below: Below,
+        by_slot: [Option<CompiledAnswer>; Slot::COUNT],
+        views: Option<CompiledAnswer>,
+    ) -> Node {
         let slots = Slot::ALL
             .into_iter()
             .filter(|slot| by_slot[*slot as usize].is_some())
-            .fold(0, |mask, slot| mask | slot.bit());
-        let mut answers = by_slot.into_iter().flatten();
+            .fold(0, |mask, slot| mask | slot.bit())
+            | if views.is_some() { Slot::VIEWS } else { 0 };
+        let mut answers = by_slot.into_iter().flatten().chain(views);
         Node(match slots.count_ones() {
             0 => Node::parts::<0>(zone, below, slots, &mut answers),
             1 => Node::parts::<1>(zone, below, slots, &mut answers),
@@ -160,7 +191,8 @@ impl Node {
             6 => Node::parts::<6>(zone, below, slots, &mut answers),
             7 => Node::parts::<7>(zone, below, slots, &mut answers),
             8 => Node::parts::<8>(zone, below, slots, &mut answers),
-            _ => Node::parts::<{ Slot::COUNT }>(zone, below, slots, &mut answers),
+            9 => Node::parts::<9>(zone, below, slots, &mut answers),
+            _ => Node::parts::<{ Slot::COUNT + 1 }>(zone, below, slots, &mut answers),
         })
     }
 
@@ -222,6 +254,17 @@ impl Node {
         self.0.answers.get((self.0.slots & (bit - 1)).count_ones() as usize)
     }
 
+    /// What answers the slots without an answer of their own, client by client: `None` but for
+    /// a name with views. For the answer path, only where [`Node::answer`] found nothing.
+    #[cold]
+    #[inline(never)]
+    pub fn views(&self) -> Option<&Views> {
+        if self.0.slots & Slot::VIEWS == 0 {
+            return None;
+        }
+        self.0.answers.last()?.views()
+    }
+
     /// Sets or clears the answer for `slot`.
     pub fn set_answer(&mut self, slot: Slot, answer: Option<CompiledAnswer>) {
         let mut by_slot = self.by_slot();
@@ -229,9 +272,13 @@ impl Node {
         *self = self.repacked(by_slot);
     }
 
-    /// A node like this one holding `by_slot`.
+    /// A node like this one, its views included, holding `by_slot`.
     fn repacked(&self, by_slot: [Option<CompiledAnswer>; Slot::COUNT]) -> Node {
-        let mut node = Node::packed(self.0.zone, self.0.below, by_slot);
+        let views = match self.0.slots & Slot::VIEWS {
+            0 => None,
+            _ => self.0.answers.last().cloned(),
+        };
+        let mut node = Node::packed(self.0.zone, self.0.below, by_slot, views);
         node.0.underscores_optional = self.0.underscores_optional;
         node
     }

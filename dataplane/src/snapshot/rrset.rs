@@ -1,6 +1,7 @@
 //! Structured resource-record sets, as the snapshot builder produces them, and their compilation
 //! into the ready-to-copy wire form the answer path uses.
 
+use super::views::Views;
 use crate::wire::types::{class, rtype};
 use crate::wire::writer::{Owner, RrWriter};
 use crate::wire::{LowerName, Name};
@@ -147,6 +148,10 @@ const MAX_SETS: usize = u16::MAX as usize;
 /// compares the allocations before their bytes, so that answers a new snapshot carries over
 /// compare at the cost of a pointer.
 ///
+/// A name whose answers depend on who asks keeps its [`Views`] in a compiled answer of its
+/// own, which has no records (see [`crate::snapshot::Node::views`]): it lives out of line like the
+/// answers that name what they do not resolve, so that it costs every other answer nothing.
+///
 /// # Layout
 ///
 /// | bytes | content |
@@ -167,14 +172,16 @@ pub struct CompiledAnswer(Form);
 enum Form {
     /// Almost every answer: the layout alone.
     Plain(Arc<[u8]>),
-    /// An answer that names what it does not resolve.
-    Unresolved(Arc<Unresolved>),
+    /// What needs more than the layout, out of line.
+    Rich(Arc<Rich>),
 }
 
 #[derive(Debug, PartialEq, Eq)]
-struct Unresolved {
-    data: Box<[u8]>,
-    beyond: Beyond,
+enum Rich {
+    /// An answer that names what it does not resolve.
+    Unresolved { data: Box<[u8]>, beyond: Beyond },
+    /// No answer of its own: the answers of each class of clients of a name.
+    Views(Views),
 }
 
 /// Where the parts of a compiled answer's layout are.
@@ -279,7 +286,7 @@ impl CompiledAnswer {
         data.extend_from_slice(&records);
         CompiledAnswer(match Beyond::of(set) {
             None => Form::Plain(data.into()),
-            Some(beyond) => Form::Unresolved(Arc::new(Unresolved {
+            Some(beyond) => Form::Rich(Arc::new(Rich::Unresolved {
                 data: data.into_boxed_slice(),
                 beyond,
             })),
@@ -291,10 +298,29 @@ impl CompiledAnswer {
         CompiledAnswer(Form::Plain(Arc::new([])))
     }
 
+    /// The holder of `views`, a name's answers by client, with no records of its own.
+    pub(crate) fn by_client(views: Views) -> CompiledAnswer {
+        CompiledAnswer(Form::Rich(Arc::new(Rich::Views(views))))
+    }
+
     fn data(&self) -> &[u8] {
         match &self.0 {
             Form::Plain(data) => data,
-            Form::Unresolved(unresolved) => &unresolved.data,
+            Form::Rich(rich) => match &**rich {
+                Rich::Unresolved { data, .. } => data,
+                Rich::Views(_) => &[],
+            },
+        }
+    }
+
+    /// The answers by client this holds, if it is the holder [`Self::by_client`] made.
+    pub(crate) fn views(&self) -> Option<&Views> {
+        match &self.0 {
+            Form::Rich(rich) => match &**rich {
+                Rich::Views(views) => Some(views),
+                Rich::Unresolved { .. } => None,
+            },
+            Form::Plain(_) => None,
         }
     }
 
@@ -359,7 +385,10 @@ impl CompiledAnswer {
     pub fn beyond(&self) -> Option<&Beyond> {
         match &self.0 {
             Form::Plain(_) => None,
-            Form::Unresolved(unresolved) => Some(&unresolved.beyond),
+            Form::Rich(rich) => match &**rich {
+                Rich::Unresolved { beyond, .. } => Some(beyond),
+                Rich::Views(_) => None,
+            },
         }
     }
 

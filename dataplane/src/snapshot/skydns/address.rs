@@ -15,8 +15,9 @@
 use super::answers::{Abort, Answerer};
 use super::entry::Host;
 use super::section::{Rr, Section};
-use super::select::Selection;
+use super::select::{Class, Selection};
 use crate::snapshot::rrset::Rdata;
+use crate::snapshot::views::Prefix;
 use crate::wire::Name;
 use foldhash::fast::{FixedState, RandomState};
 use std::collections::HashMap;
@@ -46,6 +47,10 @@ pub type Resolutions = HashMap<u64, Vec<Resolution>, RandomState>;
 pub struct Resolution {
     target: Name,
     family: Family,
+    /// The class of clients it was made for.
+    class: Class,
+    /// The prefixes of the view maps it read, noted again whenever it is used.
+    seen: Box<[Prefix]>,
     /// Targets of the CNAMEs leading here, which a loop must not revisit.
     chain: Box<[Name]>,
     chased: Chased,
@@ -53,8 +58,8 @@ pub struct Resolution {
     cost: usize,
 }
 
-fn resolution_hash(target: &Name, family: Family, chain: &[Name]) -> u64 {
-    FixedState::default().hash_one((target, family, chain))
+fn resolution_hash(target: &Name, family: Family, chain: &[Name], class: Class) -> u64 {
+    FixedState::default().hash_one((target, family, chain, class))
 }
 
 /// The outcome of resolving a target name.
@@ -73,7 +78,7 @@ impl Answerer<'_> {
     /// name as sent). `chain` holds the targets of the CNAMEs that led here.
     pub(super) fn addresses<'q>(
         &mut self,
-        sel: &Selection,
+        sel: &Selection<'_>,
         query: &'q Name,
         owner: Option<&Name>,
         family: Family,
@@ -83,7 +88,7 @@ impl Answerer<'_> {
         let addressed = sel
             .grouped()
             .iter()
-            .any(|&i| matches!(index.entries()[i as usize].host(), Host::V4(_) | Host::V6(_)));
+            .any(|e| matches!(e.host(), Host::V4(_) | Host::V6(_)));
         // An owner keeps one CNAME, the first that leads somewhere, with its chain alone.
         let mut aliased = false;
         let mut out = if owner.is_none() {
@@ -91,8 +96,7 @@ impl Answerer<'_> {
         } else {
             Section::default()
         };
-        for &i in sel.grouped() {
-            let e = &index.entries()[i as usize];
+        for &e in sel.grouped() {
             let rdata = match e.host() {
                 Host::None => continue,
                 Host::V4(ip) if family != Family::V6 => Rdata::A(ip),
@@ -147,23 +151,28 @@ impl Answerer<'_> {
     /// which answers were built before it (an update compiles names in another order than a
     /// full build, and must produce the same answers).
     pub(super) fn chase(&mut self, target: &Name, family: Family, chain: &[Name]) -> Result<Chased, Abort> {
-        let hash = resolution_hash(target, family, chain);
+        let class = self.audience.class;
+        let hash = resolution_hash(target, family, chain, class);
         let mut known = self.memo.get(&hash).into_iter().flatten();
-        if let Some(r) = known.find(|r| r.target == *target && r.family == family && *r.chain == *chain) {
+        let same =
+            |r: &&Resolution| r.target == *target && r.family == family && *r.chain == *chain && r.class == class;
+        if let Some(r) = known.find(same) {
             if self.budget < r.cost {
                 // Resolving it afresh would have spent the whole budget before failing.
                 self.budget = 0;
                 return Err(self.exhausted(target));
             }
             self.budget -= r.cost;
+            self.audience.seen.extend_from_slice(&r.seen);
             return Ok(r.chased.clone());
         }
         if self.budget == 0 {
             return Err(self.exhausted(target));
         }
         let before = self.budget;
+        let seen_before = self.audience.seen.len();
         self.budget -= 1;
-        let chased = match self.index.lookup(target) {
+        let chased = match self.lookup(target) {
             None => Chased::Missing,
             Some(sel) => match self.addresses(&sel, target, Some(target), family, &mut chain.to_vec()) {
                 Ok(section) => Chased::Found(section.into_rrs().into()),
@@ -174,6 +183,8 @@ impl Answerer<'_> {
         self.memo.entry(hash).or_default().push(Resolution {
             target: target.clone(),
             family,
+            class,
+            seen: self.audience.seen[seen_before..].into(),
             chain: chain.into(),
             chased: chased.clone(),
             cost: before - self.budget,

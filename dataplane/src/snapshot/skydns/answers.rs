@@ -6,7 +6,7 @@ use super::address::{Family, Resolutions};
 use super::entry::{split255, Host};
 use super::index::Index;
 use super::section::{answer_set, Rr, Section};
-use super::select::Selection;
+use super::select::{Audience, Selection};
 use crate::snapshot::rrset::{AnswerSet, Rdata};
 use crate::snapshot::Slot;
 use crate::wire::Name;
@@ -27,11 +27,14 @@ const BUDGET_BASE: usize = 64;
 /// See [`BUDGET_BASE`].
 const BUDGET_PER_RECORD: usize = 8;
 
-/// Builds answers from an [`Index`], remembering resolved CNAME targets across the answers it
-/// builds (they depend only on the target, the address family and the chain so far).
+/// Builds answers from an [`Index`] for one class of clients at a time, remembering resolved
+/// CNAME targets across the answers it builds (they depend only on the target, the address
+/// family, the chain so far and the class).
 pub struct Answerer<'a> {
     /// The records.
     pub(super) index: &'a Index,
+    /// The class answered, and the prefixes of the view maps read.
+    pub(super) audience: Audience,
     /// Resolved CNAME targets and SRV/MX glue.
     pub(super) memo: Resolutions,
     /// Target lookups left for the answer being built.
@@ -40,11 +43,18 @@ pub struct Answerer<'a> {
     pub(super) warned: bool,
 }
 
+impl AsMut<Audience> for Answerer<'_> {
+    fn as_mut(&mut self) -> &mut Audience {
+        &mut self.audience
+    }
+}
+
 impl<'a> Answerer<'a> {
     /// An answerer with nothing remembered yet.
     pub fn new(index: &'a Index) -> Answerer<'a> {
         Answerer {
             index,
+            audience: Audience::default(),
             memo: Resolutions::default(),
             budget: 0,
             warned: false,
@@ -53,7 +63,7 @@ impl<'a> Answerer<'a> {
 
     /// The answer to a query of type `slot` for `query`, whose lookup selected `sel`, with
     /// records owned by the query name. NS, SOA and PTR are never answered from a selection.
-    pub fn answer(&mut self, sel: &Selection, query: &Name, slot: Slot) -> Result<Option<AnswerSet>, Abort> {
+    pub fn answer(&mut self, sel: &Selection<'_>, query: &Name, slot: Slot) -> Result<Option<AnswerSet>, Abort> {
         self.budget = BUDGET_BASE + BUDGET_PER_RECORD * sel.deduped().len();
         // Types no record of the whole index can feed are empty without a scan of the run.
         let kinds = &self.index.kinds;
@@ -88,12 +98,11 @@ impl<'a> Answerer<'a> {
     /// NS at the apex (docs/skydns-semantics.md, "NS at the apex") from the lookup of
     /// `ns.dns.<domain>`: one NS per address record, named by its key, with the address as glue.
     /// Records with a name host are skipped.
-    pub fn ns(&mut self, sel: &Selection) -> Result<Option<AnswerSet>, Abort> {
+    pub fn ns(&mut self, sel: &Selection<'_>) -> Result<Option<AnswerSet>, Abort> {
         let index = self.index;
         let mut answer = Section::default();
         let mut additional = Section::default();
-        for &i in sel.grouped() {
-            let e = &index.entries()[i as usize];
+        for &e in sel.grouped() {
             let glue = match e.host() {
                 Host::V4(ip) => Rdata::A(ip),
                 Host::V6(ip) => Rdata::Aaaa(ip),
@@ -119,10 +128,9 @@ impl<'a> Answerer<'a> {
 
     /// TXT (docs/skydns-semantics.md, "TXT"): one record per record with text, split into 255-byte
     /// strings.
-    fn txt(&mut self, sel: &Selection) -> Result<Section<'static>, Abort> {
+    fn txt(&mut self, sel: &Selection<'_>) -> Result<Section<'static>, Abort> {
         let mut answer = Section::default();
-        for &i in sel.grouped() {
-            let e = &self.index.entries()[i as usize];
+        for &e in sel.grouped() {
             if e.text().is_empty() {
                 continue;
             }
@@ -136,13 +144,12 @@ impl<'a> Answerer<'a> {
 
     /// CNAME (docs/skydns-semantics.md, "CNAME queries"): nothing for a directory; for a key, its
     /// first record's host if a name, without chasing.
-    fn cname(&mut self, sel: &Selection) -> Section<'static> {
+    fn cname(&mut self, sel: &Selection<'_>) -> Section<'static> {
         let mut answer = Section::default();
         if sel.directory {
             return answer;
         }
-        if let Some(&i) = sel.grouped().first() {
-            let e = &self.index.entries()[i as usize];
+        if let Some(&e) = sel.grouped().first() {
             if let Host::Name(target) = e.host() {
                 answer.push(Rr::at_query(self.index.ttl_of(e), Rdata::Cname(target)));
             }
@@ -160,6 +167,12 @@ impl<'a> Answerer<'a> {
             self.index.ttl,
             self.index.round_robin,
         ))
+    }
+
+    /// The records a lookup of `name` returns for the class answered, noting the view maps it
+    /// reads.
+    pub(super) fn lookup(&mut self, name: &Name) -> Option<Selection<'a>> {
+        self.index.lookup(name, &mut self.audience)
     }
 
     /// Logs, once per answerer, that an answer was given up for its CNAME fan-out.

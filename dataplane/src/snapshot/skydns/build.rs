@@ -6,17 +6,19 @@
 //! its records as one contiguous run, and a single pass over it finds every name.
 
 use super::answers::{Abort, Answerer};
-use super::entry::Entry;
+use super::entry::{Entry, ValueError};
 use super::index::{below, Index};
 use super::key::{is_below, name_of, path_of, KeyPath};
 use super::leaves::Leaves;
 use super::reverse::ptr_nodes;
 use super::section::{answer_set, Rr};
-use super::select::Selection;
-use super::service::{Config, Service};
+use super::select::{Audience, Selection};
+use super::service::{Config, Service, Value};
 use crate::snapshot::rrset::{AnswerSet, CompiledAnswer, Rdata};
+use crate::snapshot::views::{Prefix, Views};
 use crate::snapshot::{Below, Identity, Node, Nodes, Slot, Snapshot, Zone, ZoneKind, ZoneState};
 use crate::wire::{LowerName, Name};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -27,10 +29,28 @@ const SOA_TIMERS: [u32; 3] = [28800, 7200, 604800];
 /// The slots a name answers from its own records.
 const RECORD_SLOTS: [Slot; 6] = [Slot::A, Slot::Aaaa, Slot::Cname, Slot::Srv, Slot::Txt, Slot::Mx];
 
+/// What a source hands a build for one key: a record ([`Service`]), or any [`Value`].
+pub trait Stored {
+    /// The entry of this value stored at `key`.
+    fn entry(&self, key: &KeyPath) -> Result<Entry, ValueError>;
+}
+
+impl Stored for Service {
+    fn entry(&self, key: &KeyPath) -> Result<Entry, ValueError> {
+        Entry::new(key, self)
+    }
+}
+
+impl Stored for Value {
+    fn entry(&self, key: &KeyPath) -> Result<Entry, ValueError> {
+        Entry::of(key, self)
+    }
+}
+
 /// Builds the snapshot of `records` (etcd key, typed value) under `config`. Keys outside
 /// `/<path_prefix>/`, outside the domain and the reverse trees are ignored; keys that are not
 /// valid names and values that cannot serve are skipped with a warning. `now` sets the SOA serial.
-pub fn build(config: &Config, records: &[(String, Service)], generation: u64, now: SystemTime) -> Snapshot {
+pub fn build<V: Stored>(config: &Config, records: &[(String, V)], generation: u64, now: SystemTime) -> Snapshot {
     let (entries, skipped) = typed(config, records);
     build_from(config, &Arc::new(entries), skipped, generation, now)
 }
@@ -45,7 +65,7 @@ pub fn build_entries(config: &Config, entries: &Arc<Vec<Arc<Entry>>>, generation
 /// The records of `records` a build serves from, typed, in the order of [`Entry::cmp_order`];
 /// and how many were skipped, each with a warning: keys below `/<path_prefix>/` that are not
 /// names, and values in the domain or the reverse trees that cannot serve.
-pub fn typed(config: &Config, records: &[(String, Service)]) -> (Vec<Arc<Entry>>, usize) {
+pub fn typed<V: Stored>(config: &Config, records: &[(String, V)]) -> (Vec<Arc<Entry>>, usize) {
     let served: Vec<Vec<u8>> = std::iter::once(path_of(&config.domain))
         .chain(reverse_apexes().iter().map(path_of))
         .collect();
@@ -58,7 +78,7 @@ pub fn typed(config: &Config, records: &[(String, Service)]) -> (Vec<Arc<Entry>>
                 tracing::warn!(%key, %error, "skipping SkyDNS key that is not a valid name");
                 skipped += 1;
             }
-            Ok(Some(at)) if served.iter().any(|apex| is_below(at.path(), apex)) => match Entry::new(&at, service) {
+            Ok(Some(at)) if served.iter().any(|apex| is_below(at.owner(), apex)) => match service.entry(&at) {
                 Ok(entry) => entries.push(Arc::new(entry)),
                 Err(error) => {
                     tracing::warn!(%key, %error, "skipping SkyDNS record");
@@ -233,7 +253,7 @@ fn domain_names(config: &Config, index: &Index, zone: u16, now: SystemTime) -> (
     }
     let mut leaves = Leaves::new(index, zone).with_entries(leaves);
     if let Some(apex) = nodes.get_mut(&config.domain) {
-        apex_answers(config, &mut answerer, apex, now);
+        apex_answers(config, apex, now);
     }
     if let Some(local) = &config.local {
         local_alias(config, local, &mut answerer, zone, &mut nodes, &mut leaves);
@@ -261,7 +281,9 @@ pub(super) fn name_at<'i>(index: &'i Index, answerer: &mut Answerer<'_>, path: &
     compile_node(index, answerer, path, range, zone).map_or(Named::Absent, Named::Node)
 }
 
-/// A node answering from the records `range` of the index, those at and below `path`.
+/// A node answering from the records `range` of the index, those at and below `path`; `None`
+/// when the name does not exist. At the apex, NS comes from the records under `ns.dns.<domain>`
+/// (docs/skydns-semantics.md, "NS at the apex").
 pub(super) fn compile_node(
     index: &Index,
     answerer: &mut Answerer<'_>,
@@ -271,17 +293,97 @@ pub(super) fn compile_node(
 ) -> Option<Node> {
     let name = name_of(path);
     let qname = LowerName::from_wire(name.wire()).ok()?;
-    let exact = index.exact_count(range.clone(), path.len());
-    let sel = Selection::from_range(index, range, exact);
-    let answers = RECORD_SLOTS
-        .into_iter()
-        .filter_map(|slot| compiled(&qname, answerer.answer(&sel, &name, slot)).map(|answer| (slot, answer)));
-    Some(Node::with_answers(zone, Below::Nothing, answers))
+    let ns_name = (*path == *index.apex)
+        .then(|| name.prepend("dns").and_then(|d| d.prepend("ns")).ok())
+        .flatten();
+    for_clients(answerer, zone, |answerer| {
+        let sel = index.select(path, range.clone(), &mut answerer.audience)?;
+        let mut answers = record_answers(answerer, &sel, &name, &qname);
+        if let Some(sel) = ns_name.as_ref().and_then(|ns| answerer.lookup(ns)) {
+            answers.extend(compiled(&qname, answerer.ns(&sel)).map(|answer| (Slot::Ns, answer)));
+        }
+        Some(answers)
+    })
 }
 
-/// SOA and NS at the apex (docs/skydns-semantics.md, "SOA, NXDOMAIN and NODATA" and "NS at the
-/// apex"); NS comes from the records under `ns.dns.<domain>`.
-pub(super) fn apex_answers(config: &Config, answerer: &mut Answerer<'_>, apex: &mut Node, now: SystemTime) {
+/// The answers of `sel`, the lookup of `name` (`qname` as a query asks it), in every slot a
+/// name answers from its records.
+fn record_answers(
+    answerer: &mut Answerer<'_>,
+    sel: &Selection<'_>,
+    name: &Name,
+    qname: &LowerName,
+) -> Vec<(Slot, CompiledAnswer)> {
+    RECORD_SLOTS
+        .into_iter()
+        .filter_map(|slot| compiled(qname, answerer.answer(sel, name, slot)).map(|answer| (slot, answer)))
+        .collect()
+}
+
+/// The node of a name whose answers for a class of clients `answers` gives (`None`: the name
+/// does not exist). Answers reading no view map make a node as any other; otherwise every
+/// prefix of the view maps read is a class of its own, its answers built in turn (which may
+/// read more view maps, whose prefixes are classes too), and the node holds the answers all
+/// classes share, with [`Views`] for the rest (docs/skydns-semantics.md, "Views").
+pub(super) fn for_clients<A: AsMut<Audience>>(
+    answerer: &mut A,
+    zone: u16,
+    mut answers: impl FnMut(&mut A) -> Option<Vec<(Slot, CompiledAnswer)>>,
+) -> Option<Node> {
+    let audience = answerer.as_mut();
+    audience.class = None;
+    audience.seen.clear();
+    let others = answers(answerer)?;
+    let mut pending: BTreeSet<Prefix> = answerer.as_mut().seen.drain(..).collect();
+    if pending.is_empty() {
+        return Some(Node::with_answers(zone, Below::Nothing, others));
+    }
+    let mut classes: BTreeMap<Prefix, Vec<(Slot, CompiledAnswer)>> = BTreeMap::new();
+    while let Some(prefix) = pending.pop_first() {
+        answerer.as_mut().class = Some(prefix);
+        let answered = answers(answerer).unwrap_or_default();
+        let seen = answerer.as_mut().seen.drain(..);
+        pending.extend(seen.filter(|p| *p != prefix && !classes.contains_key(p)));
+        classes.insert(prefix, answered);
+    }
+    answerer.as_mut().class = None;
+    Some(viewed(zone, others, classes))
+}
+
+/// The node holding the answers every class shares, and views of the others.
+fn viewed(
+    zone: u16,
+    others: Vec<(Slot, CompiledAnswer)>,
+    classes: BTreeMap<Prefix, Vec<(Slot, CompiledAnswer)>>,
+) -> Node {
+    let of = |answers: &[(Slot, CompiledAnswer)], slot: Slot| {
+        answers
+            .iter()
+            .find(|(s, _)| *s == slot)
+            .map(|(_, answer)| answer.clone())
+    };
+    let shared: Vec<Slot> = Slot::ALL
+        .into_iter()
+        .filter(|&slot| classes.values().all(|answers| of(answers, slot) == of(&others, slot)))
+        .collect();
+    let node = |answers: &[(Slot, CompiledAnswer)], keep: &dyn Fn(Slot) -> bool| {
+        let kept = answers.iter().filter(|(slot, _)| keep(*slot)).cloned();
+        Node::with_answers(zone, Below::Nothing, kept)
+    };
+    let common = node(&others, &|slot| shared.contains(&slot));
+    if shared.len() == Slot::COUNT {
+        return common;
+    }
+    let apart = |slot: Slot| !shared.contains(&slot);
+    let classes = classes
+        .iter()
+        .map(|(prefix, answers)| (*prefix, node(answers, &apart)))
+        .collect();
+    common.with_views(Views::new(node(&others, &apart), classes))
+}
+
+/// SOA at the apex (docs/skydns-semantics.md, "SOA, NXDOMAIN and NODATA").
+pub(super) fn apex_answers(config: &Config, apex: &mut Node, now: SystemTime) {
     let Ok(qname) = LowerName::from_wire(config.domain.wire()) else {
         return;
     };
@@ -292,10 +394,6 @@ pub(super) fn apex_answers(config: &Config, answerer: &mut Answerer<'_>, apex: &
         false,
     );
     apex.set_answer(Slot::Soa, Some(CompiledAnswer::compile(&qname, &soa)));
-    let ns_name = config.domain.prepend("dns").and_then(|d| d.prepend("ns"));
-    if let Some(sel) = ns_name.ok().and_then(|n| answerer.index.lookup(&n)) {
-        apex.set_answer(Slot::Ns, compiled(&qname, answerer.ns(&sel)));
-    }
 }
 
 /// `local.dns.<domain>`.
@@ -321,16 +419,16 @@ pub(super) fn local_alias(
         tracing::warn!(%local, "the local alias target is outside the SkyDNS domain; not served");
         return;
     }
-    let Some(sel) = answerer.index.lookup(local) else {
-        return;
-    };
     let Ok(qname) = LowerName::from_wire(alias.wire()) else {
         return;
     };
-    let answers = RECORD_SLOTS
-        .into_iter()
-        .filter_map(|slot| compiled(&qname, answerer.answer(&sel, &alias, slot)).map(|answer| (slot, answer)));
-    let node = Node::with_answers(zone, Below::Nothing, answers);
+    let node = for_clients(answerer, zone, |answerer| {
+        let sel = answerer.lookup(local)?;
+        Some(record_answers(answerer, &sel, &alias, &qname))
+    });
+    let Some(node) = node else {
+        return;
+    };
     let mut parent = alias.parent();
     while parent != config.domain && parent.is_within(&config.domain) {
         let next = parent.parent();
@@ -384,7 +482,9 @@ fn names(index: &Index) -> Vec<NameRun> {
         }
         let mut pos = open.last().map_or(apex_len, |&(len, _)| len);
         let path = e.path();
-        while pos < path.len() {
+        // A `.self` key's last component names nothing.
+        let owner = e.owner().len();
+        while pos < owner {
             pos += 1 + path[pos] as usize;
             open.push((pos, i));
         }

@@ -2,8 +2,8 @@
 //! interpreted once (host parsed, text checked) so that answering many names from it costs no
 //! re-parsing, in as few bytes as it takes, since a source holds every record while it runs.
 
-use super::key::{cmp_keys, KeyPath};
-use super::service::Service;
+use super::key::{cmp_keys, owner, KeyKind, KeyPath};
+use super::service::{Service, Value, ViewKey};
 use crate::wire::Name;
 use std::cmp::Ordering;
 use std::hash::BuildHasher;
@@ -32,6 +32,9 @@ pub enum ValueError {
     /// `text` does not fit the 65535 bytes of one TXT record's data.
     #[error("text too long for one TXT record")]
     TextTooLong,
+    /// The marker a `.wildcards` key holds, at a key that holds records.
+    #[error("a .wildcards marker at a key that is not a .wildcards key")]
+    Marker,
 }
 
 /// Longest `text` whose TXT RDATA fits in 65535 bytes: each 255-byte chunk costs one length octet,
@@ -57,13 +60,27 @@ pub(super) enum HostKind {
 /// at least 32 more.
 const INLINE: usize = 38;
 
-/// An entry's bytes, inside it up to [`INLINE`] bytes, on the heap beyond.
+/// An entry's bytes, inside it up to [`INLINE`] bytes, on the heap beyond; and the lists of a
+/// view map, whose bytes are always on the heap, in the same place as a long run's, so that
+/// reading the bytes costs no more than with two kinds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Data {
     /// The length, and the bytes followed by zeros.
     Inline(u8, [u8; INLINE]),
     /// Longer runs.
     Heap(Box<[u8]>),
+    /// The bytes of a view map's entry, and its lists.
+    Views(Box<[u8]>, Box<[ViewList]>),
+}
+
+/// One list of a view map (docs/skydns-semantics.md, "Views"): whom it is for, and its records,
+/// each an entry of the view map's key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct ViewList {
+    /// `default` or a prefix.
+    pub key: ViewKey,
+    /// The records, in the order of the list.
+    pub records: Box<[Entry]>,
 }
 
 impl Data {
@@ -86,7 +103,7 @@ impl Data {
     fn bytes(&self) -> &[u8] {
         match self {
             Data::Inline(len, bytes) => &bytes[..*len as usize],
-            Data::Heap(bytes) => bytes,
+            Data::Heap(bytes) | Data::Views(bytes, _) => bytes,
         }
     }
 }
@@ -133,11 +150,47 @@ pub struct Entry {
     pub(super) mail: bool,
     /// The key had upper-case letters: another key may fold to the same path.
     pub(super) folded: bool,
+    /// What the key is: a name's, a `.self` or a `.wildcards` key.
+    pub(super) kind: KeyKind,
 }
 
 impl Entry {
-    /// Interprets `service` stored at `key`.
+    /// Interprets `value` stored at `key`. A `.wildcards` key makes a marker, whatever it holds.
+    pub fn of(key: &KeyPath, value: &Value) -> Result<Entry, ValueError> {
+        match value {
+            _ if key.kind() == KeyKind::Wildcards => Entry::new(key, &Service::default()),
+            Value::Record(service) => Entry::new(key, service),
+            Value::Views(lists) => Entry::with_views(key, lists),
+            Value::Marker => Err(ValueError::Marker),
+        }
+    }
+
+    /// Interprets the view map `lists` stored at `key`: an entry without a record of its own,
+    /// holding each list's records as entries of the same key.
+    fn with_views(key: &KeyPath, lists: &[(ViewKey, Vec<Service>)]) -> Result<Entry, ValueError> {
+        let mut views = Vec::with_capacity(lists.len());
+        for (view, records) in lists {
+            let records = records.iter().map(|service| Entry::new(key, service));
+            views.push(ViewList {
+                key: *view,
+                records: records.collect::<Result<_, _>>()?,
+            });
+        }
+        let mut entry = Entry::new(key, &Service::default())?;
+        if entry.kind != KeyKind::Wildcards {
+            entry.data = Data::Views(entry.data.bytes().into(), views.into_boxed_slice());
+        }
+        Ok(entry)
+    }
+
+    /// Interprets `service` stored at `key`. A `.wildcards` key makes a marker, whatever the
+    /// service says.
     pub fn new(key: &KeyPath, service: &Service) -> Result<Entry, ValueError> {
+        let nothing = Service::default();
+        let service = match key.kind() {
+            KeyKind::Wildcards => &nothing,
+            KeyKind::Name | KeyKind::Own => service,
+        };
         if service.text.len() > MAX_TEXT_LEN {
             return Err(ValueError::TextTooLong);
         }
@@ -174,10 +227,50 @@ impl Entry {
             path_len: path.len() as u8,
             host_len: host_bytes.len() as u8,
             target_strip: service.target_strip.min(u8::MAX as usize) as u8,
-            depth: super::key::depth(path).min(u8::MAX as usize) as u8,
+            depth: super::key::depth(owner(path, key.kind())).min(u8::MAX as usize) as u8,
             mail: service.mail,
             folded,
+            kind: key.kind(),
         })
+    }
+
+    /// The path of the name the record answers for: its key's path, less the last component
+    /// of a `.self` key.
+    #[inline]
+    pub(super) fn owner(&self) -> &[u8] {
+        owner(self.path(), self.kind)
+    }
+
+    /// The lists of a view map; none for any other entry.
+    #[inline]
+    pub(super) fn views(&self) -> &[ViewList] {
+        match &self.data {
+            Data::Views(_, views) => views,
+            Data::Inline(..) | Data::Heap(_) => &[],
+        }
+    }
+
+    /// Whether the entry holds a view map.
+    #[inline]
+    pub fn has_views(&self) -> bool {
+        matches!(self.data, Data::Views(..))
+    }
+
+    /// What the key holds, as a value [`Entry::of`] makes an equal entry of again (see
+    /// [`Entry::service`]).
+    pub fn value(&self) -> Value {
+        if self.kind == KeyKind::Wildcards {
+            return Value::Marker;
+        }
+        if !self.has_views() {
+            return Value::Record(self.service());
+        }
+        let lists = self.views().iter();
+        Value::Views(
+            lists
+                .map(|list| (list.key, list.records.iter().map(Entry::service).collect()))
+                .collect(),
+        )
     }
 
     /// The path of the name the record belongs to, lower-cased.
@@ -278,7 +371,11 @@ impl Entry {
     /// The key the record is stored at, below `/<prefix>/`.
     pub fn key(&self, prefix: &str) -> String {
         let mut key = format!("/{prefix}");
-        for component in super::key::components(self.written()) {
+        let mut components: Vec<&[u8]> = super::key::components(self.written()).collect();
+        if self.kind == KeyKind::Wildcards && !components.is_empty() {
+            components.rotate_left(1);
+        }
+        for component in components {
             key.push('/');
             key.push_str(&String::from_utf8_lossy(component));
         }
@@ -332,9 +429,10 @@ impl Entry {
             && self.text() == other.text()
     }
 
-    /// The name of the key (SkyDNS `msg.Domain(key)`), the SRV/MX/NS target of address hosts.
+    /// The name of the key (SkyDNS `msg.Domain(key)`), the SRV/MX/NS target of address hosts;
+    /// a `.self` key's is its directory's.
     pub fn name(&self) -> Name {
-        super::key::name_of(self.path())
+        super::key::name_of(self.owner())
     }
 }
 

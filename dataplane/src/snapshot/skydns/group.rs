@@ -2,9 +2,9 @@
 //! that a directory answers only with the group of its shallowest grouped record, plus every
 //! record without a group. The exact scan is order dependent; the builder feeds it in key order.
 
-/// Filters `items` (entry indices, in answer order) by group. `key` gives an item's depth and
-/// group (the default value, such as an empty string, is none). `None` means every item stays.
-pub fn filter<G: PartialEq + Default>(items: &[u32], key: impl Fn(u32) -> (u8, G)) -> Option<Vec<u32>> {
+/// Filters `items` (entries, in answer order) by group. `key` gives an item's depth and group
+/// (the default value, such as an empty string, is none). `None` means every item stays.
+pub fn filter<T: Copy, G: PartialEq + Default>(items: &[T], key: impl Fn(T) -> (u8, G)) -> Option<Vec<T>> {
     let &first = items.first()?;
     let (mut depth, mut group) = key(first);
     // Depths SkyDNS records before it stops scanning; later items never count as "same level".

@@ -3,8 +3,8 @@
 //! the snapshot keeps it for the names that cannot be precompiled: `*`/`any` wildcard queries.
 
 use super::entry::{Entry, HostKind};
-use super::key::{cmp_paths, is_below, is_wildcard, path_of};
-use super::select::Selection;
+use super::key::{cmp_paths, is_below, is_special, is_wildcard, marker_path, own_path, path_of, KeyKind};
+use super::select::{Audience, Selection};
 use super::service::Config;
 use super::wildcard;
 use crate::wire::Name;
@@ -37,6 +37,10 @@ pub struct Index {
     table: Arc<Vec<Arc<Entry>>>,
     /// The run of `table` below the domain.
     range: Range<usize>,
+    /// The run of `table` holding the `.wildcards` markers of the domain's directories.
+    markers: Range<usize>,
+    /// Whether a directory answers for what lies below it only when it holds a marker.
+    pub(super) wildcards_marker: bool,
     /// How many entries have each dedup identity, by its low 32 bits (half the table, and
     /// a collision only sends a record through the exact comparison); the dedup looks only at
     /// identities held by more than one.
@@ -64,6 +68,8 @@ pub(super) struct Kinds {
     pub v4_or_name: usize,
     /// Entries whose host is an IPv6 address or a name (AAAA, CNAME chasing).
     pub v6_or_name: usize,
+    /// `.self` keys: without any, no name looks for one.
+    pub own: usize,
 }
 
 impl Index {
@@ -79,6 +85,8 @@ impl Index {
         let apex = path_of(&config.domain);
         let mut index = Index {
             range: below(table, &apex),
+            markers: below(table, &marker_path(&apex)),
+            wildcards_marker: config.wildcards_marker,
             apex: apex.into_boxed_slice(),
             domain: config.domain.clone(),
             ttl: config.ttl,
@@ -104,6 +112,7 @@ impl Index {
         let mut index = Index {
             table: Arc::clone(table),
             range: below(table, &self.apex),
+            markers: below(table, &marker_path(&self.apex)),
             ..self.clone()
         };
         for path in paths {
@@ -131,8 +140,25 @@ impl Index {
         &entries[start..start + len]
     }
 
-    /// Counts an entry in (`added`) or out: its identity, and what kinds of answers it feeds.
+    /// Counts an entry in (`added`) or out: its identity, and what kinds of answers it feeds;
+    /// for a view map, those of every record of its lists.
     fn count(&mut self, entry: &Entry, added: bool) {
+        let own = &mut self.kinds.own;
+        match (entry.kind == KeyKind::Own, added) {
+            (false, _) => {}
+            (true, true) => *own += 1,
+            (true, false) => *own -= 1,
+        }
+        if !entry.has_views() {
+            return self.count_record(entry, added);
+        }
+        for record in entry.views().iter().flat_map(|list| list.records.iter()) {
+            self.count_record(record, added);
+        }
+    }
+
+    /// Counts one record in or out.
+    fn count_record(&mut self, entry: &Entry, added: bool) {
         let kinds = &mut self.kinds;
         let step = |n: &mut usize, counted: bool| match (counted, added) {
             (false, _) => {}
@@ -229,22 +255,71 @@ impl Index {
             .count()
     }
 
-    /// The records a lookup of `name` returns (SkyDNS `Records(name)`), or `None` when the name
-    /// does not exist. Names with `*`/`any` labels below the domain match positionally.
-    pub(super) fn lookup(&self, name: &Name) -> Option<Selection> {
+    /// The entries of the `.self` key of the name at `path`, whose records are `range`.
+    pub(super) fn own(&self, path: &[u8], range: Range<usize>) -> Range<usize> {
+        if self.kinds.own == 0 || range.is_empty() {
+            return range.start..range.start;
+        }
+        self.subtree_within(range, &own_path(path))
+    }
+
+    /// Whether the name at `path` answers only with its own records for want of a `.wildcards`
+    /// marker (docs/skydns-semantics.md, "`.self` and `.wildcards`").
+    pub(super) fn unmarked(&self, path: &[u8]) -> bool {
+        if !self.wildcards_marker {
+            return false;
+        }
+        let marker = marker_path(path);
+        let markers = &self.table[self.markers.clone()];
+        let at = markers.partition_point(|e| cmp_paths(e.path(), &marker) == Ordering::Less);
+        markers.get(at).is_none_or(|e| e.path() != marker)
+    }
+
+    /// What a lookup of the name at `path`, whose records are `range`, sees for `audience`: the
+    /// records of its `.self` key if it has one; else, when it needs a marker it lacks, its own
+    /// records (nothing at all, it does not exist, when it has none: the apex always exists);
+    /// else every record at and below it.
+    pub(super) fn select(&self, path: &[u8], range: Range<usize>, audience: &mut Audience) -> Option<Selection<'_>> {
+        let entries = self.entries();
+        let own = self.own(path, range.clone());
+        if !own.is_empty() {
+            return Some(Selection::of(self, entries[own].iter().map(|e| &**e), false, audience));
+        }
+        let exact = self.exact_count(range.clone(), path.len());
+        let range = match range.len() > exact && self.unmarked(path) {
+            true if exact == 0 && *path != *self.apex => return None,
+            true => range.start..range.start + exact,
+            false => range,
+        };
+        let directory = range.len() > exact;
+        Some(Selection::of(
+            self,
+            entries[range].iter().map(|e| &**e),
+            directory,
+            audience,
+        ))
+    }
+
+    /// The records a lookup of `name` returns for `audience` (SkyDNS `Records(name)`), or `None`
+    /// when the name does not exist. Names with `*`/`any` labels below the domain match
+    /// positionally; names with a label no key component may be asked for do not exist.
+    pub(super) fn lookup(&self, name: &Name, audience: &mut Audience) -> Option<Selection<'_>> {
         if !name.is_within(&self.domain) {
             return None;
         }
         let path = path_of(name);
-        if super::key::components(&path[self.apex.len()..]).any(is_wildcard) {
-            return wildcard::select(self, &path);
+        let labels = || super::key::components(&path[self.apex.len()..]);
+        if labels().any(is_special) {
+            return None;
+        }
+        if labels().any(is_wildcard) {
+            return wildcard::select(self, &path, audience);
         }
         let range = self.subtree(&path);
         if range.is_empty() {
             return None;
         }
-        let exact = self.exact_count(range.clone(), path.len());
-        Some(Selection::from_range(self, range, exact))
+        self.select(&path, range, audience)
     }
 }
 

@@ -6,6 +6,11 @@
 //! its length octet, without the root terminator. Paths compared component by component put
 //! every name right before the names below it, so the records of a name and of everything below
 //! it form one contiguous run of a sorted table.
+//!
+//! Two last components are not labels (docs/skydns-semantics.md, "`.self` and `.wildcards`"):
+//! `.self` holds its directory's own record, and keeps its place in the directory's run;
+//! `.wildcards` marks its directory and holds no record, and its path puts the component first
+//! instead of last, so that every marker sorts outside the names, in a run of its own.
 
 use crate::wire::name::{same_wire, word};
 use crate::wire::types::{MAX_LABEL_LEN, MAX_NAME_LEN};
@@ -30,6 +35,25 @@ pub enum KeyError {
     NameTooLong,
 }
 
+/// The last component of a key holding its directory's own record.
+pub(super) const OWN: &[u8] = b".self";
+
+/// The last component of a key marking its directory as answering for what lies below it; the
+/// first component of such a key's path.
+pub(super) const WILDCARDS: &[u8] = b".wildcards";
+
+/// What a key is, by its last component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    /// A key of a name: its record answers for the name and the names above it.
+    Name,
+    /// A `.self` key: its record is its directory's own answer, in place of the records below
+    /// the directory.
+    Own,
+    /// A `.wildcards` key: marks its directory; its value is never a record.
+    Wildcards,
+}
+
 /// Where a key sits among the records: the path of the name it holds records for, lower-cased,
 /// and, when the key had upper-case letters, the path as written. Keys that differ only in case
 /// share a path; the written form keeps them apart and orders them as their keys do.
@@ -37,6 +61,7 @@ pub enum KeyError {
 pub struct KeyPath {
     path: Vec<u8>,
     written: Option<Vec<u8>>,
+    kind: KeyKind,
 }
 
 impl KeyPath {
@@ -50,18 +75,27 @@ impl KeyPath {
             return Ok(None);
         };
         let mut written = Vec::with_capacity(rest.len() + 1);
-        for component in rest.split('/') {
+        let mut kind = KeyKind::Name;
+        let mut components = rest.split('/').peekable();
+        while let Some(component) = components.next() {
             if component.is_empty() {
                 return Err(KeyError::EmptyComponent);
             }
             if component.contains('.') {
-                return Err(KeyError::DotInComponent);
+                kind = match components.peek() {
+                    None if component.as_bytes().eq_ignore_ascii_case(OWN) => KeyKind::Own,
+                    None if component.as_bytes().eq_ignore_ascii_case(WILDCARDS) => KeyKind::Wildcards,
+                    _ => return Err(KeyError::DotInComponent),
+                };
             }
             if component.len() > MAX_LABEL_LEN {
                 return Err(KeyError::LabelTooLong);
             }
             written.push(component.len() as u8);
             written.extend_from_slice(component.as_bytes());
+        }
+        if kind == KeyKind::Wildcards {
+            written.rotate_right(1 + WILDCARDS.len());
         }
         if written.len() + 1 > MAX_NAME_LEN {
             return Err(KeyError::NameTooLong);
@@ -70,17 +104,31 @@ impl KeyPath {
             return Ok(Some(KeyPath {
                 path: written,
                 written: None,
+                kind,
             }));
         }
         Ok(Some(KeyPath {
             path: written.to_ascii_lowercase(),
             written: Some(written),
+            kind,
         }))
     }
 
-    /// The path of the name the key holds records for.
+    /// Where the key sorts among the records: the path of the name it holds records for, or,
+    /// for a `.self` or `.wildcards` key, that path with the key's last component (first, for
+    /// `.wildcards`).
     pub fn path(&self) -> &[u8] {
         &self.path
+    }
+
+    /// What the key is.
+    pub fn kind(&self) -> KeyKind {
+        self.kind
+    }
+
+    /// The path of the name the key holds records for or marks.
+    pub fn owner(&self) -> &[u8] {
+        owner(&self.path, self.kind)
     }
 
     /// The path as the key writes it (the same as [`KeyPath::path`] without upper-case letters).
@@ -92,6 +140,38 @@ impl KeyPath {
     pub fn into_path(self) -> Vec<u8> {
         self.path
     }
+}
+
+/// The path of the name a key of `kind` at `path` holds records for or marks.
+pub fn owner(path: &[u8], kind: KeyKind) -> &[u8] {
+    match kind {
+        KeyKind::Name => path,
+        KeyKind::Own => &path[..path.len().saturating_sub(1 + OWN.len())],
+        KeyKind::Wildcards => path.get(1 + WILDCARDS.len()..).unwrap_or_default(),
+    }
+}
+
+/// The path of the `.self` key of the directory at `path`.
+pub fn own_path(path: &[u8]) -> Vec<u8> {
+    let mut own = Vec::with_capacity(path.len() + 1 + OWN.len());
+    own.extend_from_slice(path);
+    own.push(OWN.len() as u8);
+    own.extend_from_slice(OWN);
+    own
+}
+
+/// The path of the `.wildcards` key of the directory at `path`.
+pub fn marker_path(path: &[u8]) -> Vec<u8> {
+    let mut marker = Vec::with_capacity(path.len() + 1 + WILDCARDS.len());
+    marker.push(WILDCARDS.len() as u8);
+    marker.extend_from_slice(WILDCARDS);
+    marker.extend_from_slice(path);
+    marker
+}
+
+/// Whether a name's label is a key's last component and no label a name may be asked by.
+pub fn is_special(label: &[u8]) -> bool {
+    label.eq_ignore_ascii_case(OWN) || label.eq_ignore_ascii_case(WILDCARDS)
 }
 
 /// The order of records: component-wise by path (see [`cmp_paths`]), keys that differ only in

@@ -18,12 +18,12 @@ mod srv;
 mod update;
 mod wildcard;
 
-pub use build::{build, build_entries, typed};
+pub use build::{build, build_entries, typed, Stored};
 pub use entry::{Entry, Host, ValueError};
 pub use index::Index;
-pub use key::{KeyError, KeyPath};
+pub use key::{KeyError, KeyKind, KeyPath};
 pub use leaves::{Leaf, Leaves, MAX_LEAF_ANSWER};
-pub use service::{Config, Service};
+pub use service::{Config, Service, Value, ViewKey};
 pub use update::update;
 pub use wildcard::{wildcard, WildcardAnswer};
 

@@ -1,6 +1,8 @@
-//! The SkyDNS record value (`msg.Service`), typed. Parsing from JSON happens in the control plane;
-//! the values here are already checked for type, but not yet interpreted.
+//! The SkyDNS record value (`msg.Service`), typed, and what else a key may hold: a view map of
+//! such records, or the marker a `.wildcards` key is. Parsing from JSON happens in the control
+//! plane; the values here are already checked for type, but not yet interpreted.
 
+use crate::snapshot::views::Prefix;
 use crate::wire::Name;
 
 /// One SkyDNS record as stored under an etcd key.
@@ -27,6 +29,32 @@ pub struct Service {
     pub group: String,
 }
 
+/// Whose list a key of a view map names (docs/skydns-semantics.md, "Views").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ViewKey {
+    /// `default`: the clients no prefix of the map holds.
+    Default,
+    /// The clients of a prefix, unless a longer prefix of the map holds them.
+    Prefix(Prefix),
+}
+
+/// What a source keeps under one key, interpreted no further than JSON allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    /// One record.
+    Record(Service),
+    /// A view map: lists of records by whom they are for, in the order of the map, no key twice.
+    Views(Vec<(ViewKey, Vec<Service>)>),
+    /// What a `.wildcards` key holds, which is never read: the key marks its directory.
+    Marker,
+}
+
+impl From<Service> for Value {
+    fn from(service: Service) -> Value {
+        Value::Record(service)
+    }
+}
+
 /// SkyDNS settings that shape answers (the `/skydns/config` keys and their flags).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -46,6 +74,9 @@ pub struct Config {
     pub local: Option<Name>,
     /// Rotate address answers.
     pub round_robin: bool,
+    /// A directory answers with the records below it, and `*`/`any` queries below it match,
+    /// only when it holds a `.wildcards` key (`--wildcards-marker`).
+    pub wildcards_marker: bool,
 }
 
 impl Default for Config {
@@ -60,6 +91,7 @@ impl Default for Config {
             priority: 10,
             local: None,
             round_robin: true,
+            wildcards_marker: false,
         }
     }
 }

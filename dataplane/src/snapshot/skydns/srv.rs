@@ -31,14 +31,9 @@ pub(super) fn effective_weight(weight: u16) -> u64 {
 impl Answerer<'_> {
     /// SRV records of `sel` (grouped) with their glue. Weights are normalised per priority over
     /// the records that serve SRV; records without a host do not.
-    pub(super) fn srv(&mut self, sel: &Selection) -> Result<(Section<'static>, Section<'static>), Abort> {
+    pub(super) fn srv(&mut self, sel: &Selection<'_>) -> Result<(Section<'static>, Section<'static>), Abort> {
         let index = self.index;
-        let served = || {
-            sel.grouped()
-                .iter()
-                .map(|&i| &index.entries()[i as usize])
-                .filter(|e| e.host != HostKind::None)
-        };
+        let served = || sel.grouped().iter().copied().filter(|e| e.host != HostKind::None);
         let mut sums: HashMap<u16, u64, RandomState> = HashMap::default();
         for e in served() {
             *sums.entry(index.priority_of(e)).or_default() += effective_weight(e.weight);
@@ -69,13 +64,12 @@ impl Answerer<'_> {
     }
 
     /// MX records of `sel`: `mail: true` records only, groups ignored.
-    pub(super) fn mx(&mut self, sel: &Selection) -> Result<(Section<'static>, Section<'static>), Abort> {
+    pub(super) fn mx(&mut self, sel: &Selection<'_>) -> Result<(Section<'static>, Section<'static>), Abort> {
         let index = self.index;
         let mut answer = Section::default();
         let mut additional = Section::default();
         let mut looked_up: HashSet<Name, RandomState> = HashSet::default();
-        for &i in sel.deduped() {
-            let e = &index.entries()[i as usize];
+        for &e in sel.deduped() {
             if !e.mail {
                 continue;
             }
@@ -122,7 +116,7 @@ impl Answerer<'_> {
             Host::V6(ip) => Rdata::Aaaa(ip),
             Host::None => return None,
         };
-        let target = super::key::stripped_name_of(e.path(), strip);
+        let target = super::key::stripped_name_of(e.owner(), strip);
         if !additional.is_full() {
             additional.push(Rr {
                 owner: Some(glue_owner(&target)),

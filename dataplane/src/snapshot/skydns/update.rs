@@ -12,7 +12,7 @@ use super::answers::Answerer;
 use super::build::{apex_answers, local_alias, local_alias_name, name_at, reverse_apexes, zones, Named};
 use super::entry::Entry;
 use super::index::Index;
-use super::key::{is_below, is_wildcard, name_of, path_of, KeyPath};
+use super::key::{is_below, is_wildcard, name_of, path_of, KeyKind, KeyPath};
 use super::service::Config;
 use crate::snapshot::{Identity, Snapshot};
 use crate::wire::name::is_within;
@@ -47,8 +47,8 @@ pub fn update(
     if index.domain != config.domain || reverse_apexes().iter().any(|r| config.domain.is_within(r)) {
         return None;
     }
-    let edits = edits(config, index, changed)?;
-    if edits.is_empty() {
+    let (edits, mut roots) = edits(config, index, changed)?;
+    if roots.is_empty() {
         return Some(Snapshot {
             generation,
             zones: zones(config, &reverse_apexes(), now),
@@ -60,7 +60,6 @@ pub fn update(
         });
     }
     let index = index.edited(records, &edits)?;
-    let mut roots = edits;
     // The `local` alias answers with another name's records: compiled again each time, with
     // the names above it that exist only for it.
     if let Some(alias) = config.local.as_ref().and(local_alias_name(config)) {
@@ -85,7 +84,7 @@ pub fn update(
             }
             Named::Node(mut node) => {
                 if **path == *index.apex {
-                    apex_answers(config, &mut answerer, &mut node, now);
+                    apex_answers(config, &mut node, now);
                 }
                 leaves.remove(path);
                 nodes.insert(name, node);
@@ -111,28 +110,39 @@ pub fn update(
     })
 }
 
-/// The paths of the keys `changed` below the domain, each once.
-fn edits(config: &Config, index: &Index, changed: &[String]) -> Option<Vec<Vec<u8>>> {
+/// The paths of the records of the keys `changed` below the domain, each once, and the paths of
+/// the names those keys hold records for or mark.
+type Edits = (Vec<Vec<u8>>, Vec<Vec<u8>>);
+
+/// The [`Edits`] of the keys `changed`.
+fn edits(config: &Config, index: &Index, changed: &[String]) -> Option<Edits> {
     let reverse: Vec<Vec<u8>> = reverse_apexes().iter().map(path_of).collect();
     let mut edits = Vec::with_capacity(changed.len());
+    let mut names = Vec::with_capacity(changed.len());
     for key in changed {
         let at = match KeyPath::parse(key, &config.path_prefix) {
             Ok(None) => continue,
             Ok(Some(at)) => at,
             Err(_) => return None,
         };
-        if reverse.iter().any(|r| is_below(at.path(), r)) {
+        if reverse.iter().any(|r| is_below(at.owner(), r)) {
             return None;
         }
-        if !is_below(at.path(), &index.apex) {
+        if !is_below(at.owner(), &index.apex) {
             continue;
         }
-        edits.push(at.into_path());
+        names.push(at.owner().to_vec());
+        // A marker is no record: it lies outside the domain's records.
+        if at.kind() != KeyKind::Wildcards {
+            edits.push(at.into_path());
+        }
     }
     // Keys that differ only in case share a path: each path is recounted once.
-    edits.sort();
-    edits.dedup();
-    Some(edits)
+    for paths in [&mut edits, &mut names] {
+        paths.sort();
+        paths.dedup();
+    }
+    Some((edits, names))
 }
 
 /// The paths whose records' answers change: the edited ones, then every record whose target
@@ -146,12 +156,16 @@ fn reached(index: &Index, mut roots: Vec<Vec<u8>>) -> Option<Vec<Vec<u8>>> {
         }
         let mut next = Vec::new();
         for e in index.entries() {
-            let Some(host) = e.host_name() else {
-                continue;
-            };
-            if fresh.iter().any(|changed| reads(host, e.target_strip, changed)) && !seen.contains(e.path()) {
-                seen.insert(e.path().to_vec());
-                next.push(e.path().to_vec());
+            // A view map's lists read what their records' hosts name.
+            let records = e.views().iter().flat_map(|list| list.records.iter());
+            let read = std::iter::once(&**e).chain(records).any(|record| {
+                record
+                    .host_name()
+                    .is_some_and(|host| fresh.iter().any(|changed| reads(host, record.target_strip, changed)))
+            });
+            if read && !seen.contains(e.owner()) {
+                seen.insert(e.owner().to_vec());
+                next.push(e.owner().to_vec());
             }
         }
         fresh = next.iter().map(|p| name_of(p)).collect();

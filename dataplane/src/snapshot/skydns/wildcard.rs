@@ -3,19 +3,22 @@
 //! right of the rightmost wildcard label: missing → NXDOMAIN; a single key → that key's records,
 //! whatever the wildcards say; a directory → every key below it that matches the whole name
 //! position by position, keys shorter than the name skipped, longer ones matching by their leading
-//! components.
+//! components. A `.self` key, or a missing `.wildcards` marker under `--wildcards-marker`, makes the
+//! fixed part answer as a lookup of it would, whatever the wildcards say.
 //!
 //! Matching walks the sorted index: a literal label narrows the run by binary search, a wildcard
 //! label visits each child run once, so selective patterns never scan the whole zone.
 
 use super::answers::{Abort, Answerer};
 use super::index::Index;
-use super::key::{components, is_wildcard};
-use super::select::Selection;
+use super::key::{components, is_special, is_wildcard};
+use super::select::{Audience, Selection};
 use crate::snapshot::rrset::{AnswerSet, CompiledAnswer};
+use crate::snapshot::views::Prefix;
 use crate::snapshot::Slot;
 use crate::wire::types::rtype;
 use crate::wire::{LowerName, Name};
+use std::net::IpAddr;
 use std::ops::Range;
 
 /// The outcome of a wildcard query.
@@ -29,14 +32,16 @@ pub enum WildcardAnswer {
     Answer(CompiledAnswer),
 }
 
-/// Answers a query whose name holds `*` or `any` labels below the SkyDNS domain, with the query
-/// name as the owner of every record. Qtype ANY gets an empty answer when anything matched, for
-/// the caller to answer minimally.
-pub fn wildcard(index: &Index, qname: &LowerName, qtype: u16) -> WildcardAnswer {
+/// Answers a query from `client` whose name holds `*` or `any` labels below the SkyDNS domain,
+/// with the query name as the owner of every record; view maps give the lists of `client`.
+/// Qtype ANY gets an empty answer when anything matched, for the caller to answer minimally.
+pub fn wildcard(index: &Index, qname: &LowerName, qtype: u16, client: IpAddr) -> WildcardAnswer {
     let Ok(name) = Name::from_wire(qname.wire()) else {
         return WildcardAnswer::NxDomain;
     };
-    let Some(sel) = index.lookup(&name) else {
+    let mut answerer = Answerer::new(index);
+    answerer.audience.class = Some(Prefix::host(client));
+    let Some(sel) = answerer.lookup(&name) else {
         return WildcardAnswer::NxDomain;
     };
     if sel.deduped().is_empty() {
@@ -48,7 +53,7 @@ pub fn wildcard(index: &Index, qname: &LowerName, qtype: u16) -> WildcardAnswer 
     let Some(slot) = Slot::for_qtype(qtype) else {
         return WildcardAnswer::NoData;
     };
-    match Answerer::new(index).answer(&sel, &name, slot) {
+    match answerer.answer(&sel, &name, slot) {
         Ok(None) => WildcardAnswer::NoData,
         Ok(Some(set)) => WildcardAnswer::Answer(CompiledAnswer::compile(qname, &set)),
         Err(Abort::TooLarge | Abort::Exhausted) => WildcardAnswer::Answer(CompiledAnswer::overflowing()),
@@ -56,8 +61,8 @@ pub fn wildcard(index: &Index, qname: &LowerName, qtype: u16) -> WildcardAnswer 
 }
 
 /// The records the wildcard pattern `path` (a name's path, with wildcard components below the
-/// domain) selects, or `None` when its fixed part does not exist.
-pub(super) fn select(index: &Index, path: &[u8]) -> Option<Selection> {
+/// domain) selects for `audience`, or `None` when its fixed part does not exist.
+pub(super) fn select<'i>(index: &'i Index, path: &[u8], audience: &mut Audience) -> Option<Selection<'i>> {
     let mut fixed = index.apex.len();
     for label in components(&path[fixed..]) {
         if is_wildcard(label) {
@@ -65,25 +70,34 @@ pub(super) fn select(index: &Index, path: &[u8]) -> Option<Selection> {
         }
         fixed += 1 + label.len();
     }
-    let range = index.subtree(&path[..fixed]);
+    let fixed_path = &path[..fixed];
+    let range = index.subtree(fixed_path);
     if range.is_empty() {
         return None;
     }
     let exact = index.exact_count(range.clone(), fixed);
-    if exact == range.len() {
-        return Some(Selection::from_range(index, range, exact));
+    let as_looked_up =
+        exact == range.len() || !index.own(fixed_path, range.clone()).is_empty() || index.unmarked(fixed_path);
+    if as_looked_up {
+        return index.select(fixed_path, range, audience);
     }
     let pattern: Vec<&[u8]> = components(&path[fixed..]).collect();
     let mut matched = Vec::new();
     descend(index, range, fixed, &pattern, &mut matched);
-    Some(Selection::from_matches(index, matched))
+    let entries = index.entries();
+    Some(Selection::of(
+        index,
+        matched.into_iter().map(|i| &*entries[i]),
+        true,
+        audience,
+    ))
 }
 
 /// Collects the entries of `run` (all below a common prefix of `prefix_len` bytes) whose next
 /// components match `pattern`.
-fn descend(index: &Index, run: Range<usize>, prefix_len: usize, pattern: &[&[u8]], matched: &mut Vec<u32>) {
+fn descend(index: &Index, run: Range<usize>, prefix_len: usize, pattern: &[&[u8]], matched: &mut Vec<usize>) {
     let Some((&label, rest)) = pattern.split_first() else {
-        matched.extend(run.map(|i| i as u32));
+        matched.extend(run);
         return;
     };
     // Entries exactly at the prefix are shorter than the pattern.
@@ -98,7 +112,10 @@ fn descend(index: &Index, run: Range<usize>, prefix_len: usize, pattern: &[&[u8]
             let child = &path[..prefix_len + 1 + path[prefix_len] as usize];
             let sub = index.subtree_within(i..run.end, child);
             let next = sub.end;
-            descend(index, sub, child.len(), rest, matched);
+            // A `.self` key is its directory's record, shorter than the pattern.
+            if !is_special(&child[prefix_len + 1..]) {
+                descend(index, sub, child.len(), rest, matched);
+            }
             i = next;
         }
     } else {

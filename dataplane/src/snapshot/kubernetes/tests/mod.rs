@@ -367,7 +367,7 @@ fn wildcard_labels_are_ordinary_labels_since_coredns_1_9() {
         domain,
         ..skydns::Config::default()
     };
-    let base = skydns::build(&skydns_config, &[], 1, UNIX_EPOCH);
+    let base = skydns::build::<skydns::Service>(&skydns_config, &[], 1, UNIX_EPOCH);
     for s in [snapshot(), compose(&base, snapshot(), 2)] {
         for name in [
             "*._tcp.svc1",

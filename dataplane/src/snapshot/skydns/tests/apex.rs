@@ -6,7 +6,7 @@ use hickory_proto::rr::RData;
 
 #[test]
 fn the_apex_answers_the_skydns_soa() {
-    let snap = snapshot(&[]);
+    let snap = snapshot::<Service>(&[]);
     let reply = ask(&snap, "skydns.test.", RecordType::SOA);
     assert_eq!(reply.answers()[0].ttl(), 3600);
     let Some(RData::SOA(soa)) = reply.answers()[0].data() else {
@@ -23,7 +23,7 @@ fn the_apex_answers_the_skydns_soa() {
 
 #[test]
 fn negative_answers_carry_the_soa_with_min_ttl() {
-    let snap = snapshot(&[]);
+    let snap = snapshot::<Service>(&[]);
     let reply = ask(&snap, "nope.skydns.test.", RecordType::A);
     assert_eq!(reply.response_code(), ResponseCode::NXDomain);
     assert_eq!(reply.name_servers()[0].ttl(), 60);

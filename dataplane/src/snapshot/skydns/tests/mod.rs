@@ -9,9 +9,10 @@ mod reverse;
 mod robustness;
 mod srv;
 mod update;
+mod views;
 mod wildcard;
 
-use super::{build, Config, Service};
+use super::{build, Config, Service, Stored};
 use crate::answer::{answer, Context, Outcome, Transport};
 use crate::snapshot::Snapshot;
 use crate::wire::Name;
@@ -38,15 +39,15 @@ fn host(host: &str) -> Service {
 }
 
 /// Builds a snapshot of `records` under [`config`], keys written relative to `/skydns/`.
-fn snapshot_with(config: &Config, records: &[(&str, Service)]) -> Snapshot {
-    let records: Vec<(String, Service)> = records
+fn snapshot_with<V: Stored + Clone>(config: &Config, records: &[(&str, V)]) -> Snapshot {
+    let records: Vec<(String, V)> = records
         .iter()
         .map(|(k, s)| (format!("/skydns/{k}"), s.clone()))
         .collect();
     build(config, &records, 7, UNIX_EPOCH + Duration::from_secs(1_700_001_234))
 }
 
-fn snapshot(records: &[(&str, Service)]) -> Snapshot {
+fn snapshot<V: Stored + Clone>(records: &[(&str, V)]) -> Snapshot {
     snapshot_with(&config(), records)
 }
 
@@ -56,12 +57,16 @@ fn ask(snap: &Snapshot, name: &str, rtype: RecordType) -> Message {
 }
 
 fn ask_over(snap: &Snapshot, name: &str, rtype: RecordType, transport: Transport) -> Message {
+    ask_with(snap, name, rtype, &Context::new(transport))
+}
+
+fn ask_with(snap: &Snapshot, name: &str, rtype: RecordType, ctx: &Context) -> Message {
     let mut query = Message::new();
     query
         .set_id(7)
         .add_query(Query::query(HName::from_ascii(name).unwrap(), rtype));
     let mut out = vec![0; 65535];
-    let Outcome::Reply(reply) = answer(&query.to_vec().unwrap(), snap, &Context::new(transport), &mut out) else {
+    let Outcome::Reply(reply) = answer(&query.to_vec().unwrap(), snap, ctx, &mut out) else {
         panic!("no reply to {name} {rtype}");
     };
     Message::from_vec(&out[..reply.len]).unwrap()

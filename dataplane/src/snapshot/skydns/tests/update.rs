@@ -3,7 +3,7 @@
 //! of the same records holds. Chains of updates are checked, not just one step.
 
 use super::{build, config, Config, Service};
-use crate::snapshot::skydns::{typed, update};
+use crate::snapshot::skydns::{typed, update, Value, ViewKey};
 use crate::snapshot::test_rng::Rng;
 use crate::snapshot::{Nodes, Slot, Snapshot};
 use crate::wire::Name;
@@ -14,18 +14,20 @@ use std::time::{Duration, UNIX_EPOCH};
 const DIRS: [&str; 6] = ["a", "b", "b/x", "c/y/z", "dns/ns", "mail"];
 const LEAVES: [&str; 5] = ["w1", "w2", "w3", "*", "any"];
 
-/// A key below the domain: a directory, sometimes a leaf under it.
+/// A key below the domain: a directory, sometimes a leaf under it, its `.self` key or its
+/// `.wildcards` marker.
 fn key(rng: &mut Rng) -> String {
     let dir = rng.pick(&DIRS);
-    match rng.below(4) {
+    match rng.below(6) {
         0 => format!("/skydns/test/skydns/{dir}"),
+        1 => format!("/skydns/test/skydns/{dir}/{}", rng.pick(&[".self", ".wildcards"])),
         _ => format!("/skydns/test/skydns/{dir}/{}", rng.pick(&LEAVES[..3])),
     }
 }
 
 /// A value of any kind the builder distinguishes: addresses, name hosts inside and outside the
 /// domain (chains, loops, wildcards, stripped targets), text, mail, groups and repeats.
-fn value(rng: &mut Rng) -> Service {
+fn service(rng: &mut Rng) -> Service {
     let hosts = [
         "10.0.0.1",
         "10.0.0.2",
@@ -52,6 +54,36 @@ fn value(rng: &mut Rng) -> Service {
         target_strip: [0, 0, 1][rng.below(3)],
         group: ["", "", "g1", "g2"][rng.below(4)].into(),
     }
+}
+
+/// What `key` holds: a marker for a `.wildcards` key, else a record or, one time in four, a
+/// view map of nested and disjoint prefixes of both families.
+fn value(rng: &mut Rng, key: &str) -> Value {
+    if key.ends_with("/.wildcards") {
+        return Value::Marker;
+    }
+    if rng.below(4) != 0 {
+        return Value::Record(service(rng));
+    }
+    let keys = [
+        "default",
+        "10.0.0.0/8",
+        "10.1.0.0/16",
+        "192.168.0.0/16",
+        "2001:db8::/32",
+    ];
+    let mut lists: Vec<(ViewKey, Vec<Service>)> = Vec::new();
+    for _ in 0..1 + rng.below(3) {
+        let view = match rng.pick(&keys) {
+            "default" => ViewKey::Default,
+            prefix => ViewKey::Prefix(prefix.parse().unwrap()),
+        };
+        if lists.iter().all(|(k, _)| *k != view) {
+            let records = (0..rng.below(3)).map(|_| service(rng)).collect();
+            lists.push((view, records));
+        }
+    }
+    Value::Views(lists)
 }
 
 fn assert_same(updated: &Snapshot, built: &Snapshot, seed: u64, step: usize) {
@@ -83,6 +115,7 @@ fn assert_same(updated: &Snapshot, built: &Snapshot, seed: u64, step: usize) {
                 "{name}: slot {slot:?} (seed {seed}, step {step})"
             );
         }
+        assert_eq!(other.views(), node.views(), "{name}: views (seed {seed}, step {step})");
     }
     assert_eq!(updated.zones.len(), built.zones.len());
     for (u, b) in updated.zones.iter().zip(&built.zones) {
@@ -95,11 +128,13 @@ fn assert_same(updated: &Snapshot, built: &Snapshot, seed: u64, step: usize) {
 fn run(config: &Config, seed: u64, steps: usize) -> usize {
     let now = UNIX_EPOCH + Duration::from_secs(1_700_001_234);
     let mut rng = Rng(seed);
-    let mut records: BTreeMap<String, Service> = BTreeMap::new();
+    let mut records: BTreeMap<String, Value> = BTreeMap::new();
     for _ in 0..20 {
-        records.insert(key(&mut rng), value(&mut rng));
+        let key = key(&mut rng);
+        let value = value(&mut rng, &key);
+        records.insert(key, value);
     }
-    let table = |r: &BTreeMap<String, Service>| -> Vec<(String, Service)> {
+    let table = |r: &BTreeMap<String, Value>| -> Vec<(String, Value)> {
         r.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
     };
     let mut previous = build(config, &table(&records), 1, now);
@@ -113,7 +148,8 @@ fn run(config: &Config, seed: u64, steps: usize) -> usize {
                     records.remove(&key);
                 }
                 _ => {
-                    records.insert(key.clone(), value(&mut rng));
+                    let value = value(&mut rng, &key);
+                    records.insert(key.clone(), value);
                 }
             }
             changed.push(key);
@@ -151,6 +187,17 @@ fn random_changes_update_to_what_a_full_build_holds() {
         applied > 30 * 50 * 9 / 10,
         "only {applied} updates applied incrementally"
     );
+}
+
+#[test]
+fn random_changes_update_alike_when_directories_need_a_marker() {
+    let config = Config {
+        wildcards_marker: true,
+        ..config()
+    };
+    for seed in 200..=215 {
+        run(&config, seed, 50);
+    }
 }
 
 #[test]

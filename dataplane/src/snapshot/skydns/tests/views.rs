@@ -1,0 +1,416 @@
+//! Views, `.self` and `.wildcards` (docs/skydns-semantics.md, "Views" and "`.self` and
+//! `.wildcards`"), asked from client addresses of every kind.
+
+use super::*;
+use crate::snapshot::skydns::{Value, ViewKey};
+use crate::snapshot::Slot;
+
+/// A view map: each list by `default` or its prefix.
+fn views(lists: &[(&str, &[Service])]) -> Value {
+    Value::Views(
+        lists
+            .iter()
+            .map(|(key, records)| {
+                let key = match *key {
+                    "default" => ViewKey::Default,
+                    prefix => ViewKey::Prefix(prefix.parse().unwrap()),
+                };
+                (key, records.to_vec())
+            })
+            .collect(),
+    )
+}
+
+fn record(host: &str) -> Value {
+    Value::Record(super::host(host))
+}
+
+/// The reply to `name` asked by `client`.
+fn ask_from(snap: &Snapshot, client: &str, name: &str, rtype: RecordType) -> Message {
+    let ctx = Context::new(Transport::Tcp).with_client(client.parse().unwrap());
+    ask_with(snap, name, rtype, &ctx)
+}
+
+/// The data of the answer records `client` gets for `name`, in order.
+fn data_from(snap: &Snapshot, client: &str, name: &str, rtype: RecordType) -> Vec<String> {
+    let reply = ask_from(snap, client, name, rtype);
+    assert_eq!(
+        reply.response_code(),
+        ResponseCode::NoError,
+        "{name} {rtype} from {client}"
+    );
+    reply.answers().iter().map(|r| r.data().unwrap().to_string()).collect()
+}
+
+fn nested() -> Value {
+    views(&[
+        ("default", &[host("10.9.9.9")]),
+        ("10.0.0.0/8", &[host("10.0.0.1")]),
+        ("10.1.0.0/16", &[host("10.1.0.1"), host("10.1.0.2")]),
+        ("10.1.2.0/24", &[host("10.1.2.1")]),
+        ("2001:db8::/32", &[host("10.6.6.6")]),
+    ])
+}
+
+#[test]
+fn a_client_gets_the_list_of_its_longest_matching_prefix_else_the_default() {
+    let snap = snapshot(&[("test/skydns/web", nested())]);
+    let a = |client: &str| data_from(&snap, client, "web.skydns.test.", RecordType::A);
+    assert_eq!(a("10.1.2.3"), ["10.1.2.1"]);
+    assert_eq!(a("10.1.3.3"), ["10.1.0.1", "10.1.0.2"]);
+    assert_eq!(a("10.2.0.1"), ["10.0.0.1"]);
+    assert_eq!(a("192.0.2.1"), ["10.9.9.9"]);
+    assert_eq!(a("2001:db8::1"), ["10.6.6.6"]);
+    assert_eq!(a("2001:db9::1"), ["10.9.9.9"]);
+    assert_eq!(a("::ffff:10.1.2.3"), ["10.1.2.1"], "a mapped address is IPv4");
+    let reply = ask_from(&snap, "10.1.2.3", "web.skydns.test.", RecordType::A);
+    assert!(reply.authoritative());
+    assert_eq!(reply.answers()[0].ttl(), 3600);
+}
+
+#[test]
+fn without_a_default_a_client_no_prefix_holds_gets_every_list() {
+    let snap = snapshot(&[(
+        "test/skydns/web",
+        views(&[
+            ("10.0.0.0/8", &[host("10.0.0.1"), host("10.0.0.2")]),
+            ("192.168.0.0/16", &[host("10.0.0.2"), host("10.0.0.3")]),
+        ]),
+    )]);
+    let a = |client: &str| data_from(&snap, client, "web.skydns.test.", RecordType::A);
+    assert_eq!(a("10.1.1.1"), ["10.0.0.1", "10.0.0.2"]);
+    assert_eq!(a("192.168.1.1"), ["10.0.0.2", "10.0.0.3"]);
+    assert_eq!(
+        a("172.16.0.1"),
+        ["10.0.0.1", "10.0.0.2", "10.0.0.3"],
+        "the union, duplicates once"
+    );
+}
+
+#[test]
+fn a_directory_answers_the_union_of_its_records_selections() {
+    let snap = snapshot(&[
+        ("test/skydns/dir/plain", record("10.0.0.1")),
+        (
+            "test/skydns/dir/v1",
+            views(&[("default", &[host("10.1.0.0")]), ("10.0.0.0/8", &[host("10.1.0.10")])]),
+        ),
+        (
+            "test/skydns/dir/v2",
+            views(&[
+                ("default", &[host("10.2.0.0")]),
+                ("10.5.0.0/16", &[host("10.2.0.5"), host("10.0.0.1")]),
+            ]),
+        ),
+    ]);
+    let a = |client: &str| data_from(&snap, client, "dir.skydns.test.", RecordType::A);
+    assert_eq!(a("192.0.2.1"), ["10.0.0.1", "10.1.0.0", "10.2.0.0"]);
+    assert_eq!(a("10.1.1.1"), ["10.0.0.1", "10.1.0.10", "10.2.0.0"]);
+    assert_eq!(
+        a("10.5.1.1"),
+        ["10.0.0.1", "10.1.0.10", "10.2.0.5"],
+        "10.0.0.1 of v2's list repeats the plain record"
+    );
+    assert_eq!(
+        data_from(&snap, "10.5.1.1", "plain.dir.skydns.test.", RecordType::A),
+        ["10.0.0.1"]
+    );
+}
+
+#[test]
+fn srv_txt_and_mx_come_from_the_clients_list() {
+    let srv = |port: u16, text: &str| Service {
+        host: "10.0.0.1".into(),
+        port,
+        text: text.into(),
+        mail: true,
+        ..Service::default()
+    };
+    let snap = snapshot(&[(
+        "test/skydns/svc",
+        views(&[
+            ("default", &[srv(80, "outside")]),
+            ("10.0.0.0/8", &[srv(8080, "inside")]),
+        ]),
+    )]);
+    assert_eq!(
+        data_from(&snap, "10.0.0.7", "svc.skydns.test.", RecordType::SRV),
+        ["10 100 8080 svc.skydns.test."]
+    );
+    assert_eq!(
+        data_from(&snap, "192.0.2.7", "svc.skydns.test.", RecordType::SRV),
+        ["10 100 80 svc.skydns.test."]
+    );
+    assert_eq!(
+        data_from(&snap, "10.0.0.7", "svc.skydns.test.", RecordType::TXT),
+        ["inside"]
+    );
+    assert_eq!(
+        data_from(&snap, "192.0.2.7", "svc.skydns.test.", RecordType::TXT),
+        ["outside"]
+    );
+    assert_eq!(
+        data_from(&snap, "10.0.0.7", "svc.skydns.test.", RecordType::MX),
+        ["10 svc.skydns.test."]
+    );
+    let glue = ask_from(&snap, "10.0.0.7", "svc.skydns.test.", RecordType::SRV);
+    assert_eq!(lines(glue.additionals()), ["svc.skydns.test. 3600 A 10.0.0.1"]);
+}
+
+#[test]
+fn ptr_comes_from_the_clients_list_when_it_is_one_name() {
+    let snap = snapshot(&[(
+        "arpa/in-addr/10/0/0/1",
+        views(&[
+            ("default", &[host("public.skydns.test.")]),
+            ("10.0.0.0/8", &[host("inside.skydns.test.")]),
+            ("172.16.0.0/12", &[host("a.skydns.test."), host("b.skydns.test.")]),
+        ]),
+    )]);
+    let name = "1.0.0.10.in-addr.arpa.";
+    assert_eq!(
+        data_from(&snap, "10.1.1.1", name, RecordType::PTR),
+        ["inside.skydns.test."]
+    );
+    assert_eq!(
+        data_from(&snap, "192.0.2.1", name, RecordType::PTR),
+        ["public.skydns.test."]
+    );
+    let two = ask_from(&snap, "172.16.0.1", name, RecordType::PTR);
+    assert!(two.answers().is_empty() && !two.authoritative());
+}
+
+#[test]
+fn a_cname_into_a_view_map_answers_by_the_client_of_the_alias() {
+    let snap = snapshot(&[
+        ("test/skydns/www", record("web.skydns.test.")),
+        ("test/skydns/web", nested()),
+    ]);
+    let rendered = |client: &str| lines(ask_from(&snap, client, "www.skydns.test.", RecordType::A).answers());
+    assert_eq!(
+        rendered("10.1.2.3"),
+        [
+            "www.skydns.test. 3600 CNAME web.skydns.test.",
+            "web.skydns.test. 3600 A 10.1.2.1"
+        ]
+    );
+    assert_eq!(
+        rendered("203.0.113.1"),
+        [
+            "www.skydns.test. 3600 CNAME web.skydns.test.",
+            "web.skydns.test. 3600 A 10.9.9.9"
+        ]
+    );
+}
+
+#[test]
+fn names_without_views_and_types_all_clients_share_answer_as_before() {
+    let snap = snapshot(&[
+        ("test/skydns/plain", record("10.0.0.1")),
+        (
+            "test/skydns/same",
+            views(&[("default", &[host("10.0.0.2")]), ("10.0.0.0/8", &[host("10.0.0.2")])]),
+        ),
+        (
+            "test/skydns/split",
+            views(&[
+                (
+                    "default",
+                    &[Service {
+                        host: "10.0.0.3".into(),
+                        text: "t".into(),
+                        ..Service::default()
+                    }],
+                ),
+                (
+                    "10.0.0.0/8",
+                    &[Service {
+                        host: "10.0.0.4".into(),
+                        text: "t".into(),
+                        ..Service::default()
+                    }],
+                ),
+            ]),
+        ),
+    ]);
+    let node = |name: &str| snap.node(Name::from_dotted(name).unwrap().wire()).unwrap();
+    assert!(
+        node("same.skydns.test.").views().is_none(),
+        "lists that agree need no views"
+    );
+    let split = node("split.skydns.test.");
+    assert!(split.answer(Slot::Txt).is_some(), "one TXT for every client");
+    assert!(split.answer(Slot::A).is_none());
+    assert!(split.views().is_some());
+    let apex = node("skydns.test.");
+    assert!(apex.answer(Slot::Soa).is_some() && apex.views().is_some());
+    assert!(snap
+        .leaves
+        .get(&crate::wire::LowerName::from_wire(Name::from_dotted("plain.skydns.test.").unwrap().wire()).unwrap())
+        .is_some());
+}
+
+#[test]
+fn wildcard_queries_take_the_clients_lists() {
+    let snap = snapshot(&[
+        ("test/skydns/dir/a", nested()),
+        ("test/skydns/dir/b", record("10.0.0.8")),
+    ]);
+    let a = |client: &str| data_from(&snap, client, "*.dir.skydns.test.", RecordType::A);
+    assert_eq!(a("10.1.2.3"), ["10.1.2.1", "10.0.0.8"]);
+    assert_eq!(a("198.51.100.1"), ["10.9.9.9", "10.0.0.8"]);
+}
+
+#[test]
+fn a_directory_with_a_self_key_answers_that_record_only() {
+    let snap = snapshot(&[
+        ("test/skydns/dir", record("10.0.0.5")),
+        ("test/skydns/dir/.self", record("10.0.0.9")),
+        ("test/skydns/dir/a", record("10.0.0.1")),
+        ("test/skydns/dir/b/c", record("10.0.0.2")),
+    ]);
+    assert_eq!(
+        answers(&snap, "dir.skydns.test.", RecordType::A),
+        ["dir.skydns.test. 3600 A 10.0.0.9"]
+    );
+    assert_eq!(
+        answers(&snap, "a.dir.skydns.test.", RecordType::A),
+        ["a.dir.skydns.test. 3600 A 10.0.0.1"]
+    );
+    assert_eq!(
+        answers(&snap, "b.dir.skydns.test.", RecordType::A),
+        ["b.dir.skydns.test. 3600 A 10.0.0.2"]
+    );
+    assert_eq!(
+        answers(&snap, "dir.skydns.test.", RecordType::SRV),
+        ["dir.skydns.test. 3600 SRV 10 100 0 dir.skydns.test."],
+        "the record is named by its directory"
+    );
+    assert_eq!(
+        answers(&snap, "skydns.test.", RecordType::A).len(),
+        4,
+        "the names above see every record below them"
+    );
+    assert_eq!(
+        answers(&snap, "*.skydns.test.", RecordType::A).len(),
+        4,
+        "a wildcard below the apex matches the directory's keys"
+    );
+    assert_eq!(
+        answers(&snap, "*.dir.skydns.test.", RecordType::A),
+        ["*.dir.skydns.test. 3600 A 10.0.0.9"],
+        "a wildcard below it answers as the directory does, as below a single key"
+    );
+}
+
+#[test]
+fn a_self_key_makes_its_directory_answer_as_a_key() {
+    let snap = snapshot(&[
+        ("test/skydns/alias/.self", record("target.skydns.test.")),
+        ("test/skydns/alias/x", record("10.0.0.1")),
+        ("test/skydns/target", record("10.0.0.7")),
+        ("test/skydns/only/.SELF", record("10.0.0.8")),
+    ]);
+    assert_eq!(
+        answers(&snap, "alias.skydns.test.", RecordType::CNAME),
+        ["alias.skydns.test. 3600 CNAME target.skydns.test."],
+        "a CNAME query on a directory with a .self key is answered as on a key"
+    );
+    assert_eq!(
+        answers(&snap, "only.skydns.test.", RecordType::A),
+        ["only.skydns.test. 3600 A 10.0.0.8"]
+    );
+    assert!(is_nxdomain(&snap, "x.only.skydns.test.", RecordType::A));
+}
+
+#[test]
+fn a_self_key_may_hold_a_view_map() {
+    let snap = snapshot(&[
+        ("test/skydns/dir/.self", nested()),
+        ("test/skydns/dir/a", record("10.0.0.1")),
+    ]);
+    assert_eq!(
+        data_from(&snap, "10.1.2.3", "dir.skydns.test.", RecordType::A),
+        ["10.1.2.1"]
+    );
+    assert_eq!(
+        data_from(&snap, "192.0.2.1", "dir.skydns.test.", RecordType::A),
+        ["10.9.9.9"]
+    );
+    assert_eq!(
+        data_from(&snap, "10.1.2.3", "a.dir.skydns.test.", RecordType::A),
+        ["10.0.0.1"]
+    );
+}
+
+fn marked() -> Vec<(&'static str, Value)> {
+    vec![
+        ("test/skydns/marked/.wildcards", Value::Marker),
+        ("test/skydns/marked/a", record("10.0.0.1")),
+        ("test/skydns/marked/b", record("10.0.0.2")),
+        ("test/skydns/plain/a", record("10.0.1.1")),
+        ("test/skydns/plain/b", record("10.0.1.2")),
+        ("test/skydns/own", record("10.0.2.1")),
+        ("test/skydns/own/x", record("10.0.2.2")),
+        ("test/skydns/selfish/.self", record("10.0.3.1")),
+        ("test/skydns/selfish/y", record("10.0.3.2")),
+        ("test/skydns/lonely/.wildcards", record("10.0.4.1")),
+    ]
+}
+
+#[test]
+fn with_the_marker_flag_a_directory_answers_only_when_it_holds_a_wildcards_key() {
+    let config = Config {
+        wildcards_marker: true,
+        ..config()
+    };
+    let snap = snapshot_with(&config, &marked());
+    assert_eq!(answers(&snap, "marked.skydns.test.", RecordType::A).len(), 2);
+    assert_eq!(answers(&snap, "*.marked.skydns.test.", RecordType::A).len(), 2);
+    assert!(is_nxdomain(&snap, "plain.skydns.test.", RecordType::A));
+    assert!(is_nxdomain(&snap, "*.plain.skydns.test.", RecordType::A));
+    assert!(is_nxdomain(&snap, "any.plain.skydns.test.", RecordType::TXT));
+    assert_eq!(
+        answers(&snap, "a.plain.skydns.test.", RecordType::A),
+        ["a.plain.skydns.test. 3600 A 10.0.1.1"]
+    );
+    assert_eq!(
+        answers(&snap, "own.skydns.test.", RecordType::A),
+        ["own.skydns.test. 3600 A 10.0.2.1"],
+        "an unmarked name answers with its own records"
+    );
+    assert_eq!(
+        answers(&snap, "selfish.skydns.test.", RecordType::A),
+        ["selfish.skydns.test. 3600 A 10.0.3.1"]
+    );
+    assert!(
+        is_nodata(&snap, "skydns.test.", RecordType::A),
+        "the apex exists, unmarked"
+    );
+    assert!(
+        is_nxdomain(&snap, "lonely.skydns.test.", RecordType::A),
+        "a marker is no record"
+    );
+    let cname = snapshot_with(
+        &config,
+        &[
+            ("test/skydns/alias", record("plain.skydns.test.")),
+            ("test/skydns/plain/a", record("10.0.1.1")),
+        ],
+    );
+    assert!(
+        is_nodata(&cname, "alias.skydns.test.", RecordType::A),
+        "a chain to an unmarked directory vanishes"
+    );
+}
+
+#[test]
+fn without_the_flag_directories_answer_and_markers_are_still_no_records() {
+    let snap = snapshot(&marked());
+    assert_eq!(answers(&snap, "plain.skydns.test.", RecordType::A).len(), 2);
+    assert_eq!(answers(&snap, "*.plain.skydns.test.", RecordType::A).len(), 2);
+    assert_eq!(answers(&snap, "own.skydns.test.", RecordType::A).len(), 2);
+    assert_eq!(answers(&snap, "marked.skydns.test.", RecordType::A).len(), 2);
+    assert!(is_nxdomain(&snap, "lonely.skydns.test.", RecordType::A));
+    assert_eq!(answers(&snap, "skydns.test.", RecordType::A).len(), 8);
+}
