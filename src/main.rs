@@ -190,7 +190,8 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     let settings = config::resolve(operator, data_config.as_ref())?;
     let reloader_data = data_config.clone();
     if source.is_none() && etcd.is_none() {
-        skydns_cell.store(Arc::new(skydns::build::<skydns::Service>(&settings.skydns, &[], 1, SystemTime::now())));
+        let empty = skydns::build::<skydns::Service>(&settings.skydns, &[], 1, SystemTime::now());
+        skydns_cell.store(Arc::new(empty));
     }
     log_settings(&settings);
 
@@ -201,7 +202,11 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         .as_ref()
         .filter(|_| forwarding::stub_records(&cli.forward, file.as_ref().and_then(|f| f.forward.as_ref())))
         .map(EtcdSource::health);
-    let mut reported = http::Sources::new(source.as_ref(), etcd.as_ref());
+    let mut reported: Vec<_> = source
+        .iter()
+        .map(FileSource::report)
+        .chain(etcd.iter().map(EtcdSource::report))
+        .collect();
     if let Some(etcd) = etcd {
         runtime.spawn(etcd.serve(settings.skydns.clone()));
     }
@@ -219,7 +224,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         if let Some(state) = &state {
             source.persist_to(state, &api_server);
         }
-        reported.add_kubernetes(&source);
+        reported.push(source.report());
         runtime.spawn(source.serve(client));
     }
     if let Some(source) = source {

@@ -6,14 +6,14 @@
 //! blocking pool, one at a time; changes that arrive during a build wait in a queue and go into
 //! the next build together, so a burst costs as many builds as fit in it, not one per change.
 
-use super::health::SourceHealth;
+use super::health::{EtcdReport, SourceHealth};
 use super::lease::LeaseTtls;
 use super::options::{EtcdOptions, OptionsError};
 use super::state::{Changed, Put, State};
 use super::stub::{stub_key_prefix, stub_zones, StubZone, Unusable};
 use crate::backoff::Backoff;
 use crate::skydns::{ConfigError, ConfigPatch};
-use crate::source::{Overrides, SourceStats};
+use crate::source::{Overrides, SourceReport, SourceStats};
 use crate::state::{self, Persist, StateDir, StateHealth};
 use etcd_client::{Client, ConnectOptions, EventType, GetOptions, WatchOptions, WatchResponse, WatchStream};
 use skyline_dataplane::snapshot::skydns::{build_entries, update, Config};
@@ -265,20 +265,19 @@ impl EtcdSource {
         })
     }
 
-    /// The source's load counters, shared with whoever reports them.
-    pub fn stats(&self) -> Arc<SourceStats> {
-        Arc::clone(&self.stats)
+    /// What `/ready` and `/metrics` read of this source, shared with it while it runs.
+    pub fn report(&self) -> Arc<dyn SourceReport> {
+        Arc::new(EtcdReport {
+            stats: Arc::clone(&self.stats),
+            health: Arc::clone(&self.health),
+            state: Arc::clone(&self.state_health),
+        })
     }
 
-    /// The source's readiness and freshness, shared with whoever reports them.
+    /// The source's readiness, freshness and stub zones, shared with whoever follows them (the
+    /// forwarder reads the stub zones).
     pub fn health(&self) -> Arc<SourceHealth> {
         Arc::clone(&self.health)
-    }
-
-    /// Whether the source serves persisted data and how its writes go, shared with whoever
-    /// reports them.
-    pub fn state_health(&self) -> Arc<StateHealth> {
-        Arc::clone(&self.state_health)
     }
 
     /// Keeps the last complete data in `dir` (`etcd.state`), and serves it, stale, when etcd

@@ -5,22 +5,16 @@
 //! which skyline does not split by); everything else is named `skyline_*`. Every counter counts
 //! since the process started.
 
-use super::report::{Etcd, Kubernetes, Loads, Persisted, Reloads, Report};
+use super::report::{Loads, Persisted, Reloads, Report, Status};
+use crate::source::Kind;
 use skyline_dataplane::stats::Totals;
 use std::fmt::{self, Display, Formatter};
-use std::time::Duration;
 
 /// The `Content-Type` of the exposition.
 pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// A report written out as Prometheus text; `to_string()` gives the response body.
 pub(crate) struct Metrics<'a>(pub(crate) &'a Report);
-
-#[derive(Debug, Clone, Copy)]
-enum Kind {
-    Counter,
-    Gauge,
-}
 
 impl Display for Metrics<'_> {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
@@ -337,7 +331,6 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
     )
 }
 
-/// The served snapshot and every configured source.
 /// The SIGHUP reloads of the configuration; the failure count under CoreDNS's name.
 fn reloads(f: &mut Formatter<'_>, reloads: &Reloads) -> fmt::Result {
     use Kind::{Counter, Gauge};
@@ -372,6 +365,9 @@ fn reloads(f: &mut Formatter<'_>, reloads: &Reloads) -> fmt::Result {
     )
 }
 
+/// The served snapshot and every configured source. A family every source may have holds the
+/// samples of all of them, one per `source` label, in the sources' order; then come the
+/// families only one source has, each source's in turn.
 fn sources(f: &mut Formatter<'_>, report: &Report) -> fmt::Result {
     use Kind::{Counter, Gauge};
     single(
@@ -381,28 +377,24 @@ fn sources(f: &mut Formatter<'_>, report: &Report) -> fmt::Result {
         "Generation of the snapshot being served; grows with every publication.",
         report.generation,
     )?;
-    let ready = [
-        report
-            .records_file
-            .map(|file| ("records_file", u64::from(file.loads > 0))),
-        report.etcd.map(|etcd| ("etcd", u64::from(etcd.ready))),
-        report
-            .kubernetes
-            .map(|kubernetes| ("kubernetes", u64::from(kubernetes.ready))),
-    ];
+    let ready: Vec<(&str, u64)> = report
+        .sources
+        .iter()
+        .map(|source| (source.name, u64::from(source.ready.is_ok())))
+        .collect();
     labelled(
         f,
         "skyline_source_ready",
         Gauge,
         "1 when the source serves a complete read of its data (what /ready checks), else 0.",
         "source",
-        &ready.into_iter().flatten().collect::<Vec<_>>(),
+        &ready,
     )?;
-    let loads = [
-        report.records_file.map(|file| ("records_file", file)),
-        report.etcd.map(|etcd| ("etcd", etcd.loads)),
-    ];
-    let loads: Vec<(&str, Loads)> = loads.into_iter().flatten().collect();
+    let loads: Vec<(&str, Loads)> = report
+        .sources
+        .iter()
+        .filter_map(|source| Some((source.name, source.loads?)))
+        .collect();
     let each = |field: fn(&Loads) -> u64| -> Vec<(&str, u64)> {
         loads.iter().map(|(source, l)| (*source, field(l))).collect()
     };
@@ -446,134 +438,26 @@ fn sources(f: &mut Formatter<'_>, report: &Report) -> fmt::Result {
         "source",
         &each(|l| l.generation),
     )?;
-    persisted(f, &report.state)?;
-    if let Some(etcd) = &report.etcd {
-        self::etcd(f, etcd)?;
+    persisted(f, &report.sources)?;
+    for family in report.sources.iter().flat_map(|source| &source.families) {
+        single(f, family.name, family.kind, family.help, family.value)?;
     }
-    match &report.kubernetes {
-        Some(kubernetes) => self::kubernetes(f, kubernetes),
-        None => Ok(()),
-    }
-}
-
-fn etcd(f: &mut Formatter<'_>, etcd: &Etcd) -> fmt::Result {
-    use Kind::{Counter, Gauge};
-    single(
-        f,
-        "skyline_etcd_watching",
-        Gauge,
-        "1 while a watch follows etcd's changes; 0 while etcd is unreachable and answers are frozen.",
-        u64::from(etcd.watching),
-    )?;
-    single(
-        f,
-        "skyline_etcd_revision",
-        Gauge,
-        "The etcd revision the served data reflects (0 before the first read).",
-        etcd.revision,
-    )?;
-    single(
-        f,
-        "skyline_etcd_full_syncs_total",
-        Counter,
-        "Complete reads of the prefix: the first, then one per compaction or cluster change.",
-        etcd.full_syncs,
-    )?;
-    single(
-        f,
-        "skyline_etcd_resumes_total",
-        Counter,
-        "Broken watches resumed from the last revision seen, without a complete read.",
-        etcd.resumes,
-    )?;
-    single(
-        f,
-        "skyline_etcd_retries_total",
-        Counter,
-        "Failed attempts to connect, read or watch, each followed by a backoff.",
-        etcd.retries,
-    )?;
-    single(
-        f,
-        "skyline_etcd_events_total",
-        Counter,
-        "Watch events received.",
-        etcd.events,
-    )?;
-    single(
-        f,
-        "skyline_etcd_rejections_total",
-        Counter,
-        "Values skipped as invalid (records and settings objects), each logged once.",
-        etcd.rejections,
-    )?;
-    // Absent until etcd first answers: an age since nothing would be a made-up number.
-    if let Some(age) = etcd.last_contact_age {
-        single(
-            f,
-            "skyline_etcd_last_contact_age_seconds",
-            Gauge,
-            "Seconds since etcd last answered: how stale the served data may be.",
-            Seconds(age),
-        )?;
-    }
-    match etcd.last_sync_age {
-        Some(age) => single(
-            f,
-            "skyline_etcd_last_sync_age_seconds",
-            Gauge,
-            "Seconds since the last complete read of the prefix.",
-            Seconds(age),
-        ),
-        None => Ok(()),
-    }
-}
-
-fn kubernetes(f: &mut Formatter<'_>, kubernetes: &Kubernetes) -> fmt::Result {
-    use Kind::Counter;
-    single(
-        f,
-        "skyline_kubernetes_lists_total",
-        Counter,
-        "Complete lists: one per kind at start, one per expired or restarted watch.",
-        kubernetes.lists,
-    )?;
-    single(
-        f,
-        "skyline_kubernetes_events_total",
-        Counter,
-        "API objects received, listed or watched.",
-        kubernetes.events,
-    )?;
-    single(
-        f,
-        "skyline_kubernetes_errors_total",
-        Counter,
-        "Failed lists or watches, each followed by a backoff.",
-        kubernetes.errors,
-    )?;
-    single(
-        f,
-        "skyline_kubernetes_builds_total",
-        Counter,
-        "Snapshots of the cluster zones published.",
-        kubernetes.builds,
-    )?;
-    single(
-        f,
-        "skyline_kubernetes_full_builds_total",
-        Counter,
-        "Of those, the ones the cluster zones were built whole for; the others changed only the names a change reached.",
-        kubernetes.full_builds,
-    )
+    Ok(())
 }
 
 /// The persisted snapshots: which source serves stale data, and how the writes go (only with
 /// a state directory).
-fn persisted(f: &mut Formatter<'_>, state: &[Persisted]) -> fmt::Result {
+fn persisted(f: &mut Formatter<'_>, sources: &[Status]) -> fmt::Result {
     use Kind::{Counter, Gauge};
+    let state: Vec<(&str, Persisted)> = sources
+        .iter()
+        .filter_map(|source| Some((source.name, source.persisted?)))
+        .collect();
     let each = |value: fn(&Persisted) -> Option<u64>| -> Vec<(&str, u64)> {
-        state.iter().filter_map(|p| Some((p.source, value(p)?))).collect()
+        state
+            .iter()
+            .filter_map(|(source, p)| Some((*source, value(p)?)))
+            .collect()
     };
     labelled(
         f,
@@ -594,8 +478,8 @@ fn persisted(f: &mut Formatter<'_>, state: &[Persisted]) -> fmt::Result {
     let persisting = |value: fn(&Persisted) -> Option<u64>| -> Vec<(&str, u64)> {
         state
             .iter()
-            .filter(|p| p.persisting)
-            .filter_map(|p| Some((p.source, value(p)?)))
+            .filter(|(_, p)| p.persisting)
+            .filter_map(|(source, p)| Some((*source, value(p)?)))
             .collect()
     };
     labelled(
@@ -626,15 +510,6 @@ fn persisted(f: &mut Formatter<'_>, state: &[Persisted]) -> fmt::Result {
 
 fn unix_seconds(at: std::time::SystemTime) -> u64 {
     at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
-/// A duration in seconds, to the millisecond, as Prometheus takes time values.
-struct Seconds(Duration);
-
-impl Display for Seconds {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:03}", self.0.as_secs(), self.0.subsec_millis())
-    }
 }
 
 /// The `# HELP` and `# TYPE` lines of a family. Help texts are literals without a backslash or
@@ -677,7 +552,9 @@ fn labelled(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::Family;
     use std::collections::{BTreeMap, HashSet};
+    use std::time::Duration;
 
     /// Parses the text format strictly enough to catch what a Prometheus scraper rejects: every
     /// sample belongs to a family declared just before it by `# HELP` and `# TYPE`, no family
@@ -742,7 +619,55 @@ mod tests {
         samples
     }
 
+    fn source(name: &'static str, ready: bool) -> Status {
+        Status {
+            name,
+            ready: if ready { Ok(()) } else { Err("waiting") },
+            loads: None,
+            persisted: None,
+            families: Vec::new(),
+        }
+    }
+
     fn full_report() -> Report {
+        let etcd = Status {
+            loads: Some(Loads {
+                records: 30,
+                rejected: 1,
+                loads: 4,
+                failures: 0,
+                generation: 12,
+            }),
+            persisted: Some(Persisted {
+                persisting: true,
+                stale_since: Some(std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000)),
+                stale_age: Some(Duration::from_millis(90_500)),
+                writes: 0,
+                write_failures: 1,
+                last_write: None,
+            }),
+            families: vec![
+                Family::gauge("skyline_etcd_revision", "The revision.", 88_i64),
+                Family::gauge(
+                    "skyline_etcd_last_contact_age_seconds",
+                    "An age.",
+                    Duration::from_millis(1500),
+                ),
+            ],
+            ..source("etcd", true)
+        };
+        let kubernetes = Status {
+            persisted: Some(Persisted {
+                persisting: false,
+                stale_since: None,
+                stale_age: None,
+                writes: 0,
+                write_failures: 0,
+                last_write: None,
+            }),
+            families: vec![Family::counter("skyline_kubernetes_lists_total", "Lists.", 3_u64)],
+            ..source("kubernetes", false)
+        };
         Report {
             draining: false,
             reloads: Reloads {
@@ -765,54 +690,7 @@ mod tests {
                 ..Totals::default()
             },
             generation: 12,
-            records_file: None,
-            etcd: Some(Etcd {
-                loads: Loads {
-                    records: 30,
-                    rejected: 1,
-                    loads: 4,
-                    failures: 0,
-                    generation: 12,
-                },
-                ready: true,
-                watching: true,
-                revision: 88,
-                full_syncs: 1,
-                resumes: 2,
-                retries: 3,
-                events: 40,
-                rejections: 1,
-                last_contact_age: Some(Duration::from_millis(1500)),
-                last_sync_age: Some(Duration::from_secs(60)),
-            }),
-            kubernetes: Some(Kubernetes {
-                ready: false,
-                lists: 3,
-                events: 100,
-                errors: 1,
-                builds: 2,
-                full_builds: 1,
-            }),
-            state: vec![
-                Persisted {
-                    source: "etcd",
-                    persisting: true,
-                    stale_since: Some(std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000)),
-                    stale_age: Some(Duration::from_millis(90_500)),
-                    writes: 0,
-                    write_failures: 1,
-                    last_write: None,
-                },
-                Persisted {
-                    source: "kubernetes",
-                    persisting: false,
-                    stale_since: None,
-                    stale_age: None,
-                    writes: 0,
-                    write_failures: 0,
-                    last_write: None,
-                },
-            ],
+            sources: vec![etcd, kubernetes],
         }
     }
 
@@ -859,21 +737,38 @@ mod tests {
             ("skyline_source_ready{source=\"kubernetes\"}", 0.0),
             ("skyline_source_records{source=\"etcd\"}", 30.0),
             ("skyline_source_loads_total{source=\"etcd\"}", 4.0),
-            ("skyline_etcd_watching", 1.0),
             ("skyline_etcd_revision", 88.0),
-            ("skyline_etcd_resumes_total", 2.0),
-            ("skyline_etcd_retries_total", 3.0),
             ("skyline_etcd_last_contact_age_seconds", 1.5),
-            ("skyline_etcd_last_sync_age_seconds", 60.0),
             ("skyline_kubernetes_lists_total", 3.0),
-            ("skyline_kubernetes_events_total", 100.0),
-            ("skyline_kubernetes_builds_total", 2.0),
-            ("skyline_kubernetes_full_builds_total", 1.0),
         ];
         for (series, value) in expected {
             assert_eq!(samples.get(series), Some(&value), "{series}");
         }
         assert!(!samples.keys().any(|k| k.contains("records_file")));
+        assert!(!samples
+            .keys()
+            .any(|k| k.contains("skyline_source_records{source=\"kubernetes\"}")));
+    }
+
+    #[test]
+    fn every_family_appears_once_with_the_samples_of_every_source() {
+        let text = Metrics(&full_report()).to_string();
+        parse(&text);
+        let ready: Vec<&str> = text
+            .lines()
+            .filter(|line| line.starts_with("skyline_source_ready"))
+            .collect();
+        assert_eq!(
+            ready,
+            [
+                "skyline_source_ready{source=\"etcd\"} 1",
+                "skyline_source_ready{source=\"kubernetes\"} 0"
+            ]
+        );
+        let at = |name: &str| text.find(&format!("# HELP {name} ")).unwrap();
+        assert!(at("skyline_state_write_failures_total") < at("skyline_etcd_revision"));
+        assert!(at("skyline_etcd_last_contact_age_seconds") < at("skyline_kubernetes_lists_total"));
+        assert!(text.contains("# TYPE skyline_kubernetes_lists_total counter\nskyline_kubernetes_lists_total 3\n"));
     }
 
     #[test]
@@ -901,12 +796,15 @@ mod tests {
     #[test]
     fn an_unconfigured_source_has_no_series() {
         let report = Report {
-            records_file: Some(Loads {
-                records: 5,
-                loads: 1,
-                generation: 1,
-                ..Loads::default()
-            }),
+            sources: vec![Status {
+                loads: Some(Loads {
+                    records: 5,
+                    loads: 1,
+                    generation: 1,
+                    ..Loads::default()
+                }),
+                ..source("records_file", true)
+            }],
             ..Report::default()
         };
         let samples = parse(&Metrics(&report).to_string());
@@ -916,6 +814,7 @@ mod tests {
             Some(&5.0)
         );
         assert!(!samples.keys().any(|k| k.contains("etcd") || k.contains("kubernetes")));
+        assert!(!samples.keys().any(|k| k.starts_with("skyline_source_stale")));
     }
 
     #[test]
@@ -923,23 +822,5 @@ mod tests {
         let samples = parse(&Metrics(&Report::default()).to_string());
         assert_eq!(samples.get("coredns_dns_requests_total{proto=\"udp\"}"), Some(&0.0));
         assert!(!samples.keys().any(|k| k.starts_with("skyline_source_")));
-    }
-
-    #[test]
-    fn ages_are_absent_before_etcd_first_answers() {
-        let report = Report {
-            etcd: Some(Etcd::default()),
-            ..Report::default()
-        };
-        let samples = parse(&Metrics(&report).to_string());
-        assert_eq!(samples.get("skyline_source_ready{source=\"etcd\"}"), Some(&0.0));
-        assert!(!samples.contains_key("skyline_etcd_last_contact_age_seconds"));
-        assert!(!samples.contains_key("skyline_etcd_last_sync_age_seconds"));
-    }
-
-    #[test]
-    fn seconds_keep_milliseconds() {
-        assert_eq!(Seconds(Duration::from_millis(61_007)).to_string(), "61.007");
-        assert_eq!(Seconds(Duration::ZERO).to_string(), "0.000");
     }
 }

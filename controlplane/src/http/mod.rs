@@ -8,7 +8,8 @@
 //!   format 0.0.4, under CoreDNS's names where a CoreDNS metric means the same thing.
 //!
 //! Other paths are 404, other methods 405. The handlers read atomics that the workers and the
-//! sources write ([`Observed`]); nothing here takes a lock the data plane takes, so a scrape,
+//! sources write ([`Observed`]; each source through its
+//! [`SourceReport`](crate::source::SourceReport), none by name); nothing here takes a lock the data plane takes, so a scrape,
 //! a slow client or a flood of connections never delays a DNS answer.
 
 mod metrics;
@@ -16,5 +17,5 @@ mod ready;
 mod report;
 mod server;
 
-pub use report::{Observed, ReloadStats, Sources};
+pub use report::{Observed, ReloadStats};
 pub use server::{HttpError, HttpServer};

@@ -39,30 +39,22 @@ impl fmt::Display for Stale {
 /// The sources serving persisted data, if any: what a ready `/ready` says instead of `OK`.
 pub(crate) fn stale(report: &Report) -> Option<Stale> {
     let stale: Vec<_> = report
-        .state
+        .sources
         .iter()
-        .filter_map(|p| Some((p.source, p.stale_since?)))
+        .filter_map(|source| Some((source.name, source.persisted?.stale_since?)))
         .collect();
     (!stale.is_empty()).then_some(Stale(stale))
 }
 
-/// Ready when every configured source is: the records file has been loaded, etcd has been read
-/// completely once, every Kubernetes watch has listed once. No source at all (an empty zone) is
-/// ready. A draining process is not, whatever its sources.
+/// Ready when every configured source is (the records file has been loaded, etcd has been read
+/// completely once, every Kubernetes watch has listed once), in the sources' order. No source
+/// at all (an empty zone) is ready. A draining process is not, whatever its sources.
 pub(crate) fn check(report: &Report) -> Result<(), NotReady> {
     let mut waiting = Vec::new();
     if report.draining {
         waiting.push("draining (shutting down)");
     }
-    if report.records_file.is_some_and(|file| file.loads == 0) {
-        waiting.push("records file (not loaded yet)");
-    }
-    if report.etcd.is_some_and(|etcd| !etcd.ready) {
-        waiting.push("etcd (no complete read yet)");
-    }
-    if report.kubernetes.is_some_and(|kubernetes| !kubernetes.ready) {
-        waiting.push("kubernetes (not every watch has listed yet)");
-    }
+    waiting.extend(report.sources.iter().filter_map(|source| source.ready.err()));
     if waiting.is_empty() {
         Ok(())
     } else {
@@ -73,8 +65,18 @@ pub(crate) fn check(report: &Report) -> Result<(), NotReady> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::report::{Etcd, Kubernetes, Loads, Persisted};
+    use crate::http::report::{Persisted, Status};
     use std::time::{Duration, UNIX_EPOCH};
+
+    fn source(name: &'static str, ready: Result<(), &'static str>) -> Status {
+        Status {
+            name,
+            ready,
+            loads: None,
+            persisted: None,
+            families: Vec::new(),
+        }
+    }
 
     #[test]
     fn no_source_at_all_is_ready() {
@@ -82,24 +84,12 @@ mod tests {
     }
 
     #[test]
-    fn a_loaded_records_file_is_ready() {
+    fn every_source_waited_for_is_named_in_order() {
         let mut report = Report {
-            records_file: Some(Loads::default()),
-            ..Report::default()
-        };
-        assert!(check(&report).is_err());
-        report.records_file = Some(Loads {
-            loads: 1,
-            ..Loads::default()
-        });
-        assert_eq!(check(&report), Ok(()));
-    }
-
-    #[test]
-    fn etcd_and_kubernetes_wait_for_their_first_complete_read() {
-        let mut report = Report {
-            etcd: Some(Etcd::default()),
-            kubernetes: Some(Kubernetes::default()),
+            sources: vec![
+                source("etcd", Err("etcd (no complete read yet)")),
+                source("kubernetes", Err("kubernetes (not every watch has listed yet)")),
+            ],
             ..Report::default()
         };
         let error = check(&report).unwrap_err().to_string();
@@ -107,18 +97,12 @@ mod tests {
             error,
             "not ready: etcd (no complete read yet); kubernetes (not every watch has listed yet)"
         );
-        report.etcd = Some(Etcd {
-            ready: true,
-            ..Etcd::default()
-        });
+        report.sources[0].ready = Ok(());
         assert_eq!(
             check(&report).unwrap_err().to_string(),
             "not ready: kubernetes (not every watch has listed yet)"
         );
-        report.kubernetes = Some(Kubernetes {
-            ready: true,
-            ..Kubernetes::default()
-        });
+        report.sources[1].ready = Ok(());
         assert_eq!(check(&report), Ok(()));
     }
 
@@ -126,18 +110,18 @@ mod tests {
     fn a_draining_process_is_not_ready() {
         let report = Report {
             draining: true,
+            sources: vec![source("records_file", Err("records file (not loaded yet)"))],
             ..Report::default()
         };
         assert_eq!(
             check(&report).unwrap_err().to_string(),
-            "not ready: draining (shutting down)"
+            "not ready: draining (shutting down); records file (not loaded yet)"
         );
     }
 
     #[test]
     fn a_source_serving_persisted_data_is_ready_and_named_stale() {
-        let persisted = |source, stale_since| Persisted {
-            source,
+        let persisted = |stale_since| Persisted {
             persisting: true,
             stale_since,
             stale_age: None,
@@ -146,12 +130,10 @@ mod tests {
             last_write: None,
         };
         let since = UNIX_EPOCH + Duration::from_secs(1_714_564_800);
+        let mut etcd = source("etcd", Ok(()));
+        etcd.persisted = Some(persisted(Some(since)));
         let mut report = Report {
-            etcd: Some(Etcd {
-                ready: true,
-                ..Etcd::default()
-            }),
-            state: vec![persisted("etcd", Some(since))],
+            sources: vec![source("records_file", Ok(())), etcd],
             ..Report::default()
         };
         assert_eq!(check(&report), Ok(()));
@@ -159,21 +141,10 @@ mod tests {
             stale(&report).unwrap().to_string(),
             "OK; etcd: serving persisted data from 2024-05-01T12:00:00Z, stale"
         );
-        report.state = vec![persisted("etcd", None), persisted("kubernetes", None)];
+        let mut kubernetes = source("kubernetes", Ok(()));
+        kubernetes.persisted = Some(persisted(None));
+        report.sources[1].persisted = Some(persisted(None));
+        report.sources.push(kubernetes);
         assert_eq!(stale(&report), None);
-    }
-
-    #[test]
-    fn losing_etcd_after_the_first_read_stays_ready() {
-        let report = Report {
-            etcd: Some(Etcd {
-                ready: true,
-                watching: false,
-                retries: 7,
-                ..Etcd::default()
-            }),
-            ..Report::default()
-        };
-        assert_eq!(check(&report), Ok(()));
     }
 }

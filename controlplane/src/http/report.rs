@@ -2,9 +2,7 @@
 //! plain values read from them at one moment ([`Report`]), which `/ready` and `/metrics` are
 //! pure functions of.
 
-use crate::etcd::{EtcdSource, SourceHealth};
-use crate::kubernetes::{KubernetesHealth, KubernetesSource};
-use crate::source::{FileSource, SourceStats};
+use crate::source::{Family, SourceReport, SourceStats};
 use crate::state::StateHealth;
 use skyline_dataplane::stats::{StatsReader, Totals};
 use skyline_dataplane::SnapshotCell;
@@ -18,7 +16,7 @@ use std::time::{Duration, SystemTime};
 pub struct Observed {
     dns: StatsReader,
     served: SnapshotCell,
-    sources: Sources,
+    sources: Vec<Arc<dyn SourceReport>>,
     draining: Arc<AtomicBool>,
     reloads: Arc<ReloadStats>,
 }
@@ -73,8 +71,10 @@ fn unix_seconds(at: SystemTime) -> u64 {
 }
 
 impl Observed {
-    /// Reports on the data plane's counters, the snapshot it serves from `served`, and `sources`.
-    pub fn new(dns: StatsReader, served: SnapshotCell, sources: Sources) -> Observed {
+    /// Reports on the data plane's counters, the snapshot it serves from `served`, and the
+    /// configured `sources`, in their order: a source left out is not configured and does not
+    /// count for `/ready`; none at all (an empty zone) is ready.
+    pub fn new(dns: StatsReader, served: SnapshotCell, sources: Vec<Arc<dyn SourceReport>>) -> Observed {
         Observed {
             dns,
             served,
@@ -99,71 +99,13 @@ impl Observed {
 
     /// Reads every counter now; ages are measured against `now`.
     pub(crate) fn report(&self, now: SystemTime) -> Report {
-        let age = |at: Option<SystemTime>| at.map(|at| now.duration_since(at).unwrap_or(Duration::ZERO));
         Report {
             draining: self.draining.load(Ordering::Acquire),
             reloads: self.reloads.read(),
             dns: self.dns.totals(),
             generation: self.served.load().generation,
-            records_file: self.sources.records_file.as_deref().map(Loads::read),
-            etcd: self.sources.etcd.as_ref().map(|(stats, health)| Etcd {
-                loads: Loads::read(stats),
-                ready: health.is_ready(),
-                watching: health.is_watching(),
-                revision: health.revision(),
-                full_syncs: health.full_syncs(),
-                resumes: health.resumes(),
-                retries: health.retries(),
-                events: health.events(),
-                rejections: health.rejections(),
-                last_contact_age: age(health.last_contact()),
-                last_sync_age: age(health.last_sync()),
-            }),
-            kubernetes: self.sources.kubernetes.as_deref().map(|health| Kubernetes {
-                ready: health.is_ready(),
-                lists: health.lists(),
-                events: health.events(),
-                errors: health.errors(),
-                builds: health.builds(),
-                full_builds: health.full_builds(),
-            }),
-            state: self
-                .sources
-                .state
-                .iter()
-                .map(|(source, health)| Persisted::read(source, health, now))
-                .collect(),
+            sources: self.sources.iter().map(|source| Status::read(&**source, now)).collect(),
         }
-    }
-}
-
-/// The configured sources, as far as the endpoints need them: a source left out is not
-/// configured, and does not count for `/ready`.
-#[derive(Debug, Clone, Default)]
-pub struct Sources {
-    records_file: Option<Arc<SourceStats>>,
-    etcd: Option<(Arc<SourceStats>, Arc<SourceHealth>)>,
-    kubernetes: Option<Arc<KubernetesHealth>>,
-    /// The persisted snapshots of the sources that have one, by source name.
-    state: Vec<(&'static str, Arc<StateHealth>)>,
-}
-
-impl Sources {
-    /// The SkyDNS data source in use, the records file or etcd (either may be absent: an empty
-    /// zone); the Kubernetes source is added once it exists, with [`Sources::add_kubernetes`].
-    pub fn new(records_file: Option<&FileSource>, etcd: Option<&EtcdSource>) -> Sources {
-        Sources {
-            records_file: records_file.map(FileSource::stats),
-            etcd: etcd.map(|source| (source.stats(), source.health())),
-            kubernetes: None,
-            state: etcd.map(|source| ("etcd", source.state_health())).into_iter().collect(),
-        }
-    }
-
-    /// Reports on the Kubernetes source too.
-    pub fn add_kubernetes(&mut self, source: &KubernetesSource) {
-        self.kubernetes = Some(source.health());
-        self.state.push(("kubernetes", source.state_health()));
     }
 }
 
@@ -178,21 +120,40 @@ pub(crate) struct Report {
     pub(crate) dns: Totals,
     /// Generation of the snapshot the workers serve.
     pub(crate) generation: u64,
-    /// The records file source, when configured.
-    pub(crate) records_file: Option<Loads>,
-    /// The etcd source, when configured.
-    pub(crate) etcd: Option<Etcd>,
-    /// The Kubernetes source, when configured.
-    pub(crate) kubernetes: Option<Kubernetes>,
-    /// The persisted snapshots of the configured etcd and Kubernetes sources.
-    pub(crate) state: Vec<Persisted>,
+    /// The configured sources, in their order.
+    pub(crate) sources: Vec<Status>,
+}
+
+/// One source, read at one moment (see [`SourceReport`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Status {
+    /// The source's name, as metric labels give it.
+    pub(crate) name: &'static str,
+    /// Ready, or what `/ready` says is awaited.
+    pub(crate) ready: Result<(), &'static str>,
+    /// Its loads, for a source that counts them.
+    pub(crate) loads: Option<Loads>,
+    /// Its persisted snapshot, for a source that can keep one.
+    pub(crate) persisted: Option<Persisted>,
+    /// The families only it has.
+    pub(crate) families: Vec<Family>,
+}
+
+impl Status {
+    fn read(source: &dyn SourceReport, now: SystemTime) -> Status {
+        Status {
+            name: source.name(),
+            ready: source.ready(),
+            loads: source.loads().map(Loads::read),
+            persisted: source.persisted().map(|health| Persisted::read(health, now)),
+            families: source.families(now),
+        }
+    }
 }
 
 /// A source's persisted snapshot (see [`StateHealth`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Persisted {
-    /// The source's name, as metric labels give it.
-    pub(crate) source: &'static str,
     /// A state directory is configured.
     pub(crate) persisting: bool,
     /// When the persisted data the source serves (stale) was current; `None` while it serves
@@ -207,10 +168,9 @@ pub(crate) struct Persisted {
 }
 
 impl Persisted {
-    fn read(source: &'static str, health: &StateHealth, now: SystemTime) -> Persisted {
+    fn read(health: &StateHealth, now: SystemTime) -> Persisted {
         let stale_since = health.stale_since();
         Persisted {
-            source,
             persisting: health.is_persisting(),
             stale_since,
             stale_age: stale_since.map(|at| now.duration_since(at).unwrap_or(Duration::ZERO)),
@@ -232,7 +192,7 @@ pub(crate) struct Reloads {
     pub(crate) restart_pending: bool,
 }
 
-/// What a SkyDNS source has loaded (see [`SourceStats`]).
+/// What a source has loaded (see [`SourceStats`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Loads {
     pub(crate) records: u64,
@@ -252,33 +212,4 @@ impl Loads {
             generation: stats.generation.load(Ordering::Relaxed),
         }
     }
-}
-
-/// The etcd source's state (see [`SourceHealth`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct Etcd {
-    pub(crate) loads: Loads,
-    pub(crate) ready: bool,
-    pub(crate) watching: bool,
-    pub(crate) revision: i64,
-    pub(crate) full_syncs: u64,
-    pub(crate) resumes: u64,
-    pub(crate) retries: u64,
-    pub(crate) events: u64,
-    pub(crate) rejections: u64,
-    /// Time since etcd last answered; `None` before it ever did.
-    pub(crate) last_contact_age: Option<Duration>,
-    /// Time since the last full read completed; `None` before the first.
-    pub(crate) last_sync_age: Option<Duration>,
-}
-
-/// The Kubernetes source's state (see [`KubernetesHealth`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Kubernetes {
-    pub(crate) ready: bool,
-    pub(crate) lists: u64,
-    pub(crate) events: u64,
-    pub(crate) errors: u64,
-    pub(crate) builds: u64,
-    pub(crate) full_builds: u64,
 }

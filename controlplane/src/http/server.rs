@@ -237,7 +237,7 @@ fn text(status: StatusCode, content_type: &'static str, body: String) -> Respons
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::report::Etcd;
+    use crate::http::report::Status;
     use http_body_util::BodyExt;
 
     fn get(method: Method, path: &str, report: Report) -> (StatusCode, Response<Full<Bytes>>) {
@@ -253,7 +253,13 @@ mod tests {
 
     fn etcd_not_ready() -> Report {
         Report {
-            etcd: Some(Etcd::default()),
+            sources: vec![Status {
+                name: "etcd",
+                ready: Err("etcd (no complete read yet)"),
+                loads: None,
+                persisted: None,
+                families: Vec::new(),
+            }],
             ..Report::default()
         }
     }

@@ -1,6 +1,10 @@
 //! What the Kubernetes source reports about itself, readable from any thread while it runs.
 
+use crate::source::{Family, SourceReport};
+use crate::state::StateHealth;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::SystemTime;
 
 /// The source's state. Updated with `Relaxed` stores: it is for reporting (`/ready`, metrics,
 /// tests), not for synchronisation (the snapshot cell is that).
@@ -73,5 +77,88 @@ impl KubernetesHealth {
 
     pub(super) fn built_whole(&self) {
         self.full_builds.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// What `/ready` and `/metrics` read of the Kubernetes source: its state and its persisted
+/// snapshot. It counts lists, events and builds rather than loads.
+#[derive(Debug)]
+pub(super) struct KubernetesReport {
+    pub(super) health: Arc<KubernetesHealth>,
+    pub(super) state: Arc<StateHealth>,
+}
+
+impl SourceReport for KubernetesReport {
+    fn name(&self) -> &'static str {
+        "kubernetes"
+    }
+
+    fn ready(&self) -> Result<(), &'static str> {
+        if self.health.is_ready() {
+            Ok(())
+        } else {
+            Err("kubernetes (not every watch has listed yet)")
+        }
+    }
+
+    fn persisted(&self) -> Option<&StateHealth> {
+        Some(&self.state)
+    }
+
+    fn families(&self, _now: SystemTime) -> Vec<Family> {
+        let health = &self.health;
+        vec![
+            Family::counter(
+                "skyline_kubernetes_lists_total",
+                "Complete lists: one per kind at start, one per expired or restarted watch.",
+                health.lists(),
+            ),
+            Family::counter(
+                "skyline_kubernetes_events_total",
+                "API objects received, listed or watched.",
+                health.events(),
+            ),
+            Family::counter(
+                "skyline_kubernetes_errors_total",
+                "Failed lists or watches, each followed by a backoff.",
+                health.errors(),
+            ),
+            Family::counter(
+                "skyline_kubernetes_builds_total",
+                "Snapshots of the cluster zones published.",
+                health.builds(),
+            ),
+            Family::counter(
+                "skyline_kubernetes_full_builds_total",
+                "Of those, the ones the cluster zones were built whole for; the others changed only the names a change reached.",
+                health.full_builds(),
+            ),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::Value;
+
+    #[test]
+    fn the_report_is_ready_once_every_watch_has_listed_and_counts_its_work() {
+        let report = KubernetesReport {
+            health: Arc::default(),
+            state: Arc::default(),
+        };
+        assert_eq!(report.ready(), Err("kubernetes (not every watch has listed yet)"));
+        report.health.listed();
+        report.health.built();
+        report.health.built_whole();
+        report.health.set_ready();
+        assert_eq!(report.ready(), Ok(()));
+        assert!(report.loads().is_none() && report.persisted().is_some());
+        let families = report.families(SystemTime::now());
+        let value = |name| families.iter().find(|f| f.name == name).map(|f| f.value);
+        assert_eq!(value("skyline_kubernetes_lists_total"), Some(Value::Unsigned(1)));
+        assert_eq!(value("skyline_kubernetes_full_builds_total"), Some(Value::Unsigned(1)));
+        assert_eq!(value("skyline_kubernetes_errors_total"), Some(Value::Unsigned(0)));
     }
 }

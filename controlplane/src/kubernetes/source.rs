@@ -3,10 +3,11 @@
 //! the SkyDNS snapshot.
 
 use super::convert;
-use super::health::KubernetesHealth;
+use super::health::{KubernetesHealth, KubernetesReport};
 use super::mirror::{Kind, Mirror};
 use super::options::KubernetesOptions;
 use crate::backoff::Backoff;
+use crate::source::SourceReport;
 use crate::state::{self, Persist, StateDir, StateHealth};
 use futures::stream::{self, BoxStream, StreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
@@ -130,15 +131,12 @@ impl KubernetesSource {
         }
     }
 
-    /// The source's state, shared with whoever reports it.
-    pub fn health(&self) -> Arc<KubernetesHealth> {
-        Arc::clone(&self.health)
-    }
-
-    /// Whether the source serves persisted data and how its writes go, shared with whoever
-    /// reports them.
-    pub fn state_health(&self) -> Arc<StateHealth> {
-        Arc::clone(&self.state_health)
+    /// What `/ready` and `/metrics` read of this source, shared with it while it runs.
+    pub fn report(&self) -> Arc<dyn SourceReport> {
+        Arc::new(KubernetesReport {
+            health: Arc::clone(&self.health),
+            state: Arc::clone(&self.state_health),
+        })
     }
 
     /// Keeps the mirror's last complete data in `dir` (`kubernetes.state`), and serves it,

@@ -12,6 +12,7 @@
 
 use super::overrides::Overrides;
 use super::records_file::{config_key, parse_records_file, FileError, RecordsFile};
+use super::seam::SourceReport;
 use super::stats::SourceStats;
 use crate::skydns::ConfigPatch;
 use skyline_dataplane::snapshot::publish;
@@ -97,6 +98,11 @@ impl FileSource {
         Arc::clone(&self.shared.stats)
     }
 
+    /// What `/ready` and `/metrics` read of this source, shared with it while it runs.
+    pub fn report(&self) -> Arc<dyn SourceReport> {
+        Arc::new(FileReport(self.stats()))
+    }
+
     /// The file being served.
     pub fn path(&self) -> &Path {
         &self.shared.path
@@ -167,6 +173,28 @@ impl FileSource {
                 }
             }
         }
+    }
+}
+
+/// What the records file source reports: its load counters; ready once a load published.
+#[derive(Debug)]
+struct FileReport(Arc<SourceStats>);
+
+impl SourceReport for FileReport {
+    fn name(&self) -> &'static str {
+        "records_file"
+    }
+
+    fn ready(&self) -> Result<(), &'static str> {
+        if self.0.reloads.load(Ordering::Relaxed) > 0 {
+            Ok(())
+        } else {
+            Err("records file (not loaded yet)")
+        }
+    }
+
+    fn loads(&self) -> Option<&SourceStats> {
+        Some(&self.0)
     }
 }
 
@@ -260,5 +288,31 @@ impl Stamp {
             mtime: (meta.mtime(), meta.mtime_nsec()),
             ctime: (meta.ctime(), meta.ctime_nsec()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_is_ready_once_the_file_is_loaded_and_counts_its_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("records.json");
+        std::fs::write(&path, r#"{"/skydns/local/skydns/web": {"host": "10.0.0.1"}}"#).unwrap();
+        let mut source = FileSource::new(
+            &path,
+            "skydns",
+            ConfigPatch::default(),
+            skyline_dataplane::snapshot::empty_cell(),
+        );
+        let report = source.report();
+        assert_eq!(report.name(), "records_file");
+        assert_eq!(report.ready(), Err("records file (not loaded yet)"));
+        source.load().unwrap();
+        assert_eq!(report.ready(), Ok(()));
+        let loads = report.loads().unwrap();
+        assert_eq!(loads.records_loaded.load(Ordering::Relaxed), 1);
+        assert!(report.persisted().is_none() && report.families(SystemTime::now()).is_empty());
     }
 }

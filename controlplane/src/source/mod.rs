@@ -1,10 +1,14 @@
 //! Sources of records: each turns what it reads into typed records and publishes snapshots.
+//! Every source (the records file here, [`crate::etcd`], [`crate::kubernetes`]) reports
+//! through a [`SourceReport`] ([`seam`]).
 
 pub mod file;
 pub mod overrides;
 pub mod records_file;
+pub mod seam;
 pub mod stats;
 
 pub use file::FileSource;
 pub use overrides::{Overrides, OverridesSender};
+pub use seam::{Family, Kind, SourceReport, Value};
 pub use stats::SourceStats;

@@ -1,0 +1,151 @@
+//! The one seam every source of DNS data plugs into: what the process asks of a source to
+//! report on it. The HTTP endpoints keep a list of the sources' [`SourceReport`]s, so that they
+//! name no source.
+
+use super::stats::SourceStats;
+use crate::state::StateHealth;
+use std::fmt::{self, Display, Formatter};
+use std::time::{Duration, SystemTime};
+
+/// What the HTTP endpoints read of one source: atomics the source writes as it runs, read with
+/// atomic loads only, so that a scrape or a probe never waits on the source nor slows it. The
+/// endpoints report every source the same way (its readiness, its loads, its persisted
+/// snapshot) and add the families only it has.
+pub trait SourceReport: Send + Sync + fmt::Debug {
+    /// The source's name: the `source` label of its metrics and the name `/ready` gives it
+    /// when it serves persisted data.
+    fn name(&self) -> &'static str;
+
+    /// `Ok` once the source serves a complete read of its data, or data persisted by an
+    /// earlier process; otherwise what `/ready` says is awaited, naming the source as an
+    /// operator knows it (`etcd (no complete read yet)`). Once ready, a source stays ready
+    /// when its backend is lost: its last data keeps serving.
+    fn ready(&self) -> Result<(), &'static str>;
+
+    /// The load counters of a source that counts its loads (`skyline_source_records` and the
+    /// families beside it). By default none.
+    fn loads(&self) -> Option<&SourceStats> {
+        None
+    }
+
+    /// The persisted snapshot of a source that can keep one (`--state-dir`): whether it serves
+    /// persisted data, stale, and how its writes go. By default none.
+    fn persisted(&self) -> Option<&StateHealth> {
+        None
+    }
+
+    /// The metric families only this source has, read now (`now` measures ages). Their names
+    /// carry the source's own (`skyline_etcd_*`), so that no other source writes them. By
+    /// default none.
+    fn families(&self, _now: SystemTime) -> Vec<Family> {
+        Vec::new()
+    }
+}
+
+/// One metric family of a source's own, with its one sample, as `/metrics` writes it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Family {
+    /// The family's name, `skyline_<source>_*`.
+    pub name: &'static str,
+    /// Counter or gauge.
+    pub kind: Kind,
+    /// The `# HELP` text: one line, no backslash (the two things the format would need
+    /// escaped).
+    pub help: &'static str,
+    /// The sample.
+    pub value: Value,
+}
+
+impl Family {
+    /// A counter: a count since the process started; its name ends in `_total`.
+    pub fn counter(name: &'static str, help: &'static str, value: impl Into<Value>) -> Family {
+        Family {
+            name,
+            kind: Kind::Counter,
+            help,
+            value: value.into(),
+        }
+    }
+
+    /// A gauge: a value now.
+    pub fn gauge(name: &'static str, help: &'static str, value: impl Into<Value>) -> Family {
+        Family {
+            name,
+            kind: Kind::Gauge,
+            help,
+            value: value.into(),
+        }
+    }
+}
+
+/// The Prometheus type of a family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Only grows, from the process's start.
+    Counter,
+    /// Goes up and down.
+    Gauge,
+}
+
+/// A sample's value, written as the text format takes it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value {
+    /// A count or a flag (0 or 1).
+    Unsigned(u64),
+    /// A signed number, such as an etcd revision.
+    Signed(i64),
+    /// A duration, written in seconds to the millisecond, as Prometheus takes time values.
+    Seconds(Duration),
+}
+
+impl From<u64> for Value {
+    fn from(value: u64) -> Value {
+        Value::Unsigned(value)
+    }
+}
+
+impl From<i64> for Value {
+    fn from(value: i64) -> Value {
+        Value::Signed(value)
+    }
+}
+
+impl From<bool> for Value {
+    fn from(value: bool) -> Value {
+        Value::Unsigned(u64::from(value))
+    }
+}
+
+impl From<Duration> for Value {
+    fn from(value: Duration) -> Value {
+        Value::Seconds(value)
+    }
+}
+
+impl Display for Value {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Unsigned(value) => write!(f, "{value}"),
+            Value::Signed(value) => write!(f, "{value}"),
+            Value::Seconds(d) => write!(f, "{}.{:03}", d.as_secs(), d.subsec_millis()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_keep_milliseconds() {
+        assert_eq!(Value::from(Duration::from_millis(61_007)).to_string(), "61.007");
+        assert_eq!(Value::from(Duration::ZERO).to_string(), "0.000");
+    }
+
+    #[test]
+    fn numbers_and_flags_are_written_as_integers() {
+        assert_eq!(Value::from(42_u64).to_string(), "42");
+        assert_eq!(Value::from(-3_i64).to_string(), "-3");
+        assert_eq!(Value::from(true).to_string(), "1");
+    }
+}
