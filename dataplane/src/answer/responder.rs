@@ -202,9 +202,6 @@ impl<'a> Responder<'a> {
         self.pos += bytes.len();
     }
 
-    /// Copies the client's question byte-exact (0x20 case echo). A question whose name used
-    /// compression is rewritten from the folded name so that offsets into it stay valid.
-    #[inline(always)]
     /// Where the sections stand now, to [`Self::rewind`] to.
     pub(crate) fn mark(&self) -> (usize, [u16; 4]) {
         (self.pos, self.counts)
@@ -216,6 +213,9 @@ impl<'a> Responder<'a> {
         self.counts = counts;
     }
 
+    /// Copies the client's question byte-exact (0x20 case echo). A question whose name used
+    /// compression is rewritten from the folded name so that offsets into it stay valid.
+    #[inline(always)]
     pub(crate) fn copy_question(&mut self, q: &Query, qname: &LowerName) {
         let Some(question) = q.question else { return };
         let name_len = question.end - 4 - HEADER_LEN;
