@@ -17,8 +17,7 @@ use config::{ConfigError, FileConfig, Settings};
 use skyline_controlplane::etcd::{EtcdSource, OptionsError};
 use skyline_controlplane::http::{self, HttpError, HttpServer};
 use skyline_controlplane::kubernetes::{ConnectError, KubernetesSource};
-use skyline_controlplane::source::records_file::FileError;
-use skyline_controlplane::source::{FileSource, Overrides};
+use skyline_controlplane::source::{self, FileSource, Overrides, Source};
 use skyline_dataplane::snapshot::{self, skydns};
 use skyline_dataplane::worker::{Options, Server, ServerConfig};
 use std::io::IsTerminal;
@@ -37,18 +36,13 @@ const CONTROL_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// forwarding timeout, then the TCP write timeout), before a drain gives up on it.
 const FINISH_MARGIN: Duration = Duration::from_secs(1);
 
-/// How long the start waits for etcd's `/<prefix>/config` (its listen address and forwarder
-/// settings apply only at start). An etcd that is down refuses at once; one that does not answer
-/// costs this much, then the server starts without it and its zones answer SERVFAIL until synced.
-const ETCD_CONFIG_WAIT: Duration = Duration::from_secs(1);
-
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
 enum StartError {
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("records file {path}: {source}")]
-    Records { path: PathBuf, source: FileError },
+    #[error(transparent)]
+    Source(#[from] source::StartError),
     #[error(transparent)]
     Etcd(#[from] OptionsError),
     #[error(transparent)]
@@ -141,55 +135,52 @@ fn run(cli: &Cli) -> Result<(), StartError> {
 
     let kubernetes = config::kubernetes(cli, file.as_ref())?;
     let cell = snapshot::empty_cell();
-    // With cluster DNS on, the SkyDNS source publishes aside and the Kubernetes source serves
-    // the two composed; otherwise the SkyDNS source publishes what is served.
+    // The configured sources, in the order they start and serve: the SkyDNS source (the records
+    // file or etcd), then the Kubernetes source, which composes its cluster zones over it. With
+    // cluster DNS on, the SkyDNS source publishes aside and the Kubernetes source serves the two
+    // composed; otherwise the SkyDNS source publishes what is served.
     let skydns_cell = match kubernetes {
         Some(_) => snapshot::empty_cell(),
         None => Arc::clone(&cell),
     };
     let (reload_overrides, overrides) = Overrides::channel(operator.overrides.clone());
-    let mut source = operator
-        .records
-        .as_ref()
-        .map(|path| FileSource::new(path, &operator.path_prefix, overrides.clone(), Arc::clone(&skydns_cell)));
-    let mut etcd = operator
-        .etcd
-        .as_ref()
-        .map(|options| {
-            EtcdSource::new(
-                options,
-                &operator.path_prefix,
-                overrides.clone(),
-                Arc::clone(&skydns_cell),
-            )
-        })
-        .transpose()?;
-    if let (Some(etcd), Some(state)) = (etcd.as_mut(), &state) {
-        etcd.persist_to(state);
+    let mut sources: Vec<Box<dyn Source>> = Vec::new();
+    if let Some(path) = &operator.records {
+        let records = FileSource::new(path, &operator.path_prefix, overrides.clone(), Arc::clone(&skydns_cell));
+        sources.push(Box::new(records));
     }
-    let data_config = match (source.as_mut(), etcd.as_mut()) {
-        (Some(source), _) => {
-            let loaded = source.load().map_err(|e| StartError::Records {
-                path: source.path().to_owned(),
-                source: e,
-            })?;
-            loaded.config
+    let mut etcd_health = None;
+    if let Some(options) = &operator.etcd {
+        let mut etcd = EtcdSource::new(options, &operator.path_prefix, overrides, Arc::clone(&skydns_cell))?;
+        if let Some(state) = &state {
+            etcd.persist_to(state);
         }
-        (None, Some(etcd)) => match runtime.block_on(etcd.read_config(ETCD_CONFIG_WAIT)) {
-            Ok(config) => config,
-            Err(error) => {
-                tracing::warn!(
-                    %error,
-                    "etcd settings not read at start; serving SERVFAIL for the domain (or the persisted snapshot, with --state-dir) until etcd is synced"
-                );
-                None
-            }
-        },
-        (None, None) => None,
-    };
+        etcd_health = Some(etcd.health());
+        sources.push(Box::new(etcd));
+    }
+    let skydns_source = !sources.is_empty();
+    if let Some(kubernetes) = kubernetes {
+        let connect = KubernetesSource::connect(
+            kubernetes.options,
+            kubernetes.zones,
+            Arc::clone(&skydns_cell),
+            Arc::clone(&cell),
+        );
+        let mut cluster = runtime.block_on(connect).map_err(StartError::Kubernetes)?;
+        if let Some(state) = &state {
+            cluster.persist_to(state);
+        }
+        sources.push(Box::new(cluster));
+    }
+    // The settings the SkyDNS source's data carries (`/<prefix>/config`), under the operator's.
+    let mut data_config = None;
+    for source in &mut sources {
+        let carried = runtime.block_on(source.start())?;
+        data_config = data_config.or(carried);
+    }
     let settings = config::resolve(operator, data_config.as_ref())?;
     let reloader_data = data_config.clone();
-    if source.is_none() && etcd.is_none() {
+    if !skydns_source {
         let empty = skydns::build::<skydns::Service>(&settings.skydns, &[], 1, SystemTime::now());
         skydns_cell.store(Arc::new(empty));
     }
@@ -198,37 +189,11 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     let mut shutdown = Shutdown::register().map_err(StartError::Signals)?;
     // Before anything is served: SIGHUP's default action would end the process.
     let hangup = signal(SignalKind::hangup()).map_err(StartError::Signals)?;
-    let stub_records = etcd
-        .as_ref()
-        .filter(|_| forwarding::stub_records(&cli.forward, file.as_ref().and_then(|f| f.forward.as_ref())))
-        .map(EtcdSource::health);
-    let mut reported: Vec<_> = source
-        .iter()
-        .map(FileSource::report)
-        .chain(etcd.iter().map(EtcdSource::report))
-        .collect();
-    if let Some(etcd) = etcd {
-        runtime.spawn(etcd.serve(settings.skydns.clone()));
-    }
-    if let Some(kubernetes) = kubernetes {
-        let (client, api_server) = runtime
-            .block_on(kubernetes.options.client())
-            .map_err(StartError::Kubernetes)?;
-        tracing::info!(
-            zones = %kubernetes.zones.zones.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
-            pods = ?kubernetes.zones.pods,
-            ttl = kubernetes.zones.ttl,
-            "serving Kubernetes cluster DNS"
-        );
-        let mut source = KubernetesSource::new(kubernetes.options, kubernetes.zones, skydns_cell, Arc::clone(&cell));
-        if let Some(state) = &state {
-            source.persist_to(state, &api_server);
-        }
-        reported.push(source.report());
-        runtime.spawn(source.serve(client));
-    }
-    if let Some(source) = source {
-        runtime.spawn(source.watch());
+    let stub_records =
+        etcd_health.filter(|_| forwarding::stub_records(&cli.forward, file.as_ref().and_then(|f| f.forward.as_ref())));
+    let reported = sources.iter().map(|source| source.report()).collect();
+    for source in sources {
+        runtime.spawn(source.serve(&settings.skydns));
     }
 
     let server_config = ServerConfig {

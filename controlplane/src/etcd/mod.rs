@@ -29,5 +29,5 @@ mod stub;
 
 pub use health::SourceHealth;
 pub use options::{EtcdOptions, OptionsError};
-pub use source::{EtcdSource, SyncError, DEBOUNCE};
+pub use source::{EtcdSource, DEBOUNCE};
 pub use stub::StubZone;

@@ -13,9 +13,10 @@ use super::state::{Changed, Put, State};
 use super::stub::{stub_key_prefix, stub_zones, StubZone, Unusable};
 use crate::backoff::Backoff;
 use crate::skydns::{ConfigError, ConfigPatch};
-use crate::source::{Overrides, SourceReport, SourceStats};
+use crate::source::{Overrides, Source, SourceReport, SourceStats, StartError};
 use crate::state::{self, Persist, StateDir, StateHealth};
 use etcd_client::{Client, ConnectOptions, EventType, GetOptions, WatchOptions, WatchResponse, WatchStream};
+use futures::future::BoxFuture;
 use skyline_dataplane::snapshot::skydns::{build_entries, update, Config};
 use skyline_dataplane::snapshot::{publish, Snapshot, ZoneState};
 use skyline_dataplane::SnapshotCell;
@@ -24,6 +25,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::task::{JoinError, JoinHandle, JoinSet};
+
+/// How long the start waits for etcd's `/<prefix>/config` (its listen address and forwarder
+/// settings apply only at start). An etcd that is down refuses at once; one that does not answer
+/// costs this much, then the process starts without it and its zones answer SERVFAIL until
+/// synced.
+const CONFIG_WAIT: Duration = Duration::from_secs(1);
 
 /// First pause after losing etcd.
 const RETRY_FIRST: Duration = Duration::from_millis(100);
@@ -204,6 +211,49 @@ pub struct EtcdSource {
     unreachable_at_start: bool,
 }
 
+/// etcd as the process runs it: its settings read at start, waiting a second at most, then a
+/// full read and a watch, forever.
+impl Source for EtcdSource {
+    fn report(&self) -> Arc<dyn SourceReport> {
+        Arc::new(EtcdReport {
+            stats: Arc::clone(&self.stats),
+            health: Arc::clone(&self.health),
+            state: Arc::clone(&self.state_health),
+        })
+    }
+
+    /// An etcd out of reach does not stop the start: the zones answer SERVFAIL, or serve the
+    /// persisted snapshot, until etcd is read.
+    fn start(&mut self) -> BoxFuture<'_, Result<Option<ConfigPatch>, StartError>> {
+        Box::pin(async move {
+            match self.read_config(CONFIG_WAIT).await {
+                Ok(config) => Ok(config),
+                Err(error) => {
+                    tracing::warn!(
+                        %error,
+                        "etcd settings not read at start; serving SERVFAIL for the domain (or the persisted snapshot, with --state-dir) until etcd is synced"
+                    );
+                    Ok(None)
+                }
+            }
+        })
+    }
+
+    /// Publishes at once a snapshot of `settings` in which every zone answers SERVFAIL, then
+    /// syncs with etcd and follows it; etcd's `/<prefix>/config` updates the settings live.
+    fn serve(mut self: Box<Self>, settings: &Config) -> BoxFuture<'static, ()> {
+        let generation = self.cell.load().generation + 1;
+        let mut snapshot = build_entries(settings, &Arc::default(), generation, SystemTime::now());
+        for zone in &mut snapshot.zones {
+            zone.state = ZoneState::Syncing;
+        }
+        publish(&self.cell, Arc::new(snapshot));
+        self.stats.generation.store(generation, Ordering::Relaxed);
+        self.config = settings.clone();
+        Box::pin(self.run())
+    }
+}
+
 impl std::fmt::Debug for EtcdSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EtcdSource")
@@ -265,15 +315,6 @@ impl EtcdSource {
         })
     }
 
-    /// What `/ready` and `/metrics` read of this source, shared with it while it runs.
-    pub fn report(&self) -> Arc<dyn SourceReport> {
-        Arc::new(EtcdReport {
-            stats: Arc::clone(&self.stats),
-            health: Arc::clone(&self.health),
-            state: Arc::clone(&self.state_health),
-        })
-    }
-
     /// The source's readiness, freshness and stub zones, shared with whoever follows them (the
     /// forwarder reads the stub zones).
     pub fn health(&self) -> Arc<SourceHealth> {
@@ -292,7 +333,7 @@ impl EtcdSource {
     /// Reads `/<prefix>/config` once, giving up after `limit`: at start, so that the settings only
     /// a restart applies (the listen address, the forwarder's) are SkyDNS's from etcd when etcd
     /// is up. `Ok(None)` when the key does not exist. Must run within a tokio runtime.
-    pub async fn read_config(&mut self, limit: Duration) -> Result<Option<ConfigPatch>, SyncError> {
+    async fn read_config(&mut self, limit: Duration) -> Result<Option<ConfigPatch>, SyncError> {
         let key = format!("/{}/config", self.path_prefix);
         let read = async {
             let mut client = self.client().await?;
@@ -310,22 +351,6 @@ impl EtcdSource {
             .map_err(|source| SyncError::Config { key, source })?;
         self.started.clone_from(&patch);
         Ok(patch)
-    }
-
-    /// Publishes at once a snapshot of `config` in which every zone answers SERVFAIL (never a
-    /// denial from data not yet read), then returns the future that syncs with etcd and follows
-    /// it, forever. `config` is the configuration resolved at start; etcd's `/<prefix>/config`
-    /// updates it live. Spawn the future on a tokio runtime with time enabled.
-    pub fn serve(mut self, config: Config) -> impl Future<Output = ()> + Send + 'static {
-        let generation = self.cell.load().generation + 1;
-        let mut snapshot = build_entries(&config, &Arc::default(), generation, SystemTime::now());
-        for zone in &mut snapshot.zones {
-            zone.state = ZoneState::Syncing;
-        }
-        publish(&self.cell, Arc::new(snapshot));
-        self.stats.generation.store(generation, Ordering::Relaxed);
-        self.config = config;
-        self.run()
     }
 
     async fn run(mut self) {

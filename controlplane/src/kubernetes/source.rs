@@ -5,10 +5,11 @@
 use super::convert;
 use super::health::{KubernetesHealth, KubernetesReport};
 use super::mirror::{Kind, Mirror};
-use super::options::KubernetesOptions;
+use super::options::{ConnectError, KubernetesOptions};
 use crate::backoff::Backoff;
-use crate::source::SourceReport;
+use crate::source::{Source, SourceReport};
 use crate::state::{self, Persist, StateDir, StateHealth};
+use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -17,10 +18,10 @@ use kube::runtime::WatchStreamExt;
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
 use skyline_dataplane::snapshot::kubernetes::{self as model, Changes, Cluster, ObjectKey, Served};
+use skyline_dataplane::snapshot::skydns::Config;
 use skyline_dataplane::snapshot::{compose, publish, Snapshot};
 use skyline_dataplane::SnapshotCell;
 use std::fmt::Debug;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::time::{Instant, MissedTickBehavior};
@@ -84,12 +85,15 @@ enum Change {
 }
 
 /// Serves the cluster zones from the API server's objects, over the SkyDNS snapshot.
-#[derive(Debug)]
 pub struct KubernetesSource {
     options: KubernetesOptions,
     config: model::Config,
     skydns: SnapshotCell,
     cell: SnapshotCell,
+    /// The API server's client, made at start.
+    client: kube::Client,
+    /// The API server's URL: what names the cluster (the persisted snapshot's identity).
+    api_server: String,
     health: Arc<KubernetesHealth>,
     mirror: Mirror,
     failing: [bool; 4],
@@ -106,20 +110,62 @@ pub struct KubernetesSource {
     stale: Option<SystemTime>,
 }
 
+impl std::fmt::Debug for KubernetesSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubernetesSource")
+            .field("api_server", &self.api_server)
+            .field("zones", &self.config.zones)
+            .field("health", &self.health)
+            .field("stale", &self.stale)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The cluster zones as the process runs them: composed over the SkyDNS source's snapshot, which
+/// comes before this source in the list.
+impl Source for KubernetesSource {
+    fn report(&self) -> Arc<dyn SourceReport> {
+        Arc::new(KubernetesReport {
+            health: Arc::clone(&self.health),
+            state: Arc::clone(&self.state_health),
+        })
+    }
+
+    /// Publishes at once the SkyDNS snapshot with the cluster zones answering SERVFAIL, then
+    /// lists, watches and publishes. The cluster zones have settings of their own: `_settings`
+    /// shape only the SkyDNS snapshot below them.
+    fn serve(mut self: Box<Self>, _settings: &Config) -> BoxFuture<'static, ()> {
+        self.publish();
+        Box::pin(self.run())
+    }
+}
+
 impl KubernetesSource {
-    /// A source watching what `options` say and serving zones as `config` says. `skydns` is
-    /// where the SkyDNS sources publish; `cell` is what the data plane serves: the two composed.
-    pub fn new(
+    /// A source watching what `options` say and serving zones as `config` says, with its client
+    /// made now, at start, so that a kubeconfig that cannot be used stops the start with its
+    /// reason; nothing is sent to the API server yet, so a server that is not up only delays
+    /// the first sync. `skydns` is where the SkyDNS sources publish; `cell` is what the data
+    /// plane serves: the two composed. Must run within a tokio runtime.
+    pub async fn connect(
         options: KubernetesOptions,
         config: model::Config,
         skydns: SnapshotCell,
         cell: SnapshotCell,
-    ) -> KubernetesSource {
-        KubernetesSource {
+    ) -> Result<KubernetesSource, ConnectError> {
+        let (client, api_server) = options.client().await?;
+        tracing::info!(
+            zones = %config.zones.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
+            pods = ?config.pods,
+            ttl = config.ttl,
+            "serving Kubernetes cluster DNS"
+        );
+        Ok(KubernetesSource {
             options,
             config,
             skydns,
             cell,
+            client,
+            api_server,
             health: Arc::default(),
             mirror: Mirror::default(),
             failing: [false; 4],
@@ -128,33 +174,16 @@ impl KubernetesSource {
             state_health: Arc::default(),
             restored: None,
             stale: None,
-        }
-    }
-
-    /// What `/ready` and `/metrics` read of this source, shared with it while it runs.
-    pub fn report(&self) -> Arc<dyn SourceReport> {
-        Arc::new(KubernetesReport {
-            health: Arc::clone(&self.health),
-            state: Arc::clone(&self.state_health),
         })
     }
 
     /// Keeps the mirror's last complete data in `dir` (`kubernetes.state`), and serves it,
     /// stale, when the API server cannot be reached at start (see [`crate::state`]). The file
-    /// belongs to the API server at `api_server` and these zones: one written for others is
-    /// not served.
-    pub fn persist_to(&mut self, dir: &StateDir, api_server: &str) {
-        let identity = state::kubernetes::identity(api_server, &self.config.zones);
+    /// belongs to this API server and these zones: one written for others is not served.
+    pub fn persist_to(&mut self, dir: &StateDir) {
+        let identity = state::kubernetes::identity(&self.api_server, &self.config.zones);
         let file = dir.file(state::Source::Kubernetes, identity);
         self.persist = Some(Persist::new(file, Arc::clone(&self.state_health)));
-    }
-
-    /// Publishes at once the SkyDNS snapshot with the cluster zones answering SERVFAIL (never a
-    /// denial from data not yet read), then returns the future that lists, watches and
-    /// publishes, forever. Spawn it on a tokio runtime with time enabled.
-    pub fn serve(mut self, client: kube::Client) -> impl Future<Output = ()> + Send + 'static {
-        self.publish();
-        self.run(client)
     }
 
     fn kinds(&self) -> impl Iterator<Item = Kind> + '_ {
@@ -208,8 +237,8 @@ impl KubernetesSource {
             .collect()
     }
 
-    async fn run(mut self, client: kube::Client) {
-        let mut changes = stream::select_all(self.watches(&client));
+    async fn run(mut self) {
+        let mut changes = stream::select_all(self.watches(&self.client));
         let mut poll = tokio::time::interval(BASE_POLL);
         poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut due: Option<Instant> = None;

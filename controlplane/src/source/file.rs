@@ -12,11 +12,12 @@
 
 use super::overrides::Overrides;
 use super::records_file::{config_key, parse_records_file, FileError, RecordsFile};
-use super::seam::SourceReport;
+use super::seam::{Source, SourceReport, StartError};
 use super::stats::SourceStats;
 use crate::skydns::ConfigPatch;
+use futures::future::BoxFuture;
 use skyline_dataplane::snapshot::publish;
-use skyline_dataplane::snapshot::skydns::build;
+use skyline_dataplane::snapshot::skydns::{build, Config};
 use skyline_dataplane::SnapshotCell;
 use std::future::Future;
 use std::os::unix::fs::MetadataExt;
@@ -98,11 +99,6 @@ impl FileSource {
         Arc::clone(&self.shared.stats)
     }
 
-    /// What `/ready` and `/metrics` read of this source, shared with it while it runs.
-    pub fn report(&self) -> Arc<dyn SourceReport> {
-        Arc::new(FileReport(self.stats()))
-    }
-
     /// The file being served.
     pub fn path(&self) -> &Path {
         &self.shared.path
@@ -173,6 +169,28 @@ impl FileSource {
                 }
             }
         }
+    }
+}
+
+/// The records file as the process runs it: loaded at start, before anything is served, so
+/// that a missing or broken file stops the start with its reason; then watched.
+impl Source for FileSource {
+    fn report(&self) -> Arc<dyn SourceReport> {
+        Arc::new(FileReport(self.stats()))
+    }
+
+    fn start(&mut self) -> BoxFuture<'_, Result<Option<ConfigPatch>, StartError>> {
+        let loaded = self.load().map_err(|source| StartError::RecordsFile {
+            path: self.shared.path.clone(),
+            source,
+        });
+        Box::pin(std::future::ready(loaded.map(|loaded| loaded.config)))
+    }
+
+    /// Each load resolves the operator's settings over the file's own again, so the settings
+    /// of the start are not needed.
+    fn serve(self: Box<Self>, _settings: &Config) -> BoxFuture<'static, ()> {
+        Box::pin(self.watch())
     }
 }
 
@@ -294,6 +312,7 @@ impl Stamp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures::FutureExt;
 
     #[test]
     fn the_report_is_ready_once_the_file_is_loaded_and_counts_its_loads() {
@@ -314,5 +333,25 @@ mod tests {
         let loads = report.loads().unwrap();
         assert_eq!(loads.records_loaded.load(Ordering::Relaxed), 1);
         assert!(report.persisted().is_none() && report.families(SystemTime::now()).is_empty());
+    }
+
+    #[test]
+    fn a_broken_file_stops_the_start_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing.json");
+        let mut source = FileSource::new(
+            &path,
+            "skydns",
+            ConfigPatch::default(),
+            skyline_dataplane::snapshot::empty_cell(),
+        );
+        let started = source.start().now_or_never().expect("the records file loads at once");
+        let error = started.unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with(&format!("records file {}: ", path.display())),
+            "{error}"
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! Sources of records: each turns what it reads into typed records and publishes snapshots.
-//! Every source (the records file here, [`crate::etcd`], [`crate::kubernetes`]) reports
-//! through a [`SourceReport`] ([`seam`]).
+//! Every source (the records file here, [`crate::etcd`], [`crate::kubernetes`]) is a
+//! [`Source`] and reports through a [`SourceReport`] ([`seam`]).
 
 pub mod file;
 pub mod overrides;
@@ -10,5 +10,5 @@ pub mod stats;
 
 pub use file::FileSource;
 pub use overrides::{Overrides, OverridesSender};
-pub use seam::{Family, Kind, SourceReport, Value};
+pub use seam::{Family, Kind, Source, SourceReport, StartError, Value};
 pub use stats::SourceStats;

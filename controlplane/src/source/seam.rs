@@ -1,11 +1,62 @@
-//! The one seam every source of DNS data plugs into: what the process asks of a source to
-//! report on it. The HTTP endpoints keep a list of the sources' [`SourceReport`]s, so that they
-//! name no source.
+//! The one seam every source of DNS data plugs into: what the process asks of a source to start
+//! it, to serve it and to report on it. `src/main.rs` keeps a list of [`Source`]s and the HTTP
+//! endpoints a list of their [`SourceReport`]s, so that neither names a source; a new source is
+//! a module that implements the two traits, and one line where the list is made.
+//!
+//! A source's life has two steps, because the settings of the process depend on the data of
+//! one of them: a SkyDNS source's `/<prefix>/config` is layered under the operator's settings
+//! before anything is built. So every source [`Source::start`]s first (the records file loads,
+//! etcd reads its settings), the process resolves its settings, and then every source
+//! [`Source::serve`]s with them, in the list's order: a source that composes its zones over
+//! another's snapshot comes after it.
 
+use super::records_file::FileError;
 use super::stats::SourceStats;
+use crate::skydns::ConfigPatch;
 use crate::state::StateHealth;
+use futures::future::BoxFuture;
+use skyline_dataplane::snapshot::skydns::Config;
 use std::fmt::{self, Display, Formatter};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+
+/// A source of DNS data, as the process starts and runs it: it reads its backend, builds
+/// snapshots and publishes them into the cell it was made with.
+pub trait Source: Send {
+    /// What `/ready` and `/metrics` read of this source, shared with it while it runs.
+    fn report(&self) -> Arc<dyn SourceReport>;
+
+    /// What the source does once before the process resolves its settings and serves, on the
+    /// thread that starts the process: what must stop the start when it fails, and what the
+    /// settings depend on. Returns the settings object the source's data carries (a SkyDNS
+    /// source's `/<prefix>/config`), which the operator's settings override. By default
+    /// nothing, and no settings.
+    fn start(&mut self) -> BoxFuture<'_, Result<Option<ConfigPatch>, StartError>> {
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
+    /// Publishes what the source serves until its first complete read, if it has not
+    /// published yet (its zones answer SERVFAIL, never a denial from data not yet read), and
+    /// returns the future that follows the source and publishes its changes, forever: spawn it
+    /// on the control plane's runtime. `settings` are the SkyDNS settings resolved at start,
+    /// for a source that builds SkyDNS zones with them.
+    fn serve(self: Box<Self>, settings: &Config) -> BoxFuture<'static, ()>;
+}
+
+/// Why a source cannot start: the process stops with this one line.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The records file cannot be read or is not a records file.
+    #[error("records file {path}: {source}")]
+    RecordsFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: FileError,
+    },
+}
 
 /// What the HTTP endpoints read of one source: atomics the source writes as it runs, read with
 /// atomic loads only, so that a scrape or a probe never waits on the source nor slows it. The
