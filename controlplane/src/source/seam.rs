@@ -1,7 +1,8 @@
 //! The one seam every source of DNS data plugs into: what the process asks of a source to start
-//! it, to serve it and to report on it. `src/main.rs` keeps a list of [`Source`]s and the HTTP
-//! endpoints a list of their [`SourceReport`]s, so that neither names a source; a new source is
-//! a module that implements the two traits, and one line where the list is made.
+//! it, to serve it and to report on it. `src/main.rs` makes a list of [`Source`]s from the
+//! settings and then starts and serves them alike; the HTTP endpoints read a list of their
+//! [`SourceReport`]s and name none. A new source is a module that implements the two traits,
+//! and its entry where the list is made.
 //!
 //! A source's life has two steps, because the settings of the process depend on the data of
 //! one of them: a SkyDNS source's `/<prefix>/config` is layered under the operator's settings
@@ -44,7 +45,8 @@ pub trait Source: Send {
     fn serve(self: Box<Self>, settings: &Config) -> BoxFuture<'static, ()>;
 }
 
-/// Why a source cannot start: the process stops with this one line.
+/// Why a source cannot start: the process stops with this one line. A source whose
+/// [`Source::start`] can fail adds its variant here.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StartError {
