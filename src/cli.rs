@@ -82,6 +82,18 @@ pub struct Cli {
     )]
     pub round_robin: Option<bool>,
 
+    /// A directory answers with the records below it, and `*`/`any` queries below it match,
+    /// only when it holds a `.wildcards` key; NXDOMAIN otherwise [default: false]
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_parser = parse_go_bool
+    )]
+    pub wildcards_marker: Option<bool>,
+
     /// Records file: a JSON object mapping etcd keys to SkyDNS records; reloaded when it changes
     /// and on SIGHUP; not with --machines [default: none, an empty zone]
     #[arg(long, value_name = "FILE")]

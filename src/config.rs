@@ -36,6 +36,7 @@
 //! | `local` | `--local` | — | `local` | none | applied |
 //! | `hostmaster` | `--hostmaster` | — | `hostmaster` | `hostmaster.<domain>` | applied |
 //! | `round_robin` | `--round-robin` | — | `round_robin` | true | applied |
+//! | `wildcards_marker` | `--wildcards-marker` | — | — | false | applied |
 //! | `records` | `--records` | — | — | none (empty zone) | restart |
 //! | `workers` | `--workers` | — | — | 0 (one per core) | restart |
 //! | `no_pin` | `--no-pin` | — | — | false | restart |
@@ -159,6 +160,8 @@ pub struct FileConfig {
     pub hostmaster: Option<String>,
     /// `--round-robin`.
     pub round_robin: Option<bool>,
+    /// `--wildcards-marker`.
+    pub wildcards_marker: Option<bool>,
     /// `--records`; a relative path is relative to the configuration file's directory.
     pub records: Option<PathBuf>,
     /// `--workers`.
@@ -368,6 +371,7 @@ pub fn operator(cli: &Cli, file: Option<&FileConfig>) -> Result<Operator, Config
             .transpose()?,
         hostmaster: file.hostmaster.as_deref().map(skydns_config::hostmaster).transpose()?,
         round_robin: file.round_robin,
+        wildcards_marker: file.wildcards_marker,
         nameservers: file.nameservers.clone(),
         ndots: file.ndots,
         ..ConfigPatch::default()
@@ -381,6 +385,7 @@ pub fn operator(cli: &Cli, file: Option<&FileConfig>) -> Result<Operator, Config
         local: cli.local.clone(),
         hostmaster: cli.hostmaster.clone(),
         round_robin: cli.round_robin,
+        wildcards_marker: cli.wildcards_marker,
         nameservers: cli.nameservers.clone(),
         ndots: cli.ndots,
         ..ConfigPatch::default()
@@ -801,6 +806,22 @@ mod tests {
                 .skydns
                 .round_robin
         );
+    }
+
+    #[test]
+    fn the_wildcards_marker_comes_from_the_operator_alone() {
+        let marker = |args: &[&str], file: Option<&str>, records: Option<&str>| {
+            settings(args, &[], file, records).skydns.wildcards_marker
+        };
+        assert!(!marker(&[], None, None));
+        assert!(marker(&["--wildcards-marker"], None, None));
+        assert!(marker(&[], Some("wildcards_marker = true"), None));
+        assert!(!marker(
+            &["--wildcards-marker=false"],
+            Some("wildcards_marker = true"),
+            None
+        ));
+        assert!(!marker(&[], None, Some(r#"{"wildcards_marker":true}"#)));
     }
 
     #[test]

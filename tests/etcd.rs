@@ -338,3 +338,89 @@ fn tls_with_client_certificates_connects_to_an_https_only_etcd() {
     client.put("/skydns/test/skydns/tls", r#"{"host":"10.10.0.2"}"#);
     wait_for(&s, "tls.skydns.test.", &["10.10.0.2"]);
 }
+
+/// Waits until `name` answers A with exactly `expected` to a client at `from`.
+fn wait_for_from(s: &Skyline, from: std::net::Ipv4Addr, name: &str, expected: &[&str]) {
+    eventually(VISIBLE, &format!("{name} A from {from} → {expected:?}"), || {
+        let reply = s.udp_from(from, name, RecordType::A);
+        reply.response_code() == ResponseCode::NoError && addresses(&reply) == set(expected)
+    });
+    let tcp = s.tcp_from(from, name, RecordType::A);
+    assert_eq!(addresses(&tcp), set(expected), "{name} A from {from} over TCP");
+}
+
+#[test]
+fn view_maps_changed_in_etcd_answer_each_client_from_its_list() {
+    if !etcd_available() {
+        return;
+    }
+    let (alone, neighbour, stranger) = (
+        std::net::Ipv4Addr::new(127, 0, 0, 2),
+        std::net::Ipv4Addr::new(127, 0, 0, 3),
+        std::net::Ipv4Addr::new(127, 0, 0, 5),
+    );
+    let etcd = Etcd::start();
+    let client = EtcdClient::connect(&[etcd.endpoint()]);
+    client.put("/skydns/config", CONFIG);
+    client.put(
+        "/skydns/test/skydns/web",
+        r#"{"default": [{"host": "10.9.0.1"}], "127.0.0.0/30": [{"host": "10.3.0.1"}],
+            "127.0.0.2/32": [{"host": "10.2.0.1"}]}"#,
+    );
+    client.put("/skydns/test/skydns/dir/plain", r#"{"host": "10.0.0.1"}"#);
+    let s = start_skyline(&etcd.endpoint());
+    wait_for_from(&s, alone, "web.skydns.test.", &["10.2.0.1"]);
+    wait_for_from(&s, neighbour, "web.skydns.test.", &["10.3.0.1"]);
+    wait_for_from(&s, stranger, "web.skydns.test.", &["10.9.0.1"]);
+    // A list changed, a prefix added, a view map put beside plain records.
+    client.put(
+        "/skydns/test/skydns/web",
+        r#"{"default": [{"host": "10.9.0.2"}], "127.0.0.0/30": [{"host": "10.3.0.1"}],
+            "127.0.0.2/32": [{"host": "10.2.0.2"}], "127.0.0.4/30": [{"host": "10.4.0.1"}]}"#,
+    );
+    client.put(
+        "/skydns/test/skydns/dir/viewed",
+        r#"{"127.0.0.2/32": [{"host": "10.0.0.2"}], "default": []}"#,
+    );
+    wait_for_from(&s, alone, "web.skydns.test.", &["10.2.0.2"]);
+    wait_for_from(&s, stranger, "web.skydns.test.", &["10.4.0.1"]);
+    wait_for_from(&s, neighbour, "web.skydns.test.", &["10.3.0.1"]);
+    wait_for_from(&s, alone, "dir.skydns.test.", &["10.0.0.1", "10.0.0.2"]);
+    wait_for_from(&s, neighbour, "dir.skydns.test.", &["10.0.0.1"]);
+    // A CNAME into the view map is compiled again when the map changes.
+    client.put("/skydns/test/skydns/alias", r#"{"host": "web.skydns.test."}"#);
+    wait_for_from(&s, alone, "alias.skydns.test.", &["10.2.0.2"]);
+    client.put("/skydns/test/skydns/web", r#"{"127.0.0.2/32": [{"host": "10.2.0.3"}]}"#);
+    wait_for_from(&s, alone, "alias.skydns.test.", &["10.2.0.3"]);
+    wait_for_from(&s, stranger, "alias.skydns.test.", &["10.2.0.3"]);
+    // Back to a plain record: no client's answer depends on its address any more.
+    client.put("/skydns/test/skydns/web", r#"{"host": "10.1.0.1"}"#);
+    wait_for_from(&s, alone, "web.skydns.test.", &["10.1.0.1"]);
+    wait_for_from(&s, stranger, "alias.skydns.test.", &["10.1.0.1"]);
+}
+
+#[test]
+fn self_keys_and_wildcards_markers_change_live_in_etcd() {
+    if !etcd_available() {
+        return;
+    }
+    let etcd = Etcd::start();
+    let client = EtcdClient::connect(&[etcd.endpoint()]);
+    client.put("/skydns/config", CONFIG);
+    client.put("/skydns/test/skydns/dir/a", r#"{"host": "10.0.0.1"}"#);
+    client.put("/skydns/test/skydns/dir/b", r#"{"host": "10.0.0.2"}"#);
+    let s = Skyline::start_with(&["--machines", &etcd.endpoint(), "--no-rec", "--wildcards-marker"], &[]);
+    wait_for(&s, "a.dir.skydns.test.", &["10.0.0.1"]);
+    wait_for_rcode(&s, "dir.skydns.test.", ResponseCode::NXDomain);
+    client.put("/skydns/test/skydns/dir/.wildcards", "marked");
+    wait_for(&s, "dir.skydns.test.", &["10.0.0.1", "10.0.0.2"]);
+    wait_for(&s, "*.dir.skydns.test.", &["10.0.0.1", "10.0.0.2"]);
+    client.put("/skydns/test/skydns/dir/.self", r#"{"host": "10.0.0.9"}"#);
+    wait_for(&s, "dir.skydns.test.", &["10.0.0.9"]);
+    client.delete("/skydns/test/skydns/dir/.self");
+    wait_for(&s, "dir.skydns.test.", &["10.0.0.1", "10.0.0.2"]);
+    client.delete("/skydns/test/skydns/dir/.wildcards");
+    wait_for_rcode(&s, "dir.skydns.test.", ResponseCode::NXDomain);
+    wait_for_rcode(&s, "*.dir.skydns.test.", ResponseCode::NXDomain);
+    wait_for(&s, "b.dir.skydns.test.", &["10.0.0.2"]);
+}

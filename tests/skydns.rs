@@ -311,3 +311,235 @@ fn a_cname_never_shares_its_owner_and_an_incomplete_chain_is_dropped() {
         }
     }
 }
+
+/// Clients of the views tests: 127.0.0.2 has a list of its own, 127.0.0.3 shares one with
+/// 127.0.0.0/30, 127.0.0.5 matches no prefix.
+const ALONE: std::net::Ipv4Addr = std::net::Ipv4Addr::new(127, 0, 0, 2);
+const NEIGHBOUR: std::net::Ipv4Addr = std::net::Ipv4Addr::new(127, 0, 0, 3);
+const STRANGER: std::net::Ipv4Addr = std::net::Ipv4Addr::new(127, 0, 0, 5);
+
+fn views_records() -> String {
+    serde_json::json!({
+        "/skydns/config": {"domain": "skydns.test.", "ttl": 3600, "min_ttl": 60},
+        "/skydns/test/skydns/web": {
+            "default": [{"host": "10.9.0.1"}],
+            "127.0.0.0/30": [{"host": "10.3.0.1"}, {"host": "10.3.0.2"}],
+            "127.0.0.2/32": [{"host": "10.2.0.1"}],
+            "2001:db8::/32": [{"host": "10.6.0.1"}],
+            "127.0.0.0/99": [{"host": "10.99.0.1"}]
+        },
+        "/skydns/test/skydns/union": {
+            "127.0.0.2/32": [{"host": "10.2.1.1"}],
+            "127.0.0.3/32": [{"host": "10.2.1.2"}, {"host": "10.2.1.1"}]
+        },
+        "/skydns/test/skydns/dir/plain": {"host": "10.0.0.1"},
+        "/skydns/test/skydns/dir/viewed": {
+            "default": [{"host": "10.0.0.9"}],
+            "127.0.0.2/31": [{"host": "10.0.0.2"}, {"host": "10.0.0.1"}]
+        },
+        "/skydns/test/skydns/svc": {
+            "default": [{"host": "10.5.0.1", "port": 80, "text": "outside"}],
+            "127.0.0.2/32": [{"host": "10.5.0.2", "port": 8080, "text": "inside"}]
+        },
+        "/skydns/test/skydns/alias": {"host": "web.skydns.test."},
+        "/skydns/arpa/in-addr/10/0/0/1": {
+            "default": [{"host": "public.skydns.test."}],
+            "127.0.0.2/32": [{"host": "private.skydns.test."}]
+        }
+    })
+    .to_string()
+}
+
+/// Asks `name` from `client` over UDP and over TCP and returns the data of the answer records,
+/// sorted, after checking both transports agree.
+fn from(s: &Skyline, client: std::net::Ipv4Addr, name: &str, rtype: RecordType) -> BTreeSet<String> {
+    let udp = s.udp_from(client, name, rtype);
+    let tcp = s.tcp_from(client, name, rtype);
+    assert_eq!(
+        udp.response_code(),
+        ResponseCode::NoError,
+        "{name} {rtype} from {client}"
+    );
+    assert_eq!(
+        data(udp.answers()),
+        data(tcp.answers()),
+        "{name} {rtype} from {client}: UDP and TCP"
+    );
+    data(udp.answers())
+}
+
+#[test]
+fn views_answer_each_client_from_the_list_of_its_longest_prefix() {
+    let s = Skyline::start(&views_records(), &[], &[]);
+    assert_eq!(from(&s, ALONE, "web.skydns.test.", RecordType::A), set(&["10.2.0.1"]));
+    assert_eq!(
+        from(&s, NEIGHBOUR, "web.skydns.test.", RecordType::A),
+        set(&["10.3.0.1", "10.3.0.2"])
+    );
+    assert_eq!(
+        from(&s, STRANGER, "web.skydns.test.", RecordType::A),
+        set(&["10.9.0.1"])
+    );
+    assert_eq!(
+        from(&s, STRANGER, "union.skydns.test.", RecordType::A),
+        set(&["10.2.1.1", "10.2.1.2"]),
+        "without a default, the union of every list"
+    );
+    assert_eq!(from(&s, ALONE, "union.skydns.test.", RecordType::A), set(&["10.2.1.1"]));
+    assert!(
+        s.log_text().contains("127.0.0.0/99"),
+        "the malformed prefix is logged: {}",
+        s.log_text()
+    );
+}
+
+#[test]
+fn a_directory_answers_the_union_of_its_records_views_and_cnames_follow_them() {
+    let s = Skyline::start(&views_records(), &[], &[]);
+    assert_eq!(
+        from(&s, NEIGHBOUR, "dir.skydns.test.", RecordType::A),
+        set(&["10.0.0.1", "10.0.0.2"])
+    );
+    assert_eq!(
+        from(&s, STRANGER, "dir.skydns.test.", RecordType::A),
+        set(&["10.0.0.1", "10.0.0.9"])
+    );
+    let reply = s.udp_from(NEIGHBOUR, "dir.skydns.test.", RecordType::A);
+    assert_eq!(reply.answers().len(), 2, "10.0.0.1 once: {reply:?}");
+    assert_eq!(
+        from(&s, ALONE, "alias.skydns.test.", RecordType::A),
+        set(&["web.skydns.test.", "10.2.0.1"])
+    );
+    assert_eq!(
+        from(&s, STRANGER, "alias.skydns.test.", RecordType::A),
+        set(&["web.skydns.test.", "10.9.0.1"])
+    );
+}
+
+#[test]
+fn srv_txt_and_ptr_come_from_the_clients_list() {
+    let s = Skyline::start(&views_records(), &[], &[]);
+    assert_eq!(
+        from(&s, ALONE, "svc.skydns.test.", RecordType::SRV),
+        set(&["10 100 8080 svc.skydns.test."])
+    );
+    assert_eq!(
+        from(&s, STRANGER, "svc.skydns.test.", RecordType::SRV),
+        set(&["10 100 80 svc.skydns.test."])
+    );
+    let glue = s.tcp_from(ALONE, "svc.skydns.test.", RecordType::SRV);
+    assert_eq!(data(glue.additionals()), set(&["10.5.0.2"]));
+    assert_eq!(from(&s, ALONE, "svc.skydns.test.", RecordType::TXT), set(&["inside"]));
+    assert_eq!(
+        from(&s, NEIGHBOUR, "svc.skydns.test.", RecordType::TXT),
+        set(&["outside"])
+    );
+    assert_eq!(
+        from(&s, ALONE, "1.0.0.10.in-addr.arpa.", RecordType::PTR),
+        set(&["private.skydns.test."])
+    );
+    assert_eq!(
+        from(&s, NEIGHBOUR, "1.0.0.10.in-addr.arpa.", RecordType::PTR),
+        set(&["public.skydns.test."])
+    );
+}
+
+#[test]
+fn views_follow_the_records_file_as_it_changes() {
+    let s = Skyline::start(&views_records(), &[], &[]);
+    assert_eq!(from(&s, ALONE, "web.skydns.test.", RecordType::A), set(&["10.2.0.1"]));
+    let mut changed: serde_json::Value = serde_json::from_str(&views_records()).unwrap();
+    changed["/skydns/test/skydns/web"]["127.0.0.2/32"] = serde_json::json!([{"host": "10.2.0.7"}]);
+    changed["/skydns/test/skydns/plain"] = serde_json::json!({"default": [{"host": "10.8.0.1"}]});
+    s.rewrite(&changed.to_string());
+    common::eventually(
+        std::time::Duration::from_secs(10),
+        "the new list answers 127.0.0.2",
+        || data(s.udp_from(ALONE, "web.skydns.test.", RecordType::A).answers()) == set(&["10.2.0.7"]),
+    );
+    assert_eq!(
+        from(&s, NEIGHBOUR, "web.skydns.test.", RecordType::A),
+        set(&["10.3.0.1", "10.3.0.2"])
+    );
+    assert_eq!(
+        from(&s, STRANGER, "plain.skydns.test.", RecordType::A),
+        set(&["10.8.0.1"])
+    );
+}
+
+fn marker_records() -> String {
+    serde_json::json!({
+        "/skydns/config": {"domain": "skydns.test."},
+        "/skydns/test/skydns/marked/.wildcards": "",
+        "/skydns/test/skydns/marked/a": {"host": "10.0.0.1"},
+        "/skydns/test/skydns/marked/b": {"host": "10.0.0.2"},
+        "/skydns/test/skydns/plain/a": {"host": "10.0.1.1"},
+        "/skydns/test/skydns/plain/b": {"host": "10.0.1.2"},
+        "/skydns/test/skydns/dir/.self": {"host": "10.0.2.9"},
+        "/skydns/test/skydns/dir/a": {"host": "10.0.2.1"},
+        "/skydns/test/skydns/dir/b": {"host": "10.0.2.2"}
+    })
+    .to_string()
+}
+
+#[test]
+fn a_directory_with_a_self_key_answers_that_record_alone() {
+    let s = Skyline::start(&marker_records(), &[], &[]);
+    for reply in [
+        s.udp("dir.skydns.test.", RecordType::A),
+        s.tcp("dir.skydns.test.", RecordType::A),
+    ] {
+        assert_eq!(data(reply.answers()), set(&["10.0.2.9"]), "{reply:?}");
+    }
+    assert_eq!(
+        data(s.udp("a.dir.skydns.test.", RecordType::A).answers()),
+        set(&["10.0.2.1"])
+    );
+    for name in ["\\.wildcards.marked.skydns.test.", "\\.self.dir.skydns.test."] {
+        assert_eq!(
+            s.udp(name, RecordType::A).response_code(),
+            ResponseCode::NXDomain,
+            "{name}: .self and .wildcards keys are no names"
+        );
+    }
+}
+
+#[test]
+fn wildcards_keys_decide_which_directories_answer_under_the_flag() {
+    let without = Skyline::start(&marker_records(), &[], &[]);
+    let with = Skyline::start(&marker_records(), &["--wildcards-marker"], &[]);
+    for name in ["marked.skydns.test.", "*.marked.skydns.test."] {
+        for s in [&without, &with] {
+            let reply = s.udp(name, RecordType::A);
+            assert_eq!(
+                data(reply.answers()),
+                set(&["10.0.0.1", "10.0.0.2"]),
+                "{name}: {reply:?}"
+            );
+        }
+    }
+    for name in ["plain.skydns.test.", "any.plain.skydns.test."] {
+        assert_eq!(
+            data(without.udp(name, RecordType::A).answers()),
+            set(&["10.0.1.1", "10.0.1.2"]),
+            "{name} without the flag"
+        );
+        for reply in [with.udp(name, RecordType::A), with.tcp(name, RecordType::A)] {
+            assert_eq!(reply.response_code(), ResponseCode::NXDomain, "{name} under the flag");
+            assert!(reply.authoritative());
+        }
+    }
+    assert_eq!(
+        data(with.udp("a.plain.skydns.test.", RecordType::A).answers()),
+        set(&["10.0.1.1"])
+    );
+    assert_eq!(
+        data(with.udp("dir.skydns.test.", RecordType::A).answers()),
+        set(&["10.0.2.9"])
+    );
+    assert_eq!(
+        data(without.udp("skydns.test.", RecordType::A).answers()).len(),
+        7,
+        "a marker is never a record"
+    );
+}

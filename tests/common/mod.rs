@@ -127,6 +127,23 @@ impl Skyline {
         tcp_query(self.addr, &query(name, rtype, Some(1232)))
     }
 
+    /// Queries over UDP with EDNS(1232) from `local`, an address of 127.0.0.0/8: one test acts
+    /// as many clients.
+    pub fn udp_from(&self, local: std::net::Ipv4Addr, name: &str, rtype: RecordType) -> Message {
+        udp_query_from(local, self.addr, &query(name, rtype, Some(1232)))
+    }
+
+    /// Queries over TCP from `local`, an address of 127.0.0.0/8.
+    pub fn tcp_from(&self, local: std::net::Ipv4Addr, name: &str, rtype: RecordType) -> Message {
+        let q = query(name, rtype, Some(1232));
+        let mut stream = tcp_connect_from(local, self.addr, Duration::from_secs(5)).unwrap();
+        tcp_send(&mut stream, &q.to_vec().unwrap()).unwrap();
+        let reply = tcp_recv(&mut stream).expect("a TCP reply");
+        let reply = Message::from_vec(&reply).expect("hickory parses the reply");
+        assert_eq!(reply.id(), q.id());
+        reply
+    }
+
     /// Process log so far.
     pub fn log_text(&self) -> String {
         self.log.lock().unwrap().join("\n")
@@ -184,7 +201,12 @@ fn rand_id() -> u16 {
 
 /// Sends `q` over UDP and waits (bounded) for the reply with its ID.
 pub fn udp_query(addr: SocketAddr, q: &Message) -> Message {
-    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp_query_from(std::net::Ipv4Addr::LOCALHOST, addr, q)
+}
+
+/// Sends `q` over UDP from a socket bound to `local` and waits (bounded) for the reply.
+pub fn udp_query_from(local: std::net::Ipv4Addr, addr: SocketAddr, q: &Message) -> Message {
+    let sock = UdpSocket::bind(SocketAddr::from((local, 0))).unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     let bytes = q.to_vec().unwrap();
     let mut buf = vec![0u8; 65535];
@@ -196,7 +218,7 @@ pub fn udp_query(addr: SocketAddr, q: &Message) -> Message {
             return reply;
         }
     }
-    panic!("no UDP reply from {addr}");
+    panic!("no UDP reply from {addr} to {local}");
 }
 
 /// Sends `q` over a new TCP connection and reads one reply.

@@ -5,9 +5,9 @@
 use super::health::SourceHealth;
 use super::lease::{fold, LeaseTtls};
 use super::records::Records;
-use crate::skydns::{parse_record, ConfigError, ConfigPatch, RecordError};
+use crate::skydns::{parse_value, ConfigError, ConfigPatch, RecordError, SkippedViews};
 use crate::state::etcd::EtcdData;
-use skyline_dataplane::snapshot::skydns::{self, Entry, KeyPath};
+use skyline_dataplane::snapshot::skydns::{self, Entry, KeyKind, KeyPath, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
@@ -48,6 +48,9 @@ pub(super) enum ValueError {
     /// The value is not a valid record.
     #[error(transparent)]
     Record(#[from] RecordError),
+    /// Parts of the value's view map are left out; the rest serves.
+    #[error(transparent)]
+    Views(#[from] SkippedViews),
     /// The text does not fit one TXT record.
     #[error("field \"text\" holds {len} bytes; one TXT record holds at most {MAX_TEXT_LEN}")]
     TextTooLong {
@@ -208,8 +211,12 @@ impl State {
             };
         }
         match self.record(key, put.value) {
-            Ok(entry) => {
-                self.rejected.remove(key);
+            Ok((entry, skipped)) => {
+                if skipped.0.is_empty() {
+                    self.rejected.remove(key);
+                } else {
+                    self.reject(key, put.mod_revision, skipped.into(), health);
+                }
                 let leased = (put.lease != 0).then_some(Leased {
                     lease: put.lease,
                     ttl: entry.ttl(),
@@ -278,21 +285,27 @@ impl State {
         changed
     }
 
-    /// The typed record of a value at `key`, or why there is none.
-    fn record(&self, key: &str, value: &[u8]) -> Result<Entry, ValueError> {
+    /// The typed record of a value at `key`, with the parts of its view map left out, or why
+    /// there is none. The value of a `.wildcards` key is not read.
+    fn record(&self, key: &str, value: &[u8]) -> Result<(Entry, SkippedViews), ValueError> {
         let path = key
             .strip_prefix(self.below.as_str())
             .ok_or(ValueError::Key("the key is not below the path prefix"))?;
         check_key(path).map_err(ValueError::Key)?;
-        let service = parse_record(value)?;
-        if service.text.len() > MAX_TEXT_LEN {
-            return Err(ValueError::TextTooLong {
-                len: service.text.len(),
-            });
-        }
         let at =
             KeyPath::parse(key, &self.path_prefix)?.ok_or(ValueError::Key("the key is not below the path prefix"))?;
-        Ok(Entry::new(&at, &service)?)
+        if at.kind() == KeyKind::Wildcards {
+            return Ok((Entry::of(&at, &Value::Marker)?, SkippedViews::default()));
+        }
+        let decoded = parse_value(value)?;
+        if let Value::Record(service) = &decoded.value {
+            if service.text.len() > MAX_TEXT_LEN {
+                return Err(ValueError::TextTooLong {
+                    len: service.text.len(),
+                });
+            }
+        }
+        Ok((Entry::of(&at, &decoded.value)?, SkippedViews(decoded.skipped)))
     }
 
     fn reject(&mut self, key: &str, mod_revision: i64, error: ValueError, health: &SourceHealth) {
@@ -311,11 +324,15 @@ impl State {
 /// of them a name.
 fn check_key(path: &str) -> Result<(), &'static str> {
     let mut wire_len = 1;
-    for component in path.split('/') {
+    let mut components = path.split('/').peekable();
+    while let Some(component) = components.next() {
         if component.is_empty() {
             return Err("an empty path component (two slashes in a row, or a trailing slash)");
         }
-        if component.contains('.') {
+        let special = [".self", ".wildcards"]
+            .iter()
+            .any(|s| component.eq_ignore_ascii_case(s));
+        if component.contains('.') && !(special && components.peek().is_none()) {
             return Err("a path component holds a dot, which no name query can reach");
         }
         if component.len() > MAX_LABEL_LEN {
@@ -490,5 +507,32 @@ mod tests {
         assert!(check_key(&"x".repeat(64)).is_err());
         assert!(check_key(&vec!["abcdefgh"; 30].join("/")).is_err());
         assert!(check_key(&vec!["abcdefgh"; 28].join("/")).is_ok());
+        assert!(check_key("a/.self").is_ok() && check_key("a/.Wildcards").is_ok());
+        assert!(check_key("a/.self/b").is_err() && check_key("a/.other").is_err());
+    }
+
+    #[test]
+    fn view_maps_self_keys_and_markers_are_kept_and_bad_views_counted_once() {
+        let health = SourceHealth::default();
+        let mut s = State::new("skydns", BTreeMap::new());
+        s.read_complete();
+        let views = r#"{"default": [{"host": "10.0.0.1"}], "10.0/8": [], "10.0.0.0/8": [{"host": "x..y"}]}"#;
+        assert_eq!(s.put(put("/skydns/test/web", views, 0, 1), &health), Changed::Record);
+        assert_eq!(s.put(put("/skydns/test/web", views, 0, 1), &health), Changed::Nothing);
+        assert_eq!(health.rejections(), 1, "one value, parts of it left out, counted once");
+        assert_eq!(s.rejected_count(), 1);
+        assert_eq!(
+            s.put(put("/skydns/test/dir/.wildcards", "not a record", 0, 2), &health),
+            Changed::Record
+        );
+        assert_eq!(
+            s.put(put("/skydns/test/dir/.self", r#"{"host": "10.0.0.2"}"#, 0, 3), &health),
+            Changed::Record
+        );
+        assert_eq!(s.records.len(), 3);
+        assert_eq!(health.rejections(), 1);
+        let fixed = r#"{"default": [{"host": "10.0.0.1"}]}"#;
+        s.put(put("/skydns/test/web", fixed, 0, 4), &health);
+        assert_eq!(s.rejected_count(), 0);
     }
 }

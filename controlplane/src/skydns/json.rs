@@ -68,7 +68,7 @@ pub(crate) fn decode_object(bytes: &[u8], known: &'static [&'static str]) -> Res
 
 /// Whether the object key `key` names the field `field` under Go's case folding. Besides ASCII
 /// case, two non-ASCII letters fold onto ASCII ones: KELVIN SIGN onto `k`, LONG S onto `s`.
-fn key_matches(key: &str, field: &str) -> bool {
+pub(crate) fn key_matches(key: &str, field: &str) -> bool {
     let mut expected = field.chars();
     for c in key.chars() {
         let folded = match c {

@@ -8,4 +8,4 @@ pub mod record;
 
 pub use config::{ConfigError, ConfigPatch};
 pub use json::JsonError;
-pub use record::{parse_record, RecordError};
+pub use record::{parse_record, parse_value, Decoded, RecordError, SkippedView, SkippedViews, ViewError};

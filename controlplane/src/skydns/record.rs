@@ -8,10 +8,20 @@
 //! a negative number. Beyond the types, the `host` is checked: something that looks like an IP
 //! address must be one, and anything else must be a valid domain name, so that a typo skips one
 //! record with a clear reason instead of serving a CNAME to garbage.
+//!
+//! A value may also be a view map (docs/skydns-semantics.md, "Views"): an object whose keys are
+//! `default` and IP prefixes, each holding an array of records. It is told from a record by its
+//! shape: at least one key, every value an array, and no key naming a field of the record (so
+//! that `{"group": ["a"]}` stays a record of the wrong type). A key that is not a prefix, and a
+//! record of a list that cannot serve, are left out and reported; the rest of the map serves.
 
 use super::json::{self, JsonError};
 use super::names;
-use skyline_dataplane::snapshot::skydns::Service;
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use skyline_dataplane::snapshot::skydns::{Service, Value, ViewKey, MAX_TEXT_LEN};
+use skyline_dataplane::snapshot::views::{Prefix, PrefixError};
+use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// The JSON keys of `msg.Service` (its `key` field is `json:"-"`, so a `"key"` is ignored).
@@ -48,6 +58,192 @@ pub enum RecordError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// A view map none of whose lists can serve.
+    #[error("a view map with no list that can serve ({skipped} left out)")]
+    NoView {
+        /// Its parts left out.
+        skipped: usize,
+    },
+}
+
+/// A part of a view map left out of it.
+#[derive(Debug, thiserror::Error)]
+#[error("view {view:?}: {error}")]
+pub struct SkippedView {
+    /// The map's key the part is under.
+    pub view: String,
+    /// What is wrong with it.
+    pub error: ViewError,
+}
+
+/// Why a part of a view map is left out.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ViewError {
+    /// The key is neither `default` nor an IP prefix.
+    #[error("the key is neither \"default\" nor an IP prefix: {0}")]
+    Prefix(#[from] PrefixError),
+    /// The key's list is not an array of JSON values.
+    #[error("the list is not a JSON array")]
+    NotAList,
+    /// A record of the list cannot serve.
+    #[error("record {index} of the list: {error}")]
+    Record {
+        /// Its place in the list, from 0.
+        index: usize,
+        /// Why.
+        error: Box<RecordError>,
+    },
+    /// A record's text does not fit one TXT record.
+    #[error(
+        "record {index} of the list: field \"text\" holds {len} bytes; one TXT record holds at most {MAX_TEXT_LEN}"
+    )]
+    TextTooLong {
+        /// Its place in the list, from 0.
+        index: usize,
+        /// The text's length.
+        len: usize,
+    },
+}
+
+/// The parts of one view map left out, reported together.
+#[derive(Debug, Default, thiserror::Error)]
+pub struct SkippedViews(pub Vec<SkippedView>);
+
+impl fmt::Display for SkippedViews {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("left out of the view map: ")?;
+        for (i, part) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{part}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A value decoded: a record or a view map, and the parts of a view map left out of it.
+#[derive(Debug)]
+pub struct Decoded {
+    /// What the key holds.
+    pub value: Value,
+    /// Parts of a view map left out, each to be reported.
+    pub skipped: Vec<SkippedView>,
+}
+
+/// Parses one value: a record, e.g. `{"host": "10.0.0.1", "port": 80}`, or a view map, e.g.
+/// `{"default": [{"host": "10.0.0.1"}], "10.0.0.0/8": [{"host": "10.1.0.1"}]}`.
+pub fn parse_value(bytes: &[u8]) -> Result<Decoded, RecordError> {
+    // A view map holds arrays; most records hold none, and are read once.
+    if bytes.contains(&b'[') {
+        if let Some(views) = view_map(bytes) {
+            return views;
+        }
+    }
+    Ok(Decoded {
+        value: Value::Record(parse_record(bytes)?),
+        skipped: Vec::new(),
+    })
+}
+
+/// The view map `bytes` holds, or `None` when they are not one.
+fn view_map(bytes: &[u8]) -> Option<Result<Decoded, RecordError>> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut de = serde_json::Deserializer::from_str(&text);
+    let members = Members.deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    let shaped = !members.is_empty()
+        && members.iter().all(|(key, value)| {
+            value.get().starts_with('[') && !FIELDS.iter().any(|field| json::key_matches(key, field))
+        });
+    if !shaped {
+        return None;
+    }
+    let mut lists: Vec<(ViewKey, Vec<Service>)> = Vec::with_capacity(members.len());
+    let mut skipped = Vec::new();
+    for (key, value) in members {
+        let view = match key.as_str() {
+            "default" => ViewKey::Default,
+            prefix => match prefix.parse::<Prefix>() {
+                Ok(prefix) => ViewKey::Prefix(prefix),
+                Err(error) => {
+                    skipped.push(SkippedView {
+                        view: key,
+                        error: error.into(),
+                    });
+                    continue;
+                }
+            },
+        };
+        let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(value.get()) else {
+            skipped.push(SkippedView {
+                view: key,
+                error: ViewError::NotAList,
+            });
+            continue;
+        };
+        let mut records = Vec::with_capacity(items.len());
+        for (index, item) in items.iter().enumerate() {
+            let error = match parse_record(item.get().as_bytes()) {
+                Ok(service) if service.text.len() <= MAX_TEXT_LEN => {
+                    records.push(service);
+                    continue;
+                }
+                Ok(service) => ViewError::TextTooLong {
+                    index,
+                    len: service.text.len(),
+                },
+                Err(error) => ViewError::Record {
+                    index,
+                    error: Box::new(error),
+                },
+            };
+            skipped.push(SkippedView {
+                view: key.clone(),
+                error,
+            });
+        }
+        // Of a key given twice, as of a field, the last one wins.
+        match lists.iter_mut().find(|(known, _)| *known == view) {
+            Some(list) => list.1 = records,
+            None => lists.push((view, records)),
+        }
+    }
+    if lists.is_empty() {
+        return Some(Err(RecordError::NoView { skipped: skipped.len() }));
+    }
+    Some(Ok(Decoded {
+        value: Value::Views(lists),
+        skipped,
+    }))
+}
+
+/// The members of a JSON object in document order, their values unread; anything else fails.
+struct Members;
+
+impl<'de> DeserializeSeed<'de> for Members {
+    type Value = Vec<(String, &'de RawValue)>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Members {
+    type Value = Vec<(String, &'de RawValue)>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut members = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            members.push((key, map.next_value::<&RawValue>()?));
+        }
+        Ok(members)
+    }
 }
 
 /// Parses one record value, e.g. `{"host": "10.0.0.1", "port": 80}`.
@@ -268,5 +464,109 @@ mod tests {
                 "{host}"
             );
         }
+    }
+
+    fn views(json: &str) -> (Vec<(String, Vec<String>)>, Vec<String>) {
+        let decoded = parse_value(json.as_bytes()).unwrap();
+        let Value::Views(lists) = decoded.value else {
+            panic!("{json}: not a view map");
+        };
+        let lists = lists
+            .into_iter()
+            .map(|(key, records)| {
+                let key = match key {
+                    ViewKey::Default => "default".to_owned(),
+                    ViewKey::Prefix(prefix) => prefix.to_string(),
+                };
+                (key, records.into_iter().map(|r| r.host).collect())
+            })
+            .collect();
+        (lists, decoded.skipped.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn a_view_map_holds_its_lists_in_order() {
+        let (lists, skipped) = views(
+            r#"{"10.1.2.3/16": [{"host": "10.1.0.1"}, {"HOST": "web.skydns.test."}],
+                "default": [], "2001:db8::/32": [{"host": "10.6.0.1"}]}"#,
+        );
+        assert_eq!(
+            lists,
+            [
+                (
+                    "10.1.0.0/16".to_owned(),
+                    vec!["10.1.0.1".to_owned(), "web.skydns.test.".to_owned()]
+                ),
+                ("default".to_owned(), vec![]),
+                ("2001:db8::/32".to_owned(), vec!["10.6.0.1".to_owned()]),
+            ]
+        );
+        assert!(skipped.is_empty());
+    }
+
+    #[test]
+    fn malformed_prefixes_and_records_are_left_out_and_reported() {
+        let (lists, skipped) = views(
+            r#"{"10.0.0.0/33": [{"host": "10.0.0.1"}], "web": [], "10.0.0.0/8": [{"host": "10.0.0.300"},
+                {"host": "10.0.0.2"}, 7, {"text": "x"}], "default": [{"host": "10.9.9.9"}]}"#,
+        );
+        assert_eq!(
+            lists,
+            [
+                ("10.0.0.0/8".to_owned(), vec!["10.0.0.2".to_owned(), String::new()]),
+                ("default".to_owned(), vec!["10.9.9.9".to_owned()]),
+            ]
+        );
+        assert_eq!(skipped.len(), 4, "{skipped:?}");
+        assert!(skipped[0].contains("\"10.0.0.0/33\"") && skipped[0].contains("IP prefix"));
+        assert!(
+            skipped[2].contains("record 0") && skipped[2].contains("bad IP"),
+            "{skipped:?}"
+        );
+        assert!(skipped[3].contains("record 2"), "{skipped:?}");
+        let long = format!(
+            r#"{{"default": [{{"text": "{}"}}, {{"host": "10.0.0.1"}}]}}"#,
+            "a".repeat(MAX_TEXT_LEN + 1)
+        );
+        let (lists, skipped) = views(&long);
+        assert_eq!(lists[0].1, ["10.0.0.1"]);
+        assert!(skipped[0].contains("one TXT record"), "{skipped:?}");
+    }
+
+    #[test]
+    fn a_key_given_twice_keeps_its_last_list() {
+        let (lists, _) = views(r#"{"10.0.0.0/8": [{"host": "10.0.0.1"}], "10.0.0.9/8": [{"host": "10.0.0.2"}]}"#);
+        assert_eq!(lists, [("10.0.0.0/8".to_owned(), vec!["10.0.0.2".to_owned()])]);
+    }
+
+    #[test]
+    fn a_view_map_with_nothing_that_serves_is_rejected() {
+        assert!(matches!(
+            parse_value(br#"{"ten": [{"host": "10.0.0.1"}], "11/8": []}"#),
+            Err(RecordError::NoView { skipped: 2 })
+        ));
+    }
+
+    #[test]
+    fn only_the_shape_of_a_view_map_makes_one() {
+        for json in [
+            r#"{"host": "10.0.0.1", "text": "[not a list]"}"#,
+            r#"{"host": "10.0.0.1", "extra": [1, 2]}"#,
+            "{}",
+            "null",
+        ] {
+            assert!(
+                matches!(parse_value(json.as_bytes()).unwrap().value, Value::Record(_)),
+                "{json}"
+            );
+        }
+        assert!(matches!(
+            parse_value(br#"{"group": ["a"], "default": []}"#),
+            Err(RecordError::Json(JsonError::WrongType { field: "group", .. }))
+        ));
+        assert!(matches!(
+            parse_value(b"[]"),
+            Err(RecordError::Json(JsonError::NotAnObject { .. }))
+        ));
     }
 }

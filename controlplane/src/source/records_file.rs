@@ -1,15 +1,16 @@
 //! The records file format: SkyDNS's etcd data as one JSON object mapping each etcd key to its
 //! value, e.g. `{"/skydns/local/skydns/east/web": {"host": "10.0.0.1", "port": 80}}`.
 //!
-//! A value is either the record object itself or, as etcd stores it, a JSON string holding the
-//! record's JSON. The key `/<prefix>/config` holds SkyDNS's settings object instead of a record.
-//! A record that fails to decode is skipped and reported, never fatal; a file that is not a JSON
-//! object, or whose settings object is invalid, fails as a whole.
+//! A value is either the record object itself (or a view map of records) or, as etcd stores it,
+//! a JSON string holding that JSON. The key `/<prefix>/config` holds SkyDNS's settings object
+//! instead of a record, and a `.wildcards` key a marker whose value is not read. A record that
+//! fails to decode is skipped and reported, never fatal, as is a part of a view map; a file that
+//! is not a JSON object, or whose settings object is invalid, fails as a whole.
 
-use crate::skydns::{parse_record, ConfigError, ConfigPatch, RecordError};
+use crate::skydns::{parse_value, ConfigError, ConfigPatch, RecordError, SkippedView};
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
-use skyline_dataplane::snapshot::skydns::Service;
+use skyline_dataplane::snapshot::skydns::{KeyKind, KeyPath, Value};
 use std::collections::BTreeMap;
 
 /// Why a records file as a whole was not loaded.
@@ -52,6 +53,9 @@ pub enum EntryError {
     /// The value is not a valid record.
     #[error(transparent)]
     Record(#[from] RecordError),
+    /// A part of the key's view map is left out; the rest serves.
+    #[error(transparent)]
+    View(#[from] SkippedView),
 }
 
 /// One skipped entry.
@@ -66,12 +70,12 @@ pub struct Rejected {
 /// The decoded contents of a records file.
 #[derive(Debug, Default)]
 pub struct RecordsFile {
-    /// Valid records with their keys, sorted by key (so that every choice made "in key order" is
-    /// the same from one load to the next).
-    pub records: Vec<(String, Service)>,
+    /// Valid records (and view maps, and markers) with their keys, sorted by key (so that every
+    /// choice made "in key order" is the same from one load to the next).
+    pub records: Vec<(String, Value)>,
     /// The settings object, when the file has one.
     pub config: Option<ConfigPatch>,
-    /// Entries skipped, in key order.
+    /// Entries skipped, and parts of view maps left out, in key order.
     pub rejected: Vec<Rejected>,
 }
 
@@ -107,8 +111,19 @@ pub fn parse_records_file(bytes: &[u8], path_prefix: &str) -> Result<RecordsFile
             });
             continue;
         }
-        match parse_record(value.as_bytes()) {
-            Ok(service) => file.records.push((key, service)),
+        if KeyPath::parse(&key, path_prefix).is_ok_and(|at| at.is_some_and(|at| at.kind() == KeyKind::Wildcards)) {
+            file.records.push((key, Value::Marker));
+            continue;
+        }
+        match parse_value(value.as_bytes()) {
+            Ok(decoded) => {
+                let skipped = decoded.skipped.into_iter().map(|part| Rejected {
+                    key: key.clone(),
+                    error: part.into(),
+                });
+                file.rejected.extend(skipped);
+                file.records.push((key, decoded.value));
+            }
             Err(e) => file.rejected.push(Rejected { key, error: e.into() }),
         }
     }
@@ -158,7 +173,10 @@ mod tests {
         let keys: Vec<_> = file
             .records
             .iter()
-            .map(|(k, s)| (k.as_str(), s.host.as_str()))
+            .map(|(k, value)| match value {
+                Value::Record(s) => (k.as_str(), s.host.as_str()),
+                other => panic!("{k}: a record expected, found {other:?}"),
+            })
             .collect();
         assert_eq!(
             keys,
@@ -246,5 +264,46 @@ mod tests {
     fn an_invalid_config_fails_the_file() {
         let err = parse_records_file(br#"{"/skydns/config": {"ttl": "x"}}"#, "skydns").unwrap_err();
         assert!(matches!(err, FileError::Config { .. }), "{err}");
+    }
+
+    #[test]
+    fn view_maps_and_markers_are_read_and_bad_views_reported() {
+        let file = parse_records_file(
+            br#"{"/skydns/local/skydns/web": {"default": [{"host": "10.0.0.1"}], "10.0.0.0/40": [],
+                                               "10.0.0.0/8": [{"host": "10.0.0.2"}, {"port": "80"}]},
+                 "/skydns/local/skydns/dir/.wildcards": "anything at all",
+                 "/skydns/local/skydns/dir/.self": "{\"host\": \"10.0.0.3\"}"}"#,
+            "skydns",
+        )
+        .unwrap();
+        let kinds: Vec<(&str, &str)> = file
+            .records
+            .iter()
+            .map(|(k, value)| {
+                let kind = match value {
+                    Value::Record(_) => "record",
+                    Value::Views(lists) if lists.len() == 2 => "two views",
+                    Value::Views(_) => "views",
+                    Value::Marker => "marker",
+                };
+                (k.as_str(), kind)
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("/skydns/local/skydns/dir/.self", "record"),
+                ("/skydns/local/skydns/dir/.wildcards", "marker"),
+                ("/skydns/local/skydns/web", "two views")
+            ]
+        );
+        let rejected: Vec<String> = file
+            .rejected
+            .iter()
+            .map(|r| format!("{}: {}", r.key, r.error))
+            .collect();
+        assert_eq!(rejected.len(), 2, "{rejected:?}");
+        assert!(rejected[0].contains("\"10.0.0.0/40\""), "{rejected:?}");
+        assert!(rejected[1].contains("record 1"), "{rejected:?}");
     }
 }

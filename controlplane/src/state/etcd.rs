@@ -1,16 +1,17 @@
 //! The etcd source's data as persisted: every record under the prefix as a key and a SkyDNS
 //! value, the settings object, and the revision and cluster it was read at.
 //!
-//! Values are written as SkyDNS JSON (from [`Entry::service`]) and read back through the same
-//! parsing and checks as values from etcd, so that what a file holds can never serve something
-//! etcd itself could not have made the source serve. A leased record is written with the TTL
+//! Values are written as SkyDNS JSON (from [`Entry::value`]: a record, a view map of records, or
+//! an empty object for a `.wildcards` marker) and read back through the same parsing and checks
+//! as values from etcd, so that what a file holds can never serve something etcd itself could
+//! not have made the source serve. A leased record is written with the TTL
 //! it answered with then, and without its lease: read back, it keeps that TTL and does not
 //! expire, since no lease can be looked up while etcd is out of reach.
 
-use serde::ser::SerializeSeq;
+use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
-use skyline_dataplane::snapshot::skydns::Entry;
+use skyline_dataplane::snapshot::skydns::{Entry, Service, Value, ViewKey};
 use std::sync::Arc;
 
 /// What names an etcd source's data: the same prefix of another set of endpoints (another
@@ -55,27 +56,53 @@ impl Serialize for Records<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut seq = serializer.serialize_seq(Some(self.entries.len()))?;
         for entry in self.entries {
-            let service = entry.service();
-            let value = Value {
-                host: &service.host,
-                port: service.port,
-                priority: service.priority,
-                weight: service.weight,
-                text: &service.text,
-                mail: service.mail,
-                ttl: service.ttl,
-                targetstrip: service.target_strip,
-                group: &service.group,
-            };
-            seq.serialize_element(&(entry.key(self.path_prefix), value))?;
+            let key = entry.key(self.path_prefix);
+            match entry.value() {
+                Value::Record(service) => seq.serialize_element(&(key, Record::of(&service)))?,
+                Value::Views(lists) => seq.serialize_element(&(key, ViewMap(&lists)))?,
+                Value::Marker => seq.serialize_element(&(key, ViewMap(&[])))?,
+            }
         }
         seq.end()
     }
 }
 
+/// A view map: each list under `default` or its prefix.
+struct ViewMap<'a>(&'a [(ViewKey, Vec<Service>)]);
+
+impl Serialize for ViewMap<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (view, records) in self.0 {
+            let records: Vec<Record<'_>> = records.iter().map(Record::of).collect();
+            match view {
+                ViewKey::Default => map.serialize_entry("default", &records)?,
+                ViewKey::Prefix(prefix) => map.serialize_entry(&prefix.to_string(), &records)?,
+            }
+        }
+        map.end()
+    }
+}
+
+impl Record<'_> {
+    fn of(service: &Service) -> Record<'_> {
+        Record {
+            host: &service.host,
+            port: service.port,
+            priority: service.priority,
+            weight: service.weight,
+            text: &service.text,
+            mail: service.mail,
+            ttl: service.ttl,
+            targetstrip: service.target_strip,
+            group: &service.group,
+        }
+    }
+}
+
 /// A SkyDNS record value, its fields under SkyDNS's JSON names; unset ones left out.
 #[derive(Serialize)]
-struct Value<'a> {
+struct Record<'a> {
     #[serde(skip_serializing_if = "str::is_empty")]
     host: &'a str,
     #[serde(skip_serializing_if = "is_zero")]
@@ -125,11 +152,43 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<EtcdData, serde_json::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use skyline_dataplane::snapshot::skydns::{KeyPath, Service};
+    use skyline_dataplane::snapshot::skydns::KeyPath;
 
     fn entry(key: &str, service: Service) -> Arc<Entry> {
         let at = KeyPath::parse(key, "skydns").unwrap().unwrap();
         Arc::new(Entry::new(&at, &service).unwrap())
+    }
+
+    #[test]
+    fn view_maps_and_markers_are_written_as_etcd_holds_them() {
+        let at = |key: &str| KeyPath::parse(key, "skydns").unwrap().unwrap();
+        let host = |host: &str| Service {
+            host: host.into(),
+            ..Service::default()
+        };
+        let views = Value::Views(vec![
+            (ViewKey::Prefix("10.0.0.0/8".parse().unwrap()), vec![host("10.0.0.1")]),
+            (ViewKey::Default, vec![host("10.0.0.2"), host("web.skydns.test.")]),
+        ]);
+        let entries = [
+            Arc::new(Entry::of(&at("/skydns/test/dir/.wildcards"), &Value::Marker).unwrap()),
+            Arc::new(Entry::of(&at("/skydns/test/dir/.self"), &views).unwrap()),
+        ];
+        let bytes = encode("skydns", 1, 1, None, &entries).unwrap();
+        let data = decode(&bytes).unwrap();
+        let records: Vec<(&str, &str)> = data.records.iter().map(|(k, v)| (k.as_str(), v.get())).collect();
+        assert_eq!(
+            records,
+            [
+                ("/skydns/test/dir/.wildcards", "{}"),
+                (
+                    "/skydns/test/dir/.self",
+                    r#"{"10.0.0.0/8":[{"host":"10.0.0.1"}],"default":[{"host":"10.0.0.2"},{"host":"web.skydns.test."}]}"#
+                ),
+            ]
+        );
+        let read = crate::skydns::parse_value(data.records[1].1.get().as_bytes()).unwrap();
+        assert_eq!(read.value, views);
     }
 
     #[test]

@@ -39,7 +39,7 @@ pub enum ValueError {
 
 /// Longest `text` whose TXT RDATA fits in 65535 bytes: each 255-byte chunk costs one length octet,
 /// and a 255-multiple adds an empty string.
-const MAX_TEXT_LEN: usize = 65535 / 256 * 255;
+pub const MAX_TEXT_LEN: usize = 65535 / 256 * 255;
 
 /// How an entry keeps its host: an IPv4 address inline, an IPv6 address or a name (in wire
 /// form) in the entry's data, so that the entry itself stays small.
@@ -81,6 +81,8 @@ pub(super) struct ViewList {
     pub key: ViewKey,
     /// The records, in the order of the list.
     pub records: Box<[Entry]>,
+    /// Their TTLs as stored, which a lease's remaining TTL caps (see [`Entry::set_ttl`]).
+    stored_ttls: Box<[u32]>,
 }
 
 impl Data {
@@ -169,11 +171,12 @@ impl Entry {
     /// holding each list's records as entries of the same key.
     fn with_views(key: &KeyPath, lists: &[(ViewKey, Vec<Service>)]) -> Result<Entry, ValueError> {
         let mut views = Vec::with_capacity(lists.len());
-        for (view, records) in lists {
-            let records = records.iter().map(|service| Entry::new(key, service));
+        for (view, services) in lists {
+            let records = services.iter().map(|service| Entry::new(key, service));
             views.push(ViewList {
                 key: *view,
                 records: records.collect::<Result<_, _>>()?,
+                stored_ttls: services.iter().map(|service| service.ttl).collect(),
             });
         }
         let mut entry = Entry::new(key, &Service::default())?;
@@ -345,9 +348,22 @@ impl Entry {
         self.ttl
     }
 
-    /// Sets the TTL, for a record whose lease counts it down.
+    /// Sets the TTL, for a record whose lease counts it down. A view map's records take it as
+    /// the TTL a key's record without one of its own takes, and a cap on the TTL they have; 0
+    /// gives them theirs back.
     pub fn set_ttl(&mut self, ttl: u32) {
         self.ttl = ttl;
+        if let Data::Views(_, lists) = &mut self.data {
+            for list in lists.iter_mut() {
+                for (record, &stored) in list.records.iter_mut().zip(list.stored_ttls.iter()) {
+                    record.ttl = match (stored, ttl) {
+                        (_, 0) => stored,
+                        (0, lease) => lease,
+                        (stored, lease) => stored.min(lease),
+                    };
+                }
+            }
+        }
     }
 
     /// TTL, `default` when the record sets none.
@@ -636,5 +652,39 @@ mod tests {
             "upper case sorts first, as in the keys"
         );
         assert_eq!(lower.cmp_key(&key("/skydns/test/web")), Ordering::Equal);
+    }
+
+    #[test]
+    fn a_lease_caps_the_records_of_a_view_map_and_gives_them_back() {
+        let record = |ttl: u32| Service {
+            host: "10.0.0.1".into(),
+            ttl,
+            ..Service::default()
+        };
+        let value = Value::Views(vec![(ViewKey::Default, vec![record(0), record(30)])]);
+        let mut entry = Entry::of(&key("/skydns/test/.self"), &value).unwrap();
+        assert_eq!(entry.value(), value);
+        assert_eq!(entry.name().to_string(), "test.");
+        let ttls = |e: &Entry| -> Vec<u32> { e.views()[0].records.iter().map(Entry::ttl).collect() };
+        entry.set_ttl(10);
+        assert_eq!(ttls(&entry), [10, 10]);
+        entry.set_ttl(60);
+        assert_eq!(ttls(&entry), [60, 30]);
+        entry.set_ttl(0);
+        assert_eq!(ttls(&entry), [0, 30]);
+        assert_eq!(entry.value(), value);
+    }
+
+    #[test]
+    fn a_wildcards_key_is_a_marker_whatever_it_holds() {
+        let at = key("/skydns/test/Dir/.WildCards");
+        let marker = Entry::of(&at, &Value::Record(Service::default())).unwrap();
+        assert_eq!(marker.value(), Value::Marker);
+        assert_eq!(marker.key("skydns"), "/skydns/test/Dir/.WildCards");
+        assert_eq!(marker.name().to_string(), "dir.test.");
+        assert_eq!(
+            Entry::of(&key("/skydns/test/dir"), &Value::Marker),
+            Err(ValueError::Marker)
+        );
     }
 }

@@ -434,6 +434,28 @@ mod tests {
     }
 
     #[test]
+    fn self_and_wildcards_keys_are_their_directorys_and_only_last() {
+        let web = path_of(&name("web.local."));
+        let own = KeyPath::parse("/skydns/local/Web/.Self", "skydns").unwrap().unwrap();
+        assert_eq!((own.kind(), own.owner()), (KeyKind::Own, &web[..]));
+        assert_eq!(own.path(), own_path(&web));
+        let marker = KeyPath::parse("/skydns/local/web/.WILDCARDS", "skydns")
+            .unwrap()
+            .unwrap();
+        assert_eq!((marker.kind(), marker.owner()), (KeyKind::Wildcards, &web[..]));
+        assert_eq!(marker.path(), marker_path(&web));
+        assert_eq!(marker.written(), b"\x0a.WILDCARDS\x05local\x03web");
+        assert_eq!(
+            KeyPath::parse("/skydns/local/web", "skydns").unwrap().unwrap().kind(),
+            KeyKind::Name
+        );
+        for key in ["/skydns/a/.self/b", "/skydns/a/.other", "/skydns/.wildcards/a"] {
+            assert_eq!(parse_key(key, "skydns"), Err(KeyError::DotInComponent), "{key}");
+        }
+        assert!(is_special(b".SELF") && is_special(b".wildcards") && !is_special(b"self"));
+    }
+
+    #[test]
     fn the_reverse_tree_maps_to_arpa_names() {
         let path = parse_key("/skydns/arpa/in-addr/10/0/0/1", "skydns").unwrap().unwrap();
         assert_eq!(name_of(&path), name("1.0.0.10.in-addr.arpa."));

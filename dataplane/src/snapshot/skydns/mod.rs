@@ -19,7 +19,7 @@ mod update;
 mod wildcard;
 
 pub use build::{build, build_entries, typed, Stored};
-pub use entry::{Entry, Host, ValueError};
+pub use entry::{Entry, Host, ValueError, MAX_TEXT_LEN};
 pub use index::Index;
 pub use key::{KeyError, KeyKind, KeyPath};
 pub use leaves::{Leaf, Leaves, MAX_LEAF_ANSWER};
