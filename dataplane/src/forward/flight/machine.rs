@@ -38,11 +38,11 @@ use std::time::{Duration, Instant};
 /// or two upstreams and bound the work a question that never resolves can cause.
 pub const TRIES: usize = 3;
 /// Clients that may wait on one question; more get SERVFAIL at once.
-pub const MAX_WAITERS: usize = 256;
+const MAX_WAITERS: usize = 256;
 /// How long a health probe may take.
-pub const PROBE_BUDGET: Duration = Duration::from_secs(1);
+const PROBE_BUDGET: Duration = Duration::from_secs(1);
 /// Floor of the timeout of a TCP retry, which costs a handshake more than the UDP try.
-pub const MIN_TCP_TIMEOUT: Duration = Duration::from_millis(500);
+const MIN_TCP_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Why a question is put in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,8 +9,9 @@
 //! from one query's port about the next one's. Opening, connecting and registering a socket
 //! would put three system calls between a cache miss and its query, so spare sockets —
 //! connected to an upstream, registered, never used — wait for the next tries to that upstream.
-//! They are opened after the turn's replies and retries are handled, as many per upstream as
-//! the most tries it got in one turn (at most [`SPARES_PER_UPSTREAM`], [`SPARE_SOCKETS`] in
+//! They are opened at the end of the forwarder's turn, once its replies are read and its
+//! retries sent (the clients those replies answer are answered after it), as many per upstream
+//! as the most tries it got in one turn (at most [`SPARES_PER_UPSTREAM`], [`SPARE_SOCKETS`] in
 //! all), and closed after [`SPARE_IDLE`] without a try to their upstream. A try that finds none
 //! opens its socket then.
 
@@ -260,11 +261,11 @@ impl Sockets {
     }
 
     fn close_try(&mut self, id: TryId) {
-        let Some(socket) = self.tries.get_mut(id.index()) else {
+        let Some(&socket) = self.tries.get(id.index()) else {
             return;
         };
-        let socket = std::mem::replace(socket, NO_SOCKET);
         if self.open.get(socket).and_then(Option::as_ref).and_then(|o| o.serves) == Some(id) {
+            self.tries[id.index()] = NO_SOCKET;
             self.close(socket);
         }
     }

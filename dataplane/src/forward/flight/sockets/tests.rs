@@ -235,3 +235,23 @@ fn frames_are_taken_whole_one_at_a_time() {
     assert_eq!(message[0], 9);
     assert_eq!(input, [0], "half a prefix waits");
 }
+
+#[test]
+fn the_spares_of_an_upstream_no_try_went_to_for_a_while_are_closed() {
+    let upstream = upstream();
+    let mut rig = Rig::new(upstream.local_addr().unwrap());
+    rig.submit(0);
+    next_query(&upstream);
+    let last_try = rig.sockets.spares[0].last_try;
+    rig.sockets.top_up(last_try);
+    assert_eq!(rig.spare_ports().len(), 1);
+    rig.sockets.top_up(last_try + SPARE_IDLE);
+    assert_eq!(rig.spare_ports().len(), 1, "kept for {SPARE_IDLE:?}");
+    rig.sockets.top_up(last_try + SPARE_IDLE + Duration::from_millis(1));
+    assert!(rig.sockets.spares.is_empty(), "closed after");
+    assert_eq!(
+        rig.sockets.open.iter().flatten().count(),
+        1,
+        "the try's own socket stays"
+    );
+}
