@@ -158,7 +158,12 @@ UPSTREAM_ID = 0x5EED
 # Control byte 3 picks EDNS sizes by nibble: 0 none, 1 512, 2 1232, 3 4096.
 NO_EDNS, EDNS_512, EDNS_1232, EDNS_4096 = 0, 1, 2, 3
 # Control byte 2.
-DO, CD, OVER_TCP, DOWN_LATER, TCP_FIRST, TCP_SECOND, TCP_THIRD = (1 << i for i in range(7))
+DO, CD, TCP_LATER, DOWN_LATER, TCP_FIRST, TCP_SECOND, TCP_THIRD, ROTATE = (1 << i for i in range(8))
+# Script events (high nibble; the low one is the argument).
+(REPLY, NODATA, TRUNCATED, SERVFAIL, WRONG_ID, REFUSED, UNSENT, TIMEOUT, WAIT, ASK_AGAIN, ASK_OTHER,
+ RELOAD, REFRESH) = range(13)
+# The reply reaches the first try, and the TCP try when it was truncated.
+REPLY_TWICE = ((REPLY, 0), (REPLY, 0))
 
 
 def rr(owner, rtype, ttl, rdata, rclass=IN):
@@ -182,9 +187,11 @@ def upstream_reply(qname, qtype, answers=(), authority=(), additional=(), rcode=
     return header + name(qname) + struct.pack(">HH", qtype, IN) + b"".join(answers) + b"".join(authority) + b"".join(extra)
 
 
-def upstream_seed(qtype, name_index, bits=0, sizes=(EDNS_1232, NO_EDNS), age=0, reply=None):
+def upstream_seed(qtype, name_index, bits=0, sizes=(EDNS_1232, NO_EDNS), age=0, reply=None, script=REPLY_TWICE):
+    """Control bytes, the script of (event, argument) pairs, then the reply."""
     control = bytes([UPSTREAM_QTYPES.index(qtype), name_index, bits, sizes[0] | sizes[1] << 4, age])
-    return control + reply
+    events = bytes(event << 4 | arg for event, arg in script)
+    return control + bytes([len(events)]) + events + reply
 
 
 def upstream():
@@ -226,7 +233,7 @@ def upstream():
     seeds["nodata-no-soa"] = upstream_seed(AAAA, 1, reply=upstream_reply(ex_com, AAAA))
     seeds["tc"] = upstream_seed(A, 1, reply=upstream_reply(
         ex_com, A, flags=0x8380, answers=[rr(ptr(12), A, 300, bytes([192, 0, 2, i])) for i in range(3)]))
-    seeds["tc-over-tcp"] = upstream_seed(A, 1, bits=OVER_TCP, reply=upstream_reply(
+    seeds["tc-over-tcp"] = upstream_seed(A, 1, script=((TRUNCATED, 0), (REPLY, 0)), reply=upstream_reply(
         ex_com, A, flags=0x8380, answers=[rr(ptr(12), A, 300, bytes([192, 0, 2, i])) for i in range(3)]))
     seeds["big"] = upstream_seed(A, 1, sizes=(NO_EDNS, EDNS_1232), bits=TCP_THIRD, age=3, reply=upstream_reply(
         ex_com, A, answers=[rr(ptr(12), A, 300, bytes([10, 1, i // 250, i % 250])) for i in range(90)],
@@ -280,6 +287,35 @@ def upstream():
     seeds["records-after-opt"] = upstream_seed(A, 1, reply=upstream_reply(
         ex_com, A, answers=[rr(ptr(12), A, 300, bytes([192, 0, 2, 1]))])
         + rr(ptr(12), A, 300, bytes([192, 0, 2, 2])))
+
+    # What happens around the reply: the forwarder's state machine driven by the script.
+    a_two = upstream_reply(ex_com, A, answers=[
+        rr(ptr(12), A, 300, bytes([192, 0, 2, 1])), rr(ptr(12), A, 300, bytes([192, 0, 2, 2]))])
+    scripts = {
+        "retry-after-timeout": ((TIMEOUT, 0), (REPLY, 1)),
+        "late-answer": ((TIMEOUT, 0), (REPLY, 0)),
+        "silent": (),
+        "servfail-then-answer": ((SERVFAIL, 0), (REPLY, 0)),
+        "refused-then-answer": ((REFUSED, 0), (REPLY, 0)),
+        "unsent-then-answer": ((UNSENT, 0), (TIMEOUT, 0), (REPLY, 1)),
+        "out-of-sockets": ((UNSENT, 1), (TIMEOUT, 0)),
+        "tcp-timeout": ((TRUNCATED, 0), (TIMEOUT, 0), (REPLY, 0)),
+        "wrong-id-then-answer": ((WRONG_ID, 0), (WAIT, 3), (REPLY, 0)),
+        "down-and-probe": ((TIMEOUT, 0),) * 4 + ((ASK_OTHER, 0),) + ((TIMEOUT, 0),) * 4
+        + ((ASK_OTHER, 1),) + ((TIMEOUT, 0),) * 4 + ((NODATA, 3), (ASK_AGAIN, 0), (REPLY, 0)),
+        "merge-and-reload": ((ASK_AGAIN, 0), (ASK_AGAIN, 1), (RELOAD, 1), (REPLY, 0)),
+        "bound": ((ASK_OTHER, 0), (ASK_OTHER, 1), (ASK_OTHER, 2), (ASK_OTHER, 3), (REPLY, 0), (NODATA, 1)),
+        "refresh-rotated": ((RELOAD, 3), (REFRESH, 0), (REPLY, 0), (ASK_AGAIN, 0)),
+    }
+    for key, script in scripts.items():
+        seeds[f"script-{key}"] = upstream_seed(A, 1, bits=ROTATE if "rotated" in key else 0, age=30,
+                                               reply=a_two, script=script)
+    seeds["script-stub-gone"] = upstream_seed(NS, 5, script=((RELOAD, 2),), reply=upstream_reply(
+        UPSTREAM_NAMES[5].lower(), NS, answers=[rr(ptr(12), NS, 600, b"\x03ns1" + ptr(17))]))
+    seeds["script-stale-after-failure"] = upstream_seed(A, 1, bits=DOWN_LATER | TCP_LATER, age=120, reply=upstream_reply(
+        ex_com, A, answers=[rr(ptr(12), A, 5, bytes([192, 0, 2, 7]))]), script=(
+        (REPLY, 0), (WAIT, 15), (WAIT, 15), (WAIT, 15), (WAIT, 15), (WAIT, 15), (WAIT, 15), (WAIT, 15),
+        (ASK_AGAIN, 0), (TIMEOUT, 0), (TIMEOUT, 0), (REPLY, 0)))
     return seeds
 
 
