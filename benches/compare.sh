@@ -12,7 +12,9 @@
 #              at each of TCP_CONNS connections, without pipelining (one query outstanding per
 #              connection) and with it (TCP_PIPELINE queries outstanding per connection); a
 #              table of medians and ratios in RESULTS/tcp.md
-#   callgrind  user-space instructions per answered query, each server under valgrind
+#   callgrind  user-space instructions per answered query, each server under valgrind, on
+#              CALLGRIND_MIXES: the mixes, and `views`/`viewless` (A for names with views, and for
+#              names whose view maps' lists agree: what views cost a name that has them)
 #   allocations  the data plane's zero-allocation tests (answer path, running worker)
 #   report     summary tables, JSON and the SVG picture from what is in RESULTS
 #   all        peak, tcp, callgrind, the zero-allocation tests, report
@@ -20,7 +22,8 @@
 # Knobs (environment, defaults in brackets): ROUNDS [3], DURATION [10] seconds per run, MIXES
 # ["a nxdomain srv mixedcase"], GENERATORS ["loadgen dnsperf"], SERVERS ["echo skyline knot"],
 # PACED_MIXES ["a"; empty for none], PACED_FRACTION [0.8], SERVICES [2500] (four A names each),
-# QUERIES [100000] per mix file, CALLGRIND_QUERIES [10000], WINDOW [100] and BATCH [16] for
+# QUERIES [100000] per mix file, CALLGRIND_QUERIES [10000], CALLGRIND_MIXES ["$MIXES views
+# viewless"], WINDOW [100] and BATCH [16] for
 # skyline-loadgen, SOCKETS [1] client source ports, SERVER_CPU [1] (a taskset CPU list),
 # CLIENT_CPU [0], SKYLINE_BIN [target/release/skyline] (e.g. a build with another batch size),
 # SKYLINE_FLAGS ["--workers 1 --no-pin"], BUILD [1] (0: use the binaries as they are), RESULTS
@@ -46,6 +49,7 @@ PACED_FRACTION="${PACED_FRACTION:-0.8}"
 SERVICES="${SERVICES:-2500}"
 QUERIES="${QUERIES:-100000}"
 CALLGRIND_QUERIES="${CALLGRIND_QUERIES:-10000}"
+CALLGRIND_MIXES="${CALLGRIND_MIXES:-$MIXES views viewless}"
 WINDOW="${WINDOW:-100}"
 BATCH="${BATCH:-16}"
 SOCKETS="${SOCKETS:-1}"
@@ -313,13 +317,13 @@ callgrind() {
   }
   echo "server,mix,instructions,answered" >"$RESULTS/callgrind.csv"
   mkdir -p "$work/cg"
-  for mix in $MIXES; do head -n "$CALLGRIND_QUERIES" "$work/data/$mix.txt" >"$work/cg/$mix.txt"; done
+  for mix in $CALLGRIND_MIXES; do head -n "$CALLGRIND_QUERIES" "$work/data/$mix.txt" >"$work/cg/$mix.txt"; done
   for s in $SERVERS; do
     READY_SECONDS=120 start "$s" valgrind --tool=callgrind --callgrind-out-file="$work/cg/$s.%p"
     local pid=${PID[$s]}
     # Warm-up, so that first-touch work is not counted.
     dnsperf -s 127.0.0.1 -p "${PORT[$s]}" -d "$work/cg/a.txt" -n 1 -c 1 -q 20 -t 5 >/dev/null
-    for mix in $MIXES; do
+    for mix in $CALLGRIND_MIXES; do
       callgrind_control -z "$pid" >/dev/null 2>&1
       ls "$work/cg/$s.$pid".* >"$work/cg/before" 2>/dev/null || true
       dnsperf -s 127.0.0.1 -p "${PORT[$s]}" -d "$work/cg/$mix.txt" -n 1 -c 1 -q 20 -t 5 >"$work/cg/out" 2>&1

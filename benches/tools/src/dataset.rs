@@ -6,6 +6,12 @@
 //! the addresses, SRV records (weights normalised to 100 per priority) and texts of the
 //! records below it, and SRV targets of address records are the records' own names, whose
 //! addresses go in the additional section.
+//!
+//! Beside the services, names with view maps (docs/skydns-semantics.md, "Views"): `view<s>`
+//! answers a client of 127.0.0.0/8 (every benchmark client) otherwise than the others, and
+//! `same<s>` holds a view map whose lists agree, so that it answers as a name without views:
+//! the two mixes that ask them measure what views cost a name that has them. The zone file
+//! holds what the benchmark's clients get.
 
 use crate::rng::SplitMix64;
 use std::fmt::Write;
@@ -49,6 +55,12 @@ impl Spec {
         format!("2001:db8::{service:x}")
     }
 
+    /// The address `view<s>` answers `list` (0: 127.0.0.0/8, 1: 10.0.0.0/8, 2: default) with, and
+    /// `same<s>` every client.
+    fn viewed(service: usize, list: usize) -> String {
+        format!("10.{}.{}.{}", 200 + list, (service >> 8) & 0xFF, service & 0xFF)
+    }
+
     fn text(service: usize) -> String {
         format!("service {service}: owner team-{}, tier web", service % 7)
     }
@@ -56,6 +68,11 @@ impl Spec {
     /// Address records (leaf names) in the data set.
     pub fn address_names(&self) -> usize {
         self.services * V4_INSTANCES + self.services.div_ceil(EVERY)
+    }
+
+    /// Names holding a view map: `view<s>` and `same<s>` of every tenth service.
+    pub fn view_names(&self) -> usize {
+        2 * self.services.div_ceil(EVERY)
     }
 
     /// The records file for skyline: a JSON object of etcd key → SkyDNS record.
@@ -79,6 +96,17 @@ impl Spec {
                 );
                 let text = Spec::text(s);
                 let _ = write!(out, ",\n  \"{prefix}/svc{s}/info\": {{\"text\": \"{text}\"}}");
+                let (local, ten, other) = (Spec::viewed(s, 0), Spec::viewed(s, 1), Spec::viewed(s, 2));
+                let _ = write!(
+                    out,
+                    ",\n  \"{prefix}/view{s}\": {{\"default\": [{{\"host\": \"{other}\"}}], \
+                     \"10.0.0.0/8\": [{{\"host\": \"{ten}\"}}], \"127.0.0.0/8\": [{{\"host\": \"{local}\"}}]}}"
+                );
+                let _ = write!(
+                    out,
+                    ",\n  \"{prefix}/same{s}\": {{\"default\": [{{\"host\": \"{local}\"}}], \
+                     \"127.0.0.0/8\": [{{\"host\": \"{local}\"}}]}}"
+                );
             }
         }
         out.push_str("\n}\n");
@@ -110,6 +138,8 @@ impl Spec {
                     out,
                     "h{V4_INSTANCES}.svc{s} AAAA {ip}\nsvc{s} AAAA {ip}\ninfo.svc{s} TXT \"{text}\"\nsvc{s} TXT \"{text}\""
                 );
+                let local = Spec::viewed(s, 0);
+                let _ = writeln!(out, "view{s} A {local}\nsame{s} A {local}");
             }
             for h in 0..instances {
                 let _ = writeln!(out, "svc{s} SRV {PRIORITY} {weight} {PORT} h{h}.svc{s}");
@@ -131,6 +161,8 @@ impl Spec {
                 Mix::Nxdomain if k % 10 == 9 => writeln!(out, "h{h}.nosuch{s}.{d} A"),
                 Mix::Nxdomain => writeln!(out, "h{h}.svc{s}.{d} A"),
                 Mix::Srv => writeln!(out, "svc{s}.{d} SRV"),
+                Mix::Views => writeln!(out, "view{}.{d} A", s / EVERY as u64 * EVERY as u64),
+                Mix::Viewless => writeln!(out, "same{}.{d} A", s / EVERY as u64 * EVERY as u64),
                 Mix::MixedCase => {
                     let name = format!("h{h}.svc{s}.{d}");
                     let mixed: String = name
@@ -163,11 +195,22 @@ pub enum Mix {
     Srv,
     /// As [`Mix::A`], each letter's case chosen at random (as resolvers using 0x20 send them).
     MixedCase,
+    /// A queries for names with views, each answering one address to the benchmark's clients.
+    Views,
+    /// A queries for names whose view maps' lists agree: one address, no views.
+    Viewless,
 }
 
 impl Mix {
     /// Every mix, in report order.
-    pub const ALL: [Mix; 4] = [Mix::A, Mix::Nxdomain, Mix::Srv, Mix::MixedCase];
+    pub const ALL: [Mix; 6] = [
+        Mix::A,
+        Mix::Nxdomain,
+        Mix::Srv,
+        Mix::MixedCase,
+        Mix::Views,
+        Mix::Viewless,
+    ];
 
     /// The name used in file names and reports.
     pub fn name(self) -> &'static str {
@@ -176,6 +219,8 @@ impl Mix {
             Mix::Nxdomain => "nxdomain",
             Mix::Srv => "srv",
             Mix::MixedCase => "mixedcase",
+            Mix::Views => "views",
+            Mix::Viewless => "viewless",
         }
     }
 }
@@ -198,7 +243,14 @@ mod tests {
         let json = spec().records_json();
         assert!(json.contains("\"/skydns/local/skydns/svc19/h3\": {\"host\": \"10.0.0.79\", \"port\": 8080}"));
         assert!(json.contains("\"/skydns/local/skydns/svc10/h4\": {\"host\": \"2001:db8::a\""));
-        assert_eq!(json.matches("\"host\"").count(), 1 + spec().address_names());
+        assert_eq!(
+            json.matches("\"host\"").count(),
+            1 + spec().address_names() + spec().view_names() / 2 * 5
+        );
+        assert!(json.contains(
+            "\"/skydns/local/skydns/view10\": {\"default\": [{\"host\": \"10.202.0.10\"}], \"10.0.0.0/8\": \
+             [{\"host\": \"10.201.0.10\"}], \"127.0.0.0/8\": [{\"host\": \"10.200.0.10\"}]}"
+        ));
     }
 
     #[test]
@@ -209,6 +261,7 @@ mod tests {
         assert!(zone.contains("svc10 SRV 10 20 8080 h4.svc10\n"));
         assert!(zone.contains("h4.svc10 AAAA 2001:db8::a\n"));
         assert!(zone.contains("info.svc0 TXT \"service 0: owner team-0, tier web\"\n"));
+        assert!(zone.contains("view10 A 10.200.0.10\nsame10 A 10.200.0.10\n"));
     }
 
     #[test]

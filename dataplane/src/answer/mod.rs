@@ -14,7 +14,7 @@ pub(crate) use responder::{Responder, OPT_LEN};
 
 use crate::io::Peer;
 use crate::snapshot::kubernetes::{Host, MAX_ANSWER};
-use crate::snapshot::rrset::Beyond;
+use crate::snapshot::rrset::{Beyond, CompiledAnswer};
 use crate::snapshot::skydns::{self, WildcardAnswer};
 use crate::snapshot::skydns::{Leaf, MAX_LEAF_ANSWER};
 use crate::snapshot::{Found, Node, Slot, Snapshot, Zone};
@@ -281,8 +281,15 @@ fn by_class<O: Outside>(
                 r.hinfo(zone.default_ttl);
                 return O::Flow::default();
             }
-            let slot = Slot::for_qtype(question.qtype);
-            match slot.and_then(|s| node.answer(s).or_else(|| viewed(node, r.ctx)?.answer(s))) {
+            let found = match Slot::for_qtype(question.qtype) {
+                Some(slot) => match node.answer(slot) {
+                    Some(compiled) => Some(compiled),
+                    None if node.has_views() => viewed(node, slot, r.ctx),
+                    None => None,
+                },
+                None => None,
+            };
+            match found {
                 Some(compiled) => {
                     let mark = r.mark();
                     r.compiled(compiled);
@@ -316,12 +323,12 @@ fn by_class<O: Outside>(
     O::Flow::default()
 }
 
-/// The node answering this client where a node's slot has no answer of its own: the node of
-/// the client's class, for a name with views (docs/skydns-semantics.md, "Views").
+/// The answer for `slot` to this client where a node's slot has no answer of its own: the
+/// answer of the client's class, for a name with views (docs/skydns-semantics.md, "Views").
 #[cold]
 #[inline(never)]
-fn viewed<'n>(node: &'n Node, ctx: &Context) -> Option<&'n Node> {
-    Some(node.views()?.node_for(ctx.client.ip()))
+fn viewed<'n>(node: &'n Node, slot: Slot, ctx: &Context) -> Option<&'n CompiledAnswer> {
+    node.views()?.answer(slot, ctx.client.ip())
 }
 
 /// A name that answers with the address it spells (see [`Snapshot::echoed_address`]).

@@ -254,14 +254,17 @@ impl Node {
         self.0.answers.get((self.0.slots & (bit - 1)).count_ones() as usize)
     }
 
+    /// Whether the name has views: answers that depend on the client.
+    #[inline]
+    pub fn has_views(&self) -> bool {
+        self.0.slots & Slot::VIEWS != 0
+    }
+
     /// What answers the slots without an answer of their own, client by client: `None` but for
-    /// a name with views. For the answer path, only where [`Node::answer`] found nothing.
-    #[cold]
-    #[inline(never)]
+    /// a name with views (its holder is the node's last answer). For the answer path, only where
+    /// [`Node::answer`] found nothing and [`Node::has_views`] said so.
+    #[inline]
     pub fn views(&self) -> Option<&Views> {
-        if self.0.slots & Slot::VIEWS == 0 {
-            return None;
-        }
         self.0.answers.last()?.views()
     }
 

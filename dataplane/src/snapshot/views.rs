@@ -1,15 +1,17 @@
 //! Answers that depend on who asks (SkyDNS views, docs/skydns-semantics.md, "Views"): a name
-//! whose records hold view maps keeps, besides the answers every client gets, one node per class
-//! of clients, and a table of the prefixes that tell the classes apart.
+//! whose records hold view maps keeps, besides the answers every client gets, the answers of
+//! each class of clients for the types where they differ, and a table of the prefixes that tell
+//! the classes apart.
 //!
 //! Which list of a view map a client gets depends only on the longest of the map's prefixes
 //! that holds the client's address. For a name, take every prefix of every view map its answers
 //! read: two clients whose longest match among those prefixes is the same prefix (or who match
 //! none) get the same answers. So the builder compiles one set of answers per prefix, and one for
 //! the clients no prefix holds, and the answer path finds a client's class with one walk over
-//! the table, longest prefix first.
+//! the table, longest prefix first, and its answer at the class's row and the type's column.
 
-use super::Node;
+use super::rrset::CompiledAnswer;
+use super::Slot;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
@@ -132,84 +134,146 @@ impl fmt::Display for Prefix {
     }
 }
 
-/// One row of the table: a prefix as the answer path tests it, and its class.
-#[derive(Debug, PartialEq, Eq)]
-struct Row {
-    /// IPv4 (the low 32 bits count) or IPv6.
-    v4: bool,
-    net: u128,
-    mask: u128,
-    class: u16,
-}
+/// The column of a type no class answers apart.
+const NO_COLUMN: u8 = u8::MAX;
 
-/// The nodes answering each class of clients of one name, and the table that finds a client's
-/// class: what [`Node::views`] holds for a name whose answers depend on the client.
+/// The answers of each class of clients of one name for the types where classes differ, and
+/// the table that finds a client's class: what [`super::Node::views`] holds for a name whose
+/// answers depend on the client.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Views {
-    /// Longest prefix first, so that the first row holding a client is its longest match.
-    rows: Box<[Row]>,
-    /// The class of clients no prefix holds first, then one per row's class.
-    classes: Box<[Node]>,
+    /// The IPv4 prefixes, longest first, so that the first one holding a client is its longest
+    /// match: a client's address masked is the network. The class of row `i` is `i + 1`.
+    v4: Box<[(u32, u32)]>,
+    /// The IPv6 prefixes, longest first; their classes follow the IPv4 ones'.
+    v6: Box<[(u128, u128)]>,
+    /// Each slot's column in `answers`, [`NO_COLUMN`] for those no class answers apart.
+    columns: [u8; Slot::COUNT],
+    /// Columns, the types classes answer apart.
+    width: usize,
+    /// The answers, class by class, the class of the clients no prefix holds first.
+    answers: Box<[Option<CompiledAnswer>]>,
 }
 
+/// Answers of one class, by slot.
+pub type ClassAnswers = [Option<CompiledAnswer>; Slot::COUNT];
+
 impl Views {
-    /// The table of `classes`, each prefix with the node its clients get; `others` answers the
-    /// clients none of the prefixes holds.
-    pub fn new(others: Node, classes: Vec<(Prefix, Node)>) -> Views {
+    /// The table of `classes`, each prefix with the answers its clients get, in the slots
+    /// `apart` (those where classes differ); `others` are the answers of the clients none of the
+    /// prefixes holds.
+    pub fn new(apart: &[Slot], others: ClassAnswers, classes: Vec<(Prefix, ClassAnswers)>) -> Views {
         let mut classes = classes;
-        classes.sort_by(|(a, _), (b, _)| b.len.cmp(&a.len).then_with(|| a.cmp(b)));
-        let rows = classes
-            .iter()
-            .enumerate()
-            .map(|(i, (prefix, _))| {
-                let (net, width) = bits_of(prefix.addr);
-                Row {
-                    v4: width == 32,
-                    net,
-                    mask: mask(prefix.len, width),
-                    class: (i + 1) as u16,
-                }
-            })
-            .collect();
-        let classes = std::iter::once(others).chain(classes.into_iter().map(|(_, node)| node));
+        classes.sort_by(|(a, _), (b, _)| {
+            let family = |p: &Prefix| p.addr.is_ipv6();
+            family(a).cmp(&family(b)).then(b.len.cmp(&a.len)).then_with(|| a.cmp(b))
+        });
+        let mut columns = [NO_COLUMN; Slot::COUNT];
+        for (column, slot) in apart.iter().enumerate() {
+            columns[*slot as usize] = column as u8;
+        }
+        let (mut v4, mut v6) = (Vec::new(), Vec::new());
+        let mut answers = Vec::with_capacity((classes.len() + 1) * apart.len());
+        let mut row = |answered: ClassAnswers| {
+            let mut answered = answered;
+            answers.extend(apart.iter().map(|slot| answered[*slot as usize].take()));
+        };
+        row(others);
+        for (prefix, answered) in classes {
+            let (net, width) = bits_of(prefix.addr);
+            let mask = mask(prefix.len, width);
+            match prefix.addr {
+                IpAddr::V4(_) => v4.push((net as u32, mask as u32)),
+                IpAddr::V6(_) => v6.push((net, mask)),
+            }
+            row(answered);
+        }
         Views {
-            rows,
-            classes: classes.collect(),
+            v4: v4.into_boxed_slice(),
+            v6: v6.into_boxed_slice(),
+            columns,
+            width: apart.len(),
+            answers: answers.into_boxed_slice(),
         }
     }
 
-    /// The node answering `client`. Allocation-free, for the answer path.
+    /// The answer `client` gets for `slot`, if the classes answer it apart and the client's
+    /// class has one. Allocation-free, for the answer path.
     #[inline]
-    pub fn node_for(&self, client: IpAddr) -> &Node {
-        let (bits, width) = bits_of(self::client(client));
-        let v4 = width == 32;
-        let class = self
-            .rows
-            .iter()
-            .find(|row| row.v4 == v4 && bits & row.mask == row.net)
-            .map_or(0, |row| usize::from(row.class));
-        &self.classes[class]
+    pub fn answer(&self, slot: Slot, client: IpAddr) -> Option<&CompiledAnswer> {
+        let column = self.columns[slot as usize];
+        if column == NO_COLUMN {
+            return None;
+        }
+        match client {
+            IpAddr::V4(v4) => self.cell(self.class_v4(u32::from(v4)), column),
+            IpAddr::V6(v6) => self.answer_v6(v6, column),
+        }
     }
 
-    /// The prefixes, longest first, each with the node its clients get; then the node of the
-    /// clients no prefix holds. For tests and tools.
-    pub fn classes(&self) -> (impl Iterator<Item = (Prefix, &Node)>, &Node) {
-        let rows = self.rows.iter().map(|row| {
-            let addr = match row.v4 {
-                true => IpAddr::V4(Ipv4Addr::from(row.net as u32)),
-                false => IpAddr::V6(Ipv6Addr::from(row.net)),
-            };
-            let len = row.mask.count_ones() as u8;
-            (Prefix { addr, len }, &self.classes[usize::from(row.class)])
-        });
-        (rows, &self.classes[0])
+    /// The answer of `class` in `column`.
+    #[inline]
+    fn cell(&self, class: usize, column: u8) -> Option<&CompiledAnswer> {
+        self.answers.get(class * self.width + usize::from(column))?.as_ref()
+    }
+
+    /// The class of the IPv4 client `bits`.
+    #[inline]
+    fn class_v4(&self, bits: u32) -> usize {
+        let rows = &self.v4;
+        let mut row = 0;
+        while row < rows.len() {
+            let (net, mask) = rows[row];
+            row += 1;
+            if bits & mask == net {
+                return row;
+            }
+        }
+        0
+    }
+
+    /// The answer in `column` of the IPv6 client `v6`, an IPv4-mapped one as IPv4: out of the
+    /// way of the IPv4 clients, who are most.
+    #[inline(never)]
+    fn answer_v6(&self, v6: Ipv6Addr, column: u8) -> Option<&CompiledAnswer> {
+        if let Some(v4) = v6.to_ipv4_mapped() {
+            return self.cell(self.class_v4(u32::from(v4)), column);
+        }
+        let bits = u128::from(v6);
+        let row = self.v6.iter().position(|&(net, mask)| bits & mask == net);
+        self.cell(row.map_or(0, |row| self.v4.len() + row + 1), column)
+    }
+
+    /// The slots classes answer apart, for tests.
+    #[cfg(test)]
+    pub(crate) fn apart(&self) -> impl Iterator<Item = Slot> + '_ {
+        Slot::ALL
+            .into_iter()
+            .filter(|slot| self.columns[*slot as usize] != NO_COLUMN)
+    }
+
+    /// The prefixes, IPv4 ones first, each longest first, for tests.
+    #[cfg(test)]
+    pub(crate) fn prefixes(&self) -> impl Iterator<Item = Prefix> + '_ {
+        let prefix = |addr: IpAddr, mask: u128| Prefix {
+            addr,
+            len: mask.count_ones() as u8,
+        };
+        let v4 = self
+            .v4
+            .iter()
+            .map(move |&(net, mask)| prefix(IpAddr::V4(Ipv4Addr::from(net)), u128::from(mask)));
+        let v6 = self
+            .v6
+            .iter()
+            .map(move |&(net, mask)| prefix(IpAddr::V6(Ipv6Addr::from(net)), mask));
+        v4.chain(v6)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::Below;
 
     fn prefix(text: &str) -> Prefix {
         text.parse().unwrap()
@@ -249,33 +313,48 @@ mod tests {
     }
 
     #[test]
-    fn a_client_gets_the_node_of_its_longest_matching_prefix() {
-        let node = |zone: u16| Node::new(zone, Below::Nothing);
+    fn a_client_gets_the_answer_of_its_longest_matching_prefix() {
+        use crate::snapshot::rrset::{AnswerSet, Rdata, Record, Rrset};
+        use crate::wire::{LowerName, Name};
+        let qname = LowerName::from_wire(Name::from_dotted("web.skydns.test.").unwrap().wire()).unwrap();
+        let answer = |last: u8| {
+            let mut answers: ClassAnswers = [const { None }; Slot::COUNT];
+            let set = AnswerSet {
+                answer: vec![Rrset {
+                    owner: None,
+                    records: vec![Record {
+                        ttl: 60,
+                        rdata: Rdata::A(Ipv4Addr::new(10, 0, 0, last)),
+                    }],
+                    rotate: false,
+                }],
+                additional: vec![],
+            };
+            answers[Slot::A as usize] = Some(CompiledAnswer::compile(&qname, &set));
+            answers
+        };
         let views = Views::new(
-            node(0),
+            &[Slot::A],
+            answer(0),
             vec![
-                (prefix("10.0.0.0/8"), node(8)),
-                (prefix("10.1.0.0/16"), node(16)),
-                (prefix("2001:db8::/32"), node(32)),
+                (prefix("10.0.0.0/8"), answer(8)),
+                (prefix("2001:db8::/32"), answer(32)),
+                (prefix("10.1.0.0/16"), answer(16)),
             ],
         );
-        let zone = |client: &str| views.node_for(client.parse().unwrap()).zone();
-        assert_eq!(zone("10.1.2.3"), 16);
-        assert_eq!(zone("10.2.2.3"), 8);
-        assert_eq!(zone("::ffff:10.2.2.3"), 8);
-        assert_eq!(zone("11.0.0.1"), 0);
-        assert_eq!(zone("2001:db8::5"), 32);
-        assert_eq!(zone("2001:db9::5"), 0);
-        let (rows, others) = views.classes();
-        let rows: Vec<(String, u16)> = rows.map(|(p, n)| (p.to_string(), n.zone())).collect();
-        assert_eq!(
-            rows,
-            [
-                ("2001:db8::/32".to_string(), 32),
-                ("10.1.0.0/16".to_string(), 16),
-                ("10.0.0.0/8".to_string(), 8)
-            ]
-        );
-        assert_eq!(others.zone(), 0);
+        let of = |client: &str| -> u8 {
+            let compiled = views.answer(Slot::A, client.parse().unwrap()).unwrap();
+            *compiled.bytes().last().unwrap()
+        };
+        assert_eq!(of("10.1.2.3"), 16);
+        assert_eq!(of("10.2.2.3"), 8);
+        assert_eq!(of("::ffff:10.2.2.3"), 8);
+        assert_eq!(of("11.0.0.1"), 0);
+        assert_eq!(of("2001:db8::5"), 32);
+        assert_eq!(of("2001:db9::5"), 0);
+        assert!(views.answer(Slot::Txt, "10.1.2.3".parse().unwrap()).is_none());
+        let prefixes: Vec<String> = views.prefixes().map(|p| p.to_string()).collect();
+        assert_eq!(prefixes, ["10.1.0.0/16", "10.0.0.0/8", "2001:db8::/32"]);
+        assert_eq!(views.apart().collect::<Vec<_>>(), [Slot::A]);
     }
 }

@@ -15,7 +15,7 @@ use super::section::{answer_set, Rr};
 use super::select::{Audience, Selection};
 use super::service::{Config, Service, Value};
 use crate::snapshot::rrset::{AnswerSet, CompiledAnswer, Rdata};
-use crate::snapshot::views::{Prefix, Views};
+use crate::snapshot::views::{ClassAnswers, Prefix, Views};
 use crate::snapshot::{Below, Identity, Node, Nodes, Slot, Snapshot, Zone, ZoneKind, ZoneState};
 use crate::wire::{LowerName, Name};
 use std::collections::{BTreeMap, BTreeSet};
@@ -356,30 +356,32 @@ fn viewed(
     others: Vec<(Slot, CompiledAnswer)>,
     classes: BTreeMap<Prefix, Vec<(Slot, CompiledAnswer)>>,
 ) -> Node {
-    let of = |answers: &[(Slot, CompiledAnswer)], slot: Slot| {
-        answers
-            .iter()
-            .find(|(s, _)| *s == slot)
-            .map(|(_, answer)| answer.clone())
+    let by_slot = |answers: Vec<(Slot, CompiledAnswer)>| {
+        let mut by_slot: ClassAnswers = [const { None }; Slot::COUNT];
+        for (slot, answer) in answers {
+            by_slot[slot as usize] = Some(answer);
+        }
+        by_slot
     };
-    let shared: Vec<Slot> = Slot::ALL
+    let others = by_slot(others);
+    let classes: Vec<(Prefix, ClassAnswers)> = classes.into_iter().map(|(p, a)| (p, by_slot(a))).collect();
+    let apart: Vec<Slot> = Slot::ALL
         .into_iter()
-        .filter(|&slot| classes.values().all(|answers| of(answers, slot) == of(&others, slot)))
+        .filter(|&slot| {
+            classes
+                .iter()
+                .any(|(_, answers)| answers[slot as usize] != others[slot as usize])
+        })
         .collect();
-    let node = |answers: &[(Slot, CompiledAnswer)], keep: &dyn Fn(Slot) -> bool| {
-        let kept = answers.iter().filter(|(slot, _)| keep(*slot)).cloned();
-        Node::with_answers(zone, Below::Nothing, kept)
-    };
-    let common = node(&others, &|slot| shared.contains(&slot));
-    if shared.len() == Slot::COUNT {
-        return common;
+    let shared = Slot::ALL
+        .into_iter()
+        .filter(|slot| !apart.contains(slot))
+        .filter_map(|slot| Some((slot, others[slot as usize].clone()?)));
+    let node = Node::with_answers(zone, Below::Nothing, shared);
+    if apart.is_empty() {
+        return node;
     }
-    let apart = |slot: Slot| !shared.contains(&slot);
-    let classes = classes
-        .iter()
-        .map(|(prefix, answers)| (*prefix, node(answers, &apart)))
-        .collect();
-    common.with_views(Views::new(node(&others, &apart), classes))
+    node.with_views(Views::new(&apart, others, classes))
 }
 
 /// SOA at the apex (docs/skydns-semantics.md, "SOA, NXDOMAIN and NODATA").

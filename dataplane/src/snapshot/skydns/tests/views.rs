@@ -241,7 +241,10 @@ fn names_without_views_and_types_all_clients_share_answer_as_before() {
     let split = node("split.skydns.test.");
     assert!(split.answer(Slot::Txt).is_some(), "one TXT for every client");
     assert!(split.answer(Slot::A).is_none());
-    assert!(split.views().is_some());
+    let views = split.views().unwrap();
+    assert_eq!(views.apart().collect::<Vec<_>>(), [Slot::A, Slot::Srv]);
+    let prefixes: Vec<String> = views.prefixes().map(|p| p.to_string()).collect();
+    assert_eq!(prefixes, ["10.0.0.0/8"]);
     let apex = node("skydns.test.");
     assert!(apex.answer(Slot::Soa).is_some() && apex.views().is_some());
     assert!(snap
