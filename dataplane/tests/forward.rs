@@ -255,8 +255,21 @@ fn a_new_configuration_handed_in_while_serving_takes_effect() {
         upstreams: vec![second.addr],
         ..config.clone()
     });
-    let fresh = ask("api.example.org.");
-    assert_eq!(fresh[fresh.len() - 4..], [198, 51, 100, 1], "the new upstream answers");
+    // Workers switch at their next turn: a query read in the turn under way when the new
+    // configuration arrives may still be answered under the old one.
+    let switched = |check: &dyn Fn(&[u8]) -> bool, what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        for n in 0.. {
+            if check(&ask(&format!("q{n}.example.org."))) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{what}");
+        }
+    };
+    switched(
+        &|reply| reply[reply.len() - 4..] == [198, 51, 100, 1],
+        "the new upstream answers",
+    );
     let kept = ask("www.example.org.");
     assert_eq!(
         kept[kept.len() - 4..],
@@ -268,6 +281,5 @@ fn a_new_configuration_handed_in_while_serving_takes_effect() {
         acl: Acl::new(Vec::new()),
         ..config
     });
-    let refused = ask("mail.example.org.");
-    assert_eq!(refused[3] & 0x0F, 5, "the new access list refuses loopback");
+    switched(&|reply| reply[3] & 0x0F == 5, "the new access list refuses loopback");
 }
