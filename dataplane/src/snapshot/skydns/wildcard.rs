@@ -3,8 +3,9 @@
 //! right of the rightmost wildcard label: missing → NXDOMAIN; a single key → that key's records,
 //! whatever the wildcards say; a directory → every key below it that matches the whole name
 //! position by position, keys shorter than the name skipped, longer ones matching by their leading
-//! components. A `.self` key, or a missing `.wildcards` marker under `--wildcards-marker`, makes the
-//! fixed part answer as a lookup of it would, whatever the wildcards say.
+//! components. A `.self` key makes the fixed part answer as a single key does; under
+//! `--wildcards-marker`, an unmarked fixed part lets nothing below it match: its own records
+//! answer, or, when it has none, nothing does (NXDOMAIN).
 //!
 //! Matching walks the sorted index: a literal label narrows the run by binary search, a wildcard
 //! label visits each child run once, so selective patterns never scan the whole zone.
@@ -76,9 +77,14 @@ pub(super) fn select<'i>(index: &'i Index, path: &[u8], audience: &mut Audience)
         return None;
     }
     let exact = index.exact_count(range.clone(), fixed);
-    let as_looked_up =
-        exact == range.len() || !index.own(fixed_path, range.clone()).is_empty() || index.unmarked(fixed_path);
-    if as_looked_up {
+    if exact == range.len() || !index.own(fixed_path, range.clone()).is_empty() {
+        return index.select(fixed_path, range, audience);
+    }
+    if index.unmarked(fixed_path) {
+        // Nothing below an unmarked directory matches, the apex's included.
+        if exact == 0 {
+            return None;
+        }
         return index.select(fixed_path, range, audience);
     }
     let pattern: Vec<&[u8]> = components(&path[fixed..]).collect();

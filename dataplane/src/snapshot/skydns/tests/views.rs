@@ -391,6 +391,14 @@ fn with_the_marker_flag_a_directory_answers_only_when_it_holds_a_wildcards_key()
         "the apex exists, unmarked"
     );
     assert!(
+        is_nxdomain(&snap, "*.skydns.test.", RecordType::A),
+        "nothing below the unmarked apex matches"
+    );
+    assert_eq!(
+        answers(&snap, "*.own.skydns.test.", RecordType::A),
+        ["*.own.skydns.test. 3600 A 10.0.2.1"]
+    );
+    assert!(
         is_nxdomain(&snap, "lonely.skydns.test.", RecordType::A),
         "a marker is no record"
     );
