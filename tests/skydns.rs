@@ -370,7 +370,7 @@ fn from(s: &Skyline, client: std::net::Ipv4Addr, name: &str, rtype: RecordType) 
 
 #[test]
 fn views_answer_each_client_from_the_list_of_its_longest_prefix() {
-    let s = Skyline::start(&views_records(), &[], &[]);
+    let s = Skyline::start(&views_records(), &common::HTTP_ANY_PORT, &[]);
     assert_eq!(from(&s, ALONE, "web.skydns.test.", RecordType::A), set(&["10.2.0.1"]));
     assert_eq!(
         from(&s, NEIGHBOUR, "web.skydns.test.", RecordType::A),
@@ -390,6 +390,12 @@ fn views_answer_each_client_from_the_list_of_its_longest_prefix() {
         s.log_text().contains("127.0.0.0/99"),
         "the malformed prefix is logged: {}",
         s.log_text()
+    );
+    let (_, metrics) = common::http_get(s.http_addr(), "/metrics").unwrap();
+    assert_eq!(
+        common::metric_value(&metrics, "skyline_source_records_rejected{source=\"records_file\"}"),
+        Some(1.0),
+        "the malformed prefix is counted"
     );
 }
 

@@ -82,11 +82,6 @@ impl Prefix {
         }
     }
 
-    /// The address, its bits past the length cleared.
-    pub fn addr(&self) -> IpAddr {
-        self.addr
-    }
-
     /// The number of leading bits that count.
     pub fn length(&self) -> u8 {
         self.len
