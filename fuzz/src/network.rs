@@ -5,7 +5,8 @@
 //! Checked on every action: a transmit is a recursive query with one question of class IN and
 //! skyline's OPT; a TCP try appears only while a truncated reply is being handed to the UDP try
 //! it replaces, to the same upstream; no two open tries share an index; a close names a try that
-//! is open; no try is left open once nothing is in flight.
+//! is open, or one whose transmit failed in the same batch of actions (the machine had already
+//! ended it when the transmit was carried out); no try is left open once nothing is in flight.
 
 use hickory_proto::op::{Message, MessageType, OpCode};
 use hickory_proto::rr::DNSClass;
@@ -39,6 +40,7 @@ pub struct Network {
 impl Network {
     /// Carries out `machine`'s actions.
     pub fn step<W>(&mut self, machine: &mut Machine<W>, now: Instant) {
+        let mut unsent = Vec::new();
         while let Some(action) = machine.poll_action() {
             match action {
                 Action::Transmit(transmit) => {
@@ -55,23 +57,31 @@ impl Network {
                             "a TCP try that no truncated reply asked for: {transmit:?}"
                         );
                     }
+                    let id = transmit.id;
                     match self.fail_next.take() {
                         None => self.open.push(transmit),
-                        Some(Unsent::Local) => {
-                            let exhausted = io::Error::from(io::ErrorKind::OutOfMemory);
-                            machine.on_send_error(transmit.id, SendError::Local(exhausted), now);
-                        }
-                        Some(Unsent::Upstream) => {
-                            let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
-                            machine.on_send_error(transmit.id, SendError::Upstream(refused), now);
+                        Some(failure) => {
+                            unsent.push(id);
+                            let error = match failure {
+                                Unsent::Local => SendError::Local(io::Error::from(io::ErrorKind::OutOfMemory)),
+                                Unsent::Upstream => {
+                                    SendError::Upstream(io::Error::from(io::ErrorKind::ConnectionRefused))
+                                }
+                            };
+                            machine.on_send_error(id, error, now);
                         }
                     }
                 }
-                Action::Close(id) => {
-                    let at = self.open.iter().position(|o| o.id == id);
-                    let at = at.unwrap_or_else(|| panic!("{id:?} closed, but it is not open"));
-                    self.open.remove(at);
-                }
+                Action::Close(id) => match self.open.iter().position(|o| o.id == id) {
+                    Some(at) => {
+                        self.open.remove(at);
+                    }
+                    None => {
+                        let at = unsent.iter().position(|&u| u == id);
+                        let at = at.unwrap_or_else(|| panic!("{id:?} closed, but it is not open"));
+                        unsent.remove(at);
+                    }
+                },
             }
         }
         if machine.in_flight() == 0 {

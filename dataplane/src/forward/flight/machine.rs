@@ -643,7 +643,8 @@ impl<W> Machine<W> {
     }
 
     /// Try `id`'s query could not go out; the socket layer has closed what it opened for it,
-    /// and no [`Action::Close`] follows. Over UDP, an upstream that cannot be reached is held
+    /// and no [`Action::Close`] follows unless one was already queued (the try had ended before
+    /// its transmit was carried out; closing a try without a socket is nothing). Over UDP, an upstream that cannot be reached is held
     /// to account and the next one asked; a host out of sockets fails the question at once
     /// ([`Failure::Busy`]). A TCP retry that cannot connect makes way for the next upstream.
     pub fn on_send_error(&mut self, id: TryId, error: SendError, now: Instant) {
