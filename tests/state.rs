@@ -14,8 +14,7 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::RecordType;
 use kubernetes_api::objects::{cluster_ip, namespace};
 use kubernetes_api::FakeApi;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
@@ -25,22 +24,9 @@ const WRITTEN: Duration = Duration::from_secs(20);
 /// How long a source's return may take to show: its reconnection backoff and a resync.
 const BACK: Duration = Duration::from_secs(20);
 
-/// `GET path` over plain HTTP/1.1: the status code and the body.
+/// `GET path`: the status code and the body ([`common::http_get`], which must answer).
 fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: skyline\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut bytes = Vec::new();
-    stream.read_to_end(&mut bytes).unwrap();
-    let text = String::from_utf8_lossy(&bytes);
-    let (head, body) = text.split_once("\r\n\r\n").expect("a complete HTTP response");
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .expect("a status code");
-    (status, body.to_owned())
+    common::http_get(addr, path).unwrap_or_else(|| panic!("GET {path} from {addr} got no complete response"))
 }
 
 /// The value of `series` (name and labels as written) in `/metrics`, if present.
