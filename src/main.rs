@@ -19,7 +19,7 @@ use skyline_controlplane::http::{self, HttpError, HttpServer};
 use skyline_controlplane::kubernetes::{ConnectError, KubernetesSource};
 use skyline_controlplane::source::{self, FileSource, Overrides, Source};
 use skyline_dataplane::snapshot::{self, skydns};
-use skyline_dataplane::worker::{Options, Server, ServerConfig};
+use skyline_dataplane::worker::{AfterDrain, Options, Server, ServerConfig};
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -347,7 +347,14 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     if let Some(path) = &pid_file {
         upgrade::remove_pid_file(path);
     }
-    if server.drain(finish_limit) {
+    // Sockets systemd activated stay systemd's, for the next start; sockets handed to a new
+    // process are its own now. Sockets this process bound alone are retired before they close.
+    let after = if upgraded || config::systemd(cli, file.as_ref()) {
+        AfterDrain::Shared
+    } else {
+        AfterDrain::Retire
+    };
+    if server.drain(finish_limit, after) {
         tracing::info!("listeners closed and every query in flight answered; exiting");
     } else {
         tracing::warn!(

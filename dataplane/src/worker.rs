@@ -21,7 +21,7 @@ use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -42,6 +42,9 @@ const CLOSING: u8 = 1;
 const STOPPING: u8 = 2;
 /// How often a drain looks whether every worker has finished.
 const DRAIN_POLL: Duration = Duration::from_millis(5);
+/// How long a retired UDP socket is still read before it closes: datagrams the kernel steered
+/// to it just before the retirement may reach its queue a moment after.
+const RETIRE_QUIET: Duration = Duration::from_millis(20);
 
 /// Size of each receive slot. Queries are far smaller; a larger datagram is cut to this size
 /// and answered FORMERR at worst.
@@ -92,11 +95,34 @@ pub struct Server {
     local_addrs: Vec<SocketAddr>,
     stats: StatsReader,
     wakers: Vec<Waker>,
-    state: Arc<AtomicU8>,
+    orders: Arc<Orders>,
     threads: Vec<JoinHandle<()>>,
     /// A descriptor of every listening socket, for handing them over in an upgrade; closed
     /// with the server.
     handover: Sockets,
+}
+
+/// What the server asks of its workers, read by each at every turn.
+#[derive(Debug, Default)]
+struct Orders {
+    /// `SERVING`, `CLOSING` or `STOPPING`; only ever raised.
+    state: AtomicU8,
+    /// Set by a drain whose UDP sockets no other process holds: see [`AfterDrain::Retire`].
+    retire: AtomicBool,
+}
+
+/// Whether a drain's UDP sockets are taken out of their SO_REUSEPORT groups before they close.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterDrain {
+    /// Another process holds the same sockets (the skyline an upgrade handed them to, or the
+    /// service manager that activated them): they must stay as they are, and only this
+    /// process's descriptors close.
+    Shared,
+    /// Only this process holds them, while other processes may have sockets of their own on
+    /// the port (the pod an update starts beside this one): once everything else is done each
+    /// is retired, so the kernel steers new flows to the others, read until quiet, then closed.
+    /// Closing it at once would drop the datagrams queued on it since the last read.
+    Retire,
 }
 
 impl Server {
@@ -190,7 +216,7 @@ impl Server {
         let forward = options.forward.as_ref().filter(|f| f.is_enabled());
         let now = Instant::now();
         let forwarding = forward.map(|f| Forwarding::new(f, now));
-        let state = Arc::new(AtomicU8::new(SERVING));
+        let orders = Arc::new(Orders::default());
         let mut workers = Vec::with_capacity(count);
         let mut wakers = Vec::with_capacity(count);
         let mut stats = Vec::with_capacity(count);
@@ -222,7 +248,7 @@ impl Server {
                 resolver,
                 Cache::new(Arc::clone(&snapshots)),
                 worker_stats,
-                Arc::clone(&state),
+                Arc::clone(&orders),
             ));
         }
         let local_addr = local_addrs[0];
@@ -231,7 +257,7 @@ impl Server {
             local_addrs,
             stats: StatsReader::new(stats),
             wakers,
-            state,
+            orders,
             threads: Vec::with_capacity(count),
             handover,
         };
@@ -299,11 +325,12 @@ impl Server {
     /// query in flight upstream gets its answer, and each open TCP connection is closed once
     /// the queries sent on it before the close are answered and written. UDP is answered until
     /// then (the sockets close with the workers), so that datagrams the kernel still steers to
-    /// them are not lost. Past `limit`, what is left is abandoned. Returns whether everything
-    /// finished within it.
-    pub fn drain(mut self, limit: Duration) -> bool {
+    /// them are not lost; `after` says whether they are retired first. Past `limit`, what is
+    /// left is abandoned. Returns whether everything finished within it.
+    pub fn drain(mut self, limit: Duration, after: AfterDrain) -> bool {
         // Closed first, so that the listeners really close with the workers' descriptors.
         self.handover.clear();
+        self.orders.retire.store(after == AfterDrain::Retire, Ordering::Relaxed);
         self.set_state(CLOSING);
         let deadline = Instant::now() + limit;
         let finished = loop {
@@ -320,7 +347,7 @@ impl Server {
     }
 
     fn set_state(&self, state: u8) {
-        self.state.fetch_max(state, Ordering::AcqRel);
+        self.orders.state.fetch_max(state, Ordering::AcqRel);
         for waker in &self.wakers {
             if let Err(e) = waker.wake() {
                 tracing::warn!(error = %e, "waking a worker failed");
@@ -395,9 +422,11 @@ struct Worker<P: PacketIo> {
     late: Vec<Datagrams>,
     snapshots: Cache<SnapshotCell, Arc<Snapshot>>,
     stats: Arc<WorkerStats>,
-    state: Arc<AtomicU8>,
+    orders: Arc<Orders>,
     /// The listeners are closed: the worker finishes what it holds, then ends.
     closed: bool,
+    /// When the retired UDP sockets close, if they have been retired.
+    retired_until: Option<Instant>,
     queries: Datagrams,
     replies: Datagrams,
     rotation: u32,
@@ -413,7 +442,7 @@ impl<P: PacketIo> Worker<P> {
         resolver: Option<Resolver>,
         snapshots: Cache<SnapshotCell, Arc<Snapshot>>,
         stats: Arc<WorkerStats>,
-        state: Arc<AtomicU8>,
+        orders: Arc<Orders>,
     ) -> Worker<P> {
         let late = match resolver {
             Some(_) => io.iter().map(|_| Datagrams::new(REPLY_SLOT_LEN)).collect(),
@@ -429,8 +458,9 @@ impl<P: PacketIo> Worker<P> {
             late,
             snapshots,
             stats,
-            state,
+            orders,
             closed: false,
+            retired_until: None,
             queries: Datagrams::new(QUERY_SLOT_LEN),
             replies: Datagrams::new(REPLY_SLOT_LEN),
             rotation: 0,
@@ -449,10 +479,10 @@ impl<P: PacketIo> Worker<P> {
                 Some(Duration::ZERO)
             } else {
                 let upstream = self.resolver.as_ref().and_then(Resolver::next_deadline);
-                let deadline = match (self.tcp.next_deadline(), upstream) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
+                let deadline = [self.tcp.next_deadline(), upstream, self.retired_until]
+                    .into_iter()
+                    .flatten()
+                    .min();
                 let wait = deadline.map_or(IDLE_WAKE, |at| at.saturating_duration_since(Instant::now()));
                 Some(wait.min(IDLE_WAKE))
             };
@@ -463,7 +493,7 @@ impl<P: PacketIo> Worker<P> {
                 tracing::error!(error = %e, "worker poll failed; the worker stops");
                 return;
             }
-            match self.state.load(Ordering::Acquire) {
+            match self.orders.state.load(Ordering::Acquire) {
                 SERVING => {}
                 CLOSING if !self.closed => self.close_listeners(),
                 CLOSING => {}
@@ -502,8 +532,29 @@ impl<P: PacketIo> Worker<P> {
             };
             self.tcp.turn(self.poll.registry(), &mut turn);
             self.tcp.sweep(self.poll.registry(), &self.stats, now);
-            if self.closed && self.finished() {
+            if self.closed && self.finished() && self.udp_done(now) {
                 return;
+            }
+        }
+    }
+
+    /// Once everything else is done: whether the UDP sockets may close. When they are to be
+    /// retired, that happens now, and they are read for [`RETIRE_QUIET`] more.
+    fn udp_done(&mut self, now: Instant) -> bool {
+        if !self.orders.retire.load(Ordering::Relaxed) {
+            return true;
+        }
+        match self.retired_until {
+            Some(until) => now >= until && !self.udp_ready.contains(&true),
+            None => {
+                for io in &mut self.io {
+                    if let Err(e) = io.retire() {
+                        tracing::debug!(error = %e, "retiring a UDP socket failed; it closes as it is");
+                    }
+                }
+                self.udp_ready.fill(true);
+                self.retired_until = Some(now + RETIRE_QUIET);
+                false
             }
         }
     }

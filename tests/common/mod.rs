@@ -26,12 +26,18 @@ pub struct Skyline {
 impl Skyline {
     /// Starts skyline serving `records` (a JSON records file) with extra flags and environment.
     pub fn start(records: &str, args: &[&str], env: &[(&str, &str)]) -> Skyline {
+        Skyline::start_at("127.0.0.1:0", records, args, env)
+    }
+
+    /// As [`Skyline::start`], on `addr`: another process's port too, which SO_REUSEPORT lets
+    /// both serve.
+    pub fn start_at(addr: &str, records: &str, args: &[&str], env: &[(&str, &str)]) -> Skyline {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("records.json");
         std::fs::write(&path, records).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_skyline"));
         cmd.arg("--addr")
-            .arg("127.0.0.1:0")
+            .arg(addr)
             .arg("--records")
             .arg(&path)
             .args(["--workers", "2", "--no-pin"]);

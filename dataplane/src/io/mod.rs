@@ -25,6 +25,10 @@ pub trait PacketIo: mio::event::Source {
     /// Sends every datagram of `batch`, retrying what the kernel did not take at once as long
     /// as that makes progress, and reports what could not be sent.
     fn send(&mut self, batch: &Datagrams) -> SendReport;
+
+    /// Stops new flows from reaching this path while what it already holds stays readable and
+    /// replies can still go out: the last step of a drain, so that closing it loses nothing.
+    fn retire(&mut self) -> io::Result<()>;
 }
 
 /// What became of a batch handed to [`PacketIo::send`].

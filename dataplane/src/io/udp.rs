@@ -45,6 +45,10 @@ impl PacketIo for KernelUdp {
         Ok(n)
     }
 
+    fn retire(&mut self) -> io::Result<()> {
+        sys::retire_udp(SockRef::from(&self.socket))
+    }
+
     fn send(&mut self, batch: &Datagrams) -> SendReport {
         let KernelUdp { socket, sending, .. } = self;
         let mut report = SendReport::default();

@@ -35,7 +35,7 @@ pub use signal::{send_signal, Signal};
 
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// Datagrams moved per receive or send call. A batch of 32 amortises the syscall over enough
 /// queries to make its cost small next to answering (the kernel's per-datagram work dominates
@@ -115,6 +115,25 @@ pub fn udp_socket(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
     prepare(&socket)?;
     socket.bind(&addr.into())?;
     Ok(socket.into())
+}
+
+/// Takes a listening UDP socket out of its port's SO_REUSEPORT group without closing it: once
+/// connected (to its own address), the kernel steers only datagrams from that address to it and
+/// spreads every other flow over the group's remaining sockets, while the datagrams already
+/// queued on it stay readable and replies can still be sent from it. Closing it instead would
+/// drop what the kernel queued on it between the last read and the close.
+pub fn retire_udp(socket: socket2::SockRef<'_>) -> io::Result<()> {
+    let mut own = socket
+        .local_addr()?
+        .as_socket()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not an IP socket"))?;
+    if own.ip().is_unspecified() {
+        own.set_ip(match own {
+            SocketAddr::V4(_) => Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    socket.connect(&own.into())
 }
 
 /// Creates a non-blocking TCP listener on `addr`, sharing the port with the other workers'
@@ -489,6 +508,41 @@ mod tests {
         assert!(!is_resource_exhaustion(&io::Error::from_raw_os_error(
             libc::ECONNREFUSED
         )));
+    }
+
+    #[test]
+    fn a_retired_socket_leaves_new_flows_to_its_group_and_keeps_what_it_holds() {
+        let (first, second) = (0..20)
+            .find_map(|_| {
+                let first = udp_socket(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).ok()?;
+                let second = udp_socket(first.local_addr().ok()?).ok()?;
+                Some((first, second))
+            })
+            .expect("no port to share");
+        let addr = first.local_addr().unwrap();
+        let senders: Vec<UdpSocket> = (0..64)
+            .map(|_| UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap())
+            .collect();
+        for sender in &senders {
+            sender.send_to(b"before", addr).unwrap();
+        }
+        let queued = drain(&first).len();
+        assert!(queued > 0, "the kernel spread no flow over the first socket");
+        for sender in &senders {
+            sender.send_to(b"before", addr).unwrap();
+        }
+        retire_udp(SockRef::from(&first)).unwrap();
+        assert_eq!(
+            drain(&first).len(),
+            queued,
+            "what was queued before the retirement is kept"
+        );
+        assert_eq!(drain(&second).len(), 2 * senders.len() - 2 * queued);
+        for sender in &senders {
+            sender.send_to(b"after", addr).unwrap();
+        }
+        assert!(drain(&first).is_empty(), "a retired socket got a new flow");
+        assert_eq!(drain(&second).len(), senders.len());
     }
 
     #[test]
