@@ -105,6 +105,9 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
     line("min_ttl", settings.skydns.min_ttl.to_string());
     let source = match (&settings.records, &settings.etcd) {
         (Some(path), _) => format!("records file {}", path.display()),
+        (None, Some(etcd)) if etcd.discover => {
+            format!("etcd {}, then its members (--discover)", etcd.endpoints.join(","))
+        }
         (None, Some(etcd)) => format!("etcd {}", etcd.endpoints.join(",")),
         (None, None) => "none (an empty zone)".to_owned(),
     };

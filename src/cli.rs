@@ -63,6 +63,19 @@ pub struct Cli {
     #[arg(long, env = "ETCD_PASSWORD", value_name = "PASSWORD", hide_env_values = true)]
     pub password: Option<String>,
 
+    /// Follow etcd's member list: members added to the cluster are used and removed ones
+    /// dropped, without a restart [default: false]
+    #[arg(
+        long,
+        env = "SKYDNS_DISCOVER",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_parser = parse_go_bool
+    )]
+    pub discover: Option<bool>,
+
     /// Name whose records local.dns.<domain> answers with
     #[arg(long, value_name = "NAME", value_parser = parse_domain)]
     pub local: Option<Name>,

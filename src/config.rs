@@ -33,6 +33,7 @@
 //! | `ca_cert` | `--ca-cert` | `ETCD_CACERT` | — | none | restart |
 //! | `username` | `--username` | `ETCD_USERNAME` | — | none | restart |
 //! | `password` | `--password` | `ETCD_PASSWORD` | — | none | restart |
+//! | `discover` | `--discover` | `SKYDNS_DISCOVER` | — | false | restart |
 //! | `local` | `--local` | — | `local` | none | applied |
 //! | `hostmaster` | `--hostmaster` | — | `hostmaster` | `hostmaster.<domain>` | applied |
 //! | `round_robin` | `--round-robin` | — | `round_robin` | true | applied |
@@ -154,6 +155,8 @@ pub struct FileConfig {
     pub username: Option<String>,
     /// `--password`.
     pub password: Option<String>,
+    /// `--discover`.
+    pub discover: Option<bool>,
     /// `--local`.
     pub local: Option<String>,
     /// `--hostmaster`.
@@ -414,6 +417,7 @@ pub fn operator(cli: &Cli, file: Option<&FileConfig>) -> Result<Operator, Config
             ca_cert: cli.ca_cert.clone().or_else(|| file.ca_cert.clone()),
             username: cli.username.clone().or_else(|| file.username.clone()),
             password: cli.password.clone().or_else(|| file.password.clone()),
+            discover: cli.discover.or(file.discover).unwrap_or(false),
         });
     if let (Some(records), Some(_)) = (&records, &etcd) {
         return Err(ConfigError::TwoSources {

@@ -263,6 +263,77 @@ impl Cluster {
     pub fn endpoints(&self) -> Vec<String> {
         self.members.iter().map(Etcd::endpoint).collect()
     }
+
+    /// Adds a member named `name` to the running cluster (etcd's member add, then the new
+    /// member started to join it) and waits until it serves; returns its index.
+    pub fn grow(&mut self, name: &str) -> usize {
+        let (client_port, peer_port) = (free_port(), free_port());
+        let peer = format!("http://127.0.0.1:{peer_port}");
+        let client = EtcdClient::connect(&self.endpoints());
+        client.run(async {
+            let mut c = client.client.clone();
+            c.member_add([peer.clone()], None).await
+        });
+        let mut cluster: Vec<String> = self
+            .members
+            .iter()
+            .filter(|m| m.child.is_some())
+            .map(|m| format!("{}=http://127.0.0.1:{}", m.name, m.peer_port))
+            .collect();
+        cluster.push(format!("{name}={peer}"));
+        let mut member = Etcd::member(
+            name.to_owned(),
+            client_port,
+            peer_port,
+            cluster.join(","),
+            self._dir.path(),
+        );
+        member.initial_state = "existing";
+        member.spawn();
+        member.wait_healthy();
+        self.members.push(member);
+        self.members.len() - 1
+    }
+
+    /// Removes member `index` from the cluster (etcd's member remove: the member stops
+    /// serving) and stops its process.
+    pub fn shrink(&mut self, index: usize) {
+        let others: Vec<String> = self
+            .members
+            .iter()
+            .enumerate()
+            .filter(|&(i, m)| i != index && m.child.is_some())
+            .map(|(_, m)| m.endpoint())
+            .collect();
+        let client = EtcdClient::connect(&others);
+        let name = self.members[index].name.clone();
+        let listed = client.run(async {
+            let mut c = client.client.clone();
+            c.member_list().await
+        });
+        let id = listed
+            .members()
+            .iter()
+            .find(|m| m.name() == name)
+            .map(|m| m.id())
+            .expect("the member is listed");
+        // etcd refuses while the others have not been connected for 5 s (it protects quorum).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let mut c = client.client.clone();
+            match client.runtime.block_on(c.member_remove(id)) {
+                Ok(_) => break,
+                Err(e) if Instant::now() < deadline && e.to_string().contains("unhealthy") => {
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                Err(e) => panic!("etcd refuses to remove member {name}: {e}"),
+            }
+        }
+        self.members[index].kill();
+        for member in self.members.iter().filter(|m| m.child.is_some()) {
+            member.wait_healthy();
+        }
+    }
 }
 
 /// A synchronous etcd client for tests, on a runtime of its own.

@@ -24,10 +24,16 @@ pub struct SourceHealth {
     retries: AtomicU64,
     events: AtomicU64,
     rejections: AtomicU64,
+    endpoints: AtomicU64,
     stub_zones: ArcSwap<Vec<StubZone>>,
 }
 
 impl SourceHealth {
+    /// Records how many endpoints the connection uses.
+    pub(crate) fn set_endpoints(&self, count: usize) {
+        self.endpoints.store(count as u64, Ordering::Relaxed);
+    }
+
     /// Whether a snapshot of a complete read of etcd is being served. False until the first
     /// full sync is published (the zones answer SERVFAIL meanwhile); it stays true when etcd is
     /// lost afterwards, since the last data keeps serving.
@@ -197,6 +203,11 @@ impl SourceHealth {
                 self.retries(),
             ),
             Family::counter("skyline_etcd_events_total", "Watch events received.", self.events()),
+            Family::gauge(
+                "skyline_etcd_endpoints",
+                "etcd client URLs the connection uses: those given, or with --discover the members' own.",
+                self.endpoints.load(Ordering::Relaxed),
+            ),
             Family::counter(
                 "skyline_etcd_rejections_total",
                 "Values skipped as invalid (records and settings objects), each logged once.",

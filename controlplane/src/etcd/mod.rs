@@ -16,11 +16,14 @@
 //! - **Settings.** `/<prefix>/config` is followed like any key: what shapes answers applies live,
 //!   the rest is reported as needing a restart. Stub-zone records are read into
 //!   [`SourceHealth::stub_zones`].
+//! - **Members.** With `--discover` the client follows the cluster's member list (`members`),
+//!   so the endpoints given only seed the first connection.
 //! - **Bad values.** A value that is not a valid record is skipped, logged once and counted; its
 //!   neighbours keep serving.
 
 mod health;
 mod lease;
+mod members;
 mod options;
 mod records;
 mod source;
@@ -28,6 +31,7 @@ mod state;
 mod stub;
 
 pub use health::SourceHealth;
+pub use members::DISCOVER_EVERY;
 pub use options::{EtcdOptions, OptionsError};
 pub use source::{EtcdSource, DEBOUNCE};
 pub use stub::StubZone;

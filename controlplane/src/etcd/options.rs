@@ -35,6 +35,8 @@ pub struct EtcdOptions {
     pub username: Option<String>,
     /// Password of that user (`--password`, `ETCD_PASSWORD`).
     pub password: Option<String>,
+    /// Follow the cluster's member list instead of keeping `endpoints` (`--discover`).
+    pub discover: bool,
 }
 
 /// The password never reaches a log line.
@@ -47,6 +49,7 @@ impl fmt::Debug for EtcdOptions {
             .field("ca_cert", &self.ca_cert)
             .field("username", &self.username)
             .field("password", &self.password.as_ref().map(|_| "<hidden>"))
+            .field("discover", &self.discover)
             .finish()
     }
 }
@@ -90,6 +93,11 @@ pub enum OptionsError {
 }
 
 impl EtcdOptions {
+    /// Whether the members are reached over TLS: the scheme of an endpoint given without one.
+    pub(crate) fn uses_tls(&self) -> bool {
+        self.tls_pem.is_some() || self.ca_cert.is_some()
+    }
+
     /// Checks the settings and reads the TLS files, producing what the client connects with.
     pub(crate) fn connect_options(&self) -> Result<(Vec<String>, ConnectOptions), OptionsError> {
         let endpoints: Vec<String> = self

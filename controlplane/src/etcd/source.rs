@@ -8,6 +8,7 @@
 
 use super::health::{EtcdReport, SourceHealth};
 use super::lease::LeaseTtls;
+use super::members::Members;
 use super::options::{EtcdOptions, OptionsError};
 use super::state::{Changed, Put, State};
 use super::stub::{stub_key_prefix, stub_zones, StubZone, Unusable};
@@ -180,6 +181,8 @@ pub struct EtcdSource {
     stats: Arc<SourceStats>,
     health: Arc<SourceHealth>,
     client: Option<Client>,
+    /// With `--discover`: the member list followed, and the endpoints it names.
+    members: Option<Members>,
     /// `None` until the first full read.
     state: Option<State>,
     /// The next attempt must read everything (compaction, another cluster).
@@ -284,7 +287,9 @@ impl EtcdSource {
             path_prefix: path_prefix.clone(),
             ..Config::default()
         };
+        let members = options.discover.then(|| Members::new(&endpoints, options.uses_tls()));
         Ok(EtcdSource {
+            members,
             endpoints,
             connect,
             below: format!("/{path_prefix}/"),
@@ -375,6 +380,9 @@ impl EtcdSource {
                 continue;
             }
             self.client = None;
+            if let Some(members) = self.members.as_mut() {
+                members.stop();
+            }
             self.health.retried();
             let pause = backoff.next_pause();
             if failing {
@@ -455,8 +463,17 @@ impl EtcdSource {
         if let Some(client) = &self.client {
             return Ok(client.clone());
         }
-        let connect = Client::connect(self.endpoints.clone(), Some(self.connect.clone()));
+        let endpoints = self
+            .members
+            .as_ref()
+            .map_or_else(|| self.endpoints.clone(), Members::endpoints);
+        let count = endpoints.len();
+        let connect = Client::connect(endpoints, Some(self.connect.clone()));
         let client = within(REQUEST_TIMEOUT, connect).await?;
+        self.health.set_endpoints(count);
+        if let Some(members) = self.members.as_mut() {
+            members.follow(&client, &self.health);
+        }
         self.client = Some(client.clone());
         Ok(client)
     }
