@@ -576,13 +576,18 @@ impl<P: PacketIo> Worker<P> {
     }
 
     /// Receives and answers up to a turn's worth of batches on listening socket `socket`;
-    /// returns whether datagrams may still be waiting.
+    /// returns whether datagrams may still be waiting. A batch that did not fill up emptied the
+    /// socket: what arrives after it raises a new readiness event (the kernel signals every
+    /// arrival to an edge-triggered poll), so no further read is spent to hear "nothing".
     fn udp_turn(&mut self, socket: usize) -> bool {
         for _ in 0..UDP_BATCHES_PER_TURN {
             match self.io[socket].recv(&mut self.queries) {
-                Ok(_) => {
+                Ok(n) => {
                     self.stats.udp_batches.incr();
                     self.answer_batch(socket);
+                    if n < sys::BATCH_SIZE {
+                        return false;
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -687,6 +692,7 @@ impl<P: PacketIo> Worker<P> {
                 batch.clear();
             }
         }
+        resolver.tidy(now);
     }
 }
 

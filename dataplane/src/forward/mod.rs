@@ -320,6 +320,12 @@ impl Resolver {
         self.forwarder.in_flight()
     }
 
+    /// Closes what ended and opens spare sockets: called once the replies a turn produced are
+    /// sent, so that none of it stands between a client and its answer.
+    pub(crate) fn tidy(&mut self, now: Instant) {
+        self.forwarder.tidy(now);
+    }
+
     /// Whether upstream sockets have readiness to be handled without waiting.
     pub(crate) fn has_work(&self) -> bool {
         self.forwarder.has_work()

@@ -121,13 +121,18 @@ impl Forwarder {
     }
 
     /// Reads what upstream sockets received, fires due timers, sends due probes and retries,
-    /// tops up the spare sockets, and hands over the questions that ended into `done`.
+    /// and hands over the questions that ended into `done`.
     pub(crate) fn turn(&mut self, cache: &Cache, now: Instant, done: &mut Vec<Done>) {
         self.sockets.receive(&self.ready, &mut self.machine, cache, now);
         self.ready.clear();
         self.machine.handle_timeout(cache, now);
         self.sockets.flush(&mut self.machine, now);
-        self.sockets.top_up(now);
         self.machine.drain_done(done);
+    }
+
+    /// Once the clients of the turn are answered: closes the sockets of ended tries and tops up
+    /// the spare sockets ([`Sockets::tidy`]).
+    pub(crate) fn tidy(&mut self, now: Instant) {
+        self.sockets.tidy(self.machine.in_flight(), now);
     }
 }

@@ -9,11 +9,14 @@
 //! from one query's port about the next one's. Opening, connecting and registering a socket
 //! would put three system calls between a cache miss and its query, so spare sockets —
 //! connected to an upstream, registered, never used — wait for the next tries to that upstream.
-//! They are opened at the end of the forwarder's turn, once its replies are read and its
-//! retries sent (the clients those replies answer are answered after it), as many per upstream
-//! as the most tries it got in one turn (at most [`SPARES_PER_UPSTREAM`], [`SPARE_SOCKETS`] in
-//! all), and closed after [`SPARE_IDLE`] without a try to their upstream. A try that finds none
-//! opens its socket then.
+//! Nothing that can wait is done between a query leaving and its client being answered: the
+//! socket of a finished try is closed, and spares are opened, in [`Sockets::tidy`], which the
+//! worker calls once the replies of its turn are sent. Spares are opened there when no try is in
+//! flight (an upstream on the same host would otherwise wait for the CPU while they open), or
+//! after [`INLINE_OPENS`] tries found none (a steady load that never leaves the forwarder idle),
+//! as many per upstream as the most tries it got between two top-ups (at most
+//! [`SPARES_PER_UPSTREAM`], [`SPARE_SOCKETS`] in all), and closed after [`SPARE_IDLE`] without a
+//! try to their upstream. A try that finds none opens its socket then.
 
 use super::machine::{Action, Machine, Protocol, SendError, Transmit, TryId};
 use crate::cache::Cache;
@@ -39,6 +42,9 @@ const SPARE_SOCKETS: usize = 32;
 const SPARES_PER_UPSTREAM: usize = 16;
 /// A try index with no socket.
 const NO_SOCKET: usize = usize::MAX;
+/// Tries that opened their own socket, for want of a spare, before spares are opened while
+/// other tries are in flight.
+const INLINE_OPENS: usize = 4;
 
 /// One worker's upstream sockets.
 pub(crate) struct Sockets {
@@ -49,6 +55,10 @@ pub(crate) struct Sockets {
     /// By [`TryId::index`]: the socket of the open try with that index, or [`NO_SOCKET`].
     tries: Vec<usize>,
     spares: Vec<Spares>,
+    /// Tries that opened their own socket since the spares were last topped up.
+    inline_opens: usize,
+    /// Sockets of ended tries, closed by [`Sockets::tidy`]; their slots are reused after.
+    ended: Vec<(usize, Link)>,
     buf: Box<[u8]>,
     stats: Arc<WorkerStats>,
 }
@@ -85,6 +95,8 @@ impl Sockets {
             free: Vec::new(),
             tries: Vec::new(),
             spares: Vec::new(),
+            inline_opens: 0,
+            ended: Vec::new(),
             buf: vec![0; MAX_MESSAGE_LEN].into_boxed_slice(),
             stats,
         }
@@ -122,9 +134,22 @@ impl Sockets {
         }
     }
 
+    /// What waits until the clients of a turn are answered: closes the sockets of ended tries,
+    /// then tops up the spares when `in_flight` is 0 or tries had to open their own sockets.
+    pub(crate) fn tidy(&mut self, in_flight: usize, now: Instant) {
+        while let Some((socket, link)) = self.ended.pop() {
+            self.deregister(link);
+            self.free.push(socket);
+        }
+        if in_flight == 0 || self.inline_opens >= INLINE_OPENS {
+            self.top_up(now);
+        }
+    }
+
     /// Closes the spare sockets of upstreams no try went to for [`SPARE_IDLE`], and opens
     /// spares for those that had tries since the last call.
-    pub(crate) fn top_up(&mut self, now: Instant) {
+    fn top_up(&mut self, now: Instant) {
+        self.inline_opens = 0;
         let mut i = 0;
         while i < self.spares.len() {
             if now.saturating_duration_since(self.spares[i].last_try) > SPARE_IDLE {
@@ -172,7 +197,10 @@ impl Sockets {
     fn send_udp(&mut self, transmit: &Transmit, now: Instant) -> Result<usize, SendError> {
         let socket = match self.take_spare(transmit.upstream, now) {
             Some(socket) => socket,
-            None => self.open_udp(transmit.upstream)?,
+            None => {
+                self.inline_opens += 1;
+                self.open_udp(transmit.upstream)?
+            }
         };
         let sent = match self.open[socket].as_ref().map(|o| &o.link) {
             Some(Link::Udp(udp)) => udp.send(transmit.query()).map(drop),
@@ -266,7 +294,10 @@ impl Sockets {
         };
         if self.open.get(socket).and_then(Option::as_ref).and_then(|o| o.serves) == Some(id) {
             self.tries[id.index()] = NO_SOCKET;
-            self.close(socket);
+            // Out of the table at once, so that nothing more is read from it; closed later.
+            if let Some(open) = self.open[socket].take() {
+                self.ended.push((socket, open.link));
+            }
         }
     }
 
@@ -274,11 +305,16 @@ impl Sockets {
         let Some(open) = self.open.get_mut(socket).and_then(Option::take) else {
             return;
         };
-        let _ = match open.link {
+        self.deregister(open.link);
+        self.free.push(socket);
+    }
+
+    /// Takes `link` out of the poll and closes it.
+    fn deregister(&self, link: Link) {
+        let _ = match link {
             Link::Udp(mut udp) => self.registry.deregister(&mut udp),
             Link::Tcp(mut tcp) => self.registry.deregister(&mut tcp.stream),
         };
-        self.free.push(socket);
     }
 
     /// Reads everything `socket` has received.

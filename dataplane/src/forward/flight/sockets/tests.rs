@@ -255,3 +255,46 @@ fn the_spares_of_an_upstream_no_try_went_to_for_a_while_are_closed() {
         "the try's own socket stays"
     );
 }
+
+#[test]
+fn ended_sockets_close_and_spares_open_only_once_the_clients_are_answered() {
+    let upstream = upstream();
+    let mut rig = Rig::new(upstream.local_addr().unwrap());
+    rig.submit(0);
+    let (query, from) = next_query(&upstream);
+    rig.sockets.tidy(rig.machine.in_flight(), Instant::now());
+    assert!(
+        rig.spare_ports().is_empty(),
+        "no spare opens while the try is in flight"
+    );
+    upstream.send_to(&answer(&query, false), from).unwrap();
+    rig.until_done(1);
+    assert_eq!(
+        rig.sockets.ended.len(),
+        1,
+        "the ended try's socket waits for the tidy-up"
+    );
+    assert_eq!(rig.machine.in_flight(), 0);
+    rig.sockets.tidy(rig.machine.in_flight(), Instant::now());
+    assert!(rig.sockets.ended.is_empty(), "then it is closed");
+    assert_eq!(rig.spare_ports().len(), 1, "and with nothing in flight a spare opens");
+    assert_eq!(rig.sockets.open.iter().flatten().count(), 1);
+}
+
+#[test]
+fn under_a_load_that_never_leaves_the_forwarder_idle_spares_open_all_the_same() {
+    let upstream = upstream();
+    let mut rig = Rig::new(upstream.local_addr().unwrap());
+    for i in 0..INLINE_OPENS as u32 - 1 {
+        rig.submit(i);
+        rig.sockets.tidy(rig.machine.in_flight(), Instant::now());
+    }
+    assert!(rig.spare_ports().is_empty(), "a few tries in flight open no spare");
+    rig.submit(INLINE_OPENS as u32);
+    rig.sockets.tidy(rig.machine.in_flight(), Instant::now());
+    assert_eq!(
+        rig.spare_ports().len(),
+        INLINE_OPENS,
+        "once {INLINE_OPENS} tries opened their own, as many spares as they were"
+    );
+}
