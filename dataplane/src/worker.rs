@@ -576,18 +576,13 @@ impl<P: PacketIo> Worker<P> {
     }
 
     /// Receives and answers up to a turn's worth of batches on listening socket `socket`;
-    /// returns whether datagrams may still be waiting. A batch that did not fill up emptied the
-    /// socket: what arrives after it raises a new readiness event (the kernel signals every
-    /// arrival to an edge-triggered poll), so no further read is spent to hear "nothing".
+    /// returns whether datagrams may still be waiting.
     fn udp_turn(&mut self, socket: usize) -> bool {
         for _ in 0..UDP_BATCHES_PER_TURN {
             match self.io[socket].recv(&mut self.queries) {
-                Ok(n) => {
+                Ok(_) => {
                     self.stats.udp_batches.incr();
                     self.answer_batch(socket);
-                    if n < sys::BATCH_SIZE {
-                        return false;
-                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
