@@ -576,13 +576,20 @@ impl<P: PacketIo> Worker<P> {
     }
 
     /// Receives and answers up to a turn's worth of batches on listening socket `socket`;
-    /// returns whether datagrams may still be waiting.
+    /// returns whether datagrams may still be waiting. A batch that did not fill up and sent a
+    /// question upstream ends the turn at once: the socket was empty, and an upstream on the
+    /// same core gets it sooner, the kernel signalling what arrives meanwhile to the
+    /// edge-triggered poll. Otherwise the socket is read until empty, which costs fewer
+    /// instructions per answer than another turn of the loop.
     fn udp_turn(&mut self, socket: usize) -> bool {
         for _ in 0..UDP_BATCHES_PER_TURN {
             match self.io[socket].recv(&mut self.queries) {
-                Ok(_) => {
+                Ok(n) => {
                     self.stats.udp_batches.incr();
-                    self.answer_batch(socket);
+                    let forwarded = self.answer_batch(socket);
+                    if forwarded && n < sys::BATCH_SIZE {
+                        return false;
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -598,8 +605,9 @@ impl<P: PacketIo> Worker<P> {
     }
 
     /// Answers every received datagram from one snapshot load and sends the replies at once.
-    /// Queries that go upstream are answered later, from [`Worker::resolver_turn`].
-    fn answer_batch(&mut self, socket: usize) {
+    /// Queries that go upstream are answered later, from [`Worker::resolver_turn`]; returns
+    /// whether there was one.
+    fn answer_batch(&mut self, socket: usize) -> bool {
         let Worker {
             snapshots,
             stats,
@@ -611,6 +619,7 @@ impl<P: PacketIo> Worker<P> {
         } = self;
         let snapshot = snapshots.load();
         let now = Instant::now();
+        let mut forwarded = false;
         replies.clear();
         stats.queries_udp.add(queries.len() as u64);
         for i in 0..queries.len() {
@@ -631,7 +640,11 @@ impl<P: PacketIo> Worker<P> {
                 Some(resolver) => {
                     match resolver.answer(query, snapshot, &ctx, Client::Udp { socket, peer }, now, out) {
                         Answered::Now(outcome) => outcome,
-                        Answered::Later | Answered::Dropped => continue,
+                        Answered::Later => {
+                            forwarded = true;
+                            continue;
+                        }
+                        Answered::Dropped => continue,
                     }
                 }
                 None => answer(query, snapshot, &ctx, out),
@@ -641,10 +654,10 @@ impl<P: PacketIo> Worker<P> {
                 replies.commit(peer, reply.len);
             }
         }
-        if replies.is_empty() {
-            return;
+        if !replies.is_empty() {
+            send(&mut self.io[socket], &self.replies, &self.stats, &mut self.send_warning);
         }
-        send(&mut self.io[socket], &self.replies, &self.stats, &mut self.send_warning);
+        forwarded
     }
 
     /// Lets the resolver read upstream answers and fire its timers, and sends the replies that
