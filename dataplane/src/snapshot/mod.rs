@@ -661,7 +661,7 @@ mod tests {
     use std::net::Ipv4Addr;
 
     /// An answer with the address 10.0.0.`last`.
-    fn answer(last: u8) -> CompiledAnswer {
+    pub(crate) fn answer(last: u8) -> CompiledAnswer {
         let qname = LowerName::from_wire(Name::from_dotted("web.skydns.test.").unwrap().wire()).unwrap();
         let set = AnswerSet {
             answer: vec![Rrset {

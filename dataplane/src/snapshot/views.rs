@@ -309,23 +309,9 @@ mod tests {
 
     #[test]
     fn a_client_gets_the_answer_of_its_longest_matching_prefix() {
-        use crate::snapshot::rrset::{AnswerSet, Rdata, Record, Rrset};
-        use crate::wire::{LowerName, Name};
-        let qname = LowerName::from_wire(Name::from_dotted("web.skydns.test.").unwrap().wire()).unwrap();
         let answer = |last: u8| {
             let mut answers: ClassAnswers = [const { None }; Slot::COUNT];
-            let set = AnswerSet {
-                answer: vec![Rrset {
-                    owner: None,
-                    records: vec![Record {
-                        ttl: 60,
-                        rdata: Rdata::A(Ipv4Addr::new(10, 0, 0, last)),
-                    }],
-                    rotate: false,
-                }],
-                additional: vec![],
-            };
-            answers[Slot::A as usize] = Some(CompiledAnswer::compile(&qname, &set));
+            answers[Slot::A as usize] = Some(crate::snapshot::tests::answer(last));
             answers
         };
         let views = Views::new(
