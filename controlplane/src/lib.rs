@@ -12,6 +12,7 @@
 pub mod backoff;
 pub mod etcd;
 pub mod http;
+pub mod kube2etcd;
 pub mod kubernetes;
 pub mod skydns;
 pub mod source;

@@ -6,7 +6,7 @@
 //! since the process started.
 
 use super::report::{Loads, Persisted, Reloads, Report, Status};
-use crate::source::Kind;
+use crate::source::{Family, Kind};
 use skyline_dataplane::stats::Totals;
 use std::fmt::{self, Display, Formatter};
 
@@ -524,6 +524,20 @@ fn header(f: &mut Formatter<'_>, name: &str, kind: Kind, help: &str) -> fmt::Res
 }
 
 /// A family of one unlabelled sample.
+/// Families of a program's own other than the DNS server (kube2etcd), one sample each, in the
+/// same text format.
+#[derive(Debug)]
+pub struct Families<'a>(pub &'a [Family]);
+
+impl Display for Families<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        for family in self.0 {
+            single(f, family.name, family.kind, family.help, family.value)?;
+        }
+        Ok(())
+    }
+}
+
 fn single(f: &mut Formatter<'_>, name: &str, kind: Kind, help: &str, value: impl Display) -> fmt::Result {
     header(f, name, kind, help)?;
     writeln!(f, "{name} {value}")

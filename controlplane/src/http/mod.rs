@@ -17,5 +17,6 @@ mod ready;
 mod report;
 mod server;
 
+pub use metrics::Families;
 pub use report::{Observed, ReloadStats};
-pub use server::{HttpError, HttpServer};
+pub use server::{Endpoints, HttpError, HttpServer};

@@ -70,12 +70,47 @@ pub enum HttpError {
     },
 }
 
+/// What `/ready` and `/metrics` say: the DNS server's [`Observed`] sources and counters, or
+/// another program's own (kube2etcd), served by the same bounded listener.
+pub trait Endpoints: Send + Sync + 'static {
+    /// `/ready`: `Ok(None)` when ready, `Ok(Some(note))` when ready with a note worth a line,
+    /// `Err(why)` when not.
+    fn readiness(&self) -> Result<Option<String>, String>;
+    /// `/metrics`, in the Prometheus text format 0.0.4.
+    fn metrics(&self) -> String;
+}
+
+impl Endpoints for Observed {
+    fn readiness(&self) -> Result<Option<String>, String> {
+        readiness(&self.report(SystemTime::now()))
+    }
+
+    fn metrics(&self) -> String {
+        Metrics(&self.report(SystemTime::now())).to_string()
+    }
+}
+
+/// A DNS server's readiness, as [`Endpoints::readiness`] says it.
+fn readiness(report: &Report) -> Result<Option<String>, String> {
+    match (ready::check(report), ready::stale(report)) {
+        (Ok(()), stale) => Ok(stale.map(|stale| stale.to_string())),
+        (Err(not_ready), _) => Err(not_ready.to_string()),
+    }
+}
+
 /// The bound listener of `/health`, `/ready` and `/metrics`.
-#[derive(Debug)]
 pub struct HttpServer {
     listener: TcpListener,
     local_addr: SocketAddr,
-    observed: Arc<Observed>,
+    endpoints: Arc<dyn Endpoints>,
+}
+
+impl std::fmt::Debug for HttpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpServer")
+            .field("local_addr", &self.local_addr)
+            .finish_non_exhaustive()
+    }
 }
 
 impl HttpServer {
@@ -83,7 +118,7 @@ impl HttpServer {
     /// The port is shared (`SO_REUSEPORT`) as the DNS ports are, so that a second skyline on the
     /// same host network (a DaemonSet's surge pod during an update) can start beside this one.
     /// Must run within a tokio runtime.
-    pub async fn bind(addr: SocketAddr, observed: Observed) -> Result<HttpServer, HttpError> {
+    pub async fn bind(addr: SocketAddr, endpoints: impl Endpoints) -> Result<HttpServer, HttpError> {
         let bind_error = |source| HttpError::Bind { addr, source };
         let socket = if addr.is_ipv4() {
             TcpSocket::new_v4()
@@ -99,13 +134,13 @@ impl HttpServer {
         Ok(HttpServer {
             listener,
             local_addr,
-            observed: Arc::new(observed),
+            endpoints: Arc::new(endpoints),
         })
     }
 
     /// Serves on a listener bound elsewhere: the one a replaced skyline handed over. Must run
     /// within a tokio runtime.
-    pub fn from_std(listener: std::net::TcpListener, observed: Observed) -> Result<HttpServer, HttpError> {
+    pub fn from_std(listener: std::net::TcpListener, endpoints: impl Endpoints) -> Result<HttpServer, HttpError> {
         let local_addr = listener.local_addr().map_err(|source| HttpError::Adopt { source })?;
         let adopt = |source| HttpError::Bind {
             addr: local_addr,
@@ -116,7 +151,7 @@ impl HttpServer {
         Ok(HttpServer {
             listener,
             local_addr,
-            observed: Arc::new(observed),
+            endpoints: Arc::new(endpoints),
         })
     }
 
@@ -167,9 +202,9 @@ impl HttpServer {
                 tracing::debug!(%peer, limit = MAX_CONNECTIONS, "HTTP connection closed: too many at once");
                 continue;
             };
-            let observed = Arc::clone(&self.observed);
+            let endpoints = Arc::clone(&self.endpoints);
             let service = service_fn(move |request: Request<hyper::body::Incoming>| {
-                let response = respond(&request, || observed.report(SystemTime::now()));
+                let response = respond(&request, &*endpoints);
                 async move { Ok::<_, Infallible>(response) }
             });
             let connection = builder.serve_connection(TokioIo::new(stream), service);
@@ -193,8 +228,8 @@ enum Endpoint {
     Metrics,
 }
 
-/// Answers one request; `report` is read only for the endpoints that need it.
-fn respond<B>(request: &Request<B>, report: impl FnOnce() -> Report) -> Response<Full<Bytes>> {
+/// Answers one request; `endpoints` are read only for the paths that need them.
+fn respond<B>(request: &Request<B>, endpoints: &dyn Endpoints) -> Response<Full<Bytes>> {
     let endpoint = match request.uri().path() {
         "/health" => Endpoint::Health,
         "/ready" => Endpoint::Ready,
@@ -211,15 +246,12 @@ fn respond<B>(request: &Request<B>, report: impl FnOnce() -> Report) -> Response
     match endpoint {
         // Alive is all it says: the process answers HTTP, so its runtime is not wedged.
         Endpoint::Health => text(StatusCode::OK, PLAIN, "OK".into()),
-        Endpoint::Ready => {
-            let report = report();
-            match (ready::check(&report), ready::stale(&report)) {
-                (Ok(()), None) => text(StatusCode::OK, PLAIN, "OK".into()),
-                (Ok(()), Some(stale)) => text(StatusCode::OK, PLAIN, format!("{stale}\n")),
-                (Err(not_ready), _) => text(StatusCode::SERVICE_UNAVAILABLE, PLAIN, format!("{not_ready}\n")),
-            }
-        }
-        Endpoint::Metrics => text(StatusCode::OK, metrics::CONTENT_TYPE, Metrics(&report()).to_string()),
+        Endpoint::Ready => match endpoints.readiness() {
+            Ok(None) => text(StatusCode::OK, PLAIN, "OK".into()),
+            Ok(Some(note)) => text(StatusCode::OK, PLAIN, format!("{note}\n")),
+            Err(not_ready) => text(StatusCode::SERVICE_UNAVAILABLE, PLAIN, format!("{not_ready}\n")),
+        },
+        Endpoint::Metrics => text(StatusCode::OK, metrics::CONTENT_TYPE, endpoints.metrics()),
     }
 }
 
@@ -240,9 +272,32 @@ mod tests {
     use crate::http::report::Status;
     use http_body_util::BodyExt;
 
+    impl Endpoints for Report {
+        fn readiness(&self) -> Result<Option<String>, String> {
+            readiness(self)
+        }
+
+        fn metrics(&self) -> String {
+            Metrics(self).to_string()
+        }
+    }
+
+    /// Endpoints that must not be read.
+    struct Untouchable;
+
+    impl Endpoints for Untouchable {
+        fn readiness(&self) -> Result<Option<String>, String> {
+            panic!("/health reads no counter")
+        }
+
+        fn metrics(&self) -> String {
+            panic!("/health reads no counter")
+        }
+    }
+
     fn get(method: Method, path: &str, report: Report) -> (StatusCode, Response<Full<Bytes>>) {
         let request = Request::builder().method(method).uri(path).body(()).unwrap();
-        let response = respond(&request, || report);
+        let response = respond(&request, &report);
         (response.status(), response)
     }
 
@@ -315,7 +370,7 @@ mod tests {
     #[test]
     fn the_report_is_read_only_where_it_is_needed() {
         let request = Request::builder().uri("/health").body(()).unwrap();
-        let response = respond(&request, || panic!("/health reads no counter"));
+        let response = respond(&request, &Untouchable);
         assert_eq!(response.status(), StatusCode::OK);
     }
 }

@@ -2,87 +2,28 @@
 //! `pods verified`), a slim [`Mirror`] of them, and snapshots of the cluster zones published over
 //! the SkyDNS snapshot.
 
-use super::convert;
 use super::health::{KubernetesHealth, KubernetesReport};
-use super::mirror::{Kind, Mirror};
+use super::mirror::Mirror;
 use super::options::{ConnectError, KubernetesOptions};
-use crate::backoff::Backoff;
+use super::watch::{self, Change, Failures};
 use crate::source::{Source, SourceReport};
 use crate::state::{self, Persist, StateDir, StateHealth};
 use futures::future::BoxFuture;
-use futures::stream::{self, BoxStream, StreamExt};
-use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::runtime::watcher::{self, Event};
-use kube::runtime::WatchStreamExt;
-use kube::{Api, Resource};
-use serde::de::DeserializeOwned;
-use skyline_dataplane::snapshot::kubernetes::{self as model, Changes, Cluster, ObjectKey, Served};
+use futures::stream::{self, StreamExt};
+use skyline_dataplane::snapshot::kubernetes::{self as model, Changes, Cluster, Served};
 use skyline_dataplane::snapshot::skydns::Config;
 use skyline_dataplane::snapshot::{compose, publish, Snapshot};
 use skyline_dataplane::SnapshotCell;
-use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::time::{Instant, MissedTickBehavior};
-
-/// First pause after a failed list or watch.
-const RETRY_FIRST: Duration = Duration::from_millis(200);
-/// Longest pause: the API server's return shows in answers within about this long.
-const RETRY_CAP: Duration = Duration::from_secs(5);
-
-/// [`Backoff`] as kube-runtime's watcher takes it: an iterator of pauses that can restart.
-struct WatchBackoff(Backoff);
-
-impl Iterator for WatchBackoff {
-    type Item = Duration;
-
-    fn next(&mut self) -> Option<Duration> {
-        Some(self.0.next_pause())
-    }
-}
-
-impl kube::runtime::utils::Backoff for WatchBackoff {
-    fn reset(&mut self) {
-        self.0.reset();
-    }
-}
 
 /// How long after a change the snapshot is built, so that a burst of events (a rollout, a
 /// page of a list) costs one build rather than one per event.
 pub const DEBOUNCE: Duration = Duration::from_millis(20);
 
-/// Objects per LIST page of EndpointSlices and Pods, each up to tens of kilobytes of JSON (a
-/// slice holds up to 100 endpoints): a page is decoded whole, so it bounds the memory a list
-/// takes on top of the mirror.
-const LARGE_OBJECT_PAGE: u32 = 100;
-
 /// How often the SkyDNS snapshot below the cluster zones is checked for a new generation.
 const BASE_POLL: Duration = Duration::from_millis(20);
-
-/// A watched object, already reduced to what DNS needs.
-enum Payload {
-    Namespace,
-    Service(Option<model::Service>),
-    Slice(Option<model::EndpointSlice>),
-    Pod(Option<model::Pod>),
-}
-
-/// What one watch reported.
-enum Change {
-    /// A list starts.
-    Begin(Kind),
-    /// An object is listed, added or changed.
-    Put(ObjectKey, Payload),
-    /// An object is gone.
-    Remove(Kind, ObjectKey),
-    /// A list is complete.
-    End(Kind),
-    /// A list or watch failed; the watch retries after a backoff.
-    Failed(Kind, watcher::Error),
-    /// An object without a name: nothing to do.
-    Nameless,
-}
 
 /// Serves the cluster zones from the API server's objects, over the SkyDNS snapshot.
 pub struct KubernetesSource {
@@ -96,7 +37,7 @@ pub struct KubernetesSource {
     api_server: String,
     health: Arc<KubernetesHealth>,
     mirror: Mirror,
-    failing: [bool; 4],
+    failing: Failures,
     /// The SkyDNS snapshot the served one was composed with: the next update carries over the
     /// names it shares with the SkyDNS snapshot then current, and writes those that differ.
     base: Option<Arc<Snapshot>>,
@@ -168,7 +109,7 @@ impl KubernetesSource {
             api_server,
             health: Arc::default(),
             mirror: Mirror::default(),
-            failing: [false; 4],
+            failing: Failures::default(),
             base: None,
             persist: None,
             state_health: Arc::default(),
@@ -186,66 +127,15 @@ impl KubernetesSource {
         self.persist = Some(Persist::new(file, Arc::clone(&self.state_health)));
     }
 
-    fn kinds(&self) -> impl Iterator<Item = Kind> + '_ {
-        Kind::ALL.into_iter().filter(|kind| match kind {
-            Kind::EndpointSlice => !self.options.noendpoints,
-            Kind::Pod => self.options.pods,
-            Kind::Namespace | Kind::Service => true,
-        })
-    }
-
-    fn watches(&self, client: &kube::Client) -> Vec<BoxStream<'static, Change>> {
-        let labelled = |selector: &Option<String>| {
-            let config = watcher::Config::default();
-            match selector {
-                Some(selector) => config.labels(selector),
-                None => config,
-            }
-        };
-        self.kinds()
-            .map(|kind| match kind {
-                Kind::Namespace => watch(
-                    Api::<Namespace>::all(client.clone()),
-                    labelled(&self.options.namespace_labels),
-                    kind,
-                    |_| Payload::Namespace,
-                ),
-                Kind::Service => watch(
-                    Api::<Service>::all(client.clone()),
-                    labelled(&self.options.labels),
-                    kind,
-                    |s| Payload::Service(convert::service(s)),
-                ),
-                Kind::EndpointSlice => {
-                    let pod_names = self.config.endpoint_pod_names;
-                    watch(
-                        Api::<EndpointSlice>::all(client.clone()),
-                        watcher::Config::default().page_size(LARGE_OBJECT_PAGE),
-                        kind,
-                        move |s| Payload::Slice(convert::slice(s, pod_names)),
-                    )
-                }
-                Kind::Pod => watch(
-                    Api::<Pod>::all(client.clone()),
-                    labelled(&self.options.labels)
-                        .fields(convert::POD_FIELDS)
-                        .page_size(LARGE_OBJECT_PAGE),
-                    kind,
-                    |p| Payload::Pod(convert::pod(p)),
-                ),
-            })
-            .collect()
-    }
-
     async fn run(mut self) {
-        let mut changes = stream::select_all(self.watches(&self.client));
+        let mut changes = stream::select_all(watch::all(&self.client, &self.options, self.config.endpoint_pod_names));
         let mut poll = tokio::time::interval(BASE_POLL);
         poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut due: Option<Instant> = None;
         loop {
             let deadline = due.unwrap_or_else(Instant::now);
             let complete = self.synced() && self.mirror.is_settled();
-            let failing = self.failing.iter().any(|&f| f);
+            let failing = self.failing.any();
             tokio::select! {
                 change = changes.next() => {
                     let Some(change) = change else { return };
@@ -275,45 +165,19 @@ impl KubernetesSource {
 
     /// Applies one change to the mirror; true when answers may have changed.
     fn apply(&mut self, change: Change) -> bool {
-        match change {
-            Change::Begin(kind) => {
-                self.mirror.begin_list(kind);
-                false
-            }
-            Change::Put(key, payload) => {
-                self.health.event();
-                match payload {
-                    Payload::Namespace => self.mirror.put_namespace(key.name),
-                    Payload::Service(service) => self.mirror.put_service(key, service),
-                    Payload::Slice(slice) => self.mirror.put_slice(key, slice),
-                    Payload::Pod(pod) => self.mirror.put_pod(key, pod),
-                }
-            }
-            Change::Remove(kind, key) => {
-                self.health.event();
-                self.mirror.remove(kind, &key)
-            }
+        match &change {
+            Change::Put(..) | Change::Remove(..) => self.health.event(),
             Change::End(kind) => {
-                self.mirror.end_list(kind);
                 self.health.listed();
-                if std::mem::take(&mut self.failing[kind as usize]) {
-                    tracing::info!(?kind, "Kubernetes watch restored");
-                }
-                true
+                self.failing.listed(*kind);
             }
             Change::Failed(kind, error) => {
                 self.health.error();
-                if !std::mem::replace(&mut self.failing[kind as usize], true) {
-                    let error = Causes(&error);
-                    tracing::warn!(?kind, %error, "Kubernetes list or watch failed; retrying with backoff, answers keep the last data");
-                } else {
-                    let error = Causes(&error);
-                    tracing::debug!(?kind, %error, "Kubernetes list or watch failed again");
-                }
-                false
+                self.failing.failed(*kind, error);
             }
-            Change::Nameless => false,
+            Change::Begin(_) | Change::Nameless => {}
         }
+        watch::apply(&mut self.mirror, change)
     }
 
     /// A list or watch failed before every watch had listed: the persisted data, if there is a
@@ -346,7 +210,7 @@ impl KubernetesSource {
     }
 
     fn synced(&self) -> bool {
-        self.kinds().all(|kind| self.mirror.is_listed(kind))
+        watch::kinds(&self.options).all(|kind| self.mirror.is_listed(kind))
     }
 
     /// Publishes the cluster zones (SERVFAIL until every watch has listed, or the persisted data
@@ -417,58 +281,4 @@ impl KubernetesSource {
         }
         true
     }
-}
-
-/// An error with every cause below it, `: `-separated. kube's errors name only their outer
-/// layer (`ServiceError: client error (Connect)`); what an operator can act on, such as a server
-/// certificate the kubeconfig's CA did not sign or a refused connection, is at the bottom of the
-/// chain. A cause whose text its parent already shows is left out.
-struct Causes<'a>(&'a dyn std::error::Error);
-
-impl std::fmt::Display for Causes<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut shown = self.0.to_string();
-        f.write_str(&shown)?;
-        let mut cause = self.0.source();
-        while let Some(error) = cause {
-            let text = error.to_string();
-            if !shown.contains(&text) {
-                write!(f, ": {text}")?;
-            }
-            shown = text;
-            cause = error.source();
-        }
-        Ok(())
-    }
-}
-
-/// The watch of one kind, reduced to [`Change`]s, retrying failures with [`Backoff`].
-fn watch<K>(
-    api: Api<K>,
-    config: watcher::Config,
-    kind: Kind,
-    slim: impl Fn(&K) -> Payload + Send + 'static,
-) -> BoxStream<'static, Change>
-where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
-{
-    watcher::watcher(api, config)
-        .backoff(WatchBackoff(Backoff::new(RETRY_FIRST, RETRY_CAP)))
-        .map(move |item| match item {
-            Ok(Event::Init) => Change::Begin(kind),
-            Ok(Event::InitDone) => Change::End(kind),
-            Ok(Event::InitApply(object) | Event::Apply(object)) => match convert::key(object.meta()) {
-                Some(key) => {
-                    let payload = slim(&object);
-                    Change::Put(key, payload)
-                }
-                None => Change::Nameless,
-            },
-            Ok(Event::Delete(object)) => match convert::key(object.meta()) {
-                Some(key) => Change::Remove(kind, key),
-                None => Change::Nameless,
-            },
-            Err(error) => Change::Failed(kind, error),
-        })
-        .boxed()
 }

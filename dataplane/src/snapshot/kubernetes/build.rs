@@ -117,6 +117,19 @@ pub(super) fn views<'c>(
     }
 }
 
+/// The exposed services among `only` (every one when `None`), each with its ready endpoints:
+/// what the names under `<svc>.<ns>.svc.<zone>` are made of, for a consumer that writes them
+/// somewhere other than a snapshot (kube2etcd's records in etcd).
+pub fn service_views<'c>(
+    config: &Config,
+    cluster: &'c Cluster,
+    only: Option<&HashSet<ObjectKey, RandomState>>,
+) -> Vec<ServiceView<'c>> {
+    let ids: Option<ServiceIds<'_>> = only.map(|keys| keys.iter().map(|k| (&*k.namespace, &*k.name)).collect());
+    let slices = slices_by_service(cluster, ids.as_ref());
+    views(config, cluster, &slices, ids.as_ref()).into_values().collect()
+}
+
 /// `<dashed address>.<ns>.pod.<zone>`.
 pub(super) fn pod_name(zone: &Name, ns: &str, address: IpAddr) -> Option<Name> {
     zone.prepend("pod")

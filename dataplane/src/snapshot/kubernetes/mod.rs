@@ -13,13 +13,14 @@ mod service;
 mod sets;
 mod update;
 
-pub use build::{build, syncing};
+pub use build::{build, service_views, syncing};
 pub use config::{is_reverse, Config, PodMode, DEFAULT_TTL, MAX_TTL, SCHEMA_VERSION, VERSION_TTL};
 pub use hosts::{Compact, Host, Hosts, MAX_ANSWER};
 pub use model::{
     Before, Changes, Cluster, Endpoint, EndpointSlice, Names, ObjectKey, Objects, Pod, Protocol, Service, ServiceKind,
     ServicePort,
 };
+pub use service::{Labelled, ReadyEndpoint, ServiceView};
 pub use update::{update, Served};
 
 #[cfg(test)]
