@@ -38,30 +38,9 @@ pub struct Cli {
     #[arg(long, env = "SKYDNS_NDOTS", value_name = "N")]
     pub ndots: Option<u32>,
 
-    /// Comma-separated etcd v3 endpoints; setting them makes etcd the data source, watched live
-    /// [default: none]
-    #[arg(long, env = "ETCD_MACHINES", value_name = "URL,...", value_delimiter = ',')]
-    pub machines: Option<Vec<String>>,
-
-    /// Client private key for TLS to etcd, PEM; goes with --tls-pem
-    #[arg(long, env = "ETCD_TLSKEY", value_name = "FILE")]
-    pub tls_key: Option<PathBuf>,
-
-    /// Client certificate for TLS to etcd, PEM; goes with --tls-key
-    #[arg(long, env = "ETCD_TLSPEM", value_name = "FILE")]
-    pub tls_pem: Option<PathBuf>,
-
-    /// Certificate authority of the etcd members' certificates, PEM; needed for https endpoints
-    #[arg(long, env = "ETCD_CACERT", value_name = "FILE")]
-    pub ca_cert: Option<PathBuf>,
-
-    /// etcd user; goes with --password
-    #[arg(long, env = "ETCD_USERNAME", value_name = "USER")]
-    pub username: Option<String>,
-
-    /// Password of the etcd user
-    #[arg(long, env = "ETCD_PASSWORD", value_name = "PASSWORD", hide_env_values = true)]
-    pub password: Option<String>,
+    /// Where etcd is and how to authenticate to it.
+    #[command(flatten)]
+    pub etcd: EtcdArgs,
 
     /// Follow etcd's member list: members added to the cluster are used and removed ones
     /// dropped, without a restart [default: false]
@@ -200,6 +179,36 @@ pub struct Cli {
     pub kubernetes: KubernetesArgs,
 }
 
+/// Where etcd is and how to authenticate to it, SkyDNS's flags and variables: the server's data
+/// source, and where kube2etcd writes.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct EtcdArgs {
+    /// Comma-separated etcd v3 endpoints; for the server, setting them makes etcd the data source,
+    /// watched live [default: none]
+    #[arg(long, env = "ETCD_MACHINES", value_name = "URL,...", value_delimiter = ',')]
+    pub machines: Option<Vec<String>>,
+
+    /// Client private key for TLS to etcd, PEM; goes with --tls-pem
+    #[arg(long, env = "ETCD_TLSKEY", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+
+    /// Client certificate for TLS to etcd, PEM; goes with --tls-key
+    #[arg(long, env = "ETCD_TLSPEM", value_name = "FILE")]
+    pub tls_pem: Option<PathBuf>,
+
+    /// Certificate authority of the etcd members' certificates, PEM; needed for https endpoints
+    #[arg(long, env = "ETCD_CACERT", value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
+
+    /// etcd user; goes with --password
+    #[arg(long, env = "ETCD_USERNAME", value_name = "USER")]
+    pub username: Option<String>,
+
+    /// Password of the etcd user
+    #[arg(long, env = "ETCD_PASSWORD", value_name = "PASSWORD", hide_env_values = true)]
+    pub password: Option<String>,
+}
+
 /// Kubernetes cluster DNS, its options named after CoreDNS's `kubernetes` plugin. Any of them
 /// turns the Kubernetes source on; so does a `[kubernetes]` table in the configuration file.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -314,12 +323,12 @@ impl Cli {
     }
 }
 
-fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+pub(crate) fn parse_addr(text: &str) -> Result<SocketAddr, String> {
     config::address("addr", text)
         .map_err(|_| format!("{text:?} is not an IP:port address (a host name is not accepted)"))
 }
 
-fn parse_domain(text: &str) -> Result<Name, String> {
+pub(crate) fn parse_domain(text: &str) -> Result<Name, String> {
     config::domain("domain", text).map_err(|e| e.to_string())
 }
 

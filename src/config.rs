@@ -407,16 +407,17 @@ pub fn operator(cli: &Cli, file: Option<&FileConfig>) -> Result<Operator, Config
         .unwrap_or(DEFAULT_PATH_PREFIX);
     let records = cli.records.clone().or_else(|| file.records.clone());
     let etcd = cli
+        .etcd
         .machines
         .clone()
         .or_else(|| file.machines.clone())
         .map(|endpoints| EtcdOptions {
             endpoints,
-            tls_key: cli.tls_key.clone().or_else(|| file.tls_key.clone()),
-            tls_pem: cli.tls_pem.clone().or_else(|| file.tls_pem.clone()),
-            ca_cert: cli.ca_cert.clone().or_else(|| file.ca_cert.clone()),
-            username: cli.username.clone().or_else(|| file.username.clone()),
-            password: cli.password.clone().or_else(|| file.password.clone()),
+            tls_key: cli.etcd.tls_key.clone().or_else(|| file.tls_key.clone()),
+            tls_pem: cli.etcd.tls_pem.clone().or_else(|| file.tls_pem.clone()),
+            ca_cert: cli.etcd.ca_cert.clone().or_else(|| file.ca_cert.clone()),
+            username: cli.etcd.username.clone().or_else(|| file.username.clone()),
+            password: cli.etcd.password.clone().or_else(|| file.password.clone()),
             discover: cli.discover.or(file.discover).unwrap_or(false),
         });
     if let (Some(records), Some(_)) = (&records, &etcd) {

@@ -7,6 +7,7 @@ mod check;
 mod cli;
 mod config;
 mod forwarding;
+mod kube2etcd;
 mod nodelocal;
 mod notify;
 mod reload;
@@ -69,7 +70,12 @@ enum StartError {
 
 fn main() -> ExitCode {
     skyline_dataplane::sys::limit_allocator_arenas();
-    let cli = Cli::try_parse_skydns(std::env::args_os()).unwrap_or_else(|e| e.exit());
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|first| first == "kube2etcd") {
+        args.remove(1);
+        return kube2etcd::main(args);
+    }
+    let cli = Cli::try_parse_skydns(args).unwrap_or_else(|e| e.exit());
     init_logging(cli.verbose);
     if cli.check_config {
         return check::check(&cli);
@@ -84,7 +90,7 @@ fn main() -> ExitCode {
 }
 
 /// Logs to stderr: `--verbose` means debug level, otherwise `RUST_LOG` (default `info`).
-fn init_logging(verbose: bool) {
+pub(crate) fn init_logging(verbose: bool) {
     let filter = if verbose {
         EnvFilter::new("debug")
     } else {

@@ -9,7 +9,7 @@
 
 use crate::common::{eventually, stop_child, Skyline};
 use etcd_client::{
-    Certificate, Client, CompactionOptions, ConnectOptions, Identity, PutOptions, TlsOptions, Txn, TxnOp,
+    Certificate, Client, CompactionOptions, ConnectOptions, GetOptions, Identity, PutOptions, TlsOptions, Txn, TxnOp,
 };
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::RecordType;
@@ -407,6 +407,19 @@ impl EtcdClient {
             let mut c = self.client.clone();
             self.run(async move { c.txn(Txn::new().and_then(ops)).await });
         }
+    }
+
+    /// Every key under `prefix` with its value and the revision that last changed it.
+    pub fn get_prefix(&self, prefix: &str) -> Vec<(String, String, i64)> {
+        let mut c = self.client.clone();
+        let r = self.run(async move { c.get(prefix, Some(GetOptions::new().with_prefix())).await });
+        r.kvs()
+            .iter()
+            .map(|kv| {
+                let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                (text(kv.key()), text(kv.value()), kv.mod_revision())
+            })
+            .collect()
     }
 
     /// Deletes `key`.

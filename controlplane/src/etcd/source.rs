@@ -10,13 +10,14 @@ use super::health::{EtcdReport, SourceHealth};
 use super::lease::LeaseTtls;
 use super::members::Members;
 use super::options::{EtcdOptions, OptionsError};
+use super::range::{self, RangeError, MAX_MESSAGE};
 use super::state::{Changed, Put, State};
 use super::stub::{stub_key_prefix, stub_zones, StubZone, Unusable};
 use crate::backoff::Backoff;
 use crate::skydns::{ConfigError, ConfigPatch};
 use crate::source::{Overrides, Source, SourceReport, SourceStats, StartError};
 use crate::state::{self, Persist, StateDir, StateHealth};
-use etcd_client::{Client, ConnectOptions, EventType, GetOptions, WatchOptions, WatchResponse, WatchStream};
+use etcd_client::{Client, ConnectOptions, EventType, WatchOptions, WatchResponse, WatchStream};
 use futures::future::BoxFuture;
 use skyline_dataplane::snapshot::skydns::{build_entries, update, Config};
 use skyline_dataplane::snapshot::{publish, Snapshot, ZoneState};
@@ -45,14 +46,6 @@ pub const DEBOUNCE: Duration = Duration::from_millis(2);
 /// Longest wait for one etcd request (a page of the range read, a lease lookup, opening a
 /// watch) before the attempt counts as failed.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Keys per page of the range read: large enough that a million keys take 200 requests, small
-/// enough that a page of typical records stays a few megabytes.
-const PAGE_KEYS: usize = 5000;
-
-/// Largest message accepted from etcd: a page of large values, or one watch response holding a
-/// transaction's worth of events. etcd itself caps a value at 1.5 MiB by default.
-const MAX_MESSAGE: usize = 256 << 20;
 
 /// Lease lookups in flight at once.
 const LEASE_LOOKUPS: usize = 64;
@@ -482,36 +475,22 @@ impl EtcdSource {
     /// builds its snapshot: the old snapshot serves until the new one replaces it whole.
     async fn full_sync(&mut self, client: &Client) -> Result<(), SyncError> {
         let started = Instant::now();
-        let mut kv = client.kv_client().max_decoding_message_size(MAX_MESSAGE);
         let logged = self.state.as_ref().map(State::rejected).unwrap_or_default();
         let mut fresh = State::new(&self.path_prefix, logged);
-        let end = prefix_end(self.below.as_bytes());
-        // etcd 3.4 collects every key from a page's start to the range end before applying the
-        // limit, so open-ended pages cost the square of the key count (minutes at a million).
-        // One keys-only listing instead, then pages of values bounded at both ends.
-        let listing = GetOptions::new().with_range(end.clone()).with_keys_only();
-        let mut listed = within(REQUEST_TIMEOUT, kv.get(self.below.as_bytes(), Some(listing))).await?;
+        let health = &self.health;
+        let read = range::read_prefix(client, self.below.as_bytes(), REQUEST_TIMEOUT, |kv| {
+            let put = Put {
+                key: kv.key(),
+                value: kv.value(),
+                lease: kv.lease(),
+                mod_revision: kv.mod_revision(),
+            };
+            fresh.put(put, health);
+        })
+        .await?;
         self.health.contact();
-        let header = listed.header();
-        let revision = header.map_or(0, |h| h.revision());
-        fresh.cluster = header.map_or(0, |h| h.cluster_id());
-        let keys: Vec<Vec<u8>> = listed.take_kvs().into_iter().map(|kv| kv.key().to_vec()).collect();
-        let pages: Vec<&[Vec<u8>]> = keys.chunks(PAGE_KEYS).collect();
-        for (i, page) in pages.iter().enumerate() {
-            let page_end = pages.get(i + 1).map_or_else(|| end.clone(), |next| next[0].clone());
-            let options = GetOptions::new().with_range(page_end).with_revision(revision);
-            let mut values = within(REQUEST_TIMEOUT, kv.get(page[0].clone(), Some(options))).await?;
-            self.health.contact();
-            for kv in &values.take_kvs() {
-                let put = Put {
-                    key: kv.key(),
-                    value: kv.value(),
-                    lease: kv.lease(),
-                    mod_revision: kv.mod_revision(),
-                };
-                fresh.put(put, &self.health);
-            }
-        }
+        let revision = read.revision;
+        fresh.cluster = read.cluster;
         fresh.revision = revision;
         fresh.read_complete();
         let read = started.elapsed();
@@ -950,26 +929,20 @@ fn restart_only_changes(a: &ConfigPatch, b: &ConfigPatch) -> Vec<&'static str> {
         .collect()
 }
 
-/// The first key after every key that starts with `prefix` (etcd's range end for a prefix).
-fn prefix_end(prefix: &[u8]) -> Vec<u8> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < u8::MAX {
-            end.push(last + 1);
-            return end;
-        }
-    }
-    vec![0]
-}
-
 /// Runs an etcd request with a deadline.
 async fn within<T>(
     limit: Duration,
     request: impl Future<Output = Result<T, etcd_client::Error>>,
 ) -> Result<T, SyncError> {
-    match tokio::time::timeout(limit, request).await {
-        Ok(result) => result.map_err(SyncError::from),
-        Err(_) => Err(SyncError::Timeout(limit)),
+    Ok(range::within(limit, request).await?)
+}
+
+impl From<RangeError> for SyncError {
+    fn from(error: RangeError) -> SyncError {
+        match error {
+            RangeError::Etcd(error) => SyncError::Etcd(error),
+            RangeError::Timeout(limit) => SyncError::Timeout(limit),
+        }
     }
 }
 
@@ -996,13 +969,6 @@ async fn sleep_until(deadline: Option<Instant>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_range_end_covers_exactly_the_prefix() {
-        assert_eq!(prefix_end(b"/skydns/"), b"/skydns0");
-        assert_eq!(prefix_end(b"a\xff"), b"b");
-        assert_eq!(prefix_end(b"\xff"), b"\0");
-    }
 
     #[test]
     fn restart_only_settings_are_named_by_their_json_keys() {

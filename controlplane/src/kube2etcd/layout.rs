@@ -299,6 +299,11 @@ impl Desired {
         self.values.get(key)
     }
 
+    /// The services that contribute keys, by namespace and name.
+    pub fn services(&self) -> impl Iterator<Item = &(Box<str>, Box<str>)> {
+        self.services.keys()
+    }
+
     /// Every wanted key.
     pub fn keys(&self) -> impl Iterator<Item = &String> {
         self.values.keys()

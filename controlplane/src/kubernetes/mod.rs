@@ -25,7 +25,7 @@ mod health;
 pub mod mirror;
 mod options;
 mod source;
-mod watch;
+pub(crate) mod watch;
 
 pub use health::KubernetesHealth;
 pub use mirror::Mirror;
