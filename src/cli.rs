@@ -14,6 +14,8 @@ use std::path::PathBuf;
 ///
 /// Precedence of settings: flags, then environment variables, then the --config file, then the
 /// /<prefix>/config object of the data (the records file or etcd), then SkyDNS's defaults.
+///
+/// `skyline kube2etcd --help`: the mirror of a Kubernetes cluster's DNS records into etcd.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "skyline", version)]
 pub struct Cli {
@@ -376,8 +378,12 @@ mod tests {
 
     #[test]
     fn the_readme_tables_name_every_flag_and_variable_and_no_other() {
-        let command = Cli::command();
-        let args: Vec<_> = command.get_arguments().filter(|a| a.get_long().is_some()).collect();
+        let (server, kube2etcd) = (Cli::command(), crate::kube2etcd::Kube2EtcdCli::command());
+        let args: Vec<_> = server
+            .get_arguments()
+            .chain(kube2etcd.get_arguments())
+            .filter(|a| a.get_long().is_some())
+            .collect();
         let cli_flags: BTreeSet<String> = args
             .iter()
             .filter_map(|a| a.get_long())
