@@ -429,3 +429,43 @@ fn a_re_list_after_an_expired_watch_writes_only_what_was_missed() {
     );
     assert!(!client.get_prefix("/skydns/local/cluster/svc/testns/hl/").is_empty());
 }
+
+#[test]
+fn a_leader_whose_election_key_is_gone_writes_nothing_more() {
+    if !etcd_available() {
+        return;
+    }
+    let etcd = Etcd::start();
+    let client = EtcdClient::connect(&[etcd.endpoint()]);
+    let api = FakeApi::start();
+    populate(&api);
+    let deposed = Writer::start(&api, &etcd.endpoint(), "a");
+    deposed.wait_written();
+    let standby = Writer::start(&api, &etcd.endpoint(), "b");
+    eventually(SETTLE, "the standby has listed", || {
+        http_get(standby.http(), "/ready").is_some_and(|(status, _)| status == 200)
+    });
+    // As if its lease had expired while it was cut off: its election key goes, the standby is
+    // elected, and the old leader's next transaction fails on the leadership condition.
+    let keys = client.get_prefix("/kube2etcd/");
+    let own = keys
+        .iter()
+        .find(|(_, value, _)| value == "a")
+        .expect("the leader's election key");
+    let txns = deposed.metric("skyline_kube2etcd_txns_total");
+    client.delete(&own.0);
+    api.apply(cluster_ip("testns", "after", &["10.96.1.40"], &[("http", 80, "TCP")]));
+    eventually(SETTLE, "the standby leads and writes the change", || {
+        standby.metric("skyline_kube2etcd_leader") == 1.0
+            && !client.get_prefix("/skydns/local/cluster/svc/testns/after/").is_empty()
+    });
+    eventually(SETTLE, "the old leader knows it is not leading", || {
+        deposed.metric("skyline_kube2etcd_leader") == 0.0
+    });
+    assert_eq!(
+        deposed.metric("skyline_kube2etcd_txns_total"),
+        txns,
+        "{}",
+        deposed.log_text()
+    );
+}

@@ -221,6 +221,7 @@ impl Writer {
                     "kube2etcd: etcd read; writing the difference"
                 );
             }
+            self.stats.pending.store(todo.len() as u64, Ordering::Relaxed);
             while complete && !todo.is_empty() {
                 let batch = self.batch(&mut todo, &written, &foreign);
                 if batch.is_empty() {
