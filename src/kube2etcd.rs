@@ -19,7 +19,7 @@ use tokio::signal::unix::{signal, SignalKind};
 /// so that skyline, SkyDNS or CoreDNS's etcd plugin reading that etcd answer the cluster's
 /// names. Run several replicas: one leads (an etcd lease), the others wait.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "skyline kube2etcd", version)]
+#[command(name = "skyline kube2etcd", bin_name = "skyline kube2etcd", version)]
 pub struct Kube2EtcdCli {
     /// etcd to write to.
     #[command(flatten)]

@@ -59,6 +59,15 @@ impl Writer {
         Writer { child, log, _dir: dir }
     }
 
+    /// Starts a second replica and waits until it has listed the cluster.
+    fn standby(api: &FakeApi, etcd: &str, name: &str) -> Writer {
+        let standby = Writer::start(api, etcd, name);
+        eventually(SETTLE, "the standby has listed", || {
+            http_get(standby.http(), "/ready").is_some_and(|(status, _)| status == 200)
+        });
+        standby
+    }
+
     fn http(&self) -> SocketAddr {
         let find = || {
             self.log.lock().unwrap().iter().find_map(|line| {
@@ -339,10 +348,7 @@ fn of_two_writers_one_leads_and_the_other_takes_over_when_it_is_killed() {
     populate(&api);
     let mut leader = Writer::start(&api, &etcd.endpoint(), "a");
     leader.wait_written();
-    let standby = Writer::start(&api, &etcd.endpoint(), "b");
-    eventually(SETTLE, "the standby has listed", || {
-        http_get(standby.http(), "/ready").is_some_and(|(status, _)| status == 200)
-    });
+    let standby = Writer::standby(&api, &etcd.endpoint(), "b");
     assert_eq!(standby.metric("skyline_kube2etcd_leader"), 0.0);
     assert_eq!(
         standby.metric("skyline_kube2etcd_txns_total"),
@@ -441,10 +447,7 @@ fn a_leader_whose_election_key_is_gone_writes_nothing_more() {
     populate(&api);
     let deposed = Writer::start(&api, &etcd.endpoint(), "a");
     deposed.wait_written();
-    let standby = Writer::start(&api, &etcd.endpoint(), "b");
-    eventually(SETTLE, "the standby has listed", || {
-        http_get(standby.http(), "/ready").is_some_and(|(status, _)| status == 200)
-    });
+    let standby = Writer::standby(&api, &etcd.endpoint(), "b");
     // As if its lease had expired while it was cut off: its election key goes, the standby is
     // elected, and the old leader's next transaction fails on the leadership condition.
     let keys = client.get_prefix("/kube2etcd/");
