@@ -92,7 +92,7 @@ fn scrape(addr: SocketAddr) -> BTreeMap<String, f64> {
     for line in response.body.lines() {
         if let Some(rest) = line.strip_prefix("# TYPE ") {
             let (name, kind) = rest.split_once(' ').unwrap();
-            assert!(kind == "counter" || kind == "gauge", "{line}");
+            assert!(["counter", "gauge", "histogram"].contains(&kind), "{line}");
             family = name.to_owned();
             continue;
         }
@@ -100,7 +100,12 @@ fn scrape(addr: SocketAddr) -> BTreeMap<String, f64> {
             continue;
         }
         let (series, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("{line:?}"));
-        assert_eq!(series.split('{').next(), Some(family.as_str()), "{line}");
+        let name = series.split('{').next().unwrap_or_default();
+        let part = name.strip_prefix(family.as_str());
+        assert!(
+            part.is_some_and(|p| ["", "_bucket", "_sum", "_count"].contains(&p)),
+            "{line}"
+        );
         let value: f64 = value.parse().unwrap_or_else(|_| panic!("{line:?}"));
         assert!(samples.insert(series.to_owned(), value).is_none(), "{series} twice");
     }
@@ -211,6 +216,14 @@ fn metrics_count_the_queries_sent() {
         ("skyline_tcp_connections_total", 3.0),
         ("coredns_cache_hits_total", 0.0),
         ("coredns_forward_requests_total", 0.0),
+        ("coredns_dns_request_duration_seconds_count", 15.0),
+        ("coredns_dns_request_duration_seconds_bucket{le=\"+Inf\"}", 15.0),
+        ("coredns_dns_request_size_bytes_count{proto=\"udp\"}", 12.0),
+        ("coredns_dns_request_size_bytes_bucket{proto=\"udp\",le=\"100\"}", 12.0),
+        ("coredns_dns_request_size_bytes_count{proto=\"tcp\"}", 3.0),
+        ("coredns_dns_response_size_bytes_count{proto=\"udp\"}", 12.0),
+        ("coredns_dns_response_size_bytes_count{proto=\"tcp\"}", 3.0),
+        ("coredns_forward_request_duration_seconds_count", 0.0),
     ];
     // The workers count before they send, so the counts are there by the time the replies are;
     // the scrape is retried only in case the stores reach this reader a moment late.
@@ -229,6 +242,27 @@ fn metrics_count_the_queries_sent() {
     assert_eq!(
         value(&after, "skyline_snapshot_generation"),
         value(&before, "skyline_snapshot_generation")
+    );
+    // Answers from the snapshot take microseconds, not a second.
+    let fast = value(&after, "coredns_dns_request_duration_seconds_bucket{le=\"1.31072\"}")
+        - value(&before, "coredns_dns_request_duration_seconds_bucket{le=\"1.31072\"}");
+    assert_eq!(fast, 15.0);
+    for series in [
+        "process_resident_memory_bytes",
+        "process_open_fds",
+        "process_start_time_seconds",
+    ] {
+        assert!(value(&after, series) > 0.0, "{series}");
+    }
+    assert_eq!(
+        value(
+            &after,
+            &format!(
+                "coredns_build_info{{version=\"{}\",revision=\"\",goversion=\"\"}}",
+                env!("CARGO_PKG_VERSION")
+            )
+        ),
+        1.0
     );
 }
 

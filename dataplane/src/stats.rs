@@ -110,6 +110,125 @@ pub struct Totals {
     pub forward_failures: u64,
     /// Stub-zone queries dropped because they carried the SkyDNS loop guard.
     pub stub_loops_dropped: u64,
+    /// How long replies took, from the query's arrival (the receive call that returned it) to
+    /// the reply's send, in [`DURATION_BOUNDS`] buckets.
+    pub request_duration: Histogram<DURATION_SLOTS>,
+    /// Sizes of the queries received, UDP then TCP, in [`SIZE_BOUNDS`] buckets.
+    pub request_size: [Histogram<SIZE_SLOTS>; 2],
+    /// Sizes of the replies sent, UDP then TCP.
+    pub response_size: [Histogram<SIZE_SLOTS>; 2],
+    /// How long upstreams took to answer a try, from its send to its reply.
+    pub forward_duration: Histogram<DURATION_SLOTS>,
+}
+
+/// Upper bounds of the duration buckets, in nanoseconds: 10 µs doubling up to about 5 s, then
+/// the `+Inf` slot. Fine at the bottom, where answers from the snapshot and the cache fall.
+pub const DURATION_BOUNDS: [u64; DURATION_SLOTS - 1] = {
+    let mut bounds = [0; DURATION_SLOTS - 1];
+    let mut i = 0;
+    while i < bounds.len() {
+        bounds[i] = 10_000 << i;
+        i += 1;
+    }
+    bounds
+};
+
+/// Duration buckets, `+Inf` included.
+pub const DURATION_SLOTS: usize = 21;
+
+/// Upper bounds of the size buckets, in bytes: CoreDNS's, so that its dashboards read them.
+pub const SIZE_BOUNDS: [u64; SIZE_SLOTS - 1] = [
+    0, 100, 200, 300, 400, 511, 1023, 2047, 4095, 8291, 16000, 32000, 48000, 64000,
+];
+
+/// Size buckets, `+Inf` included.
+pub const SIZE_SLOTS: usize = 15;
+
+/// A histogram as scraped: observations per bucket (not cumulative; the last is `+Inf`) and
+/// their sum (nanoseconds or bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Histogram<const S: usize> {
+    /// Observations that fell in each bucket.
+    pub counts: [u64; S],
+    /// The sum of the observed values.
+    pub sum: u64,
+}
+
+impl<const S: usize> Default for Histogram<S> {
+    fn default() -> Histogram<S> {
+        Histogram { counts: [0; S], sum: 0 }
+    }
+}
+
+impl<const S: usize> Histogram<S> {
+    /// Observations in all.
+    pub fn count(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    fn add(&mut self, other: &Counts<S>) {
+        for (total, slot) in self.counts.iter_mut().zip(&other.slots) {
+            *total += slot.get();
+        }
+        self.sum += other.sum.get();
+    }
+}
+
+/// A worker's histogram: a counter per bucket and one for the sum.
+#[derive(Debug)]
+pub(crate) struct Counts<const S: usize> {
+    slots: [Counter; S],
+    sum: Counter,
+}
+
+impl<const S: usize> Default for Counts<S> {
+    fn default() -> Counts<S> {
+        Counts {
+            slots: std::array::from_fn(|_| Counter::default()),
+            sum: Counter::default(),
+        }
+    }
+}
+
+impl<const S: usize> Counts<S> {
+    /// Adds `n` observations of `value` to bucket `slot`.
+    #[inline]
+    fn observe(&self, slot: usize, value: u64, n: u64) {
+        if let Some(counter) = self.slots.get(slot) {
+            counter.add(n);
+        }
+        self.sum.add(value.wrapping_mul(n));
+    }
+}
+
+/// The duration bucket of `elapsed`.
+#[inline]
+fn duration_slot(elapsed: Duration) -> usize {
+    let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+    if nanos <= DURATION_BOUNDS[0] {
+        return 0;
+    }
+    let units = nanos.div_ceil(DURATION_BOUNDS[0]);
+    let slot = (u64::BITS - (units - 1).leading_zeros()) as usize;
+    slot.min(DURATION_SLOTS - 1)
+}
+
+/// The size bucket of a message of `len` bytes.
+#[inline]
+fn size_slot(len: usize) -> usize {
+    match len {
+        0..=400 => len.div_ceil(100),
+        401..=511 => 5,
+        512..=1023 => 6,
+        1024..=2047 => 7,
+        2048..=4095 => 8,
+        4096..=8291 => 9,
+        8292..=16000 => 10,
+        16001..=32000 => 11,
+        32001..=48000 => 12,
+        48001..=64000 => 13,
+        _ => 14,
+    }
 }
 
 /// A counter with a single writer: its worker.
@@ -198,6 +317,10 @@ pub(crate) struct Counters {
     pub(crate) forward_busy: Counter,
     pub(crate) forward_failures: Counter,
     pub(crate) stub_loops_dropped: Counter,
+    request_duration: Counts<DURATION_SLOTS>,
+    request_size: [Counts<SIZE_SLOTS>; 2],
+    response_size: [Counts<SIZE_SLOTS>; 2],
+    forward_duration: Counts<DURATION_SLOTS>,
 }
 
 /// Reply counters by rcode: the seven named ones, then "other".
@@ -226,11 +349,33 @@ impl Counters {
         }
     }
 
-    /// Counts what answering a message produced.
+    /// Counts a query of `len` bytes received on `transport`.
     #[inline]
-    pub(crate) fn outcome(&self, outcome: &Outcome) {
+    pub(crate) fn request(&self, transport: Transport, len: usize) {
+        self.request_size[transport as usize].observe(size_slot(len), len as u64, 1);
+    }
+
+    /// Counts `n` replies that took `elapsed` from their query's arrival to their send.
+    #[inline]
+    pub(crate) fn took(&self, elapsed: Duration, n: u64) {
+        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        self.request_duration.observe(duration_slot(elapsed), nanos, n);
+    }
+
+    /// Counts an upstream's answer to a try, `rtt` after it was sent.
+    pub(crate) fn upstream_answered(&self, rtt: Duration) {
+        let nanos = u64::try_from(rtt.as_nanos()).unwrap_or(u64::MAX);
+        self.forward_duration.observe(duration_slot(rtt), nanos, 1);
+    }
+
+    /// Counts what answering a message on `transport` produced.
+    #[inline]
+    pub(crate) fn outcome(&self, transport: Transport, outcome: &Outcome) {
         match outcome {
-            Outcome::Reply(reply) => self.reply(reply),
+            Outcome::Reply(reply) => {
+                self.response_size[transport as usize].observe(size_slot(reply.len), reply.len as u64, 1);
+                self.reply(reply);
+            }
             Outcome::Drop(DropReason::TooShort) => self.dropped_too_short.incr(),
             Outcome::Drop(DropReason::Response) => self.dropped_response.incr(),
         }
@@ -297,6 +442,12 @@ impl Counters {
         totals.forward_busy += self.forward_busy.get();
         totals.forward_failures += self.forward_failures.get();
         totals.stub_loops_dropped += self.stub_loops_dropped.get();
+        totals.request_duration.add(&self.request_duration);
+        totals.forward_duration.add(&self.forward_duration);
+        for t in 0..2 {
+            totals.request_size[t].add(&self.request_size[t]);
+            totals.response_size[t].add(&self.response_size[t]);
+        }
     }
 }
 
@@ -359,7 +510,7 @@ mod tests {
 
     fn query(stats: &WorkerStats, transport: Transport, outcome: &Outcome) {
         stats.received(transport);
-        stats.outcome(outcome);
+        stats.outcome(transport, outcome);
     }
 
     fn reply(code: u16) -> Outcome {
@@ -408,6 +559,65 @@ mod tests {
         }
         assert_eq!((t.truncated, t.ignored_records, t.trailing_bytes), (1, 1, 1));
         assert_eq!((t.dropped_too_short, t.dropped_response), (1, 1));
+    }
+
+    #[test]
+    fn durations_and_sizes_fall_in_the_first_bucket_that_holds_them() {
+        let micros = Duration::from_micros;
+        for (elapsed, slot) in [
+            (Duration::ZERO, 0),
+            (micros(10), 0),
+            (Duration::from_nanos(10_001), 1),
+            (micros(20), 1),
+            (micros(21), 2),
+            (micros(640), 6),
+            (micros(641), 7),
+            (Duration::from_secs(5), 19),
+            (Duration::from_secs(6), 20),
+            (Duration::MAX, 20),
+        ] {
+            assert_eq!(duration_slot(elapsed), slot, "{elapsed:?}");
+            if slot < DURATION_SLOTS - 1 {
+                assert!(elapsed.as_nanos() <= u128::from(DURATION_BOUNDS[slot]));
+            }
+        }
+        for (len, slot) in [
+            (0, 0),
+            (1, 1),
+            (100, 1),
+            (101, 2),
+            (400, 4),
+            (401, 5),
+            (511, 5),
+            (512, 6),
+            (8291, 9),
+            (64_000, 13),
+            (65_535, 14),
+        ] {
+            assert_eq!(size_slot(len), slot, "{len}");
+        }
+        for slot in 0..SIZE_SLOTS - 1 {
+            let bound = SIZE_BOUNDS[slot] as usize;
+            assert_eq!(size_slot(bound), slot, "a bound is in its own bucket");
+        }
+    }
+
+    #[test]
+    fn histograms_count_and_sum_per_transport() {
+        let stats = WorkerStats::default();
+        stats.request(Transport::Udp, 40);
+        stats.request(Transport::Tcp, 300);
+        stats.outcome(Transport::Udp, &reply(0));
+        stats.took(Duration::from_micros(15), 3);
+        stats.upstream_answered(Duration::from_millis(2));
+        let mut t = Totals::default();
+        stats.add_to(&mut t);
+        assert_eq!((t.request_size[0].counts[1], t.request_size[0].sum), (1, 40));
+        assert_eq!((t.request_size[1].counts[3], t.request_size[1].sum), (1, 300));
+        assert_eq!((t.response_size[0].counts[1], t.response_size[0].sum), (1, 12));
+        assert_eq!((t.request_duration.counts[1], t.request_duration.count()), (3, 3));
+        assert_eq!(t.request_duration.sum, 45_000);
+        assert_eq!(t.forward_duration.count(), 1);
     }
 
     #[test]

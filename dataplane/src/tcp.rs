@@ -579,6 +579,7 @@ impl Conn {
         let query = &self.input[message];
         let out = &mut scratch[PREFIX_LEN..];
         turn.stats.received(Transport::Tcp);
+        turn.stats.request(Transport::Tcp, query.len());
         let outcome = match turn.resolver.as_deref_mut() {
             Some(resolver) => {
                 let client = Client::Tcp {
@@ -601,11 +602,12 @@ impl Conn {
             }
             None => answer(query, turn.snapshot, &ctx, out),
         };
-        turn.stats.outcome(&outcome);
+        turn.stats.outcome(Transport::Tcp, &outcome);
         if let Outcome::Reply(reply) = outcome {
             let len = reply.len.min(MAX_MESSAGE_LEN);
             scratch[..PREFIX_LEN].copy_from_slice(&(len as u16).to_be_bytes());
             self.output.extend_from_slice(&scratch[..PREFIX_LEN + len]);
+            turn.stats.took(turn.now.elapsed(), 1);
         }
         self.last_active = turn.now;
     }

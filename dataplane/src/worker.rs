@@ -626,6 +626,7 @@ impl<P: PacketIo> Worker<P> {
             let Some((query, peer)) = queries.get(i) else {
                 break;
             };
+            stats.request(Transport::Udp, query.len());
             let ctx = Context {
                 transport: Transport::Udp,
                 rotation: *rotation,
@@ -649,13 +650,14 @@ impl<P: PacketIo> Worker<P> {
                 }
                 None => answer(query, snapshot, &ctx, out),
             };
-            stats.outcome(&outcome);
+            stats.outcome(Transport::Udp, &outcome);
             if let Outcome::Reply(reply) = outcome {
                 replies.commit(peer, reply.len);
             }
         }
         if !replies.is_empty() {
             send(&mut self.io[socket], &self.replies, &self.stats, &mut self.send_warning);
+            self.stats.took(now.elapsed(), self.replies.len() as u64);
         }
         forwarded
     }

@@ -7,7 +7,7 @@
 
 use super::report::{Loads, Persisted, Reloads, Report, Status};
 use crate::source::{Family, Kind};
-use skyline_dataplane::stats::Totals;
+use skyline_dataplane::stats::{Histogram, Totals, DURATION_BOUNDS, SIZE_BOUNDS};
 use std::fmt::{self, Display, Formatter};
 
 /// The `Content-Type` of the exposition.
@@ -74,6 +74,10 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         forward_busy,
         forward_failures,
         stub_loops_dropped,
+        request_duration,
+        request_size,
+        response_size,
+        forward_duration,
     } = *totals;
 
     labelled(
@@ -83,6 +87,42 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         "DNS messages received, answered or dropped, by transport.",
         "proto",
         &[("udp", queries_udp), ("tcp", queries_tcp)],
+    )?;
+    let seconds = |nanos: u64| nanos as f64 / 1e9;
+    let durations: Vec<String> = DURATION_BOUNDS.iter().map(|&b| seconds(b).to_string()).collect();
+    let sizes: Vec<String> = SIZE_BOUNDS.iter().map(ToString::to_string).collect();
+    histogram(
+        f,
+        "coredns_dns_request_duration_seconds",
+        "Time from a query's arrival to its reply's send.",
+        &durations,
+        &[("", &request_duration)],
+        seconds,
+    )?;
+    let bytes = |sum: u64| sum as f64;
+    histogram(
+        f,
+        "coredns_dns_request_size_bytes",
+        "Sizes of the DNS queries received, by transport.",
+        &sizes,
+        &[("udp", &request_size[0]), ("tcp", &request_size[1])],
+        bytes,
+    )?;
+    histogram(
+        f,
+        "coredns_dns_response_size_bytes",
+        "Sizes of the DNS responses sent, by transport.",
+        &sizes,
+        &[("udp", &response_size[0]), ("tcp", &response_size[1])],
+        bytes,
+    )?;
+    histogram(
+        f,
+        "coredns_forward_request_duration_seconds",
+        "Time from a query's send to an upstream to its answer, per try.",
+        &durations,
+        &[("", &forward_duration)],
+        seconds,
     )?;
     // CoreDNS names an unknown rcode by its number; skyline does not keep those apart.
     labelled(
@@ -523,7 +563,6 @@ fn header(f: &mut Formatter<'_>, name: &str, kind: Kind, help: &str) -> fmt::Res
     writeln!(f, "# TYPE {name} {kind}")
 }
 
-/// A family of one unlabelled sample.
 /// Families of a program's own other than the DNS server (kube2etcd), one sample each, in the
 /// same text format.
 #[derive(Debug)]
@@ -538,6 +577,7 @@ impl Display for Families<'_> {
     }
 }
 
+/// A family of one unlabelled sample.
 fn single(f: &mut Formatter<'_>, name: &str, kind: Kind, help: &str, value: impl Display) -> fmt::Result {
     header(f, name, kind, help)?;
     writeln!(f, "{name} {value}")
@@ -559,6 +599,42 @@ fn labelled(
     header(f, name, kind, help)?;
     for (value_of_label, value) in samples {
         writeln!(f, "{name}{{{label}=\"{value_of_label}\"}} {value}")?;
+    }
+    Ok(())
+}
+
+/// A histogram family: one series per `(proto, histogram)` (unlabelled when the label value is
+/// empty), its buckets cumulative up to `+Inf`, its sum converted by `sum`.
+fn histogram<const S: usize>(
+    f: &mut Formatter<'_>,
+    name: &str,
+    help: &str,
+    bounds: &[String],
+    series: &[(&str, &Histogram<S>)],
+    sum: impl Fn(u64) -> f64,
+) -> fmt::Result {
+    writeln!(f, "# HELP {name} {help}")?;
+    writeln!(f, "# TYPE {name} histogram")?;
+    for (proto, h) in series {
+        let label = if proto.is_empty() {
+            String::new()
+        } else {
+            format!("proto=\"{proto}\",")
+        };
+        let mut cumulative = 0;
+        for (bound, count) in bounds.iter().zip(&h.counts) {
+            cumulative += count;
+            writeln!(f, "{name}_bucket{{{label}le=\"{bound}\"}} {cumulative}")?;
+        }
+        writeln!(f, "{name}_bucket{{{label}le=\"+Inf\"}} {}", h.count())?;
+        let label = label.trim_end_matches(',');
+        let braces = if label.is_empty() {
+            String::new()
+        } else {
+            format!("{{{label}}}")
+        };
+        writeln!(f, "{name}_sum{braces} {}", sum(h.sum))?;
+        writeln!(f, "{name}_count{braces} {}", h.count())?;
     }
     Ok(())
 }
@@ -597,7 +673,7 @@ mod tests {
                 let kind = typed
                     .strip_prefix(&format!("# TYPE {name} "))
                     .unwrap_or_else(|| panic!("TYPE of {name} follows its HELP: {typed}"));
-                assert!(["counter", "gauge"].contains(&kind), "{typed}");
+                assert!(["counter", "gauge", "histogram"].contains(&kind), "{typed}");
                 current = Some((name.to_owned(), kind.to_owned()));
                 assert!(
                     lines.peek().is_some_and(|next| !next.starts_with('#')),
@@ -609,10 +685,19 @@ mod tests {
             let (series, value) = line.rsplit_once(' ').expect("a sample has a value");
             let name = series.split('{').next().unwrap();
             let (family, kind) = current.as_ref().expect("a sample follows its family's TYPE");
-            assert_eq!(name, family, "sample {line} outside its family");
+            if kind == "histogram" {
+                let part = name.strip_prefix(family.as_str()).unwrap_or_default();
+                assert!(
+                    ["_bucket", "_sum", "_count"].contains(&part),
+                    "sample {line} outside its family"
+                );
+            } else {
+                assert_eq!(name, family, "sample {line} outside its family");
+            }
             if kind == "counter" {
                 assert!(name.ends_with("_total"), "counter {name} ends in _total");
             }
+            let name = series.split('{').next().unwrap();
             if let Some(labels) = series.strip_prefix(name).filter(|l| !l.is_empty()) {
                 let inner = labels
                     .strip_prefix('{')
@@ -736,6 +821,35 @@ mod tests {
             ("coredns_cache_entries", 9.0),
             ("coredns_forward_requests_total", 6.0),
             ("coredns_forward_max_concurrent_rejects_total", 1.0),
+        ];
+        for (series, value) in expected {
+            assert_eq!(samples.get(series), Some(&value), "{series}");
+        }
+    }
+
+    #[test]
+    fn histograms_are_cumulative_with_coredns_names_and_buckets() {
+        let mut report = full_report();
+        let durations = &mut report.dns.request_duration;
+        durations.counts[0] = 5;
+        durations.counts[2] = 3;
+        durations.sum = 90_000;
+        report.dns.response_size[1].counts[6] = 2;
+        report.dns.response_size[1].sum = 1500;
+        let samples = parse(&Metrics(&report).to_string());
+        let expected = [
+            ("coredns_dns_request_duration_seconds_bucket{le=\"0.00001\"}", 5.0),
+            ("coredns_dns_request_duration_seconds_bucket{le=\"0.00002\"}", 5.0),
+            ("coredns_dns_request_duration_seconds_bucket{le=\"0.00004\"}", 8.0),
+            ("coredns_dns_request_duration_seconds_bucket{le=\"+Inf\"}", 8.0),
+            ("coredns_dns_request_duration_seconds_sum", 0.00009),
+            ("coredns_dns_request_duration_seconds_count", 8.0),
+            ("coredns_dns_response_size_bytes_bucket{proto=\"tcp\",le=\"511\"}", 0.0),
+            ("coredns_dns_response_size_bytes_bucket{proto=\"tcp\",le=\"1023\"}", 2.0),
+            ("coredns_dns_response_size_bytes_sum{proto=\"tcp\"}", 1500.0),
+            ("coredns_dns_response_size_bytes_count{proto=\"udp\"}", 0.0),
+            ("coredns_dns_request_size_bytes_bucket{proto=\"udp\",le=\"64000\"}", 0.0),
+            ("coredns_forward_request_duration_seconds_count", 0.0),
         ];
         for (series, value) in expected {
             assert_eq!(samples.get(series), Some(&value), "{series}");

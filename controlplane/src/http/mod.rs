@@ -13,10 +13,12 @@
 //! a slow client or a flood of connections never delays a DNS answer.
 
 mod metrics;
+mod process;
 mod ready;
 mod report;
 mod server;
 
 pub use metrics::Families;
+pub use process::Process;
 pub use report::{Observed, ReloadStats};
 pub use server::{Endpoints, HttpError, HttpServer};

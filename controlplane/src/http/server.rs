@@ -4,6 +4,7 @@
 //! workers: the handlers only load atomics.
 
 use super::metrics::{self, Metrics};
+use super::process::Process;
 use super::ready;
 use super::report::{Observed, Report};
 use bytes::Bytes;
@@ -86,7 +87,9 @@ impl Endpoints for Observed {
     }
 
     fn metrics(&self) -> String {
-        Metrics(&self.report(SystemTime::now())).to_string()
+        let mut text = Metrics(&self.report(SystemTime::now())).to_string();
+        text.push_str(&Process::read().to_string());
+        text
     }
 }
 

@@ -1,7 +1,7 @@
 //! kube2etcd's counters, written by its two halves and read by `/metrics` and `/ready` with
 //! atomic loads only.
 
-use crate::http::{Endpoints, Families};
+use crate::http::{Endpoints, Families, Process};
 use crate::source::Family;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -134,6 +134,8 @@ impl Endpoints for std::sync::Arc<Stats> {
     }
 
     fn metrics(&self) -> String {
-        Families(&self.families()).to_string()
+        let mut text = Families(&self.families()).to_string();
+        text.push_str(&Process::read().to_string());
+        text
     }
 }

@@ -260,6 +260,7 @@ impl Resolver {
                     client: client.owned(),
                     ctx: *ctx,
                     query: forward.query,
+                    since: now,
                 };
                 let key = forward.key.clone();
                 match self.forwarder.submit(
@@ -401,9 +402,10 @@ impl Resolver {
                         }
                         Resolution::Forward(_) | Resolution::Looped => continue,
                     };
-                stats.outcome(&outcome);
+                stats.outcome(waiter.ctx.transport, &outcome);
                 if let Outcome::Reply(reply) = outcome {
                     send(waiter.client, &scratch[..reply.len]);
+                    stats.took(now.saturating_duration_since(waiter.since), 1);
                 }
             }
             if let (Ok(entry), true) = (result, store) {

@@ -597,6 +597,7 @@ impl<W> Machine<W> {
             }
             return;
         }
+        self.stats.upstream_answered(rtt);
         if self.groups[route].upstreams[upstream].succeeded(rtt) {
             tracing::info!(upstream = %self.groups[route].upstreams[upstream].addr, "upstream answers again");
         }

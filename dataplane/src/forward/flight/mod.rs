@@ -31,6 +31,8 @@ pub(crate) struct Waiter {
     pub(crate) ctx: Context,
     /// The client's query, reduced.
     pub(crate) query: ClientQuery,
+    /// When the query arrived: its reply's duration counts from here.
+    pub(crate) since: Instant,
 }
 
 /// A question that ended, with the clients that waited for it.

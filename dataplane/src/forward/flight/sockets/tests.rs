@@ -158,7 +158,9 @@ fn every_try_has_a_socket_of_its_own_and_spares_wait_for_the_next_tries() {
     let (_, from) = next_query(&upstream);
     assert!(spares.contains(&from.port()), "the next try leaves from a spare");
     assert_eq!(rig.spare_ports().len(), 2, "a spare serves one try");
-    assert_eq!(rig.totals().upstream_queries, 4);
+    let totals = rig.totals();
+    assert_eq!(totals.upstream_queries, 4);
+    assert_eq!(totals.forward_duration.count(), 3, "each answered try is timed");
 }
 
 #[test]
