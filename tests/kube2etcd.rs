@@ -472,3 +472,29 @@ fn a_leader_whose_election_key_is_gone_writes_nothing_more() {
         deposed.log_text()
     );
 }
+
+#[test]
+fn hundreds_of_addresses_are_written_in_transactions_etcd_accepts() {
+    if !etcd_available() {
+        return;
+    }
+    let etcd = Etcd::start();
+    let client = EtcdClient::connect(&[etcd.endpoint()]);
+    let api = FakeApi::start();
+    api.apply(namespace("big"));
+    api.apply(headless("big", "many", &[("http", 80, "TCP")]));
+    // 300 endpoints: 300 PTR keys, which sort first, so that whole transactions of them would
+    // carry more compares than etcd's default limit of 128 allows.
+    let addresses: Vec<String> = (0..300).map(|i| format!("10.3.{}.{}", i / 250, 1 + i % 250)).collect();
+    let endpoints: Vec<(&str, bool, Option<&str>)> = addresses.iter().map(|a| (a.as_str(), true, None)).collect();
+    api.apply(slice("big", "many-abc", "many", &[("http", 8080, "TCP")], &endpoints));
+    let writer = Writer::start(&api, &etcd.endpoint(), "one");
+    writer.wait_written();
+    assert_eq!(client.get_prefix("/skydns/arpa/in-addr/10/3/").len(), 300);
+    assert_eq!(
+        writer.metric("skyline_kube2etcd_etcd_errors_total"),
+        0.0,
+        "{}",
+        writer.log_text()
+    );
+}

@@ -293,8 +293,9 @@ impl Writer {
         Ok((held, foreign))
     }
 
-    /// The next operations to write, at most `txn_ops`, taken from `todo`: keys whose wanted
-    /// value differs from what etcd holds. A PTR key someone else holds is left alone.
+    /// The next operations to write, at most `txn_ops` of them and of their compares, taken from
+    /// `todo`: keys whose wanted value differs from what etcd holds. A PTR key someone else
+    /// holds is left alone.
     fn batch(
         &self,
         todo: &mut BTreeSet<String>,
@@ -302,14 +303,24 @@ impl Writer {
         foreign: &HashSet<String>,
     ) -> Vec<(String, Option<String>)> {
         let plan = self.plan.lock();
+        let arpa = self.layout.arpa_prefix();
         let mut batch = Vec::new();
+        // etcd bounds the compares of a transaction as it bounds its operations: one for the
+        // leadership, one per PTR key.
+        let mut compares = 1;
         while batch.len() < self.options.txn_ops {
+            let Some(key) = todo.first() else { break };
+            let pointer = key.starts_with(arpa);
+            if pointer && compares >= self.options.txn_ops {
+                break;
+            }
             let Some(key) = todo.pop_first() else { break };
             let wanted = plan.desired.get(&key);
             let held = written.get(&key).map(|h| &h.value);
             if wanted == held || (foreign.contains(&key) && held.is_none()) {
                 continue;
             }
+            compares += usize::from(pointer);
             batch.push((key, wanted.cloned()));
         }
         batch

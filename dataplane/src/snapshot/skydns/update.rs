@@ -11,8 +11,9 @@
 use super::answers::Answerer;
 use super::build::{apex_answers, local_alias, local_alias_name, name_at, reverse_apexes, zones, Named};
 use super::entry::Entry;
-use super::index::Index;
+use super::index::{below, Index};
 use super::key::{is_below, is_wildcard, name_of, path_of, KeyKind, KeyPath};
+use super::reverse::ptr_nodes;
 use super::service::Config;
 use crate::snapshot::{Identity, Snapshot};
 use crate::wire::name::is_within;
@@ -32,9 +33,10 @@ const MAX_ROUNDS: usize = 16;
 /// `previous` must have been made by [`super::build()`], [`super::build_entries`] or this
 /// function under the same `config`.
 ///
-/// `None` when the change cannot be applied alone, and a build must run instead: keys in the
-/// reverse zones or that are not names, keys that differ only in case, or a change that reaches
-/// more than a quarter of the names.
+/// `None` when the change cannot be applied alone, and a build must run instead: keys that are
+/// not names, keys that differ only in case, a domain inside a reverse zone, or a change that
+/// reaches more than a quarter of the names. A key in the reverse trees recompiles only its own
+/// name and the names above it that hold records ([`reverse_edits`]).
 pub fn update(
     previous: &Snapshot,
     config: &Config,
@@ -47,12 +49,19 @@ pub fn update(
     if index.domain != config.domain || reverse_apexes().iter().any(|r| config.domain.is_within(r)) {
         return None;
     }
-    let (edits, mut roots) = edits(config, index, changed)?;
+    let Edits {
+        records: edits,
+        names: mut roots,
+        reverse,
+    } = edits(config, index, changed)?;
+    let zones = zones(config, &reverse_apexes(), now);
     if roots.is_empty() {
+        let mut nodes = previous.nodes.clone();
+        reverse_edits(config, records, &zones, &reverse, &mut nodes);
         return Some(Snapshot {
             generation,
-            zones: zones(config, &reverse_apexes(), now),
-            nodes: previous.nodes.clone(),
+            zones,
+            nodes,
             hosts: Default::default(),
             leaves: previous.leaves.clone(),
             identity: Identity::default(),
@@ -70,7 +79,6 @@ pub fn update(
     if names.len() > (previous.nodes.len() + previous.leaves.len()) / 4 + 64 {
         return None;
     }
-    let zones = zones(config, &reverse_apexes(), now);
     let zone = zones.iter().position(|z| z.apex == config.domain).unwrap_or(0) as u16;
     let mut nodes = previous.nodes.clone();
     let mut leaves = previous.leaves.clone();
@@ -98,6 +106,7 @@ pub fn update(
     if let Some(local) = &config.local {
         local_alias(config, local, &mut answerer, zone, &mut nodes, &mut leaves);
     }
+    reverse_edits(config, records, &zones, &reverse, &mut nodes);
     tracing::debug!(generation, compiled = names.len(), "updated SkyDNS snapshot");
     Some(Snapshot {
         generation,
@@ -110,39 +119,108 @@ pub fn update(
     })
 }
 
-/// The paths of the records of the keys `changed` below the domain, each once, and the paths of
-/// the names those keys hold records for or mark.
-type Edits = (Vec<Vec<u8>>, Vec<Vec<u8>>);
+/// What the keys `changed` reach.
+struct Edits {
+    /// The paths of their records below the domain, each once.
+    records: Vec<Vec<u8>>,
+    /// The paths of the names below the domain those keys hold records for or mark.
+    names: Vec<Vec<u8>>,
+    /// The paths of the names in the reverse trees those keys hold records for.
+    reverse: Vec<Vec<u8>>,
+}
 
 /// The [`Edits`] of the keys `changed`.
 fn edits(config: &Config, index: &Index, changed: &[String]) -> Option<Edits> {
-    let reverse: Vec<Vec<u8>> = reverse_apexes().iter().map(path_of).collect();
-    let mut edits = Vec::with_capacity(changed.len());
-    let mut names = Vec::with_capacity(changed.len());
+    let reverse_trees: Vec<Vec<u8>> = reverse_apexes().iter().map(path_of).collect();
+    let mut edits = Edits {
+        records: Vec::with_capacity(changed.len()),
+        names: Vec::with_capacity(changed.len()),
+        reverse: Vec::new(),
+    };
     for key in changed {
         let at = match KeyPath::parse(key, &config.path_prefix) {
             Ok(None) => continue,
             Ok(Some(at)) => at,
             Err(_) => return None,
         };
-        if reverse.iter().any(|r| is_below(at.owner(), r)) {
-            return None;
+        if reverse_trees.iter().any(|r| is_below(at.owner(), r)) {
+            edits.reverse.push(at.owner().to_vec());
+            continue;
         }
         if !is_below(at.owner(), &index.apex) {
             continue;
         }
-        names.push(at.owner().to_vec());
+        edits.names.push(at.owner().to_vec());
         // A marker is no record: it lies outside the domain's records.
         if at.kind() != KeyKind::Wildcards {
-            edits.push(at.into_path());
+            edits.records.push(at.into_path());
         }
     }
     // Keys that differ only in case share a path: each path is recounted once.
-    for paths in [&mut edits, &mut names] {
+    for paths in [&mut edits.records, &mut edits.names, &mut edits.reverse] {
         paths.sort();
         paths.dedup();
     }
-    Some((edits, names))
+    Some(edits)
+}
+
+/// Entries at and below a name in the reverse trees past which it cannot answer PTR whatever
+/// changed below it: only a key with one record and nothing below answers (or a directory's
+/// `.self` key, which is then a change of its own).
+const REVERSE_RUN_LIMIT: usize = 256;
+
+/// Recompiles the PTR nodes of the reverse names `owners` changed, and of the names above them
+/// that may answer: a key answers PTR only when it has nothing below it, so a name above a
+/// changed key is read again only when few records lie at and below it.
+fn reverse_edits(
+    config: &Config,
+    records: &[Arc<Entry>],
+    zones: &[crate::snapshot::Zone],
+    owners: &[Vec<u8>],
+    nodes: &mut crate::snapshot::Nodes,
+) {
+    let apexes: Vec<(Vec<u8>, u16)> = reverse_apexes()
+        .iter()
+        .map(|apex| {
+            let zone = zones.iter().position(|z| z.apex == *apex).unwrap_or(0) as u16;
+            (path_of(apex), zone)
+        })
+        .collect();
+    let mut names: BTreeSet<&[u8]> = BTreeSet::new();
+    for owner in owners {
+        let Some((apex, _)) = apexes.iter().find(|(apex, _)| is_below(owner, apex)) else {
+            continue;
+        };
+        let mut end = apex.len();
+        while end < owner.len() {
+            end += 1 + owner[end] as usize;
+            names.insert(&owner[..end.min(owner.len())]);
+        }
+    }
+    let zone_of = |path: &[u8]| {
+        apexes
+            .iter()
+            .find(|(apex, _)| is_below(path, apex))
+            .map_or(0, |&(_, zone)| zone)
+    };
+    let mut skipped = 0;
+    for path in names {
+        let run = &records[below(records, path)];
+        let own = owners.iter().any(|o| **o == *path);
+        if !own && run.len() > REVERSE_RUN_LIMIT {
+            continue;
+        }
+        let name = name_of(path);
+        let entries: Vec<&Entry> = run.iter().map(|e| &**e).collect();
+        let node = ptr_nodes(config, entries, zone_of, &mut skipped)
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, node)| node);
+        match node {
+            Some(node) => nodes.insert(name, node),
+            None => nodes.remove(&name),
+        };
+    }
 }
 
 /// The paths whose records' answers change: the edited ones, then every record whose target

@@ -14,9 +14,23 @@ use std::time::{Duration, UNIX_EPOCH};
 const DIRS: [&str; 6] = ["a", "b", "b/x", "c/y/z", "dns/ns", "mail"];
 const LEAVES: [&str; 5] = ["w1", "w2", "w3", "*", "any"];
 
+/// Keys in the reverse trees: leaves, a directory above two of them with its own key and its
+/// `.self` key, and an IPv6 one.
+const REVERSE: [&str; 6] = [
+    "/skydns/arpa/in-addr/10/0/0/1",
+    "/skydns/arpa/in-addr/10/0/0/2",
+    "/skydns/arpa/in-addr/10/0/0",
+    "/skydns/arpa/in-addr/10/0/0/.self",
+    "/skydns/arpa/in-addr/10/0/0/1/x",
+    "/skydns/arpa/ip6/2/0/0/1",
+];
+
 /// A key below the domain: a directory, sometimes a leaf under it, its `.self` key or its
-/// `.wildcards` marker.
+/// `.wildcards` marker; one time in seven, a key in the reverse trees.
 fn key(rng: &mut Rng) -> String {
+    if rng.below(7) == 0 {
+        return rng.pick(&REVERSE).to_owned();
+    }
     let dir = rng.pick(&DIRS);
     match rng.below(6) {
         0 => format!("/skydns/test/skydns/{dir}"),
@@ -212,7 +226,7 @@ fn the_local_alias_follows_its_target_through_updates() {
 }
 
 #[test]
-fn a_change_outside_the_domain_keeps_every_node_and_case_variants_build_whole() {
+fn a_change_outside_the_domain_keeps_every_node_case_variants_build_whole_and_reverse_keys_do_not() {
     let now = UNIX_EPOCH + Duration::from_secs(1_700_001_234);
     let config = config();
     let mut records = vec![("/skydns/test/skydns/a".to_owned(), super::host("10.0.0.1"))];
@@ -241,15 +255,16 @@ fn a_change_outside_the_domain_keeps_every_node_and_case_variants_build_whole() 
     .is_none());
     records.push(("/skydns/arpa/in-addr/10/0/0/1".to_owned(), super::host("a.skydns.test")));
     records.sort_by(|a, b| a.0.cmp(&b.0));
-    assert!(update(
+    let reverse = update(
         &next,
         &config,
         &Arc::new(typed(&config, &records).0),
         &["/skydns/arpa/in-addr/10/0/0/1".into()],
         3,
-        now
+        now,
     )
-    .is_none());
+    .expect("a reverse key updates alone");
+    assert_eq!(reverse.nodes.len(), next.nodes.len() + 1, "its PTR name, nothing else");
 }
 
 #[test]
