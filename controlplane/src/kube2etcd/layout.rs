@@ -282,13 +282,30 @@ fn distinct<'p>(ports: impl Iterator<Item = &'p ServicePort>) -> Vec<&'p Service
     ports.filter(|p| seen.insert((p.port, p.protocol.label()))).collect()
 }
 
+/// A 64-bit digest of `value`, so that what is already written or already wanted is compared
+/// without keeping a second copy of it (a cluster of 100k endpoints makes a quarter of a million
+/// keys).
+pub fn digest(value: &impl std::hash::Hash) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(value)
+}
+
+/// What one service contributes, as [`Desired`] keeps it: its keys (their values are in the
+/// table) and PTR targets, and a digest of the whole to tell a change.
+#[derive(Debug, Default)]
+struct Contribution {
+    keys: Vec<String>,
+    pointers: Vec<(IpAddr, String)>,
+    digest: u64,
+}
+
 /// Every key kube2etcd wants in etcd, kept service by service: a change to one service
 /// recomputes its records and reports which keys changed.
 #[derive(Debug, Default)]
 pub struct Desired {
     /// Key to value, over everything kube2etcd owns.
     values: BTreeMap<String, String>,
-    services: BTreeMap<(Box<str>, Box<str>), ServiceRecords>,
+    services: BTreeMap<(Box<str>, Box<str>), Contribution>,
     /// Address to the names pointing at it, with how many services give each.
     pointers: BTreeMap<IpAddr, BTreeMap<String, usize>>,
 }
@@ -336,15 +353,16 @@ impl Desired {
         records: ServiceRecords,
         changed: &mut BTreeSet<String>,
     ) {
+        let new_digest = digest(&(&records.keys, &records.pointers));
         let old = self.services.remove(&id).unwrap_or_default();
-        if old == records {
-            if !old.keys.is_empty() || !old.pointers.is_empty() {
-                self.services.insert(id, old);
-            }
+        let empty = records.keys.is_empty() && records.pointers.is_empty();
+        let held = !old.keys.is_empty() || !old.pointers.is_empty();
+        if held && old.digest == new_digest {
+            self.services.insert(id, old);
             return;
         }
         let kept: BTreeSet<&String> = records.keys.iter().map(|(key, _)| key).collect();
-        for (key, _) in &old.keys {
+        for key in &old.keys {
             if !kept.contains(key) && self.values.remove(key).is_some() {
                 changed.insert(key.clone());
             }
@@ -379,8 +397,13 @@ impl Desired {
                 .or_default() += 1;
             touched.insert(*address);
         }
-        if !records.keys.is_empty() || !records.pointers.is_empty() {
-            self.services.insert(id, records);
+        if !empty {
+            let contribution = Contribution {
+                keys: records.keys.into_iter().map(|(key, _)| key).collect(),
+                pointers: records.pointers,
+                digest: new_digest,
+            };
+            self.services.insert(id, contribution);
         }
         for address in touched {
             let key = layout.pointer_key(address);

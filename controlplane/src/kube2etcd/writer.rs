@@ -15,7 +15,7 @@
 //!   more, whatever it still believes. PTR keys are shared with other writers, so a PTR is only
 //!   written over or deleted at the revision kube2etcd last saw.
 
-use super::layout::{Desired, Layout};
+use super::layout::{digest, Desired, Layout};
 use super::stats::Stats;
 use crate::backoff::Backoff;
 use crate::etcd::range::{self, RangeError};
@@ -99,10 +99,11 @@ enum SessionError {
     Deposed,
 }
 
-/// What etcd holds of one key kube2etcd owns.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What etcd holds of one key kube2etcd owns: the digest of its value, and the revision that
+/// last changed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Held {
-    value: String,
+    digest: u64,
     revision: i64,
 }
 
@@ -270,7 +271,7 @@ impl Writer {
                 held.insert(
                     key.to_owned(),
                     Held {
-                        value: value.to_owned(),
+                        digest: digest(&value),
                         revision,
                     },
                 );
@@ -316,8 +317,8 @@ impl Writer {
             }
             let Some(key) = todo.pop_first() else { break };
             let wanted = plan.desired.get(&key);
-            let held = written.get(&key).map(|h| &h.value);
-            if wanted == held || (foreign.contains(&key) && held.is_none()) {
+            let held = written.get(&key).map(|h| h.digest);
+            if wanted.map(|w| digest(&w.as_str())) == held || (foreign.contains(&key) && held.is_none()) {
                 continue;
             }
             compares += usize::from(pointer);
@@ -371,7 +372,7 @@ impl Writer {
                     written.insert(
                         key.clone(),
                         Held {
-                            value: value.clone(),
+                            digest: digest(&value.as_str()),
                             revision,
                         },
                     );
