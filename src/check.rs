@@ -134,6 +134,10 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
             line("forward.upstreams", list(&f.upstreams));
             line("forward.timeout", format!("{}ms", f.timeout.as_millis()));
             line("forward.max_in_flight", f.max_in_flight.to_string());
+            line(
+                "forward.max_in_flight_per_client",
+                f.max_in_flight_per_client.to_string(),
+            );
             line("cache.size", format!("{} bytes", f.cache.max_bytes));
         }
         None => line("forward", "off (names outside the zones are refused)".to_owned()),

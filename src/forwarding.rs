@@ -9,6 +9,7 @@
 //! | `forward.recursion_acl` | `--recursion-acl` | loopback, link-local, private ranges |
 //! | `forward.timeout` | `--forward-timeout` (also `read_timeout` in `/<prefix>/config`) | `1500ms` |
 //! | `forward.max_in_flight` | `--max-in-flight` | 512 per worker |
+//! | `forward.max_in_flight_per_client` | `--max-in-flight-per-client` | 128 per worker (0: no limit) |
 //! | `forward.stub_zones` | `--stub-zone ZONE=IP:PORT,...` | none |
 //! | `forward.stubzones` | `--stubzones` (SkyDNS) | false: `dns/stub/` records in etcd are not followed |
 //! | `cache.size` | `--cache-size` | `16MiB` for all workers |
@@ -101,6 +102,11 @@ pub struct ForwardArgs {
     #[arg(long, value_name = "N")]
     pub max_in_flight: Option<usize>,
 
+    /// Questions one client address may have waiting on upstreams per worker; more get
+    /// SERVFAIL at once; 0: no limit but --max-in-flight [default: 128]
+    #[arg(long, value_name = "N")]
+    pub max_in_flight_per_client: Option<usize>,
+
     /// A stub zone and its servers, ZONE=IP:PORT[,IP:PORT...]; repeat for more zones
     #[arg(long, value_name = "ZONE=IP:PORT,...", value_parser = parse_stub_zone)]
     pub stub_zone: Vec<StubZone>,
@@ -164,6 +170,8 @@ pub struct ForwardFile {
     pub timeout: Option<String>,
     /// `--max-in-flight`.
     pub max_in_flight: Option<usize>,
+    /// `--max-in-flight-per-client`.
+    pub max_in_flight_per_client: Option<usize>,
     /// `--stub-zone`, as a list of tables.
     pub stub_zones: Option<Vec<StubZoneFile>>,
     /// `--stubzones`.
@@ -303,6 +311,10 @@ pub fn forward_config(
             .max_in_flight
             .or(forward.max_in_flight)
             .unwrap_or(ForwardConfig::default().max_in_flight),
+        max_in_flight_per_client: args
+            .max_in_flight_per_client
+            .or(forward.max_in_flight_per_client)
+            .unwrap_or(ForwardConfig::default().max_in_flight_per_client),
         acl,
         cache: CacheConfig {
             max_bytes,
@@ -473,7 +485,8 @@ mod tests {
 
     #[test]
     fn flags_beat_the_file_and_the_file_beats_the_defaults() {
-        let forward = "recursion_acl = [\"10.0.0.0/8\"]\ntimeout = \"2s\"\nmax_in_flight = 64\n\
+        let forward =
+            "recursion_acl = [\"10.0.0.0/8\"]\ntimeout = \"2s\"\nmax_in_flight = 64\nmax_in_flight_per_client = 8\n\
                        [[stub_zones]]\nzone = \"corp.example.\"\nservers = [\"10.1.1.1:53\"]\n";
         let cache = "size = \"1MiB\"\nmin_ttl = 5\nnegative_ttl = 60\nserve_stale = 0\nprefetch = false\n\
                      [negative_ttl_zones]\n\"svc.example.\" = 2\n";
@@ -486,8 +499,12 @@ mod tests {
         .unwrap();
         assert_eq!(from_file.acl.prefixes(), ["10.0.0.0/8".parse::<Prefix>().unwrap()]);
         assert_eq!(
-            (from_file.timeout, from_file.max_in_flight),
-            (Duration::from_secs(2), 64)
+            (
+                from_file.timeout,
+                from_file.max_in_flight,
+                from_file.max_in_flight_per_client
+            ),
+            (Duration::from_secs(2), 64, 8)
         );
         assert_eq!(
             from_file.stub_zones[0].zone,

@@ -106,6 +106,9 @@ pub struct Totals {
     pub forward_merged: u64,
     /// Client questions refused at once because too many were in flight.
     pub forward_busy: u64,
+    /// Client questions refused at once because their client had its share of the questions
+    /// in flight (`max_in_flight_per_client`).
+    pub forward_client_limited: u64,
     /// Forwarded questions whose clients got SERVFAIL because no upstream answered usably.
     pub forward_failures: u64,
     /// Stub-zone queries dropped because they carried the SkyDNS loop guard.
@@ -315,6 +318,7 @@ pub(crate) struct Counters {
     pub(crate) upstreams_marked_down: Counter,
     pub(crate) forward_merged: Counter,
     pub(crate) forward_busy: Counter,
+    pub(crate) forward_client_limited: Counter,
     pub(crate) forward_failures: Counter,
     pub(crate) stub_loops_dropped: Counter,
     request_duration: Counts<DURATION_SLOTS>,
@@ -440,6 +444,7 @@ impl Counters {
         totals.upstreams_marked_down += self.upstreams_marked_down.get();
         totals.forward_merged += self.forward_merged.get();
         totals.forward_busy += self.forward_busy.get();
+        totals.forward_client_limited += self.forward_client_limited.get();
         totals.forward_failures += self.forward_failures.get();
         totals.stub_loops_dropped += self.stub_loops_dropped.get();
         totals.request_duration.add(&self.request_duration);

@@ -157,6 +157,56 @@ fn questions_beyond_the_in_flight_bound_fail_fast() {
 }
 
 #[test]
+fn one_client_holds_at_most_its_share_of_the_questions_in_flight() {
+    let silent = Upstream::start(|_, _, _| {});
+    let server = server(ForwardConfig {
+        upstreams: vec![silent.addr],
+        max_in_flight: 8,
+        max_in_flight_per_client: 2,
+        timeout: Duration::from_millis(300),
+        ..ForwardConfig::default()
+    });
+    let flood = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let other = UdpSocket::bind((Ipv4Addr::new(127, 0, 0, 2), 0)).unwrap();
+    let ask = |socket: &UdpSocket, prefix: &str, count: u16| {
+        for i in 0..count {
+            let mut q = RawQuery::new(&format!("{prefix}{i}.example.org."), 1);
+            q.id = i;
+            socket.send_to(&q.bytes(), server.local_addr()).unwrap();
+        }
+    };
+    // Replies within 150 ms are refusals: the upstream never answers, and the budget is 300 ms.
+    let fast = |socket: &UdpSocket| {
+        socket.set_read_timeout(Some(Duration::from_millis(150))).unwrap();
+        let started = Instant::now();
+        let mut buf = [0u8; 512];
+        let mut refused = 0;
+        while socket.recv_from(&mut buf).is_ok() {
+            if started.elapsed() > Duration::from_millis(150) {
+                break;
+            }
+            assert_eq!(buf[3] & 0x0F, 2, "SERVFAIL");
+            refused += 1;
+        }
+        refused
+    };
+    ask(&flood, "f", 5);
+    assert_eq!(fast(&flood), 3, "two questions wait, three are refused at once");
+    ask(&other, "o", 2);
+    assert_eq!(fast(&other), 0, "another client still gets its questions forwarded");
+    let totals = server.stats();
+    assert_eq!((totals.forward_client_limited, totals.forward_busy), (3, 0));
+    // Once its questions have ended, the client has its share again.
+    std::thread::sleep(Duration::from_millis(600));
+    let mut buf = [0u8; 512];
+    flood.set_read_timeout(Some(Duration::from_millis(10))).unwrap();
+    while flood.recv_from(&mut buf).is_ok() {}
+    ask(&flood, "g", 2);
+    assert_eq!(fast(&flood), 0);
+    assert_eq!(server.stats().forward_client_limited, 3);
+}
+
+#[test]
 fn an_upstream_that_never_answers_gives_servfail_within_the_budget() {
     let silent = Upstream::start(|_, _, _| {});
     let server = server(ForwardConfig {

@@ -72,6 +72,7 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         upstreams_marked_down,
         forward_merged,
         forward_busy,
+        forward_client_limited,
         forward_failures,
         stub_loops_dropped,
         request_duration,
@@ -294,6 +295,13 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         Counter,
         "Questions refused at once because too many were in flight upstream.",
         forward_busy,
+    )?;
+    single(
+        f,
+        "skyline_forward_client_limited_total",
+        Counter,
+        "Questions refused at once because their client had its share of those in flight.",
+        forward_client_limited,
     )?;
     single(
         f,

@@ -40,6 +40,7 @@ use crate::wire::{LowerName, Name};
 use flight::{Done, Forwarder, Kind, Waiter};
 use mio::{Registry, Token};
 use std::borrow::Borrow;
+use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -61,6 +62,7 @@ pub struct StubZone {
 /// |---|---|---|
 /// | `timeout` | 1.5 s | below the 2 s a stub resolver typically waits before its own retry |
 /// | `max_in_flight` | 512 per worker | one socket each; bounded so that a flood cannot take every file descriptor |
+/// | `max_in_flight_per_client` | 128 per worker | a quarter of the default `max_in_flight`: one client's flood of names to resolve leaves the rest to the others |
 /// | `acl` | loopback, link-local, private | a node-local cache must not be an open resolver |
 /// | `ndots` | 2 | SkyDNS |
 /// | `rotate` | on | SkyDNS `ns_rotate` |
@@ -79,6 +81,9 @@ pub struct ForwardConfig {
     pub timeout: Duration,
     /// Upstream questions in flight per worker; more get SERVFAIL at once.
     pub max_in_flight: usize,
+    /// Questions one client address may have waiting on upstreams per worker (0: no limit
+    /// but `max_in_flight`); more get SERVFAIL at once.
+    pub max_in_flight_per_client: usize,
     /// Who may use forwarding.
     pub acl: Acl,
     /// The response cache, for the whole server: each worker gets an equal share of its
@@ -95,6 +100,7 @@ impl Default for ForwardConfig {
             ndots: 2,
             timeout: Duration::from_millis(1500),
             max_in_flight: 512,
+            max_in_flight_per_client: 128,
             acl: Acl::default(),
             cache: CacheConfig::default(),
         }
@@ -181,6 +187,9 @@ pub(crate) struct Resolver {
     /// for clearing it.
     qname: LowerName,
     done: Vec<Done>,
+    /// Clients by address with how many of their questions wait on upstreams, for
+    /// `max_in_flight_per_client`.
+    waiting: HashMap<IpAddr, usize, foldhash::fast::RandomState>,
 }
 
 impl Resolver {
@@ -213,6 +222,7 @@ impl Resolver {
             scratch: vec![0; MAX_MESSAGE_LEN].into_boxed_slice(),
             qname: LowerName::default(),
             done: Vec::new(),
+            waiting: HashMap::default(),
         })
     }
 
@@ -256,21 +266,33 @@ impl Resolver {
             }
             Resolution::Forward(forward) => {
                 self.stats.cache_misses.incr();
-                let waiter = Waiter {
-                    client: client.owned(),
-                    ctx: *ctx,
-                    query: forward.query,
-                    since: now,
-                };
+                let ip = client.ip();
+                let held = self.waiting.get(&ip).copied().unwrap_or(0);
+                let limit = self.plan.config.max_in_flight_per_client;
                 let key = forward.key.clone();
-                match self.forwarder.submit(
-                    forward.key,
-                    forward.route,
-                    Some(waiter),
-                    Kind::Clients { stale: forward.stale },
-                    now,
-                ) {
-                    Ok(()) => Answered::Later,
+                let submitted = if limit != 0 && held >= limit {
+                    self.stats.forward_client_limited.incr();
+                    Err(Failure::Busy)
+                } else {
+                    let waiter = Waiter {
+                        client: client.owned(),
+                        ctx: *ctx,
+                        query: forward.query,
+                        since: now,
+                    };
+                    self.forwarder.submit(
+                        forward.key,
+                        forward.route,
+                        Some(waiter),
+                        Kind::Clients { stale: forward.stale },
+                        now,
+                    )
+                };
+                match submitted {
+                    Ok(()) => {
+                        *self.waiting.entry(ip).or_default() += 1;
+                        Answered::Later
+                    }
                     Err(failure) => {
                         let mut rec = Recursion {
                             cache: &mut self.cache,
@@ -367,6 +389,7 @@ impl Resolver {
             scratch,
             qname,
             done,
+            waiting,
             ..
         } = self;
         forwarder.turn(cache, now, done);
@@ -382,6 +405,7 @@ impl Resolver {
                 Err(failure) => Resolved::Failed(key.key_ref(), *failure),
             };
             for waiter in &waiters {
+                release(waiting, waiter.client.ip());
                 let mut rec = Recursion {
                     cache,
                     routes,
@@ -418,5 +442,15 @@ impl Resolver {
         }
         stats.cache_entries.set(cache.len() as u64);
         stats.cache_bytes.set(cache.bytes() as u64);
+    }
+}
+
+/// One question of the client at `ip` no longer waits on upstreams.
+fn release(waiting: &mut HashMap<IpAddr, usize, foldhash::fast::RandomState>, ip: IpAddr) {
+    if let Some(held) = waiting.get_mut(&ip) {
+        *held -= 1;
+        if *held == 0 {
+            waiting.remove(&ip);
+        }
     }
 }
