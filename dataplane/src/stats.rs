@@ -601,9 +601,8 @@ mod tests {
         ] {
             assert_eq!(size_slot(len), slot, "{len}");
         }
-        for slot in 0..SIZE_SLOTS - 1 {
-            let bound = SIZE_BOUNDS[slot] as usize;
-            assert_eq!(size_slot(bound), slot, "a bound is in its own bucket");
+        for (slot, &bound) in SIZE_BOUNDS.iter().enumerate() {
+            assert_eq!(size_slot(bound as usize), slot, "a bound is in its own bucket");
         }
     }
 
