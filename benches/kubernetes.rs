@@ -12,12 +12,16 @@
 //!
 //! Prints a Markdown table (the numbers in `tuning.md`, section "Kubernetes source").
 
+#[path = "cluster/mod.rs"]
+mod cluster;
 #[path = "../tests/kubernetes_api/mod.rs"]
 mod kubernetes_api;
 
-use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query, ResponseCode};
-use hickory_proto::rr::{Name, RecordType};
-use kubernetes_api::objects::{cluster_ip, headless, namespace, slice};
+use cluster::{
+    answers_with, ask, cluster_addr, endpoint_addr, load, memory, ns, slice_object, HEADLESS_EVERY, NAMESPACES,
+};
+use hickory_proto::op::ResponseCode;
+use hickory_proto::rr::RecordType;
 use kubernetes_api::{FakeApi, Resource};
 use skyline_dataplane::snapshot::kubernetes::{
     self as model, Changes, Cluster, Endpoint, EndpointSlice, ObjectKey, Protocol, Served, Service, ServiceKind,
@@ -25,15 +29,10 @@ use skyline_dataplane::snapshot::kubernetes::{
 };
 use skyline_dataplane::snapshot::{compose, skydns, Snapshot};
 use std::io::{BufRead, BufReader};
-use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
-
-/// Namespaces the services spread over.
-const NAMESPACES: usize = 100;
-/// One service in this many is headless (its endpoints named by hostname).
-const HEADLESS_EVERY: usize = 10;
 
 struct Options {
     services: usize,
@@ -58,18 +57,6 @@ fn options() -> Options {
         }
     }
     o
-}
-
-fn ns(i: usize) -> String {
-    format!("ns-{}", i % NAMESPACES)
-}
-
-fn cluster_addr(i: usize) -> Ipv4Addr {
-    Ipv4Addr::from(0x0a60_0000 + i as u32)
-}
-
-fn endpoint_addr(i: usize, e: usize, endpoints: usize) -> Ipv4Addr {
-    Ipv4Addr::from(0x0a80_0000 + (i * endpoints + e) as u32)
 }
 
 /// The cluster as the source's mirror holds it.
@@ -115,52 +102,6 @@ fn model_cluster(o: &Options) -> Cluster {
         );
     }
     c
-}
-
-/// The same cluster as API objects, loaded into the fake API server.
-fn load(api: &FakeApi, o: &Options) {
-    for n in 0..NAMESPACES {
-        api.apply(namespace(&format!("ns-{n}")));
-    }
-    for i in 0..o.services {
-        api.apply(slice_object(i, o, None));
-        let name = format!("svc-{i}");
-        if i % HEADLESS_EVERY == 0 {
-            api.apply(headless(&ns(i), &name, &[("http", 80, "TCP")]));
-        } else {
-            api.apply(cluster_ip(
-                &ns(i),
-                &name,
-                &[&cluster_addr(i).to_string()],
-                &[("http", 80, "TCP")],
-            ));
-        }
-    }
-}
-
-/// Service `i`'s slice; `moved` replaces its first endpoint's address.
-fn slice_object(i: usize, o: &Options, moved: Option<Ipv4Addr>) -> serde_json::Value {
-    let name = format!("svc-{i}");
-    let headless = i.is_multiple_of(HEADLESS_EVERY);
-    let addresses: Vec<String> = (0..o.endpoints)
-        .map(|e| match (e, moved) {
-            (0, Some(a)) => a.to_string(),
-            _ => endpoint_addr(i, e, o.endpoints).to_string(),
-        })
-        .collect();
-    let hostnames: Vec<String> = (0..o.endpoints).map(|e| format!("{name}-{e}")).collect();
-    let endpoints: Vec<(&str, bool, Option<&str>)> = addresses
-        .iter()
-        .zip(&hostnames)
-        .map(|(a, h)| (a.as_str(), true, headless.then_some(h.as_str())))
-        .collect();
-    slice(
-        &ns(i),
-        &format!("{name}-abcde"),
-        &name,
-        &[("http", 8080, "TCP")],
-        &endpoints,
-    )
 }
 
 fn median(mut samples: Vec<Duration>) -> (Duration, Duration) {
@@ -349,30 +290,6 @@ fn start(kubeconfig: &str) -> Server {
     Server { child, addr }
 }
 
-fn ask(addr: SocketAddr, name: &str, rtype: RecordType) -> Option<Message> {
-    let mut m = Message::new();
-    m.set_id(7)
-        .set_message_type(MessageType::Query)
-        .set_op_code(OpCode::Query)
-        .add_query(Query::query(Name::from_ascii(name).ok()?, rtype));
-    m.set_edns(Edns::new());
-    let sock = UdpSocket::bind("127.0.0.1:0").ok()?;
-    sock.set_read_timeout(Some(Duration::from_millis(500))).ok()?;
-    sock.send_to(&m.to_vec().ok()?, addr).ok()?;
-    let mut buf = [0u8; 4096];
-    let (n, _) = sock.recv_from(&mut buf).ok()?;
-    Message::from_vec(&buf[..n]).ok()
-}
-
-fn answers_with(addr: SocketAddr, name: &str, address: Ipv4Addr) -> bool {
-    ask(addr, name, RecordType::A).is_some_and(|m| {
-        m.response_code() == ResponseCode::NoError
-            && m.answers()
-                .iter()
-                .any(|r| r.data().is_some_and(|d| d.to_string() == address.to_string()))
-    })
-}
-
 /// Asks `name` until it is NXDOMAIN, and returns how long that took since `start`; fails after
 /// a minute, saying `what` was not served.
 fn until_nxdomain(addr: SocketAddr, name: &str, start: Instant, what: &str) -> Duration {
@@ -388,24 +305,10 @@ fn reset_peak(pid: u32) {
     std::fs::write(format!("/proc/{pid}/clear_refs"), "5").expect("the peak resident memory can be reset");
 }
 
-/// Resident and peak memory of `pid`, from /proc, in MiB.
-fn memory(pid: u32) -> (f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |key: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(key))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
-
 /// The end-to-end part: the binary against the fake API server.
 fn end_to_end(o: &Options) -> Vec<(String, String)> {
     let api = FakeApi::start();
-    load(&api, o);
+    load(&api, o.services, o.endpoints);
     let dir = tempfile::tempdir().expect("a temporary directory");
     let kubeconfig = api.kubeconfig(dir.path());
     let started = Instant::now();
@@ -438,7 +341,7 @@ fn end_to_end(o: &Options) -> Vec<(String, String)> {
             )
         };
         let start = Instant::now();
-        api.apply(slice_object(i, o, Some(moved)));
+        api.apply(slice_object(i, o.endpoints, Some(moved)));
         while !answers_with(server.addr, &name, moved) {
             assert!(start.elapsed() < Duration::from_secs(60), "change {c} not served");
             std::thread::sleep(Duration::from_millis(1));
