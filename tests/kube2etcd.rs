@@ -139,6 +139,15 @@ fn populate(api: &FakeApi) {
     api.apply(external("testns", "ext", "www.example.org"));
 }
 
+/// A real etcd with a client, and the fake API server holding [`populate`]'s cluster.
+fn populated() -> (Etcd, EtcdClient, FakeApi) {
+    let etcd = Etcd::start();
+    let client = EtcdClient::connect(&[etcd.endpoint()]);
+    let api = FakeApi::start();
+    populate(&api);
+    (etcd, client, api)
+}
+
 /// What an answer says, for comparing two servers: the rcode and the sorted answer data, SRV
 /// records without their priority (the SkyDNS schema has none of 0: a reader gives its
 /// configured default, 10).
@@ -210,9 +219,7 @@ fn answers_read_from_etcd_equal_the_kubernetes_sources_and_follow_changes() {
     if !etcd_available() {
         return;
     }
-    let etcd = Etcd::start();
-    let api = FakeApi::start();
-    populate(&api);
+    let (etcd, _, api) = populated();
     let writer = Writer::start(&api, &etcd.endpoint(), "one");
     writer.wait_written();
     let (reader, kube, _dir) = readers(&api, &etcd.endpoint());
@@ -343,9 +350,7 @@ fn of_two_writers_one_leads_and_the_other_takes_over_when_it_is_killed() {
     if !etcd_available() {
         return;
     }
-    let etcd = Etcd::start();
-    let api = FakeApi::start();
-    populate(&api);
+    let (etcd, _, api) = populated();
     let mut leader = Writer::start(&api, &etcd.endpoint(), "a");
     leader.wait_written();
     let standby = Writer::standby(&api, &etcd.endpoint(), "b");
@@ -373,10 +378,7 @@ fn faults_leave_etcd_as_it_is_and_etcd_back_is_resynced() {
     if !etcd_available() {
         return;
     }
-    let mut etcd = Etcd::start();
-    let client = EtcdClient::connect(&[etcd.endpoint()]);
-    let api = FakeApi::start();
-    populate(&api);
+    let (mut etcd, client, api) = populated();
     let writer = Writer::start(&api, &etcd.endpoint(), "one");
     writer.wait_written();
     let held = client.get_prefix("/skydns/");
@@ -412,10 +414,7 @@ fn a_re_list_after_an_expired_watch_writes_only_what_was_missed() {
     if !etcd_available() {
         return;
     }
-    let etcd = Etcd::start();
-    let client = EtcdClient::connect(&[etcd.endpoint()]);
-    let api = FakeApi::start();
-    populate(&api);
+    let (etcd, client, api) = populated();
     let writer = Writer::start(&api, &etcd.endpoint(), "one");
     writer.wait_written();
     let puts = writer.metric("skyline_kube2etcd_puts_total");
@@ -441,10 +440,7 @@ fn a_leader_whose_election_key_is_gone_writes_nothing_more() {
     if !etcd_available() {
         return;
     }
-    let etcd = Etcd::start();
-    let client = EtcdClient::connect(&[etcd.endpoint()]);
-    let api = FakeApi::start();
-    populate(&api);
+    let (etcd, client, api) = populated();
     let deposed = Writer::start(&api, &etcd.endpoint(), "a");
     deposed.wait_written();
     let standby = Writer::standby(&api, &etcd.endpoint(), "b");

@@ -243,7 +243,7 @@ impl Writer {
             if need_resync && complete {
                 continue;
             }
-            if let (true, Some(since)) = (todo.is_empty() && complete, since) {
+            if let Some(since) = since.filter(|_| complete && todo.is_empty()) {
                 let mut plan = self.plan.lock();
                 if plan.dirty.is_empty() && plan.since == Some(since) {
                     plan.since = None;
