@@ -1,6 +1,7 @@
 //! Criterion benches of snapshot building for the etcd source: a full build of a SkyDNS domain
 //! (what the first sync and every resync cost), and the update one changed key costs (what each
-//! etcd put costs once synced), at 10k and 100k records.
+//! etcd put costs once synced), at 10k and 100k records; and the update one moved endpoint costs
+//! in the layout `skyline kube2etcd` writes for a cluster of 10,000 services (docs/kube2etcd.md).
 //!
 //! Run: `cargo bench --bench snapshot` (numbers in tuning.md, section "etcd source").
 
@@ -57,6 +58,78 @@ fn with_probe(records: &[(String, Service)], round: u32) -> Vec<(String, Service
     next
 }
 
+/// The keys `skyline kube2etcd` writes for 10,000 services of 10 endpoints in 100 namespaces,
+/// one in 10 headless, each with the port `http` 80/TCP (docs/kube2etcd.md, "Layout"; the
+/// cluster `benches/kube2etcd.rs` mirrors), under the domain `cluster.local.`, sorted by key.
+fn cluster(moved: u32) -> Vec<(String, Service)> {
+    let record = |host: String, port: u16, target_strip: usize, group: &str| Service {
+        host,
+        port,
+        ttl: 5,
+        target_strip,
+        group: group.to_owned(),
+        ..Service::default()
+    };
+    let mut keys = Vec::new();
+    for s in 0..10_000u32 {
+        let (ns, name) = (format!("ns{}", s % 100), format!("svc{s}"));
+        let base = format!("/skydns/local/cluster/svc/{ns}/{name}");
+        let fqdn = format!("{name}.{ns}.svc.cluster.local");
+        let headless = s % 10 == 0;
+        if !headless {
+            let ip = format!("10.96.{}.{}", s >> 8, s & 0xFF);
+            let dashed = ip.replace('.', "-");
+            keys.push((format!("{base}/_ip-{dashed}"), record(ip.clone(), 80, 1, "service")));
+            keys.push((
+                format!("{base}/_tcp/_http/_ip-{dashed}"),
+                record(ip.clone(), 80, 3, "port"),
+            ));
+            keys.push((pointer(&ip), record(fqdn.clone(), 0, 0, "")));
+        }
+        for e in 0..10u32 {
+            let n = s * 10 + e + if s == 1 && e == 0 { moved } else { 0 };
+            let ip = format!("10.{}.{}.{}", 1 + (n >> 16), (n >> 8) & 0xFF, n & 0xFF);
+            let dashed = ip.replace('.', "-");
+            let label = if headless { format!("host{e}") } else { dashed.clone() };
+            let host = format!("{label}.{fqdn}");
+            keys.push((
+                format!("{base}/{label}/_ip-{dashed}"),
+                record(ip.clone(), 80, 1, "endpoint"),
+            ));
+            if headless {
+                keys.push((
+                    format!("{base}/_tcp/_http/{label}"),
+                    record(host.clone(), 80, 0, "port"),
+                ));
+            }
+            keys.push((pointer(&ip), record(host, 0, 0, "")));
+        }
+    }
+    keys.sort_by(|a, b| a.0.cmp(&b.0));
+    keys
+}
+
+/// The PTR key kube2etcd writes for an IPv4 address.
+fn pointer(ip: &str) -> String {
+    let octets: Vec<&str> = ip.split('.').collect();
+    format!("/skydns/arpa/in-addr/{}", octets.join("/"))
+}
+
+/// The keys that differ between two sorted tables.
+fn difference(a: &[(String, Service)], b: &[(String, Service)]) -> Vec<String> {
+    let (a, b): (std::collections::BTreeMap<_, _>, std::collections::BTreeMap<_, _>) =
+        (a.iter().cloned().collect(), b.iter().cloned().collect());
+    let mut keys: Vec<String> = a
+        .keys()
+        .chain(b.keys())
+        .filter(|k| a.get(*k) != b.get(*k))
+        .cloned()
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
 fn benches(c: &mut Criterion) {
     let config = config();
     let now = SystemTime::now();
@@ -84,6 +157,17 @@ fn benches(c: &mut Criterion) {
             )
         });
     }
+    let cluster_config = Config {
+        domain: Name::from_dotted("cluster.local.").expect("static name"),
+        ..config.clone()
+    };
+    let (before, after) = (cluster(0), cluster(1_000_000));
+    let base = build(&cluster_config, &before, 1, now);
+    let next = Arc::new(typed(&cluster_config, &after).0);
+    let changed = difference(&before, &after);
+    group.bench_function("one moved endpoint, kube2etcd layout of 10,000 services", |b| {
+        b.iter(|| black_box(update(&base, &cluster_config, &next, &changed, 2, now).expect("an update applies")))
+    });
     group.finish();
 }
 
