@@ -150,7 +150,7 @@ fn benches(c: &mut Criterion) {
                     Arc::new(typed(&config, &with_probe(&table, round)).0)
                 },
                 |next| {
-                    let updated = update(&base, &config, &next, &changed, 2, now).expect("an update applies");
+                    let updated = update(&base, &config, &next, &changed, &[], 2, now).expect("an update applies");
                     black_box(updated)
                 },
                 BatchSize::PerIteration,
@@ -166,7 +166,7 @@ fn benches(c: &mut Criterion) {
     let next = Arc::new(typed(&cluster_config, &after).0);
     let changed = difference(&before, &after);
     group.bench_function("one moved endpoint, kube2etcd layout of 10,000 services", |b| {
-        b.iter(|| black_box(update(&base, &cluster_config, &next, &changed, 2, now).expect("an update applies")))
+        b.iter(|| black_box(update(&base, &cluster_config, &next, &changed, &[], 2, now).expect("an update applies")))
     });
     group.finish();
 }

@@ -73,6 +73,47 @@ fn a_prefix_of_many_pages_is_read_whole_at_one_revision() {
 }
 
 #[test]
+fn a_directory_of_thousands_of_records_follows_a_change_below_it_after_a_catch_up() {
+    if !etcd_available() {
+        return;
+    }
+    let etcd = Etcd::start();
+    let client = EtcdClient::connect(&[etcd.endpoint()]);
+    client.put("/skydns/config", CONFIG);
+    // More records than an update compiles a name with at once (LARGE, 4,096).
+    let mut pairs: Vec<(String, String)> = (0..5_000u32)
+        .map(|i| {
+            let key = format!("/skydns/test/skydns/big/r{i:04}");
+            (
+                key,
+                format!(r#"{{"host":"10.{}.{}.{}"}}"#, i >> 16, (i >> 8) & 0xFF, i & 0xFF),
+            )
+        })
+        .collect();
+    pairs.push(("/skydns/test/skydns/big/note".into(), r#"{"text":"v1"}"#.into()));
+    client.put_all(&pairs);
+    let s = start_skyline(&etcd.endpoint());
+    let text = |name: &str| {
+        let reply = s.tcp(name, RecordType::TXT);
+        let texts: Vec<String> = reply
+            .answers()
+            .iter()
+            .filter_map(|r| r.data().map(|d| d.to_string()))
+            .collect();
+        texts
+    };
+    eventually(VISIBLE, "the first sync", || text("big.skydns.test.") == ["v1"]);
+    client.put("/skydns/test/skydns/big/note", r#"{"text":"v2"}"#);
+    client.put("/skydns/test/skydns/big/r0007", r#"{"host":"10.255.0.7"}"#);
+    wait_for(&s, "r0007.big.skydns.test.", &["10.255.0.7"]);
+    eventually(VISIBLE, "the directory's catch-up", || {
+        text("big.skydns.test.") == ["v2"]
+    });
+    eventually(VISIBLE, "the domain's catch-up", || text("skydns.test.") == ["v2"]);
+    assert_eq!(text("note.big.skydns.test."), ["v2"]);
+}
+
+#[test]
 fn puts_updates_and_deletes_show_in_answers() {
     if !etcd_available() {
         return;

@@ -22,6 +22,7 @@ use futures::future::BoxFuture;
 use skyline_dataplane::snapshot::skydns::{build_entries, update, Config};
 use skyline_dataplane::snapshot::{publish, Snapshot, ZoneState};
 use skyline_dataplane::SnapshotCell;
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -56,6 +57,13 @@ const COUNTDOWN: Duration = Duration::from_secs(1);
 /// The countdown period as a multiple of the last build's duration: with large data sets the
 /// countdown takes at most a quarter of a core, and TTLs step by more than a second.
 const COUNTDOWN_PER_BUILD: u32 = 4;
+
+/// Longest a name with more than [`LARGE`](skyline_dataplane::snapshot::skydns::LARGE) records answers as it did before a change below it
+/// (its compile is left to a catch-up, see [`update`]), and the catch-up period as a multiple of
+/// the last build's duration: catch-ups take at most a fifth of a core.
+const CATCH_UP: Duration = Duration::from_millis(250);
+/// See [`CATCH_UP`].
+const CATCH_UP_PER_BUILD: u32 = 4;
 
 /// The settings of `/<prefix>/config` that only a restart applies, with their JSON names: the
 /// listener, the forwarder and the features skyline does not offer.
@@ -155,6 +163,8 @@ struct Built {
     records: usize,
     skipped: usize,
     took: Duration,
+    /// The large names left stale by an update; `None` after a full build, which left none.
+    stale: Option<Vec<Vec<u8>>>,
     /// Built from persisted data current at this time, not from etcd's.
     persisted: Option<SystemTime>,
 }
@@ -189,6 +199,10 @@ pub struct EtcdSource {
     build_at: Option<Instant>,
     next_countdown: Instant,
     last_build: Duration,
+    /// Large names whose changes the published snapshot does not answer with yet, and when the
+    /// build that compiles them starts.
+    stale: BTreeSet<Vec<u8>>,
+    catch_up_at: Option<Instant>,
     /// The settings the snapshots are built with.
     config: Config,
     /// The last snapshot published and the settings it was built under: the next build
@@ -302,6 +316,8 @@ impl EtcdSource {
             build_at: None,
             next_countdown: Instant::now(),
             last_build: Duration::ZERO,
+            stale: BTreeSet::new(),
+            catch_up_at: None,
             config,
             previous: None,
             restart_pending: Vec::new(),
@@ -550,6 +566,7 @@ impl EtcdSource {
             let idle = self.build.is_none();
             let build_at = self.build_at.filter(|_| idle);
             let countdown = (idle && self.state.as_ref().is_some_and(State::has_leases)).then_some(self.next_countdown);
+            let catch_up = self.catch_up_at.filter(|_| idle);
             tokio::select! {
                 message = stream.message() => {
                     let response = message?.ok_or(SyncError::WatchEnded)?;
@@ -559,6 +576,7 @@ impl EtcdSource {
                 }
                 built = join(&mut self.build) => self.finish_build(built),
                 () = sleep_until(build_at) => self.start_build(Some(client)).await,
+                () = sleep_until(catch_up) => self.start_build(Some(client)).await,
                 () = sleep_until(countdown) => self.count_down(client).await,
                 () = self.overrides.changed() => self.overrides_changed(),
                 () = state::due(self.persist.as_mut(), true) => self.write_state(),
@@ -686,6 +704,13 @@ impl EtcdSource {
         };
         let changed = state.records.take_changes();
         let records = state.records.shared();
+        let catch_up: Vec<Vec<u8>> = match self.catch_up_at {
+            Some(at) if at <= Instant::now() => {
+                self.catch_up_at = None;
+                std::mem::take(&mut self.stale).into_iter().collect()
+            }
+            _ => Vec::new(),
+        };
         let revision = state.revision;
         self.stats
             .records_rejected
@@ -702,10 +727,16 @@ impl EtcdSource {
             let started = Instant::now();
             let now = SystemTime::now();
             let updated = match (&previous, &changed) {
-                (Some((_, previous)), Some(changed)) => update(previous, &config, &records, changed, generation, now),
+                (Some((_, previous)), Some(changed)) => {
+                    update(previous, &config, &records, changed, &catch_up, generation, now)
+                }
                 _ => None,
             };
-            let snapshot = Arc::new(updated.unwrap_or_else(|| build_entries(&config, &records, generation, now)));
+            let (snapshot, stale) = match updated {
+                Some(updated) => (updated.snapshot, Some(updated.stale)),
+                None => (build_entries(&config, &records, generation, now), None),
+            };
+            let snapshot = Arc::new(snapshot);
             let skipped = snapshot.skydns.as_ref().map_or(0, |index| index.skipped());
             let took = started.elapsed();
             publish(&cell, Arc::clone(&snapshot));
@@ -720,6 +751,7 @@ impl EtcdSource {
                 records: records.len(),
                 skipped,
                 took,
+                stale,
                 persisted,
             }
         }));
@@ -732,6 +764,15 @@ impl EtcdSource {
             Ok(built) => {
                 self.previous = Some((built.config, built.snapshot));
                 self.last_build = built.took;
+                match built.stale {
+                    Some(stale) => self.stale.extend(stale),
+                    None => self.stale.clear(),
+                }
+                self.catch_up_at = match (self.stale.is_empty(), self.catch_up_at) {
+                    (true, _) => None,
+                    (false, Some(at)) => Some(at),
+                    (false, None) => Some(Instant::now() + CATCH_UP.max(built.took * CATCH_UP_PER_BUILD)),
+                };
                 self.stats.records_loaded.store(built.records as u64, Ordering::Relaxed);
                 self.stats.generation.store(built.generation, Ordering::Relaxed);
                 let published = self.stats.reloads.fetch_add(1, Ordering::Relaxed) + 1;

@@ -11,9 +11,11 @@ use crate::wire::{LowerName, Name};
 use hashbrown::HashTable;
 use std::sync::Arc;
 
-/// Number of shards: enough that one shard of a million names (about 4k) copies in tens of
-/// microseconds, few enough that an empty snapshot stays small.
-const SHARDS: usize = 256;
+/// Number of shards: enough that one shard of a million names (about 250) copies in tens of
+/// microseconds (a copy clones each name and node of the shard, and a change writes several
+/// shards: a name, its ancestors, its PTR names), few enough that an empty snapshot stays small
+/// (32 KiB of shard pointers).
+const SHARDS: usize = 4096;
 
 /// Bits of the hash that pick the shard. The table inside a shard takes its slot from the low
 /// bits and its tag from the top seven, so the shard uses bits neither of those reads.

@@ -10,7 +10,7 @@ use super::wildcard;
 use crate::wire::Name;
 use foldhash::fast::RandomState;
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -45,8 +45,9 @@ pub struct Index {
     /// a collision only sends a record through the exact comparison); the dedup looks only at
     /// identities held by more than one.
     identities: HashMap<u32, u32, RandomState>,
-    /// Identities held by more than one entry.
-    repeated: usize,
+    /// The identities of `identities` held by more than one entry: few, so the dedup's lookup
+    /// per record stays in cache where one in the whole map would miss it.
+    repeated: HashSet<u32, RandomState>,
     /// How many entries feed each kind of answer.
     pub(super) kinds: Kinds,
     /// Records of the build that were skipped as invalid.
@@ -94,7 +95,7 @@ impl Index {
             round_robin: config.round_robin,
             table: Arc::clone(table),
             identities: HashMap::default(),
-            repeated: 0,
+            repeated: HashSet::default(),
             kinds: Kinds::default(),
             skipped,
         };
@@ -182,13 +183,13 @@ impl Index {
             true => {
                 *count += 1;
                 if *count == 2 {
-                    self.repeated += 1;
+                    self.repeated.insert(identity);
                 }
             }
             false => {
                 *count -= 1;
                 if *count == 1 {
-                    self.repeated -= 1;
+                    self.repeated.remove(&identity);
                 }
                 if *count == 0 {
                     self.identities.remove(&identity);
@@ -214,7 +215,7 @@ impl Index {
 
     /// Whether another entry may equal one with `identity`, for the dedup.
     pub(super) fn is_repeated(&self, identity: u64) -> bool {
-        self.repeated > 0 && self.identities.get(&(identity as u32)).is_some_and(|&n| n > 1)
+        !self.repeated.is_empty() && self.repeated.contains(&(identity as u32))
     }
 
     /// Number of records the SkyDNS domain serves from.

@@ -24,7 +24,7 @@ pub use index::Index;
 pub use key::{KeyError, KeyKind, KeyPath};
 pub use leaves::{Leaf, Leaves, MAX_LEAF_ANSWER};
 pub use service::{Config, Service, Value, ViewKey};
-pub use update::update;
+pub use update::{update, Updated, LARGE};
 pub use wildcard::{wildcard, WildcardAnswer};
 
 #[cfg(test)]

@@ -7,6 +7,12 @@
 //! or one of its ancestors — and so on along chains. Exactly those names are compiled again; the
 //! others keep their nodes, shared with the previous snapshot (see [`crate::snapshot::Nodes`]),
 //! and the index shares every record the change did not touch.
+//!
+//! A name with more than [`LARGE`] records at and below it (the domain, a namespace of a large
+//! cluster) costs tens of milliseconds to compile, and is reached by every change below it. Such
+//! names are left as they were and reported [`Updated::stale`]; the source compiles them in a
+//! later update ([`update`]'s `catch_up`), at most a few times a second, so that a change
+//! answers from the names it touches at once whatever the size of the domain.
 
 use super::answers::Answerer;
 use super::build::{apex_answers, local_alias, local_alias_name, name_at, reverse_apexes, zones, Named};
@@ -22,16 +28,31 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+/// Records at and below a name past which an update leaves the name stale for a catch-up.
+pub const LARGE: usize = 4096;
+
 /// Rounds of following targets before the change is treated as reaching too far (chains are
 /// at most 8 CNAMEs long; a fan-out beyond this is cheaper to build whole).
 const MAX_ROUNDS: usize = 16;
+
+/// What [`update`] made.
+#[derive(Debug)]
+pub struct Updated {
+    /// The snapshot after the change.
+    pub snapshot: Snapshot,
+    /// Paths (wire form, labels reversed) of the names with more than [`LARGE`] records the
+    /// change reached and did not compile: they answer as before until an update is given them
+    /// as `catch_up`.
+    pub stale: Vec<Vec<u8>>,
+}
 
 /// The snapshot `previous` becomes when the keys `changed` take the records they have in
 /// `records`, the whole table after the change (in the order of [`Entry::cmp_order`]; a key
 /// absent from it was deleted or holds a value that cannot serve), which the new index shares.
 /// `changed` must name every key whose record differs from the table `previous` was made from;
 /// `previous` must have been made by [`super::build()`], [`super::build_entries`] or this
-/// function under the same `config`.
+/// function under the same `config`. The names at `catch_up`, stale from earlier updates, are
+/// compiled whatever their size.
 ///
 /// `None` when the change cannot be applied alone, and a build must run instead: keys that are
 /// not names, keys that differ only in case, a domain inside a reverse zone, or a change that
@@ -42,9 +63,10 @@ pub fn update(
     config: &Config,
     records: &Arc<Vec<Arc<Entry>>>,
     changed: &[String],
+    catch_up: &[Vec<u8>],
     generation: u64,
     now: SystemTime,
-) -> Option<Snapshot> {
+) -> Option<Updated> {
     let index = previous.skydns.as_deref()?;
     if index.domain != config.domain || reverse_apexes().iter().any(|r| config.domain.is_within(r)) {
         return None;
@@ -55,10 +77,10 @@ pub fn update(
         reverse,
     } = edits(config, index, changed)?;
     let zones = zones(config, &reverse_apexes(), now);
-    if roots.is_empty() {
+    if roots.is_empty() && catch_up.is_empty() {
         let mut nodes = previous.nodes.clone();
         reverse_edits(config, records, &zones, &reverse, &mut nodes);
-        return Some(Snapshot {
+        let snapshot = Snapshot {
             generation,
             zones,
             nodes,
@@ -66,6 +88,10 @@ pub fn update(
             leaves: previous.leaves.clone(),
             identity: Identity::default(),
             skydns: previous.skydns.clone(),
+        };
+        return Some(Updated {
+            snapshot,
+            stale: Vec::new(),
         });
     }
     let index = index.edited(records, &edits)?;
@@ -75,7 +101,14 @@ pub fn update(
         roots.push(path_of(&alias));
     }
     let roots = reached(&index, roots)?;
-    let names = with_ancestors(&index, &roots);
+    let mut names = with_ancestors(&index, &roots);
+    let stale: Vec<Vec<u8>> = names
+        .iter()
+        .filter(|path| index.subtree(path).len() > LARGE && !catch_up.contains(path))
+        .cloned()
+        .collect();
+    names.retain(|path| !stale.contains(path));
+    names.extend(catch_up.iter().cloned());
     if names.len() > (previous.nodes.len() + previous.leaves.len()) / 4 + 64 {
         return None;
     }
@@ -107,8 +140,13 @@ pub fn update(
         local_alias(config, local, &mut answerer, zone, &mut nodes, &mut leaves);
     }
     reverse_edits(config, records, &zones, &reverse, &mut nodes);
-    tracing::debug!(generation, compiled = names.len(), "updated SkyDNS snapshot");
-    Some(Snapshot {
+    tracing::debug!(
+        generation,
+        compiled = names.len(),
+        stale = stale.len(),
+        "updated SkyDNS snapshot"
+    );
+    let snapshot = Snapshot {
         generation,
         zones,
         nodes,
@@ -116,7 +154,8 @@ pub fn update(
         leaves,
         identity: Identity::default(),
         skydns: Some(Arc::new(index)),
-    })
+    };
+    Some(Updated { snapshot, stale })
 }
 
 /// What the keys `changed` reach.

@@ -3,7 +3,8 @@
 //! of the same records holds. Chains of updates are checked, not just one step.
 
 use super::{build, config, Config, Service};
-use crate::snapshot::skydns::{typed, update, Value, ViewKey};
+use crate::snapshot::skydns::key::path_of;
+use crate::snapshot::skydns::{typed, update, Value, ViewKey, LARGE};
 use crate::snapshot::test_rng::Rng;
 use crate::snapshot::{Nodes, Slot, Snapshot};
 use crate::wire::Name;
@@ -177,13 +178,15 @@ fn run(config: &Config, seed: u64, steps: usize) -> usize {
             config,
             &Arc::new(typed(config, &current).0),
             &changed,
+            &[],
             step as u64 + 2,
             now,
         ) {
             Some(updated) => {
-                assert_same(&updated, &built, seed, step);
+                assert!(updated.stale.is_empty(), "no name of these tables is large");
+                assert_same(&updated.snapshot, &built, seed, step);
                 applied += 1;
-                updated
+                updated.snapshot
             }
             None => built,
         };
@@ -237,10 +240,12 @@ fn a_change_outside_the_domain_keeps_every_node_case_variants_build_whole_and_re
         &config,
         &Arc::new(typed(&config, &records).0),
         &["/skydns/org/example/x".into()],
+        &[],
         2,
         now,
     )
-    .unwrap();
+    .unwrap()
+    .snapshot;
     assert_eq!(next.nodes.len(), previous.nodes.len());
     records.push(("/skydns/test/skydns/A".to_owned(), super::host("10.0.0.3")));
     records.sort_by(|a, b| a.0.cmp(&b.0));
@@ -249,6 +254,7 @@ fn a_change_outside_the_domain_keeps_every_node_case_variants_build_whole_and_re
         &config,
         &Arc::new(typed(&config, &records).0),
         &["/skydns/test/skydns/A".into()],
+        &[],
         3,
         now
     )
@@ -260,10 +266,12 @@ fn a_change_outside_the_domain_keeps_every_node_case_variants_build_whole_and_re
         &config,
         &Arc::new(typed(&config, &records).0),
         &["/skydns/arpa/in-addr/10/0/0/1".into()],
+        &[],
         3,
         now,
     )
-    .expect("a reverse key updates alone");
+    .expect("a reverse key updates alone")
+    .snapshot;
     assert_eq!(reverse.nodes.len(), next.nodes.len() + 1, "its PTR name, nothing else");
 }
 
@@ -283,10 +291,12 @@ fn case_variants_of_a_changed_key_count_their_path_once() {
         &config,
         &Arc::new(typed(&config, &records).0),
         &changed,
+        &[],
         2,
         now,
     )
-    .unwrap();
+    .unwrap()
+    .snapshot;
     assert_same(&updated, &build(&config, &records, 2, now), 0, 0);
     let next = ("/skydns/test/skydns/c".to_owned(), super::host("10.0.0.3"));
     records.push(next.clone());
@@ -296,10 +306,12 @@ fn case_variants_of_a_changed_key_count_their_path_once() {
         &config,
         &Arc::new(typed(&config, &records).0),
         &changed,
+        &[],
         3,
         now,
     )
-    .unwrap();
+    .unwrap()
+    .snapshot;
     assert_same(&again, &build(&config, &records, 3, now), 0, 1);
 }
 
@@ -335,11 +347,58 @@ fn the_first_and_last_record_of_a_kind_update_like_a_full_build() {
             &config,
             &Arc::new(typed(&config, &records).0),
             std::slice::from_ref(&key),
+            &[],
             step as u64 + 2,
             now,
         )
-        .unwrap();
+        .unwrap()
+        .snapshot;
         assert_same(&updated, &built, 0, step);
         previous = updated;
     }
+}
+
+#[test]
+fn a_large_name_stays_as_it_was_until_its_catch_up_and_then_equals_a_full_build() {
+    let now = UNIX_EPOCH + Duration::from_secs(1_700_001_234);
+    let config = config();
+    let record = |i: usize| {
+        (
+            format!("/skydns/test/skydns/big/r{i:05}"),
+            super::host(&format!("10.{}.{}.{}", i >> 16, (i >> 8) & 0xFF, i & 0xFF)),
+        )
+    };
+    let mut records: Vec<(String, Service)> = (0..=LARGE).map(record).collect();
+    records.push(("/skydns/test/skydns/small/a".to_owned(), super::host("10.255.0.1")));
+    records.sort_by(|a, b| a.0.cmp(&b.0));
+    let previous = build(&config, &records, 1, now);
+    let moved = records.iter().position(|(k, _)| k.ends_with("r00007")).unwrap();
+    records[moved].1 = super::host("10.255.0.7");
+    let changed = [records[moved].0.clone(), "/skydns/test/skydns/small/a".to_owned()];
+    records.retain(|(k, _)| !k.ends_with("small/a"));
+    let table = Arc::new(typed(&config, &records).0);
+    let updated = update(&previous, &config, &table, &changed, &[], 2, now).unwrap();
+    let big = Name::from_dotted("big.skydns.test.").unwrap();
+    let apex = Name::from_dotted("skydns.test.").unwrap();
+    let mut stale = updated.stale.clone();
+    stale.sort();
+    let mut expected = vec![path_of(&apex), path_of(&big)];
+    expected.sort();
+    assert_eq!(stale, expected, "the domain and big/ hold more than LARGE records");
+    for name in [&big, &apex] {
+        assert_eq!(
+            updated.snapshot.nodes.get(name.wire()),
+            previous.nodes.get(name.wire()),
+            "{name} answers as before the change"
+        );
+    }
+    let gone = Name::from_dotted("small.skydns.test.").unwrap();
+    assert!(previous.nodes.get(gone.wire()).is_some());
+    assert!(
+        updated.snapshot.nodes.get(gone.wire()).is_none(),
+        "a small name follows at once"
+    );
+    let caught_up = update(&updated.snapshot, &config, &table, &[], &updated.stale, 3, now).unwrap();
+    assert!(caught_up.stale.is_empty());
+    assert_same(&caught_up.snapshot, &build(&config, &records, 3, now), 0, 0);
 }
