@@ -22,6 +22,7 @@
 use crate::answer::{answer, Context, Outcome, Transport};
 use crate::forward::{Answered, Client, Resolver};
 use crate::io::Peer;
+use crate::observe::Observer;
 use crate::snapshot::Snapshot;
 use crate::stats::{RateLimitedWarning, WorkerStats};
 use crate::wire::types::MAX_MESSAGE_LEN;
@@ -131,6 +132,8 @@ pub(crate) struct Turn<'a> {
     pub(crate) now: Instant,
     /// The worker's forwarding side, if it forwards.
     pub(crate) resolver: Option<&'a mut Resolver>,
+    /// dnstap, the query log and the top talkers, if anything is observed.
+    pub(crate) observer: Option<&'a mut Observer>,
 }
 
 /// What to do with a connection after serving it.
@@ -592,6 +595,9 @@ impl Conn {
                     Answered::Later => {
                         self.outstanding += 1;
                         self.last_active = turn.now;
+                        if let Some(observer) = turn.observer.as_deref_mut() {
+                            observer.forwarded(Transport::Tcp, query, self.peer.addr());
+                        }
                         return;
                     }
                     Answered::Dropped => {
@@ -603,6 +609,13 @@ impl Conn {
             None => answer(query, turn.snapshot, &ctx, out),
         };
         turn.stats.outcome(Transport::Tcp, &outcome);
+        if let Some(observer) = turn.observer.as_deref_mut() {
+            let reply = match outcome {
+                Outcome::Reply(reply) => out.get(..reply.len),
+                Outcome::Drop(_) => None,
+            };
+            observer.exchange(Transport::Tcp, query, reply, &self.peer, turn.now);
+        }
         if let Outcome::Reply(reply) = outcome {
             let len = reply.len.min(MAX_MESSAGE_LEN);
             scratch[..PREFIX_LEN].copy_from_slice(&(len as u16).to_be_bytes());
