@@ -254,16 +254,18 @@ impl Server {
                     )
                 })
                 .transpose()?;
-            workers.push(Worker::new(
-                poll,
-                ios,
-                tcp,
-                resolver,
-                Cache::new(Arc::clone(&snapshots)),
-                Arc::clone(worker_stats),
-                Arc::clone(&orders),
+            workers.push(Worker {
                 observer,
-            ));
+                ..Worker::new(
+                    poll,
+                    ios,
+                    tcp,
+                    resolver,
+                    Cache::new(Arc::clone(&snapshots)),
+                    Arc::clone(worker_stats),
+                    Arc::clone(&orders),
+                )
+            });
         }
         let local_addr = local_addrs[0];
         let mut server = Server {
@@ -465,7 +467,6 @@ impl<P: PacketIo> Worker<P> {
         snapshots: Cache<SnapshotCell, Arc<Snapshot>>,
         stats: Arc<WorkerStats>,
         orders: Arc<Orders>,
-        observer: Option<Box<Observer>>,
     ) -> Worker<P> {
         let late = match resolver {
             Some(_) => io.iter().map(|_| Datagrams::new(REPLY_SLOT_LEN)).collect(),
@@ -489,7 +490,7 @@ impl<P: PacketIo> Worker<P> {
             rotation: 0,
             recv_warning: RateLimitedWarning::default(),
             send_warning: RateLimitedWarning::default(),
-            observer,
+            observer: None,
         }
     }
 

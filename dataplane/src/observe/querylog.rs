@@ -63,9 +63,9 @@ pub(crate) fn line(reply: &[u8], client: SocketAddr, transport: Transport, took:
         Transport::Tcp => "tcp",
     };
     let mut text = String::with_capacity(96);
-    let _ = write!(
+    let _ = writeln!(
         text,
-        "client={client} proto={proto} name={} type={} rcode={} duration_us={}\n",
+        "client={client} proto={proto} name={} type={} rcode={} duration_us={}",
         presentation(name),
         TypeName(qtype),
         RcodeName(code),

@@ -335,7 +335,7 @@ mod tests {
         let bound = (n / counters) as u64;
         let top = merge([sketch.counted().as_slice()], k);
         let mut true_top: Vec<(usize, u64)> = truth.iter().copied().enumerate().collect();
-        true_top.sort_by(|a, b| b.1.cmp(&a.1));
+        true_top.sort_by_key(|row| std::cmp::Reverse(row.1));
         for (key, count) in &true_top[..k] {
             let row = top
                 .iter()
