@@ -948,6 +948,7 @@ mod tests {
                     .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 resolve(op, None).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 kubernetes(&cli(&[], &[]).unwrap(), Some(&file)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                observe(&cli(&[], &[]).unwrap(), Some(&file)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 seen += 1;
             }
         }
