@@ -196,12 +196,14 @@ impl Observer {
         self.count(query, client);
         let tapped = self.tap.as_mut().is_some_and(Tap::sampled);
         if tapped {
-            self.tap_client(Kind::ClientQuery, transport, client, query);
+            let now = SystemTime::now();
+            let arrived = now.checked_sub(since.elapsed()).unwrap_or(now);
+            self.tap_client(Kind::ClientQuery, transport, client, query, arrived);
+            if let Some(reply) = reply {
+                self.tap_client(Kind::ClientResponse, transport, client, reply, now);
+            }
         }
         if let Some(reply) = reply {
-            if tapped {
-                self.tap_client(Kind::ClientResponse, transport, client, reply);
-            }
             self.log(transport, reply, client, since);
         }
     }
@@ -210,14 +212,14 @@ impl Observer {
     pub(crate) fn forwarded(&mut self, transport: Transport, query: &[u8], client: SocketAddr) {
         self.count(query, client);
         if self.tap.as_mut().is_some_and(Tap::sampled) {
-            self.tap_client(Kind::ClientQuery, transport, client, query);
+            self.tap_client(Kind::ClientQuery, transport, client, query, SystemTime::now());
         }
     }
 
     /// The reply to a query that waited for an upstream.
     pub(crate) fn late_reply(&mut self, transport: Transport, reply: &[u8], client: SocketAddr, since: Instant) {
         if self.tap.as_mut().is_some_and(Tap::sampled) {
-            self.tap_client(Kind::ClientResponse, transport, client, reply);
+            self.tap_client(Kind::ClientResponse, transport, client, reply, SystemTime::now());
         }
         self.log(transport, reply, client, since);
     }
@@ -241,7 +243,7 @@ impl Observer {
         top.count(client.ip(), name);
     }
 
-    fn tap_client(&self, kind: Kind, transport: Transport, client: SocketAddr, message: &[u8]) {
+    fn tap_client(&self, kind: Kind, transport: Transport, client: SocketAddr, message: &[u8], time: SystemTime) {
         if let Some(tap) = &self.tap {
             tap.send(&Event {
                 kind,
@@ -249,7 +251,7 @@ impl Observer {
                 query_addr: Some(client),
                 response_addr: None,
                 message,
-                time: SystemTime::now(),
+                time,
             });
         }
     }
