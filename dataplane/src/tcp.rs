@@ -392,7 +392,8 @@ impl TcpServer {
         // Replies are written whole; coalescing them with later ones only adds latency.
         let _ = stream.set_nodelay(true);
         self.next_serial += 1;
-        self.conns[idx] = Some(Conn::new(stream, client, idx, self.next_serial, now));
+        let conn = Conn::new(stream, SocketAddr::new(client, peer.port()), idx, self.next_serial, now);
+        self.conns[idx] = Some(conn);
         self.active += 1;
         if per_client > 0 {
             *self.per_client.entry(client).or_insert(0) += 1;
@@ -456,7 +457,7 @@ fn keepalive(idle: Duration) -> u16 {
 struct Conn {
     stream: TcpStream,
     client: IpAddr,
-    /// The client's address in the form the answer path takes it, made once.
+    /// The client's address and port in the form the answer path takes it, made once.
     peer: Peer,
     /// Its slot in the server's table.
     slot: usize,
@@ -486,11 +487,11 @@ struct Conn {
 }
 
 impl Conn {
-    fn new(stream: TcpStream, client: IpAddr, slot: usize, serial: u64, now: Instant) -> Conn {
+    fn new(stream: TcpStream, peer: SocketAddr, slot: usize, serial: u64, now: Instant) -> Conn {
         Conn {
             stream,
-            client,
-            peer: Peer::from(SocketAddr::new(client, 0)),
+            client: peer.ip(),
+            peer: Peer::from(peer),
             slot,
             serial,
             outstanding: 0,

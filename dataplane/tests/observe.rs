@@ -261,18 +261,27 @@ fn dnstap_of_client_and_forwarder_messages_is_read_back_by_dnstap_read() {
     ask(&client, server.local_addr(), "web.skydns.test.");
     let forwarded = ask(&client, server.local_addr(), "target.example.org.");
     assert_eq!(&forwarded[forwarded.len() - 4..], &[192, 0, 2, 1]);
+    let mut tcp = std::net::TcpStream::connect(server.local_addr()).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let tcp_port = tcp.local_addr().unwrap().port();
+    let query = RawQuery::new("big.skydns.test.", 1).bytes();
+    tcp.write_all(&(query.len() as u16).to_be_bytes()).unwrap();
+    tcp.write_all(&query).unwrap();
+    let mut len = [0u8; 2];
+    tcp.read_exact(&mut len).unwrap();
     // Client query and response for each, forwarder query and response for the second.
-    let totals = wait_for(&server, "six dnstap messages written", |t| t.dnstap_sent >= 6);
+    let totals = wait_for(&server, "eight dnstap messages written", |t| t.dnstap_sent >= 8);
     assert_eq!(totals.dnstap_dropped, 0);
+    drop(tcp);
     server.shutdown();
     let frames = receiver.finish();
-    assert_eq!(frames.len(), 6, "the writer sent STOP after its last frame");
+    assert_eq!(frames.len(), 8, "the writer sent STOP after its last frame");
 
     let file = dir.path().join("tap.fstrm");
     write_fstrm_file(&file, &frames);
     let yaml = dnstap_read(&file);
     let messages: Vec<usize> = yaml.match_indices("type: MESSAGE").map(|(at, _)| at).collect();
-    assert_eq!(messages.len(), 6, "{yaml}");
+    assert_eq!(messages.len(), 8, "{yaml}");
     let kinds: Vec<&str> = messages
         .iter()
         .map(|&at| field_after(&yaml, at + 1, "type").unwrap())
@@ -285,17 +294,19 @@ fn dnstap_of_client_and_forwarder_messages_is_read_back_by_dnstap_read() {
     ] {
         assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}:\n{yaml}");
     }
-    assert_eq!(kinds.iter().filter(|k| **k == "CLIENT_QUERY").count(), 2);
+    assert_eq!(kinds.iter().filter(|k| **k == "CLIENT_QUERY").count(), 3);
     assert_eq!(field_after(&yaml, 0, "identity"), Some("skyline-test"));
     assert_eq!(field_after(&yaml, 0, "version"), Some("test-version"));
     for (&at, kind) in messages.iter().zip(&kinds) {
         let end = yaml[at + 1..].find("type: MESSAGE").map_or(yaml.len(), |e| at + 1 + e);
         let message = &yaml[at..end];
         assert_eq!(field_after(message, 0, "socket_family"), Some("INET"), "{message}");
-        assert_eq!(field_after(message, 0, "socket_protocol"), Some("UDP"), "{message}");
+        let over_tcp = message.contains("big.skydns.test.");
+        let protocol = if over_tcp { "TCP" } else { "UDP" };
+        assert_eq!(field_after(message, 0, "socket_protocol"), Some(protocol), "{message}");
         if kind.starts_with("CLIENT") {
             assert_eq!(field_after(message, 0, "query_address"), Some("127.0.0.1"), "{message}");
-            let port = client_addr.port().to_string();
+            let port = if over_tcp { tcp_port } else { client_addr.port() }.to_string();
             assert_eq!(field_after(message, 0, "query_port"), Some(port.as_str()), "{message}");
         } else {
             assert_eq!(
