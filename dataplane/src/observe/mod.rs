@@ -235,6 +235,9 @@ impl Observer {
         let Some(top) = self.top.as_mut() else {
             return;
         };
+        if !top.sampled() {
+            return;
+        }
         let name = question(query).map(|(name, _)| {
             self.name.clear();
             self.name.extend(name.iter().map(u8::to_ascii_lowercase));

@@ -255,14 +255,20 @@ impl TopCounter {
         }
     }
 
-    /// Counts a query from `client` for `name` (lower-cased wire form), if it is sampled.
+    /// Whether the next query is counted: one in `sample`. Asked before the query's name is
+    /// read, so that a query left out costs a counter only.
     #[inline]
-    pub(crate) fn count(&mut self, client: IpAddr, name: Option<&[u8]>) {
+    pub(crate) fn sampled(&mut self) -> bool {
         self.seen += 1;
         if self.seen < self.sample {
-            return;
+            return false;
         }
         self.seen = 0;
+        true
+    }
+
+    /// Counts a query from `client` for `name` (lower-cased wire form).
+    pub(crate) fn count(&mut self, client: IpAddr, name: Option<&[u8]>) {
         match client {
             IpAddr::V4(v4) => self.clients.add(&v4.octets()),
             IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
