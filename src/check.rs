@@ -45,6 +45,7 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
     let state = keep(&mut problems, config::state(cli, file)).flatten();
     let kubernetes = keep(&mut problems, config::kubernetes(cli, file));
     let http = config::http_addr(cli, file);
+    let observe = keep(&mut problems, config::observe(cli, file));
 
     let mut data_config = None;
     if let Some(operator) = &operator {
@@ -82,8 +83,8 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
     let forward = settings
         .as_ref()
         .and_then(|s| keep(&mut problems, forwarding_settings(cli, file, s)));
-    let (Some(settings), Some(tcp), Some(drain), Some(kubernetes), Some(forward)) =
-        (settings, tcp, drain, kubernetes, forward)
+    let (Some(settings), Some(tcp), Some(drain), Some(kubernetes), Some(forward), Some(observe)) =
+        (settings, tcp, drain, kubernetes, forward, observe)
     else {
         return Err(problems);
     };
@@ -153,6 +154,9 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
                 .join(","),
         ),
         None => line("kubernetes", "off".to_owned()),
+    }
+    for (name, value) in crate::observe::describe(&observe) {
+        line(name, value);
     }
     Ok(out)
 }

@@ -3,6 +3,7 @@
 //! configuration file, the data's `/<prefix>/config` and the defaults.
 
 use crate::forwarding::ForwardArgs;
+use crate::observe::ObserveArgs;
 use clap::{CommandFactory, FromArgMatches, Parser};
 use skyline_controlplane::skydns::config;
 use skyline_dataplane::wire::Name;
@@ -179,6 +180,10 @@ pub struct Cli {
     /// Kubernetes cluster DNS.
     #[command(flatten)]
     pub kubernetes: KubernetesArgs,
+
+    /// dnstap, the query log and the top talkers.
+    #[command(flatten)]
+    pub observe: ObserveArgs,
 }
 
 /// Where etcd is and how to authenticate to it, SkyDNS's flags and variables: the server's data

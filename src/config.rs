@@ -51,6 +51,7 @@
 //! | `state_dir` | `--state-dir` | — | — | none (nothing persisted) | restart |
 //! | `state_max_age` | `--state-max-age` | — | — | `24h` | restart |
 //! | `http_addr` | `--http-addr` | `SKYLINE_HTTP_ADDR` | — | none (no HTTP listener) | restart |
+//! | `[observe]` keys | `--dnstap`, `--query-log`, `--top-talkers` and theirs ([`crate::observe`]) | — | — | off | restart |
 //! | — | — | — | `ttl`, `min_ttl`, `priority` | 3600, 60, 10 | applied |
 //!
 //! The `[kubernetes]` table (any `--kubernetes*` flag or `--kubeconfig` too) turns on Kubernetes
@@ -59,11 +60,13 @@
 
 use crate::cli::Cli;
 use crate::forwarding::{CacheFile, ForwardFile, ForwardingError};
+use crate::observe::{ObserveError, ObserveFile};
 use serde::Deserialize;
 use skyline_controlplane::etcd::EtcdOptions;
 use skyline_controlplane::kubernetes::KubernetesOptions;
 use skyline_controlplane::skydns::config::{self as skydns_config, ConfigPatch};
 use skyline_controlplane::state::StateDir;
+use skyline_dataplane::observe::ObserveConfig;
 use skyline_dataplane::snapshot::kubernetes::{self, PodMode};
 use skyline_dataplane::snapshot::skydns::Config;
 use skyline_dataplane::wire::Name;
@@ -103,6 +106,9 @@ pub enum ConfigError {
     /// A forwarding or cache setting is not valid.
     #[error(transparent)]
     Forwarding(#[from] ForwardingError),
+    /// A dnstap, query-log or top-talker setting is not valid.
+    #[error("observe.{0}")]
+    Observe(#[from] ObserveError),
     /// A `[kubernetes]` setting or `--kubernetes-*` flag is not valid.
     #[error("kubernetes.{key}: {message}")]
     Kubernetes {
@@ -197,6 +203,8 @@ pub struct FileConfig {
     pub cache: Option<CacheFile>,
     /// The `[kubernetes]` table: its presence serves Kubernetes cluster DNS.
     pub kubernetes: Option<KubernetesFile>,
+    /// The `[observe]` table: dnstap, the query log, the top talkers (see [`crate::observe`]).
+    pub observe: Option<ObserveFile>,
 }
 
 /// The `[kubernetes]` table: CoreDNS's `kubernetes` plugin options under the same names, so that
@@ -268,6 +276,13 @@ impl FileConfig {
                 &mut file.state_dir,
             ] {
                 if let Some(relative) = file_path.as_mut().filter(|p| p.is_relative()) {
+                    *relative = dir.join(&*relative);
+                }
+            }
+            // `query_log = "-"` is stderr, not a file beside the configuration.
+            let observe = file.observe.as_mut();
+            for file_path in observe.into_iter().flat_map(|o| [&mut o.dnstap, &mut o.query_log]) {
+                if let Some(relative) = file_path.as_mut().filter(|p| p.is_relative() && p.as_os_str() != "-") {
                     *relative = dir.join(&*relative);
                 }
             }
@@ -489,6 +504,14 @@ pub fn drain(cli: &Cli, file: Option<&FileConfig>) -> Result<Duration, ConfigErr
         (None, Some(text)) => crate::forwarding::parse_duration(text).map_err(ConfigError::Drain),
         (None, None) => Ok(DEFAULT_DRAIN),
     }
+}
+
+/// dnstap, the query log and the top talkers, flags over the `[observe]` table.
+pub fn observe(cli: &Cli, file: Option<&FileConfig>) -> Result<ObserveConfig, ConfigError> {
+    Ok(crate::observe::observe_config(
+        &cli.observe,
+        file.and_then(|f| f.observe.as_ref()),
+    )?)
 }
 
 /// DNS over TCP limits, flags over the file over [`TcpConfig::default`].
@@ -925,6 +948,7 @@ mod tests {
                     .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 resolve(op, None).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 kubernetes(&cli(&[], &[]).unwrap(), Some(&file)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                observe(&cli(&[], &[]).unwrap(), Some(&file)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 seen += 1;
             }
         }

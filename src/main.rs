@@ -10,6 +10,7 @@ mod forwarding;
 mod kube2etcd;
 mod nodelocal;
 mod notify;
+mod observe;
 mod reload;
 mod upgrade;
 
@@ -64,6 +65,8 @@ enum StartError {
     NodeLocal(#[from] nodelocal::SetupError),
     #[error("PID file {path}: {source}")]
     PidFile { path: PathBuf, source: std::io::Error },
+    #[error("query log {path}: {source}")]
+    QueryLog { path: PathBuf, source: std::io::Error },
     #[error("state directory {path}: {source}")]
     StateDir { path: PathBuf, source: std::io::Error },
 }
@@ -109,6 +112,18 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     let operator = config::operator(cli, file.as_ref())?;
     let tcp = config::tcp(cli, file.as_ref())?;
     let drain = config::drain(cli, file.as_ref())?;
+    let observe = config::observe(cli, file.as_ref())?;
+    if let Some(skyline_dataplane::observe::QueryLogTarget::File(path)) = observe.query_log.as_ref().map(|q| &q.target)
+    {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|source| StartError::QueryLog {
+                path: path.clone(),
+                source,
+            })?;
+    }
     let pid_file = config::pid_file(cli, file.as_ref());
     let state = config::state(cli, file.as_ref())?;
     if let Some(state) = &state {
@@ -220,6 +235,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     let options = Options {
         extra_addrs: settings.extra_addrs.clone(),
         forward,
+        observe,
     };
     let (setup_interface, setup_notrack) = config::node_local(cli, file.as_ref());
     let node_local = if setup_interface.is_some() || setup_notrack {

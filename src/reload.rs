@@ -16,6 +16,7 @@ use skyline_controlplane::http::ReloadStats;
 use skyline_controlplane::skydns::ConfigPatch;
 use skyline_controlplane::source::OverridesSender;
 use skyline_dataplane::forward::{ForwardConfig, Forwarding};
+use skyline_dataplane::observe::ObserveConfig;
 use skyline_dataplane::worker::TcpConfig;
 use skyline_dataplane::SnapshotCell;
 use std::net::SocketAddr;
@@ -79,6 +80,7 @@ pub struct Fixed {
     kubernetes: Option<KubernetesSettings>,
     forwarding: bool,
     stub_records: bool,
+    observe: ObserveConfig,
 }
 
 impl Fixed {
@@ -101,6 +103,7 @@ impl Fixed {
             (self.kubernetes != other.kubernetes, "[kubernetes]"),
             (self.forwarding != other.forwarding, "forwarding on or off"),
             (self.stub_records != other.stub_records, "forward.stubzones"),
+            (self.observe != other.observe, "[observe]"),
         ];
         differs
             .into_iter()
@@ -139,6 +142,7 @@ fn resolve(cli: &Cli, file: Option<&FileConfig>, data_config: Option<&ConfigPatc
         kubernetes: config::kubernetes(cli, file)?,
         forwarding: forward.as_ref().is_some_and(ForwardConfig::is_enabled),
         stub_records: forwarding::stub_records(&cli.forward, file.and_then(|f| f.forward.as_ref())),
+        observe: config::observe(cli, file)?,
     };
     Ok(Resolved {
         overrides,

@@ -10,6 +10,7 @@ pub mod answer;
 pub mod cache;
 pub mod forward;
 pub mod io;
+pub mod observe;
 pub mod snapshot;
 pub mod stats;
 pub mod sys;

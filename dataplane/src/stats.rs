@@ -6,6 +6,8 @@
 //! [`Totals`]; it may see one worker a few queries ahead of another, never a torn value.
 
 use crate::answer::{Outcome, Reply, Transport};
+use crate::observe::topk::TopTalkers;
+use crate::observe::ObserveReader;
 use crate::wire::types::rcode;
 use crate::wire::DropReason;
 use crossbeam_utils::CachePadded;
@@ -113,6 +115,15 @@ pub struct Totals {
     pub forward_failures: u64,
     /// Stub-zone queries dropped because they carried the SkyDNS loop guard.
     pub stub_loops_dropped: u64,
+    /// dnstap messages written to the reader.
+    pub dnstap_sent: u64,
+    /// dnstap messages lost: a worker's queue was full (a slow or absent reader), or the
+    /// writer could not write them.
+    pub dnstap_dropped: u64,
+    /// Query-log lines written.
+    pub query_log_lines: u64,
+    /// Query-log lines left out: past the rate limit, or their queue was full.
+    pub query_log_suppressed: u64,
     /// How long replies took, from the query's arrival (the receive call that returned it) to
     /// the reply's send, in [`DURATION_BOUNDS`] buckets.
     pub request_duration: Histogram<DURATION_SLOTS>,
@@ -321,6 +332,8 @@ pub(crate) struct Counters {
     pub(crate) forward_client_limited: Counter,
     pub(crate) forward_failures: Counter,
     pub(crate) stub_loops_dropped: Counter,
+    pub(crate) dnstap_dropped: Counter,
+    pub(crate) query_log_suppressed: Counter,
     request_duration: Counts<DURATION_SLOTS>,
     request_size: [Counts<SIZE_SLOTS>; 2],
     response_size: [Counts<SIZE_SLOTS>; 2],
@@ -447,6 +460,8 @@ impl Counters {
         totals.forward_client_limited += self.forward_client_limited.get();
         totals.forward_failures += self.forward_failures.get();
         totals.stub_loops_dropped += self.stub_loops_dropped.get();
+        totals.dnstap_dropped += self.dnstap_dropped.get();
+        totals.query_log_suppressed += self.query_log_suppressed.get();
         totals.request_duration.add(&self.request_duration);
         totals.forward_duration.add(&self.forward_duration);
         for t in 0..2 {
@@ -462,22 +477,38 @@ impl Counters {
 #[derive(Debug, Clone)]
 pub struct StatsReader {
     workers: Arc<[Arc<WorkerStats>]>,
+    observe: ObserveReader,
 }
 
 impl StatsReader {
-    pub(crate) fn new(workers: Vec<Arc<WorkerStats>>) -> StatsReader {
+    pub(crate) fn new(workers: Vec<Arc<WorkerStats>>, observe: ObserveReader) -> StatsReader {
         StatsReader {
             workers: workers.into(),
+            observe,
         }
     }
 
-    /// Every worker's counters, summed now.
+    /// Every worker's counters, and the dnstap and query-log writers', summed now.
     pub fn totals(&self) -> Totals {
         let mut totals = Totals::default();
         for worker in self.workers.iter() {
             worker.add_to(&mut totals);
         }
+        if let Some(dnstap) = &self.observe.dnstap {
+            totals.dnstap_sent += dnstap.sent.load(Ordering::Relaxed);
+            totals.dnstap_dropped += dnstap.dropped.load(Ordering::Relaxed);
+        }
+        if let Some(log) = &self.observe.query_log {
+            totals.query_log_lines += log.sent.load(Ordering::Relaxed);
+            totals.query_log_suppressed += log.dropped.load(Ordering::Relaxed);
+        }
         totals
+    }
+
+    /// The top client addresses and query names over every worker, when they are counted
+    /// (`--top-talkers`).
+    pub fn top_talkers(&self) -> Option<TopTalkers> {
+        self.observe.top_talkers()
     }
 }
 

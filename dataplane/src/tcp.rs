@@ -22,6 +22,7 @@
 use crate::answer::{answer, Context, Outcome, Transport};
 use crate::forward::{Answered, Client, Resolver};
 use crate::io::Peer;
+use crate::observe::Observer;
 use crate::snapshot::Snapshot;
 use crate::stats::{RateLimitedWarning, WorkerStats};
 use crate::wire::types::MAX_MESSAGE_LEN;
@@ -131,6 +132,8 @@ pub(crate) struct Turn<'a> {
     pub(crate) now: Instant,
     /// The worker's forwarding side, if it forwards.
     pub(crate) resolver: Option<&'a mut Resolver>,
+    /// dnstap, the query log and the top talkers, if anything is observed.
+    pub(crate) observer: Option<&'a mut Observer>,
 }
 
 /// What to do with a connection after serving it.
@@ -389,7 +392,8 @@ impl TcpServer {
         // Replies are written whole; coalescing them with later ones only adds latency.
         let _ = stream.set_nodelay(true);
         self.next_serial += 1;
-        self.conns[idx] = Some(Conn::new(stream, client, idx, self.next_serial, now));
+        let conn = Conn::new(stream, SocketAddr::new(client, peer.port()), idx, self.next_serial, now);
+        self.conns[idx] = Some(conn);
         self.active += 1;
         if per_client > 0 {
             *self.per_client.entry(client).or_insert(0) += 1;
@@ -453,7 +457,7 @@ fn keepalive(idle: Duration) -> u16 {
 struct Conn {
     stream: TcpStream,
     client: IpAddr,
-    /// The client's address in the form the answer path takes it, made once.
+    /// The client's address and port in the form the answer path takes it, made once.
     peer: Peer,
     /// Its slot in the server's table.
     slot: usize,
@@ -483,11 +487,11 @@ struct Conn {
 }
 
 impl Conn {
-    fn new(stream: TcpStream, client: IpAddr, slot: usize, serial: u64, now: Instant) -> Conn {
+    fn new(stream: TcpStream, peer: SocketAddr, slot: usize, serial: u64, now: Instant) -> Conn {
         Conn {
             stream,
-            client,
-            peer: Peer::from(SocketAddr::new(client, 0)),
+            client: peer.ip(),
+            peer: Peer::from(peer),
             slot,
             serial,
             outstanding: 0,
@@ -592,6 +596,9 @@ impl Conn {
                     Answered::Later => {
                         self.outstanding += 1;
                         self.last_active = turn.now;
+                        if let Some(observer) = turn.observer.as_deref_mut() {
+                            observer.forwarded(Transport::Tcp, query, self.peer.addr());
+                        }
                         return;
                     }
                     Answered::Dropped => {
@@ -603,6 +610,13 @@ impl Conn {
             None => answer(query, turn.snapshot, &ctx, out),
         };
         turn.stats.outcome(Transport::Tcp, &outcome);
+        if let Some(observer) = turn.observer.as_deref_mut() {
+            let reply = match outcome {
+                Outcome::Reply(reply) => out.get(..reply.len),
+                Outcome::Drop(_) => None,
+            };
+            observer.exchange(Transport::Tcp, query, reply, &self.peer, turn.now);
+        }
         if let Outcome::Reply(reply) = outcome {
             let len = reply.len.min(MAX_MESSAGE_LEN);
             scratch[..PREFIX_LEN].copy_from_slice(&(len as u16).to_be_bytes());

@@ -12,6 +12,7 @@
 use crate::answer::{answer, Context, Outcome, Transport};
 use crate::forward::{Answered, Client, ForwardConfig, Forwarding, Resolver};
 use crate::io::{Datagrams, KernelUdp, PacketIo};
+use crate::observe::{Observation, ObserveConfig, Observer};
 use crate::snapshot::{Snapshot, SnapshotCell};
 use crate::stats::{RateLimitedWarning, StatsReader, Totals, WorkerStats};
 use crate::sys;
@@ -86,6 +87,8 @@ pub struct Options {
     pub extra_addrs: Vec<SocketAddr>,
     /// Forwarding of names outside the zones; `None` (or no upstream) answers them REFUSED.
     pub forward: Option<ForwardConfig>,
+    /// dnstap, the query log and the top talkers; all off by default.
+    pub observe: ObserveConfig,
 }
 
 /// The running data plane: worker threads answering on its addresses until shut down.
@@ -97,6 +100,8 @@ pub struct Server {
     wakers: Vec<Waker>,
     orders: Arc<Orders>,
     threads: Vec<JoinHandle<()>>,
+    /// The dnstap and query-log writers, which end once every worker has.
+    writers: Vec<JoinHandle<()>>,
     /// A descriptor of every listening socket, for handing them over in an upgrade; closed
     /// with the server.
     handover: Sockets,
@@ -219,8 +224,9 @@ impl Server {
         let orders = Arc::new(Orders::default());
         let mut workers = Vec::with_capacity(count);
         let mut wakers = Vec::with_capacity(count);
-        let mut stats = Vec::with_capacity(count);
-        for sockets in per_worker {
+        let stats: Vec<Arc<WorkerStats>> = (0..count).map(|_| Arc::default()).collect();
+        let (observation, observers) = Observation::start(&options.observe, &stats)?;
+        for ((sockets, worker_stats), observer) in per_worker.into_iter().zip(&stats).zip(observers) {
             let poll = Poll::new()?;
             wakers.push(Waker::new(poll.registry(), WAKER)?);
             let mut ios = Vec::with_capacity(sockets.len());
@@ -235,30 +241,41 @@ impl Server {
             }
             let mut tcp = TcpServer::new(listeners, config.tcp, now);
             tcp.register(poll.registry())?;
-            let worker_stats = Arc::new(WorkerStats::default());
-            stats.push(Arc::clone(&worker_stats));
+            let upstream_tap = observer.as_ref().and_then(|o| o.upstream_tap());
             let resolver = forwarding
                 .as_ref()
-                .map(|forwarding| Resolver::new(count, forwarding, poll.registry(), Arc::clone(&worker_stats)))
+                .map(|forwarding| {
+                    Resolver::new(
+                        count,
+                        forwarding,
+                        poll.registry(),
+                        Arc::clone(worker_stats),
+                        upstream_tap,
+                    )
+                })
                 .transpose()?;
-            workers.push(Worker::new(
-                poll,
-                ios,
-                tcp,
-                resolver,
-                Cache::new(Arc::clone(&snapshots)),
-                worker_stats,
-                Arc::clone(&orders),
-            ));
+            workers.push(Worker {
+                observer,
+                ..Worker::new(
+                    poll,
+                    ios,
+                    tcp,
+                    resolver,
+                    Cache::new(Arc::clone(&snapshots)),
+                    Arc::clone(worker_stats),
+                    Arc::clone(&orders),
+                )
+            });
         }
         let local_addr = local_addrs[0];
         let mut server = Server {
             forwarding,
             local_addrs,
-            stats: StatsReader::new(stats),
+            stats: StatsReader::new(stats, observation.reader),
             wakers,
             orders,
             threads: Vec::with_capacity(count),
+            writers: observation.threads,
             handover,
         };
         for (n, worker) in workers.into_iter().enumerate() {
@@ -365,6 +382,11 @@ impl Server {
                 tracing::error!("a worker thread panicked");
             }
         }
+        for thread in self.writers.drain(..) {
+            if thread.join().is_err() {
+                tracing::error!("a dnstap or query-log writer panicked");
+            }
+        }
     }
 }
 
@@ -432,6 +454,8 @@ struct Worker<P: PacketIo> {
     rotation: u32,
     recv_warning: RateLimitedWarning,
     send_warning: RateLimitedWarning,
+    /// dnstap, the query log and the top talkers: `None` unless something is observed.
+    observer: Option<Box<Observer>>,
 }
 
 impl<P: PacketIo> Worker<P> {
@@ -466,6 +490,7 @@ impl<P: PacketIo> Worker<P> {
             rotation: 0,
             recv_warning: RateLimitedWarning::default(),
             send_warning: RateLimitedWarning::default(),
+            observer: None,
         }
     }
 
@@ -529,9 +554,13 @@ impl<P: PacketIo> Worker<P> {
                 rotation: &mut self.rotation,
                 now,
                 resolver: self.resolver.as_mut(),
+                observer: self.observer.as_deref_mut(),
             };
             self.tcp.turn(self.poll.registry(), &mut turn);
             self.tcp.sweep(self.poll.registry(), &self.stats, now);
+            if let Some(observer) = self.observer.as_mut() {
+                observer.publish(now);
+            }
             if self.closed && self.finished() && self.udp_done(now) {
                 return;
             }
@@ -615,6 +644,7 @@ impl<P: PacketIo> Worker<P> {
             replies,
             rotation,
             resolver,
+            observer,
             ..
         } = self;
         let snapshot = snapshots.load();
@@ -643,6 +673,9 @@ impl<P: PacketIo> Worker<P> {
                         Answered::Now(outcome) => outcome,
                         Answered::Later => {
                             forwarded = true;
+                            if let Some(observer) = observer.as_deref_mut() {
+                                observer.forwarded(Transport::Udp, query, peer.addr());
+                            }
                             continue;
                         }
                         Answered::Dropped => continue,
@@ -651,6 +684,13 @@ impl<P: PacketIo> Worker<P> {
                 None => answer(query, snapshot, &ctx, out),
             };
             stats.outcome(Transport::Udp, &outcome);
+            if let Some(observer) = observer.as_deref_mut() {
+                let reply = match outcome {
+                    Outcome::Reply(reply) => out.get(..reply.len),
+                    Outcome::Drop(_) => None,
+                };
+                observer.exchange(Transport::Udp, query, reply, peer, now);
+            }
             if let Outcome::Reply(reply) = outcome {
                 replies.commit(peer, reply.len);
             }
@@ -673,28 +713,38 @@ impl<P: PacketIo> Worker<P> {
             io,
             stats,
             send_warning,
+            observer,
             ..
         } = self
         else {
             return;
         };
         let snapshot = snapshots.load();
-        resolver.turn(snapshot, now, |client, reply| match client {
-            Client::Udp { socket, peer } => {
-                let (Some(batch), Some(io)) = (late.get_mut(socket), io.get_mut(socket)) else {
-                    return;
+        resolver.turn(snapshot, now, |client, reply, since| {
+            if let Some(observer) = observer.as_deref_mut() {
+                let (transport, addr) = match &client {
+                    Client::Udp { peer, .. } => (Transport::Udp, peer.addr()),
+                    Client::Tcp { peer, .. } => (Transport::Tcp, SocketAddr::new(*peer, 0)),
                 };
-                if batch.is_full() {
-                    send(io, batch, stats, send_warning);
-                    batch.clear();
-                }
-                batch.push_with(&peer, |out| {
-                    let len = reply.len().min(out.len());
-                    out[..len].copy_from_slice(&reply[..len]);
-                    Some(len)
-                });
+                observer.late_reply(transport, reply, addr, since);
             }
-            Client::Tcp { conn, serial, .. } => tcp.deliver(conn, serial, reply, now),
+            match client {
+                Client::Udp { socket, peer } => {
+                    let (Some(batch), Some(io)) = (late.get_mut(socket), io.get_mut(socket)) else {
+                        return;
+                    };
+                    if batch.is_full() {
+                        send(io, batch, stats, send_warning);
+                        batch.clear();
+                    }
+                    batch.push_with(&peer, |out| {
+                        let len = reply.len().min(out.len());
+                        out[..len].copy_from_slice(&reply[..len]);
+                        Some(len)
+                    });
+                }
+                Client::Tcp { conn, serial, .. } => tcp.deliver(conn, serial, reply, now),
+            }
         });
         for (batch, io) in late.iter_mut().zip(io.iter_mut()) {
             if !batch.is_empty() {

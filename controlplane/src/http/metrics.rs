@@ -7,6 +7,7 @@
 
 use super::report::{Loads, Persisted, Reloads, Report, Status};
 use crate::source::{Family, Kind};
+use skyline_dataplane::observe::topk::TopTalkers;
 use skyline_dataplane::stats::{Histogram, Totals, DURATION_BOUNDS, SIZE_BOUNDS};
 use std::fmt::{self, Display, Formatter};
 
@@ -19,6 +20,9 @@ pub(crate) struct Metrics<'a>(pub(crate) &'a Report);
 impl Display for Metrics<'_> {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         dns(f, &self.0.dns)?;
+        if let Some(top) = &self.0.top_talkers {
+            top_talkers(f, top)?;
+        }
         reloads(f, &self.0.reloads)?;
         sources(f, self.0)
     }
@@ -75,6 +79,10 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         forward_client_limited,
         forward_failures,
         stub_loops_dropped,
+        dnstap_sent,
+        dnstap_dropped,
+        query_log_lines,
+        query_log_suppressed,
         request_duration,
         request_size,
         response_size,
@@ -376,7 +384,77 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         Counter,
         "Stub zone queries dropped because they carried the SkyDNS loop guard.",
         stub_loops_dropped,
+    )?;
+    single(
+        f,
+        "skyline_dnstap_sent_total",
+        Counter,
+        "dnstap messages written to the Frame Streams reader.",
+        dnstap_sent,
+    )?;
+    single(
+        f,
+        "skyline_dnstap_dropped_total",
+        Counter,
+        "dnstap messages lost: a worker's queue was full, or the reader was absent or failed.",
+        dnstap_dropped,
+    )?;
+    single(
+        f,
+        "skyline_query_log_lines_total",
+        Counter,
+        "Query log lines written.",
+        query_log_lines,
+    )?;
+    single(
+        f,
+        "skyline_query_log_suppressed_total",
+        Counter,
+        "Query log lines left out: past the rate limit, or their queue was full.",
+        query_log_suppressed,
     )
+}
+
+/// The top talkers: at most K series per family, ranked, whatever the traffic, so that the
+/// cardinality is fixed. A label value is escaped as the text format asks (names may hold any
+/// byte, printed as `\DDD` escapes by the data plane; a backslash is escaped again here).
+fn top_talkers(f: &mut Formatter<'_>, top: &TopTalkers) -> fmt::Result {
+    header(
+        f,
+        "skyline_top_clients",
+        Kind::Gauge,
+        "Estimated queries of the heaviest client addresses since the start (space-saving sketch).",
+    )?;
+    for (rank, row) in top.clients.iter().enumerate() {
+        writeln!(
+            f,
+            "skyline_top_clients{{rank=\"{}\",client=\"{}\"}} {}",
+            rank + 1,
+            row.key,
+            row.count
+        )?;
+    }
+    header(
+        f,
+        "skyline_top_names",
+        Kind::Gauge,
+        "Estimated queries of the most asked names since the start (space-saving sketch).",
+    )?;
+    for (rank, row) in top.names.iter().enumerate() {
+        writeln!(
+            f,
+            "skyline_top_names{{rank=\"{}\",name=\"{}\"}} {}",
+            rank + 1,
+            escape_label(&row.key),
+            row.count
+        )?;
+    }
+    Ok(())
+}
+
+/// A label value in the text format: backslash, double quote and line feed escaped.
+fn escape_label(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 /// The SIGHUP reloads of the configuration; the failure count under CoreDNS's name.
@@ -796,9 +874,42 @@ mod tests {
                 cache_entries: 9,
                 ..Totals::default()
             },
+            top_talkers: None,
             generation: 12,
             sources: vec![etcd, kubernetes],
         }
+    }
+
+    #[test]
+    fn top_talkers_are_ranked_with_escaped_names() {
+        use skyline_dataplane::observe::topk::Counted;
+        let report = Report {
+            top_talkers: Some(TopTalkers {
+                clients: vec![Counted {
+                    key: "10.0.0.1".parse().unwrap(),
+                    count: 7,
+                    error: 0,
+                }],
+                names: vec![
+                    Counted {
+                        key: "a.example.".to_owned(),
+                        count: 5,
+                        error: 0,
+                    },
+                    Counted {
+                        key: "b\\034.example.".to_owned(),
+                        count: 2,
+                        error: 1,
+                    },
+                ],
+            }),
+            ..full_report()
+        };
+        let samples = parse(&Metrics(&report).to_string());
+        assert_eq!(samples[r#"skyline_top_clients{rank="1",client="10.0.0.1"}"#], 7.0);
+        assert_eq!(samples[r#"skyline_top_names{rank="1",name="a.example."}"#], 5.0);
+        assert_eq!(samples[r#"skyline_top_names{rank="2",name="b\\034.example."}"#], 2.0);
+        assert!(!Metrics(&full_report()).to_string().contains("skyline_top_"));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use crate::source::{Family, SourceReport, SourceStats};
 use crate::state::StateHealth;
+use skyline_dataplane::observe::topk::TopTalkers;
 use skyline_dataplane::stats::{StatsReader, Totals};
 use skyline_dataplane::SnapshotCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -103,6 +104,7 @@ impl Observed {
             draining: self.draining.load(Ordering::Acquire),
             reloads: self.reloads.read(),
             dns: self.dns.totals(),
+            top_talkers: self.dns.top_talkers(),
             generation: self.served.load().generation,
             sources: self.sources.iter().map(|source| Status::read(&**source, now)).collect(),
         }
@@ -118,6 +120,8 @@ pub(crate) struct Report {
     pub(crate) reloads: Reloads,
     /// The data plane's counters, summed over the workers.
     pub(crate) dns: Totals,
+    /// The heaviest clients and names over every worker, when they are counted.
+    pub(crate) top_talkers: Option<TopTalkers>,
     /// Generation of the snapshot the workers serve.
     pub(crate) generation: u64,
     /// The configured sources, in their order.

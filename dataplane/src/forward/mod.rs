@@ -33,6 +33,7 @@ pub use upstream::{SharedHealth, MAX_FAILS, PROBE_INTERVAL};
 use crate::answer::{Context, Outcome};
 use crate::cache::{Cache, CacheConfig};
 use crate::io::Peer;
+use crate::observe::Tap;
 use crate::snapshot::Snapshot;
 use crate::stats::WorkerStats;
 use crate::wire::types::MAX_MESSAGE_LEN;
@@ -200,6 +201,7 @@ impl Resolver {
         forwarding: &Forwarding,
         registry: &Registry,
         stats: Arc<WorkerStats>,
+        tap: Option<Tap>,
     ) -> io::Result<Resolver> {
         let plan = forwarding.current();
         let config = &plan.config;
@@ -209,6 +211,7 @@ impl Resolver {
             config,
             &plan.health,
             Arc::clone(&stats),
+            tap,
         );
         Ok(Resolver {
             acl: config.acl.clone(),
@@ -379,8 +382,8 @@ impl Resolver {
     }
 
     /// Reads upstream replies, handles timeouts and probes, and hands every reply now due to
-    /// a waiting client to `send`.
-    pub(crate) fn turn(&mut self, snapshot: &Snapshot, now: Instant, mut send: impl FnMut(Client, &[u8])) {
+    /// a waiting client to `send`, with the time its query arrived.
+    pub(crate) fn turn(&mut self, snapshot: &Snapshot, now: Instant, mut send: impl FnMut(Client, &[u8], Instant)) {
         let Resolver {
             routes,
             cache,
@@ -428,7 +431,7 @@ impl Resolver {
                     };
                 stats.outcome(waiter.ctx.transport, &outcome);
                 if let Outcome::Reply(reply) = outcome {
-                    send(waiter.client, &scratch[..reply.len]);
+                    send(waiter.client, &scratch[..reply.len], waiter.since);
                     stats.took(now.saturating_duration_since(waiter.since), 1);
                 }
             }

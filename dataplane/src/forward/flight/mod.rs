@@ -14,6 +14,7 @@ use crate::cache::{Cache, Key};
 use crate::forward::upstream::SharedHealth;
 use crate::forward::ClientQuery;
 use crate::forward::Failure;
+use crate::observe::Tap;
 use crate::stats::WorkerStats;
 use machine::{Entropy, Machine};
 use mio::{Registry, Token};
@@ -48,17 +49,18 @@ pub(crate) struct Forwarder {
 
 impl Forwarder {
     /// A forwarder over `groups` of upstreams (route index → servers), registering its sockets
-    /// with `registry`.
+    /// with `registry`; with `tap`, its queries and their replies go to dnstap.
     pub(crate) fn new(
         registry: Registry,
         groups: &[&[SocketAddr]],
         config: &ForwardConfig,
         health: &SharedHealth,
         stats: Arc<WorkerStats>,
+        tap: Option<Tap>,
     ) -> Forwarder {
         Forwarder {
             machine: Machine::with_stats(groups, config, health, Entropy::default(), Arc::clone(&stats)),
-            sockets: Sockets::new(registry, stats),
+            sockets: Sockets::new(registry, stats, tap),
             ready: Vec::new(),
         }
     }

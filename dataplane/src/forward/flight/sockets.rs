@@ -19,7 +19,10 @@
 //! try to their upstream. A try that finds none opens its socket then.
 
 use super::machine::{Action, Machine, Protocol, SendError, Transmit, TryId};
+use crate::answer::Transport;
 use crate::cache::Cache;
+use crate::observe::dnstap::Kind;
+use crate::observe::Tap;
 use crate::stats::WorkerStats;
 use crate::sys;
 use crate::wire::types::MAX_MESSAGE_LEN;
@@ -61,10 +64,14 @@ pub(crate) struct Sockets {
     ended: Vec<(usize, Link)>,
     buf: Box<[u8]>,
     stats: Arc<WorkerStats>,
+    /// Where queries and replies go to dnstap, when it is on.
+    tap: Option<Tap>,
 }
 
 struct Open {
     link: Link,
+    /// The upstream the socket is connected to.
+    upstream: SocketAddr,
     /// The try the socket serves; `None` while it is a spare.
     serves: Option<TryId>,
 }
@@ -86,9 +93,9 @@ struct Spares {
 }
 
 impl Sockets {
-    /// No sockets yet; they will be registered with `registry`, and queries sent counted in
-    /// `stats`.
-    pub(crate) fn new(registry: Registry, stats: Arc<WorkerStats>) -> Sockets {
+    /// No sockets yet; they will be registered with `registry`, queries sent counted in
+    /// `stats`, and queries and replies handed to `tap` when there is one.
+    pub(crate) fn new(registry: Registry, stats: Arc<WorkerStats>, tap: Option<Tap>) -> Sockets {
         Sockets {
             registry,
             open: Vec::new(),
@@ -99,6 +106,7 @@ impl Sockets {
             ended: Vec::new(),
             buf: vec![0; MAX_MESSAGE_LEN].into_boxed_slice(),
             stats,
+            tap,
         }
     }
 
@@ -191,6 +199,13 @@ impl Sockets {
         }
         self.tries[index] = socket;
         self.stats.upstream_queries.incr();
+        if let Some(tap) = self.tap.as_mut() {
+            let transport = match transmit.protocol {
+                Protocol::Udp => Transport::Udp,
+                Protocol::Tcp => Transport::Tcp,
+            };
+            tap.forwarder(Kind::ForwarderQuery, transport, transmit.upstream, transmit.query());
+        }
         Ok(())
     }
 
@@ -244,7 +259,7 @@ impl Sockets {
                 SendError::Upstream(e)
             }
         })?;
-        self.register(Link::Udp(UdpSocket::from_std(socket)), Interest::READABLE)
+        self.register(Link::Udp(UdpSocket::from_std(socket)), upstream, Interest::READABLE)
     }
 
     /// Starts a connection to `transmit`'s upstream, its query framed and waiting to be written.
@@ -267,10 +282,14 @@ impl Sockets {
             written: 0,
             input: Vec::new(),
         };
-        self.register(Link::Tcp(link), Interest::READABLE | Interest::WRITABLE)
+        self.register(
+            Link::Tcp(link),
+            transmit.upstream,
+            Interest::READABLE | Interest::WRITABLE,
+        )
     }
 
-    fn register(&mut self, mut link: Link, interest: Interest) -> Result<usize, SendError> {
+    fn register(&mut self, mut link: Link, upstream: SocketAddr, interest: Interest) -> Result<usize, SendError> {
         let socket = self.free.pop().unwrap_or_else(|| {
             self.open.push(None);
             self.open.len() - 1
@@ -284,7 +303,11 @@ impl Sockets {
             self.free.push(socket);
             return Err(SendError::Local(e));
         }
-        self.open[socket] = Some(Open { link, serves: None });
+        self.open[socket] = Some(Open {
+            link,
+            upstream,
+            serves: None,
+        });
         Ok(socket)
     }
 
@@ -320,7 +343,7 @@ impl Sockets {
     /// Reads everything `socket` has received.
     fn service<W>(&mut self, socket: usize, machine: &mut Machine<W>, cache: &Cache, now: Instant) {
         loop {
-            let Sockets { open, buf, .. } = self;
+            let Sockets { open, buf, tap, .. } = self;
             let Some(open) = open.get_mut(socket).and_then(Option::as_mut) else {
                 return;
             };
@@ -330,6 +353,9 @@ impl Sockets {
             let failed = match &mut open.link {
                 Link::Udp(udp) => match udp.recv(buf) {
                     Ok(n) => {
+                        if let Some(tap) = tap.as_mut() {
+                            tap.forwarder(Kind::ForwarderResponse, Transport::Udp, open.upstream, &buf[..n]);
+                        }
                         machine.on_reply(id, &buf[..n], cache, now);
                         false
                     }
@@ -340,6 +366,9 @@ impl Sockets {
                 Link::Tcp(link) => match link.progress(buf) {
                     TcpProgress::Pending => return,
                     TcpProgress::Message(len) => {
+                        if let Some(tap) = tap.as_mut() {
+                            tap.forwarder(Kind::ForwarderResponse, Transport::Tcp, open.upstream, &buf[..len]);
+                        }
                         machine.on_reply(id, &buf[..len], cache, now);
                         false
                     }

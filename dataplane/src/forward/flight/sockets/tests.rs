@@ -60,7 +60,7 @@ impl Rig {
                 Entropy::default(),
                 Arc::clone(&stats),
             ),
-            sockets: Sockets::new(poll.registry().try_clone().unwrap(), Arc::clone(&stats)),
+            sockets: Sockets::new(poll.registry().try_clone().unwrap(), Arc::clone(&stats), None),
             poll,
             cache: Cache::new(CacheConfig::default()),
             stats,

@@ -1,0 +1,502 @@
+//! dnstap, the query log and the top talkers of a running server, read back from outside: the
+//! dnstap stream by a Frame Streams receiver written here, its frames by Debian's `dnstap-read`
+//! (an independent decoder of the protobuf), the query log from its file, the top talkers from
+//! the counters the metrics endpoint reads.
+
+mod common;
+
+use common::{snapshot, RawQuery};
+use skyline_dataplane::forward::ForwardConfig;
+use skyline_dataplane::observe::fstrm::{self, control_frame};
+use skyline_dataplane::observe::{
+    dnstap::CONTENT_TYPE, DnstapConfig, ObserveConfig, QueryLogConfig, QueryLogTarget, TopConfig,
+};
+use skyline_dataplane::snapshot::empty_cell;
+use skyline_dataplane::stats::Totals;
+use skyline_dataplane::worker::{Options, Server, ServerConfig, TcpConfig};
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Where Debian's bind9-dnsutils puts its dnstap decoder.
+const DNSTAP_READ: &str = "/usr/bin/dnstap-read";
+
+fn server(forward: Option<ForwardConfig>, observe: ObserveConfig) -> Server {
+    let snapshots = empty_cell();
+    snapshots.store(Arc::new(snapshot()));
+    let config = ServerConfig {
+        addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        workers: 1,
+        pin: false,
+        tcp: TcpConfig::default(),
+    };
+    let options = Options {
+        forward,
+        observe,
+        ..Options::default()
+    };
+    Server::start_with(config, options, snapshots).unwrap()
+}
+
+fn dnstap(socket: &Path) -> ObserveConfig {
+    ObserveConfig {
+        dnstap: Some(DnstapConfig {
+            socket: socket.to_owned(),
+            identity: "skyline-test".to_owned(),
+            version: "test-version".to_owned(),
+            sample: 1,
+        }),
+        ..ObserveConfig::default()
+    }
+}
+
+fn wait_for(server: &Server, what: &str, check: impl Fn(&Totals) -> bool) -> Totals {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let totals = server.stats();
+        if check(&totals) {
+            return totals;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not within 10 s: {what}; counters: {totals:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Reads one control frame (after its escape word); returns its type.
+fn read_control(stream: &mut UnixStream) -> u32 {
+    let mut word = [0u8; 4];
+    stream.read_exact(&mut word).unwrap();
+    let len = u32::from_be_bytes(word) as usize;
+    let mut frame = vec![0; len];
+    stream.read_exact(&mut frame).unwrap();
+    u32::from_be_bytes(frame[..4].try_into().unwrap())
+}
+
+/// A Frame Streams reader on a unix socket: takes one connection through the bidirectional
+/// handshake, then, unless `stall`, collects its data frames until STOP, which it answers
+/// with FINISH.
+struct Receiver {
+    frames: Arc<Mutex<Vec<Vec<u8>>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Receiver {
+    fn start(path: &Path, stall: bool) -> Receiver {
+        let listener = UnixListener::bind(path).unwrap();
+        let frames = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (got, halt) = (Arc::clone(&frames), Arc::clone(&stop));
+        let thread = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut escape = [0u8; 4];
+            stream.read_exact(&mut escape).unwrap();
+            assert_eq!(escape, [0; 4], "a control frame first");
+            assert_eq!(read_control(&mut stream), fstrm::READY);
+            let mut accept = Vec::new();
+            control_frame(fstrm::ACCEPT, Some(CONTENT_TYPE), &mut accept);
+            stream.write_all(&accept).unwrap();
+            stream.read_exact(&mut escape).unwrap();
+            assert_eq!(read_control(&mut stream), fstrm::START);
+            if stall {
+                while !halt.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                return;
+            }
+            loop {
+                let mut word = [0u8; 4];
+                stream.read_exact(&mut word).unwrap();
+                let len = u32::from_be_bytes(word) as usize;
+                if len == 0 {
+                    assert_eq!(read_control(&mut stream), fstrm::STOP);
+                    let mut finish = Vec::new();
+                    control_frame(fstrm::FINISH, None, &mut finish);
+                    stream.write_all(&finish).unwrap();
+                    return;
+                }
+                let mut frame = vec![0; len];
+                stream.read_exact(&mut frame).unwrap();
+                got.lock().unwrap().push(frame);
+            }
+        });
+        Receiver {
+            frames,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Waits for the stream to end and returns its data frames.
+    fn finish(mut self) -> Vec<Vec<u8>> {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            thread.join().unwrap();
+        }
+        std::mem::take(&mut *self.frames.lock().unwrap())
+    }
+}
+
+/// Writes `frames` as a unidirectional Frame Streams file: START with the content type, the
+/// data frames, STOP.
+fn write_fstrm_file(path: &Path, frames: &[Vec<u8>]) {
+    let mut out = Vec::new();
+    control_frame(fstrm::START, Some(CONTENT_TYPE), &mut out);
+    for frame in frames {
+        out.extend_from_slice(&(frame.len() as u32).to_be_bytes());
+        out.extend_from_slice(frame);
+    }
+    control_frame(fstrm::STOP, None, &mut out);
+    std::fs::write(path, out).unwrap();
+}
+
+/// `dnstap-read -y` of the file: every message as YAML.
+fn dnstap_read(path: &Path) -> String {
+    assert!(
+        Path::new(DNSTAP_READ).exists(),
+        "{DNSTAP_READ} is required: Debian package bind9-dnsutils (scripts/setup.sh test installs it)"
+    );
+    let out = Command::new(DNSTAP_READ).arg("-y").arg(path).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "dnstap-read failed: {}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// A UDP upstream on 127.0.0.1 answering every query with `A 192.0.2.1`, until dropped.
+struct Upstream {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Upstream {
+    fn start() -> Upstream {
+        let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        socket.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        let addr = socket.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let halt = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let mut buf = [0u8; 1024];
+            while !halt.load(Ordering::Relaxed) {
+                if let Ok((n, from)) = socket.recv_from(&mut buf) {
+                    let query = &buf[..n];
+                    let name_end = 12 + query[12..].iter().position(|&b| b == 0).unwrap() + 1;
+                    let mut m = vec![query[0], query[1], 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0];
+                    m.extend_from_slice(&query[12..name_end + 4]);
+                    m.extend_from_slice(&[0xC0, 12, 0, 1, 0, 1, 0, 0, 1, 44, 0, 4, 192, 0, 2, 1]);
+                    socket.send_to(&m, from).unwrap();
+                }
+            }
+        });
+        Upstream {
+            addr,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn client() -> UdpSocket {
+    let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    client.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    client
+}
+
+/// Asks `name` A of `server` from `client` and returns the reply.
+fn ask(client: &UdpSocket, server: SocketAddr, name: &str) -> Vec<u8> {
+    client.send_to(&RawQuery::new(name, 1).bytes(), server).unwrap();
+    let mut buf = [0u8; 1500];
+    let (n, _) = client.recv_from(&mut buf).unwrap();
+    buf[..n].to_vec()
+}
+
+/// The value of the first `key: value` line after `from` in `yaml`.
+fn field_after<'a>(yaml: &'a str, from: usize, key: &str) -> Option<&'a str> {
+    yaml[from..].lines().find_map(|line| {
+        line.trim()
+            .strip_prefix(key)?
+            .strip_prefix(':')
+            .map(|v| v.trim().trim_matches('"'))
+    })
+}
+
+#[test]
+fn dnstap_of_client_and_forwarder_messages_is_read_back_by_dnstap_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("dnstap.sock");
+    let receiver = Receiver::start(&socket, false);
+    let upstream = Upstream::start();
+    let server = server(
+        Some(ForwardConfig {
+            upstreams: vec![upstream.addr],
+            ..ForwardConfig::default()
+        }),
+        dnstap(&socket),
+    );
+    let client = client();
+    let client_addr = client.local_addr().unwrap();
+    ask(&client, server.local_addr(), "web.skydns.test.");
+    let forwarded = ask(&client, server.local_addr(), "target.example.org.");
+    assert_eq!(&forwarded[forwarded.len() - 4..], &[192, 0, 2, 1]);
+    let mut tcp = std::net::TcpStream::connect(server.local_addr()).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let tcp_port = tcp.local_addr().unwrap().port();
+    let query = RawQuery::new("big.skydns.test.", 1).bytes();
+    tcp.write_all(&(query.len() as u16).to_be_bytes()).unwrap();
+    tcp.write_all(&query).unwrap();
+    let mut len = [0u8; 2];
+    tcp.read_exact(&mut len).unwrap();
+    // Client query and response for each, forwarder query and response for the second.
+    let totals = wait_for(&server, "eight dnstap messages written", |t| t.dnstap_sent >= 8);
+    assert_eq!(totals.dnstap_dropped, 0);
+    drop(tcp);
+    server.shutdown();
+    let frames = receiver.finish();
+    assert_eq!(frames.len(), 8, "the writer sent STOP after its last frame");
+
+    let file = dir.path().join("tap.fstrm");
+    write_fstrm_file(&file, &frames);
+    let yaml = dnstap_read(&file);
+    let messages: Vec<usize> = yaml.match_indices("type: MESSAGE").map(|(at, _)| at).collect();
+    assert_eq!(messages.len(), 8, "{yaml}");
+    let kinds: Vec<&str> = messages
+        .iter()
+        .map(|&at| field_after(&yaml, at + 1, "type").unwrap())
+        .collect();
+    for kind in [
+        "CLIENT_QUERY",
+        "CLIENT_RESPONSE",
+        "FORWARDER_QUERY",
+        "FORWARDER_RESPONSE",
+    ] {
+        assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}:\n{yaml}");
+    }
+    assert_eq!(kinds.iter().filter(|k| **k == "CLIENT_QUERY").count(), 3);
+    assert_eq!(field_after(&yaml, 0, "identity"), Some("skyline-test"));
+    assert_eq!(field_after(&yaml, 0, "version"), Some("test-version"));
+    for (&at, kind) in messages.iter().zip(&kinds) {
+        let end = yaml[at + 1..].find("type: MESSAGE").map_or(yaml.len(), |e| at + 1 + e);
+        let message = &yaml[at..end];
+        assert_eq!(field_after(message, 0, "socket_family"), Some("INET"), "{message}");
+        let over_tcp = message.contains("big.skydns.test.");
+        let protocol = if over_tcp { "TCP" } else { "UDP" };
+        assert_eq!(field_after(message, 0, "socket_protocol"), Some(protocol), "{message}");
+        if kind.starts_with("CLIENT") {
+            assert_eq!(field_after(message, 0, "query_address"), Some("127.0.0.1"), "{message}");
+            let port = if over_tcp { tcp_port } else { client_addr.port() }.to_string();
+            assert_eq!(field_after(message, 0, "query_port"), Some(port.as_str()), "{message}");
+        } else {
+            assert_eq!(
+                field_after(message, 0, "response_address"),
+                Some("127.0.0.1"),
+                "{message}"
+            );
+            let port = upstream.addr.port().to_string();
+            assert_eq!(
+                field_after(message, 0, "response_port"),
+                Some(port.as_str()),
+                "{message}"
+            );
+            assert!(message.contains("target.example.org."), "{message}");
+        }
+        let body = if kind.ends_with("QUERY") {
+            "query_message"
+        } else {
+            "response_message"
+        };
+        assert!(message.contains(body), "{kind} without its {body}:\n{message}");
+    }
+    assert!(yaml.contains("web.skydns.test."), "{yaml}");
+    assert!(
+        yaml.contains("192.0.2.1"),
+        "the forwarded answer is in the responses:\n{yaml}"
+    );
+}
+
+/// Sends `n` queries one after the other and returns how long they took; every one must be
+/// answered.
+fn timed_queries(server: SocketAddr, n: usize) -> Duration {
+    let client = client();
+    let query = RawQuery::new("web.skydns.test.", 1).bytes();
+    let mut buf = [0u8; 1500];
+    let started = Instant::now();
+    for _ in 0..n {
+        client.send_to(&query, server).unwrap();
+        client.recv_from(&mut buf).expect("every query is answered");
+    }
+    started.elapsed()
+}
+
+#[test]
+fn a_stalled_dnstap_reader_costs_dropped_messages_not_answering_speed() {
+    const QUERIES: usize = 12_000;
+    let plain = server(None, ObserveConfig::default());
+    let baseline = timed_queries(plain.local_addr(), QUERIES);
+    plain.shutdown();
+
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("dnstap.sock");
+    let receiver = Receiver::start(&socket, true);
+    let tapped = server(None, dnstap(&socket));
+    let took = timed_queries(tapped.local_addr(), QUERIES);
+    let totals = wait_for(&tapped, "dnstap messages dropped", |t| t.dnstap_dropped > 0);
+    assert_eq!(totals.queries_udp, QUERIES as u64);
+    assert!(
+        totals.dnstap_sent + totals.dnstap_dropped <= 2 * QUERIES as u64,
+        "{totals:?}"
+    );
+    // Generous, for shared machines: the point is that answering never waits on the reader,
+    // which would show as seconds (the writer's two-second write timeout), not a few percent.
+    assert!(
+        took < baseline * 3 + Duration::from_millis(500),
+        "answering slowed down: {took:?} with a stalled reader, {baseline:?} without dnstap"
+    );
+    tapped.shutdown();
+    receiver.finish();
+}
+
+#[test]
+fn the_query_log_writes_one_line_per_query_within_its_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("queries.log");
+    // The limit counts per second of the server's life: queries within its first second share
+    // one allowance.
+    let before_start = Instant::now();
+    let server = server(
+        None,
+        ObserveConfig {
+            query_log: Some(QueryLogConfig {
+                target: QueryLogTarget::File(path.clone()),
+                rate: 5,
+            }),
+            ..ObserveConfig::default()
+        },
+    );
+    let client = client();
+    let port = client.local_addr().unwrap().port();
+    for _ in 0..20 {
+        ask(&client, server.local_addr(), "web.skydns.test.");
+    }
+    let within_one_second = before_start.elapsed() < Duration::from_secs(1);
+    let totals = wait_for(&server, "every query logged or suppressed", |t| {
+        t.query_log_lines + t.query_log_suppressed >= 20
+    });
+    assert_eq!(totals.query_log_lines + totals.query_log_suppressed, 20);
+    if within_one_second {
+        assert_eq!((totals.query_log_lines, totals.query_log_suppressed), (5, 15));
+    } else {
+        assert!((5..=10).contains(&totals.query_log_lines), "{totals:?}");
+    }
+    server.shutdown();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len() as u64, totals.query_log_lines, "{text}");
+    let prefix = format!("client=127.0.0.1:{port} proto=udp name=web.skydns.test. type=A rcode=NOERROR duration_us=");
+    for line in lines {
+        let duration = line
+            .strip_prefix(&prefix)
+            .unwrap_or_else(|| panic!("{line:?} is not {prefix:?}<micros>"));
+        duration.parse::<u64>().unwrap();
+    }
+}
+
+#[test]
+fn the_top_talkers_rank_clients_and_names_by_their_queries() {
+    let server = server(
+        None,
+        ObserveConfig {
+            top_talkers: Some(TopConfig { k: 2, sample: 1 }),
+            ..ObserveConfig::default()
+        },
+    );
+    let reader = server.stats_reader();
+    // 127.0.0.2 asks 30 times, 127.0.0.3 20 times, 127.0.0.4 5 times; web. 40, big. 15.
+    for (last, n) in [(2u8, 30), (3, 20), (4, 5)] {
+        let client = UdpSocket::bind((Ipv4Addr::new(127, 0, 0, last), 0)).unwrap();
+        client.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        for i in 0..n {
+            let name = if i % 4 == 3 || last == 4 {
+                "BIG.skydns.test."
+            } else {
+                "web.skydns.test."
+            };
+            ask(&client, server.local_addr(), name);
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let top = loop {
+        let top = reader.top_talkers().expect("top talkers are on");
+        if top.clients.iter().map(|c| c.count).sum::<u64>() >= 50 || Instant::now() > deadline {
+            break top;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let clients: Vec<(IpAddr, u64)> = top.clients.iter().map(|c| (c.key, c.count)).collect();
+    assert_eq!(
+        clients,
+        [(IpAddr::from([127, 0, 0, 2]), 30), (IpAddr::from([127, 0, 0, 3]), 20)],
+        "K = 2 rows, exact while the sketch holds every key"
+    );
+    let names: Vec<(&str, u64)> = top.names.iter().map(|n| (n.key.as_str(), n.count)).collect();
+    // web: 30 - 7 (i % 4 == 3 for i < 30) + 20 - 5 = 38; big: 7 + 5 + 5 = 17.
+    assert_eq!(names, [("web.skydns.test.", 38), ("big.skydns.test.", 17)]);
+    server.shutdown();
+}
+
+#[test]
+fn observation_off_leaves_no_writer_and_no_top_talkers() {
+    let server = server(None, ObserveConfig::default());
+    assert!(server.stats_reader().top_talkers().is_none());
+    ask(&client(), server.local_addr(), "web.skydns.test.");
+    let totals = server.stats();
+    assert_eq!(
+        (totals.dnstap_sent, totals.dnstap_dropped, totals.query_log_lines),
+        (0, 0, 0)
+    );
+    server.shutdown();
+}
+
+/// The reader's socket path need not exist at start: the writer connects once it appears.
+#[test]
+fn the_dnstap_writer_connects_when_the_reader_appears() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket: PathBuf = dir.path().join("later.sock");
+    let server = server(None, dnstap(&socket));
+    let client = client();
+    ask(&client, server.local_addr(), "web.skydns.test.");
+    wait_for(&server, "messages dropped while no reader listens", |t| {
+        t.dnstap_dropped >= 2
+    });
+    let receiver = Receiver::start(&socket, false);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.stats().dnstap_sent == 0 {
+        assert!(Instant::now() < deadline, "the writer never connected");
+        ask(&client, server.local_addr(), "web.skydns.test.");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server.shutdown();
+    assert!(!receiver.finish().is_empty());
+}
