@@ -5,7 +5,7 @@
 
 use crate::cli::Cli;
 use crate::config::{self, FileConfig};
-use crate::forwarding_settings;
+use crate::{cookie_settings, forwarding_settings};
 use skyline_controlplane::etcd::EtcdSource;
 use skyline_controlplane::source::FileSource;
 use skyline_dataplane::snapshot;
@@ -82,8 +82,9 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
     let forward = settings
         .as_ref()
         .and_then(|s| keep(&mut problems, forwarding_settings(cli, file, s)));
-    let (Some(settings), Some(tcp), Some(drain), Some(kubernetes), Some(forward)) =
-        (settings, tcp, drain, kubernetes, forward)
+    let cookies = keep(&mut problems, cookie_settings(cli, file));
+    let (Some(settings), Some(tcp), Some(drain), Some(kubernetes), Some(forward), Some(cookies)) =
+        (settings, tcp, drain, kubernetes, forward, cookies)
     else {
         return Err(problems);
     };
@@ -142,6 +143,13 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
         }
         None => line("forward", "off (names outside the zones are refused)".to_owned()),
     }
+    let cookie_line = match (cookies.enabled, cookies.secret.is_some(), cookies.previous.is_some()) {
+        (false, _, _) => "off".to_owned(),
+        (true, false, _) => "on, random secret made at start".to_owned(),
+        (true, true, false) => "on, configured secret".to_owned(),
+        (true, true, true) => "on, configured secret and previous secret".to_owned(),
+    };
+    line("cookies", cookie_line);
     match &kubernetes {
         Some(k) => line(
             "kubernetes.zones",

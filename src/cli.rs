@@ -3,6 +3,7 @@
 //! configuration file, the data's `/<prefix>/config` and the defaults.
 
 use crate::forwarding::ForwardArgs;
+use crate::protection::ProtectionArgs;
 use clap::{CommandFactory, FromArgMatches, Parser};
 use skyline_controlplane::skydns::config;
 use skyline_dataplane::wire::Name;
@@ -175,6 +176,10 @@ pub struct Cli {
     /// Forwarding and the response cache.
     #[command(flatten)]
     pub forward: ForwardArgs,
+
+    /// DNS Cookies.
+    #[command(flatten)]
+    pub protection: ProtectionArgs,
 
     /// Kubernetes cluster DNS.
     #[command(flatten)]

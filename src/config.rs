@@ -59,6 +59,7 @@
 
 use crate::cli::Cli;
 use crate::forwarding::{CacheFile, ForwardFile, ForwardingError};
+use crate::protection::{CookiesFile, ProtectionError};
 use serde::Deserialize;
 use skyline_controlplane::etcd::EtcdOptions;
 use skyline_controlplane::kubernetes::KubernetesOptions;
@@ -103,6 +104,9 @@ pub enum ConfigError {
     /// A forwarding or cache setting is not valid.
     #[error(transparent)]
     Forwarding(#[from] ForwardingError),
+    /// A cookie or rate-limiting setting is not valid.
+    #[error(transparent)]
+    Protection(#[from] ProtectionError),
     /// A `[kubernetes]` setting or `--kubernetes-*` flag is not valid.
     #[error("kubernetes.{key}: {message}")]
     Kubernetes {
@@ -197,6 +201,8 @@ pub struct FileConfig {
     pub cache: Option<CacheFile>,
     /// The `[kubernetes]` table: its presence serves Kubernetes cluster DNS.
     pub kubernetes: Option<KubernetesFile>,
+    /// The `[cookies]` table (see [`crate::protection`]).
+    pub cookies: Option<CookiesFile>,
 }
 
 /// The `[kubernetes]` table: CoreDNS's `kubernetes` plugin options under the same names, so that

@@ -10,6 +10,7 @@ mod forwarding;
 mod kube2etcd;
 mod nodelocal;
 mod notify;
+mod protection;
 mod reload;
 mod upgrade;
 
@@ -19,6 +20,7 @@ use skyline_controlplane::etcd::{EtcdSource, OptionsError};
 use skyline_controlplane::http::{self, HttpError, HttpServer};
 use skyline_controlplane::kubernetes::{ConnectError, KubernetesSource};
 use skyline_controlplane::source::{self, FileSource, Overrides, Source};
+use skyline_dataplane::cookie::CookieCell;
 use skyline_dataplane::snapshot::{self, skydns};
 use skyline_dataplane::worker::{AfterDrain, Options, Server, ServerConfig};
 use std::io::IsTerminal;
@@ -217,9 +219,17 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             Err(e) => tracing::warn!(error = %e, "cannot raise the open files limit"),
         }
     }
+    let cookie_settings = cookie_settings(cli, file.as_ref())?;
+    let cookies = cookie_settings.secrets().map_err(ConfigError::from)?;
+    tracing::info!(
+        cookies = cookies.is_some(),
+        configured_secret = cookie_settings.secret.is_some(),
+        "DNS Cookies"
+    );
     let options = Options {
         extra_addrs: settings.extra_addrs.clone(),
         forward,
+        cookies: cookies.map(CookieCell::new),
     };
     let (setup_interface, setup_notrack) = config::node_local(cli, file.as_ref());
     let node_local = if setup_interface.is_some() || setup_notrack {
@@ -284,6 +294,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         reload::Targets {
             overrides: reload_overrides,
             forwarding: server.forwarding(),
+            cookies: server.cookies(),
             stats: reload_stats,
             notifier: Arc::clone(&notifier),
             served,
@@ -383,6 +394,14 @@ enum Stop {
     Signal(&'static str),
     /// A new process, with this PID, serves in this one's place.
     Upgraded(u32),
+}
+
+/// The DNS Cookie settings as configured.
+pub(crate) fn cookie_settings(cli: &Cli, file: Option<&FileConfig>) -> Result<protection::CookieSettings, ConfigError> {
+    Ok(protection::cookie_settings(
+        &cli.protection,
+        file.and_then(|f| f.cookies.as_ref()),
+    )?)
 }
 
 /// Forwarding as configured, with resolv.conf read when no nameserver is set.

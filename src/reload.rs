@@ -11,10 +11,12 @@ use crate::cli::Cli;
 use crate::config::{self, ConfigError, FileConfig, KubernetesSettings};
 use crate::forwarding;
 use crate::notify::Notifier;
+use crate::protection::CookieSettings;
 use skyline_controlplane::etcd::EtcdOptions;
 use skyline_controlplane::http::ReloadStats;
 use skyline_controlplane::skydns::ConfigPatch;
 use skyline_controlplane::source::OverridesSender;
+use skyline_dataplane::cookie::CookieCell;
 use skyline_dataplane::forward::{ForwardConfig, Forwarding};
 use skyline_dataplane::worker::TcpConfig;
 use skyline_dataplane::SnapshotCell;
@@ -36,6 +38,7 @@ pub struct Reloader {
     /// The restart-only settings in force since the start.
     started: Fixed,
     forward: Option<ForwardConfig>,
+    cookies: CookieSettings,
     targets: Targets,
 }
 
@@ -45,6 +48,8 @@ pub struct Targets {
     pub overrides: OverridesSender,
     /// The workers' forwarding; `None` when the server does not forward.
     pub forwarding: Option<Forwarding>,
+    /// The workers' cookie secrets; `None` when the server does no cookies.
+    pub cookies: Option<CookieCell>,
     /// The reload counters `/metrics` reports.
     pub stats: Arc<ReloadStats>,
     /// The service manager.
@@ -58,6 +63,7 @@ pub struct Targets {
 struct Resolved {
     overrides: ConfigPatch,
     forward: Option<ForwardConfig>,
+    cookies: CookieSettings,
     fixed: Fixed,
 }
 
@@ -79,6 +85,7 @@ pub struct Fixed {
     kubernetes: Option<KubernetesSettings>,
     forwarding: bool,
     stub_records: bool,
+    cookies: bool,
 }
 
 impl Fixed {
@@ -101,6 +108,7 @@ impl Fixed {
             (self.kubernetes != other.kubernetes, "[kubernetes]"),
             (self.forwarding != other.forwarding, "forwarding on or off"),
             (self.stub_records != other.stub_records, "forward.stubzones"),
+            (self.cookies != other.cookies, "cookies.enabled"),
         ];
         differs
             .into_iter()
@@ -121,6 +129,7 @@ fn resolve(cli: &Cli, file: Option<&FileConfig>, data_config: Option<&ConfigPatc
     );
     let settings = config::resolve(operator, data_config)?;
     let forward = crate::forwarding_settings(cli, file, &settings)?;
+    let cookies = crate::cookie_settings(cli, file)?;
     let mut addrs = vec![settings.addr];
     addrs.extend(settings.extra_addrs.iter().copied());
     let fixed = Fixed {
@@ -139,10 +148,12 @@ fn resolve(cli: &Cli, file: Option<&FileConfig>, data_config: Option<&ConfigPatc
         kubernetes: config::kubernetes(cli, file)?,
         forwarding: forward.as_ref().is_some_and(ForwardConfig::is_enabled),
         stub_records: forwarding::stub_records(&cli.forward, file.and_then(|f| f.forward.as_ref())),
+        cookies: cookies.enabled,
     };
     Ok(Resolved {
         overrides,
         forward,
+        cookies,
         fixed,
     })
 }
@@ -162,6 +173,7 @@ impl Reloader {
             data_config,
             started: started.fixed,
             forward: started.forward,
+            cookies: started.cookies,
             targets,
         })
     }
@@ -210,7 +222,16 @@ impl Reloader {
                 self.forward = resolved.forward;
             }
         }
+        let cookies_changed = resolved.cookies != self.cookies;
+        if let (Some(cell), true) = (&self.targets.cookies, cookies_changed) {
+            cell.set(resolved.cookies.reloaded(&cell.get()));
+            self.cookies = resolved.cookies;
+        }
         self.targets.stats.applied(!restart.is_empty());
-        tracing::info!(forwarding_changed = forward_changed, "SIGHUP: configuration reloaded");
+        tracing::info!(
+            forwarding_changed = forward_changed,
+            cookie_secrets_changed = cookies_changed,
+            "SIGHUP: configuration reloaded"
+        );
     }
 }

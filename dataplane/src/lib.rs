@@ -8,6 +8,7 @@
 
 pub mod answer;
 pub mod cache;
+pub mod cookie;
 pub mod forward;
 pub mod io;
 pub mod snapshot;

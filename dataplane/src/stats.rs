@@ -525,6 +525,7 @@ mod tests {
             truncated: false,
             ignored_records: false,
             trailing: false,
+            valid_cookie: false,
         })
     }
 
@@ -543,6 +544,7 @@ mod tests {
                 truncated: true,
                 ignored_records: true,
                 trailing: true,
+                valid_cookie: false,
             }),
         );
         query(&stats, Transport::Udp, &Outcome::Drop(DropReason::TooShort));

@@ -20,6 +20,7 @@
 //! connection.
 
 use crate::answer::{answer, Context, Outcome, Transport};
+use crate::cookie::CookieSecrets;
 use crate::forward::{Answered, Client, Resolver};
 use crate::io::Peer;
 use crate::snapshot::Snapshot;
@@ -131,6 +132,8 @@ pub(crate) struct Turn<'a> {
     pub(crate) now: Instant,
     /// The worker's forwarding side, if it forwards.
     pub(crate) resolver: Option<&'a mut Resolver>,
+    /// The cookie secrets, when the server does DNS Cookies.
+    pub(crate) cookies: Option<&'a CookieSecrets>,
 }
 
 /// What to do with a connection after serving it.
@@ -574,6 +577,7 @@ impl Conn {
             rotation: *turn.rotation,
             keepalive,
             client: self.peer,
+            cookies: turn.cookies,
         };
         *turn.rotation = turn.rotation.wrapping_add(1);
         let query = &self.input[message];

@@ -10,6 +10,7 @@
 //! edge-triggered readiness is never lost.
 
 use crate::answer::{answer, Context, Outcome, Transport};
+use crate::cookie::{CookieCell, CookieSecrets};
 use crate::forward::{Answered, Client, ForwardConfig, Forwarding, Resolver};
 use crate::io::{Datagrams, KernelUdp, PacketIo};
 use crate::snapshot::{Snapshot, SnapshotCell};
@@ -86,12 +87,15 @@ pub struct Options {
     pub extra_addrs: Vec<SocketAddr>,
     /// Forwarding of names outside the zones; `None` (or no upstream) answers them REFUSED.
     pub forward: Option<ForwardConfig>,
+    /// The secrets of DNS Cookies (RFC 7873); `None` ignores COOKIE options.
+    pub cookies: Option<CookieCell>,
 }
 
 /// The running data plane: worker threads answering on its addresses until shut down.
 #[derive(Debug)]
 pub struct Server {
     forwarding: Option<Forwarding>,
+    cookies: Option<CookieCell>,
     local_addrs: Vec<SocketAddr>,
     stats: StatsReader,
     wakers: Vec<Waker>,
@@ -246,14 +250,18 @@ impl Server {
                 ios,
                 tcp,
                 resolver,
-                Cache::new(Arc::clone(&snapshots)),
+                Shared {
+                    snapshots: Cache::new(Arc::clone(&snapshots)),
+                    cookies: options.cookies.as_ref().map(CookieCell::reader),
+                    orders: Arc::clone(&orders),
+                },
                 worker_stats,
-                Arc::clone(&orders),
             ));
         }
         let local_addr = local_addrs[0];
         let mut server = Server {
             forwarding,
+            cookies: options.cookies.clone(),
             local_addrs,
             stats: StatsReader::new(stats),
             wakers,
@@ -292,6 +300,11 @@ impl Server {
     /// The first address actually bound (with the port the kernel chose when asked for port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addrs[0]
+    }
+
+    /// Where a reload hands in new cookie secrets; `None` when the server does no cookies.
+    pub fn cookies(&self) -> Option<CookieCell> {
+        self.cookies.clone()
     }
 
     /// Where a reload hands in new forwarding settings and a data source the stub zones it
@@ -376,6 +389,17 @@ impl Drop for Server {
 
 type Sockets = Vec<(std::net::UdpSocket, std::net::TcpListener)>;
 
+/// What a worker reads that others write: the snapshot, the cookie secrets, the server's
+/// orders.
+struct Shared {
+    snapshots: Cache<SnapshotCell, Arc<Snapshot>>,
+    cookies: Option<CookieReader>,
+    orders: Arc<Orders>,
+}
+
+/// A worker's view of the cookie secrets.
+type CookieReader = Cache<Arc<arc_swap::ArcSwap<CookieSecrets>>, Arc<CookieSecrets>>;
+
 /// Workers to run: as asked, or one per core this process may run on.
 fn worker_count(asked: usize, cores: &[core_affinity::CoreId]) -> usize {
     match asked {
@@ -421,6 +445,7 @@ struct Worker<P: PacketIo> {
     /// Replies that waited for an upstream, per listening socket.
     late: Vec<Datagrams>,
     snapshots: Cache<SnapshotCell, Arc<Snapshot>>,
+    cookies: Option<CookieReader>,
     stats: Arc<WorkerStats>,
     orders: Arc<Orders>,
     /// The listeners are closed: the worker finishes what it holds, then ends.
@@ -440,10 +465,14 @@ impl<P: PacketIo> Worker<P> {
         io: Vec<P>,
         tcp: TcpServer,
         resolver: Option<Resolver>,
-        snapshots: Cache<SnapshotCell, Arc<Snapshot>>,
+        shared: Shared,
         stats: Arc<WorkerStats>,
-        orders: Arc<Orders>,
     ) -> Worker<P> {
+        let Shared {
+            snapshots,
+            cookies,
+            orders,
+        } = shared;
         let late = match resolver {
             Some(_) => io.iter().map(|_| Datagrams::new(REPLY_SLOT_LEN)).collect(),
             None => Vec::new(),
@@ -457,6 +486,7 @@ impl<P: PacketIo> Worker<P> {
             resolver,
             late,
             snapshots,
+            cookies,
             stats,
             orders,
             closed: false,
@@ -529,6 +559,7 @@ impl<P: PacketIo> Worker<P> {
                 rotation: &mut self.rotation,
                 now,
                 resolver: self.resolver.as_mut(),
+                cookies: self.cookies.as_mut().map(|c| &**c.load()),
             };
             self.tcp.turn(self.poll.registry(), &mut turn);
             self.tcp.sweep(self.poll.registry(), &self.stats, now);
@@ -610,6 +641,7 @@ impl<P: PacketIo> Worker<P> {
     fn answer_batch(&mut self, socket: usize) -> bool {
         let Worker {
             snapshots,
+            cookies,
             stats,
             queries,
             replies,
@@ -618,6 +650,7 @@ impl<P: PacketIo> Worker<P> {
             ..
         } = self;
         let snapshot = snapshots.load();
+        let cookies = cookies.as_mut().map(|c| &**c.load());
         let now = Instant::now();
         let mut forwarded = false;
         replies.clear();
@@ -632,6 +665,7 @@ impl<P: PacketIo> Worker<P> {
                 rotation: *rotation,
                 keepalive: 0,
                 client: *peer,
+                cookies,
             };
             *rotation = rotation.wrapping_add(1);
             let Some(out) = replies.free_slot() else {
@@ -668,6 +702,7 @@ impl<P: PacketIo> Worker<P> {
         let Worker {
             resolver: Some(resolver),
             snapshots,
+            cookies,
             tcp,
             late,
             io,
@@ -679,7 +714,8 @@ impl<P: PacketIo> Worker<P> {
             return;
         };
         let snapshot = snapshots.load();
-        resolver.turn(snapshot, now, |client, reply| match client {
+        let cookies = cookies.as_mut().map(|c| &**c.load());
+        resolver.turn(snapshot, cookies, now, |client, reply| match client {
             Client::Udp { socket, peer } => {
                 let (Some(batch), Some(io)) = (late.get_mut(socket), io.get_mut(socket)) else {
                     return;

@@ -64,6 +64,7 @@ fn a_worker_answers_cache_hits_without_allocating() {
             upstreams: vec![upstream],
             ..ForwardConfig::default()
         }),
+        ..Options::default()
     };
     let server = Server::start_with(config, options, snapshots).unwrap();
     let addr = server.local_addr();

@@ -78,6 +78,7 @@ fn server(forward: ForwardConfig) -> Server {
     let options = Options {
         extra_addrs: Vec::new(),
         forward: Some(forward),
+        ..Options::default()
     };
     Server::start_with(config, options, snapshots).unwrap()
 }
