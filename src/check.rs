@@ -5,7 +5,7 @@
 
 use crate::cli::Cli;
 use crate::config::{self, FileConfig};
-use crate::{cookie_settings, forwarding_settings};
+use crate::{cookie_settings, forwarding_settings, rrl_config};
 use skyline_controlplane::etcd::EtcdSource;
 use skyline_controlplane::source::FileSource;
 use skyline_dataplane::snapshot;
@@ -83,8 +83,9 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
         .as_ref()
         .and_then(|s| keep(&mut problems, forwarding_settings(cli, file, s)));
     let cookies = keep(&mut problems, cookie_settings(cli, file));
-    let (Some(settings), Some(tcp), Some(drain), Some(kubernetes), Some(forward), Some(cookies)) =
-        (settings, tcp, drain, kubernetes, forward, cookies)
+    let rrl = keep(&mut problems, rrl_config(cli, file));
+    let (Some(settings), Some(tcp), Some(drain), Some(kubernetes), Some(forward), Some(cookies), Some(rrl)) =
+        (settings, tcp, drain, kubernetes, forward, cookies, rrl)
     else {
         return Err(problems);
     };
@@ -150,6 +151,20 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
         (true, true, true) => "on, configured secret and previous secret".to_owned(),
     };
     line("cookies", cookie_line);
+    let rrl_line = if rrl.is_enabled() {
+        let exempt = if rrl.exempt.is_empty() {
+            "none".to_owned()
+        } else {
+            list(&rrl.exempt)
+        };
+        format!(
+            "{}/s, slip {}, window {}s, /{} and /{}, exempt {exempt}",
+            rrl.rate, rrl.slip, rrl.window, rrl.ipv4_prefix, rrl.ipv6_prefix
+        )
+    } else {
+        "off".to_owned()
+    };
+    line("rrl", rrl_line);
     match &kubernetes {
         Some(k) => line(
             "kubernetes.zones",

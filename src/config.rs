@@ -59,7 +59,7 @@
 
 use crate::cli::Cli;
 use crate::forwarding::{CacheFile, ForwardFile, ForwardingError};
-use crate::protection::{CookiesFile, ProtectionError};
+use crate::protection::{CookiesFile, ProtectionError, RrlFile};
 use serde::Deserialize;
 use skyline_controlplane::etcd::EtcdOptions;
 use skyline_controlplane::kubernetes::KubernetesOptions;
@@ -203,6 +203,8 @@ pub struct FileConfig {
     pub kubernetes: Option<KubernetesFile>,
     /// The `[cookies]` table (see [`crate::protection`]).
     pub cookies: Option<CookiesFile>,
+    /// The `[rrl]` table (see [`crate::protection`]).
+    pub rrl: Option<RrlFile>,
 }
 
 /// The `[kubernetes]` table: CoreDNS's `kubernetes` plugin options under the same names, so that

@@ -230,7 +230,16 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         extra_addrs: settings.extra_addrs.clone(),
         forward,
         cookies: cookies.map(CookieCell::new),
+        rrl: rrl_config(cli, file.as_ref())?,
     };
+    if options.rrl.is_enabled() {
+        tracing::info!(
+            rate = options.rrl.rate,
+            slip = options.rrl.slip,
+            window = options.rrl.window,
+            "response rate limiting"
+        );
+    }
     let (setup_interface, setup_notrack) = config::node_local(cli, file.as_ref());
     let node_local = if setup_interface.is_some() || setup_notrack {
         let mut addrs = vec![settings.addr];
@@ -401,6 +410,17 @@ pub(crate) fn cookie_settings(cli: &Cli, file: Option<&FileConfig>) -> Result<pr
     Ok(protection::cookie_settings(
         &cli.protection,
         file.and_then(|f| f.cookies.as_ref()),
+    )?)
+}
+
+/// Response rate limiting as configured.
+pub(crate) fn rrl_config(
+    cli: &Cli,
+    file: Option<&FileConfig>,
+) -> Result<skyline_dataplane::rrl::RrlConfig, ConfigError> {
+    Ok(protection::rrl_config(
+        &cli.protection,
+        file.and_then(|f| f.rrl.as_ref()),
     )?)
 }
 

@@ -1,9 +1,14 @@
-//! Settings that protect a public-facing server from abuse: DNS Cookies (RFC 7873, RFC 9018):
-//! their flags, their TOML table (`[cookies]`), and their resolution into the data plane's
-//! [`CookieSecrets`].
+//! Settings that protect a public-facing server from abuse: DNS Cookies (RFC 7873, RFC 9018) and
+//! response rate limiting: their flags, their TOML tables (`[cookies]`, `[rrl]`), and their
+//! resolution into the data plane's [`CookieSecrets`] and [`RrlConfig`].
 //!
 //! | TOML key | flag | default | on reload |
 //! |---|---|---|---|
+//! | `rrl.rate` | `--rrl-rate` | 0: off | restart |
+//! | `rrl.slip` | `--rrl-slip` | 2 | restart |
+//! | `rrl.window` | `--rrl-window` | 15 s | restart |
+//! | `rrl.ipv4_prefix`, `rrl.ipv6_prefix` | `--rrl-ipv4-prefix`, `--rrl-ipv6-prefix` | 24, 56 | restart |
+//! | `rrl.exempt` | `--rrl-exempt` | none | restart |
 //! | `cookies.enabled` | `--cookies` | true | restart |
 //! | `cookies.secret` | `--cookie-secret`, `SKYLINE_COOKIE_SECRET` | random, made at start | applied |
 //! | `cookies.secret_previous` | `--cookie-secret-previous`, `SKYLINE_COOKIE_SECRET_PREVIOUS` | none | applied |
@@ -12,6 +17,8 @@ use crate::cli::parse_go_bool;
 use clap::Args;
 use serde::Deserialize;
 use skyline_dataplane::cookie::{CookieSecrets, Secret};
+use skyline_dataplane::forward::Prefix;
+use skyline_dataplane::rrl::RrlConfig;
 
 /// Why a protection setting is unusable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,6 +37,14 @@ pub enum ProtectionError {
     /// The operating system's random number generator failed.
     #[error("making a cookie secret: {0}")]
     Random(#[from] skyline_dataplane::cookie::SecretError),
+    /// A rate-limiting setting out of its range.
+    #[error("{setting}: {reason}")]
+    Rrl {
+        /// The setting.
+        setting: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 /// The command-line options of DNS Cookies.
@@ -60,6 +75,102 @@ pub struct ProtectionArgs {
         hide_env_values = true
     )]
     pub cookie_secret_previous: Option<String>,
+
+    /// Response rate limiting: UDP responses a second allowed to one client prefix for one
+    /// name (NXDOMAIN and errors: one zone); 0 turns it off [default: 0]
+    #[arg(long, value_name = "N")]
+    pub rrl_rate: Option<u32>,
+
+    /// Of the responses over the rate, every Nth goes out truncated (TC) so that a genuine
+    /// client retries over TCP, the rest are dropped; 0 drops all, 1 truncates all [default: 2]
+    #[arg(long, value_name = "N")]
+    pub rrl_slip: Option<u32>,
+
+    /// Seconds a client over the rate stays limited after it stops: the debt a bucket can
+    /// hold, 1 to 3600 [default: 15]
+    #[arg(long, value_name = "SECS")]
+    pub rrl_window: Option<u32>,
+
+    /// Leading bits of an IPv4 client's address that rate limiting groups by [default: 24]
+    #[arg(long, value_name = "BITS")]
+    pub rrl_ipv4_prefix: Option<u8>,
+
+    /// Leading bits of an IPv6 client's address that rate limiting groups by [default: 56]
+    #[arg(long, value_name = "BITS")]
+    pub rrl_ipv6_prefix: Option<u8>,
+
+    /// Comma-separated address prefixes never rate limited [default: none]
+    #[arg(long, value_name = "PREFIX,...", value_delimiter = ',')]
+    pub rrl_exempt: Option<Vec<Prefix>>,
+}
+
+/// The `[rrl]` table of the TOML file.
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RrlFile {
+    /// `--rrl-rate`.
+    pub rate: Option<u32>,
+    /// `--rrl-slip`.
+    pub slip: Option<u32>,
+    /// `--rrl-window`, seconds.
+    pub window: Option<u32>,
+    /// `--rrl-ipv4-prefix`.
+    pub ipv4_prefix: Option<u8>,
+    /// `--rrl-ipv6-prefix`.
+    pub ipv6_prefix: Option<u8>,
+    /// `--rrl-exempt`, as a list.
+    pub exempt: Option<Vec<String>>,
+}
+
+/// Resolves response rate limiting: flags over the `[rrl]` table over the defaults (off).
+pub fn rrl_config(args: &ProtectionArgs, file: Option<&RrlFile>) -> Result<RrlConfig, ProtectionError> {
+    let empty = RrlFile::default();
+    let file = file.unwrap_or(&empty);
+    let defaults = RrlConfig::default();
+    let out_of_range = |setting, reason: &str| ProtectionError::Rrl {
+        setting,
+        reason: reason.to_owned(),
+    };
+    let exempt = match (&args.rrl_exempt, &file.exempt) {
+        (Some(prefixes), _) => prefixes.clone(),
+        (None, Some(texts)) => texts
+            .iter()
+            .map(|text| {
+                text.parse::<Prefix>().map_err(|e| ProtectionError::Rrl {
+                    setting: "rrl.exempt",
+                    reason: e.to_string(),
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        (None, None) => defaults.exempt.clone(),
+    };
+    let config = RrlConfig {
+        rate: args.rrl_rate.or(file.rate).unwrap_or(defaults.rate),
+        slip: args.rrl_slip.or(file.slip).unwrap_or(defaults.slip),
+        window: args.rrl_window.or(file.window).unwrap_or(defaults.window),
+        ipv4_prefix: args
+            .rrl_ipv4_prefix
+            .or(file.ipv4_prefix)
+            .unwrap_or(defaults.ipv4_prefix),
+        ipv6_prefix: args
+            .rrl_ipv6_prefix
+            .or(file.ipv6_prefix)
+            .unwrap_or(defaults.ipv6_prefix),
+        exempt,
+    };
+    if !(1..=3600).contains(&config.window) {
+        return Err(out_of_range("rrl.window", "between 1 and 3600 seconds"));
+    }
+    if config.slip > 10 {
+        return Err(out_of_range("rrl.slip", "at most 10"));
+    }
+    if config.ipv4_prefix > 32 {
+        return Err(out_of_range("rrl.ipv4_prefix", "at most 32 bits"));
+    }
+    if config.ipv6_prefix > 128 {
+        return Err(out_of_range("rrl.ipv6_prefix", "at most 128 bits"));
+    }
+    Ok(config)
 }
 
 /// The `[cookies]` table of the TOML file.
@@ -173,12 +284,48 @@ mod tests {
         let args = ProtectionArgs {
             cookies: Some(true),
             cookie_secret: Some(B.into()),
-            cookie_secret_previous: None,
+            ..ProtectionArgs::default()
         };
         let both = cookie_settings(&args, Some(&file)).unwrap();
         assert!(both.enabled);
         assert_eq!(both.secret, Some(CookieSecrets::parse_secret(B).unwrap()));
         assert_eq!(both.previous, Some(CookieSecrets::parse_secret(B).unwrap()));
+    }
+
+    #[test]
+    fn rate_limiting_is_off_by_default_and_flags_win_over_the_file() {
+        assert!(!rrl_config(&ProtectionArgs::default(), None).unwrap().is_enabled());
+        let file = RrlFile {
+            rate: Some(5),
+            window: Some(4),
+            exempt: Some(vec!["192.0.2.0/24".into()]),
+            ..RrlFile::default()
+        };
+        let args = ProtectionArgs {
+            rrl_rate: Some(20),
+            rrl_ipv4_prefix: Some(32),
+            ..ProtectionArgs::default()
+        };
+        let config = rrl_config(&args, Some(&file)).unwrap();
+        assert_eq!((config.rate, config.slip, config.window), (20, 2, 4));
+        assert_eq!((config.ipv4_prefix, config.ipv6_prefix), (32, 56));
+        assert_eq!(config.exempt, vec!["192.0.2.0/24".parse().unwrap()]);
+        let bad = RrlFile {
+            window: Some(0),
+            ..RrlFile::default()
+        };
+        assert!(matches!(
+            rrl_config(&ProtectionArgs::default(), Some(&bad)),
+            Err(ProtectionError::Rrl {
+                setting: "rrl.window",
+                ..
+            })
+        ));
+        let bad = RrlFile {
+            exempt: Some(vec!["nonsense".into()]),
+            ..RrlFile::default()
+        };
+        assert!(rrl_config(&ProtectionArgs::default(), Some(&bad)).is_err());
     }
 
     #[test]

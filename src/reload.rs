@@ -86,6 +86,7 @@ pub struct Fixed {
     forwarding: bool,
     stub_records: bool,
     cookies: bool,
+    rrl: skyline_dataplane::rrl::RrlConfig,
 }
 
 impl Fixed {
@@ -109,6 +110,7 @@ impl Fixed {
             (self.forwarding != other.forwarding, "forwarding on or off"),
             (self.stub_records != other.stub_records, "forward.stubzones"),
             (self.cookies != other.cookies, "cookies.enabled"),
+            (self.rrl != other.rrl, "[rrl]"),
         ];
         differs
             .into_iter()
@@ -149,6 +151,7 @@ fn resolve(cli: &Cli, file: Option<&FileConfig>, data_config: Option<&ConfigPatc
         forwarding: forward.as_ref().is_some_and(ForwardConfig::is_enabled),
         stub_records: forwarding::stub_records(&cli.forward, file.and_then(|f| f.forward.as_ref())),
         cookies: cookies.enabled,
+        rrl: crate::rrl_config(cli, file)?,
     };
     Ok(Resolved {
         overrides,

@@ -11,6 +11,7 @@ pub mod cache;
 pub mod cookie;
 pub mod forward;
 pub mod io;
+pub mod rrl;
 pub mod snapshot;
 pub mod stats;
 pub mod sys;

@@ -113,6 +113,10 @@ pub struct Totals {
     pub forward_failures: u64,
     /// Stub-zone queries dropped because they carried the SkyDNS loop guard.
     pub stub_loops_dropped: u64,
+    /// UDP replies over the rate limit, not sent.
+    pub rrl_dropped: u64,
+    /// UDP replies over the rate limit, sent truncated with no records ("slipped").
+    pub rrl_slipped: u64,
     /// How long replies took, from the query's arrival (the receive call that returned it) to
     /// the reply's send, in [`DURATION_BOUNDS`] buckets.
     pub request_duration: Histogram<DURATION_SLOTS>,
@@ -321,6 +325,8 @@ pub(crate) struct Counters {
     pub(crate) forward_client_limited: Counter,
     pub(crate) forward_failures: Counter,
     pub(crate) stub_loops_dropped: Counter,
+    pub(crate) rrl_dropped: Counter,
+    pub(crate) rrl_slipped: Counter,
     request_duration: Counts<DURATION_SLOTS>,
     request_size: [Counts<SIZE_SLOTS>; 2],
     response_size: [Counts<SIZE_SLOTS>; 2],
@@ -447,6 +453,8 @@ impl Counters {
         totals.forward_client_limited += self.forward_client_limited.get();
         totals.forward_failures += self.forward_failures.get();
         totals.stub_loops_dropped += self.stub_loops_dropped.get();
+        totals.rrl_dropped += self.rrl_dropped.get();
+        totals.rrl_slipped += self.rrl_slipped.get();
         totals.request_duration.add(&self.request_duration);
         totals.forward_duration.add(&self.forward_duration);
         for t in 0..2 {

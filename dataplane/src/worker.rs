@@ -13,6 +13,7 @@ use crate::answer::{answer, Context, Outcome, Transport};
 use crate::cookie::{CookieCell, CookieSecrets};
 use crate::forward::{Answered, Client, ForwardConfig, Forwarding, Resolver};
 use crate::io::{Datagrams, KernelUdp, PacketIo};
+use crate::rrl::{self, Action, Limiter, RrlConfig};
 use crate::snapshot::{Snapshot, SnapshotCell};
 use crate::stats::{RateLimitedWarning, StatsReader, Totals, WorkerStats};
 use crate::sys;
@@ -89,6 +90,8 @@ pub struct Options {
     pub forward: Option<ForwardConfig>,
     /// The secrets of DNS Cookies (RFC 7873); `None` ignores COOKIE options.
     pub cookies: Option<CookieCell>,
+    /// Response rate limiting of UDP replies; off by default.
+    pub rrl: RrlConfig,
 }
 
 /// The running data plane: worker threads answering on its addresses until shut down.
@@ -254,6 +257,7 @@ impl Server {
                     snapshots: Cache::new(Arc::clone(&snapshots)),
                     cookies: options.cookies.as_ref().map(CookieCell::reader),
                     orders: Arc::clone(&orders),
+                    rrl: Limiter::new(&options.rrl, random_seed(), now),
                 },
                 worker_stats,
             ));
@@ -389,12 +393,23 @@ impl Drop for Server {
 
 type Sockets = Vec<(std::net::UdpSocket, std::net::TcpListener)>;
 
-/// What a worker reads that others write: the snapshot, the cookie secrets, the server's
-/// orders.
+/// What a worker is given besides its sockets: where it reads what others write (the snapshot,
+/// the cookie secrets, the server's orders), and its rate limiter.
 struct Shared {
     snapshots: Cache<SnapshotCell, Arc<Snapshot>>,
     cookies: Option<CookieReader>,
     orders: Arc<Orders>,
+    rrl: Option<Limiter>,
+}
+
+/// A seed for a worker's rate-limiting hash, from the kernel's generator; a fixed one if that
+/// fails, which only makes the buckets' layout guessable.
+fn random_seed() -> u64 {
+    let mut seed = [0u8; 8];
+    if getrandom::getrandom(&mut seed).is_err() {
+        tracing::warn!("no random seed for rate limiting; a fixed one is used");
+    }
+    u64::from_le_bytes(seed)
 }
 
 /// A worker's view of the cookie secrets.
@@ -446,6 +461,8 @@ struct Worker<P: PacketIo> {
     late: Vec<Datagrams>,
     snapshots: Cache<SnapshotCell, Arc<Snapshot>>,
     cookies: Option<CookieReader>,
+    /// Response rate limiting of UDP replies, when on.
+    rrl: Option<Limiter>,
     stats: Arc<WorkerStats>,
     orders: Arc<Orders>,
     /// The listeners are closed: the worker finishes what it holds, then ends.
@@ -472,6 +489,7 @@ impl<P: PacketIo> Worker<P> {
             snapshots,
             cookies,
             orders,
+            rrl,
         } = shared;
         let late = match resolver {
             Some(_) => io.iter().map(|_| Datagrams::new(REPLY_SLOT_LEN)).collect(),
@@ -487,6 +505,7 @@ impl<P: PacketIo> Worker<P> {
             late,
             snapshots,
             cookies,
+            rrl,
             stats,
             orders,
             closed: false,
@@ -642,6 +661,7 @@ impl<P: PacketIo> Worker<P> {
         let Worker {
             snapshots,
             cookies,
+            rrl,
             stats,
             queries,
             replies,
@@ -652,6 +672,7 @@ impl<P: PacketIo> Worker<P> {
         let snapshot = snapshots.load();
         let cookies = cookies.as_mut().map(|c| &**c.load());
         let now = Instant::now();
+        let second = rrl.as_ref().map_or(0, |limiter| limiter.second(now));
         let mut forwarded = false;
         replies.clear();
         stats.queries_udp.add(queries.len() as u64);
@@ -684,6 +705,23 @@ impl<P: PacketIo> Worker<P> {
                 }
                 None => answer(query, snapshot, &ctx, out),
             };
+            if let (Some(limiter), Outcome::Reply(reply)) = (rrl.as_mut(), &outcome) {
+                if !reply.valid_cookie {
+                    match limiter.judge(peer.ip(), &out[..reply.len], second) {
+                        Action::Send => {}
+                        Action::Drop => {
+                            stats.rrl_dropped.incr();
+                            continue;
+                        }
+                        Action::Slip => {
+                            stats.rrl_slipped.incr();
+                            let len = rrl::slip(out, reply.len);
+                            replies.commit(peer, len);
+                            continue;
+                        }
+                    }
+                }
+            }
             stats.outcome(Transport::Udp, &outcome);
             if let Outcome::Reply(reply) = outcome {
                 replies.commit(peer, reply.len);
