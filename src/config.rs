@@ -15,7 +15,8 @@
 //! (`crate::reload`). The "on reload" column says what then happens to each setting: *applied*
 //! while serving, or *restart*: named in a log line and left as it is until the process
 //! restarts. The `[forward]` and `[cache]` tables are applied, except `stubzones` and turning
-//! forwarding on or off; `[kubernetes]` needs a restart.
+//! forwarding on or off; `[kubernetes]` needs a restart. The cookie secrets of `[cookies]` are
+//! applied, turning cookies on or off and `[rrl]` need a restart (see [`crate::protection`]).
 //!
 //! The data source: etcd when `machines` is set, else the records file when `records` is set,
 //! else an empty zone. Setting both is an error, so that it is never a guess which one serves.

@@ -1,8 +1,8 @@
 //! SIGHUP: the configuration read again while serving. The flags and environment stay as they
 //! were given; the `--config` file and the records file are read again. Settings that shape
 //! answers (domain, hostmaster, TTLs, priority, local, round robin) go to the data sources, which
-//! rebuild their snapshots with them; forwarding and cache settings go to the workers, which
-//! switch at their next turn. All of it is resolved and validated on the control plane's thread
+//! rebuild their snapshots with them; forwarding and cache settings and the cookie secrets go to
+//! the workers, which switch at their next turn. All of it is resolved and validated on the control plane's thread
 //! first: an invalid file changes nothing (it is logged and counted, and readiness does not
 //! move). A changed setting that only a restart applies is named in one log line and left as it
 //! is; the table at the top of `src/config.rs` says which are which.
