@@ -27,7 +27,8 @@
 # skyline-loadgen, SOCKETS [1] client source ports, SERVER_CPU [1] (a taskset CPU list),
 # CLIENT_CPU [0], SKYLINE_BIN [target/release/skyline] (e.g. a build with another batch size),
 # SKYLINE_FLAGS ["--workers 1 --no-pin"], BUILD [1] (0: use the binaries as they are), RESULTS
-# [benches/results], TCP_CONNS ["1 16 64 256"], TCP_PIPELINE [10]. A server named skyline-TAG in SERVERS runs the binary VARIANTS/skyline-TAG
+# [benches/results], TCP_CONNS ["1 16 64 256"], TCP_PIPELINE [10], CALLGRIND_DNSPERF [""] (more dnsperf
+# flags for the callgrind runs, e.g. "-E 10:2464c4abcf10c957" to send every query a COOKIE option). A server named skyline-TAG in SERVERS runs the binary VARIANTS/skyline-TAG
 # [VARIANTS: target/variants], so that builds differing in one constant are compared in the same
 # run.
 # A quick look: ROUNDS=1 DURATION=2 MIXES=a GENERATORS=loadgen benches/compare.sh peak
@@ -50,6 +51,7 @@ SERVICES="${SERVICES:-2500}"
 QUERIES="${QUERIES:-100000}"
 CALLGRIND_QUERIES="${CALLGRIND_QUERIES:-10000}"
 CALLGRIND_MIXES="${CALLGRIND_MIXES:-$MIXES views viewless}"
+CALLGRIND_DNSPERF="${CALLGRIND_DNSPERF:-}"
 WINDOW="${WINDOW:-100}"
 BATCH="${BATCH:-16}"
 SOCKETS="${SOCKETS:-1}"
@@ -326,7 +328,8 @@ callgrind() {
     for mix in $CALLGRIND_MIXES; do
       callgrind_control -z "$pid" >/dev/null 2>&1
       ls "$work/cg/$s.$pid".* >"$work/cg/before" 2>/dev/null || true
-      dnsperf -s 127.0.0.1 -p "${PORT[$s]}" -d "$work/cg/$mix.txt" -n 1 -c 1 -q 20 -t 5 >"$work/cg/out" 2>&1
+      # shellcheck disable=SC2086 # the extra flags are split on purpose
+      dnsperf -s 127.0.0.1 -p "${PORT[$s]}" -d "$work/cg/$mix.txt" -n 1 -c 1 -q 20 -t 5 $CALLGRIND_DNSPERF >"$work/cg/out" 2>&1
       callgrind_control -d "$pid" >/dev/null 2>&1
       local answered instructions
       answered=$(awk '/Queries completed:/ {print $3}' "$work/cg/out")

@@ -5,7 +5,7 @@
 
 use crate::cli::Cli;
 use crate::config::{self, FileConfig};
-use crate::forwarding_settings;
+use crate::{cookie_settings, forwarding_settings, rrl_config};
 use skyline_controlplane::etcd::EtcdSource;
 use skyline_controlplane::source::FileSource;
 use skyline_dataplane::snapshot;
@@ -83,8 +83,18 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
     let forward = settings
         .as_ref()
         .and_then(|s| keep(&mut problems, forwarding_settings(cli, file, s)));
-    let (Some(settings), Some(tcp), Some(drain), Some(kubernetes), Some(forward), Some(observe)) =
-        (settings, tcp, drain, kubernetes, forward, observe)
+    let cookies = keep(&mut problems, cookie_settings(cli, file));
+    let rrl = keep(&mut problems, rrl_config(cli, file));
+    let (
+        Some(settings),
+        Some(tcp),
+        Some(drain),
+        Some(kubernetes),
+        Some(forward),
+        Some(observe),
+        Some(cookies),
+        Some(rrl),
+    ) = (settings, tcp, drain, kubernetes, forward, observe, cookies, rrl)
     else {
         return Err(problems);
     };
@@ -143,6 +153,27 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
         }
         None => line("forward", "off (names outside the zones are refused)".to_owned()),
     }
+    let cookie_line = match (cookies.enabled, cookies.secret.is_some(), cookies.previous.is_some()) {
+        (false, _, _) => "off".to_owned(),
+        (true, false, _) => "on, random secret made at start".to_owned(),
+        (true, true, false) => "on, configured secret".to_owned(),
+        (true, true, true) => "on, configured secret and previous secret".to_owned(),
+    };
+    line("cookies", cookie_line);
+    let rrl_line = if rrl.is_enabled() {
+        let exempt = if rrl.exempt.is_empty() {
+            "none".to_owned()
+        } else {
+            list(&rrl.exempt)
+        };
+        format!(
+            "{}/s, slip {}, window {}s, /{} and /{}, exempt {exempt}",
+            rrl.rate, rrl.slip, rrl.window, rrl.ipv4_prefix, rrl.ipv6_prefix
+        )
+    } else {
+        "off".to_owned()
+    };
+    line("rrl", rrl_line);
     match &kubernetes {
         Some(k) => line(
             "kubernetes.zones",

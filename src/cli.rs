@@ -4,6 +4,7 @@
 
 use crate::forwarding::ForwardArgs;
 use crate::observe::ObserveArgs;
+use crate::protection::ProtectionArgs;
 use clap::{CommandFactory, FromArgMatches, Parser};
 use skyline_controlplane::skydns::config;
 use skyline_dataplane::wire::Name;
@@ -176,6 +177,10 @@ pub struct Cli {
     /// Forwarding and the response cache.
     #[command(flatten)]
     pub forward: ForwardArgs,
+
+    /// DNS Cookies.
+    #[command(flatten)]
+    pub protection: ProtectionArgs,
 
     /// Kubernetes cluster DNS.
     #[command(flatten)]

@@ -15,7 +15,8 @@
 //! (`crate::reload`). The "on reload" column says what then happens to each setting: *applied*
 //! while serving, or *restart*: named in a log line and left as it is until the process
 //! restarts. The `[forward]` and `[cache]` tables are applied, except `stubzones` and turning
-//! forwarding on or off; `[kubernetes]` needs a restart.
+//! forwarding on or off; `[kubernetes]` needs a restart. The cookie secrets of `[cookies]` are
+//! applied, turning cookies on or off and `[rrl]` need a restart (see [`crate::protection`]).
 //!
 //! The data source: etcd when `machines` is set, else the records file when `records` is set,
 //! else an empty zone. Setting both is an error, so that it is never a guess which one serves.
@@ -61,6 +62,7 @@
 use crate::cli::Cli;
 use crate::forwarding::{CacheFile, ForwardFile, ForwardingError};
 use crate::observe::{ObserveError, ObserveFile};
+use crate::protection::{CookiesFile, ProtectionError, RrlFile};
 use serde::Deserialize;
 use skyline_controlplane::etcd::EtcdOptions;
 use skyline_controlplane::kubernetes::KubernetesOptions;
@@ -109,6 +111,9 @@ pub enum ConfigError {
     /// A dnstap, query-log or top-talker setting is not valid.
     #[error("observe.{0}")]
     Observe(#[from] ObserveError),
+    /// A cookie or rate-limiting setting is not valid.
+    #[error(transparent)]
+    Protection(#[from] ProtectionError),
     /// A `[kubernetes]` setting or `--kubernetes-*` flag is not valid.
     #[error("kubernetes.{key}: {message}")]
     Kubernetes {
@@ -205,6 +210,10 @@ pub struct FileConfig {
     pub kubernetes: Option<KubernetesFile>,
     /// The `[observe]` table: dnstap, the query log, the top talkers (see [`crate::observe`]).
     pub observe: Option<ObserveFile>,
+    /// The `[cookies]` table (see [`crate::protection`]).
+    pub cookies: Option<CookiesFile>,
+    /// The `[rrl]` table (see [`crate::protection`]).
+    pub rrl: Option<RrlFile>,
 }
 
 /// The `[kubernetes]` table: CoreDNS's `kubernetes` plugin options under the same names, so that

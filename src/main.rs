@@ -11,6 +11,7 @@ mod kube2etcd;
 mod nodelocal;
 mod notify;
 mod observe;
+mod protection;
 mod reload;
 mod upgrade;
 
@@ -20,6 +21,7 @@ use skyline_controlplane::etcd::{EtcdSource, OptionsError};
 use skyline_controlplane::http::{self, HttpError, HttpServer};
 use skyline_controlplane::kubernetes::{ConnectError, KubernetesSource};
 use skyline_controlplane::source::{self, FileSource, Overrides, Source};
+use skyline_dataplane::cookie::CookieCell;
 use skyline_dataplane::snapshot::{self, skydns};
 use skyline_dataplane::worker::{AfterDrain, Options, Server, ServerConfig};
 use std::io::IsTerminal;
@@ -232,11 +234,28 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             Err(e) => tracing::warn!(error = %e, "cannot raise the open files limit"),
         }
     }
+    let cookie_settings = cookie_settings(cli, file.as_ref())?;
+    let cookies = cookie_settings.secrets().map_err(ConfigError::from)?;
+    tracing::info!(
+        cookies = cookies.is_some(),
+        configured_secret = cookie_settings.secret.is_some(),
+        "DNS Cookies"
+    );
     let options = Options {
         extra_addrs: settings.extra_addrs.clone(),
         forward,
         observe,
+        cookies: cookies.map(CookieCell::new),
+        rrl: rrl_config(cli, file.as_ref())?,
     };
+    if options.rrl.is_enabled() {
+        tracing::info!(
+            rate = options.rrl.rate,
+            slip = options.rrl.slip,
+            window = options.rrl.window,
+            "response rate limiting"
+        );
+    }
     let (setup_interface, setup_notrack) = config::node_local(cli, file.as_ref());
     let node_local = if setup_interface.is_some() || setup_notrack {
         let mut addrs = vec![settings.addr];
@@ -300,6 +319,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         reload::Targets {
             overrides: reload_overrides,
             forwarding: server.forwarding(),
+            cookies: server.cookies(),
             stats: reload_stats,
             notifier: Arc::clone(&notifier),
             served,
@@ -399,6 +419,25 @@ enum Stop {
     Signal(&'static str),
     /// A new process, with this PID, serves in this one's place.
     Upgraded(u32),
+}
+
+/// The DNS Cookie settings as configured.
+pub(crate) fn cookie_settings(cli: &Cli, file: Option<&FileConfig>) -> Result<protection::CookieSettings, ConfigError> {
+    Ok(protection::cookie_settings(
+        &cli.protection,
+        file.and_then(|f| f.cookies.as_ref()),
+    )?)
+}
+
+/// Response rate limiting as configured.
+pub(crate) fn rrl_config(
+    cli: &Cli,
+    file: Option<&FileConfig>,
+) -> Result<skyline_dataplane::rrl::RrlConfig, ConfigError> {
+    Ok(protection::rrl_config(
+        &cli.protection,
+        file.and_then(|f| f.rrl.as_ref()),
+    )?)
 }
 
 /// Forwarding as configured, with resolv.conf read when no nameserver is set.

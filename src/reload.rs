@@ -1,8 +1,8 @@
 //! SIGHUP: the configuration read again while serving. The flags and environment stay as they
 //! were given; the `--config` file and the records file are read again. Settings that shape
 //! answers (domain, hostmaster, TTLs, priority, local, round robin) go to the data sources, which
-//! rebuild their snapshots with them; forwarding and cache settings go to the workers, which
-//! switch at their next turn. All of it is resolved and validated on the control plane's thread
+//! rebuild their snapshots with them; forwarding and cache settings and the cookie secrets go to
+//! the workers, which switch at their next turn. All of it is resolved and validated on the control plane's thread
 //! first: an invalid file changes nothing (it is logged and counted, and readiness does not
 //! move). A changed setting that only a restart applies is named in one log line and left as it
 //! is; the table at the top of `src/config.rs` says which are which.
@@ -11,10 +11,12 @@ use crate::cli::Cli;
 use crate::config::{self, ConfigError, FileConfig, KubernetesSettings};
 use crate::forwarding;
 use crate::notify::Notifier;
+use crate::protection::CookieSettings;
 use skyline_controlplane::etcd::EtcdOptions;
 use skyline_controlplane::http::ReloadStats;
 use skyline_controlplane::skydns::ConfigPatch;
 use skyline_controlplane::source::OverridesSender;
+use skyline_dataplane::cookie::CookieCell;
 use skyline_dataplane::forward::{ForwardConfig, Forwarding};
 use skyline_dataplane::observe::ObserveConfig;
 use skyline_dataplane::worker::TcpConfig;
@@ -37,6 +39,7 @@ pub struct Reloader {
     /// The restart-only settings in force since the start.
     started: Fixed,
     forward: Option<ForwardConfig>,
+    cookies: CookieSettings,
     targets: Targets,
 }
 
@@ -46,6 +49,8 @@ pub struct Targets {
     pub overrides: OverridesSender,
     /// The workers' forwarding; `None` when the server does not forward.
     pub forwarding: Option<Forwarding>,
+    /// The workers' cookie secrets; `None` when the server does no cookies.
+    pub cookies: Option<CookieCell>,
     /// The reload counters `/metrics` reports.
     pub stats: Arc<ReloadStats>,
     /// The service manager.
@@ -59,6 +64,7 @@ pub struct Targets {
 struct Resolved {
     overrides: ConfigPatch,
     forward: Option<ForwardConfig>,
+    cookies: CookieSettings,
     fixed: Fixed,
 }
 
@@ -81,6 +87,8 @@ pub struct Fixed {
     forwarding: bool,
     stub_records: bool,
     observe: ObserveConfig,
+    cookies: bool,
+    rrl: skyline_dataplane::rrl::RrlConfig,
 }
 
 impl Fixed {
@@ -104,6 +112,8 @@ impl Fixed {
             (self.forwarding != other.forwarding, "forwarding on or off"),
             (self.stub_records != other.stub_records, "forward.stubzones"),
             (self.observe != other.observe, "[observe]"),
+            (self.cookies != other.cookies, "cookies.enabled"),
+            (self.rrl != other.rrl, "[rrl]"),
         ];
         differs
             .into_iter()
@@ -124,6 +134,7 @@ fn resolve(cli: &Cli, file: Option<&FileConfig>, data_config: Option<&ConfigPatc
     );
     let settings = config::resolve(operator, data_config)?;
     let forward = crate::forwarding_settings(cli, file, &settings)?;
+    let cookies = crate::cookie_settings(cli, file)?;
     let mut addrs = vec![settings.addr];
     addrs.extend(settings.extra_addrs.iter().copied());
     let fixed = Fixed {
@@ -143,10 +154,13 @@ fn resolve(cli: &Cli, file: Option<&FileConfig>, data_config: Option<&ConfigPatc
         forwarding: forward.as_ref().is_some_and(ForwardConfig::is_enabled),
         stub_records: forwarding::stub_records(&cli.forward, file.and_then(|f| f.forward.as_ref())),
         observe: config::observe(cli, file)?,
+        cookies: cookies.enabled,
+        rrl: crate::rrl_config(cli, file)?,
     };
     Ok(Resolved {
         overrides,
         forward,
+        cookies,
         fixed,
     })
 }
@@ -166,6 +180,7 @@ impl Reloader {
             data_config,
             started: started.fixed,
             forward: started.forward,
+            cookies: started.cookies,
             targets,
         })
     }
@@ -214,7 +229,16 @@ impl Reloader {
                 self.forward = resolved.forward;
             }
         }
+        let cookies_changed = resolved.cookies != self.cookies;
+        if let (Some(cell), true) = (&self.targets.cookies, cookies_changed) {
+            cell.set(resolved.cookies.reloaded(&cell.get()));
+            self.cookies = resolved.cookies;
+        }
         self.targets.stats.applied(!restart.is_empty());
-        tracing::info!(forwarding_changed = forward_changed, "SIGHUP: configuration reloaded");
+        tracing::info!(
+            forwarding_changed = forward_changed,
+            cookie_secrets_changed = cookies_changed,
+            "SIGHUP: configuration reloaded"
+        );
     }
 }

@@ -131,9 +131,42 @@ fn check_config_prints_the_settings_in_force_and_exits_zero() {
         "http_addr = 127.0.0.1:9153",
         "forward.timeout = 1500ms",
         "state_dir = none (nothing persisted)",
+        "cookies = on, configured secret and previous secret",
+        "rrl = off",
     ] {
         assert!(stdout.contains(line), "{line:?} not in:\n{stdout}");
     }
+}
+
+#[test]
+fn check_config_prints_and_checks_cookie_and_rate_limiting_settings() {
+    let (code, stdout, stderr) = check_config(&[
+        "--config",
+        "examples/skyline.toml",
+        "--rrl-rate",
+        "5",
+        "--rrl-exempt",
+        "10.0.0.0/8",
+        "--cookies=false",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    for line in [
+        "cookies = off",
+        "rrl = 5/s, slip 2, window 15s, /24 and /56, exempt 10.0.0.0/8",
+    ] {
+        assert!(stdout.contains(line), "{line:?} not in:\n{stdout}");
+    }
+    let (code, _, stderr) = check_config(&[
+        "--config",
+        "examples/skyline.toml",
+        "--cookie-secret",
+        "xyz",
+        "--rrl-window",
+        "0",
+    ]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("cookies.secret"), "{stderr}");
+    assert!(stderr.contains("rrl.window"), "{stderr}");
 }
 
 #[test]

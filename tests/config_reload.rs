@@ -1,13 +1,14 @@
 //! SIGHUP re-reads the `--config` file on the real binary: settings that can change live (the
 //! hostmaster, the upstreams, the cache) are in force at once while clients query without pause,
 //! with no failed query and no readiness flap; an invalid file keeps what is in force and is
-//! counted; a setting only a restart applies is named in the log.
+//! counted; a setting only a restart applies is named in the log; DNS Cookie secrets rotate.
 
 mod common;
 mod upstream;
 
 use common::{a_of, http_get, metric_value, query, udp_query, Skyline, HTTP_ANY_PORT};
-use hickory_proto::op::ResponseCode;
+use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::rdata::opt::{EdnsCode, EdnsOption};
 use hickory_proto::rr::{RData, RecordType};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -245,4 +246,65 @@ fn a_setting_only_a_restart_applies_is_named_and_left_as_it_is() {
         metric_value(&metrics(&server), "skyline_reload_restart_pending"),
         Some(1.0)
     );
+}
+
+/// A query for `web.skydns.test.` A with a COOKIE option of `cookie`.
+fn cookie_query(cookie: &[u8]) -> Vec<u8> {
+    let mut m = vec![0x4b, 0x1d, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 1];
+    m.extend_from_slice(b"\x03web\x06skydns\x04test\x00\x00\x01\x00\x01");
+    m.extend_from_slice(&[0, 0, 41, 0x04, 0xD0, 0, 0, 0, 0]);
+    m.extend_from_slice(&(4 + cookie.len() as u16).to_be_bytes());
+    m.extend_from_slice(&[0, 10]);
+    m.extend_from_slice(&(cookie.len() as u16).to_be_bytes());
+    m.extend_from_slice(cookie);
+    m
+}
+
+/// The reply to `cookie_query(cookie)`, and the COOKIE option it carries.
+fn ask_with_cookie(server: &Skyline, cookie: &[u8]) -> (ResponseCode, Vec<u8>) {
+    let raw = common::udp_raw(server.addr, &cookie_query(cookie), Duration::from_secs(2)).expect("a reply");
+    let reply = Message::from_vec(&raw).expect("hickory parses the reply");
+    let cookie = match reply.extensions().as_ref().and_then(|e| e.option(EdnsCode::Cookie)) {
+        Some(EdnsOption::Unknown(10, data)) => data.clone(),
+        other => panic!("no COOKIE option: {other:?}"),
+    };
+    (reply.response_code(), cookie)
+}
+
+#[test]
+fn cookie_secrets_rotate_on_sighup_the_previous_one_still_accepted() {
+    const A: &str = "000102030405060708090a0b0c0d0e0f";
+    const B: &str = "101112131415161718191a1b1c1d1e1f";
+    const C: &str = "202122232425262728292a2b2c2d2e2f";
+    let cookies = |current: &str, previous: &str| {
+        format!("[cookies]\nsecret = \"{current}\"\nsecret_previous = \"{previous}\"\n")
+    };
+    let (server, dir, _) = start(&format!("[cookies]\nsecret = \"{A}\"\n"));
+    let (code, learnt) = ask_with_cookie(&server, b"rotation");
+    assert_eq!((code, learnt.len()), (ResponseCode::NoError, 24));
+    assert_eq!(
+        ask_with_cookie(&server, &learnt),
+        (ResponseCode::NoError, learnt.clone())
+    );
+
+    write_config(dir.path(), &cookies(B, A));
+    server.hup();
+    common::eventually(
+        Duration::from_secs(5),
+        "a cookie of the previous secret is accepted and renewed",
+        || {
+            let (code, renewed) = ask_with_cookie(&server, &learnt);
+            code == ResponseCode::NoError && renewed != learnt
+        },
+    );
+    let (_, renewed) = ask_with_cookie(&server, &learnt);
+
+    write_config(dir.path(), &cookies(C, B));
+    server.hup();
+    common::eventually(
+        Duration::from_secs(5),
+        "a cookie of a secret no longer configured gets BADCOOKIE",
+        || ask_with_cookie(&server, &learnt).0 == ResponseCode::BADCOOKIE,
+    );
+    assert_eq!(ask_with_cookie(&server, &renewed).0, ResponseCode::NoError);
 }

@@ -11,6 +11,7 @@ mod common;
 
 use common::{tcp_closed, tcp_connect_from, tcp_recv, tcp_send, udp_raw, Skyline};
 use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::rdata::opt::{EdnsCode, EdnsOption};
 use hickory_proto::rr::{RData, RecordType};
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
@@ -282,13 +283,22 @@ row! {
 }
 
 row! {
-    /// RFC 7873 allows a cookie-only query; skyline does not implement cookies, so FORMERR, and
-    /// the OPT is echoed (RFC 6891 §7).
-    fn qdcount_zero_with_only_a_cookie_is_formerr_with_opt(via) {
+    /// RFC 7873 §5.4: a query with only a COOKIE option asks for a server cookie; NOERROR, no
+    /// question, and the client cookie comes back with a server cookie.
+    fn qdcount_zero_with_only_a_cookie_learns_a_server_cookie(via) {
         let s = server();
         let reply = via.reply(&s, &Raw::empty().opt(1232, 0, &[COOKIE]).bytes());
-        assert_eq!(reply.rcode(), 1);
-        assert!(reply.has_opt());
+        assert_eq!(reply.rcode(), 0);
+        let parsed = reply.parsed();
+        assert!(parsed.queries().is_empty() && parsed.answers().is_empty());
+        let edns = parsed.extensions().as_ref().expect("an OPT");
+        match edns.option(EdnsCode::Cookie) {
+            Some(EdnsOption::Unknown(10, data)) => {
+                assert_eq!(data.len(), 24);
+                assert_eq!(&data[..8], COOKIE.1);
+            }
+            other => panic!("no COOKIE option: {other:?}"),
+        }
     }
 }
 

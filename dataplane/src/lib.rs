@@ -8,9 +8,11 @@
 
 pub mod answer;
 pub mod cache;
+pub mod cookie;
 pub mod forward;
 pub mod io;
 pub mod observe;
+pub mod rrl;
 pub mod snapshot;
 pub mod stats;
 pub mod sys;

@@ -124,6 +124,10 @@ pub struct Totals {
     pub query_log_lines: u64,
     /// Query-log lines left out: past the rate limit, or their queue was full.
     pub query_log_suppressed: u64,
+    /// UDP replies over the rate limit, not sent.
+    pub rrl_dropped: u64,
+    /// UDP replies over the rate limit, sent truncated with no records ("slipped").
+    pub rrl_slipped: u64,
     /// How long replies took, from the query's arrival (the receive call that returned it) to
     /// the reply's send, in [`DURATION_BOUNDS`] buckets.
     pub request_duration: Histogram<DURATION_SLOTS>,
@@ -334,6 +338,8 @@ pub(crate) struct Counters {
     pub(crate) stub_loops_dropped: Counter,
     pub(crate) dnstap_dropped: Counter,
     pub(crate) query_log_suppressed: Counter,
+    pub(crate) rrl_dropped: Counter,
+    pub(crate) rrl_slipped: Counter,
     request_duration: Counts<DURATION_SLOTS>,
     request_size: [Counts<SIZE_SLOTS>; 2],
     response_size: [Counts<SIZE_SLOTS>; 2],
@@ -462,6 +468,8 @@ impl Counters {
         totals.stub_loops_dropped += self.stub_loops_dropped.get();
         totals.dnstap_dropped += self.dnstap_dropped.get();
         totals.query_log_suppressed += self.query_log_suppressed.get();
+        totals.rrl_dropped += self.rrl_dropped.get();
+        totals.rrl_slipped += self.rrl_slipped.get();
         totals.request_duration.add(&self.request_duration);
         totals.forward_duration.add(&self.forward_duration);
         for t in 0..2 {
@@ -556,6 +564,7 @@ mod tests {
             truncated: false,
             ignored_records: false,
             trailing: false,
+            valid_cookie: false,
         })
     }
 
@@ -574,6 +583,7 @@ mod tests {
                 truncated: true,
                 ignored_records: true,
                 trailing: true,
+                valid_cookie: false,
             }),
         );
         query(&stats, Transport::Udp, &Outcome::Drop(DropReason::TooShort));

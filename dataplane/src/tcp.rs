@@ -20,6 +20,7 @@
 //! connection.
 
 use crate::answer::{answer, Context, Outcome, Transport};
+use crate::cookie::CookieSecrets;
 use crate::forward::{Answered, Client, Resolver};
 use crate::io::Peer;
 use crate::observe::Observer;
@@ -134,6 +135,8 @@ pub(crate) struct Turn<'a> {
     pub(crate) resolver: Option<&'a mut Resolver>,
     /// dnstap, the query log and the top talkers, if anything is observed.
     pub(crate) observer: Option<&'a mut Observer>,
+    /// The cookie secrets, when the server does DNS Cookies.
+    pub(crate) cookies: Option<&'a CookieSecrets>,
 }
 
 /// What to do with a connection after serving it.
@@ -578,6 +581,7 @@ impl Conn {
             rotation: *turn.rotation,
             keepalive,
             client: self.peer,
+            cookies: turn.cookies,
         };
         *turn.rotation = turn.rotation.wrapping_add(1);
         let query = &self.input[message];

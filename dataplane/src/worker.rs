@@ -10,9 +10,11 @@
 //! edge-triggered readiness is never lost.
 
 use crate::answer::{answer, Context, Outcome, Transport};
+use crate::cookie::{CookieCell, CookieSecrets};
 use crate::forward::{Answered, Client, ForwardConfig, Forwarding, Resolver};
 use crate::io::{Datagrams, KernelUdp, PacketIo};
 use crate::observe::{Observation, ObserveConfig, Observer};
+use crate::rrl::{self, Action, Limiter, RrlConfig};
 use crate::snapshot::{Snapshot, SnapshotCell};
 use crate::stats::{RateLimitedWarning, StatsReader, Totals, WorkerStats};
 use crate::sys;
@@ -89,12 +91,17 @@ pub struct Options {
     pub forward: Option<ForwardConfig>,
     /// dnstap, the query log and the top talkers; all off by default.
     pub observe: ObserveConfig,
+    /// The secrets of DNS Cookies (RFC 7873); `None` ignores COOKIE options.
+    pub cookies: Option<CookieCell>,
+    /// Response rate limiting of UDP replies; off by default.
+    pub rrl: RrlConfig,
 }
 
 /// The running data plane: worker threads answering on its addresses until shut down.
 #[derive(Debug)]
 pub struct Server {
     forwarding: Option<Forwarding>,
+    cookies: Option<CookieCell>,
     local_addrs: Vec<SocketAddr>,
     stats: StatsReader,
     wakers: Vec<Waker>,
@@ -261,15 +268,20 @@ impl Server {
                     ios,
                     tcp,
                     resolver,
-                    Cache::new(Arc::clone(&snapshots)),
+                    Shared {
+                        snapshots: Cache::new(Arc::clone(&snapshots)),
+                        cookies: options.cookies.as_ref().map(CookieCell::reader),
+                        orders: Arc::clone(&orders),
+                        rrl: Limiter::new(&options.rrl, random_seed(), now),
+                    },
                     Arc::clone(worker_stats),
-                    Arc::clone(&orders),
                 )
             });
         }
         let local_addr = local_addrs[0];
         let mut server = Server {
             forwarding,
+            cookies: options.cookies.clone(),
             local_addrs,
             stats: StatsReader::new(stats, observation.reader),
             wakers,
@@ -309,6 +321,11 @@ impl Server {
     /// The first address actually bound (with the port the kernel chose when asked for port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addrs[0]
+    }
+
+    /// Where a reload hands in new cookie secrets; `None` when the server does no cookies.
+    pub fn cookies(&self) -> Option<CookieCell> {
+        self.cookies.clone()
     }
 
     /// Where a reload hands in new forwarding settings and a data source the stub zones it
@@ -398,6 +415,28 @@ impl Drop for Server {
 
 type Sockets = Vec<(std::net::UdpSocket, std::net::TcpListener)>;
 
+/// What a worker is given besides its sockets: where it reads what others write (the snapshot,
+/// the cookie secrets, the server's orders), and its rate limiter.
+struct Shared {
+    snapshots: Cache<SnapshotCell, Arc<Snapshot>>,
+    cookies: Option<CookieReader>,
+    orders: Arc<Orders>,
+    rrl: Option<Limiter>,
+}
+
+/// A seed for a worker's rate-limiting hash, from the kernel's generator; a fixed one if that
+/// fails, which only makes the buckets' layout guessable.
+fn random_seed() -> u64 {
+    let mut seed = [0u8; 8];
+    if getrandom::getrandom(&mut seed).is_err() {
+        tracing::warn!("no random seed for rate limiting; a fixed one is used");
+    }
+    u64::from_le_bytes(seed)
+}
+
+/// A worker's view of the cookie secrets.
+type CookieReader = Cache<Arc<arc_swap::ArcSwap<CookieSecrets>>, Arc<CookieSecrets>>;
+
 /// Workers to run: as asked, or one per core this process may run on.
 fn worker_count(asked: usize, cores: &[core_affinity::CoreId]) -> usize {
     match asked {
@@ -443,6 +482,9 @@ struct Worker<P: PacketIo> {
     /// Replies that waited for an upstream, per listening socket.
     late: Vec<Datagrams>,
     snapshots: Cache<SnapshotCell, Arc<Snapshot>>,
+    cookies: Option<CookieReader>,
+    /// Response rate limiting of UDP replies, when on.
+    rrl: Option<Limiter>,
     stats: Arc<WorkerStats>,
     orders: Arc<Orders>,
     /// The listeners are closed: the worker finishes what it holds, then ends.
@@ -464,10 +506,15 @@ impl<P: PacketIo> Worker<P> {
         io: Vec<P>,
         tcp: TcpServer,
         resolver: Option<Resolver>,
-        snapshots: Cache<SnapshotCell, Arc<Snapshot>>,
+        shared: Shared,
         stats: Arc<WorkerStats>,
-        orders: Arc<Orders>,
     ) -> Worker<P> {
+        let Shared {
+            snapshots,
+            cookies,
+            orders,
+            rrl,
+        } = shared;
         let late = match resolver {
             Some(_) => io.iter().map(|_| Datagrams::new(REPLY_SLOT_LEN)).collect(),
             None => Vec::new(),
@@ -481,6 +528,8 @@ impl<P: PacketIo> Worker<P> {
             resolver,
             late,
             snapshots,
+            cookies,
+            rrl,
             stats,
             orders,
             closed: false,
@@ -555,6 +604,7 @@ impl<P: PacketIo> Worker<P> {
                 now,
                 resolver: self.resolver.as_mut(),
                 observer: self.observer.as_deref_mut(),
+                cookies: self.cookies.as_mut().map(|c| &**c.load()),
             };
             self.tcp.turn(self.poll.registry(), &mut turn);
             self.tcp.sweep(self.poll.registry(), &self.stats, now);
@@ -639,6 +689,8 @@ impl<P: PacketIo> Worker<P> {
     fn answer_batch(&mut self, socket: usize) -> bool {
         let Worker {
             snapshots,
+            cookies,
+            rrl,
             stats,
             queries,
             replies,
@@ -648,7 +700,9 @@ impl<P: PacketIo> Worker<P> {
             ..
         } = self;
         let snapshot = snapshots.load();
+        let cookies = cookies.as_mut().map(|c| &**c.load());
         let now = Instant::now();
+        let second = rrl.as_ref().map_or(0, |limiter| limiter.second(now));
         let mut forwarded = false;
         replies.clear();
         stats.queries_udp.add(queries.len() as u64);
@@ -662,6 +716,7 @@ impl<P: PacketIo> Worker<P> {
                 rotation: *rotation,
                 keepalive: 0,
                 client: *peer,
+                cookies,
             };
             *rotation = rotation.wrapping_add(1);
             let Some(out) = replies.free_slot() else {
@@ -683,6 +738,23 @@ impl<P: PacketIo> Worker<P> {
                 }
                 None => answer(query, snapshot, &ctx, out),
             };
+            if let (Some(limiter), Outcome::Reply(reply)) = (rrl.as_mut(), &outcome) {
+                if !reply.valid_cookie {
+                    match limiter.judge(peer.ip(), &out[..reply.len], second) {
+                        Action::Send => {}
+                        Action::Drop => {
+                            stats.rrl_dropped.incr();
+                            continue;
+                        }
+                        Action::Slip => {
+                            stats.rrl_slipped.incr();
+                            let len = rrl::slip(out, reply.len);
+                            replies.commit(peer, len);
+                            continue;
+                        }
+                    }
+                }
+            }
             stats.outcome(Transport::Udp, &outcome);
             if let Some(observer) = observer.as_deref_mut() {
                 let reply = match outcome {
@@ -708,6 +780,7 @@ impl<P: PacketIo> Worker<P> {
         let Worker {
             resolver: Some(resolver),
             snapshots,
+            cookies,
             tcp,
             late,
             io,
@@ -720,7 +793,8 @@ impl<P: PacketIo> Worker<P> {
             return;
         };
         let snapshot = snapshots.load();
-        resolver.turn(snapshot, now, |client, reply, since| {
+        let cookies = cookies.as_mut().map(|c| &**c.load());
+        resolver.turn(snapshot, cookies, now, |client, reply, since| {
             if let Some(observer) = observer.as_deref_mut() {
                 let (transport, addr) = match &client {
                     Client::Udp { peer, .. } => (Transport::Udp, peer.addr()),

@@ -55,7 +55,7 @@ pub fn encode(fields: &Fields<'_>) -> Vec<u8> {
             options.extend_from_slice(&option::TCP_KEEPALIVE.to_be_bytes());
             options.extend_from_slice(&0u16.to_be_bytes());
         }
-        if edns.cookie {
+        if edns.cookie.is_some() {
             options.extend_from_slice(&option::COOKIE.to_be_bytes());
             options.extend_from_slice(&8u16.to_be_bytes());
             options.extend_from_slice(&[0x5e; 8]);

@@ -83,6 +83,8 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         dnstap_dropped,
         query_log_lines,
         query_log_suppressed,
+        rrl_dropped,
+        rrl_slipped,
         request_duration,
         request_size,
         response_size,
@@ -303,6 +305,14 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         Counter,
         "Questions refused at once because too many were in flight upstream.",
         forward_busy,
+    )?;
+    labelled(
+        f,
+        "skyline_rrl_limited_total",
+        Counter,
+        "UDP replies over the response rate limit: dropped, or slipped (sent truncated).",
+        "action",
+        &[("dropped", rrl_dropped), ("slipped", rrl_slipped)],
     )?;
     single(
         f,

@@ -12,6 +12,7 @@ mod responder;
 
 pub(crate) use responder::{Responder, OPT_LEN};
 
+use crate::cookie::{CookieSecrets, Verdict};
 use crate::io::Peer;
 use crate::snapshot::kubernetes::{Host, MAX_ANSWER};
 use crate::snapshot::rrset::{Beyond, CompiledAnswer};
@@ -33,9 +34,9 @@ pub enum Transport {
     Tcp,
 }
 
-/// Per-query facts from the caller, who owns sockets and clocks.
+/// Per-query facts from the caller, who owns sockets, clocks and the cookie secrets.
 #[derive(Debug, Clone, Copy)]
-pub struct Context {
+pub struct Context<'k> {
     /// Transport of the query.
     pub transport: Transport,
     /// A per-worker counter that picks the rotation of round-robin RRsets.
@@ -46,24 +47,36 @@ pub struct Context {
     /// depend on the client (SkyDNS views) reads it, so that no other query pays for turning it
     /// into an address.
     pub client: Peer,
+    /// The secrets DNS Cookies are checked and made with; `None` ignores COOKIE options, as a
+    /// server without cookies does. Read only for a query that carries one.
+    pub cookies: Option<&'k CookieSecrets>,
 }
 
-impl Context {
-    /// A context for `transport` with no rotation, a 10 s keepalive, and the client
-    /// `0.0.0.0`.
-    pub fn new(transport: Transport) -> Context {
+impl<'k> Context<'k> {
+    /// A context for `transport` with no rotation, a 10 s keepalive, the client `0.0.0.0`
+    /// and no cookies.
+    pub fn new(transport: Transport) -> Context<'k> {
         Context {
             transport,
             rotation: 0,
             keepalive: 100,
             client: Peer::default(),
+            cookies: None,
         }
     }
 
     /// This context for a query from `client`.
-    pub fn with_client(self, client: IpAddr) -> Context {
+    pub fn with_client(self, client: IpAddr) -> Context<'k> {
         Context {
             client: Peer::from(std::net::SocketAddr::new(client, 0)),
+            ..self
+        }
+    }
+
+    /// This context with DNS Cookies checked and made with `cookies`.
+    pub fn with_cookies(self, cookies: &'k CookieSecrets) -> Context<'k> {
+        Context {
+            cookies: Some(cookies),
             ..self
         }
     }
@@ -91,6 +104,9 @@ pub struct Reply {
     pub ignored_records: bool,
     /// Bytes followed the query, which were ignored.
     pub trailing: bool,
+    /// The query carried a server cookie this server made (RFC 7873): its client receives at
+    /// its address, so response rate limiting leaves it alone.
+    pub valid_cookie: bool,
 }
 
 /// What answers the part of a question the zones leave open. The authoritative path hands it
@@ -193,6 +209,15 @@ pub(crate) fn respond<O: Outside>(
     snapshot: &Snapshot,
     outside: &mut O,
 ) -> O::Flow {
+    if let Some(cookie) = q.edns.and_then(|e| e.cookie) {
+        if r.cookie(cookie) == Some(Verdict::Invalid) && r.ctx.transport == Transport::Udp {
+            // RFC 7873 §5.2.3 and §5.2.4: a server cookie this server did not make, over UDP,
+            // gets BADCOOKIE and a fresh cookie, and nothing else (docs/robustness.md).
+            r.copy_question(q, qname);
+            r.set_rcode(rcode::BADCOOKIE);
+            return O::Flow::default();
+        }
+    }
     if q.opcode() != 0 {
         r.flags = flags::QR | (q.flags & flags::OPCODE_MASK);
         r.copy_question(q, qname);
@@ -215,6 +240,8 @@ fn authoritative<O: Outside>(
 ) -> O::Flow {
     let question = match (q.error, q.question) {
         (None, Some(question)) if q.qdcount == 1 => question,
+        // RFC 7873 §5.4: a query for a server cookie alone, answered with one.
+        (None, None) if q.qdcount == 0 && r.has_cookie() => return O::Flow::default(),
         _ => {
             r.copy_question(q, qname);
             r.set_rcode(rcode::FORMERR);

@@ -3,9 +3,11 @@
 
 use super::{Context, Reply, Transport, RFC8482_HINFO};
 use crate::cache::{Age, Entry};
+use crate::cookie::{self, Verdict, COOKIE_LEN};
 use crate::snapshot::rrset::CompiledAnswer;
 use crate::snapshot::{Written, Zone, ZoneKind};
 use crate::wire::bytes::copy_short;
+use crate::wire::query::CookieAt;
 use crate::wire::types::{
     class, ede, flags, option, rcode, rtype, ADVERTISED_UDP_LEN, CLASSIC_UDP_LEN, HEADER_LEN, MAX_MESSAGE_LEN,
     MAX_NAME_LEN,
@@ -19,6 +21,8 @@ pub(crate) const OPT_LEN: usize = 11;
 const KEEPALIVE_LEN: usize = 6;
 /// Length of an Extended DNS Error option without extra text (RFC 8914 §2).
 const EDE_LEN: usize = 6;
+/// Length of a COOKIE option carrying a client cookie and this server's cookie.
+const COOKIE_OPT_LEN: usize = 4 + COOKIE_LEN;
 
 /// Writes one reply: header, question, sections, and an OPT when the query had one. The one
 /// message builder: authoritative answers and forwarded ones alike are written through it, so
@@ -28,7 +32,7 @@ pub(crate) struct Responder<'a> {
     pos: usize,
     /// Bytes the sections may use; the OPT's room is already subtracted.
     limit: usize,
-    pub(crate) ctx: &'a Context,
+    pub(crate) ctx: &'a Context<'a>,
     query: &'a [u8],
     pub(crate) flags: u16,
     pub(crate) rcode: u16,
@@ -38,6 +42,10 @@ pub(crate) struct Responder<'a> {
     ede: Option<u16>,
     /// The query had an OPT, so the reply gets one.
     has_opt: bool,
+    /// The COOKIE option's data for the reply (room already subtracted).
+    cookie: Option<[u8; COOKIE_LEN]>,
+    /// The query's server cookie is one this server made.
+    valid_cookie: bool,
 }
 
 impl<'a> Responder<'a> {
@@ -51,7 +59,7 @@ impl<'a> Responder<'a> {
     }
 
     #[inline(always)]
-    pub(crate) fn new(query: &'a [u8], q: &Query, ctx: &'a Context, out: &'a mut [u8]) -> Responder<'a> {
+    pub(crate) fn new(query: &'a [u8], q: &Query, ctx: &'a Context<'a>, out: &'a mut [u8]) -> Responder<'a> {
         let size = match (ctx.transport, q.edns) {
             (Transport::Tcp, _) => MAX_MESSAGE_LEN,
             (Transport::Udp, Some(e)) => (e.udp_size as usize).clamp(CLASSIC_UDP_LEN, ADVERTISED_UDP_LEN as usize),
@@ -76,7 +84,33 @@ impl<'a> Responder<'a> {
             opt_keepalive,
             ede: None,
             has_opt: q.edns.is_some(),
+            cookie: None,
+            valid_cookie: false,
         }
+    }
+
+    /// Checks the query's COOKIE option and puts the cookie to answer with in the reply's OPT;
+    /// `None` when this server does not do cookies.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn cookie(&mut self, at: CookieAt) -> Option<Verdict> {
+        let secrets = self.ctx.cookies?;
+        let mut reply = [0u8; COOKIE_LEN];
+        let verdict = secrets.check(
+            at.data(self.query),
+            self.ctx.client.ip(),
+            cookie::timestamp(),
+            &mut reply,
+        );
+        self.limit = self.limit.saturating_sub(COOKIE_OPT_LEN);
+        self.cookie = Some(reply);
+        self.valid_cookie = verdict.is_valid();
+        Some(verdict)
+    }
+
+    /// Whether the reply carries a cookie.
+    pub(crate) fn has_cookie(&self) -> bool {
+        self.cookie.is_some()
     }
 
     pub(crate) fn set_rcode(&mut self, code: u16) {
@@ -394,12 +428,14 @@ impl<'a> Responder<'a> {
             ctx,
             opt_keepalive,
             ede: ede_code,
+            cookie,
+            valid_cookie,
             ..
         } = self;
         if let Some(edns) = q.edns {
             let ext = (code >> 4) as u8;
             let do_bit = if edns.dnssec_ok { 0x80 } else { 0 };
-            let mut opt = [0u8; OPT_LEN + KEEPALIVE_LEN + EDE_LEN];
+            let mut opt = [0u8; OPT_LEN + KEEPALIVE_LEN + EDE_LEN + COOKIE_OPT_LEN];
             opt[1..3].copy_from_slice(&rtype::OPT.to_be_bytes());
             opt[3..5].copy_from_slice(&ADVERTISED_UDP_LEN.to_be_bytes());
             opt[5] = ext;
@@ -416,6 +452,12 @@ impl<'a> Responder<'a> {
                 opt[len + 2..len + 4].copy_from_slice(&2u16.to_be_bytes());
                 opt[len + 4..len + 6].copy_from_slice(&info.to_be_bytes());
                 len += EDE_LEN;
+            }
+            if let Some(data) = cookie {
+                opt[len..len + 2].copy_from_slice(&option::COOKIE.to_be_bytes());
+                opt[len + 2..len + 4].copy_from_slice(&(COOKIE_LEN as u16).to_be_bytes());
+                opt[len + 4..len + COOKIE_OPT_LEN].copy_from_slice(&data);
+                len += COOKIE_OPT_LEN;
             }
             opt[9..11].copy_from_slice(&((len - OPT_LEN) as u16).to_be_bytes());
             out[pos..pos + len].copy_from_slice(&opt[..len]);
@@ -436,6 +478,7 @@ impl<'a> Responder<'a> {
             truncated: fl & flags::TC != 0,
             ignored_records: q.ancount != 0 || q.nscount != 0,
             trailing: q.trailing,
+            valid_cookie,
         }
     }
 }

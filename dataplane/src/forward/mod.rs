@@ -32,6 +32,7 @@ pub use upstream::{SharedHealth, MAX_FAILS, PROBE_INTERVAL};
 
 use crate::answer::{Context, Outcome};
 use crate::cache::{Cache, CacheConfig};
+use crate::cookie::CookieSecrets;
 use crate::io::Peer;
 use crate::observe::Tap;
 use crate::snapshot::Snapshot;
@@ -279,7 +280,7 @@ impl Resolver {
                 } else {
                     let waiter = Waiter {
                         client: client.owned(),
-                        ctx: *ctx,
+                        ctx: Context { cookies: None, ..*ctx },
                         query: forward.query,
                         since: now,
                     };
@@ -383,7 +384,13 @@ impl Resolver {
 
     /// Reads upstream replies, handles timeouts and probes, and hands every reply now due to
     /// a waiting client to `send`, with the time its query arrived.
-    pub(crate) fn turn(&mut self, snapshot: &Snapshot, now: Instant, mut send: impl FnMut(Client, &[u8], Instant)) {
+    pub(crate) fn turn(
+        &mut self,
+        snapshot: &Snapshot,
+        cookies: Option<&CookieSecrets>,
+        now: Instant,
+        mut send: impl FnMut(Client, &[u8], Instant),
+    ) {
         let Resolver {
             routes,
             cache,
@@ -417,18 +424,18 @@ impl Resolver {
                     now,
                     resolved: Some(resolved),
                 };
-                let outcome =
-                    match answer_recursive(waiter.query.bytes(), snapshot, &waiter.ctx, &mut rec, qname, scratch) {
-                        // A waiter asked an address or an outside name: no glue to fetch.
-                        Resolution::Done(outcome) | Resolution::Fetch { outcome, .. } => outcome,
-                        Resolution::Cached { outcome, stale, .. } => {
-                            if stale {
-                                stats.cache_stale_answers.incr();
-                            }
-                            outcome
+                let ctx = Context { cookies, ..waiter.ctx };
+                let outcome = match answer_recursive(waiter.query.bytes(), snapshot, &ctx, &mut rec, qname, scratch) {
+                    // A waiter asked an address or an outside name: no glue to fetch.
+                    Resolution::Done(outcome) | Resolution::Fetch { outcome, .. } => outcome,
+                    Resolution::Cached { outcome, stale, .. } => {
+                        if stale {
+                            stats.cache_stale_answers.incr();
                         }
-                        Resolution::Forward(_) | Resolution::Looped => continue,
-                    };
+                        outcome
+                    }
+                    Resolution::Forward(_) | Resolution::Looped => continue,
+                };
                 stats.outcome(waiter.ctx.transport, &outcome);
                 if let Outcome::Reply(reply) = outcome {
                     send(waiter.client, &scratch[..reply.len], waiter.since);

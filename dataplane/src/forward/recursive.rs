@@ -101,8 +101,9 @@ pub struct Forward {
     pub stale: bool,
 }
 
-/// Longest [`ClientQuery`]: header, question, OPT with an empty keepalive option.
-const CLIENT_QUERY_LEN: usize = HEADER_LEN + MAX_NAME_LEN + 4 + OPT_LEN + 4;
+/// Longest [`ClientQuery`]: header, question, OPT with an empty keepalive option and the
+/// longest COOKIE option.
+const CLIENT_QUERY_LEN: usize = HEADER_LEN + MAX_NAME_LEN + 4 + OPT_LEN + 4 + 4 + 40;
 
 /// A client's query reduced to what its reply depends on (ID, flags, question as spelled, EDNS
 /// size, DO, keepalive), kept while the question is upstream so that the reply can be built by
@@ -143,11 +144,20 @@ impl ClientQuery {
             bytes[pos + 3..pos + 5].copy_from_slice(&edns.udp_size.to_be_bytes());
             bytes[pos + 7] = if edns.dnssec_ok { 0x80 } else { 0 };
             pos += OPT_LEN;
+            let rdata = pos;
             if edns.tcp_keepalive {
-                bytes[pos - 1] = 4;
                 bytes[pos..pos + 2].copy_from_slice(&option::TCP_KEEPALIVE.to_be_bytes());
                 pos += 4;
             }
+            // Kept so that the reply made when the upstream answers carries the cookie too.
+            if let Some(cookie) = edns.cookie {
+                let data = cookie.data(query);
+                bytes[pos..pos + 2].copy_from_slice(&option::COOKIE.to_be_bytes());
+                bytes[pos + 2..pos + 4].copy_from_slice(&(data.len() as u16).to_be_bytes());
+                bytes[pos + 4..pos + 4 + data.len()].copy_from_slice(data);
+                pos += 4 + data.len();
+            }
+            bytes[rdata - 2..rdata].copy_from_slice(&((pos - rdata) as u16).to_be_bytes());
         }
         ClientQuery { bytes, len: pos as u16 }
     }

@@ -28,13 +28,32 @@ pub struct Edns {
     pub dnssec_ok: bool,
     /// The client sent an edns-tcp-keepalive option (RFC 7828).
     pub tcp_keepalive: bool,
-    /// The client sent a COOKIE option (RFC 7873).
-    pub cookie: bool,
+    /// Where the data of the client's COOKIE option (RFC 7873) lies in the query, when it sent
+    /// one of a valid length (a malformed one is a [`FormatError::BadCookie`]).
+    pub cookie: Option<CookieAt>,
     /// The query carries SkyDNS's stub loop guard option (65011): it was already forwarded to a
     /// stub zone once and must not be forwarded again.
     pub skydns_stub_loop: bool,
     /// Number of options present.
     pub options: u16,
+}
+
+/// The data of a COOKIE option in a query: a client cookie of 8 bytes, and a server cookie of
+/// 8 to 32 more when the client has one (RFC 7873 §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CookieAt {
+    /// Offset of the option's data in the message.
+    pub start: u16,
+    /// Its length: 8, or 16 to 40.
+    pub len: u8,
+}
+
+impl CookieAt {
+    /// The option's data in `msg`, the message it was read from.
+    pub fn data<'m>(&self, msg: &'m [u8]) -> &'m [u8] {
+        let start = usize::from(self.start);
+        msg.get(start..start + usize::from(self.len)).unwrap_or_default()
+    }
 }
 
 /// Why a message whose header parsed deserves FORMERR.
@@ -48,6 +67,8 @@ pub enum FormatError {
     DuplicateOpt,
     /// The OPT record's owner is not the root, or its options overrun its RDATA.
     BadOpt,
+    /// A COOKIE option whose length is neither 8 nor 16 to 40 (RFC 7873 §5.2.2).
+    BadCookie,
 }
 
 /// Why a datagram is dropped without a reply. Counted per reason by the workers.
@@ -174,7 +195,11 @@ fn parse_body(msg: &[u8], q: &mut Query, arcount: u16, qname: &mut LowerName) ->
             if msg[pos] != 0 {
                 return Err(FormatError::BadOpt);
             }
-            q.edns = Some(parse_opt(msg, pos + 1, rdata_start, next)?);
+            let (edns, bad_cookie) = parse_opt(msg, pos + 1, rdata_start, next)?;
+            q.edns = Some(edns);
+            if bad_cookie {
+                return Err(FormatError::BadCookie);
+            }
         }
         pos = next;
     }
@@ -198,7 +223,10 @@ fn skip_record(msg: &[u8], pos: usize) -> Result<(u16, usize, usize), FormatErro
     Ok((rtype_, rdata + rdlen, rdata))
 }
 
-fn parse_opt(msg: &[u8], fixed: usize, rdata: usize, end: usize) -> Result<Edns, FormatError> {
+/// Reads an OPT record; the flag says a COOKIE option was malformed, which is FORMERR with the
+/// OPT still answered.
+fn parse_opt(msg: &[u8], fixed: usize, rdata: usize, end: usize) -> Result<(Edns, bool), FormatError> {
+    let mut bad_cookie = false;
     let mut edns = Edns {
         udp_size: u16::from_be_bytes([msg[fixed + 2], msg[fixed + 3]]),
         version: msg[fixed + 5],
@@ -217,14 +245,22 @@ fn parse_opt(msg: &[u8], fixed: usize, rdata: usize, end: usize) -> Result<Edns,
         }
         match code {
             option::TCP_KEEPALIVE => edns.tcp_keepalive = true,
-            option::COOKIE => edns.cookie = true,
+            option::COOKIE if edns.cookie.is_none() && !bad_cookie => match len {
+                8 | 16..=40 => {
+                    edns.cookie = Some(CookieAt {
+                        start: (pos + 4) as u16,
+                        len: len as u8,
+                    })
+                }
+                _ => bad_cookie = true,
+            },
             option::SKYDNS_STUB_LOOP => edns.skydns_stub_loop = true,
             _ => {}
         }
         edns.options = edns.options.saturating_add(1);
         pos += 4 + len;
     }
-    Ok(edns)
+    Ok((edns, bad_cookie))
 }
 
 #[cfg(test)]
@@ -288,6 +324,35 @@ mod tests {
         let m = query(b"\x00", 1, Some(&opt));
         let q = parse_query(&m, &mut LowerName::default()).unwrap();
         assert_eq!(q.error, Some(FormatError::BadOpt));
+    }
+
+    #[test]
+    fn cookie_lengths() {
+        for (len, ok) in [
+            (0, false),
+            (7, false),
+            (8, true),
+            (9, false),
+            (15, false),
+            (16, true),
+            (40, true),
+            (41, false),
+        ] {
+            let mut opt = OPT_1232.to_vec();
+            opt[10] = 4 + len as u8;
+            opt.extend_from_slice(&[0, 10, 0, len as u8]);
+            opt.extend(std::iter::repeat_n(0xAB, len));
+            let m = query(b"\x00", 1, Some(&opt));
+            let q = parse_query(&m, &mut LowerName::default()).unwrap();
+            let edns = q.edns.unwrap();
+            if ok {
+                assert_eq!(q.error, None, "{len}");
+                assert_eq!(edns.cookie.unwrap().data(&m), &m[m.len() - len..]);
+            } else {
+                assert_eq!(q.error, Some(FormatError::BadCookie), "{len}");
+                assert_eq!(edns.cookie, None);
+            }
+        }
     }
 
     #[test]

@@ -62,6 +62,8 @@ pub mod rcode {
     pub const REFUSED: u16 = 5;
     /// Bad EDNS version; needs an OPT to carry its upper bits.
     pub const BADVERS: u16 = 16;
+    /// Bad or missing server cookie (RFC 7873 §8); needs an OPT, as BADVERS does.
+    pub const BADCOOKIE: u16 = 23;
 }
 
 /// EDNS option codes (IANA "DNS EDNS0 Option Codes").

@@ -28,8 +28,9 @@ use std::time::Instant;
 pub(crate) struct Waiter {
     /// Where the answer goes.
     pub(crate) client: Client,
-    /// The client's transport and keepalive.
-    pub(crate) ctx: Context,
+    /// The client's transport and keepalive; the cookie secrets are the worker's when the
+    /// reply is made.
+    pub(crate) ctx: Context<'static>,
     /// The client's query, reduced.
     pub(crate) query: ClientQuery,
     /// When the query arrived: its reply's duration counts from here.

@@ -1,0 +1,439 @@
+//! Response rate limiting, as Knot DNS and BIND define it: a server that answers anyone over UDP
+//! can be made to send its answers to a forged source address; limiting the responses that go
+//! to one network and say the same thing bounds that flood, and the truncated replies it lets
+//! through ("slips") let a genuine client behind the same network retry over TCP.
+//!
+//! Each worker keeps a fixed-size table of token buckets, indexed by a keyed hash of the client's
+//! prefix (its /24 or /56 by default) and the response's class: the question's name for answers
+//! and NODATA, the zone's apex for NXDOMAIN, errors grouped per apex (or all together where the
+//! reply names no zone). No lock, no allocation per response; a bucket whose slot another
+//! class takes starts afresh. TCP replies, exempt clients and clients that showed a valid
+//! server cookie are never limited. See docs/abuse.md ("Response rate limiting").
+
+use crate::forward::{Acl, Prefix};
+use crate::wire::types::{flags, rcode, rtype, HEADER_LEN};
+use std::net::IpAddr;
+use std::time::Instant;
+
+/// Buckets per worker: a power of two. 16 bytes each, 256 KiB a worker, made only when
+/// limiting is on.
+const TABLE_LEN: usize = 1 << 14;
+
+/// How response rate limiting is configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RrlConfig {
+    /// Responses a second each bucket allows; 0 turns limiting off.
+    pub rate: u32,
+    /// Of the responses over the limit, every `slip`th goes out truncated (TC set, no
+    /// records), the others are dropped; 0 drops them all, 1 truncates them all.
+    pub slip: u32,
+    /// Seconds of debt a bucket can build up: a client that went over the limit stays limited
+    /// for up to this long after it stops. Credit is capped at one second's worth.
+    pub window: u32,
+    /// Leading bits of an IPv4 client's address that make its prefix.
+    pub ipv4_prefix: u8,
+    /// Leading bits of an IPv6 client's address that make its prefix.
+    pub ipv6_prefix: u8,
+    /// Clients never limited.
+    pub exempt: Vec<Prefix>,
+}
+
+impl Default for RrlConfig {
+    /// Off; when turned on, BIND's and Knot DNS's defaults: slip 2, a 15 s window, /24 and
+    /// /56.
+    fn default() -> RrlConfig {
+        RrlConfig {
+            rate: 0,
+            slip: 2,
+            window: 15,
+            ipv4_prefix: 24,
+            ipv6_prefix: 56,
+            exempt: Vec::new(),
+        }
+    }
+}
+
+impl RrlConfig {
+    /// Whether responses are limited at all.
+    pub fn is_enabled(&self) -> bool {
+        self.rate > 0
+    }
+}
+
+/// What becomes of a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Sent as it is.
+    Send,
+    /// Over the limit: not sent.
+    Drop,
+    /// Over the limit: sent truncated, for the client to ask again over TCP.
+    Slip,
+}
+
+/// One token bucket: which class holds the slot, when it was last charged, its balance.
+#[derive(Debug, Clone, Copy, Default)]
+struct Bucket {
+    /// The key's upper half; 0 for an empty slot (a key of 0 is made 1).
+    tag: u32,
+    /// Seconds since the limiter started, plus one, at the last charge.
+    stamp: u32,
+    /// Responses left this second; negative is debt.
+    balance: i32,
+    /// Limited responses so far, to pick the ones that slip.
+    limited: u32,
+}
+
+impl Bucket {
+    /// Charges one response at `now` to a bucket allowing `rate` a second with `debt` at most;
+    /// whether it is over the limit.
+    #[inline]
+    fn charge(&mut self, tag: u32, now: u32, rate: i32, debt: i32) -> bool {
+        if self.tag != tag {
+            *self = Bucket {
+                tag,
+                stamp: now,
+                balance: rate - 1,
+                limited: 0,
+            };
+            return false;
+        }
+        let elapsed = now.wrapping_sub(self.stamp);
+        if elapsed > 0 {
+            let credit = i64::from(self.balance) + i64::from(elapsed) * i64::from(rate);
+            self.balance = credit.min(i64::from(rate)) as i32;
+            self.stamp = now;
+        }
+        self.balance = (self.balance - 1).max(-debt);
+        self.balance < 0
+    }
+}
+
+/// A worker's rate limiter: its buckets and settings.
+pub struct Limiter {
+    table: Box<[Bucket]>,
+    rate: i32,
+    debt: i32,
+    slip: u32,
+    v4_mask: u32,
+    v6_mask: u128,
+    exempt: Acl,
+    seed: u64,
+    epoch: Instant,
+}
+
+impl std::fmt::Debug for Limiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Limiter")
+            .field("rate", &self.rate)
+            .field("slip", &self.slip)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The response classes of Knot DNS and BIND that skyline's replies fall in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Answer = 1,
+    NoData = 2,
+    NxDomain = 3,
+    Error = 4,
+}
+
+impl Limiter {
+    /// A limiter for `config`, `None` when it limits nothing; `seed` keys the hash, so that
+    /// nobody outside can aim two classes at one bucket.
+    pub fn new(config: &RrlConfig, seed: u64, epoch: Instant) -> Option<Limiter> {
+        if !config.is_enabled() {
+            return None;
+        }
+        let rate = config.rate.min(i32::MAX as u32 / 4) as i32;
+        let debt = (i64::from(rate) * i64::from(config.window.max(1))).min(i64::from(i32::MAX / 2)) as i32;
+        Some(Limiter {
+            table: vec![Bucket::default(); TABLE_LEN].into_boxed_slice(),
+            rate,
+            debt,
+            slip: config.slip,
+            v4_mask: u32::MAX
+                .checked_shl(32 - u32::from(config.ipv4_prefix.min(32)))
+                .unwrap_or(0),
+            v6_mask: u128::MAX
+                .checked_shl(128 - u32::from(config.ipv6_prefix.min(128)))
+                .unwrap_or(0),
+            exempt: Acl::new(config.exempt.clone()),
+            seed,
+            epoch,
+        })
+    }
+
+    /// The limiter's clock at `now`: whole seconds since it started, plus one.
+    pub fn second(&self, now: Instant) -> u32 {
+        now.saturating_duration_since(self.epoch).as_secs() as u32 + 1
+    }
+
+    /// Charges `reply`, a UDP reply about to go to `client`, at `second` (see
+    /// [`Limiter::second`]), and says what to do with it.
+    pub fn judge(&mut self, client: IpAddr, reply: &[u8], second: u32) -> Action {
+        if self.exempt.allows(client) {
+            return Action::Send;
+        }
+        let (prefix, family) = match client.to_canonical() {
+            IpAddr::V4(v4) => (u128::from(v4.to_bits() & self.v4_mask), 4),
+            IpAddr::V6(v6) => (v6.to_bits() & self.v6_mask, 6),
+        };
+        let (class, name) = classify(reply);
+        let mut key = mix(self.seed, prefix as u64);
+        key = mix(key, (prefix >> 64) as u64);
+        key = mix(key, fold_hash(name) ^ (class as u64) << 8 ^ family);
+        let bucket = &mut self.table[key as usize & (TABLE_LEN - 1)];
+        let tag = ((key >> 32) as u32).max(1);
+        if !bucket.charge(tag, second, self.rate, self.debt) {
+            return Action::Send;
+        }
+        bucket.limited = bucket.limited.wrapping_add(1);
+        if self.slip != 0 && bucket.limited.is_multiple_of(self.slip) {
+            Action::Slip
+        } else {
+            Action::Drop
+        }
+    }
+}
+
+/// A reply's class, and the name that keys it within the class: the question's name, or the
+/// zone's apex, the suffix of the question's name its SOA's owner points to.
+fn classify(reply: &[u8]) -> (Class, &[u8]) {
+    let word = |at: usize| reply.get(at..at + 2).map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
+    let code = word(2) & 0x000F;
+    let (answers, authority) = (word(6), word(8));
+    let Some(end) = question_name_end(reply) else {
+        return (Class::Error, &[]);
+    };
+    let qname = &reply[HEADER_LEN..end];
+    let apex = || {
+        if authority == 0 || answers != 0 {
+            return &[][..];
+        }
+        match reply.get(end + 4..end + 6) {
+            Some(&[hi, lo]) if hi & 0xC0 == 0xC0 => {
+                let at = usize::from(u16::from_be_bytes([hi & 0x3F, lo]));
+                reply.get(at..end).filter(|_| at >= HEADER_LEN).unwrap_or_default()
+            }
+            _ => &[][..],
+        }
+    };
+    match code {
+        rcode::NOERROR if answers > 0 => (Class::Answer, qname),
+        rcode::NOERROR => (Class::NoData, qname),
+        rcode::NXDOMAIN => (Class::NxDomain, apex()),
+        _ => (Class::Error, apex()),
+    }
+}
+
+/// Where the question's name ends in a reply that has one.
+fn question_name_end(reply: &[u8]) -> Option<usize> {
+    if reply.get(4..6)? == [0, 0] {
+        return None;
+    }
+    let mut at = HEADER_LEN;
+    loop {
+        let len = usize::from(*reply.get(at)?);
+        if len == 0 {
+            return Some(at + 1);
+        }
+        if len & 0xC0 != 0 {
+            return None;
+        }
+        at += 1 + len;
+    }
+}
+
+/// A hash of a name in wire form that folds ASCII case, eight bytes at a time: setting bit 5 of
+/// every byte maps upper-case letters onto lower-case ones (and merges a few other bytes, which
+/// only ever shares a bucket).
+fn fold_hash(name: &[u8]) -> u64 {
+    let mut hash = name.len() as u64;
+    let mut chunks = name.chunks_exact(8);
+    for chunk in &mut chunks {
+        let word = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        hash = mix(hash, word | 0x2020_2020_2020_2020);
+    }
+    let rest = chunks.remainder();
+    let mut last = [0u8; 8];
+    last[..rest.len()].copy_from_slice(rest);
+    mix(hash, u64::from_le_bytes(last) | 0x2020_2020_2020_2020)
+}
+
+#[inline(always)]
+fn mix(hash: u64, word: u64) -> u64 {
+    (hash ^ word).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29)
+}
+
+/// Rewrites the `len`-byte reply in `out` as a slipped one: the header with TC set and no
+/// records but the question and the OPT record, when the reply had one (an OPT goes back to a
+/// query that had one, RFC 6891 §7). Returns the new length.
+pub fn slip(out: &mut [u8], len: usize) -> usize {
+    let reply = &out[..len];
+    let Some(name_end) = question_name_end(reply) else {
+        let len = len.min(HEADER_LEN);
+        out[4..len].fill(0);
+        out[2] |= (flags::TC >> 8) as u8;
+        return len;
+    };
+    let question_end = (name_end + 4).min(len);
+    let word = |at: usize| u16::from_be_bytes([reply[at], reply[at + 1]]);
+    let records = u32::from(word(6)) + u32::from(word(8)) + u32::from(word(10));
+    let mut at = question_end;
+    let mut opt = None;
+    for _ in 0..records {
+        let Ok(name_end) = crate::wire::name::skip_name(reply, at) else {
+            break;
+        };
+        if name_end + 10 > len {
+            break;
+        }
+        let next = name_end + 10 + usize::from(word(name_end + 8));
+        if word(name_end) == rtype::OPT && next <= len {
+            opt = Some(at..next);
+        }
+        at = next;
+    }
+    let mut end = question_end;
+    let mut additional = 0u16;
+    if let Some(opt) = opt {
+        out.copy_within(opt.clone(), question_end);
+        end += opt.len();
+        additional = 1;
+    }
+    out[2] |= (flags::TC >> 8) as u8;
+    out[6..10].fill(0);
+    out[10..12].copy_from_slice(&additional.to_be_bytes());
+    end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RATE: i32 = 5;
+
+    #[test]
+    fn a_bucket_allows_its_rate_a_second_and_remembers_its_debt_for_the_window() {
+        let debt = RATE * 3;
+        let mut b = Bucket::default();
+        let over: Vec<bool> = (0..8).map(|_| b.charge(7, 1, RATE, debt)).collect();
+        assert_eq!(over, [false, false, false, false, false, true, true, true]);
+        assert_eq!(b.balance, -3);
+        // A second later, `RATE` more are allowed, less the debt: -3 + 5, then one charged.
+        assert!(!b.charge(7, 2, RATE, debt));
+        assert_eq!(b.balance, 1);
+        // Debt stops at the window's worth.
+        for _ in 0..100 {
+            b.charge(7, 2, RATE, debt);
+        }
+        assert_eq!(b.balance, -debt);
+        // Two seconds of quiet leave it in debt; four pay it off.
+        assert!(b.charge(7, 4, RATE, debt));
+        assert!(!b.charge(7, 8, RATE, debt));
+        // Credit never exceeds one second's worth.
+        assert!(!b.charge(7, 1000, RATE, debt));
+        assert_eq!(b.balance, RATE - 1);
+        // Another class taking the slot starts afresh.
+        for _ in 0..20 {
+            b.charge(7, 1000, RATE, debt);
+        }
+        assert!(!b.charge(9, 1000, RATE, debt));
+        assert_eq!(b.balance, RATE - 1);
+    }
+
+    fn reply(name: &[u8], code: u8, answers: u16, soa_at: Option<u8>) -> Vec<u8> {
+        let mut m = vec![0x12, 0x34, 0x84, code, 0, 1];
+        m.extend_from_slice(&answers.to_be_bytes());
+        m.extend_from_slice(&[0, u8::from(soa_at.is_some()), 0, 1]);
+        m.extend_from_slice(name);
+        m.extend_from_slice(&[0, 1, 0, 1]);
+        for _ in 0..answers {
+            m.extend_from_slice(&[0xC0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 10, 0, 0, 1]);
+        }
+        if let Some(at) = soa_at {
+            m.extend_from_slice(&[0xC0, at, 0, 6, 0, 1, 0, 0, 0, 60, 0, 1, 0]);
+        }
+        m.extend_from_slice(&[0, 0, 41, 4, 0xD0, 0, 0, 0, 0, 0, 0]);
+        m
+    }
+
+    #[test]
+    fn classes_are_the_name_for_answers_and_the_apex_for_nxdomain() {
+        let name = b"\x01A\x07Example\x04test\x00";
+        assert_eq!(classify(&reply(name, 0, 1, None)), (Class::Answer, &name[..]));
+        assert_eq!(classify(&reply(name, 0, 0, Some(14))), (Class::NoData, &name[..]));
+        assert_eq!(
+            classify(&reply(name, 3, 0, Some(14))),
+            (Class::NxDomain, &b"\x07Example\x04test\x00"[..])
+        );
+        assert_eq!(classify(&reply(name, 5, 0, None)), (Class::Error, &[][..]));
+        assert_eq!(fold_hash(b"\x01A\x07Example"), fold_hash(b"\x01a\x07eXAMPLE"));
+        assert_ne!(fold_hash(b"\x01a\x07example"), fold_hash(b"\x01b\x07example"));
+    }
+
+    #[test]
+    fn random_names_of_one_zone_share_the_nxdomain_bucket() {
+        let config = RrlConfig {
+            rate: 2,
+            slip: 0,
+            ..RrlConfig::default()
+        };
+        let mut limiter = Limiter::new(&config, 1, Instant::now()).unwrap();
+        let client: IpAddr = "192.0.2.1".parse().unwrap();
+        let actions: Vec<Action> = (0..5u8)
+            .map(|i| {
+                let name = [1, b'a' + i, 4, b't', b'e', b's', b't', 0];
+                limiter.judge(client, &reply(&name, 3, 0, Some(14)), 1)
+            })
+            .collect();
+        assert_eq!(actions[..2], [Action::Send, Action::Send]);
+        assert!(actions[2..].iter().all(|a| *a == Action::Drop));
+        // Another /24 has its own bucket; the same /24 does not.
+        let name = [1, b'z', 4, b't', b'e', b's', b't', 0];
+        let other: IpAddr = "192.0.3.1".parse().unwrap();
+        assert_eq!(limiter.judge(other, &reply(&name, 3, 0, Some(14)), 1), Action::Send);
+        let neighbour: IpAddr = "192.0.2.200".parse().unwrap();
+        assert_eq!(limiter.judge(neighbour, &reply(&name, 3, 0, Some(14)), 1), Action::Drop);
+    }
+
+    #[test]
+    fn every_slipth_limited_response_slips_and_exempt_clients_pass() {
+        let config = RrlConfig {
+            rate: 1,
+            slip: 3,
+            exempt: vec!["198.51.100.0/24".parse().unwrap()],
+            ..RrlConfig::default()
+        };
+        let mut limiter = Limiter::new(&config, 1, Instant::now()).unwrap();
+        let answer = reply(b"\x03www\x04test\x00", 0, 1, None);
+        let client: IpAddr = "192.0.2.1".parse().unwrap();
+        let actions: Vec<Action> = (0..7).map(|_| limiter.judge(client, &answer, 1)).collect();
+        use Action::*;
+        assert_eq!(actions, [Send, Drop, Drop, Slip, Drop, Drop, Slip]);
+        let exempt: IpAddr = "198.51.100.7".parse().unwrap();
+        assert!((0..10).all(|_| limiter.judge(exempt, &answer, 1) == Send));
+        assert!(
+            Limiter::new(&RrlConfig::default(), 1, Instant::now()).is_none(),
+            "rate 0 is off"
+        );
+    }
+
+    #[test]
+    fn a_slipped_reply_keeps_the_question_and_the_opt_only() {
+        let mut out = reply(b"\x03www\x04test\x00", 0, 2, None);
+        let len = out.len();
+        let slipped = slip(&mut out, len);
+        let expected_len = HEADER_LEN + 10 + 4 + 11;
+        assert_eq!(slipped, expected_len);
+        assert_ne!(out[2] & 0x02, 0, "TC");
+        assert_eq!(&out[4..12], &[0, 1, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(
+            &out[HEADER_LEN + 14..expected_len],
+            &[0, 0, 41, 4, 0xD0, 0, 0, 0, 0, 0, 0]
+        );
+    }
+}

@@ -1,0 +1,92 @@
+//! A running worker with DNS Cookies and response rate limiting on answers UDP queries that carry
+//! cookies without allocating: the cookie is checked and made on the stack, the bucket table was
+//! made when the worker started. The counting allocator sees every thread, so this is a file of
+//! its own and the measured window does nothing but plain socket calls on the client side.
+
+mod common;
+
+use common::{snapshot, RawQuery};
+use skyline_dataplane::cookie::{CookieCell, CookieSecrets};
+use skyline_dataplane::rrl::RrlConfig;
+use skyline_dataplane::snapshot::empty_cell;
+use skyline_dataplane::worker::{Options, Server, ServerConfig, TcpConfig};
+use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
+use std::alloc::System;
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+#[test]
+fn answering_queries_with_cookies_under_rate_limiting_allocates_nothing() {
+    let snapshots = empty_cell();
+    snapshots.store(Arc::new(snapshot()));
+    let config = ServerConfig {
+        addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        workers: 1,
+        pin: false,
+        tcp: TcpConfig::default(),
+    };
+    let options = Options {
+        cookies: Some(CookieCell::new(CookieSecrets::generate().unwrap())),
+        rrl: RrlConfig {
+            rate: 1_000_000,
+            ..RrlConfig::default()
+        },
+        ..Options::default()
+    };
+    let server = Server::start_with(config, options, snapshots).unwrap();
+    let addr = server.local_addr();
+    let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    client.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let cookie: &[u8] = b"cookie!!";
+    let wrong: &[u8] = b"cookie!!\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00";
+    let mut queries: Vec<Vec<u8>> = vec![
+        RawQuery::new("web.skydns.test.", 1)
+            .opt(1232, 0, &[(10, cookie)])
+            .bytes(),
+        RawQuery::new("WeB.skydns.TEST.", 1)
+            .opt(1232, 0, &[(10, wrong)])
+            .bytes(),
+        RawQuery::new("nope.skydns.test.", 1)
+            .opt(1232, 0, &[(10, cookie)])
+            .bytes(),
+        RawQuery::new("big.skydns.test.", 1).bytes(),
+        RawQuery::new("srv.skydns.test.", 33)
+            .opt(4096, 0, &[(10, cookie)])
+            .bytes(),
+        RawQuery::new("example.org.", 1).opt(1232, 0, &[(10, cookie)]).bytes(),
+    ];
+    let mut buf = vec![0u8; 4096];
+    let mut round_trips = |rounds: u16| {
+        let mut answered = 0;
+        for id in 0..rounds {
+            for q in queries.iter_mut() {
+                q[..2].copy_from_slice(&id.to_be_bytes());
+                client.send_to(q, addr).unwrap();
+            }
+            for _ in 0..queries.len() {
+                let (n, _) = client.recv_from(&mut buf).unwrap();
+                assert!(n >= 12 && buf[..2] == id.to_be_bytes());
+                answered += 1;
+            }
+        }
+        answered
+    };
+    round_trips(50);
+
+    let region = Region::new(GLOBAL);
+    let answered = round_trips(500);
+    let change = region.change();
+
+    assert_eq!(answered, 3000);
+    assert_eq!(
+        change.allocations, 0,
+        "{} allocations for {answered} answers",
+        change.allocations
+    );
+    assert_eq!(change.reallocations, 0);
+    server.shutdown();
+}
