@@ -215,6 +215,8 @@ impl Writer {
                 todo = self.plan.lock().desired.keys().cloned().collect();
                 todo.extend(written.keys().cloned());
                 need_resync = false;
+                // Pending first: a scrape between the two never sees a resync with nothing to do.
+                self.stats.pending.store(todo.len() as u64, Ordering::Relaxed);
                 self.stats.resyncs.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(
                     held = written.len(),
@@ -235,6 +237,7 @@ impl Writer {
                     need_resync = true;
                     break;
                 }
+                self.stats.pending.store(todo.len() as u64, Ordering::Relaxed);
                 if *lost.borrow() {
                     return Err(SessionError::LeaseLost);
                 }
