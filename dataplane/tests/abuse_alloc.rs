@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{snapshot, RawQuery};
+use common::{snapshot, udp_rounds, RawQuery};
 use skyline_dataplane::cookie::{CookieCell, CookieSecrets};
 use skyline_dataplane::rrl::RrlConfig;
 use skyline_dataplane::snapshot::empty_cell;
@@ -59,22 +59,7 @@ fn answering_queries_with_cookies_under_rate_limiting_allocates_nothing() {
             .bytes(),
         RawQuery::new("example.org.", 1).opt(1232, 0, &[(10, cookie)]).bytes(),
     ];
-    let mut buf = vec![0u8; 4096];
-    let mut round_trips = |rounds: u16| {
-        let mut answered = 0;
-        for id in 0..rounds {
-            for q in queries.iter_mut() {
-                q[..2].copy_from_slice(&id.to_be_bytes());
-                client.send_to(q, addr).unwrap();
-            }
-            for _ in 0..queries.len() {
-                let (n, _) = client.recv_from(&mut buf).unwrap();
-                assert!(n >= 12 && buf[..2] == id.to_be_bytes());
-                answered += 1;
-            }
-        }
-        answered
-    };
+    let mut round_trips = |rounds: u16| udp_rounds(&client, addr, &mut queries, rounds, |_| {});
     round_trips(50);
 
     let region = Region::new(GLOBAL);

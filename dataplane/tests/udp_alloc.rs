@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{snapshot, RawQuery};
+use common::{snapshot, udp_rounds, RawQuery};
 use skyline_dataplane::snapshot::empty_cell;
 use skyline_dataplane::worker::{Server, ServerConfig, TcpConfig};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
@@ -38,22 +38,7 @@ fn answering_udp_queries_allocates_nothing() {
         RawQuery::new("srv.skydns.test.", 33).opt(4096, 0, &[]).bytes(),
         RawQuery::new("example.org.", 1).bytes(),
     ];
-    let mut buf = vec![0u8; 4096];
-    let mut round_trips = |rounds: u16| {
-        let mut answered = 0;
-        for id in 0..rounds {
-            for q in queries.iter_mut() {
-                q[..2].copy_from_slice(&id.to_be_bytes());
-                client.send_to(q, addr).unwrap();
-            }
-            for _ in 0..queries.len() {
-                let (n, _) = client.recv_from(&mut buf).unwrap();
-                assert!(n >= 12 && buf[..2] == id.to_be_bytes());
-                answered += 1;
-            }
-        }
-        answered
-    };
+    let mut round_trips = |rounds: u16| udp_rounds(&client, addr, &mut queries, rounds, |_| {});
     round_trips(50);
 
     let region = Region::new(GLOBAL);

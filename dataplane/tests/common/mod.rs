@@ -286,3 +286,30 @@ pub fn assert_answers_allocate_nothing(
         answered
     });
 }
+
+/// Sends `queries` to `addr` from `client` `rounds` times, numbering each round's queries with the
+/// round as their ID, and reads every reply of a round before the next; `check` sees each reply.
+/// Returns the replies read. Allocates nothing itself, so allocation tests can measure around it.
+pub fn udp_rounds(
+    client: &std::net::UdpSocket,
+    addr: std::net::SocketAddr,
+    queries: &mut [Vec<u8>],
+    rounds: u16,
+    check: impl Fn(&[u8]),
+) -> usize {
+    let mut buf = [0u8; 4096];
+    let mut answered = 0;
+    for id in 0..rounds {
+        for q in queries.iter_mut() {
+            q[..2].copy_from_slice(&id.to_be_bytes());
+            client.send_to(q, addr).unwrap();
+        }
+        for _ in 0..queries.len() {
+            let (n, _) = client.recv_from(&mut buf).unwrap();
+            assert!(n >= 12 && buf[..2] == id.to_be_bytes(), "a reply to round {id}");
+            check(&buf[..n]);
+            answered += 1;
+        }
+    }
+    answered
+}
