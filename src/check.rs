@@ -5,7 +5,9 @@
 
 use crate::cli::Cli;
 use crate::config::{self, FileConfig};
-use crate::{cookie_settings, forwarding_settings, rrl_config};
+use crate::forwarding_settings;
+use crate::protection::{cookie_settings, rrl_config};
+use crate::settings::Given;
 use skyline_controlplane::etcd::EtcdSource;
 use skyline_controlplane::source::FileSource;
 use skyline_dataplane::snapshot;
@@ -38,14 +40,17 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
         .transpose()
         .map_err(|e| vec![e.to_string()])?;
     let file = file.as_ref();
-    let mut problems = Vec::new();
-    let operator = keep(&mut problems, config::operator(cli, file));
-    let tcp = keep(&mut problems, config::tcp(cli, file));
-    let drain = keep(&mut problems, config::drain(cli, file));
-    let state = keep(&mut problems, config::state(cli, file)).flatten();
-    let kubernetes = keep(&mut problems, config::kubernetes(cli, file));
-    let http = config::http_addr(cli, file);
-    let observe = keep(&mut problems, config::observe(cli, file));
+    let mut invalid = Vec::new();
+    let given = Given::merge(cli, file, &mut invalid);
+    let mut problems: Vec<String> = invalid.iter().map(ToString::to_string).collect();
+    let operator = keep(&mut problems, config::operator(&given));
+    let tcp = keep(&mut problems, config::tcp(&given.main));
+    let drain = given.main.drain;
+    let state = config::state(&given.main);
+    let kubernetes = keep(&mut problems, config::kubernetes(&given));
+    let http = given.main.http_addr;
+    let observe = crate::observe::observe_config(&given.observe).map_err(config::ConfigError::from);
+    let observe = keep(&mut problems, observe);
 
     let mut data_config = None;
     if let Some(operator) = &operator {
@@ -80,21 +85,11 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
         }
     }
     let settings = operator.and_then(|operator| keep(&mut problems, config::resolve(operator, data_config.as_ref())));
-    let forward = settings
-        .as_ref()
-        .and_then(|s| keep(&mut problems, forwarding_settings(cli, file, s)));
-    let cookies = keep(&mut problems, cookie_settings(cli, file));
-    let rrl = keep(&mut problems, rrl_config(cli, file));
-    let (
-        Some(settings),
-        Some(tcp),
-        Some(drain),
-        Some(kubernetes),
-        Some(forward),
-        Some(observe),
-        Some(cookies),
-        Some(rrl),
-    ) = (settings, tcp, drain, kubernetes, forward, observe, cookies, rrl)
+    let forward = settings.as_ref().map(|s| forwarding_settings(&given, s));
+    let cookies = keep(&mut problems, cookie_settings(&given.cookies));
+    let rrl = keep(&mut problems, rrl_config(&given.rrl));
+    let (Some(settings), Some(tcp), Some(kubernetes), Some(forward), Some(observe), Some(cookies), Some(rrl)) =
+        (settings, tcp, kubernetes, forward, observe, cookies, rrl)
     else {
         return Err(problems);
     };
@@ -193,7 +188,7 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
 }
 
 /// The value, or `None` with the error noted among the problems.
-fn keep<T>(problems: &mut Vec<String>, result: Result<T, config::ConfigError>) -> Option<T> {
+fn keep<T, E: std::fmt::Display>(problems: &mut Vec<String>, result: Result<T, E>) -> Option<T> {
     result.map_err(|e| problems.push(e.to_string())).ok()
 }
 

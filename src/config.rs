@@ -1,84 +1,41 @@
-//! The TOML configuration file and the resolution of every setting into one [`Settings`].
+//! The configuration file, and the stacking of every setting into one [`Settings`].
 //!
 //! Precedence, highest first: command-line flags, environment variables (clap applies these two),
-//! the TOML file given with `--config`, the records file's `/<prefix>/config` object, SkyDNS's
-//! defaults. SkyDNS itself lets its etcd config override flags; skyline lets what the operator
-//! typed win over data, so a stray key in the data cannot move the server elsewhere.
+//! the TOML file given with `--config` ([`crate::settings::Given`] stacks these), the records
+//! file's or etcd's `/<prefix>/config` object, the defaults. SkyDNS itself lets its etcd config
+//! override flags; skyline lets what the operator typed win over data, so that a stray key in
+//! the data cannot move the server elsewhere.
 //!
-//! Resolution is pure: [`operator`] stacks what the operator set (it decides the data source,
-//! the records file or etcd, and the prefix), [`resolve`] stacks that over the data's own
-//! `/<prefix>/config`. Both sources apply the same stacking whenever that object changes, for
-//! the settings that shape answers (domain, TTLs, priority, hostmaster, local, round robin); the
-//! listen address, the workers, the prefix and the etcd connection are fixed at start.
-//!
-//! SIGHUP resolves everything again from the flags as given and the `--config` file as it is now
-//! (`crate::reload`). The "on reload" column says what then happens to each setting: *applied*
-//! while serving, or *restart*: named in a log line and left as it is until the process
-//! restarts. The `[forward]` and `[cache]` tables are applied, except `stubzones` and turning
-//! forwarding on or off; `[kubernetes]` needs a restart. The cookie secrets of `[cookies]` are
-//! applied, turning cookies on or off and `[rrl]` need a restart (see [`crate::protection`]).
+//! Resolution is pure: [`operator`] turns what the operator gave into what decides the data
+//! source (the records file or etcd, and the prefix) and the settings that override the data's
+//! own `/<prefix>/config`; [`resolve`] stacks those over that object. Both sources apply the same
+//! stacking whenever that object changes, for the settings that shape answers (domain, TTLs,
+//! priority, hostmaster, local, round robin); the listen address, the workers, the prefix and the
+//! etcd connection are fixed at start.
 //!
 //! The data source: etcd when `machines` is set, else the records file when `records` is set,
 //! else an empty zone. Setting both is an error, so that it is never a guess which one serves.
-//!
-//! | TOML key | flag | environment | `/<prefix>/config` key | default | on reload |
-//! |---|---|---|---|---|---|
-//! | `addr` (one or a list) | `--addr` (repeatable) | `SKYDNS_ADDR` | `dns_addr` | `127.0.0.1:53` | restart |
-//! | `domain` | `--domain` | `SKYDNS_DOMAIN` | `domain` | `skydns.local.` | applied |
-//! | `path_prefix` | `--path-prefix` | `SKYDNS_PATH_PREFIX` | — | `skydns` | restart |
-//! | `nameservers` | `--nameservers` | `SKYDNS_NAMESERVERS` | `nameservers` | none | applied |
-//! | `ndots` | `--ndots` | `SKYDNS_NDOTS` | `ndot` | 2 (0 = default) | applied |
-//! | `machines` | `--machines` | `ETCD_MACHINES` | — | none (no etcd) | restart |
-//! | `tls_key` | `--tls-key` | `ETCD_TLSKEY` | — | none | restart |
-//! | `tls_pem` | `--tls-pem` | `ETCD_TLSPEM` | — | none | restart |
-//! | `ca_cert` | `--ca-cert` | `ETCD_CACERT` | — | none | restart |
-//! | `username` | `--username` | `ETCD_USERNAME` | — | none | restart |
-//! | `password` | `--password` | `ETCD_PASSWORD` | — | none | restart |
-//! | `discover` | `--discover` | `SKYDNS_DISCOVER` | — | false | restart |
-//! | `local` | `--local` | — | `local` | none | applied |
-//! | `hostmaster` | `--hostmaster` | — | `hostmaster` | `hostmaster.<domain>` | applied |
-//! | `round_robin` | `--round-robin` | — | `round_robin` | true | applied |
-//! | `wildcards_marker` | `--wildcards-marker` | — | — | false | applied |
-//! | `records` | `--records` | — | — | none (empty zone) | restart |
-//! | `workers` | `--workers` | — | — | 0 (one per core) | restart |
-//! | `no_pin` | `--no-pin` | — | — | false | restart |
-//! | `tcp_max_connections` | `--tcp-max-connections` | — | — | 1024 per worker | restart |
-//! | `tcp_max_per_client` | `--tcp-max-per-client` | — | — | 0 (no per-address cap) | restart |
-//! | `systemd` | `--systemd` | `SKYDNS_SYSTEMD` | — | false | restart |
-//! | `setup_interface` | `--setup-interface` | — | — | none | restart |
-//! | `setup_notrack` | `--setup-notrack` | — | — | false | restart |
-//! | `pid_file` | `--pid-file` | — | — | none | restart |
-//! | `drain` | `--drain` | — | — | `5s` | restart |
-//! | `state_dir` | `--state-dir` | — | — | none (nothing persisted) | restart |
-//! | `state_max_age` | `--state-max-age` | — | — | `24h` | restart |
-//! | `http_addr` | `--http-addr` | `SKYLINE_HTTP_ADDR` | — | none (no HTTP listener) | restart |
-//! | `[observe]` keys | `--dnstap`, `--query-log`, `--top-talkers` and theirs ([`crate::observe`]) | — | — | off | restart |
-//! | — | — | — | `ttl`, `min_ttl`, `priority` | 3600, 60, 10 | applied |
-//!
-//! The `[kubernetes]` table (any `--kubernetes*` flag or `--kubeconfig` too) turns on Kubernetes
-//! cluster DNS beside the SkyDNS data source; its keys are CoreDNS's `kubernetes` options (see
-//! [`KubernetesFile`]), fixed at start.
+//! Every setting, its flag, variable, key, default and what a SIGHUP does with it, is declared in
+//! [`crate::settings`]; `/<prefix>/config` also sets `ttl`, `min_ttl` and `priority` (3600, 60
+//! and 10 by default), which have no flag.
 
-use crate::cli::Cli;
-use crate::forwarding::{CacheFile, ForwardFile, ForwardingError};
-use crate::observe::{ObserveError, ObserveFile};
-use crate::protection::{CookiesFile, ProtectionError, RrlFile};
+use crate::observe::ObserveError;
+use crate::protection::ProtectionError;
+use crate::settings::{
+    CacheFile, CookiesFile, EtcdFile, ForwardFile, Given, Invalid, KubernetesFile, Main, MainFile, ObserveFile, RrlFile,
+};
 use serde::Deserialize;
 use skyline_controlplane::etcd::EtcdOptions;
 use skyline_controlplane::kubernetes::KubernetesOptions;
 use skyline_controlplane::skydns::config::{self as skydns_config, ConfigPatch};
 use skyline_controlplane::state::StateDir;
-use skyline_dataplane::observe::ObserveConfig;
 use skyline_dataplane::snapshot::kubernetes::{self, PodMode};
 use skyline_dataplane::snapshot::skydns::Config;
 use skyline_dataplane::wire::Name;
 use skyline_dataplane::worker::TcpConfig;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-/// The default path prefix: records live under `/skydns/`.
-const DEFAULT_PATH_PREFIX: &str = "skydns";
 
 /// Why the configuration is unusable; each message names the file or setting at fault.
 #[derive(Debug, thiserror::Error)]
@@ -99,15 +56,15 @@ pub enum ConfigError {
         /// What is wrong, with its line and column.
         source: toml::de::Error,
     },
+    /// A value of the file that does not convert to its setting's type.
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
     /// A setting's value is not valid.
     #[error(transparent)]
     Setting(#[from] skydns_config::ConfigError),
     /// The path prefix cannot be a key's first element.
     #[error("path_prefix: {0:?} must be one non-empty key element, without '/'")]
     PathPrefix(String),
-    /// A forwarding or cache setting is not valid.
-    #[error(transparent)]
-    Forwarding(#[from] ForwardingError),
     /// A dnstap, query-log or top-talker setting is not valid.
     #[error("observe.{0}")]
     Observe(#[from] ObserveError),
@@ -122,12 +79,6 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
-    /// The drain duration is not a duration.
-    #[error("drain: {0}")]
-    Drain(String),
-    /// The maximum age of a persisted snapshot is not a duration.
-    #[error("state_max_age: {0}")]
-    StateMaxAge(String),
     /// A DNS over TCP connection cap is not usable.
     #[error("tcp_max_connections: a worker must be able to hold at least one connection")]
     NoTcpConnections,
@@ -139,116 +90,35 @@ pub enum ConfigError {
     },
 }
 
-/// The TOML configuration file: the long options' names in snake_case. Unknown keys are errors,
-/// so that a typo is reported instead of silently ignored.
+/// The TOML configuration file: the long options' names in snake_case, those of a group in its
+/// table (see [`crate::settings`]). Unknown keys are errors, so that a typo is reported instead
+/// of silently ignored.
 #[derive(Debug, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
 pub struct FileConfig {
-    /// `--addr`: one address, or a list to serve on several.
-    pub addr: Option<Addrs>,
-    /// `--domain`.
-    pub domain: Option<String>,
-    /// `--path-prefix`.
-    pub path_prefix: Option<String>,
-    /// `--nameservers`, as a list.
-    pub nameservers: Option<Vec<SocketAddr>>,
-    /// `--ndots`.
-    pub ndots: Option<u32>,
-    /// `--machines`, as a list.
-    pub machines: Option<Vec<String>>,
-    /// `--tls-key`; a relative path is relative to the configuration file's directory.
-    pub tls_key: Option<PathBuf>,
-    /// `--tls-pem`; relative like `tls_key`.
-    pub tls_pem: Option<PathBuf>,
-    /// `--ca-cert`; relative like `tls_key`.
-    pub ca_cert: Option<PathBuf>,
-    /// `--username`.
-    pub username: Option<String>,
-    /// `--password`.
-    pub password: Option<String>,
-    /// `--discover`.
-    pub discover: Option<bool>,
-    /// `--local`.
-    pub local: Option<String>,
-    /// `--hostmaster`.
-    pub hostmaster: Option<String>,
-    /// `--round-robin`.
-    pub round_robin: Option<bool>,
-    /// `--wildcards-marker`.
-    pub wildcards_marker: Option<bool>,
-    /// `--records`; a relative path is relative to the configuration file's directory.
-    pub records: Option<PathBuf>,
-    /// `--workers`.
-    pub workers: Option<usize>,
-    /// `--no-pin`.
-    pub no_pin: Option<bool>,
-    /// `--tcp-max-connections`.
-    pub tcp_max_connections: Option<usize>,
-    /// `--tcp-max-per-client`.
-    pub tcp_max_per_client: Option<usize>,
-    /// `--systemd`.
-    pub systemd: Option<bool>,
-    /// `--setup-interface`.
-    pub setup_interface: Option<String>,
-    /// `--setup-notrack`.
-    pub setup_notrack: Option<bool>,
-    /// `--pid-file`; a relative path is relative to the configuration file's directory.
-    pub pid_file: Option<PathBuf>,
-    /// `--drain`, e.g. `"5s"`.
-    pub drain: Option<String>,
-    /// `--state-dir`; a relative path is relative to the configuration file's directory.
-    pub state_dir: Option<PathBuf>,
-    /// `--state-max-age`, e.g. `"24h"`.
-    pub state_max_age: Option<String>,
-    /// `--http-addr`.
-    pub http_addr: Option<SocketAddr>,
-    /// The `[forward]` table (see [`crate::forwarding`]).
+    /// The top-level keys but etcd's.
+    #[serde(flatten)]
+    pub main: MainFile,
+    /// etcd's top-level keys.
+    #[serde(flatten)]
+    pub etcd: EtcdFile,
+    /// The `[forward]` table.
     pub forward: Option<ForwardFile>,
-    /// The `[cache]` table (see [`crate::forwarding`]).
+    /// The `[cache]` table.
     pub cache: Option<CacheFile>,
     /// The `[kubernetes]` table: its presence serves Kubernetes cluster DNS.
     pub kubernetes: Option<KubernetesFile>,
-    /// The `[observe]` table: dnstap, the query log, the top talkers (see [`crate::observe`]).
+    /// The `[observe]` table: dnstap, the query log, the top talkers.
     pub observe: Option<ObserveFile>,
-    /// The `[cookies]` table (see [`crate::protection`]).
+    /// The `[cookies]` table.
     pub cookies: Option<CookiesFile>,
-    /// The `[rrl]` table (see [`crate::protection`]).
+    /// The `[rrl]` table.
     pub rrl: Option<RrlFile>,
-}
-
-/// The `[kubernetes]` table: CoreDNS's `kubernetes` plugin options under the same names, so that
-/// a Corefile block translates line by line. Each `--kubernetes-*` flag wins over its key.
-#[derive(Debug, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct KubernetesFile {
-    /// `--kubeconfig`; a relative path is relative to the configuration file's directory.
-    pub kubeconfig: Option<PathBuf>,
-    /// `--kubernetes-context`.
-    pub context: Option<String>,
-    /// `--kubernetes-zones`.
-    pub zones: Option<Vec<String>>,
-    /// `--kubernetes-pods`: `disabled`, `insecure` or `verified`.
-    pub pods: Option<String>,
-    /// `--kubernetes-endpoint-pod-names`.
-    pub endpoint_pod_names: Option<bool>,
-    /// `--kubernetes-ttl`.
-    pub ttl: Option<u32>,
-    /// `--kubernetes-namespaces`.
-    pub namespaces: Option<Vec<String>>,
-    /// `--kubernetes-labels`.
-    pub labels: Option<String>,
-    /// `--kubernetes-namespace-labels`.
-    pub namespace_labels: Option<String>,
-    /// `--kubernetes-ignore-empty-service`.
-    pub ignore_empty_service: Option<bool>,
-    /// `--kubernetes-noendpoints`.
-    pub noendpoints: Option<bool>,
-    /// `--kubernetes-openshift-names`.
-    pub openshift_names: Option<bool>,
-    /// `--kubernetes-fallthrough`: an empty list means every cluster zone.
-    pub fallthrough: Option<Vec<String>>,
-    /// `--kubernetes-qps`.
-    pub apiserver_qps: Option<u32>,
+    /// The top-level keys no group has, refused by [`FileConfig::parse`].
+    #[serde(flatten)]
+    unknown: BTreeMap<String, toml::Value>,
+    /// The file's directory, which relative paths in it are relative to.
+    #[serde(skip)]
+    pub dir: PathBuf,
 }
 
 /// The Kubernetes source's settings, resolved.
@@ -263,39 +133,15 @@ pub struct KubernetesSettings {
 impl FileConfig {
     /// Parses TOML text read from `path`, whose directory anchors relative file paths.
     pub fn parse(text: &str, path: &Path) -> Result<FileConfig, ConfigError> {
-        let mut file: FileConfig = toml::from_str(text).map_err(|source| ConfigError::Toml {
+        let toml_error = |source| ConfigError::Toml {
             path: path.to_owned(),
             source,
-        })?;
-        if let Some(dir) = path.parent() {
-            if let Some(relative) = file
-                .kubernetes
-                .as_mut()
-                .and_then(|k| k.kubeconfig.as_mut())
-                .filter(|p| p.is_relative())
-            {
-                *relative = dir.join(&*relative);
-            }
-            for file_path in [
-                &mut file.records,
-                &mut file.tls_key,
-                &mut file.tls_pem,
-                &mut file.ca_cert,
-                &mut file.pid_file,
-                &mut file.state_dir,
-            ] {
-                if let Some(relative) = file_path.as_mut().filter(|p| p.is_relative()) {
-                    *relative = dir.join(&*relative);
-                }
-            }
-            // `query_log = "-"` is stderr, not a file beside the configuration.
-            let observe = file.observe.as_mut();
-            for file_path in observe.into_iter().flat_map(|o| [&mut o.dnstap, &mut o.query_log]) {
-                if let Some(relative) = file_path.as_mut().filter(|p| p.is_relative() && p.as_os_str() != "-") {
-                    *relative = dir.join(&*relative);
-                }
-            }
+        };
+        let mut file: FileConfig = toml::from_str(text).map_err(toml_error)?;
+        if let Some(key) = file.unknown.keys().next() {
+            return Err(toml_error(serde::de::Error::custom(format!("unknown field `{key}`"))));
         }
+        file.dir = path.parent().map(Path::to_owned).unwrap_or_default();
         Ok(file)
     }
 
@@ -368,174 +214,68 @@ pub enum Addrs {
     Many(Vec<SocketAddr>),
 }
 
-impl Addrs {
-    fn to_vec(&self) -> Vec<SocketAddr> {
-        match self {
-            Addrs::One(addr) => vec![*addr],
-            Addrs::Many(addrs) => addrs.clone(),
-        }
-    }
-}
-
-/// Stacks the command line (flags and environment) over the configuration file.
-pub fn operator(cli: &Cli, file: Option<&FileConfig>) -> Result<Operator, ConfigError> {
-    let empty = FileConfig::default();
-    let file = file.unwrap_or(&empty);
-    let file_addrs = file.addr.as_ref().map(Addrs::to_vec).unwrap_or_default();
-    let from_file = ConfigPatch {
-        dns_addr: file_addrs.first().copied(),
-        no_rec: file.forward.as_ref().and_then(|f| f.no_rec),
-        ns_rotate: file.forward.as_ref().and_then(|f| f.ns_rotate),
-        domain: file
-            .domain
-            .as_deref()
-            .map(|d| skydns_config::domain("domain", d))
-            .transpose()?,
-        local: file
-            .local
-            .as_deref()
-            .map(|d| skydns_config::domain("local", d))
-            .transpose()?,
-        hostmaster: file.hostmaster.as_deref().map(skydns_config::hostmaster).transpose()?,
-        round_robin: file.round_robin,
-        wildcards_marker: file.wildcards_marker,
-        nameservers: file.nameservers.clone(),
-        ndots: file.ndots,
+/// What the operator gave that decides the data source and overrides the data's
+/// `/<prefix>/config`: the settings with a `data` key go to [`Operator::overrides`].
+pub fn operator(given: &Given) -> Result<Operator, ConfigError> {
+    let main = &given.main;
+    let addrs = main.addr.clone().unwrap_or_default();
+    let mut overrides = ConfigPatch {
+        dns_addr: addrs.first().copied(),
+        no_rec: given.forward.no_rec,
+        ns_rotate: given.forward.ns_rotate,
+        domain: main.domain.clone(),
+        local: main.local.clone(),
+        hostmaster: main.hostmaster.clone(),
+        round_robin: main.round_robin,
+        wildcards_marker: main.wildcards_marker,
+        nameservers: main.nameservers.clone(),
+        ndots: main.ndots,
         ..ConfigPatch::default()
     };
-    let cli_addrs = cli.addr.clone().unwrap_or_default();
-    let from_cli = ConfigPatch {
-        dns_addr: cli_addrs.first().copied(),
-        no_rec: cli.forward.no_rec,
-        ns_rotate: cli.forward.ns_rotate,
-        domain: cli.domain.clone(),
-        local: cli.local.clone(),
-        hostmaster: cli.hostmaster.clone(),
-        round_robin: cli.round_robin,
-        wildcards_marker: cli.wildcards_marker,
-        nameservers: cli.nameservers.clone(),
-        ndots: cli.ndots,
-        ..ConfigPatch::default()
-    };
-    let mut overrides = from_cli.or(from_file);
     if overrides.ndots == Some(0) {
         overrides.ndots = None;
     }
     if overrides.nameservers.as_ref().is_some_and(Vec::is_empty) {
         overrides.nameservers = None;
     }
-    let prefix = cli
-        .path_prefix
-        .as_deref()
-        .or(file.path_prefix.as_deref())
-        .unwrap_or(DEFAULT_PATH_PREFIX);
-    let records = cli.records.clone().or_else(|| file.records.clone());
-    let etcd = cli
-        .etcd
-        .machines
-        .clone()
-        .or_else(|| file.machines.clone())
-        .map(|endpoints| EtcdOptions {
-            endpoints,
-            tls_key: cli.etcd.tls_key.clone().or_else(|| file.tls_key.clone()),
-            tls_pem: cli.etcd.tls_pem.clone().or_else(|| file.tls_pem.clone()),
-            ca_cert: cli.etcd.ca_cert.clone().or_else(|| file.ca_cert.clone()),
-            username: cli.etcd.username.clone().or_else(|| file.username.clone()),
-            password: cli.etcd.password.clone().or_else(|| file.password.clone()),
-            discover: cli.discover.or(file.discover).unwrap_or(false),
-        });
-    if let (Some(records), Some(_)) = (&records, &etcd) {
+    let etcd = &given.etcd;
+    let etcd = etcd.machines.clone().map(|endpoints| EtcdOptions {
+        endpoints,
+        tls_key: etcd.tls_key.clone(),
+        tls_pem: etcd.tls_pem.clone(),
+        ca_cert: etcd.ca_cert.clone(),
+        username: etcd.username.clone(),
+        password: etcd.password.clone(),
+        discover: main.discover,
+    });
+    if let (Some(records), Some(_)) = (&main.records, &etcd) {
         return Err(ConfigError::TwoSources {
             records: records.clone(),
         });
     }
     Ok(Operator {
         overrides,
-        path_prefix: path_prefix(prefix)?,
-        records,
+        path_prefix: path_prefix(&main.path_prefix)?,
+        records: main.records.clone(),
         etcd,
-        workers: cli.workers.or(file.workers).unwrap_or(0),
-        pin: !(cli.no_pin || file.no_pin.unwrap_or(false)),
-        extra_addrs: if cli_addrs.is_empty() { file_addrs } else { cli_addrs }
-            .into_iter()
-            .skip(1)
-            .collect(),
+        workers: main.workers,
+        pin: !main.no_pin,
+        extra_addrs: addrs.into_iter().skip(1).collect(),
     })
 }
 
-/// Where to serve the HTTP endpoints, the flag (or its environment variable) over the file;
-/// `None`, the default, serves none: a port opened only when asked for.
-pub fn http_addr(cli: &Cli, file: Option<&FileConfig>) -> Option<SocketAddr> {
-    cli.http_addr.or_else(|| file.and_then(|f| f.http_addr))
-}
-
-/// The node-local set-up: the interface to create, if any, and whether to install NOTRACK
-/// rules; flags over the file.
-pub fn node_local(cli: &Cli, file: Option<&FileConfig>) -> (Option<String>, bool) {
-    let interface = cli
-        .setup_interface
-        .clone()
-        .or_else(|| file.and_then(|f| f.setup_interface.clone()));
-    let notrack = cli.setup_notrack || file.and_then(|f| f.setup_notrack).unwrap_or(false);
-    (interface, notrack)
-}
-
-/// The PID file, if any: the flag over the file.
-pub fn pid_file(cli: &Cli, file: Option<&FileConfig>) -> Option<PathBuf> {
-    cli.pid_file.clone().or_else(|| file.and_then(|f| f.pid_file.clone()))
-}
-
-/// Whether to serve on sockets passed by systemd, the flag (or its variable) over the file.
-pub fn systemd(cli: &Cli, file: Option<&FileConfig>) -> bool {
-    cli.systemd.or_else(|| file.and_then(|f| f.systemd)).unwrap_or(false)
-}
-
-/// How long a stopping process keeps answering before its listeners close.
-pub const DEFAULT_DRAIN: Duration = Duration::from_secs(5);
-
-/// The persisted snapshot's directory and maximum age (flags over the file over
-/// [`skyline_controlplane::state::DEFAULT_MAX_AGE`]); `None` without a directory: nothing is
+/// The persisted snapshot's directory and maximum age; `None` without a directory: nothing is
 /// persisted.
-pub fn state(cli: &Cli, file: Option<&FileConfig>) -> Result<Option<StateDir>, ConfigError> {
-    let max_age = match (cli.state_max_age, file.and_then(|f| f.state_max_age.as_deref())) {
-        (Some(flag), _) => flag,
-        (None, Some(text)) => crate::forwarding::parse_duration(text).map_err(ConfigError::StateMaxAge)?,
-        (None, None) => skyline_controlplane::state::DEFAULT_MAX_AGE,
-    };
-    let dir = cli.state_dir.clone().or_else(|| file.and_then(|f| f.state_dir.clone()));
-    Ok(dir.map(|dir| StateDir::new(dir, max_age)))
+pub fn state(main: &Main) -> Option<StateDir> {
+    main.state_dir.clone().map(|dir| StateDir::new(dir, main.state_max_age))
 }
 
-/// The drain duration, the flag over the file over [`DEFAULT_DRAIN`].
-pub fn drain(cli: &Cli, file: Option<&FileConfig>) -> Result<Duration, ConfigError> {
-    match (cli.drain, file.and_then(|f| f.drain.as_deref())) {
-        (Some(flag), _) => Ok(flag),
-        (None, Some(text)) => crate::forwarding::parse_duration(text).map_err(ConfigError::Drain),
-        (None, None) => Ok(DEFAULT_DRAIN),
-    }
-}
-
-/// dnstap, the query log and the top talkers, flags over the `[observe]` table.
-pub fn observe(cli: &Cli, file: Option<&FileConfig>) -> Result<ObserveConfig, ConfigError> {
-    Ok(crate::observe::observe_config(
-        &cli.observe,
-        file.and_then(|f| f.observe.as_ref()),
-    )?)
-}
-
-/// DNS over TCP limits, flags over the file over [`TcpConfig::default`].
-pub fn tcp(cli: &Cli, file: Option<&FileConfig>) -> Result<TcpConfig, ConfigError> {
-    let defaults = TcpConfig::default();
+/// DNS over TCP limits.
+pub fn tcp(main: &Main) -> Result<TcpConfig, ConfigError> {
     let config = TcpConfig {
-        max_connections: cli
-            .tcp_max_connections
-            .or_else(|| file.and_then(|f| f.tcp_max_connections))
-            .unwrap_or(defaults.max_connections),
-        max_per_client: cli
-            .tcp_max_per_client
-            .or_else(|| file.and_then(|f| f.tcp_max_per_client))
-            .unwrap_or(defaults.max_per_client),
-        ..defaults
+        max_connections: main.tcp_max_connections,
+        max_per_client: main.tcp_max_per_client,
+        ..TcpConfig::default()
     };
     if config.max_connections == 0 {
         return Err(ConfigError::NoTcpConnections);
@@ -543,24 +283,18 @@ pub fn tcp(cli: &Cli, file: Option<&FileConfig>) -> Result<TcpConfig, ConfigErro
     Ok(config)
 }
 
-/// The Kubernetes source's settings, flags over the `[kubernetes]` table over CoreDNS's
-/// defaults; `None` when neither turns it on.
-pub fn kubernetes(cli: &Cli, file: Option<&FileConfig>) -> Result<Option<KubernetesSettings>, ConfigError> {
-    let args = &cli.kubernetes;
-    let table = file.and_then(|f| f.kubernetes.as_ref());
-    if !args.any() && table.is_none() {
+/// The Kubernetes source's settings over CoreDNS's defaults; `None` when cluster DNS is off.
+pub fn kubernetes(given: &Given) -> Result<Option<KubernetesSettings>, ConfigError> {
+    if !given.kubernetes_on {
         return Ok(None);
     }
-    let empty = KubernetesFile::default();
-    let table = table.unwrap_or(&empty);
-    let flag = |on: bool, key: Option<bool>| on || key.unwrap_or(false);
-    let defaults = kubernetes::Config::default();
-    let zones = match args.kubernetes_zones.as_ref().or(table.zones.as_ref()) {
+    let k = &given.kubernetes;
+    let zones = match &k.zones {
         Some(zones) => zones
             .iter()
             .map(|z| kube_zone("zones", z))
             .collect::<Result<Vec<_>, _>>()?,
-        None => defaults.zones.clone(),
+        None => kubernetes::Config::default().zones,
     };
     if !zones.iter().any(|z| !kubernetes::is_reverse(z)) {
         return Err(ConfigError::Kubernetes {
@@ -568,7 +302,7 @@ pub fn kubernetes(cli: &Cli, file: Option<&FileConfig>) -> Result<Option<Kuberne
             message: "at least one zone must be a forward zone (like cluster.local.)".into(),
         });
     }
-    let pods = match args.kubernetes_pods.as_deref().or(table.pods.as_deref()) {
+    let pods = match k.pods.as_deref() {
         None | Some("disabled") => PodMode::Disabled,
         Some("insecure") => PodMode::Insecure,
         Some("verified") => PodMode::Verified,
@@ -579,44 +313,35 @@ pub fn kubernetes(cli: &Cli, file: Option<&FileConfig>) -> Result<Option<Kuberne
             })
         }
     };
-    let ttl = args.kubernetes_ttl.or(table.ttl).unwrap_or(kubernetes::DEFAULT_TTL);
-    if ttl > kubernetes::MAX_TTL {
+    if k.ttl > kubernetes::MAX_TTL {
         return Err(ConfigError::Kubernetes {
             key: "ttl",
-            message: format!("{ttl} is above {}", kubernetes::MAX_TTL),
+            message: format!("{} is above {}", k.ttl, kubernetes::MAX_TTL),
         });
     }
-    let fallthrough = args
-        .kubernetes_fallthrough
+    let fallthrough = k
+        .fallthrough
         .as_ref()
-        .or(table.fallthrough.as_ref())
         .map(|zones| zones.iter().map(|z| kube_zone("fallthrough", z)).collect())
         .transpose()?;
     let zones = kubernetes::Config {
         zones,
-        ttl,
+        ttl: k.ttl,
         pods,
-        endpoint_pod_names: flag(args.kubernetes_endpoint_pod_names, table.endpoint_pod_names),
-        ignore_empty_service: flag(args.kubernetes_ignore_empty_service, table.ignore_empty_service),
-        namespaces: args
-            .kubernetes_namespaces
-            .clone()
-            .or_else(|| table.namespaces.clone())
-            .unwrap_or_default(),
+        endpoint_pod_names: k.endpoint_pod_names,
+        ignore_empty_service: k.ignore_empty_service,
+        namespaces: k.namespaces.clone().unwrap_or_default(),
         fallthrough,
-        openshift_names: flag(args.kubernetes_openshift_names, table.openshift_names),
+        openshift_names: k.openshift_names,
     };
     let options = KubernetesOptions {
-        kubeconfig: args.kubeconfig.clone().or_else(|| table.kubeconfig.clone()),
-        context: args.kubernetes_context.clone().or_else(|| table.context.clone()),
-        labels: args.kubernetes_labels.clone().or_else(|| table.labels.clone()),
-        namespace_labels: args
-            .kubernetes_namespace_labels
-            .clone()
-            .or_else(|| table.namespace_labels.clone()),
-        noendpoints: flag(args.kubernetes_noendpoints, table.noendpoints),
+        kubeconfig: k.kubeconfig.clone(),
+        context: k.context.clone(),
+        labels: k.labels.clone(),
+        namespace_labels: k.namespace_labels.clone(),
+        noendpoints: k.noendpoints,
         pods: pods == PodMode::Verified,
-        qps: args.kubernetes_qps.or(table.apiserver_qps),
+        qps: k.apiserver_qps,
     };
     Ok(Some(KubernetesSettings { options, zones }))
 }

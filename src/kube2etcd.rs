@@ -3,7 +3,8 @@
 //! options are the server's own declarations; the options that make no sense for records in
 //! etcd are refused by name.
 
-use crate::cli::{parse_addr, parse_domain, EtcdArgs, KubernetesArgs};
+use crate::cli::{parse_addr, parse_domain};
+use crate::settings::{EtcdArgs, Kubernetes, KubernetesArgs};
 use clap::Parser;
 use skyline_controlplane::etcd::EtcdOptions;
 use skyline_controlplane::http::HttpServer;
@@ -12,6 +13,7 @@ use skyline_controlplane::kubernetes::KubernetesOptions;
 use skyline_dataplane::snapshot::kubernetes as model;
 use skyline_dataplane::wire::Name;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::process::ExitCode;
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -101,19 +103,17 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
 fn run(cli: &Kube2EtcdCli) -> Result<(), Error> {
     let k = &cli.kubernetes;
     for (given, flag) in [
-        (
-            k.kubernetes_zones.is_some(),
-            "--kubernetes-zones (the zone is --domain)",
-        ),
-        (k.kubernetes_pods.is_some(), "--kubernetes-pods"),
-        (k.kubernetes_fallthrough.is_some(), "--kubernetes-fallthrough"),
-        (k.kubernetes_openshift_names, "--kubernetes-openshift-names"),
+        (k.zones.is_some(), "--kubernetes-zones (the zone is --domain)"),
+        (k.pods.is_some(), "--kubernetes-pods"),
+        (k.fallthrough.is_some(), "--kubernetes-fallthrough"),
+        (k.openshift_names.is_some(), "--kubernetes-openshift-names"),
     ] {
         if given {
             return Err(Error::Inapplicable(flag));
         }
     }
-    let ttl = k.kubernetes_ttl.unwrap_or(model::DEFAULT_TTL);
+    let k = Kubernetes::merge(k, None, Path::new(""), &mut Vec::new());
+    let ttl = k.ttl;
     if ttl > model::MAX_TTL {
         return Err(Error::Ttl(ttl));
     }
@@ -125,19 +125,19 @@ fn run(cli: &Kube2EtcdCli) -> Result<(), Error> {
     let config = model::Config {
         zones: vec![domain.clone()],
         ttl,
-        endpoint_pod_names: k.kubernetes_endpoint_pod_names,
-        ignore_empty_service: k.kubernetes_ignore_empty_service,
-        namespaces: k.kubernetes_namespaces.clone().unwrap_or_default(),
+        endpoint_pod_names: k.endpoint_pod_names,
+        ignore_empty_service: k.ignore_empty_service,
+        namespaces: k.namespaces.unwrap_or_default(),
         ..model::Config::default()
     };
     let options = KubernetesOptions {
-        kubeconfig: k.kubeconfig.clone(),
-        context: k.kubernetes_context.clone(),
-        labels: k.kubernetes_labels.clone(),
-        namespace_labels: k.kubernetes_namespace_labels.clone(),
-        noendpoints: k.kubernetes_noendpoints,
+        kubeconfig: k.kubeconfig,
+        context: k.context,
+        labels: k.labels,
+        namespace_labels: k.namespace_labels,
+        noendpoints: k.noendpoints,
         pods: false,
-        qps: k.kubernetes_qps,
+        qps: k.apiserver_qps,
     };
     let e = &cli.etcd;
     let etcd = EtcdOptions {

@@ -13,10 +13,12 @@ mod notify;
 mod observe;
 mod protection;
 mod reload;
+mod settings;
 mod upgrade;
 
 use cli::Cli;
 use config::{ConfigError, FileConfig, Settings};
+use settings::Given;
 use skyline_controlplane::etcd::{EtcdSource, OptionsError};
 use skyline_controlplane::http::{self, HttpError, HttpServer};
 use skyline_controlplane::kubernetes::{ConnectError, KubernetesSource};
@@ -111,10 +113,11 @@ pub(crate) fn init_logging(verbose: bool) {
 
 fn run(cli: &Cli) -> Result<(), StartError> {
     let file = cli.config.as_deref().map(FileConfig::load).transpose()?;
-    let operator = config::operator(cli, file.as_ref())?;
-    let tcp = config::tcp(cli, file.as_ref())?;
-    let drain = config::drain(cli, file.as_ref())?;
-    let observe = config::observe(cli, file.as_ref())?;
+    let given = Given::new(cli, file.as_ref()).map_err(ConfigError::from)?;
+    let operator = config::operator(&given)?;
+    let tcp = config::tcp(&given.main)?;
+    let drain = given.main.drain;
+    let observe = observe::observe_config(&given.observe).map_err(ConfigError::from)?;
     if let Some(skyline_dataplane::observe::QueryLogTarget::File(path)) = observe.query_log.as_ref().map(|q| &q.target)
     {
         std::fs::OpenOptions::new()
@@ -126,8 +129,8 @@ fn run(cli: &Cli) -> Result<(), StartError> {
                 source,
             })?;
     }
-    let pid_file = config::pid_file(cli, file.as_ref());
-    let state = config::state(cli, file.as_ref())?;
+    let pid_file = given.main.pid_file.clone();
+    let state = config::state(&given.main);
     if let Some(state) = &state {
         std::fs::create_dir_all(state.dir()).map_err(|source| StartError::StateDir {
             path: state.dir().to_owned(),
@@ -143,7 +146,9 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     let handed_over = upgraded.is_some();
     let inherited = match upgraded {
         Some(pairs) => Some(pairs),
-        None => config::systemd(cli, file.as_ref())
+        None => given
+            .main
+            .systemd
             .then(skyline_dataplane::sys::take_listen_fds)
             .transpose()?,
     };
@@ -156,7 +161,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         .map_err(StartError::Runtime)?;
     let entered = runtime.enter();
 
-    let kubernetes = config::kubernetes(cli, file.as_ref())?;
+    let kubernetes = config::kubernetes(&given)?;
     let cell = snapshot::empty_cell();
     // The configured sources, in the order they start and serve: the SkyDNS source (the records
     // file or etcd), then the Kubernetes source, which composes its cluster zones over it. With
@@ -212,8 +217,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     let mut shutdown = Shutdown::register().map_err(StartError::Signals)?;
     // Before anything is served: SIGHUP's default action would end the process.
     let hangup = signal(SignalKind::hangup()).map_err(StartError::Signals)?;
-    let stub_records =
-        etcd_health.filter(|_| forwarding::stub_records(&cli.forward, file.as_ref().and_then(|f| f.forward.as_ref())));
+    let stub_records = etcd_health.filter(|_| given.forward.stubzones);
     let reported = sources.iter().map(|source| source.report()).collect();
     for source in sources {
         runtime.spawn(source.serve(&settings.skydns));
@@ -225,7 +229,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         pin: settings.pin,
         tcp,
     };
-    let forward = forwarding_settings(cli, file.as_ref(), &settings)?;
+    let forward = forwarding_settings(&given, &settings);
     log_forwarding(forward.as_ref());
     let finish_limit = forward.as_ref().map_or(Duration::ZERO, |f| f.timeout) + tcp.io_timeout + FINISH_MARGIN;
     if forward.is_some() {
@@ -234,7 +238,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             Err(e) => tracing::warn!(error = %e, "cannot raise the open files limit"),
         }
     }
-    let cookie_settings = cookie_settings(cli, file.as_ref())?;
+    let cookie_settings = protection::cookie_settings(&given.cookies).map_err(ConfigError::from)?;
     let cookies = cookie_settings.secrets().map_err(ConfigError::from)?;
     tracing::info!(
         cookies = cookies.is_some(),
@@ -246,7 +250,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         forward,
         observe,
         cookies: cookies.map(CookieCell::new),
-        rrl: rrl_config(cli, file.as_ref())?,
+        rrl: protection::rrl_config(&given.rrl).map_err(ConfigError::from)?,
     };
     if options.rrl.is_enabled() {
         tracing::info!(
@@ -256,7 +260,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             "response rate limiting"
         );
     }
-    let (setup_interface, setup_notrack) = config::node_local(cli, file.as_ref());
+    let (setup_interface, setup_notrack) = (&given.main.setup_interface, given.main.setup_notrack);
     let node_local = if setup_interface.is_some() || setup_notrack {
         let mut addrs = vec![settings.addr];
         addrs.extend(settings.extra_addrs.iter().copied());
@@ -297,7 +301,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     let mut http_task = None;
     let mut http_handover = None;
     let served = Arc::clone(&cell);
-    if let Some(addr) = config::http_addr(cli, file.as_ref()) {
+    if let Some(addr) = given.main.http_addr {
         let observed = http::Observed::new(server.stats_reader(), cell, reported);
         draining = observed.draining();
         reload_stats = observed.reloads();
@@ -391,7 +395,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     }
     // Sockets systemd activated stay systemd's, for the next start; sockets handed to a new
     // process are its own now. Sockets this process bound alone are retired before they close.
-    let after = if upgraded || config::systemd(cli, file.as_ref()) {
+    let after = if upgraded || given.main.systemd {
         AfterDrain::Shared
     } else {
         AfterDrain::Retire
@@ -421,31 +425,11 @@ enum Stop {
     Upgraded(u32),
 }
 
-/// The DNS Cookie settings as configured.
-pub(crate) fn cookie_settings(cli: &Cli, file: Option<&FileConfig>) -> Result<protection::CookieSettings, ConfigError> {
-    Ok(protection::cookie_settings(
-        &cli.protection,
-        file.and_then(|f| f.cookies.as_ref()),
-    )?)
-}
-
-/// Response rate limiting as configured.
-pub(crate) fn rrl_config(
-    cli: &Cli,
-    file: Option<&FileConfig>,
-) -> Result<skyline_dataplane::rrl::RrlConfig, ConfigError> {
-    Ok(protection::rrl_config(
-        &cli.protection,
-        file.and_then(|f| f.rrl.as_ref()),
-    )?)
-}
-
 /// Forwarding as configured, with resolv.conf read when no nameserver is set.
 pub(crate) fn forwarding_settings(
-    cli: &Cli,
-    file: Option<&FileConfig>,
+    given: &Given,
     settings: &Settings,
-) -> Result<Option<skyline_dataplane::forward::ForwardConfig>, ConfigError> {
+) -> Option<skyline_dataplane::forward::ForwardConfig> {
     let mut listen = vec![settings.addr];
     listen.extend(settings.extra_addrs.iter().copied());
     let stacked = forwarding::Stacked {
@@ -456,13 +440,9 @@ pub(crate) fn forwarding_settings(
         read_timeout: settings.read_timeout,
         listen,
     };
-    Ok(forwarding::forward_config(
-        &cli.forward,
-        file.and_then(|f| f.forward.as_ref()),
-        file.and_then(|f| f.cache.as_ref()),
-        &stacked,
-        |path| std::fs::read_to_string(path).ok(),
-    )?)
+    forwarding::forward_config(&given.forward, &given.cache, &stacked, |path| {
+        std::fs::read_to_string(path).ok()
+    })
 }
 
 /// Logs where names outside the domain go: the first thing to check when they do not resolve.

@@ -1,23 +1,9 @@
-//! Settings of what the workers let others see of the queries: dnstap, the query log and the
-//! top talkers (the `[observe]` table), and their resolution into the data plane's
-//! [`ObserveConfig`]. Everything is off unless asked for, and fixed at start.
-//!
-//! | TOML key | flag | default |
-//! |---|---|---|
-//! | `observe.dnstap` | `--dnstap PATH` | none: no dnstap |
-//! | `observe.dnstap_identity` | `--dnstap-identity` | the host name |
-//! | `observe.dnstap_version` | `--dnstap-version` | `skyline <version>` |
-//! | `observe.dnstap_sample` | `--dnstap-sample N` | 1: every query |
-//! | `observe.query_log` | `--query-log [FILE]` (`-` or no value: stderr) | none: no query log |
-//! | `observe.query_log_rate` | `--query-log-rate N` | 1000 lines per second |
-//! | `observe.top_talkers` | `--top-talkers` | false |
-//! | `observe.top_talkers_k` | `--top-talkers-k K` | 10 |
-//! | `observe.top_talkers_sample` | `--top-talkers-sample N` | 1: every query |
+//! What the workers let others see of the queries, dnstap, the query log and the top talkers:
+//! the resolution of the `[observe]` table (declared in [`crate::settings`]) into the data
+//! plane's [`ObserveConfig`]. Everything is off unless asked for, and fixed at start.
 
-use clap::Args;
-use serde::Deserialize;
+use crate::settings::Observe;
 use skyline_dataplane::observe::{DnstapConfig, ObserveConfig, QueryLogConfig, QueryLogTarget, TopConfig};
-use std::path::PathBuf;
 
 /// Query-log lines per second when not set.
 pub const DEFAULT_QUERY_LOG_RATE: u32 = 1000;
@@ -38,120 +24,40 @@ pub enum ObserveError {
     TopK(usize),
 }
 
-/// The command-line options of dnstap, the query log and the top talkers.
-#[derive(Debug, Clone, Default, Args)]
-pub struct ObserveArgs {
-    /// Stream dnstap messages (client and forwarder queries and responses) over Frame Streams
-    /// to the unix socket PATH; the reader may come and go
-    #[arg(long, value_name = "PATH")]
-    pub dnstap: Option<PathBuf>,
-
-    /// dnstap identity of this server [default: the host name]
-    #[arg(long, value_name = "TEXT")]
-    pub dnstap_identity: Option<String>,
-
-    /// dnstap version string [default: skyline and its version]
-    #[arg(long, value_name = "TEXT")]
-    pub dnstap_version: Option<String>,
-
-    /// Send one query in N (with its response) to dnstap [default: 1]
-    #[arg(long, value_name = "N")]
-    pub dnstap_sample: Option<u32>,
-
-    /// Write one line per answered query to FILE, or to stderr with `-` or no value
-    #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "-")]
-    pub query_log: Option<PathBuf>,
-
-    /// Query-log lines per second at most, all workers together; the rest are counted as
-    /// suppressed [default: 1000]
-    #[arg(long, value_name = "N")]
-    pub query_log_rate: Option<u32>,
-
-    /// Count the heaviest client addresses and query names, exported on /metrics
-    #[arg(long)]
-    pub top_talkers: bool,
-
-    /// Top talkers exported per family [default: 10]
-    #[arg(long, value_name = "K")]
-    pub top_talkers_k: Option<usize>,
-
-    /// Count one query in N for the top talkers [default: 1]
-    #[arg(long, value_name = "N")]
-    pub top_talkers_sample: Option<u32>,
-}
-
-/// The `[observe]` table of the TOML file.
-#[derive(Debug, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ObserveFile {
-    /// `--dnstap`.
-    pub dnstap: Option<PathBuf>,
-    /// `--dnstap-identity`.
-    pub dnstap_identity: Option<String>,
-    /// `--dnstap-version`.
-    pub dnstap_version: Option<String>,
-    /// `--dnstap-sample`.
-    pub dnstap_sample: Option<u32>,
-    /// `--query-log`: a file, or `-` for stderr.
-    pub query_log: Option<PathBuf>,
-    /// `--query-log-rate`.
-    pub query_log_rate: Option<u32>,
-    /// `--top-talkers`.
-    pub top_talkers: Option<bool>,
-    /// `--top-talkers-k`.
-    pub top_talkers_k: Option<usize>,
-    /// `--top-talkers-sample`.
-    pub top_talkers_sample: Option<u32>,
-}
-
-/// Resolves the settings, flags over the file over the defaults.
-pub fn observe_config(args: &ObserveArgs, file: Option<&ObserveFile>) -> Result<ObserveConfig, ObserveError> {
-    let empty = ObserveFile::default();
-    let file = file.unwrap_or(&empty);
-    let sample = |flag: Option<u32>, key: Option<u32>, name: &'static str| match flag.or(key).unwrap_or(1) {
+/// Resolves the settings, checking the sampling rates and the top-K size.
+pub fn observe_config(observe: &Observe) -> Result<ObserveConfig, ObserveError> {
+    let sample = |n: u32, name: &'static str| match n {
         0 => Err(ObserveError::ZeroSample(name)),
         n => Ok(n),
     };
-    let dnstap = match args.dnstap.clone().or_else(|| file.dnstap.clone()) {
+    let dnstap = match &observe.dnstap {
         Some(socket) => Some(DnstapConfig {
-            socket,
-            identity: args
-                .dnstap_identity
-                .clone()
-                .or_else(|| file.dnstap_identity.clone())
-                .unwrap_or_else(host_name),
-            version: args
+            socket: socket.clone(),
+            identity: observe.dnstap_identity.clone().unwrap_or_else(host_name),
+            version: observe
                 .dnstap_version
                 .clone()
-                .or_else(|| file.dnstap_version.clone())
                 .unwrap_or_else(|| format!("skyline {}", env!("CARGO_PKG_VERSION"))),
-            sample: sample(args.dnstap_sample, file.dnstap_sample, "dnstap_sample")?,
+            sample: sample(observe.dnstap_sample, "dnstap_sample")?,
         }),
         None => None,
     };
-    let query_log = args
-        .query_log
-        .clone()
-        .or_else(|| file.query_log.clone())
-        .map(|path| QueryLogConfig {
-            target: if path.as_os_str() == "-" {
-                QueryLogTarget::Stderr
-            } else {
-                QueryLogTarget::File(path)
-            },
-            rate: args
-                .query_log_rate
-                .or(file.query_log_rate)
-                .unwrap_or(DEFAULT_QUERY_LOG_RATE),
-        });
-    let top_talkers = if args.top_talkers || file.top_talkers.unwrap_or(false) {
-        let k = args.top_talkers_k.or(file.top_talkers_k).unwrap_or(DEFAULT_TOP_K);
+    let query_log = observe.query_log.clone().map(|path| QueryLogConfig {
+        target: if path.as_os_str() == "-" {
+            QueryLogTarget::Stderr
+        } else {
+            QueryLogTarget::File(path)
+        },
+        rate: observe.query_log_rate,
+    });
+    let top_talkers = if observe.top_talkers {
+        let k = observe.top_talkers_k;
         if !(1..=MAX_TOP_K).contains(&k) {
             return Err(ObserveError::TopK(k));
         }
         Some(TopConfig {
             k,
-            sample: sample(args.top_talkers_sample, file.top_talkers_sample, "top_talkers_sample")?,
+            sample: sample(observe.top_talkers_sample, "top_talkers_sample")?,
         })
     } else {
         None
@@ -206,10 +112,16 @@ pub fn describe(config: &ObserveConfig) -> Vec<(&'static str, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::{ObserveArgs, ObserveFile};
+    use std::path::{Path, PathBuf};
+
+    fn resolve(args: &ObserveArgs, file: Option<&ObserveFile>) -> Result<ObserveConfig, ObserveError> {
+        observe_config(&Observe::merge(args, file, Path::new("/etc"), &mut Vec::new()))
+    }
 
     #[test]
     fn everything_is_off_by_default() {
-        let c = observe_config(&ObserveArgs::default(), None).unwrap();
+        let c = resolve(&ObserveArgs::default(), None).unwrap();
         assert!(!c.is_enabled());
     }
 
@@ -220,7 +132,7 @@ mod tests {
              query_log = \"-\"\ntop_talkers = true\ntop_talkers_k = 5\n",
         )
         .unwrap();
-        let c = observe_config(&ObserveArgs::default(), Some(&file)).unwrap();
+        let c = resolve(&ObserveArgs::default(), Some(&file)).unwrap();
         let d = c.dnstap.clone().unwrap();
         assert_eq!((d.identity.as_str(), d.sample), ("a", 4));
         assert_eq!(d.socket, PathBuf::from("/run/dnstap.sock"));
@@ -233,7 +145,7 @@ mod tests {
             top_talkers_k: Some(3),
             ..ObserveArgs::default()
         };
-        let c = observe_config(&args, Some(&file)).unwrap();
+        let c = resolve(&args, Some(&file)).unwrap();
         assert_eq!(c.dnstap.unwrap().sample, 2);
         assert_eq!(
             c.query_log.unwrap().target,
@@ -250,15 +162,15 @@ mod tests {
             ..ObserveArgs::default()
         };
         assert_eq!(
-            observe_config(&args, None),
+            resolve(&args, None),
             Err(ObserveError::ZeroSample("dnstap_sample"))
         );
         let args = ObserveArgs {
-            top_talkers: true,
+            top_talkers: Some(true),
             top_talkers_k: Some(0),
             ..ObserveArgs::default()
         };
-        assert_eq!(observe_config(&args, None), Err(ObserveError::TopK(0)));
+        assert_eq!(resolve(&args, None), Err(ObserveError::TopK(0)));
         assert!(toml::from_str::<ObserveFile>("dnstapp = \"/x\"").is_err());
     }
 }

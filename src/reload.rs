@@ -5,24 +5,20 @@
 //! the workers, which switch at their next turn. All of it is resolved and validated on the control plane's thread
 //! first: an invalid file changes nothing (it is logged and counted, and readiness does not
 //! move). A changed setting that only a restart applies is named in one log line and left as it
-//! is; the table at the top of `src/config.rs` says which are which.
+//! is; each setting's declaration in `src/settings.rs` says which it is (`applied` or
+//! `restart`), and README's tables show it.
 
 use crate::cli::Cli;
-use crate::config::{self, ConfigError, FileConfig, KubernetesSettings};
-use crate::forwarding;
+use crate::config::{self, ConfigError, FileConfig};
 use crate::notify::Notifier;
 use crate::protection::CookieSettings;
-use skyline_controlplane::etcd::EtcdOptions;
+use crate::settings::Given;
 use skyline_controlplane::http::ReloadStats;
 use skyline_controlplane::skydns::ConfigPatch;
 use skyline_controlplane::source::OverridesSender;
 use skyline_dataplane::cookie::CookieCell;
 use skyline_dataplane::forward::{ForwardConfig, Forwarding};
-use skyline_dataplane::observe::ObserveConfig;
-use skyline_dataplane::worker::TcpConfig;
 use skyline_dataplane::SnapshotCell;
-use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::signal::unix::Signal;
@@ -36,8 +32,10 @@ pub struct Reloader {
     cli: Cli,
     /// The data's own `/<prefix>/config` as read at start, under the forwarding settings.
     data_config: Option<ConfigPatch>,
-    /// The restart-only settings in force since the start.
-    started: Fixed,
+    /// The settings given at start, which the restart-only ones keep.
+    started: Given,
+    /// Whether the start forwarded: turning forwarding on or off takes a restart.
+    started_forwarding: bool,
     forward: Option<ForwardConfig>,
     cookies: CookieSettings,
     targets: Targets,
@@ -62,106 +60,37 @@ pub struct Targets {
 
 /// Everything a reload resolves.
 struct Resolved {
+    given: Given,
     overrides: ConfigPatch,
     forward: Option<ForwardConfig>,
     cookies: CookieSettings,
-    fixed: Fixed,
 }
 
-/// The settings only a restart applies, as resolved.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Fixed {
-    addrs: Vec<SocketAddr>,
-    path_prefix: String,
-    records: Option<PathBuf>,
-    etcd: Option<EtcdOptions>,
-    workers: usize,
-    pin: bool,
-    tcp: TcpConfig,
-    drain: Duration,
-    http_addr: Option<SocketAddr>,
-    systemd: bool,
-    node_local: (Option<String>, bool),
-    pid_file: Option<PathBuf>,
-    kubernetes: Option<KubernetesSettings>,
-    forwarding: bool,
-    stub_records: bool,
-    observe: ObserveConfig,
-    cookies: bool,
-    rrl: skyline_dataplane::rrl::RrlConfig,
-}
-
-impl Fixed {
-    /// The names of the settings that differ from `other`'s, as the configuration file spells
-    /// them.
-    fn differences(&self, other: &Fixed) -> Vec<&'static str> {
-        let differs = [
-            (self.addrs != other.addrs, "addr"),
-            (self.path_prefix != other.path_prefix, "path_prefix"),
-            (self.records != other.records, "records"),
-            (self.etcd != other.etcd, "machines (and the etcd connection)"),
-            (self.workers != other.workers, "workers"),
-            (self.pin != other.pin, "no_pin"),
-            (self.tcp != other.tcp, "tcp_max_connections, tcp_max_per_client"),
-            (self.drain != other.drain, "drain"),
-            (self.http_addr != other.http_addr, "http_addr"),
-            (self.systemd != other.systemd, "systemd"),
-            (self.node_local != other.node_local, "setup_interface, setup_notrack"),
-            (self.pid_file != other.pid_file, "pid_file"),
-            (self.kubernetes != other.kubernetes, "[kubernetes]"),
-            (self.forwarding != other.forwarding, "forwarding on or off"),
-            (self.stub_records != other.stub_records, "forward.stubzones"),
-            (self.observe != other.observe, "[observe]"),
-            (self.cookies != other.cookies, "cookies.enabled"),
-            (self.rrl != other.rrl, "[rrl]"),
-        ];
-        differs
-            .into_iter()
-            .filter_map(|(differs, name)| differs.then_some(name))
-            .collect()
+impl Resolved {
+    /// Whether names outside the zones are forwarded.
+    fn forwarding(&self) -> bool {
+        self.forward.as_ref().is_some_and(ForwardConfig::is_enabled)
     }
 }
 
 /// Resolves every setting from `cli` and the `--config` file's contents `file`, over
-/// `data_config`.
+/// `data_config`, and checks every one a start checks, so that an invalid file changes nothing.
 fn resolve(cli: &Cli, file: Option<&FileConfig>, data_config: Option<&ConfigPatch>) -> Result<Resolved, ConfigError> {
-    let operator = config::operator(cli, file)?;
+    let given = Given::new(cli, file)?;
+    let operator = config::operator(&given)?;
     let overrides = operator.overrides.clone();
-    let (path_prefix, records, etcd) = (
-        operator.path_prefix.clone(),
-        operator.records.clone(),
-        operator.etcd.clone(),
-    );
     let settings = config::resolve(operator, data_config)?;
-    let forward = crate::forwarding_settings(cli, file, &settings)?;
-    let cookies = crate::cookie_settings(cli, file)?;
-    let mut addrs = vec![settings.addr];
-    addrs.extend(settings.extra_addrs.iter().copied());
-    let fixed = Fixed {
-        addrs,
-        path_prefix,
-        records,
-        etcd,
-        workers: settings.workers,
-        pin: settings.pin,
-        tcp: config::tcp(cli, file)?,
-        drain: config::drain(cli, file)?,
-        http_addr: config::http_addr(cli, file),
-        systemd: config::systemd(cli, file),
-        node_local: config::node_local(cli, file),
-        pid_file: config::pid_file(cli, file),
-        kubernetes: config::kubernetes(cli, file)?,
-        forwarding: forward.as_ref().is_some_and(ForwardConfig::is_enabled),
-        stub_records: forwarding::stub_records(&cli.forward, file.and_then(|f| f.forward.as_ref())),
-        observe: config::observe(cli, file)?,
-        cookies: cookies.enabled,
-        rrl: crate::rrl_config(cli, file)?,
-    };
+    let forward = crate::forwarding_settings(&given, &settings);
+    let cookies = crate::protection::cookie_settings(&given.cookies)?;
+    config::tcp(&given.main)?;
+    config::kubernetes(&given)?;
+    crate::observe::observe_config(&given.observe)?;
+    crate::protection::rrl_config(&given.rrl)?;
     Ok(Resolved {
+        given,
         overrides,
         forward,
         cookies,
-        fixed,
     })
 }
 
@@ -178,7 +107,8 @@ impl Reloader {
         Ok(Reloader {
             cli,
             data_config,
-            started: started.fixed,
+            started_forwarding: started.forwarding(),
+            started: started.given,
             forward: started.forward,
             cookies: started.cookies,
             targets,
@@ -212,7 +142,10 @@ impl Reloader {
                 return;
             }
         };
-        let restart = self.started.differences(&resolved.fixed);
+        let mut restart = resolved.given.restart_changes(&self.started);
+        if resolved.forwarding() != self.started_forwarding {
+            restart.push("forwarding on or off");
+        }
         if !restart.is_empty() {
             tracing::warn!(
                 settings = %restart.join(", "),

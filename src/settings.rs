@@ -1,0 +1,962 @@
+//! Every setting of the server, each declared once: its flag and environment variable (the
+//! `#[arg]` attribute), its TOML key (the field's name, inside its group's table), its type, its
+//! default, its `/<prefix>/config` key where SkyDNS's data has one, what a SIGHUP does with it,
+//! and its documentation (the doc comment, which is both `--help` and README's tables).
+//!
+//! Each [`settings!`] block is one group, one table of the configuration file (the top-level
+//! keys are two groups, [`Main`] and [`Etcd`], so that `skyline kube2etcd` can take the etcd
+//! flags alone). From it come three structs: `…Args`, the flags, flattened into [`Cli`]; `…File`,
+//! the table as the file spells it; and the group itself, the two stacked by
+//! [`merge`](Main::merge), flags (then their environment variables) over the file over the
+//! declared default. [`Given`] holds every group merged; `crate::config` stacks it over the
+//! data's `/<prefix>/config` and turns it into what the server runs with.
+//!
+//! An entry reads
+//!
+//! ```text
+//! /// What it is for, as --help and README show it [default: what the default is]
+//! #[arg(long, env = "SKYDNS_NAME", value_name = "N")]
+//! restart name: Type = default, file FileType => conversion, data "json_key";
+//! ```
+//!
+//! `restart` or `applied` says what a SIGHUP does when the value changed: `applied` settings are
+//! put in force while serving, `restart` ones are named in a log line and left as they are. The
+//! `= default` is left out when the default depends on other settings or on the data (it is then
+//! applied where the setting is used, and the field is an `Option`); `file FileType => conversion`
+//! when the file spells the value differently from the flag (a duration as a string, a path
+//! relative to the file); `data "key"` when the setting has a `/<prefix>/config` key, which
+//! `crate::config::operator` hands to the sources. The long flag is the field's name unless the
+//! `#[arg]` says otherwise; the doc comment ends with `[default: …]`, which README's tables show.
+//! A test checks README's tables against these declarations.
+
+use crate::cli::{parse_addr, parse_domain, parse_go_bool, parse_hostmaster, Cli};
+use crate::config::{Addrs, FileConfig};
+use crate::forwarding::{parse_duration, parse_prefix, parse_size, parse_stub_zone, parse_zone_ttl};
+use crate::forwarding::{StubZoneFile, DEFAULT_RESOLV_CONF};
+use crate::observe::{DEFAULT_QUERY_LOG_RATE, DEFAULT_TOP_K};
+use skyline_controlplane::skydns::config as skydns_config;
+use skyline_dataplane::cache::CacheConfig;
+use skyline_dataplane::forward::{ForwardConfig, Prefix, StubZone};
+use skyline_dataplane::rrl::RrlConfig;
+use skyline_dataplane::snapshot::kubernetes::DEFAULT_TTL as KUBERNETES_TTL;
+use skyline_dataplane::wire::Name;
+use skyline_dataplane::worker::TcpConfig;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The default path prefix: records live under `/skydns/`.
+pub const DEFAULT_PATH_PREFIX: &str = "skydns";
+
+/// How long a stopping process keeps answering before its listeners close.
+pub const DEFAULT_DRAIN: Duration = Duration::from_secs(5);
+
+/// A configuration file value that does not convert to its setting's type; the message names
+/// the setting by its TOML key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {reason}")]
+pub struct Invalid {
+    /// The setting, as the file spells it (`drain`, `forward.timeout`).
+    pub key: &'static str,
+    /// What is wrong with the value.
+    pub reason: String,
+}
+
+/// Declares one group of settings; see the module's documentation for an entry's form.
+macro_rules! settings {
+    (@value $ty:ty) => { Option<$ty> };
+    (@value $ty:ty, $default:expr) => { $ty };
+    (@file $ty:ty) => { $ty };
+    (@file $ty:ty, $file:ty) => { $file };
+    (@convert $raw:expr, $dir:expr) => {{
+        let _ = $dir;
+        Ok::<_, String>($raw)
+    }};
+    (@convert $raw:expr, $dir:expr, $convert:path) => { $convert($raw, $dir) };
+    (@default $value:expr) => { $value };
+    (@default $value:expr, $default:expr) => { $value.unwrap_or_else(|| $default) };
+    (@restart applied) => { false };
+    (@restart restart) => { true };
+    (@data) => { None };
+    (@data $data:literal) => { Some($data) };
+    (
+        $(#[doc = $group_doc:literal])*
+        $group:ident ($args:ident, $file:ident) keys $prefix:literal {
+            $(
+                $(#[doc = $doc:literal])*
+                #[arg($($arg:tt)*)]
+                $reload:ident $name:ident: $ty:ty
+                    $(= $default:expr)?
+                    $(, file $file_ty:ty => $convert:path)?
+                    $(, data $data:literal)?;
+            )*
+        }
+    ) => {
+        $(#[doc = $group_doc])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $group {
+            $(
+                $(#[doc = $doc])*
+                pub $name: settings!(@value $ty $(, $default)?),
+            )*
+        }
+
+        #[doc = concat!("The flags of [`", stringify!($group), "`]; `None` when neither the flag nor its variable is given.")]
+        #[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+        pub struct $args {
+            $(
+                $(#[doc = $doc])*
+                #[arg($($arg)*)]
+                pub $name: Option<$ty>,
+            )*
+        }
+
+        #[doc = concat!("The configuration file's keys of [`", stringify!($group), "`]; an unknown key is an error, so that a typo is reported.")]
+        #[derive(Debug, Default, PartialEq, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $file {
+            $(
+                $(#[doc = $doc])*
+                pub $name: Option<settings!(@file $ty $(, $file_ty)?)>,
+            )*
+        }
+
+        impl $group {
+            /// Stacks the flags `args` over the file's keys `file` (a relative path is relative
+            /// to `dir`, the file's directory) over the defaults. A file value that does not
+            /// convert is added to `problems` and counts as not set.
+            pub fn merge(args: &$args, file: Option<&$file>, dir: &Path, problems: &mut Vec<Invalid>) -> $group {
+                $group {
+                    $(
+                        $name: settings!(@default args.$name.clone().or_else(|| {
+                            let raw = file?.$name.clone()?;
+                            settings!(@convert raw, dir $(, $convert)?)
+                                .map_err(|reason| problems.push(Invalid {
+                                    key: concat!($prefix, stringify!($name)),
+                                    reason,
+                                }))
+                                .ok()
+                        }) $(, $default)?),
+                    )*
+                }
+            }
+
+            /// The TOML keys of the settings only a restart applies whose values differ from
+            /// `started`'s.
+            pub fn restart_changes(&self, started: &$group) -> Vec<&'static str> {
+                let mut changed = Vec::new();
+                $(
+                    if settings!(@restart $reload) && self.$name != started.$name {
+                        changed.push(concat!($prefix, stringify!($name)));
+                    }
+                )*
+                changed
+            }
+
+            /// The group's settings as README's tables show them.
+            #[cfg(test)]
+            const SETTINGS: &'static [tests::Setting] = &[
+                $(
+                    tests::Setting {
+                        id: stringify!($name),
+                        key: concat!($prefix, stringify!($name)),
+                        data: settings!(@data $($data)?),
+                        restart: settings!(@restart $reload),
+                    },
+                )*
+            ];
+        }
+    };
+}
+
+settings! {
+    /// Where DNS is served, what shapes the answers, and how the process runs: the configuration
+    /// file's top-level keys.
+    Main (MainArgs, MainFile) keys "" {
+        /// IP:port to serve DNS on, over UDP and TCP; repeat or comma-separate to serve on several
+        /// (a node-local cache on 169.254.20.10:53 and a cluster IP); in the file one address or a
+        /// list [default: 127.0.0.1:53]
+        #[arg(long, env = "SKYDNS_ADDR", value_name = "IP:PORT", value_delimiter = ',', value_parser = parse_addr)]
+        restart addr: Vec<SocketAddr>, file Addrs => addrs, data "dns_addr";
+
+        /// Domain to be authoritative for [default: skydns.local.]
+        #[arg(long, env = "SKYDNS_DOMAIN", value_parser = parse_domain)]
+        applied domain: Name, file String => name, data "domain";
+
+        /// First element of every record key: records live under /<prefix>/ [default: skydns]
+        #[arg(long, env = "SKYDNS_PATH_PREFIX", value_name = "PREFIX")]
+        restart path_prefix: String = DEFAULT_PATH_PREFIX.to_owned();
+
+        /// Comma-separated IP:port list of resolvers for names outside the domain; without any,
+        /// the nameserver lines of --resolv-conf [default: none]
+        #[arg(long, env = "SKYDNS_NAMESERVERS", value_name = "IP:PORT,...", value_delimiter = ',', value_parser = parse_addr)]
+        applied nameservers: Vec<SocketAddr>, data "nameservers";
+
+        /// Labels a name needs before it is forwarded; 0 means the default [default: 2]
+        #[arg(long, env = "SKYDNS_NDOTS", value_name = "N")]
+        applied ndots: u32, data "ndot";
+
+        /// Follow etcd's member list, read at connection and every 5 s: members added to the
+        /// cluster are used and removed ones dropped, without a restart; --machines only seeds
+        /// the first connection [default: false]
+        #[arg(
+            long,
+            env = "SKYDNS_DISCOVER",
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true",
+            value_parser = parse_go_bool
+        )]
+        restart discover: bool = false;
+
+        /// Name whose records local.dns.<domain> answers with [default: none]
+        #[arg(long, value_name = "NAME", value_parser = parse_domain)]
+        applied local: Name, file String => name, data "local";
+
+        /// SOA contact; the mail form hostmaster@skydns.local. is accepted [default: hostmaster.<domain>]
+        #[arg(long, value_name = "NAME", value_parser = parse_hostmaster)]
+        applied hostmaster: Name, file String => hostmaster, data "hostmaster";
+
+        /// Shuffle A/AAAA answers; --round-robin=false turns it off [default: true]
+        #[arg(
+            long,
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true",
+            value_parser = parse_go_bool
+        )]
+        applied round_robin: bool, data "round_robin";
+
+        /// A directory answers with the records below it, and `*`/`any` queries below it match,
+        /// only when it holds a `.wildcards` key; NXDOMAIN otherwise [default: false]
+        #[arg(
+            long,
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true",
+            value_parser = parse_go_bool
+        )]
+        applied wildcards_marker: bool;
+
+        /// Records file: a JSON object mapping etcd keys to SkyDNS records; reloaded when it changes
+        /// and on SIGHUP; not with --machines [default: none, an empty zone]
+        #[arg(long, value_name = "FILE")]
+        restart records: PathBuf, file PathBuf => relative;
+
+        /// Serve on the UDP and TCP sockets systemd passes (socket activation: LISTEN_FDS), in
+        /// place of binding --addr; notifies READY, RELOADING and STOPPING (units in
+        /// deploy/systemd/) [default: false]
+        #[arg(
+            long,
+            env = "SKYDNS_SYSTEMD",
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true",
+            value_parser = parse_go_bool
+        )]
+        restart systemd: bool = false;
+
+        /// Worker threads answering queries; 0 means one per core [default: 0]
+        #[arg(long, value_name = "N")]
+        restart workers: usize = 0;
+
+        /// Do not pin worker threads to cores [default: false]
+        #[arg(long, num_args = 0, default_missing_value = "true")]
+        restart no_pin: bool = false;
+
+        /// DNS over TCP connections per worker; a new one past it takes the slot of the connection
+        /// idle the longest, and is refused at once only when every connection is busy [default: 1024]
+        #[arg(long, value_name = "N")]
+        restart tcp_max_connections: usize = TcpConfig::default().max_connections;
+
+        /// DNS over TCP connections per client address per worker; 0 means no such cap, only the
+        /// per-worker one [default: 0]
+        #[arg(long, value_name = "N")]
+        restart tcp_max_per_client: usize = TcpConfig::default().max_per_client;
+
+        /// Create this dummy interface holding the --addr addresses (a node-local cache's
+        /// 169.254.20.10), removed on exit after the drain and left to the new process of an
+        /// in-place upgrade; needs CAP_NET_ADMIN and `ip` (iproute2) [default: none]
+        #[arg(long, value_name = "NAME")]
+        restart setup_interface: String;
+
+        /// Install nftables NOTRACK rules for DNS to and from the --addr addresses, removed like
+        /// --setup-interface; needs CAP_NET_ADMIN and `nft` (nftables) [default: false]
+        #[arg(long, num_args = 0, default_missing_value = "true")]
+        restart setup_notrack: bool = false;
+
+        /// File to hold the PID of the serving process; an in-place upgrade's new process rewrites
+        /// it [default: none]
+        #[arg(long, value_name = "FILE")]
+        restart pid_file: PathBuf, file PathBuf => relative;
+
+        /// After SIGTERM or SIGINT, how long to keep answering while /ready says not ready, before
+        /// the listeners close and the queries in flight are finished, e.g. 5s or 500ms; a second
+        /// signal ends it early [default: 5s]
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        restart drain: Duration = DEFAULT_DRAIN, file String => duration;
+
+        /// Directory for the persisted snapshot: the last complete data of etcd and Kubernetes,
+        /// served (marked stale) when a start finds its source unreachable [default: none]
+        #[arg(long, value_name = "DIR")]
+        restart state_dir: PathBuf, file PathBuf => relative;
+
+        /// The oldest persisted snapshot a start serves, e.g. 24h or 90m [default: 24h]
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        restart state_max_age: Duration = skyline_controlplane::state::DEFAULT_MAX_AGE, file String => duration;
+
+        /// IP:port to serve /health, /ready and /metrics on over HTTP; port 0 picks a free one
+        /// [default: none, no HTTP listener]
+        #[arg(long, env = "SKYLINE_HTTP_ADDR", value_name = "IP:PORT", value_parser = parse_addr)]
+        restart http_addr: SocketAddr;
+    }
+}
+
+settings! {
+    /// Where etcd is and how to authenticate to it, SkyDNS's flags and variables: the server's
+    /// data source when `machines` is set, and where kube2etcd writes. Top-level keys.
+    Etcd (EtcdArgs, EtcdFile) keys "" {
+        /// Comma-separated etcd v3 endpoints; for the server, setting them makes etcd the data
+        /// source, watched live [default: none]
+        #[arg(long, env = "ETCD_MACHINES", value_name = "URL,...", value_delimiter = ',')]
+        restart machines: Vec<String>;
+
+        /// Client private key for TLS to etcd, PEM; goes with --tls-pem [default: none]
+        #[arg(long, env = "ETCD_TLSKEY", value_name = "FILE")]
+        restart tls_key: PathBuf, file PathBuf => relative;
+
+        /// Client certificate for TLS to etcd, PEM; goes with --tls-key [default: none]
+        #[arg(long, env = "ETCD_TLSPEM", value_name = "FILE")]
+        restart tls_pem: PathBuf, file PathBuf => relative;
+
+        /// Certificate authority of the etcd members' certificates, PEM; needed for https
+        /// endpoints [default: none]
+        #[arg(long, env = "ETCD_CACERT", value_name = "FILE")]
+        restart ca_cert: PathBuf, file PathBuf => relative;
+
+        /// etcd user; goes with --password [default: none]
+        #[arg(long, env = "ETCD_USERNAME", value_name = "USER")]
+        restart username: String;
+
+        /// Password of the etcd user [default: none]
+        #[arg(long, env = "ETCD_PASSWORD", value_name = "PASSWORD", hide_env_values = true)]
+        restart password: String;
+    }
+}
+
+settings! {
+    /// Forwarding of names outside the zones: the `[forward]` table.
+    Forward (ForwardArgs, ForwardFile) keys "forward." {
+        /// Never forward: names outside the domain get REFUSED (SkyDNS -no-rec) [default: false]
+        #[arg(
+            long,
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true",
+            value_parser = parse_go_bool
+        )]
+        restart no_rec: bool, data "no_rec";
+
+        /// Start successive forwarded questions at successive nameservers; =false: always the
+        /// first first [default: true]
+        #[arg(
+            long,
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true",
+            value_parser = parse_go_bool
+        )]
+        applied ns_rotate: bool, data "ns_rotate";
+
+        /// File whose nameserver lines are the upstreams when no nameservers are set
+        /// [default: /etc/resolv.conf]
+        #[arg(long, env = "SKYLINE_RESOLV_CONF", value_name = "FILE")]
+        applied resolv_conf: PathBuf = PathBuf::from(DEFAULT_RESOLV_CONF);
+
+        /// Comma-separated address prefixes of the clients that may use forwarding; others get
+        /// REFUSED for names outside the domain [default: 127.0.0.0/8, ::1, 169.254.0.0/16,
+        /// fe80::/10, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, fc00::/7]
+        #[arg(long, value_name = "PREFIX,...", value_delimiter = ',', value_parser = parse_prefix)]
+        applied recursion_acl: Vec<Prefix>, file Vec<String> => prefixes;
+
+        /// How long a forwarded question may take, all tries together, before the client gets a
+        /// stale answer or SERVFAIL (EDE 22), e.g. 1500ms or 2s [default: 1500ms]
+        #[arg(long = "forward-timeout", value_name = "DURATION", value_parser = parse_duration)]
+        applied timeout: Duration, file String => duration, data "read_timeout";
+
+        /// Upstream questions in flight per worker; more get SERVFAIL at once [default: 512]
+        #[arg(long, value_name = "N")]
+        applied max_in_flight: usize = ForwardConfig::default().max_in_flight;
+
+        /// Questions one client address may have waiting on upstreams per worker; more get
+        /// SERVFAIL at once (skyline_forward_client_limited_total), so that one client's flood
+        /// leaves room for the others; 0: no limit but --max-in-flight [default: 128]
+        #[arg(long, value_name = "N")]
+        applied max_in_flight_per_client: usize = ForwardConfig::default().max_in_flight_per_client;
+
+        /// A stub zone and its servers, ZONE=IP:PORT[,IP:PORT...]; repeat for more zones; in the
+        /// file a list of tables with `zone` and `servers` [default: none]
+        #[arg(long = "stub-zone", value_name = "ZONE=IP:PORT,...", value_parser = parse_stub_zone)]
+        applied stub_zones: Vec<StubZone> = Vec::new(), file Vec<StubZoneFile> => stub_zones;
+
+        /// Follow the stub zones of the records under dns/stub/ of the domain in etcd, as they
+        /// change (SkyDNS -stubzones) [default: false]
+        #[arg(
+            long,
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true",
+            value_parser = parse_go_bool
+        )]
+        restart stubzones: bool = false;
+    }
+}
+
+settings! {
+    /// The response cache of forwarded answers: the `[cache]` table.
+    Cache (CacheArgs, CacheFile) keys "cache." {
+        /// Response cache memory, all workers together, e.g. 64MiB [default: 16MiB]
+        #[arg(long = "cache-size", value_name = "SIZE", value_parser = parse_size)]
+        applied size: usize = CacheConfig::default().max_bytes, file String => size;
+
+        /// Lowest TTL, seconds, given to cached positive answers [default: 0]
+        #[arg(long = "cache-min-ttl", value_name = "SECS")]
+        applied min_ttl: u32 = CacheConfig::default().min_ttl;
+
+        /// Highest TTL, seconds, given to cached positive answers [default: 86400]
+        #[arg(long = "cache-max-ttl", value_name = "SECS")]
+        applied max_ttl: u32 = CacheConfig::default().max_ttl;
+
+        /// Highest TTL, seconds, of cached negative answers (RFC 2308) [default: 3600]
+        #[arg(long = "cache-negative-ttl", value_name = "SECS")]
+        applied negative_ttl: u32 = CacheConfig::default().negative_max_ttl;
+
+        /// A lower negative-answer cap for one zone, ZONE=SECS; repeat for more zones; in the
+        /// file a table of zone = seconds [default: cluster.local.=5]
+        #[arg(long = "cache-negative-ttl-zone", value_name = "ZONE=SECS", value_parser = parse_zone_ttl)]
+        applied negative_ttl_zones: Vec<(Name, u32)> = CacheConfig::default().negative_zone_caps,
+            file BTreeMap<String, u32> => zone_ttls;
+
+        /// Seconds past expiry an answer may still be served when upstreams fail (RFC 8767); 0
+        /// turns serve-stale off [default: 86400]
+        #[arg(long = "serve-stale", value_name = "SECS")]
+        applied serve_stale: u32 = CacheConfig::default().stale_for;
+
+        /// Refresh popular cache entries before they expire; --no-prefetch turns it off
+        /// [default: true]
+        #[arg(long = "no-prefetch", num_args = 0, default_missing_value = "false")]
+        applied prefetch: bool = CacheConfig::default().prefetch;
+    }
+}
+
+settings! {
+    /// Kubernetes cluster DNS: the `[kubernetes]` table, CoreDNS's `kubernetes` plugin options
+    /// under the same names, so that a Corefile block translates line by line. Any of them, the
+    /// table or --kubernetes turns the Kubernetes source on.
+    Kubernetes (KubernetesArgs, KubernetesFile) keys "kubernetes." {
+        /// kubeconfig file of the API server to watch (CoreDNS `kubeconfig`) [default:
+        /// KUBECONFIG, else ~/.kube/config, else the in-cluster service account]
+        #[arg(long = "kubeconfig", value_name = "FILE")]
+        restart kubeconfig: PathBuf, file PathBuf => relative;
+
+        /// kubeconfig context to use instead of the current one [default: the current one]
+        #[arg(long = "kubernetes-context", value_name = "NAME")]
+        restart context: String;
+
+        /// Comma-separated zones of cluster DNS: forward zones (the first names PTR targets) and
+        /// reverse zones [default: cluster.local.,in-addr.arpa.,ip6.arpa.]
+        #[arg(long = "kubernetes-zones", value_name = "ZONE,...", value_delimiter = ',')]
+        restart zones: Vec<String>;
+
+        /// Pod names <ip>.<ns>.pod.<zone>: disabled, insecure (any address answers with itself)
+        /// or verified (existing pods; watches Pods) [default: disabled]
+        #[arg(long = "kubernetes-pods", value_name = "MODE")]
+        restart pods: String;
+
+        /// Name endpoints without a hostname after their pod rather than their address
+        /// [default: false]
+        #[arg(long = "kubernetes-endpoint-pod-names", num_args = 0, default_missing_value = "true")]
+        restart endpoint_pod_names: bool = false;
+
+        /// TTL of cluster records, 0-3600 (dns-version stays 28800) [default: 5]
+        #[arg(long = "kubernetes-ttl", value_name = "SECONDS")]
+        restart ttl: u32 = KUBERNETES_TTL;
+
+        /// Comma-separated namespaces to serve; others do not exist, PTRs included [default: all]
+        #[arg(long = "kubernetes-namespaces", value_name = "NS,...", value_delimiter = ',')]
+        restart namespaces: Vec<String>;
+
+        /// Label selector of the watched Services (and Pods) [default: none]
+        #[arg(long = "kubernetes-labels", value_name = "SELECTOR")]
+        restart labels: String;
+
+        /// Label selector of the watched Namespaces [default: none]
+        #[arg(long = "kubernetes-namespace-labels", value_name = "SELECTOR")]
+        restart namespace_labels: String;
+
+        /// A ClusterIP service without ready endpoints is NXDOMAIN (CoreDNS `ignore
+        /// empty_service`) [default: false]
+        #[arg(long = "kubernetes-ignore-empty-service", num_args = 0, default_missing_value = "true")]
+        restart ignore_empty_service: bool = false;
+
+        /// Do not watch EndpointSlices: no headless service or endpoint names [default: false]
+        #[arg(long = "kubernetes-noendpoints", num_args = 0, default_missing_value = "true")]
+        restart noendpoints: bool = false;
+
+        /// Also serve OpenShift's <svc>.<ns>.endpoints.<zone> and
+        /// _endpoints.<svc>.<ns>.svc.<zone> [default: false]
+        #[arg(long = "kubernetes-openshift-names", num_args = 0, default_missing_value = "true")]
+        restart openshift_names: bool = false;
+
+        /// Requests per second to the API server at most (CoreDNS `apiserver_qps`) [default: no limit]
+        #[arg(long = "kubernetes-qps", value_name = "N")]
+        restart apiserver_qps: u32;
+
+        /// Comma-separated zones whose missing names are forwarded instead of denied; without a
+        /// value, every cluster zone (CoreDNS `fallthrough`) [default: none]
+        #[arg(long = "kubernetes-fallthrough", value_name = "ZONE,...", value_delimiter = ',', num_args = 0..)]
+        restart fallthrough: Vec<String>;
+    }
+}
+
+settings! {
+    /// What the workers let others see of the queries, all off by default: dnstap, the query log
+    /// and the top talkers (docs/observability.md): the `[observe]` table.
+    Observe (ObserveArgs, ObserveFile) keys "observe." {
+        /// Stream dnstap messages (client and forwarder queries and responses) over Frame Streams
+        /// to the unix socket PATH; the reader may come and go [default: none, no dnstap]
+        #[arg(long, value_name = "PATH")]
+        restart dnstap: PathBuf, file PathBuf => relative;
+
+        /// dnstap identity of this server [default: the host name]
+        #[arg(long, value_name = "TEXT")]
+        restart dnstap_identity: String;
+
+        /// dnstap version string [default: skyline and its version]
+        #[arg(long, value_name = "TEXT")]
+        restart dnstap_version: String;
+
+        /// Send one query in N (with its response) to dnstap [default: 1]
+        #[arg(long, value_name = "N")]
+        restart dnstap_sample: u32 = 1;
+
+        /// Write one line per answered query to FILE, or to stderr with `-` or no value
+        /// [default: none, no query log]
+        #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "-")]
+        restart query_log: PathBuf, file PathBuf => relative_or_stderr;
+
+        /// Query-log lines per second at most, all workers together; the rest are counted as
+        /// suppressed [default: 1000]
+        #[arg(long, value_name = "N")]
+        restart query_log_rate: u32 = DEFAULT_QUERY_LOG_RATE;
+
+        /// Count the heaviest client addresses and query names, exported on /metrics
+        /// [default: false]
+        #[arg(long, num_args = 0, default_missing_value = "true")]
+        restart top_talkers: bool = false;
+
+        /// Top talkers exported per family [default: 10]
+        #[arg(long, value_name = "K")]
+        restart top_talkers_k: usize = DEFAULT_TOP_K;
+
+        /// Count one query in N for the top talkers [default: 1]
+        #[arg(long, value_name = "N")]
+        restart top_talkers_sample: u32 = 1;
+    }
+}
+
+settings! {
+    /// DNS Cookies (RFC 7873, with the server cookie of RFC 9018): the `[cookies]` table.
+    Cookies (CookiesArgs, CookiesFile) keys "cookies." {
+        /// Answer DNS Cookies (RFC 7873): a COOKIE option is checked and answered with a server
+        /// cookie; a wrong server cookie over UDP gets BADCOOKIE; =false ignores them [default: true]
+        #[arg(
+            long = "cookies",
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true",
+            value_parser = parse_go_bool
+        )]
+        restart enabled: bool = true;
+
+        /// Secret of the server cookies, 32 hexadecimal digits; set the same on every server of
+        /// an anycast address [default: random, made at start]
+        #[arg(long = "cookie-secret", env = "SKYLINE_COOKIE_SECRET", value_name = "HEX", hide_env_values = true)]
+        applied secret: String;
+
+        /// The secret before the last rotation, still accepted; cookies it made are replaced in
+        /// the reply [default: none]
+        #[arg(
+            long = "cookie-secret-previous",
+            env = "SKYLINE_COOKIE_SECRET_PREVIOUS",
+            value_name = "HEX",
+            hide_env_values = true
+        )]
+        applied secret_previous: String;
+    }
+}
+
+settings! {
+    /// Response rate limiting of UDP responses, as Knot DNS and BIND do it: the `[rrl]` table.
+    Rrl (RrlArgs, RrlFile) keys "rrl." {
+        /// Response rate limiting: UDP responses a second allowed to one client prefix for one
+        /// name (NXDOMAIN and errors: one zone); 0 turns it off [default: 0]
+        #[arg(long = "rrl-rate", value_name = "N")]
+        restart rate: u32 = RrlConfig::default().rate;
+
+        /// Of the responses over the rate, every Nth goes out truncated (TC) so that a genuine
+        /// client retries over TCP, the rest are dropped; 0 drops all, 1 truncates all [default: 2]
+        #[arg(long = "rrl-slip", value_name = "N")]
+        restart slip: u32 = RrlConfig::default().slip;
+
+        /// Seconds a client over the rate stays limited after it stops: the debt a bucket can
+        /// hold, 1 to 3600 [default: 15]
+        #[arg(long = "rrl-window", value_name = "SECS")]
+        restart window: u32 = RrlConfig::default().window;
+
+        /// Leading bits of an IPv4 client's address that rate limiting groups by [default: 24]
+        #[arg(long = "rrl-ipv4-prefix", value_name = "BITS")]
+        restart ipv4_prefix: u8 = RrlConfig::default().ipv4_prefix;
+
+        /// Leading bits of an IPv6 client's address that rate limiting groups by [default: 56]
+        #[arg(long = "rrl-ipv6-prefix", value_name = "BITS")]
+        restart ipv6_prefix: u8 = RrlConfig::default().ipv6_prefix;
+
+        /// Comma-separated address prefixes never rate limited [default: none]
+        #[arg(long = "rrl-exempt", value_name = "PREFIX,...", value_delimiter = ',')]
+        restart exempt: Vec<Prefix> = RrlConfig::default().exempt, file Vec<String> => prefixes;
+    }
+}
+
+/// Every setting as the operator gave it: flags, then environment variables, then the
+/// configuration file, then the declared defaults, group by group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Given {
+    /// The top-level keys but etcd's.
+    pub main: Main,
+    /// etcd's connection.
+    pub etcd: Etcd,
+    /// `[forward]`.
+    pub forward: Forward,
+    /// `[cache]`.
+    pub cache: Cache,
+    /// `[kubernetes]`.
+    pub kubernetes: Kubernetes,
+    /// Whether Kubernetes cluster DNS is served: `--kubernetes`, any of its flags, or a
+    /// `[kubernetes]` table.
+    pub kubernetes_on: bool,
+    /// `[observe]`.
+    pub observe: Observe,
+    /// `[cookies]`.
+    pub cookies: Cookies,
+    /// `[rrl]`.
+    pub rrl: Rrl,
+}
+
+impl Given {
+    /// Stacks the command line `cli` over the configuration file `file`; each file value that
+    /// does not convert is added to `problems` and counts as not set.
+    pub fn merge(cli: &Cli, file: Option<&FileConfig>, problems: &mut Vec<Invalid>) -> Given {
+        let dir = file.map_or(Path::new(""), |f| f.dir.as_path());
+        Given {
+            main: Main::merge(&cli.main, file.map(|f| &f.main), dir, problems),
+            etcd: Etcd::merge(&cli.etcd, file.map(|f| &f.etcd), dir, problems),
+            forward: Forward::merge(&cli.forward, file.and_then(|f| f.forward.as_ref()), dir, problems),
+            cache: Cache::merge(&cli.cache, file.and_then(|f| f.cache.as_ref()), dir, problems),
+            kubernetes: Kubernetes::merge(&cli.kubernetes, file.and_then(|f| f.kubernetes.as_ref()), dir, problems),
+            kubernetes_on: cli.kubernetes_on
+                || cli.kubernetes != KubernetesArgs::default()
+                || file.is_some_and(|f| f.kubernetes.is_some()),
+            observe: Observe::merge(&cli.observe, file.and_then(|f| f.observe.as_ref()), dir, problems),
+            cookies: Cookies::merge(&cli.cookies, file.and_then(|f| f.cookies.as_ref()), dir, problems),
+            rrl: Rrl::merge(&cli.rrl, file.and_then(|f| f.rrl.as_ref()), dir, problems),
+        }
+    }
+
+    /// [`Given::merge`], failing on the first value that does not convert.
+    pub fn new(cli: &Cli, file: Option<&FileConfig>) -> Result<Given, Invalid> {
+        let mut problems = Vec::new();
+        let given = Given::merge(cli, file, &mut problems);
+        match problems.into_iter().next() {
+            Some(problem) => Err(problem),
+            None => Ok(given),
+        }
+    }
+
+    /// The TOML keys of the settings only a restart applies that differ from `started`'s,
+    /// `[kubernetes]` when cluster DNS was turned on or off.
+    pub fn restart_changes(&self, started: &Given) -> Vec<&'static str> {
+        let mut changed = self.main.restart_changes(&started.main);
+        changed.extend(self.etcd.restart_changes(&started.etcd));
+        changed.extend(self.forward.restart_changes(&started.forward));
+        changed.extend(self.cache.restart_changes(&started.cache));
+        changed.extend(self.kubernetes.restart_changes(&started.kubernetes));
+        if self.kubernetes_on != started.kubernetes_on {
+            changed.push("[kubernetes]");
+        }
+        changed.extend(self.observe.restart_changes(&started.observe));
+        changed.extend(self.cookies.restart_changes(&started.cookies));
+        changed.extend(self.rrl.restart_changes(&started.rrl));
+        changed
+    }
+}
+
+/// `addr`: one address or a list.
+fn addrs(addrs: Addrs, _: &Path) -> Result<Vec<SocketAddr>, String> {
+    Ok(match addrs {
+        Addrs::One(addr) => vec![addr],
+        Addrs::Many(addrs) => addrs,
+    })
+}
+
+/// A domain name (`domain`, `local`), lower-cased and absolute.
+fn name(text: String, _: &Path) -> Result<Name, String> {
+    skydns_config::domain("", &text).map_err(|e| name_error(&text, e))
+}
+
+/// The SOA contact, the mail form accepted.
+fn hostmaster(text: String, _: &Path) -> Result<Name, String> {
+    skydns_config::hostmaster(&text).map_err(|e| name_error(&text, e))
+}
+
+/// A name's error without the setting's name, which [`Invalid`] adds.
+fn name_error(text: &str, error: skydns_config::ConfigError) -> String {
+    match error {
+        skydns_config::ConfigError::BadName { reason, .. } => format!("{text:?} is not a valid domain name: {reason}"),
+        other => other.to_string(),
+    }
+}
+
+/// A path relative to the configuration file's directory `dir`, unless absolute.
+fn relative(path: PathBuf, dir: &Path) -> Result<PathBuf, String> {
+    Ok(if path.is_relative() { dir.join(path) } else { path })
+}
+
+/// Like [`relative`], but `-` (stderr) stays as it is.
+fn relative_or_stderr(path: PathBuf, dir: &Path) -> Result<PathBuf, String> {
+    if path.as_os_str() == "-" {
+        return Ok(path);
+    }
+    relative(path, dir)
+}
+
+/// A duration such as `"1500ms"` or `"24h"`.
+fn duration(text: String, _: &Path) -> Result<Duration, String> {
+    parse_duration(&text)
+}
+
+/// A memory size such as `"64MiB"`.
+fn size(text: String, _: &Path) -> Result<usize, String> {
+    parse_size(&text)
+}
+
+/// A list of address prefixes.
+fn prefixes(texts: Vec<String>, _: &Path) -> Result<Vec<Prefix>, String> {
+    texts.iter().map(|text| parse_prefix(text)).collect()
+}
+
+/// Stub zones as tables of `zone` and `servers`.
+fn stub_zones(zones: Vec<StubZoneFile>, _: &Path) -> Result<Vec<StubZone>, String> {
+    zones
+        .into_iter()
+        .map(|s| {
+            Ok(StubZone {
+                zone: zone(&s.zone)?,
+                servers: s.servers,
+            })
+        })
+        .collect()
+}
+
+/// Negative TTL caps as a table of zone = seconds.
+fn zone_ttls(zones: BTreeMap<String, u32>, _: &Path) -> Result<Vec<(Name, u32)>, String> {
+    zones.iter().map(|(z, secs)| Ok((zone(z)?, *secs))).collect()
+}
+
+fn zone(text: &str) -> Result<Name, String> {
+    skydns_config::domain("", text).map_err(|e| name_error(text, e))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// One setting as README's tables show it, beside what clap knows of its flag.
+    pub struct Setting {
+        /// The clap argument's id: the field's name.
+        pub id: &'static str,
+        /// The TOML key, `table.key` inside a table.
+        pub key: &'static str,
+        /// The `/<prefix>/config` key, if any.
+        pub data: Option<&'static str>,
+        /// Whether a change needs a restart.
+        pub restart: bool,
+    }
+
+    /// Each group's name in README's markers, and its settings.
+    const GROUPS: &[(&str, &[Setting])] = &[
+        ("main", Main::SETTINGS),
+        ("etcd", Etcd::SETTINGS),
+        ("forward", Forward::SETTINGS),
+        ("cache", Cache::SETTINGS),
+        ("kubernetes", Kubernetes::SETTINGS),
+        ("observe", Observe::SETTINGS),
+        ("cookies", Cookies::SETTINGS),
+        ("rrl", Rrl::SETTINGS),
+    ];
+
+    /// The Markdown table of one group, from the declarations and the flags clap made of them.
+    fn table(command: &clap::Command, settings: &[Setting]) -> String {
+        let with_data = settings.iter().any(|s| s.data.is_some());
+        let mut out = String::from("| flag | environment | TOML key |");
+        out.push_str(if with_data { " `/<prefix>/config` key |" } else { "" });
+        out.push_str(" default | on SIGHUP | what it is for |\n|---|---|---|");
+        out.push_str(if with_data { "---|" } else { "" });
+        out.push_str("---|---|---|\n");
+        for setting in settings {
+            let arg = command
+                .get_arguments()
+                .find(|a| a.get_id() == setting.id)
+                .unwrap_or_else(|| panic!("{}: no such flag", setting.key));
+            let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+            let help = help.replace('\n', " ");
+            let (what, default) = help
+                .strip_suffix(']')
+                .and_then(|h| h.rsplit_once(" [default: "))
+                .unwrap_or_else(|| panic!("{}: the doc comment does not end with [default: …]", setting.key));
+            let value = arg
+                .get_value_names()
+                .map(|names| names.iter().map(ToString::to_string).collect::<Vec<_>>().join(" "))
+                .unwrap_or_default();
+            let range = arg.get_num_args().expect("a built command");
+            let flag = match (range.min_values(), range.max_values()) {
+                (_, 0) => format!("--{}", arg.get_long().expect("a long flag")),
+                (0, _) if arg.is_require_equals_set() => format!("--{}[={value}]", arg.get_long().unwrap()),
+                (0, _) => format!("--{} [{value}]", arg.get_long().unwrap()),
+                _ => format!("--{} {value}", arg.get_long().unwrap()),
+            };
+            let env = arg
+                .get_env()
+                .map_or(String::new(), |e| format!("`{}`", e.to_string_lossy()));
+            out.push_str(&format!("| `{flag}` | {env} | `{}` |", setting.key));
+            if with_data {
+                out.push_str(&setting.data.map_or(String::new(), |d| format!(" `{d}` |")));
+                if setting.data.is_none() {
+                    out.push_str(" |");
+                }
+            }
+            let reload = if setting.restart { "restart" } else { "applied" };
+            out.push_str(&format!(" {} | {reload} | {} |\n", cell(default), cell(what)));
+        }
+        out
+    }
+
+    /// Text for a table cell: `|` would end it, `<` would start HTML.
+    fn cell(text: &str) -> String {
+        text.replace('|', "\\|").replace('<', "&lt;")
+    }
+
+    /// README's text between `<!-- settings: NAME -->` and `<!-- end of settings -->` for every
+    /// group, replaced with `replace(name)`.
+    fn rewrite(readme: &str, mut replace: impl FnMut(&str) -> String) -> String {
+        let mut out = String::new();
+        let mut rest = readme;
+        while let Some(start) = rest.find("<!-- settings: ") {
+            let (before, marked) = rest.split_at(start);
+            let (marker, after) = marked.split_once("-->\n").expect("a closed marker");
+            let name = marker.trim_start_matches("<!-- settings: ").trim();
+            let (_, after) = after.split_once("<!-- end of settings -->").expect("an end marker");
+            out.push_str(before);
+            out.push_str(marker);
+            out.push_str("-->\n");
+            out.push_str(&replace(name));
+            out.push_str("<!-- end of settings -->");
+            rest = after;
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// README's configuration tables are made from the declarations above, so that they cannot
+    /// drift from the flags. After changing a setting, `SKYLINE_WRITE_README=1 cargo test -p
+    /// skyline --bin skyline readme` writes them.
+    #[test]
+    fn the_readme_tables_are_the_declared_settings() {
+        let mut command = Cli::command();
+        command.build();
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+        let readme = std::fs::read_to_string(&path).unwrap();
+        let mut seen = Vec::new();
+        let generated = rewrite(&readme, |name| {
+            seen.push(name.to_owned());
+            let (_, settings) = GROUPS
+                .iter()
+                .find(|(group, _)| *group == name)
+                .unwrap_or_else(|| panic!("README names a group {name:?} there is not"));
+            table(&command, settings)
+        });
+        let missing: Vec<_> = GROUPS.iter().filter(|(g, _)| !seen.iter().any(|s| s == g)).collect();
+        assert!(
+            missing.is_empty(),
+            "README has no table for {:?}",
+            missing.iter().map(|(g, _)| g).collect::<Vec<_>>()
+        );
+        if generated != readme && std::env::var_os("SKYLINE_WRITE_README").is_some() {
+            std::fs::write(&path, &generated).unwrap();
+            return;
+        }
+        assert!(
+            generated == readme,
+            "README's settings tables differ from the declarations in src/settings.rs; \
+             SKYLINE_WRITE_README=1 cargo test -p skyline --bin skyline readme rewrites them"
+        );
+    }
+
+    #[test]
+    fn every_toml_key_is_in_an_example() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+        let mut text = String::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                text.push_str(&std::fs::read_to_string(path).unwrap());
+            }
+        }
+        let missing: Vec<_> = GROUPS
+            .iter()
+            .flat_map(|(_, settings)| settings.iter())
+            .map(|s| s.key.rsplit('.').next().unwrap())
+            .filter(|key| !text.contains(&format!("{key} =")) && !text.contains(&format!("[{key}")))
+            .collect();
+        assert!(missing.is_empty(), "keys no file in examples/ shows: {missing:?}");
+    }
+
+    #[test]
+    fn file_values_convert_and_a_bad_one_is_named() {
+        let file: MainFile = toml::from_str("drain = \"soon\"\nrecords = \"r.json\"\n").unwrap();
+        let mut problems = Vec::new();
+        let main = Main::merge(&MainArgs::default(), Some(&file), Path::new("/etc"), &mut problems);
+        assert_eq!(main.drain, DEFAULT_DRAIN, "an invalid value counts as not set");
+        assert_eq!(main.records, Some(PathBuf::from("/etc/r.json")));
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].key, "drain");
+        let flag = MainArgs {
+            drain: Some(Duration::ZERO),
+            ..MainArgs::default()
+        };
+        let mut problems = Vec::new();
+        let main = Main::merge(&flag, Some(&file), Path::new("/etc"), &mut problems);
+        assert_eq!(main.drain, Duration::ZERO);
+        assert!(problems.is_empty(), "a flag's value hides the file's");
+    }
+}
