@@ -385,7 +385,10 @@ fn path_prefix(text: &str) -> Result<String, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::Cli;
+    use crate::settings::{DEFAULT_DRAIN, DEFAULT_PATH_PREFIX};
     use skyline_controlplane::source::records_file::parse_records_file;
+    use std::time::Duration;
     use skyline_dataplane::wire::Name;
     use std::sync::Mutex;
 
@@ -428,11 +431,16 @@ mod tests {
         FileConfig::parse(text, Path::new("/etc/skyline/skyline.toml")).unwrap()
     }
 
+    /// The settings `cli` and `file` give, every file value valid.
+    fn given(cli: &Cli, file: Option<&FileConfig>) -> Given {
+        Given::new(cli, file).unwrap()
+    }
+
     fn settings(args: &[&str], env: &[(&str, &str)], file: Option<&str>, records: Option<&str>) -> Settings {
         let cli = cli(args, env).unwrap();
         let file = file.map(toml);
         let records = records.map(|r| ConfigPatch::parse(r.as_bytes()).unwrap());
-        resolve(operator(&cli, file.as_ref()).unwrap(), records.as_ref()).unwrap()
+        resolve(operator(&given(&cli, file.as_ref())).unwrap(), records.as_ref()).unwrap()
     }
 
     fn name(s: &str) -> Name {
@@ -530,11 +538,14 @@ mod tests {
             &[("ETCD_MACHINES", "http://127.0.0.1:2379")],
         )
         .unwrap();
-        assert!(matches!(operator(&both, None), Err(ConfigError::TwoSources { .. })));
+        assert!(matches!(
+            operator(&given(&both, None)),
+            Err(ConfigError::TwoSources { .. })
+        ));
         let etcd = cli(&["--machines", "http://127.0.0.1:2379"], &[]).unwrap();
         let file = toml("records = \"records.json\"");
         assert!(matches!(
-            operator(&etcd, Some(&file)),
+            operator(&given(&etcd, Some(&file))),
             Err(ConfigError::TwoSources { .. })
         ));
     }
@@ -644,7 +655,7 @@ mod tests {
     #[test]
     fn bad_path_prefixes_are_rejected() {
         let cli = cli(&["--path-prefix", "a/b"], &[]).unwrap();
-        assert!(matches!(operator(&cli, None), Err(ConfigError::PathPrefix(_))));
+        assert!(matches!(operator(&given(&cli, None)), Err(ConfigError::PathPrefix(_))));
         assert_eq!(path_prefix("/skydns/").unwrap(), "skydns");
         assert!(path_prefix("/").is_err());
     }
@@ -660,14 +671,12 @@ mod tests {
 
     #[test]
     fn a_relative_records_path_is_relative_to_the_file() {
+        let records = |text| given(&cli(&[], &[]).unwrap(), Some(&toml(text))).main.records;
         assert_eq!(
-            toml("records = \"records.json\"").records,
+            records("records = \"records.json\""),
             Some(PathBuf::from("/etc/skyline/records.json"))
         );
-        assert_eq!(
-            toml("records = \"/srv/r.json\"").records,
-            Some(PathBuf::from("/srv/r.json"))
-        );
+        assert_eq!(records("records = \"/srv/r.json\""), Some(PathBuf::from("/srv/r.json")));
     }
 
     #[test]
@@ -678,11 +687,12 @@ mod tests {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "toml") {
                 let file = FileConfig::load(&path).unwrap_or_else(|e| panic!("{e}"));
-                let op = operator(&cli(&[], &[]).unwrap(), Some(&file))
+                let given = Given::new(&cli(&[], &[]).unwrap(), Some(&file))
                     .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                let op = operator(&given).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 resolve(op, None).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-                kubernetes(&cli(&[], &[]).unwrap(), Some(&file)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-                observe(&cli(&[], &[]).unwrap(), Some(&file)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                kubernetes(&given).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                crate::observe::observe_config(&given.observe).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 seen += 1;
             }
         }
@@ -701,90 +711,94 @@ mod tests {
             .collect();
         assert!(rejected.is_empty(), "{rejected:?}");
         assert!(file.records.len() > 20);
-        let settings = resolve(operator(&cli(&[], &[]).unwrap(), None).unwrap(), file.config.as_ref()).unwrap();
+        let operator = operator(&given(&cli(&[], &[]).unwrap(), None)).unwrap();
+        let settings = resolve(operator, file.config.as_ref()).unwrap();
         assert_eq!(settings.skydns.domain, name("skydns.local."));
         assert_eq!(settings.skydns.local, Some(name("node1.hosts.skydns.local.")));
     }
 
     #[test]
     fn the_http_listener_is_off_unless_asked_for() {
-        assert_eq!(http_addr(&cli(&[], &[]).unwrap(), None), None);
+        assert_eq!(given(&cli(&[], &[]).unwrap(), None).main.http_addr, None);
         let file = toml("http_addr = \"127.0.0.1:9153\"");
         let addr = |text: &str| Some(text.parse::<SocketAddr>().unwrap());
-        assert_eq!(http_addr(&cli(&[], &[]).unwrap(), Some(&file)), addr("127.0.0.1:9153"));
+        assert_eq!(given(&cli(&[], &[]).unwrap(), Some(&file)).main.http_addr, addr("127.0.0.1:9153"));
         let env = [("SKYLINE_HTTP_ADDR", "127.0.0.1:9154")];
-        assert_eq!(http_addr(&cli(&[], &env).unwrap(), Some(&file)), addr("127.0.0.1:9154"));
+        assert_eq!(given(&cli(&[], &env).unwrap(), Some(&file)).main.http_addr, addr("127.0.0.1:9154"));
         let flag = cli(&["--http-addr", "[::1]:0"], &env).unwrap();
-        assert_eq!(http_addr(&flag, Some(&file)), addr("[::1]:0"));
+        assert_eq!(given(&flag, Some(&file)).main.http_addr, addr("[::1]:0"));
         assert!(cli(&["--http-addr", "localhost:9153"], &[]).is_err());
         assert!(FileConfig::parse("http_addr = \"9153\"\n", Path::new("x.toml")).is_err());
     }
 
     #[test]
     fn the_drain_comes_from_the_flag_over_the_file() {
-        assert_eq!(drain(&cli(&[], &[]).unwrap(), None).unwrap(), DEFAULT_DRAIN);
+        assert_eq!(given(&cli(&[], &[]).unwrap(), None).main.drain, DEFAULT_DRAIN);
         let file = toml("drain = \"250ms\"");
         assert_eq!(
-            drain(&cli(&[], &[]).unwrap(), Some(&file)).unwrap(),
+            given(&cli(&[], &[]).unwrap(), Some(&file)).main.drain,
             Duration::from_millis(250)
         );
         let flag = cli(&["--drain", "0s"], &[]).unwrap();
-        assert_eq!(drain(&flag, Some(&file)).unwrap(), Duration::ZERO);
+        assert_eq!(given(&flag, Some(&file)).main.drain, Duration::ZERO);
         assert!(matches!(
-            drain(&cli(&[], &[]).unwrap(), Some(&toml("drain = \"soon\""))),
-            Err(ConfigError::Drain(_))
+            Given::new(&cli(&[], &[]).unwrap(), Some(&toml("drain = \"soon\""))),
+            Err(Invalid { key: "drain", .. })
         ));
         assert!(cli(&["--drain", "5"], &[]).is_err(), "a unit is required");
     }
 
     #[test]
     fn the_state_directory_and_its_maximum_age_come_from_flags_over_the_file() {
-        assert_eq!(state(&cli(&[], &[]).unwrap(), None).unwrap(), None);
+        assert_eq!(state(&given(&cli(&[], &[]).unwrap(), None).main), None);
         let file = FileConfig::parse(
             "state_dir = \"state\"\nstate_max_age = \"90m\"\n",
             Path::new("/etc/x.toml"),
         )
         .unwrap();
-        let from_file = state(&cli(&[], &[]).unwrap(), Some(&file)).unwrap().unwrap();
+        let from_file = state(&given(&cli(&[], &[]).unwrap(), Some(&file)).main).unwrap();
         assert_eq!(from_file.dir(), Path::new("/etc/state"), "relative to the file");
         assert_eq!(from_file.max_age(), Duration::from_secs(5400));
         let flags = cli(&["--state-dir", "/var/lib/skyline", "--state-max-age", "2h"], &[]).unwrap();
-        let from_flags = state(&flags, Some(&file)).unwrap().unwrap();
+        let from_flags = state(&given(&flags, Some(&file)).main).unwrap();
         assert_eq!(from_flags.dir(), Path::new("/var/lib/skyline"));
         assert_eq!(from_flags.max_age(), Duration::from_secs(7200));
-        let default = state(&cli(&["--state-dir", "d"], &[]).unwrap(), None).unwrap().unwrap();
+        let default = state(&given(&cli(&["--state-dir", "d"], &[]).unwrap(), None).main).unwrap();
         assert_eq!(default.max_age(), skyline_controlplane::state::DEFAULT_MAX_AGE);
         assert!(matches!(
-            state(&cli(&[], &[]).unwrap(), Some(&toml("state_max_age = \"old\""))),
-            Err(ConfigError::StateMaxAge(_))
+            Given::new(&cli(&[], &[]).unwrap(), Some(&toml("state_max_age = \"old\""))),
+            Err(Invalid {
+                key: "state_max_age",
+                ..
+            })
         ));
     }
 
     #[test]
     fn tcp_caps_come_from_flags_over_the_file() {
-        let defaults = tcp(&cli(&[], &[]).unwrap(), None).unwrap();
+        let defaults = tcp(&given(&cli(&[], &[]).unwrap(), None).main).unwrap();
         assert_eq!(defaults, TcpConfig::default());
         assert_eq!(defaults.max_per_client, 0, "no per-address cap unless asked for");
         let file = toml("tcp_max_connections = 4096\ntcp_max_per_client = 64");
-        let from_file = tcp(&cli(&[], &[]).unwrap(), Some(&file)).unwrap();
+        let from_file = tcp(&given(&cli(&[], &[]).unwrap(), Some(&file)).main).unwrap();
         assert_eq!((from_file.max_connections, from_file.max_per_client), (4096, 64));
         let flags = cli(&["--tcp-max-connections", "200", "--tcp-max-per-client", "0"], &[]).unwrap();
-        let from_flags = tcp(&flags, Some(&file)).unwrap();
+        let from_flags = tcp(&given(&flags, Some(&file)).main).unwrap();
         assert_eq!((from_flags.max_connections, from_flags.max_per_client), (200, 0));
         let none = cli(&["--tcp-max-connections", "0"], &[]).unwrap();
-        assert!(matches!(tcp(&none, None), Err(ConfigError::NoTcpConnections)));
+        assert!(matches!(tcp(&given(&none, None).main), Err(ConfigError::NoTcpConnections)));
     }
 
     #[test]
     fn kubernetes_is_off_unless_asked_for() {
-        assert_eq!(kubernetes(&cli(&[], &[]).unwrap(), None).unwrap(), None);
-        let on = kubernetes(&cli(&["--kubernetes"], &[]).unwrap(), None)
+        assert_eq!(kubernetes(&given(&cli(&[], &[]).unwrap(), None)).unwrap(), None);
+        let on = kubernetes(&given(&cli(&["--kubernetes"], &[]).unwrap(), None))
             .unwrap()
             .unwrap();
         assert_eq!(on.zones, kubernetes::Config::default());
         assert_eq!(on.options, KubernetesOptions::default());
         let table = toml("[kubernetes]\n");
-        assert!(kubernetes(&cli(&[], &[]).unwrap(), Some(&table)).unwrap().is_some());
+        assert!(kubernetes(&given(&cli(&[], &[]).unwrap(), Some(&table))).unwrap().is_some());
     }
 
     #[test]
@@ -794,7 +808,7 @@ mod tests {
              pods = \"verified\"\nttl = 30\nnamespaces = [\"a\"]\nignore_empty_service = true\n\
              fallthrough = []\nlabels = \"app=x\"\napiserver_qps = 20\n",
         );
-        let k = kubernetes(&cli(&[], &[]).unwrap(), Some(&table)).unwrap().unwrap();
+        let k = kubernetes(&given(&cli(&[], &[]).unwrap(), Some(&table))).unwrap().unwrap();
         assert_eq!(k.options.kubeconfig, Some(PathBuf::from("/etc/skyline/kube.yaml")));
         assert_eq!(k.zones.zones, [name("cluster.example."), name("10.in-addr.arpa.")]);
         assert_eq!((k.zones.pods, k.zones.ttl), (PodMode::Verified, 30));
@@ -814,7 +828,7 @@ mod tests {
             &[],
         )
         .unwrap();
-        let k = kubernetes(&flags, Some(&table)).unwrap().unwrap();
+        let k = kubernetes(&given(&flags, Some(&table))).unwrap().unwrap();
         assert_eq!((k.zones.pods, k.zones.ttl), (PodMode::Insecure, 7));
         assert!(!k.options.pods, "no Pod watch unless verified");
         assert_eq!(k.options.kubeconfig, Some(PathBuf::from("/k")));
@@ -830,7 +844,7 @@ mod tests {
         ] {
             let parsed = cli(args, &[]).unwrap();
             assert!(
-                matches!(kubernetes(&parsed, None), Err(ConfigError::Kubernetes { .. })),
+                matches!(kubernetes(&given(&parsed, None)), Err(ConfigError::Kubernetes { .. })),
                 "{args:?}"
             );
         }

@@ -818,11 +818,10 @@ pub(crate) mod tests {
     /// The Markdown table of one group, from the declarations and the flags clap made of them.
     fn table(command: &clap::Command, settings: &[Setting]) -> String {
         let with_data = settings.iter().any(|s| s.data.is_some());
-        let mut out = String::from("| flag | environment | TOML key |");
-        out.push_str(if with_data { " `/<prefix>/config` key |" } else { "" });
-        out.push_str(" default | on SIGHUP | what it is for |\n|---|---|---|");
-        out.push_str(if with_data { "---|" } else { "" });
-        out.push_str("---|---|---|\n");
+        let mut header = vec!["flag", "environment", "TOML key"];
+        header.extend(with_data.then_some("`/<prefix>/config` key"));
+        header.extend(["default", "on SIGHUP", "what it is for"]);
+        let mut out = format!("| {} |\n|{}\n", header.join(" | "), "---|".repeat(header.len()));
         for setting in settings {
             let arg = command
                 .get_arguments()
@@ -834,31 +833,45 @@ pub(crate) mod tests {
                 .strip_suffix(']')
                 .and_then(|h| h.rsplit_once(" [default: "))
                 .unwrap_or_else(|| panic!("{}: the doc comment does not end with [default: …]", setting.key));
+            let long = arg.get_long().expect("a long flag");
             let value = arg
                 .get_value_names()
                 .map(|names| names.iter().map(ToString::to_string).collect::<Vec<_>>().join(" "))
                 .unwrap_or_default();
             let range = arg.get_num_args().expect("a built command");
             let flag = match (range.min_values(), range.max_values()) {
-                (_, 0) => format!("--{}", arg.get_long().expect("a long flag")),
-                (0, _) if arg.is_require_equals_set() => format!("--{}[={value}]", arg.get_long().unwrap()),
-                (0, _) => format!("--{} [{value}]", arg.get_long().unwrap()),
-                _ => format!("--{} {value}", arg.get_long().unwrap()),
+                (_, 0) => format!("--{long}"),
+                (0, _) if arg.is_require_equals_set() => format!("--{long}[={value}]"),
+                (0, _) => format!("--{long} [{value}]"),
+                _ => format!("--{long} {value}"),
             };
-            let env = arg
-                .get_env()
-                .map_or(String::new(), |e| format!("`{}`", e.to_string_lossy()));
-            out.push_str(&format!("| `{flag}` | {env} | `{}` |", setting.key));
+            let mut row = vec![
+                format!("`{flag}`"),
+                arg.get_env()
+                    .map_or(String::new(), |e| format!("`{}`", e.to_string_lossy())),
+                format!("`{}`", setting.key),
+            ];
             if with_data {
-                out.push_str(&setting.data.map_or(String::new(), |d| format!(" `{d}` |")));
-                if setting.data.is_none() {
-                    out.push_str(" |");
-                }
+                row.push(setting.data.map_or(String::new(), |d| format!("`{d}`")));
             }
-            let reload = if setting.restart { "restart" } else { "applied" };
-            out.push_str(&format!(" {} | {reload} | {} |\n", cell(default), cell(what)));
+            row.push(cell(default));
+            row.push(if setting.restart { "restart" } else { "applied" }.to_owned());
+            row.push(cell(&sentence(what)));
+            out.push_str(&format!("| {} |\n", row.join(" | ")));
         }
+        out.push('\n');
         out
+    }
+
+    /// `--help`'s capital letter lowered, as in the README's prose: "Domain to" but "IP:port".
+    fn sentence(text: &str) -> String {
+        let mut chars = text.chars();
+        match (chars.next(), chars.next()) {
+            (Some(first), Some(second)) if second.is_lowercase() => {
+                first.to_lowercase().chain([second]).chain(chars).collect()
+            }
+            _ => text.to_owned(),
+        }
     }
 
     /// Text for a table cell: `|` would end it, `<` would start HTML.
@@ -935,8 +948,11 @@ pub(crate) mod tests {
         let missing: Vec<_> = GROUPS
             .iter()
             .flat_map(|(_, settings)| settings.iter())
-            .map(|s| s.key.rsplit('.').next().unwrap())
-            .filter(|key| !text.contains(&format!("{key} =")) && !text.contains(&format!("[{key}")))
+            .map(|s| s.key)
+            .filter(|key| {
+                let last = key.rsplit('.').next().unwrap();
+                !text.contains(&format!("{last} =")) && !text.contains(&format!("{key}]"))
+            })
             .collect();
         assert!(missing.is_empty(), "keys no file in examples/ shows: {missing:?}");
     }
