@@ -2,9 +2,7 @@
 //! skyline's own. The settings' flags are declared in [`crate::settings`], group by group; this
 //! is the command they make, with the few options that are not settings.
 
-use crate::settings::{
-    CacheArgs, CookiesArgs, EtcdArgs, ForwardArgs, KubernetesArgs, MainArgs, ObserveArgs, RrlArgs,
-};
+use crate::settings::{CacheArgs, CookiesArgs, EtcdArgs, ForwardArgs, KubernetesArgs, MainArgs, ObserveArgs, RrlArgs};
 use clap::{CommandFactory, FromArgMatches, Parser};
 use skyline_controlplane::skydns::config;
 use skyline_dataplane::wire::Name;

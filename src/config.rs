@@ -388,9 +388,9 @@ mod tests {
     use crate::cli::Cli;
     use crate::settings::{DEFAULT_DRAIN, DEFAULT_PATH_PREFIX};
     use skyline_controlplane::source::records_file::parse_records_file;
-    use std::time::Duration;
     use skyline_dataplane::wire::Name;
     use std::sync::Mutex;
+    use std::time::Duration;
 
     /// Environment variables are process-wide: tests that parse a command line (which reads them)
     /// take this lock so that one test's variables never leak into another's parse.
@@ -722,9 +722,15 @@ mod tests {
         assert_eq!(given(&cli(&[], &[]).unwrap(), None).main.http_addr, None);
         let file = toml("http_addr = \"127.0.0.1:9153\"");
         let addr = |text: &str| Some(text.parse::<SocketAddr>().unwrap());
-        assert_eq!(given(&cli(&[], &[]).unwrap(), Some(&file)).main.http_addr, addr("127.0.0.1:9153"));
+        assert_eq!(
+            given(&cli(&[], &[]).unwrap(), Some(&file)).main.http_addr,
+            addr("127.0.0.1:9153")
+        );
         let env = [("SKYLINE_HTTP_ADDR", "127.0.0.1:9154")];
-        assert_eq!(given(&cli(&[], &env).unwrap(), Some(&file)).main.http_addr, addr("127.0.0.1:9154"));
+        assert_eq!(
+            given(&cli(&[], &env).unwrap(), Some(&file)).main.http_addr,
+            addr("127.0.0.1:9154")
+        );
         let flag = cli(&["--http-addr", "[::1]:0"], &env).unwrap();
         assert_eq!(given(&flag, Some(&file)).main.http_addr, addr("[::1]:0"));
         assert!(cli(&["--http-addr", "localhost:9153"], &[]).is_err());
@@ -786,7 +792,10 @@ mod tests {
         let from_flags = tcp(&given(&flags, Some(&file)).main).unwrap();
         assert_eq!((from_flags.max_connections, from_flags.max_per_client), (200, 0));
         let none = cli(&["--tcp-max-connections", "0"], &[]).unwrap();
-        assert!(matches!(tcp(&given(&none, None).main), Err(ConfigError::NoTcpConnections)));
+        assert!(matches!(
+            tcp(&given(&none, None).main),
+            Err(ConfigError::NoTcpConnections)
+        ));
     }
 
     #[test]
@@ -798,7 +807,9 @@ mod tests {
         assert_eq!(on.zones, kubernetes::Config::default());
         assert_eq!(on.options, KubernetesOptions::default());
         let table = toml("[kubernetes]\n");
-        assert!(kubernetes(&given(&cli(&[], &[]).unwrap(), Some(&table))).unwrap().is_some());
+        assert!(kubernetes(&given(&cli(&[], &[]).unwrap(), Some(&table)))
+            .unwrap()
+            .is_some());
     }
 
     #[test]
@@ -808,7 +819,9 @@ mod tests {
              pods = \"verified\"\nttl = 30\nnamespaces = [\"a\"]\nignore_empty_service = true\n\
              fallthrough = []\nlabels = \"app=x\"\napiserver_qps = 20\n",
         );
-        let k = kubernetes(&given(&cli(&[], &[]).unwrap(), Some(&table))).unwrap().unwrap();
+        let k = kubernetes(&given(&cli(&[], &[]).unwrap(), Some(&table)))
+            .unwrap()
+            .unwrap();
         assert_eq!(k.options.kubeconfig, Some(PathBuf::from("/etc/skyline/kube.yaml")));
         assert_eq!(k.zones.zones, [name("cluster.example."), name("10.in-addr.arpa.")]);
         assert_eq!((k.zones.pods, k.zones.ttl), (PodMode::Verified, 30));

@@ -161,10 +161,7 @@ mod tests {
             dnstap_sample: Some(0),
             ..ObserveArgs::default()
         };
-        assert_eq!(
-            resolve(&args, None),
-            Err(ObserveError::ZeroSample("dnstap_sample"))
-        );
+        assert_eq!(resolve(&args, None), Err(ObserveError::ZeroSample("dnstap_sample")));
         let args = ObserveArgs {
             top_talkers: Some(true),
             top_talkers_k: Some(0),
