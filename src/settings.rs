@@ -102,7 +102,9 @@ macro_rules! settings {
             )*
         }
 
-        #[doc = concat!("The flags of [`", stringify!($group), "`]; `None` when neither the flag nor its variable is given.")]
+        #[doc = concat!(
+            "The flags of [`", stringify!($group), "`]; `None` when neither the flag nor its variable is given."
+        )]
         #[derive(Debug, Clone, Default, PartialEq, clap::Args)]
         pub struct $args {
             $(
@@ -112,7 +114,10 @@ macro_rules! settings {
             )*
         }
 
-        #[doc = concat!("The configuration file's keys of [`", stringify!($group), "`]; an unknown key is an error, so that a typo is reported.")]
+        #[doc = concat!(
+            "The configuration file's keys of [`", stringify!($group), "`]; an unknown key is an error, ",
+            "so that a typo is reported."
+        )]
         #[derive(Debug, Default, PartialEq, serde::Deserialize)]
         #[serde(deny_unknown_fields)]
         pub struct $file {
@@ -190,7 +195,13 @@ settings! {
 
         /// Comma-separated IP:port list of resolvers for names outside the domain; without any,
         /// the nameserver lines of --resolv-conf [default: none]
-        #[arg(long, env = "SKYDNS_NAMESERVERS", value_name = "IP:PORT,...", value_delimiter = ',', value_parser = parse_addr)]
+        #[arg(
+            long,
+            env = "SKYDNS_NAMESERVERS",
+            value_name = "IP:PORT,...",
+            value_delimiter = ',',
+            value_parser = parse_addr
+        )]
         applied nameservers: Vec<SocketAddr>, data "nameservers";
 
         /// Labels a name needs before it is forwarded; 0 means the default [default: 2]
