@@ -117,7 +117,8 @@ pub struct Limiter {
     slip: u32,
     v4_mask: u32,
     v6_mask: u128,
-    exempt: Acl,
+    /// `None` when no client is exempt, so that the check costs nothing then.
+    exempt: Option<Acl>,
     seed: u64,
     epoch: Instant,
 }
@@ -160,7 +161,7 @@ impl Limiter {
             v6_mask: u128::MAX
                 .checked_shl(128 - u32::from(config.ipv6_prefix.min(128)))
                 .unwrap_or(0),
-            exempt: Acl::new(config.exempt.clone()),
+            exempt: (!config.exempt.is_empty()).then(|| Acl::new(config.exempt.clone())),
             seed,
             epoch,
         })
@@ -171,20 +172,24 @@ impl Limiter {
         now.saturating_duration_since(self.epoch).as_secs() as u32 + 1
     }
 
-    /// Charges `reply`, a UDP reply about to go to `client`, at `second` (see
-    /// [`Limiter::second`]), and says what to do with it.
-    pub fn judge(&mut self, client: IpAddr, reply: &[u8], second: u32) -> Action {
-        if self.exempt.allows(client) {
+    /// Charges `reply`, a UDP reply about to go to `client` whose question ends at
+    /// `question_end` (0: it has none), at `second` (see [`Limiter::second`]), and says what
+    /// to do with it.
+    #[inline]
+    pub fn judge(&mut self, client: IpAddr, reply: &[u8], question_end: usize, second: u32) -> Action {
+        let client = client.to_canonical();
+        if self.exempt.as_ref().is_some_and(|exempt| exempt.allows(client)) {
             return Action::Send;
         }
-        let (prefix, family) = match client.to_canonical() {
-            IpAddr::V4(v4) => (u128::from(v4.to_bits() & self.v4_mask), 4),
-            IpAddr::V6(v6) => (v6.to_bits() & self.v6_mask, 6),
+        let (low, high) = match client {
+            IpAddr::V4(v4) => (u64::from(v4.to_bits() & self.v4_mask), 4),
+            IpAddr::V6(v6) => {
+                let prefix = v6.to_bits() & self.v6_mask;
+                (prefix as u64, (prefix >> 64) as u64 ^ 6)
+            }
         };
-        let (class, name) = classify(reply);
-        let mut key = mix(self.seed, prefix as u64);
-        key = mix(key, (prefix >> 64) as u64);
-        key = mix(key, fold_hash(name) ^ (class as u64) << 8 ^ family);
+        let (class, name) = classify(reply, question_end);
+        let key = mix(mix(fold_hash(self.seed, name) ^ class as u64, low), high);
         let bucket = &mut self.table[key as usize & (TABLE_LEN - 1)];
         let tag = ((key >> 32) as u32).max(1);
         if !bucket.charge(tag, second, self.rate, self.debt) {
@@ -201,19 +206,20 @@ impl Limiter {
 
 /// A reply's class, and the name that keys it within the class: the question's name, or the
 /// zone's apex, the suffix of the question's name its SOA's owner points to.
-fn classify(reply: &[u8]) -> (Class, &[u8]) {
+#[inline]
+fn classify(reply: &[u8], question_end: usize) -> (Class, &[u8]) {
     let word = |at: usize| reply.get(at..at + 2).map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
     let code = word(2) & 0x000F;
     let (answers, authority) = (word(6), word(8));
-    let Some(end) = question_name_end(reply) else {
+    let end = question_end.saturating_sub(4);
+    let Some(qname) = reply.get(HEADER_LEN..end).filter(|name| !name.is_empty()) else {
         return (Class::Error, &[]);
     };
-    let qname = &reply[HEADER_LEN..end];
     let apex = || {
         if authority == 0 || answers != 0 {
             return &[][..];
         }
-        match reply.get(end + 4..end + 6) {
+        match reply.get(question_end..question_end + 2) {
             Some(&[hi, lo]) if hi & 0xC0 == 0xC0 => {
                 let at = usize::from(u16::from_be_bytes([hi & 0x3F, lo]));
                 reply.get(at..end).filter(|_| at >= HEADER_LEN).unwrap_or_default()
@@ -247,20 +253,25 @@ fn question_name_end(reply: &[u8]) -> Option<usize> {
     }
 }
 
-/// A hash of a name in wire form that folds ASCII case, eight bytes at a time: setting bit 5 of
-/// every byte maps upper-case letters onto lower-case ones (and merges a few other bytes, which
-/// only ever shares a bucket).
-fn fold_hash(name: &[u8]) -> u64 {
-    let mut hash = name.len() as u64;
-    let mut chunks = name.chunks_exact(8);
-    for chunk in &mut chunks {
-        let word = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
-        hash = mix(hash, word | 0x2020_2020_2020_2020);
+/// A hash of a name in wire form keyed by `seed` that folds ASCII case, eight bytes at a time:
+/// setting bit 5 of every byte maps upper-case letters onto lower-case ones (and merges a few
+/// other bytes, which only ever shares a bucket). A name of eight bytes or more ends with the
+/// last eight bytes, overlapping the word before, so no partial word is ever copied.
+#[inline]
+fn fold_hash(seed: u64, name: &[u8]) -> u64 {
+    const CASE: u64 = 0x2020_2020_2020_2020;
+    let word = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().unwrap_or_default()) | CASE;
+    let mut hash = seed ^ name.len() as u64;
+    if name.len() < 8 {
+        let mut last = [0u8; 8];
+        last[..name.len()].copy_from_slice(name);
+        return mix(hash, word(&last));
     }
-    let rest = chunks.remainder();
-    let mut last = [0u8; 8];
-    last[..rest.len()].copy_from_slice(rest);
-    mix(hash, u64::from_le_bytes(last) | 0x2020_2020_2020_2020)
+    let mut chunks = name[..name.len() - 1].chunks_exact(8);
+    for chunk in &mut chunks {
+        hash = mix(hash, word(chunk));
+    }
+    mix(hash, word(&name[name.len() - 8..]))
 }
 
 #[inline(always)]
@@ -361,18 +372,48 @@ mod tests {
         m
     }
 
+    /// Where a test reply's question ends, as the answer path reports it.
+    fn end(reply: &[u8]) -> usize {
+        question_name_end(reply).map_or(0, |end| end + 4)
+    }
+
+    fn class(reply: &[u8]) -> (Class, &[u8]) {
+        classify(reply, end(reply))
+    }
+
     #[test]
     fn classes_are_the_name_for_answers_and_the_apex_for_nxdomain() {
         let name = b"\x01A\x07Example\x04test\x00";
-        assert_eq!(classify(&reply(name, 0, 1, None)), (Class::Answer, &name[..]));
-        assert_eq!(classify(&reply(name, 0, 0, Some(14))), (Class::NoData, &name[..]));
+        assert_eq!(class(&reply(name, 0, 1, None)), (Class::Answer, &name[..]));
+        assert_eq!(class(&reply(name, 0, 0, Some(14))), (Class::NoData, &name[..]));
         assert_eq!(
-            classify(&reply(name, 3, 0, Some(14))),
+            class(&reply(name, 3, 0, Some(14))),
             (Class::NxDomain, &b"\x07Example\x04test\x00"[..])
         );
-        assert_eq!(classify(&reply(name, 5, 0, None)), (Class::Error, &[][..]));
-        assert_eq!(fold_hash(b"\x01A\x07Example"), fold_hash(b"\x01a\x07eXAMPLE"));
-        assert_ne!(fold_hash(b"\x01a\x07example"), fold_hash(b"\x01b\x07example"));
+        assert_eq!(class(&reply(name, 5, 0, None)), (Class::Error, &[][..]));
+        assert_eq!(
+            classify(&reply(name, 0, 1, None), 0),
+            (Class::Error, &[][..]),
+            "no question"
+        );
+        assert_eq!(fold_hash(1, b"\x01A\x07Example"), fold_hash(1, b"\x01a\x07eXAMPLE"));
+        assert_ne!(fold_hash(1, b"\x01a\x07example"), fold_hash(1, b"\x01b\x07example"));
+        assert_ne!(fold_hash(1, b"\x01a\x07example"), fold_hash(2, b"\x01a\x07example"));
+    }
+
+    #[test]
+    fn the_name_hash_sees_every_byte_of_names_of_every_length() {
+        let name: Vec<u8> = (0..40u8).map(|i| b'a' + i % 26).collect();
+        for len in 1..name.len() {
+            let base = fold_hash(7, &name[..len]);
+            let upper: Vec<u8> = name[..len].iter().map(u8::to_ascii_uppercase).collect();
+            assert_eq!(fold_hash(7, &upper), base, "case folds at length {len}");
+            for at in 0..len {
+                let mut changed = name[..len].to_vec();
+                changed[at] ^= 0x01;
+                assert_ne!(fold_hash(7, &changed), base, "byte {at} of {len}");
+            }
+        }
     }
 
     #[test]
@@ -387,7 +428,10 @@ mod tests {
         let actions: Vec<Action> = (0..5u8)
             .map(|i| {
                 let name = [1, b'a' + i, 4, b't', b'e', b's', b't', 0];
-                limiter.judge(client, &reply(&name, 3, 0, Some(14)), 1)
+                {
+                    let r = reply(&name, 3, 0, Some(14));
+                    limiter.judge(client, &r, end(&r), 1)
+                }
             })
             .collect();
         assert_eq!(actions[..2], [Action::Send, Action::Send]);
@@ -395,9 +439,10 @@ mod tests {
         // Another /24 has its own bucket; the same /24 does not.
         let name = [1, b'z', 4, b't', b'e', b's', b't', 0];
         let other: IpAddr = "192.0.3.1".parse().unwrap();
-        assert_eq!(limiter.judge(other, &reply(&name, 3, 0, Some(14)), 1), Action::Send);
+        let r = reply(&name, 3, 0, Some(14));
+        assert_eq!(limiter.judge(other, &r, end(&r), 1), Action::Send);
         let neighbour: IpAddr = "192.0.2.200".parse().unwrap();
-        assert_eq!(limiter.judge(neighbour, &reply(&name, 3, 0, Some(14)), 1), Action::Drop);
+        assert_eq!(limiter.judge(neighbour, &r, end(&r), 1), Action::Drop);
     }
 
     #[test]
@@ -411,11 +456,13 @@ mod tests {
         let mut limiter = Limiter::new(&config, 1, Instant::now()).unwrap();
         let answer = reply(b"\x03www\x04test\x00", 0, 1, None);
         let client: IpAddr = "192.0.2.1".parse().unwrap();
-        let actions: Vec<Action> = (0..7).map(|_| limiter.judge(client, &answer, 1)).collect();
+        let actions: Vec<Action> = (0..7)
+            .map(|_| limiter.judge(client, &answer, end(&answer), 1))
+            .collect();
         use Action::*;
         assert_eq!(actions, [Send, Drop, Drop, Slip, Drop, Drop, Slip]);
         let exempt: IpAddr = "198.51.100.7".parse().unwrap();
-        assert!((0..10).all(|_| limiter.judge(exempt, &answer, 1) == Send));
+        assert!((0..10).all(|_| limiter.judge(exempt, &answer, end(&answer), 1) == Send));
         assert!(
             Limiter::new(&RrlConfig::default(), 1, Instant::now()).is_none(),
             "rate 0 is off"

@@ -107,6 +107,9 @@ pub struct Reply {
     /// The query carried a server cookie this server made (RFC 7873): its client receives at
     /// its address, so response rate limiting leaves it alone.
     pub valid_cookie: bool,
+    /// Offset just past the reply's question, 0 when it has none: response rate limiting
+    /// keys on the name there without walking it again.
+    pub question_end: u16,
 }
 
 /// What answers the part of a question the zones leave open. The authoritative path hands it
