@@ -10,9 +10,11 @@
 //! class takes starts afresh. TCP replies, exempt clients and clients that showed a valid
 //! server cookie are never limited. See docs/abuse.md ("Response rate limiting").
 
+use crate::answer::Reply;
 use crate::forward::{Acl, Prefix};
+use crate::io::Peer;
 use crate::wire::types::{flags, rcode, rtype, HEADER_LEN};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Instant;
 
 /// Buckets per worker: a power of two. 16 bytes each, 256 KiB a worker, made only when
@@ -172,24 +174,29 @@ impl Limiter {
         now.saturating_duration_since(self.epoch).as_secs() as u32 + 1
     }
 
-    /// Charges `reply`, a UDP reply about to go to `client` whose question ends at
-    /// `question_end` (0: it has none), at `second` (see [`Limiter::second`]), and says what
-    /// to do with it.
+    /// Charges `reply`, a UDP reply about to go to `client` with the facts the answer path
+    /// reported, at `second` (see [`Limiter::second`]), and says what to do with it.
     #[inline]
-    pub fn judge(&mut self, client: IpAddr, reply: &[u8], question_end: usize, second: u32) -> Action {
-        let client = client.to_canonical();
-        if self.exempt.as_ref().is_some_and(|exempt| exempt.allows(client)) {
-            return Action::Send;
-        }
-        let (low, high) = match client {
-            IpAddr::V4(v4) => (u64::from(v4.to_bits() & self.v4_mask), 4),
-            IpAddr::V6(v6) => {
-                let prefix = v6.to_bits() & self.v6_mask;
-                (prefix as u64, (prefix >> 64) as u64 ^ 6)
+    pub fn judge(&mut self, client: &Peer, reply: &[u8], facts: &Reply, second: u32) -> Action {
+        let (bits, v4) = client.ip_bits();
+        if let Some(exempt) = &self.exempt {
+            let ip = if v4 {
+                IpAddr::from(Ipv4Addr::from(bits as u32))
+            } else {
+                IpAddr::from(Ipv6Addr::from(bits))
+            };
+            if exempt.allows(ip) {
+                return Action::Send;
             }
+        }
+        let (low, high) = if v4 {
+            (u64::from(bits as u32 & self.v4_mask), 4)
+        } else {
+            let prefix = bits & self.v6_mask;
+            (prefix as u64, (prefix >> 64) as u64 ^ 6)
         };
-        let (class, name) = classify(reply, question_end);
-        let key = mix(mix(fold_hash(self.seed, name) ^ class as u64, low), high);
+        let (class, name) = self.classify(reply, facts);
+        let key = mix(mix(self.seed ^ name ^ class as u64, low), high);
         let bucket = &mut self.table[key as usize & (TABLE_LEN - 1)];
         let tag = ((key >> 32) as u32).max(1);
         if !bucket.charge(tag, second, self.rate, self.debt) {
@@ -202,36 +209,44 @@ impl Limiter {
             Action::Drop
         }
     }
-}
 
-/// A reply's class, and the name that keys it within the class: the question's name, or the
-/// zone's apex, the suffix of the question's name its SOA's owner points to.
-#[inline]
-fn classify(reply: &[u8], question_end: usize) -> (Class, &[u8]) {
-    let word = |at: usize| reply.get(at..at + 2).map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
-    let code = word(2) & 0x000F;
-    let (answers, authority) = (word(6), word(8));
-    let end = question_end.saturating_sub(4);
-    let Some(qname) = reply.get(HEADER_LEN..end).filter(|name| !name.is_empty()) else {
-        return (Class::Error, &[]);
-    };
-    let apex = || {
-        if authority == 0 || answers != 0 {
-            return &[][..];
+    /// A reply's class, and the hash of the name that keys it within the class: the question's
+    /// name (its hash comes with the reply's facts), or the zone's apex, the suffix of the
+    /// question's name its SOA's owner points to.
+    #[inline]
+    fn classify(&self, reply: &[u8], facts: &Reply) -> (Class, u64) {
+        let end = usize::from(facts.question_end);
+        if end < HEADER_LEN + 5 || reply.len() < end {
+            return (Class::Error, 0);
+        }
+        let answers = reply[6] != 0 || reply[7] != 0;
+        match facts.rcode {
+            rcode::NOERROR if answers => (Class::Answer, facts.name_hash),
+            rcode::NOERROR => (Class::NoData, facts.name_hash),
+            rcode::NXDOMAIN => (Class::NxDomain, self.apex_hash(reply, end, answers)),
+            _ => (Class::Error, self.apex_hash(reply, end, answers)),
+        }
+    }
+
+    /// The hash of the apex a negative reply's SOA names (its owner, a pointer into the
+    /// question's name); 0 when the reply has no SOA there.
+    #[cold]
+    fn apex_hash(&self, reply: &[u8], question_end: usize, answers: bool) -> u64 {
+        let authority = u16::from_be_bytes([reply[8], reply[9]]);
+        if authority == 0 || answers {
+            return 0;
         }
         match reply.get(question_end..question_end + 2) {
             Some(&[hi, lo]) if hi & 0xC0 == 0xC0 => {
                 let at = usize::from(u16::from_be_bytes([hi & 0x3F, lo]));
-                reply.get(at..end).filter(|_| at >= HEADER_LEN).unwrap_or_default()
+                let name_end = question_end - 4;
+                match reply.get(at..name_end).filter(|_| at >= HEADER_LEN) {
+                    Some(apex) => fold_hash(self.seed, apex),
+                    None => 0,
+                }
             }
-            _ => &[][..],
+            _ => 0,
         }
-    };
-    match code {
-        rcode::NOERROR if answers > 0 => (Class::Answer, qname),
-        rcode::NOERROR => (Class::NoData, qname),
-        rcode::NXDOMAIN => (Class::NxDomain, apex()),
-        _ => (Class::Error, apex()),
     }
 }
 
@@ -324,6 +339,7 @@ pub fn slip(out: &mut [u8], len: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::name::name_hash;
 
     const RATE: i32 = 5;
 
@@ -372,33 +388,78 @@ mod tests {
         m
     }
 
-    /// Where a test reply's question ends, as the answer path reports it.
-    fn end(reply: &[u8]) -> usize {
-        question_name_end(reply).map_or(0, |end| end + 4)
+    /// The facts the answer path would report with a test reply.
+    fn facts(reply: &[u8]) -> Reply {
+        let end = question_name_end(reply).map_or(0, |end| end + 4);
+        let name = reply[HEADER_LEN..end.max(HEADER_LEN + 4) - 4].to_ascii_lowercase();
+        Reply {
+            len: reply.len(),
+            rcode: u16::from(reply[3] & 0x0F),
+            truncated: false,
+            ignored_records: false,
+            trailing: false,
+            valid_cookie: false,
+            question_end: end as u16,
+            name_hash: if end == 0 { 0 } else { name_hash(&name) },
+        }
     }
 
-    fn class(reply: &[u8]) -> (Class, &[u8]) {
-        classify(reply, end(reply))
+    fn peer(ip: &str) -> Peer {
+        Peer::from(std::net::SocketAddr::new(ip.parse().unwrap(), 5300))
+    }
+
+    fn limiter(config: &RrlConfig) -> Limiter {
+        Limiter::new(config, 1, Instant::now()).unwrap()
     }
 
     #[test]
     fn classes_are_the_name_for_answers_and_the_apex_for_nxdomain() {
+        let limiter = limiter(&RrlConfig {
+            rate: 1,
+            ..RrlConfig::default()
+        });
+        let class = |r: &[u8]| limiter.classify(r, &facts(r));
         let name = b"\x01A\x07Example\x04test\x00";
-        assert_eq!(class(&reply(name, 0, 1, None)), (Class::Answer, &name[..]));
-        assert_eq!(class(&reply(name, 0, 0, Some(14))), (Class::NoData, &name[..]));
-        assert_eq!(
-            class(&reply(name, 3, 0, Some(14))),
-            (Class::NxDomain, &b"\x07Example\x04test\x00"[..])
-        );
-        assert_eq!(class(&reply(name, 5, 0, None)), (Class::Error, &[][..]));
-        assert_eq!(
-            classify(&reply(name, 0, 1, None), 0),
-            (Class::Error, &[][..]),
-            "no question"
-        );
+        let hash = name_hash(b"\x01a\x07example\x04test\x00");
+        assert_eq!(class(&reply(name, 0, 1, None)), (Class::Answer, hash));
+        assert_eq!(class(&reply(name, 0, 0, Some(14))), (Class::NoData, hash));
+        let apex = fold_hash(1, b"\x07example\x04test\x00");
+        assert_eq!(class(&reply(name, 3, 0, Some(14))), (Class::NxDomain, apex));
+        assert_eq!(class(&reply(name, 5, 0, None)), (Class::Error, 0));
+        let r = reply(name, 0, 1, None);
+        let no_question = Reply {
+            question_end: 0,
+            ..facts(&r)
+        };
+        assert_eq!(limiter.classify(&r, &no_question), (Class::Error, 0));
         assert_eq!(fold_hash(1, b"\x01A\x07Example"), fold_hash(1, b"\x01a\x07eXAMPLE"));
         assert_ne!(fold_hash(1, b"\x01a\x07example"), fold_hash(1, b"\x01b\x07example"));
         assert_ne!(fold_hash(1, b"\x01a\x07example"), fold_hash(2, b"\x01a\x07example"));
+    }
+
+    #[test]
+    fn an_ipv4_mapped_client_shares_the_bucket_of_its_ipv4_address() {
+        let mut limiter = limiter(&RrlConfig {
+            rate: 1,
+            slip: 0,
+            ..RrlConfig::default()
+        });
+        let r = reply(b"\x03www\x04test\x00", 0, 1, None);
+        assert_eq!(limiter.judge(&peer("192.0.2.1"), &r, &facts(&r), 1), Action::Send);
+        assert_eq!(
+            limiter.judge(&peer("::ffff:192.0.2.9"), &r, &facts(&r), 1),
+            Action::Drop
+        );
+        assert_eq!(limiter.judge(&peer("2001:db8::1"), &r, &facts(&r), 1), Action::Send);
+        assert_eq!(
+            limiter.judge(&peer("2001:db8:0:ff::1"), &r, &facts(&r), 1),
+            Action::Drop,
+            "same /56"
+        );
+        assert_eq!(
+            limiter.judge(&peer("2001:db8:0:100::1"), &r, &facts(&r), 1),
+            Action::Send
+        );
     }
 
     #[test]
@@ -423,14 +484,14 @@ mod tests {
             slip: 0,
             ..RrlConfig::default()
         };
-        let mut limiter = Limiter::new(&config, 1, Instant::now()).unwrap();
-        let client: IpAddr = "192.0.2.1".parse().unwrap();
+        let mut limiter = limiter(&config);
+        let client = peer("192.0.2.1");
         let actions: Vec<Action> = (0..5u8)
             .map(|i| {
                 let name = [1, b'a' + i, 4, b't', b'e', b's', b't', 0];
                 {
                     let r = reply(&name, 3, 0, Some(14));
-                    limiter.judge(client, &r, end(&r), 1)
+                    limiter.judge(&client, &r, &facts(&r), 1)
                 }
             })
             .collect();
@@ -438,11 +499,11 @@ mod tests {
         assert!(actions[2..].iter().all(|a| *a == Action::Drop));
         // Another /24 has its own bucket; the same /24 does not.
         let name = [1, b'z', 4, b't', b'e', b's', b't', 0];
-        let other: IpAddr = "192.0.3.1".parse().unwrap();
+        let other = peer("192.0.3.1");
         let r = reply(&name, 3, 0, Some(14));
-        assert_eq!(limiter.judge(other, &r, end(&r), 1), Action::Send);
-        let neighbour: IpAddr = "192.0.2.200".parse().unwrap();
-        assert_eq!(limiter.judge(neighbour, &r, end(&r), 1), Action::Drop);
+        assert_eq!(limiter.judge(&other, &r, &facts(&r), 1), Action::Send);
+        let neighbour = peer("192.0.2.200");
+        assert_eq!(limiter.judge(&neighbour, &r, &facts(&r), 1), Action::Drop);
     }
 
     #[test]
@@ -453,16 +514,16 @@ mod tests {
             exempt: vec!["198.51.100.0/24".parse().unwrap()],
             ..RrlConfig::default()
         };
-        let mut limiter = Limiter::new(&config, 1, Instant::now()).unwrap();
+        let mut limiter = limiter(&config);
         let answer = reply(b"\x03www\x04test\x00", 0, 1, None);
-        let client: IpAddr = "192.0.2.1".parse().unwrap();
+        let client = peer("192.0.2.1");
         let actions: Vec<Action> = (0..7)
-            .map(|_| limiter.judge(client, &answer, end(&answer), 1))
+            .map(|_| limiter.judge(&client, &answer, &facts(&answer), 1))
             .collect();
         use Action::*;
         assert_eq!(actions, [Send, Drop, Drop, Slip, Drop, Drop, Slip]);
-        let exempt: IpAddr = "198.51.100.7".parse().unwrap();
-        assert!((0..10).all(|_| limiter.judge(exempt, &answer, end(&answer), 1) == Send));
+        let exempt = peer("198.51.100.7");
+        assert!((0..10).all(|_| limiter.judge(&exempt, &answer, &facts(&answer), 1) == Send));
         assert!(
             Limiter::new(&RrlConfig::default(), 1, Instant::now()).is_none(),
             "rate 0 is off"

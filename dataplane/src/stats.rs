@@ -571,6 +571,7 @@ mod tests {
             trailing: false,
             valid_cookie: false,
             question_end: 0,
+            name_hash: 0,
         })
     }
 
@@ -591,6 +592,7 @@ mod tests {
                 trailing: true,
                 valid_cookie: false,
                 question_end: 0,
+                name_hash: 0,
             }),
         );
         query(&stats, Transport::Udp, &Outcome::Drop(DropReason::TooShort));

@@ -740,7 +740,7 @@ impl<P: PacketIo> Worker<P> {
             };
             if let (Some(limiter), Outcome::Reply(reply)) = (rrl.as_mut(), &outcome) {
                 if !reply.valid_cookie {
-                    match limiter.judge(peer.ip(), &out[..reply.len], usize::from(reply.question_end), second) {
+                    match limiter.judge(peer, &out[..reply.len], reply, second) {
                         Action::Send => {}
                         Action::Drop => {
                             stats.rrl_dropped.incr();
@@ -799,7 +799,7 @@ impl<P: PacketIo> Worker<P> {
         resolver.turn(snapshot, cookies, now, |client, reply, facts, since| {
             let action = match (&client, rrl.as_mut()) {
                 (Client::Udp { peer, .. }, Some(limiter)) if !facts.valid_cookie => {
-                    limiter.judge(peer.ip(), reply, usize::from(facts.question_end), second)
+                    limiter.judge(peer, reply, facts, second)
                 }
                 _ => Action::Send,
             };

@@ -108,8 +108,11 @@ pub struct Reply {
     /// its address, so response rate limiting leaves it alone.
     pub valid_cookie: bool,
     /// Offset just past the reply's question, 0 when it has none: response rate limiting
-    /// keys on the name there without walking it again.
+    /// finds the zone's SOA after it without walking the name again.
     pub question_end: u16,
+    /// The question's name's [`crate::wire::LowerName::hash`] (0 without a question): response
+    /// rate limiting keys answers on it without hashing the name again.
+    pub name_hash: u64,
 }
 
 /// What answers the part of a question the zones leave open. The authoritative path hands it

@@ -48,6 +48,8 @@ pub(crate) struct Responder<'a> {
     valid_cookie: bool,
     /// Offset just past the reply's question; 0 while it has none.
     question_end: u16,
+    /// The hash of the question's name, once it is written.
+    name_hash: u64,
 }
 
 impl<'a> Responder<'a> {
@@ -89,6 +91,7 @@ impl<'a> Responder<'a> {
             cookie: None,
             valid_cookie: false,
             question_end: 0,
+            name_hash: 0,
         }
     }
 
@@ -274,6 +277,7 @@ impl<'a> Responder<'a> {
         }
         self.counts[0] = 1;
         self.question_end = self.pos as u16;
+        self.name_hash = qname.hash();
     }
 
     #[inline(always)]
@@ -435,6 +439,7 @@ impl<'a> Responder<'a> {
             cookie,
             valid_cookie,
             question_end,
+            name_hash,
             ..
         } = self;
         if let Some(edns) = q.edns {
@@ -485,6 +490,7 @@ impl<'a> Responder<'a> {
             trailing: q.trailing,
             valid_cookie,
             question_end,
+            name_hash,
         }
     }
 }
