@@ -62,7 +62,7 @@ impl Peer {
     /// The address's IP as the number its bits make, and whether it is IPv4 (an IPv4-mapped
     /// IPv6 address counts as IPv4, its low 32 bits): what a table keyed by client network
     /// needs, without making an `IpAddr` and canonicalising it on every reply.
-    #[inline]
+    #[inline(always)]
     pub fn ip_bits(&self) -> (u128, bool) {
         match self.family() {
             // SAFETY: as in `addr`.
