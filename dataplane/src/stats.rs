@@ -40,6 +40,9 @@ pub struct Totals {
     pub replies_refused: u64,
     /// Replies with extended rcode BADVERS (EDNS version above 0).
     pub replies_badvers: u64,
+    /// Replies with extended rcode BADCOOKIE (a UDP query whose server cookie is not this
+    /// server's, RFC 7873 §5.2.3).
+    pub replies_badcookie: u64,
     /// Replies with any other rcode.
     pub replies_other: u64,
     /// Replies sent with TC=1 because the answer did not fit the client's UDP size.
@@ -346,8 +349,8 @@ pub(crate) struct Counters {
     forward_duration: Counts<DURATION_SLOTS>,
 }
 
-/// Reply counters by rcode: the seven named ones, then "other".
-const RCODE_BUCKETS: usize = 8;
+/// Reply counters by rcode: the eight named ones, then "other".
+const RCODE_BUCKETS: usize = 9;
 
 fn rcode_bucket(code: u16) -> usize {
     match code {
@@ -358,7 +361,8 @@ fn rcode_bucket(code: u16) -> usize {
         rcode::NOTIMP => 4,
         rcode::REFUSED => 5,
         rcode::BADVERS => 6,
-        _ => 7,
+        rcode::BADCOOKIE => 7,
+        _ => 8,
     }
 }
 
@@ -430,6 +434,7 @@ impl Counters {
         totals.replies_notimp += r(rcode::NOTIMP);
         totals.replies_refused += r(rcode::REFUSED);
         totals.replies_badvers += r(rcode::BADVERS);
+        totals.replies_badcookie += r(rcode::BADCOOKIE);
         totals.replies_other += self.replies[RCODE_BUCKETS - 1].get();
         totals.truncated += self.truncated.get();
         totals.dropped_too_short += self.dropped_too_short.get();
@@ -565,13 +570,15 @@ mod tests {
             ignored_records: false,
             trailing: false,
             valid_cookie: false,
+            question_end: 0,
+            name_hash: 0,
         })
     }
 
     #[test]
     fn replies_are_counted_by_rcode_and_transport() {
         let stats = WorkerStats::default();
-        for code in [0, 1, 2, 3, 4, 5, 16, 9] {
+        for code in [0, 1, 2, 3, 4, 5, 16, 23, 9] {
             query(&stats, Transport::Udp, &reply(code));
         }
         query(
@@ -584,13 +591,15 @@ mod tests {
                 ignored_records: true,
                 trailing: true,
                 valid_cookie: false,
+                question_end: 0,
+                name_hash: 0,
             }),
         );
         query(&stats, Transport::Udp, &Outcome::Drop(DropReason::TooShort));
         query(&stats, Transport::Tcp, &Outcome::Drop(DropReason::Response));
         let mut t = Totals::default();
         stats.add_to(&mut t);
-        assert_eq!((t.queries_udp, t.queries_tcp), (9, 2));
+        assert_eq!((t.queries_udp, t.queries_tcp), (10, 2));
         assert_eq!(t.replies_noerror, 2);
         for n in [
             t.replies_formerr,
@@ -599,6 +608,7 @@ mod tests {
             t.replies_notimp,
             t.replies_refused,
             t.replies_badvers,
+            t.replies_badcookie,
             t.replies_other,
         ] {
             assert_eq!(n, 1);

@@ -233,7 +233,7 @@ impl Server {
         let mut wakers = Vec::with_capacity(count);
         let stats: Vec<Arc<WorkerStats>> = (0..count).map(|_| Arc::default()).collect();
         let (observation, observers) = Observation::start(&options.observe, &stats)?;
-        for ((sockets, worker_stats), observer) in per_worker.into_iter().zip(&stats).zip(observers) {
+        for ((sockets, worker_stats), mut observer) in per_worker.into_iter().zip(&stats).zip(observers) {
             let poll = Poll::new()?;
             wakers.push(Waker::new(poll.registry(), WAKER)?);
             let mut ios = Vec::with_capacity(sockets.len());
@@ -248,7 +248,7 @@ impl Server {
             }
             let mut tcp = TcpServer::new(listeners, config.tcp, now);
             tcp.register(poll.registry())?;
-            let upstream_tap = observer.as_ref().and_then(|o| o.upstream_tap());
+            let upstream_tap = observer.as_mut().and_then(|o| o.take_upstream_tap());
             let resolver = forwarding
                 .as_ref()
                 .map(|forwarding| {
@@ -740,7 +740,7 @@ impl<P: PacketIo> Worker<P> {
             };
             if let (Some(limiter), Outcome::Reply(reply)) = (rrl.as_mut(), &outcome) {
                 if !reply.valid_cookie {
-                    match limiter.judge(peer.ip(), &out[..reply.len], second) {
+                    match limiter.judge(peer, &out[..reply.len], reply, second) {
                         Action::Send => {}
                         Action::Drop => {
                             stats.rrl_dropped.incr();
@@ -787,6 +787,7 @@ impl<P: PacketIo> Worker<P> {
             stats,
             send_warning,
             observer,
+            rrl,
             ..
         } = self
         else {
@@ -794,8 +795,20 @@ impl<P: PacketIo> Worker<P> {
         };
         let snapshot = snapshots.load();
         let cookies = cookies.as_mut().map(|c| &**c.load());
-        resolver.turn(snapshot, cookies, now, |client, reply, since| {
-            if let Some(observer) = observer.as_deref_mut() {
+        let second = rrl.as_ref().map_or(0, |limiter| limiter.second(now));
+        resolver.turn(snapshot, cookies, now, |client, reply, facts, since| {
+            let action = match (&client, rrl.as_mut()) {
+                (Client::Udp { peer, .. }, Some(limiter)) if !facts.valid_cookie => {
+                    limiter.judge(peer, reply, facts, second)
+                }
+                _ => Action::Send,
+            };
+            match action {
+                Action::Send => {}
+                Action::Drop => return stats.rrl_dropped.incr(),
+                Action::Slip => stats.rrl_slipped.incr(),
+            }
+            if let Some(observer) = observer.as_deref_mut().filter(|_| action == Action::Send) {
                 let (transport, addr) = match &client {
                     Client::Udp { peer, .. } => (Transport::Udp, peer.addr()),
                     Client::Tcp { peer, .. } => (Transport::Tcp, SocketAddr::new(*peer, 0)),
@@ -814,7 +827,10 @@ impl<P: PacketIo> Worker<P> {
                     batch.push_with(&peer, |out| {
                         let len = reply.len().min(out.len());
                         out[..len].copy_from_slice(&reply[..len]);
-                        Some(len)
+                        Some(match action {
+                            Action::Slip => rrl::slip(out, len),
+                            _ => len,
+                        })
                     });
                 }
                 Client::Tcp { conn, serial, .. } => tcp.deliver(conn, serial, reply, now),

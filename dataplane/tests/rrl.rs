@@ -1,7 +1,8 @@
 //! Response rate limiting over real loopback sockets: a flood of one name from one source is
 //! limited (dropped, every second limited reply slipped with TC=1 and no records) while another
-//! client keeps being answered, and clients with a valid server cookie or over TCP are never
-//! limited. Replies are parsed with hickory-proto.
+//! client keeps being answered, clients with a valid server cookie or over TCP are never
+//! limited, and replies that waited for an upstream are limited as those answered at once.
+//! Replies are parsed with hickory-proto.
 
 mod common;
 
@@ -9,11 +10,13 @@ use common::{snapshot, RawQuery};
 use hickory_proto::op::{Message, MessageType, ResponseCode};
 use hickory_proto::rr::rdata::opt::{EdnsCode, EdnsOption};
 use skyline_dataplane::cookie::{CookieCell, CookieSecrets};
+use skyline_dataplane::forward::ForwardConfig;
 use skyline_dataplane::rrl::RrlConfig;
 use skyline_dataplane::snapshot::empty_cell;
 use skyline_dataplane::worker::{Options, Server, ServerConfig, TcpConfig};
 use std::io::{Read as _, Write as _};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,6 +29,10 @@ const NEIGHBOUR_EVERY: usize = 50;
 const CLIENT_COOKIE: [u8; 8] = *b"cookie!!";
 
 fn start() -> Server {
+    start_forwarding(None)
+}
+
+fn start_forwarding(forward: Option<ForwardConfig>) -> Server {
     let cell = empty_cell();
     cell.store(Arc::new(snapshot()));
     Server::start_with(
@@ -43,6 +50,7 @@ fn start() -> Server {
                 window: 2,
                 ..RrlConfig::default()
             },
+            forward,
             ..Options::default()
         },
         cell,
@@ -175,4 +183,72 @@ fn clients_with_a_valid_server_cookie_and_tcp_clients_are_never_limited() {
         stream.read_exact(&mut reply).unwrap();
         assert!(is_full_answer(&Message::from_vec(&reply).unwrap()), "TCP query {i}");
     }
+}
+
+/// An upstream on loopback that answers every question NXDOMAIN without an SOA, until `stop`.
+fn nxdomain_upstream(stop: Arc<AtomicBool>) -> (SocketAddr, std::thread::JoinHandle<()>) {
+    let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    socket.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let addr = socket.local_addr().unwrap();
+    let thread = std::thread::spawn(move || {
+        let mut buf = [0u8; 1024];
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok((n, from)) = socket.recv_from(&mut buf) {
+                let query = &buf[..n];
+                let name_end = 12 + query[12..].iter().position(|&b| b == 0).unwrap() + 1;
+                let mut m = vec![query[0], query[1], 0x81, 0x83, 0, 1, 0, 0, 0, 0, 0, 0];
+                m.extend_from_slice(&query[12..name_end + 4]);
+                socket.send_to(&m, from).unwrap();
+            }
+        }
+    });
+    (addr, thread)
+}
+
+#[test]
+fn replies_that_waited_for_an_upstream_are_limited_too() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (upstream, thread) = nxdomain_upstream(Arc::clone(&stop));
+    let server = start_forwarding(Some(ForwardConfig {
+        upstreams: vec![upstream],
+        ..ForwardConfig::default()
+    }));
+    let addr = server.local_addr();
+    let flooder = socket();
+    let started = Instant::now();
+    // Names no cache holds, so that every reply leaves once the upstream has answered; one
+    // NXDOMAIN class for the flooder's network, since the upstream names no zone.
+    for i in 0..FLOOD {
+        let name = format!("n{i}.flood.example.");
+        flooder.send_to(&query(i as u16, &name, A, &[]), addr).unwrap();
+        if i % 10 == 9 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    let seconds = started.elapsed().as_secs() as u32 + 1;
+    let replies = drain(&flooder);
+    stop.store(true, Ordering::Relaxed);
+    thread.join().unwrap();
+    let totals = server.stats();
+    assert!(
+        totals.upstream_queries >= FLOOD as u64,
+        "every query went upstream: {totals:?}"
+    );
+    let full = replies
+        .iter()
+        .filter(|r| r.response_code() == ResponseCode::NXDomain && !r.truncated())
+        .count();
+    let slipped = replies.iter().filter(|r| r.truncated()).count();
+    assert_eq!(full + slipped, replies.len(), "every reply is an answer or a slip");
+    let allowed = (RATE * (seconds + 1)) as usize;
+    assert!(
+        full >= RATE as usize && full <= allowed,
+        "{full} answered, at most {allowed}"
+    );
+    let limited = FLOOD - full;
+    assert!(
+        slipped > 0 && slipped.abs_diff(limited / 2) <= 2,
+        "{slipped} of {limited} slipped"
+    );
+    assert_eq!(totals.rrl_dropped + totals.rrl_slipped, limited as u64);
 }

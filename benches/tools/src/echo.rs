@@ -108,6 +108,7 @@ mod tests {
             once: true,
             spin: false,
             seed: 5,
+            source: None,
         };
         let report = run(&config, &queries).unwrap();
         assert_eq!((report.sent, report.answered, report.lost), (2_000, 2_000, 0));

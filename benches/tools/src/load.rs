@@ -14,7 +14,7 @@ use skyline_dataplane::io::{Datagrams, KernelUdp, PacketIo, Peer};
 use skyline_dataplane::sys::BATCH_SIZE;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 /// Receive slot size: replies to queries without EDNS fit in 512 bytes, with EDNS in the
@@ -49,6 +49,10 @@ pub struct Config {
     pub spin: bool,
     /// Seed of the ID order.
     pub seed: u64,
+    /// The address the client sockets send from; `None`: the kernel's choice. A benchmark
+    /// runs its legitimate client and its flood from different loopback addresses, so that
+    /// the server tells them apart as it would two networks.
+    pub source: Option<IpAddr>,
 }
 
 /// What happened during a run.
@@ -135,18 +139,19 @@ impl Report {
     }
 }
 
-/// A client socket of the server's family on an ephemeral port, connected to the server so
-/// that only its replies arrive and the kernel routes each send without a lookup.
-fn client_socket(server: SocketAddr) -> io::Result<KernelUdp> {
+/// A client socket of the server's family on an ephemeral port of `source` (any address when
+/// `None`), connected to the server so that only its replies arrive and the kernel routes
+/// each send without a lookup.
+pub fn client_socket(server: SocketAddr, source: Option<IpAddr>) -> io::Result<KernelUdp> {
     let socket = Socket::new(Domain::for_address(server), Type::DGRAM, Some(Protocol::UDP))?;
     // Best effort: smaller buffers only mean losses show up sooner under bursts.
     let _ = socket.set_recv_buffer_size(SOCKET_BUFFER_LEN);
     let _ = socket.set_send_buffer_size(SOCKET_BUFFER_LEN);
     let any = match server {
-        SocketAddr::V4(_) => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
-        SocketAddr::V6(_) => SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0)),
+        SocketAddr::V4(_) => IpAddr::from(Ipv4Addr::UNSPECIFIED),
+        SocketAddr::V6(_) => IpAddr::from(Ipv6Addr::UNSPECIFIED),
     };
-    socket.bind(&any.into())?;
+    socket.bind(&SocketAddr::new(source.unwrap_or(any), 0).into())?;
     socket.connect(&server.into())?;
     KernelUdp::new(socket.into())
 }
@@ -160,7 +165,7 @@ pub fn run(config: &Config, queries: &[Query]) -> io::Result<Report> {
     let mut poll = Poll::new()?;
     let mut sockets = Vec::with_capacity(config.sockets.max(1));
     for i in 0..config.sockets.max(1) {
-        let mut socket = client_socket(config.server)?;
+        let mut socket = client_socket(config.server, config.source)?;
         poll.registry().register(&mut socket, Token(i), Interest::READABLE)?;
         sockets.push(socket);
     }
@@ -398,6 +403,7 @@ mod tests {
             once: true,
             spin: false,
             seed: 1,
+            source: None,
         };
         let report = run(&config, &queries()[..5]).unwrap();
         assert_eq!((report.sent, report.answered, report.lost), (5, 0, 5));

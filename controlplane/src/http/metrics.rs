@@ -43,6 +43,7 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         replies_notimp,
         replies_refused,
         replies_badvers,
+        replies_badcookie,
         replies_other,
         truncated,
         dropped_too_short,
@@ -150,6 +151,7 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
             ("NOTIMP", replies_notimp),
             ("REFUSED", replies_refused),
             ("BADVERS", replies_badvers),
+            ("BADCOOKIE", replies_badcookie),
             ("OTHER", replies_other),
         ],
     )?;
@@ -433,7 +435,7 @@ fn top_talkers(f: &mut Formatter<'_>, top: &TopTalkers) -> fmt::Result {
         f,
         "skyline_top_clients",
         Kind::Gauge,
-        "Estimated queries of the heaviest client addresses since the start (space-saving sketch).",
+        "Estimated recent queries of the heaviest client addresses (space-saving sketch, halved every minute).",
     )?;
     for (rank, row) in top.clients.iter().enumerate() {
         writeln!(
@@ -448,7 +450,7 @@ fn top_talkers(f: &mut Formatter<'_>, top: &TopTalkers) -> fmt::Result {
         f,
         "skyline_top_names",
         Kind::Gauge,
-        "Estimated queries of the most asked names since the start (space-saving sketch).",
+        "Estimated recent queries of the most asked names (space-saving sketch, halved every minute).",
     )?;
     for (rank, row) in top.names.iter().enumerate() {
         writeln!(

@@ -107,6 +107,12 @@ pub struct Reply {
     /// The query carried a server cookie this server made (RFC 7873): its client receives at
     /// its address, so response rate limiting leaves it alone.
     pub valid_cookie: bool,
+    /// Offset just past the reply's question, 0 when it has none: response rate limiting
+    /// finds the zone's SOA after it without walking the name again.
+    pub question_end: u16,
+    /// The question's name's [`crate::wire::LowerName::hash`] (0 without a question): response
+    /// rate limiting keys answers on it without hashing the name again.
+    pub name_hash: u64,
 }
 
 /// What answers the part of a question the zones leave open. The authoritative path hands it

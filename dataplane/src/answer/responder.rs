@@ -46,6 +46,10 @@ pub(crate) struct Responder<'a> {
     cookie: Option<[u8; COOKIE_LEN]>,
     /// The query's server cookie is one this server made.
     valid_cookie: bool,
+    /// Offset just past the reply's question; 0 while it has none.
+    question_end: u16,
+    /// The hash of the question's name, once it is written.
+    name_hash: u64,
 }
 
 impl<'a> Responder<'a> {
@@ -86,6 +90,8 @@ impl<'a> Responder<'a> {
             has_opt: q.edns.is_some(),
             cookie: None,
             valid_cookie: false,
+            question_end: 0,
+            name_hash: 0,
         }
     }
 
@@ -270,6 +276,8 @@ impl<'a> Responder<'a> {
             self.put(&query[question.end - 4..question.end]);
         }
         self.counts[0] = 1;
+        self.question_end = self.pos as u16;
+        self.name_hash = qname.hash();
     }
 
     #[inline(always)]
@@ -430,6 +438,8 @@ impl<'a> Responder<'a> {
             ede: ede_code,
             cookie,
             valid_cookie,
+            question_end,
+            name_hash,
             ..
         } = self;
         if let Some(edns) = q.edns {
@@ -479,6 +489,8 @@ impl<'a> Responder<'a> {
             ignored_records: q.ancount != 0 || q.nscount != 0,
             trailing: q.trailing,
             valid_cookie,
+            question_end,
+            name_hash,
         }
     }
 }

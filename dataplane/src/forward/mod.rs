@@ -30,7 +30,7 @@ pub use recursive::{answer_recursive, ClientQuery, Forward, Recursion, Refresh, 
 pub use route::{Failure, Route, Routes};
 pub use upstream::{SharedHealth, MAX_FAILS, PROBE_INTERVAL};
 
-use crate::answer::{Context, Outcome};
+use crate::answer::{Context, Outcome, Reply};
 use crate::cache::{Cache, CacheConfig};
 use crate::cookie::CookieSecrets;
 use crate::io::Peer;
@@ -383,13 +383,13 @@ impl Resolver {
     }
 
     /// Reads upstream replies, handles timeouts and probes, and hands every reply now due to
-    /// a waiting client to `send`, with the time its query arrived.
+    /// a waiting client to `send`, with its facts and the time its query arrived.
     pub(crate) fn turn(
         &mut self,
         snapshot: &Snapshot,
         cookies: Option<&CookieSecrets>,
         now: Instant,
-        mut send: impl FnMut(Client, &[u8], Instant),
+        mut send: impl FnMut(Client, &[u8], &Reply, Instant),
     ) {
         let Resolver {
             routes,
@@ -438,7 +438,7 @@ impl Resolver {
                 };
                 stats.outcome(waiter.ctx.transport, &outcome);
                 if let Outcome::Reply(reply) = outcome {
-                    send(waiter.client, &scratch[..reply.len], waiter.since);
+                    send(waiter.client, &scratch[..reply.len], &reply, waiter.since);
                     stats.took(now.saturating_duration_since(waiter.since), 1);
                 }
             }

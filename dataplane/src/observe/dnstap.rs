@@ -53,31 +53,58 @@ pub struct Event<'a> {
     pub time: SystemTime,
 }
 
+/// Room left for the length of the nested `Message`: five varint bytes hold any length a DNS
+/// message and its fields can reach.
+const LENGTH_ROOM: usize = 5;
+
 /// Appends the dnstap frame of `event` to `out`: the `Dnstap` message with `identity` and
-/// `version` (left out when empty).
+/// `version` (left out when empty). The nested `Message` is written in place after room for
+/// its length, then moved up against the length once that is known: no second buffer.
 pub fn encode(event: &Event<'_>, identity: &[u8], version: &[u8], out: &mut Vec<u8>) {
-    let mut message = Vec::with_capacity(event.message.len() + 64);
-    varint_field(&mut message, 1, event.kind as u64);
+    if !identity.is_empty() {
+        bytes_field(out, 1, identity);
+    }
+    if !version.is_empty() {
+        bytes_field(out, 2, version);
+    }
+    key(out, 14, 2);
+    let length_at = out.len();
+    out.extend_from_slice(&[0; LENGTH_ROOM]);
+    let start = out.len();
+    message(event, out);
+    let mut prefix = [0u8; LENGTH_ROOM];
+    let prefix_len = varint_into(&mut prefix, (out.len() - start) as u64);
+    out.copy_within(start.., length_at + prefix_len);
+    out.truncate(out.len() - (LENGTH_ROOM - prefix_len));
+    out[length_at..length_at + prefix_len].copy_from_slice(&prefix[..prefix_len]);
+    varint_field(out, 15, 1);
+}
+
+/// Appends the fields of the `Message` of `event` to `out`.
+fn message(event: &Event<'_>, out: &mut Vec<u8>) {
+    varint_field(out, 1, event.kind as u64);
     let family = event.query_addr.or(event.response_addr).map(|a| a.ip());
     if let Some(ip) = family {
-        varint_field(&mut message, 2, if ip.is_ipv4() { 1 } else { 2 });
+        varint_field(out, 2, if ip.is_ipv4() { 1 } else { 2 });
     }
     let protocol = match event.transport {
         Transport::Udp => 1,
         Transport::Tcp => 2,
     };
-    varint_field(&mut message, 3, protocol);
+    varint_field(out, 3, protocol);
     if let Some(addr) = event.query_addr {
-        bytes_field(&mut message, 4, &ip_bytes(addr.ip()));
+        let (bytes, len) = ip_bytes(addr.ip());
+        bytes_field(out, 4, &bytes[..len]);
     }
     if let Some(addr) = event.response_addr {
-        bytes_field(&mut message, 5, &ip_bytes(addr.ip()));
+        let (bytes, len) = ip_bytes(addr.ip());
+        bytes_field(out, 5, &bytes[..len]);
     }
     if let Some(addr) = event.query_addr {
-        varint_field(&mut message, 6, u64::from(addr.port()));
+        varint_field(out, 6, u64::from(addr.port()));
     }
     if let Some(addr) = event.response_addr {
-        varint_field(&mut message, 7, u64::from(addr.port()));
+        varint_field(out, 7, u64::from(addr.port()));
     }
     let since = event.time.duration_since(UNIX_EPOCH).unwrap_or_default();
     let (sec, nsec, body) = if event.kind.is_query() {
@@ -85,30 +112,25 @@ pub fn encode(event: &Event<'_>, identity: &[u8], version: &[u8], out: &mut Vec<
     } else {
         (12, 13, 14)
     };
-    varint_field(&mut message, sec, since.as_secs());
-    key(&mut message, nsec, 5);
-    message.extend_from_slice(&since.subsec_nanos().to_le_bytes());
-    bytes_field(&mut message, body, event.message);
-
-    if !identity.is_empty() {
-        bytes_field(out, 1, identity);
-    }
-    if !version.is_empty() {
-        bytes_field(out, 2, version);
-    }
-    bytes_field(out, 14, &message);
-    varint_field(out, 15, 1);
+    varint_field(out, sec, since.as_secs());
+    key(out, nsec, 5);
+    out.extend_from_slice(&since.subsec_nanos().to_le_bytes());
+    bytes_field(out, body, event.message);
 }
 
-/// An address as dnstap carries it: 4 bytes for IPv4 (IPv4-mapped IPv6 included), 16 for IPv6.
-fn ip_bytes(ip: IpAddr) -> Vec<u8> {
-    match ip {
-        IpAddr::V4(v4) => v4.octets().to_vec(),
+/// An address as dnstap carries it, in the first 4 bytes (IPv4, IPv4-mapped IPv6 included) or
+/// all 16 (IPv6).
+fn ip_bytes(ip: IpAddr) -> ([u8; 16], usize) {
+    let mut bytes = [0u8; 16];
+    let v4 = match ip {
+        IpAddr::V4(v4) => v4,
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => v4.octets().to_vec(),
-            None => v6.octets().to_vec(),
+            Some(v4) => v4,
+            None => return (v6.octets(), 16),
         },
-    }
+    };
+    bytes[..4].copy_from_slice(&v4.octets());
+    (bytes, 4)
 }
 
 fn key(out: &mut Vec<u8>, field: u32, wire_type: u32) {
@@ -126,12 +148,22 @@ fn bytes_field(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
-fn varint(out: &mut Vec<u8>, mut value: u64) {
+fn varint(out: &mut Vec<u8>, value: u64) {
+    let mut bytes = [0u8; 10];
+    let len = varint_into(&mut bytes, value);
+    out.extend_from_slice(&bytes[..len]);
+}
+
+/// Writes `value` as a varint at the start of `out`, which must have room for it; its length.
+fn varint_into(out: &mut [u8], mut value: u64) -> usize {
+    let mut len = 0;
     while value >= 0x80 {
-        out.push((value as u8) | 0x80);
+        out[len] = (value as u8) | 0x80;
         value >>= 7;
+        len += 1;
     }
-    out.push(value as u8);
+    out[len] = value as u8;
+    len + 1
 }
 
 #[cfg(test)]
@@ -179,5 +211,26 @@ mod tests {
         assert_eq!(&m[..6], &[8, 8, 16, 2, 24, 2]);
         assert_eq!(&m[6..8], &[42, 16]);
         assert_eq!(&m[24..], &[56, 53, 96, 1, 109, 2, 0, 0, 0, 114, 1, b'x']);
+    }
+
+    #[test]
+    fn a_message_longer_than_one_length_byte_gets_a_two_byte_length() {
+        let body = vec![7u8; 300];
+        let event = Event {
+            kind: Kind::ClientResponse,
+            transport: Transport::Udp,
+            query_addr: Some("192.0.2.1:5300".parse().unwrap()),
+            response_addr: None,
+            message: &body,
+            time: UNIX_EPOCH,
+        };
+        let mut out = b"kept".to_vec();
+        encode(&event, b"", b"", &mut out);
+        assert_eq!(&out[..5], b"kept\x72");
+        let length = usize::from(out[5] & 0x7f) | usize::from(out[6]) << 7;
+        assert_eq!(out[5] & 0x80, 0x80);
+        assert_eq!(length, out.len() - 7 - 2, "the length counts the message exactly");
+        assert!(out[7..out.len() - 2].ends_with(&body));
+        assert_eq!(&out[out.len() - 2..], &[120, 1]);
     }
 }

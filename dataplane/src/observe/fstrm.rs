@@ -30,6 +30,11 @@ const MAX_CONTROL: usize = 512;
 /// stalled and the connection is made again.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(2);
 /// First and longest wait before connecting again.
+/// Bytes of frames gathered before one write: the writer's buffer never grows past this and
+/// one record.
+const WRITE_CHUNK: usize = 64 * 1024;
+/// The longest record: a DNS message of 65,535 bytes and its dnstap fields.
+const MAX_RECORD: usize = 65_535 + 1024;
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 
@@ -89,7 +94,7 @@ impl FstrmWriter {
             conn: None,
             next_attempt: Instant::now(),
             backoff: BACKOFF_MIN,
-            buf: Vec::new(),
+            buf: Vec::with_capacity(WRITE_CHUNK + MAX_RECORD),
             warning: RateLimitedWarning::default(),
         }
     }
@@ -142,11 +147,21 @@ impl Output for FstrmWriter {
             return Err(io::ErrorKind::NotConnected.into());
         };
         self.buf.clear();
+        let mut written = Ok(());
         for record in records {
+            if self.buf.len() + 4 + record.len() > WRITE_CHUNK && !self.buf.is_empty() {
+                written = conn.write_all(&self.buf);
+                self.buf.clear();
+                if written.is_err() {
+                    break;
+                }
+            }
             self.buf.extend_from_slice(&(record.len() as u32).to_be_bytes());
             self.buf.extend_from_slice(record);
         }
-        let written = conn.write_all(&self.buf);
+        if written.is_ok() {
+            written = conn.write_all(&self.buf);
+        }
         if let Err(e) = &written {
             self.failed("writing to the dnstap reader failed; connecting again", e);
         }

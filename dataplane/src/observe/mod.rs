@@ -109,8 +109,8 @@ pub(crate) fn question(message: &[u8]) -> Option<(&[u8], u16)> {
 }
 
 /// A worker's dnstap side: its queue and its sample counter. The forwarder of the worker
-/// holds a copy of its own for upstream messages.
-#[derive(Debug, Clone)]
+/// holds one of its own, with its own queue, for upstream messages.
+#[derive(Debug)]
 pub(crate) struct Tap {
     feed: Feed,
     identity: Arc<[u8]>,
@@ -134,7 +134,7 @@ impl Tap {
 
     /// Encodes `event` and queues it, counting it dropped when the queue is full.
     fn send(&self, event: &Event<'_>) {
-        let mut record = Vec::with_capacity(event.message.len() + 96);
+        let mut record = self.feed.buffer();
         dnstap::encode(event, &self.identity, &self.version, &mut record);
         if !self.feed.offer(record) {
             self.stats.dnstap_dropped.incr();
@@ -170,6 +170,8 @@ struct QueryLog {
 #[derive(Debug)]
 pub(crate) struct Observer {
     tap: Option<Tap>,
+    /// The forwarder's tap, until the forwarder takes it.
+    upstream_tap: Option<Tap>,
     log: Option<QueryLog>,
     top: Option<TopCounter>,
     /// Lower-cased query name, reused from query to query.
@@ -177,9 +179,9 @@ pub(crate) struct Observer {
 }
 
 impl Observer {
-    /// A copy of the dnstap side for the worker's forwarder.
-    pub(crate) fn upstream_tap(&self) -> Option<Tap> {
-        self.tap.clone()
+    /// The dnstap side of the worker's forwarder.
+    pub(crate) fn take_upstream_tap(&mut self) -> Option<Tap> {
+        self.upstream_tap.take()
     }
 
     /// A query from `client` arrived on `transport` and was answered with `reply` (`None`:
@@ -268,9 +270,18 @@ impl Observer {
             log.stats.query_log_suppressed.incr();
             return;
         }
-        let Some(line) = querylog::line(reply, client, transport, now.saturating_duration_since(since)) else {
+        let mut line = log.feed.buffer();
+        if querylog::line(
+            reply,
+            client,
+            transport,
+            now.saturating_duration_since(since),
+            &mut line,
+        )
+        .is_none()
+        {
             return;
-        };
+        }
         if !log.feed.offer(line) {
             log.stats.query_log_suppressed.incr();
         }
@@ -314,15 +325,18 @@ impl Observation {
             return Ok((observation, workers.iter().map(|_| None).collect()));
         }
         let count = workers.len();
-        let mut taps: Vec<Option<Feed>> = vec![None; count];
+        // Two dnstap queues a worker, its own and its forwarder's: each side recycles its
+        // buffers through a queue it alone feeds.
+        let mut taps: Vec<Option<(Feed, Feed)>> = (0..count).map(|_| None).collect();
         if let Some(d) = &config.dnstap {
             let writer = fstrm::FstrmWriter::new(d.socket.clone(), dnstap::CONTENT_TYPE);
-            let (feeds, thread, stats) = sink::spawn("skyline-dnstap", count, writer)?;
-            taps = feeds.into_iter().map(Some).collect();
+            let (feeds, thread, stats) = sink::spawn("skyline-dnstap", 2 * count, writer)?;
+            let mut feeds = feeds.into_iter();
+            taps = (0..count).map(|_| feeds.next().zip(feeds.next())).collect();
             observation.threads.push(thread);
             observation.reader.dnstap = Some(stats);
         }
-        let mut logs: Vec<Option<Feed>> = vec![None; count];
+        let mut logs: Vec<Option<Feed>> = (0..count).map(|_| None).collect();
         let limit = config
             .query_log
             .as_ref()
@@ -357,16 +371,22 @@ impl Observation {
             .iter()
             .zip(taps.into_iter().zip(logs))
             .enumerate()
-            .map(|(i, (stats, (tap, log)))| {
+            .map(|(i, (stats, (taps, log)))| {
+                let tap = |feed| Tap {
+                    feed,
+                    identity: Arc::clone(&identity),
+                    version: Arc::clone(&version),
+                    sample,
+                    seen: 0,
+                    stats: Arc::clone(stats),
+                };
+                let (tap, upstream_tap) = match taps {
+                    Some((own, upstream)) => (Some(tap(own)), Some(tap(upstream))),
+                    None => (None, None),
+                };
                 Some(Box::new(Observer {
-                    tap: tap.map(|feed| Tap {
-                        feed,
-                        identity: Arc::clone(&identity),
-                        version: Arc::clone(&version),
-                        sample,
-                        seen: 0,
-                        stats: Arc::clone(stats),
-                    }),
+                    tap,
+                    upstream_tap,
                     log: log.zip(limit.clone()).map(|(feed, limit)| QueryLog {
                         feed,
                         limit,

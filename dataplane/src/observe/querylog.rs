@@ -9,10 +9,9 @@
 //! that neither a slow disk nor a flood of queries slows answering.
 
 use super::sink::Output;
-use super::topk::presentation;
+use super::topk::Presentation;
 use crate::answer::Transport;
 use crate::wire::types::{rcode, rtype};
-use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,25 +52,30 @@ impl RateLimit {
     }
 }
 
-/// The line of a reply to `client`, sent `took` after its query arrived; `None` when the reply
-/// has no readable question.
-pub(crate) fn line(reply: &[u8], client: SocketAddr, transport: Transport, took: Duration) -> Option<Vec<u8>> {
+/// Appends the line of a reply to `client`, sent `took` after its query arrived, to `out`;
+/// `None` (and nothing appended) when the reply has no readable question.
+pub(crate) fn line(
+    reply: &[u8],
+    client: SocketAddr,
+    transport: Transport,
+    took: Duration,
+    out: &mut Vec<u8>,
+) -> Option<()> {
     let (name, qtype) = super::question(reply)?;
     let code = u16::from(*reply.get(3)? & 0x0f);
     let proto = match transport {
         Transport::Udp => "udp",
         Transport::Tcp => "tcp",
     };
-    let mut text = String::with_capacity(96);
     let _ = writeln!(
-        text,
+        out,
         "client={client} proto={proto} name={} type={} rcode={} duration_us={}",
-        presentation(name),
+        Presentation(name),
         TypeName(qtype),
         RcodeName(code),
         took.as_micros()
     );
-    Some(text.into_bytes())
+    Some(())
 }
 
 struct TypeName(u16);
@@ -140,15 +144,17 @@ mod tests {
     fn a_line_names_client_name_type_rcode_and_duration() {
         // A reply: ID, flags with rcode 3, one question www.example. AAAA IN.
         let reply = b"\x12\x34\x81\x83\x00\x01\x00\x00\x00\x00\x00\x00\x03WWW\x07example\x00\x00\x1c\x00\x01";
-        let line = line(
+        let mut out = Vec::new();
+        line(
             reply,
             "192.0.2.7:5300".parse().unwrap(),
             Transport::Tcp,
             Duration::from_micros(42),
+            &mut out,
         )
         .unwrap();
         assert_eq!(
-            String::from_utf8(line).unwrap(),
+            String::from_utf8(out).unwrap(),
             "client=192.0.2.7:5300 proto=tcp name=www.example. type=AAAA rcode=NXDOMAIN duration_us=42\n"
         );
     }

@@ -5,6 +5,8 @@
 //! counted by the worker, so a slow or stalled reader costs lost records, never answering
 //! speed. The writer thread takes every queue in turn, writes what it took in one batch, and
 //! ends once every queue is closed (its worker ended) and empty, closing its output cleanly.
+//! It hands each written record's buffer back to the queue it came from, so that a worker
+//! encodes its records into recycled buffers and allocates none once its traffic is steady.
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,6 +19,16 @@ use std::time::Duration;
 pub const QUEUE_LEN: usize = 8192;
 /// Most records written in one batch.
 const BATCH: usize = 1024;
+/// Written buffers each queue keeps for its worker to reuse.
+const FREE_LEN: usize = 1024;
+/// Buffers that grew larger than this (a record of a large reply) are freed, not reused, so
+/// that a burst of them does not stay allocated.
+const REUSED_CAPACITY: usize = 4096;
+/// What a fresh buffer holds before it has to grow: a record of a typical reply.
+const FRESH_CAPACITY: usize = 1024;
+/// Buffers each queue starts with (512 KiB): enough for the records a busy worker makes
+/// while its writer sleeps, so that the worker allocates none from its first query on.
+const PREFILLED: usize = 512;
 /// Shortest and longest sleep of the writer when every queue was empty: it doubles while
 /// nothing comes, so that an idle writer costs next to nothing and a busy one waits little.
 const IDLE_MIN: Duration = Duration::from_millis(1);
@@ -41,31 +53,52 @@ pub struct SinkStats {
     pub dropped: AtomicU64,
 }
 
-/// A worker's end of its queue.
-#[derive(Debug, Clone)]
-pub(crate) struct Feed(SyncSender<Vec<u8>>);
+/// A worker's end of its queue: records go in, written buffers come back.
+#[derive(Debug)]
+pub(crate) struct Feed {
+    queue: SyncSender<Vec<u8>>,
+    free: Receiver<Vec<u8>>,
+}
 
 impl Feed {
+    /// An empty buffer to encode a record into: one the writer gave back, or a new one.
+    #[inline]
+    pub(crate) fn buffer(&self) -> Vec<u8> {
+        self.free
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(FRESH_CAPACITY))
+    }
+
     /// Queues `record`; `false` (and the record dropped) when the queue is full or the writer
     /// is gone.
     #[inline]
     pub(crate) fn offer(&self, record: Vec<u8>) -> bool {
-        self.0.try_send(record).is_ok()
+        self.queue.try_send(record).is_ok()
     }
 }
 
-/// Starts the writer thread `name` over `output`, with one queue per worker.
+/// The writer's end of one queue.
+struct Queue {
+    records: Receiver<Vec<u8>>,
+    free: SyncSender<Vec<u8>>,
+}
+
+/// Starts the writer thread `name` over `output`, with `count` queues.
 pub(crate) fn spawn(
     name: &str,
-    workers: usize,
+    count: usize,
     output: impl Output,
 ) -> io::Result<(Vec<Feed>, JoinHandle<()>, Arc<SinkStats>)> {
-    let mut feeds = Vec::with_capacity(workers);
-    let mut queues = Vec::with_capacity(workers);
-    for _ in 0..workers {
-        let (tx, rx) = sync_channel(QUEUE_LEN);
-        feeds.push(Feed(tx));
-        queues.push(rx);
+    let mut feeds = Vec::with_capacity(count);
+    let mut queues = Vec::with_capacity(count);
+    for _ in 0..count {
+        let (queue, records) = sync_channel(QUEUE_LEN);
+        let (free_tx, free) = sync_channel(FREE_LEN);
+        for _ in 0..PREFILLED {
+            let _ = free_tx.try_send(Vec::with_capacity(FRESH_CAPACITY));
+        }
+        feeds.push(Feed { queue, free });
+        queues.push(Queue { records, free: free_tx });
     }
     let stats = Arc::new(SinkStats::default());
     let counted = Arc::clone(&stats);
@@ -75,19 +108,23 @@ pub(crate) fn spawn(
     Ok((feeds, thread, stats))
 }
 
-fn run(queues: Vec<Receiver<Vec<u8>>>, mut output: impl Output, stats: &SinkStats) {
+fn run(queues: Vec<Queue>, mut output: impl Output, stats: &SinkStats) {
     let mut batch = Vec::with_capacity(BATCH);
+    let mut origins = Vec::with_capacity(BATCH);
     let mut idle = IDLE_MIN;
     loop {
         let mut open = false;
-        for queue in &queues {
+        for (at, queue) in queues.iter().enumerate() {
             loop {
                 if batch.len() >= BATCH {
                     open = true;
                     break;
                 }
-                match queue.try_recv() {
-                    Ok(record) => batch.push(record),
+                match queue.records.try_recv() {
+                    Ok(record) => {
+                        batch.push(record);
+                        origins.push(at);
+                    }
                     Err(TryRecvError::Empty) => {
                         open = true;
                         break;
@@ -102,7 +139,13 @@ fn run(queues: Vec<Receiver<Vec<u8>>>, mut output: impl Output, stats: &SinkStat
                 Ok(()) => stats.sent.fetch_add(n, Ordering::Relaxed),
                 Err(_) => stats.dropped.fetch_add(n, Ordering::Relaxed),
             };
-            batch.clear();
+            for (mut record, at) in batch.drain(..).zip(origins.drain(..)) {
+                if record.capacity() <= REUSED_CAPACITY {
+                    record.clear();
+                    // A full free list, or a worker gone: the buffer is simply freed.
+                    let _ = queues[at].free.try_send(record);
+                }
+            }
             idle = IDLE_MIN;
             continue;
         }
@@ -148,5 +191,30 @@ mod tests {
         assert_eq!(got, [b"a".to_vec(), b"b".to_vec()]);
         assert!(*closed.lock().unwrap());
         assert_eq!(stats.sent.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn written_buffers_come_back_to_the_queue_they_came_from() {
+        let written = Arc::new(Mutex::new(Vec::new()));
+        let closed = Arc::new(Mutex::new(false));
+        let (feeds, thread, _) = spawn("test-sink", 2, Collect(Arc::clone(&written), Arc::clone(&closed))).unwrap();
+        let prefilled = |feed: &Feed| std::iter::from_fn(|| feed.free.try_recv().ok()).count();
+        assert_eq!(prefilled(&feeds[1]), PREFILLED);
+        let mut record = feeds[1].buffer();
+        record.extend_from_slice(b"record");
+        let at = record.as_ptr();
+        assert!(feeds[1].offer(record));
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let back = loop {
+            if let Ok(buffer) = feeds[1].free.try_recv() {
+                break buffer;
+            }
+            assert!(std::time::Instant::now() < deadline, "the buffer never came back");
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        assert_eq!((back.as_ptr(), back.len()), (at, 0), "the same buffer, emptied");
+        assert_eq!(prefilled(&feeds[0]), PREFILLED, "nothing came back to another queue");
+        drop(feeds);
+        thread.join().unwrap();
     }
 }

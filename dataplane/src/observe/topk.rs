@@ -10,6 +10,7 @@
 //! cheap and the exported series are `K` per family whatever the traffic.
 
 use arc_swap::ArcSwap;
+use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,6 +22,10 @@ pub const COUNTERS_PER_ENTRY: usize = 8;
 pub const MIN_COUNTERS: usize = 64;
 /// How often at most a worker publishes its sketches for the scrape.
 pub const PUBLISH_INTERVAL: Duration = Duration::from_millis(250);
+/// Every count (and its error) is halved this often, so that the sketches follow who asks now:
+/// a client asking `r` queries a second settles between `r·60` and `r·120`, and yesterday's
+/// heaviest client falls out within minutes of going quiet.
+pub const HALF_LIFE: Duration = Duration::from_secs(60);
 
 /// A space-saving sketch over byte-string keys with `capacity` counters.
 #[derive(Debug, Clone)]
@@ -96,6 +101,17 @@ impl SpaceSaving {
         let slot = &mut self.keys[min];
         slot.clear();
         slot.extend_from_slice(key);
+    }
+
+    /// Halves every count and error `times` times over (an error never above its count); a
+    /// counter that reaches 0 is the first to make room.
+    pub fn decay(&mut self, times: u32) {
+        let shift = times.min(63);
+        for (count, error) in self.counts.iter_mut().zip(&mut self.errors) {
+            *count >>= shift;
+            *error = (*error >> shift).min(*count);
+        }
+        self.total >>= shift;
     }
 
     /// Every counter, largest count first.
@@ -206,27 +222,36 @@ impl TopReader {
 /// A wire-form name as lower-case text: labels joined by dots, a final dot, bytes other than letters,
 /// digits, `-` and `_` escaped as `\DDD` (so that any label value is safe to print).
 pub(crate) fn presentation(wire: &[u8]) -> String {
-    let mut text = String::new();
-    let mut at = 0;
-    while let Some(&len) = wire.get(at) {
-        if len == 0 {
-            break;
-        }
-        let label = wire.get(at + 1..at + 1 + usize::from(len)).unwrap_or_default();
-        for &b in label {
-            if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' {
-                text.push(char::from(b.to_ascii_lowercase()));
-            } else {
-                text.push_str(&format!("\\{b:03}"));
+    Presentation(wire).to_string()
+}
+
+/// [`presentation`] written straight into a formatter, for a writer that must not allocate.
+pub(crate) struct Presentation<'a>(pub(crate) &'a [u8]);
+
+impl std::fmt::Display for Presentation<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let wire = self.0;
+        let mut at = 0;
+        while let Some(&len) = wire.get(at) {
+            if len == 0 {
+                break;
             }
+            let label = wire.get(at + 1..at + 1 + usize::from(len)).unwrap_or_default();
+            for &b in label {
+                if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' {
+                    f.write_char(char::from(b.to_ascii_lowercase()))?;
+                } else {
+                    write!(f, "\\{b:03}")?;
+                }
+            }
+            f.write_char('.')?;
+            at += 1 + usize::from(len);
         }
-        text.push('.');
-        at += 1 + usize::from(len);
+        if at == 0 {
+            f.write_char('.')?;
+        }
+        Ok(())
     }
-    if text.is_empty() {
-        text.push('.');
-    }
-    text
 }
 
 /// One worker's sketches and where it publishes them.
@@ -238,6 +263,8 @@ pub(crate) struct TopCounter {
     seen: u32,
     dirty: bool,
     last_publish: Option<Instant>,
+    /// When the counts were last halved ([`HALF_LIFE`]); `None` before the first publication.
+    decayed_at: Option<Instant>,
     published: Arc<ArcSwap<Published>>,
 }
 
@@ -251,6 +278,7 @@ impl TopCounter {
             seen: 0,
             dirty: false,
             last_publish: None,
+            decayed_at: None,
             published,
         }
     }
@@ -282,8 +310,19 @@ impl TopCounter {
         self.dirty = true;
     }
 
-    /// Publishes the sketches if they changed and the last publication is old enough.
+    /// Halves the counts for every [`HALF_LIFE`] passed, then publishes the sketches if they
+    /// changed and the last publication is old enough. Called at every turn of the worker's
+    /// loop, which an idle worker still makes, so counts decay without traffic too.
     pub(crate) fn publish(&mut self, now: Instant) {
+        let decayed_at = *self.decayed_at.get_or_insert(now);
+        let halves = now.saturating_duration_since(decayed_at).as_secs() / HALF_LIFE.as_secs();
+        if halves > 0 {
+            let times = u32::try_from(halves).unwrap_or(u32::MAX);
+            self.clients.decay(times);
+            self.names.decay(times);
+            self.decayed_at = Some(decayed_at + HALF_LIFE * times.min(1 << 20));
+            self.dirty = true;
+        }
         if !self.dirty
             || self
                 .last_publish
@@ -375,6 +414,37 @@ mod tests {
                 error: 0
             }]
         );
+    }
+
+    #[test]
+    fn a_client_gone_quiet_decays_and_a_new_one_overtakes_it() {
+        let published = Arc::new(ArcSwap::from_pointee(Published::default()));
+        let mut top = TopCounter::new(4, 1, Arc::clone(&published));
+        let start = Instant::now();
+        let old: IpAddr = "192.0.2.1".parse().unwrap();
+        let new: IpAddr = "192.0.2.2".parse().unwrap();
+        for _ in 0..1000 {
+            top.count(old, None);
+        }
+        top.publish(start);
+        assert_eq!(published.load().clients[0].count, 1000);
+        // Three half-lives later the old client counts 1000 / 8; then a new one asks 200.
+        top.publish(start + HALF_LIFE * 3);
+        assert_eq!(published.load().clients[0].count, 1000 / 8);
+        for _ in 0..200 {
+            top.count(new, None);
+        }
+        top.publish(start + HALF_LIFE * 3 + PUBLISH_INTERVAL);
+        let rows = published.load();
+        assert_eq!(rows.clients[0].key, [192, 0, 2, 2]);
+        assert_eq!((rows.clients[0].count, rows.clients[1].count), (200, 1000 / 8));
+        // Idle, the counts keep decaying: to nothing after 64 half-lives.
+        top.publish(start + HALF_LIFE * 70);
+        assert!(published
+            .load()
+            .clients
+            .iter()
+            .all(|row| row.count == 0 && row.error == 0));
     }
 
     #[test]

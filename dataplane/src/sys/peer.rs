@@ -59,6 +59,27 @@ impl Peer {
         }
     }
 
+    /// The address's IP as the number its bits make, and whether it is IPv4 (an IPv4-mapped
+    /// IPv6 address counts as IPv4, its low 32 bits): what a table keyed by client network
+    /// needs, without making an `IpAddr` and canonicalising it on every reply.
+    #[inline(always)]
+    pub fn ip_bits(&self) -> (u128, bool) {
+        match self.family() {
+            // SAFETY: as in `addr`.
+            Some(Family::V4) => (u128::from(u32::from_be(unsafe { self.name.v4 }.sin_addr.s_addr)), true),
+            Some(Family::V6) => {
+                // SAFETY: as in `addr`.
+                let bits = u128::from_be_bytes(unsafe { self.name.v6 }.sin6_addr.s6_addr);
+                if bits >> 32 == 0xffff {
+                    (bits & u128::from(u32::MAX), true)
+                } else {
+                    (bits, false)
+                }
+            }
+            None => (0, true),
+        }
+    }
+
     /// The address's IP, for the access list every query is checked against.
     #[inline]
     pub fn ip(&self) -> IpAddr {

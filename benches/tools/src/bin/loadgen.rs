@@ -59,6 +59,9 @@ struct Args {
     /// Seed of the message ID order.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Send from this local address (e.g. 127.0.0.3), to stand for one client network.
+    #[arg(long)]
+    source: Option<std::net::IpAddr>,
 }
 
 fn main() -> ExitCode {
@@ -90,6 +93,7 @@ fn run_with(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         once: args.once,
         spin: args.spin,
         seed: args.seed,
+        source: args.source,
     };
     let report = run(&config, &queries)?;
     let h = &report.latency;
