@@ -90,6 +90,15 @@ pub struct Cli {
     )]
     pub wildcards_marker: Option<bool>,
 
+    /// Sign the domain (DNSSEC) with the key pair KEYBASE.key and KEYBASE.private that
+    /// dnssec-keygen wrote, its owner the domain; re-read on SIGHUP [default: unsigned]
+    #[arg(long, value_name = "KEYBASE")]
+    pub dnssec: Option<PathBuf>,
+
+    /// Signed denials each worker keeps with --dnssec [default: 10000]
+    #[arg(long, value_name = "N")]
+    pub scache: Option<u64>,
+
     /// Records file: a JSON object mapping etcd keys to SkyDNS records; reloaded when it changes
     /// and on SIGHUP; not with --machines [default: none, an empty zone]
     #[arg(long, value_name = "FILE")]

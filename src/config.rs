@@ -39,6 +39,8 @@
 //! | `hostmaster` | `--hostmaster` | — | `hostmaster` | `hostmaster.<domain>` | applied |
 //! | `round_robin` | `--round-robin` | — | `round_robin` | true | applied |
 //! | `wildcards_marker` | `--wildcards-marker` | — | — | false | applied |
+//! | `dnssec` | `--dnssec` | — | — (not read from the data) | none (unsigned) | applied (key files re-read) |
+//! | `scache` | `--scache` | — | `scache` | 10000 | applied |
 //! | `records` | `--records` | — | — | none (empty zone) | restart |
 //! | `workers` | `--workers` | — | — | 0 (one per core) | restart |
 //! | `no_pin` | `--no-pin` | — | — | false | restart |
@@ -176,6 +178,10 @@ pub struct FileConfig {
     pub round_robin: Option<bool>,
     /// `--wildcards-marker`.
     pub wildcards_marker: Option<bool>,
+    /// `--dnssec`; a relative path is relative to the configuration file's directory.
+    pub dnssec: Option<PathBuf>,
+    /// `--scache`.
+    pub scache: Option<u64>,
     /// `--records`; a relative path is relative to the configuration file's directory.
     pub records: Option<PathBuf>,
     /// `--workers`.
@@ -277,6 +283,7 @@ impl FileConfig {
                 *relative = dir.join(&*relative);
             }
             for file_path in [
+                &mut file.dnssec,
                 &mut file.records,
                 &mut file.tls_key,
                 &mut file.tls_pem,
@@ -399,6 +406,8 @@ pub fn operator(cli: &Cli, file: Option<&FileConfig>) -> Result<Operator, Config
         hostmaster: file.hostmaster.as_deref().map(skydns_config::hostmaster).transpose()?,
         round_robin: file.round_robin,
         wildcards_marker: file.wildcards_marker,
+        dnssec: file.dnssec.as_ref().map(|p| p.to_string_lossy().into_owned()),
+        scache: file.scache,
         nameservers: file.nameservers.clone(),
         ndots: file.ndots,
         ..ConfigPatch::default()
@@ -413,6 +422,8 @@ pub fn operator(cli: &Cli, file: Option<&FileConfig>) -> Result<Operator, Config
         hostmaster: cli.hostmaster.clone(),
         round_robin: cli.round_robin,
         wildcards_marker: cli.wildcards_marker,
+        dnssec: cli.dnssec.as_ref().map(|p| p.to_string_lossy().into_owned()),
+        scache: cli.scache,
         nameservers: cli.nameservers.clone(),
         ndots: cli.ndots,
         ..ConfigPatch::default()

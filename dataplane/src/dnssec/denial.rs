@@ -57,7 +57,7 @@ pub fn covering(signed: &Signed, name: &[u8], write: impl FnOnce(&Records)) -> C
         let mut cell = cell.borrow_mut();
         let key = signed.key();
         let fresh = cell.as_ref().is_none_or(|d| {
-            !Arc::ptr_eq(&d.key, key) || d.capacity != signed.dnssec().cache || *d.apex != *signed.apex().wire()
+            d.key != *key || d.capacity != signed.dnssec().cache.max(1) || *d.apex != *signed.apex().wire()
         });
         if fresh {
             *cell = Some(Denials {
