@@ -2,7 +2,8 @@
 # Installs what skyline needs on Debian, for one purpose given as the argument:
 #   build  protoc and its well-known types (etcd-client's build script), a C compiler (ring)
 #   test   the above, plus etcd (the etcd source's tests), dig/kdig (independent DNS clients),
-#          dnstap-read (bind9-dnsutils, the independent dnstap reader),
+#          dnstap-read (bind9-dnsutils, the independent dnstap reader), delv (bind9-dnsutils,
+#          the independent DNSSEC validator), dnssec-keygen (bind9-utils, the tests' keys),
 #          knot (the reference server of the differential and forwarding tests), a C++
 #          compiler (libFuzzer, built by scripts/fuzz.sh), ip (iproute2) and nft (nftables)
 #          (the node-local set-up, tested inside a network namespace)
@@ -28,6 +29,9 @@ if [ "$purpose" != build ]; then
   command -v dig >/dev/null || need+=(dnsutils)
   # dnstap-read, the independent reader of the dnstap tests.
   command -v dnstap-read >/dev/null || need+=(bind9-dnsutils)
+  command -v delv >/dev/null || need+=(bind9-dnsutils)
+  # dnssec-keygen makes the keys of the DNSSEC tests.
+  command -v dnssec-keygen >/dev/null || need+=(bind9-utils)
   command -v kdig >/dev/null || need+=(knot-dnsutils)
   command -v knotd >/dev/null || [ -x /usr/sbin/knotd ] || need+=(knot)
   command -v c++ >/dev/null || need+=(g++)

@@ -228,6 +228,8 @@ pub fn operator(given: &Given) -> Result<Operator, ConfigError> {
         hostmaster: main.hostmaster.clone(),
         round_robin: main.round_robin,
         wildcards_marker: main.wildcards_marker,
+        dnssec: main.dnssec.as_ref().map(|p| p.to_string_lossy().into_owned()),
+        scache: main.scache,
         nameservers: main.nameservers.clone(),
         ndots: main.ndots,
         ..ConfigPatch::default()

@@ -253,6 +253,16 @@ settings! {
         )]
         applied wildcards_marker: bool;
 
+        /// Sign the domain (DNSSEC) with the key pair KEYBASE.key and KEYBASE.private that
+        /// dnssec-keygen writes (algorithm 8, 13 or 15, its owner the domain); re-read on SIGHUP
+        /// (docs/dnssec.md) [default: none, unsigned]
+        #[arg(long, value_name = "KEYBASE")]
+        applied dnssec: PathBuf, file PathBuf => relative;
+
+        /// Signed denials each worker keeps with --dnssec [default: 10000]
+        #[arg(long, value_name = "N")]
+        applied scache: u64, data "scache";
+
         /// Records file: a JSON object mapping etcd keys to SkyDNS records; reloaded when it changes
         /// and on SIGHUP; not with --machines [default: none, an empty zone]
         #[arg(long, value_name = "FILE")]

@@ -9,6 +9,7 @@
 pub mod answer;
 pub mod cache;
 pub mod cookie;
+pub mod dnssec;
 pub mod forward;
 pub mod io;
 pub mod observe;

@@ -12,9 +12,12 @@
 use super::json::{self, JsonError};
 use super::names;
 use serde_json::Value;
+use skyline_dataplane::dnssec::{Dnssec, SigningKey, DEFAULT_CACHE};
 use skyline_dataplane::snapshot::skydns::Config;
 use skyline_dataplane::wire::Name;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Where SkyDNS listens when nothing says otherwise.
@@ -71,6 +74,14 @@ pub enum ConfigError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// The DNSSEC key pair cannot sign the domain.
+    #[error("dnssec: {keybase}: {source}")]
+    Dnssec {
+        /// The key base name as given.
+        keybase: String,
+        /// What is wrong.
+        source: skyline_dataplane::dnssec::KeyError,
+    },
 }
 
 /// The settings one layer of configuration sets; `None` leaves the key to the layers below.
@@ -86,7 +97,9 @@ pub struct ConfigPatch {
     pub local: Option<Name>,
     /// The SOA RNAME, `@` already turned into `.` (`hostmaster`).
     pub hostmaster: Option<Name>,
-    /// DNSSEC key file base name (`dnssec`); recognised, not offered by skyline.
+    /// DNSSEC key file base name (`--dnssec`): the domain is signed with `<dnssec>.key` and
+    /// `<dnssec>.private`. The operator's setting alone: a key stored in `/<prefix>/config` is
+    /// not read, so that the data cannot make the server read files.
     pub dnssec: Option<String>,
     /// Shuffle address answers (`round_robin`).
     pub round_robin: Option<bool>,
@@ -152,7 +165,8 @@ impl ConfigPatch {
                     .map(|h| hostmaster(&h))
                     .transpose()?
             }
-            "dnssec" => self.dnssec = non_empty(json::string(key, value)?),
+            // Checked, never applied: see the field.
+            "dnssec" => _ = non_empty(json::string(key, value)?),
             "round_robin" => self.round_robin = Some(json::boolean(key, &value)?),
             "ns_rotate" => self.ns_rotate = Some(json::boolean(key, &value)?),
             "nameservers" => {
@@ -236,7 +250,24 @@ impl ConfigPatch {
                 reason: "the domain is too long to hold a hostmaster label",
             })?,
         };
+        let dnssec = match &self.dnssec {
+            Some(keybase) => {
+                let key = SigningKey::load(Path::new(keybase), &domain).map_err(|source| ConfigError::Dnssec {
+                    keybase: keybase.clone(),
+                    source,
+                })?;
+                let cache = self
+                    .scache
+                    .map_or(DEFAULT_CACHE, |n| usize::try_from(n).unwrap_or(usize::MAX));
+                Some(Dnssec {
+                    key: Arc::new(key),
+                    cache,
+                })
+            }
+            None => None,
+        };
         Ok(Config {
+            dnssec,
             domain,
             path_prefix: path_prefix.to_owned(),
             ttl: self.ttl.unwrap_or(defaults.ttl),
@@ -318,7 +349,7 @@ mod tests {
                 domain: Some(name("skydns.test.")),
                 local: Some(name("a.b.skydns.test.")),
                 hostmaster: Some(name("admin.skydns.test.")),
-                dnssec: Some("Kskydns.test.+005+1".into()),
+                dnssec: None,
                 round_robin: Some(false),
                 ns_rotate: Some(false),
                 nameservers: Some(vec!["8.8.8.8:53".parse().unwrap(), "[2001:db8::1]:53".parse().unwrap()]),

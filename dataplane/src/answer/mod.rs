@@ -9,6 +9,7 @@
 //! module knows nothing of.
 
 mod responder;
+mod signed;
 
 pub(crate) use responder::{Responder, OPT_LEN};
 
@@ -191,6 +192,39 @@ fn completable(r: &Responder<'_>, zone: &Zone, snapshot: &Snapshot) -> bool {
             .is_some_and(|index| zone.apex == *index.domain())
 }
 
+/// What the DNSSEC signer answers with: the zones alone, a CNAME chain leaving them kept as it
+/// is (the query path completes it when the client may use forwarding).
+struct Inside;
+
+impl Outside for Inside {
+    type Flow = ();
+
+    fn recursion_available(&self) -> bool {
+        false
+    }
+
+    fn beyond(&mut self, r: &mut Responder<'_>, _: &Query, _: &LowerName, _: Question) {
+        r.set_rcode(rcode::REFUSED);
+    }
+
+    fn complete(&mut self, _: &mut Responder<'_>, _: &Query, _: Question, _: &Beyond, _: &Snapshot) -> Option<()> {
+        Some(())
+    }
+}
+
+/// Answers one query from the zones alone, without DNSSEC, keeping what an answer leaves
+/// outside the zones unresolved: the answers the DNSSEC signer signs (`crate::dnssec::zone`).
+pub(crate) fn answer_inside(query: &[u8], snapshot: &Snapshot, ctx: &Context, out: &mut [u8]) -> Outcome {
+    let mut qname = LowerName::default();
+    let mut q = Query::default();
+    if let Err(reason) = parse_query_into(query, &mut qname, &mut q) {
+        return Outcome::Drop(reason);
+    }
+    let mut r = Responder::new(query, &q, ctx, out);
+    respond(&mut r, &q, &qname, snapshot, &mut Inside);
+    Outcome::Reply(r.finish(&q))
+}
+
 /// RFC 8482 §4.2: the synthesised HINFO that answers ANY.
 const RFC8482_HINFO: &[u8] = b"\x07RFC8482\x00";
 
@@ -293,6 +327,11 @@ fn by_class<O: Outside>(
         _ => {
             r.set_rcode(rcode::REFUSED);
             return O::Flow::default();
+        }
+    }
+    if let (Some(signed), Some(true)) = (snapshot.dnssec.as_deref(), q.edns.map(|e| e.dnssec_ok)) {
+        if let Some(flow) = signed::respond(r, q, qname, question, snapshot, signed, outside) {
+            return flow;
         }
     }
     match snapshot.find(qname) {

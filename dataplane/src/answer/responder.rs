@@ -4,6 +4,7 @@
 use super::{Context, Reply, Transport, RFC8482_HINFO};
 use crate::cache::{Age, Entry};
 use crate::cookie::{self, Verdict, COOKIE_LEN};
+use crate::dnssec::zone::{Records, Section};
 use crate::snapshot::rrset::CompiledAnswer;
 use crate::snapshot::{Written, Zone, ZoneKind};
 use crate::wire::bytes::copy_short;
@@ -311,6 +312,31 @@ impl<'a> Responder<'a> {
                 self.put(&records[span.start as usize..span.end as usize]);
                 self.counts[3] += span.count;
             }
+        }
+    }
+
+    /// Copies signed records (`crate::dnssec`) as [`Self::compiled`] copies an answer: an
+    /// answer or authority RRset that does not fit is [`Self::does_not_fit`], an additional one
+    /// is left out.
+    pub(crate) fn signed(&mut self, records: &Records) {
+        let mut start = 0;
+        for chunk in records.chunks.iter() {
+            let end = chunk.end as usize;
+            let bytes = &records.bytes[start..end];
+            start = end;
+            let section = match chunk.section {
+                Section::Answer => 1,
+                Section::Authority => 2,
+                Section::Additional => 3,
+            };
+            if bytes.len() > self.room() {
+                if section == 3 {
+                    continue;
+                }
+                return self.does_not_fit();
+            }
+            self.put(bytes);
+            self.counts[section] += chunk.count;
         }
     }
 

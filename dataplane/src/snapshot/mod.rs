@@ -410,6 +410,8 @@ pub struct Snapshot {
     pub identity: Identity,
     /// Typed SkyDNS records, for `*`/`any` wildcard queries answered on the slow path.
     pub skydns: Option<Arc<skydns::Index>>,
+    /// The SkyDNS domain signed, with `--dnssec`: what queries with DO set are answered from.
+    pub dnssec: Option<Arc<crate::dnssec::Signed>>,
 }
 
 /// What a name is in the snapshot: the one lookup the answer path makes, with the precedence
@@ -643,6 +645,7 @@ pub fn compose(base: &Snapshot, overlay: Snapshot, generation: u64) -> Snapshot 
         leaves,
         identity: base.identity.clone(),
         skydns: base.skydns.clone(),
+        dnssec: base.dnssec.clone(),
     }
 }
 

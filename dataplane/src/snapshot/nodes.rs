@@ -21,17 +21,18 @@ const SHARDS: usize = 4096;
 /// bits and its tag from the top seven, so the shard uses bits neither of those reads.
 const SHARD_SHIFT: u32 = 40;
 
-type Shard = HashTable<(Name, Node)>;
+type Shard<V> = HashTable<(Name, V)>;
 
-/// Every existing name of a snapshot with its node, keyed by lower-cased wire name.
+/// Every existing name of a snapshot with its node, keyed by lower-cased wire name; or, with
+/// another `V`, any per-name data that snapshots share the same way (the DNSSEC signatures).
 #[derive(Debug, Clone)]
-pub struct Nodes {
-    shards: Box<[Arc<Shard>]>,
+pub struct Nodes<V = Node> {
+    shards: Box<[Arc<Shard<V>>]>,
     len: usize,
 }
 
-impl Default for Nodes {
-    fn default() -> Nodes {
+impl<V> Default for Nodes<V> {
+    fn default() -> Nodes<V> {
         let empty = Arc::new(Shard::new());
         Nodes {
             shards: (0..SHARDS).map(|_| Arc::clone(&empty)).collect(),
@@ -44,21 +45,21 @@ fn shard_of(hash: u64) -> usize {
     (hash >> SHARD_SHIFT) as usize % SHARDS
 }
 
-impl Nodes {
+impl<V> Nodes<V> {
     /// The node of a lower-cased wire name.
     #[inline]
-    pub fn get(&self, wire: &[u8]) -> Option<&Node> {
+    pub fn get(&self, wire: &[u8]) -> Option<&V> {
         self.get_hashed(hash(wire), wire)
     }
 
     /// The node of a query's name, by the hash computed while the name was read.
     #[inline]
-    pub fn get_lower(&self, name: &LowerName) -> Option<&Node> {
+    pub fn get_lower(&self, name: &LowerName) -> Option<&V> {
         self.get_hashed(name.hash(), name.wire())
     }
 
     #[inline(always)]
-    fn get_hashed(&self, h: u64, wire: &[u8]) -> Option<&Node> {
+    fn get_hashed(&self, h: u64, wire: &[u8]) -> Option<&V> {
         self.shards[shard_of(h)]
             .find(h, |(name, _)| same_wire(name.wire(), wire))
             .map(|(_, node)| node)
@@ -69,15 +70,39 @@ impl Nodes {
         self.get(name.wire()).is_some()
     }
 
+    /// Number of names.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no names.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Every name, in no particular order.
+    pub fn keys(&self) -> impl Iterator<Item = &Name> {
+        self.iter().map(|(name, _)| name)
+    }
+
+    /// Every name with its node, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Name, &V)> {
+        self.shards
+            .iter()
+            .flat_map(|shard| shard.iter().map(|(name, node)| (name, node)))
+    }
+}
+
+impl<V: Clone> Nodes<V> {
     /// The node of `name`, to change in place; copies its shard if another snapshot shares it.
-    pub fn get_mut(&mut self, name: &Name) -> Option<&mut Node> {
+    pub fn get_mut(&mut self, name: &Name) -> Option<&mut V> {
         let h = hash(name.wire());
         let shard = Arc::make_mut(&mut self.shards[shard_of(h)]);
         shard.find_mut(h, |(n, _)| n == name).map(|(_, node)| node)
     }
 
     /// Sets the node of `name`, returning the one it replaces.
-    pub fn insert(&mut self, name: Name, node: Node) -> Option<Node> {
+    pub fn insert(&mut self, name: Name, node: V) -> Option<V> {
         let h = hash(name.wire());
         let shard = Arc::make_mut(&mut self.shards[shard_of(h)]);
         match shard.find_mut(h, |(n, _)| *n == name) {
@@ -91,7 +116,7 @@ impl Nodes {
     }
 
     /// Removes the node of `name`, if any.
-    pub fn remove(&mut self, name: &Name) -> Option<Node> {
+    pub fn remove(&mut self, name: &Name) -> Option<V> {
         let h = hash(name.wire());
         let index = shard_of(h);
         self.shards[index].find(h, |(n, _)| n == name)?;
@@ -101,38 +126,16 @@ impl Nodes {
         Some(entry.1)
     }
 
-    /// Number of names.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether there are no names.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Every node, to change in place; copies every shard another snapshot shares.
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&Name, &mut Node)> {
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&Name, &mut V)> {
         self.shards
             .iter_mut()
             .flat_map(|shard| Arc::make_mut(shard).iter_mut().map(|(name, node)| (&*name, node)))
     }
-
-    /// Every name, in no particular order.
-    pub fn keys(&self) -> impl Iterator<Item = &Name> {
-        self.iter().map(|(name, _)| name)
-    }
-
-    /// Every name with its node, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = (&Name, &Node)> {
-        self.shards
-            .iter()
-            .flat_map(|shard| shard.iter().map(|(name, node)| (name, node)))
-    }
 }
 
-impl FromIterator<(Name, Node)> for Nodes {
-    fn from_iter<I: IntoIterator<Item = (Name, Node)>>(iter: I) -> Nodes {
+impl<V: Clone> FromIterator<(Name, V)> for Nodes<V> {
+    fn from_iter<I: IntoIterator<Item = (Name, V)>>(iter: I) -> Nodes<V> {
         let mut nodes = Nodes::default();
         for (name, node) in iter {
             nodes.insert(name, node);
@@ -141,18 +144,18 @@ impl FromIterator<(Name, Node)> for Nodes {
     }
 }
 
-impl std::ops::Index<&Name> for Nodes {
-    type Output = Node;
+impl<V> std::ops::Index<&Name> for Nodes<V> {
+    type Output = V;
 
     /// The node of `name`; panics when there is none, as a map's index does.
-    fn index(&self, name: &Name) -> &Node {
+    fn index(&self, name: &Name) -> &V {
         self.get(name.wire()).expect("no node for the name")
     }
 }
 
-impl<'a> IntoIterator for &'a Nodes {
-    type Item = (&'a Name, &'a Node);
-    type IntoIter = Box<dyn Iterator<Item = (&'a Name, &'a Node)> + 'a>;
+impl<'a, V> IntoIterator for &'a Nodes<V> {
+    type Item = (&'a Name, &'a V);
+    type IntoIter = Box<dyn Iterator<Item = (&'a Name, &'a V)> + 'a>;
 
     fn into_iter(self) -> Self::IntoIter {
         Box::new(self.iter())

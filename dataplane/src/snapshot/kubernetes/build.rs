@@ -180,6 +180,7 @@ fn snapshot(zones: Vec<Zone>, nodes: Nodes, hosts: Hosts, generation: u64, clust
         leaves: Default::default(),
         identity: Identity::default(),
         skydns: None,
+        dnssec: None,
     }
 }
 

@@ -203,6 +203,7 @@ pub fn update(
         leaves,
         identity: base.identity.clone(),
         skydns: base.skydns.clone(),
+        dnssec: base.dnssec.clone(),
     })
 }
 

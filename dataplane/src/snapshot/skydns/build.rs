@@ -127,7 +127,7 @@ fn build_from(
         leaves = leaves.len(),
         "built SkyDNS snapshot"
     );
-    Snapshot {
+    let mut snapshot = Snapshot {
         generation,
         zones,
         nodes,
@@ -135,7 +135,12 @@ fn build_from(
         leaves,
         identity: Identity::default(),
         skydns: Some(index),
+        dnssec: None,
+    };
+    if let Some(dnssec) = &config.dnssec {
+        snapshot.dnssec = crate::dnssec::sign(&snapshot, dnssec, None, now).map(Arc::new);
     }
+    snapshot
 }
 
 /// The apexes of the reverse zones PTR records are served in.

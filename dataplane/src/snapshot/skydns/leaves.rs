@@ -134,6 +134,11 @@ impl Leaves {
         (plain && !wildcard).then_some(entry)
     }
 
+    /// The name of every leaf, in no particular order.
+    pub fn names(&self) -> impl Iterator<Item = crate::wire::Name> + '_ {
+        self.shards.iter().flat_map(|shard| shard.iter()).map(|e| e.name())
+    }
+
     /// Number of leaves.
     pub fn len(&self) -> usize {
         self.len

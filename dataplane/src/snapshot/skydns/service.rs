@@ -77,6 +77,9 @@ pub struct Config {
     /// A directory answers with the records below it, and `*`/`any` queries below it match,
     /// only when it holds a `.wildcards` key (`--wildcards-marker`).
     pub wildcards_marker: bool,
+    /// Sign the domain (`--dnssec`): its answers to queries with DO set carry RRSIGs and
+    /// NSEC3 denials (docs/dnssec.md).
+    pub dnssec: Option<crate::dnssec::Dnssec>,
 }
 
 impl Default for Config {
@@ -92,6 +95,7 @@ impl Default for Config {
             local: None,
             round_robin: true,
             wildcards_marker: false,
+            dnssec: None,
         }
     }
 }

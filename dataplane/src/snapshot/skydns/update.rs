@@ -80,7 +80,7 @@ pub fn update(
     if roots.is_empty() && catch_up.is_empty() {
         let mut nodes = previous.nodes.clone();
         reverse_edits(config, records, &zones, &reverse, &mut nodes);
-        let snapshot = Snapshot {
+        let mut snapshot = Snapshot {
             generation,
             zones,
             nodes,
@@ -88,7 +88,9 @@ pub fn update(
             leaves: previous.leaves.clone(),
             identity: Identity::default(),
             skydns: previous.skydns.clone(),
+            dnssec: None,
         };
+        signed(&mut snapshot, previous, config, &[], now);
         return Some(Updated {
             snapshot,
             stale: Vec::new(),
@@ -146,7 +148,7 @@ pub fn update(
         stale = stale.len(),
         "updated SkyDNS snapshot"
     );
-    let snapshot = Snapshot {
+    let mut snapshot = Snapshot {
         generation,
         zones,
         nodes,
@@ -154,8 +156,31 @@ pub fn update(
         leaves,
         identity: Identity::default(),
         skydns: Some(Arc::new(index)),
+        dnssec: None,
     };
+    if config.dnssec.is_some() {
+        let mut touched: Vec<Name> = names.iter().map(|path| name_of(path)).collect();
+        if let Some(alias) = config.local.as_ref().and(local_alias_name(config)) {
+            let mut name = alias;
+            while name != config.domain && name.is_within(&config.domain) {
+                let parent = name.parent();
+                touched.push(name);
+                name = parent;
+            }
+        }
+        signed(&mut snapshot, previous, config, &touched, now);
+    }
     Some(Updated { snapshot, stale })
+}
+
+/// Signs `snapshot`, updated from `previous`, with `config`'s key: again only the names
+/// `touched` when `previous` was signed with it (docs/dnssec.md, "Cost").
+fn signed(snapshot: &mut Snapshot, previous: &Snapshot, config: &Config, touched: &[Name], now: SystemTime) {
+    let Some(dnssec) = &config.dnssec else {
+        return;
+    };
+    let before = previous.dnssec.as_deref().map(|signed| (signed, touched));
+    snapshot.dnssec = crate::dnssec::sign(snapshot, dnssec, before, now).map(Arc::new);
 }
 
 /// What the keys `changed` reach.

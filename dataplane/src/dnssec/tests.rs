@@ -1,0 +1,296 @@
+//! The signer against published test vectors and against ring's verifiers.
+
+use super::key::{algorithm, KeyError, SigningKey};
+use super::rrsig::{self, Validity};
+use super::{base64, nsec3, records, Dnssec};
+use crate::answer::{answer, Context, Outcome, Transport};
+use crate::snapshot::skydns::{build, Config, Service};
+use crate::wire::Name;
+use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// RFC 8080 §6.1, example 1 (with erratum 4935).
+const ED25519_KEY: &str = "example.com. 3600 IN DNSKEY 257 3 15 (\n l02Woi0iS8Aa25FQkUd9RMzZHJpBoRQwAQEX1SxZJA4= )";
+const ED25519_PRIVATE: &str =
+    "Private-key-format: v1.2\nAlgorithm: 15 (ED25519)\nPrivateKey: ODIyNjAzODQ2MjgwODAxMjI2NDUxOTAyMDQxNDIyNjI=\n";
+
+/// RFC 6605 §6.1.
+const ECDSA_KEY: &str = "example.net. 3600 IN DNSKEY 257 3 13 (\n GojIhhXUN/u4v54ZQqGSnyhWJwaubCvTmeexv7bR6edb\n krSqQpF64cYbcB7wNcP+e+MAnLr+Wi9xMWyQLc8NAA== )";
+const ECDSA_PRIVATE: &str =
+    "Private-key-format: v1.2\nAlgorithm: 13 (ECDSAP256SHA256)\nPrivateKey: GU6SnQ/Ou+xC5RumuIUIuJZteXT2z0O/ok1s38Et6mQ=\n";
+
+/// A key `dnssec-keygen -a RSASHA256 -b 2048 skydns.test` wrote (tag 39030).
+const RSA_KEY: &str = include_str!("testdata/rsa.key");
+const RSA_PRIVATE: &str = include_str!("testdata/rsa.private");
+
+fn key(public: &str, private: &str, domain: &str) -> Result<SigningKey, KeyError> {
+    let domain = Name::from_dotted(domain).unwrap();
+    SigningKey::from_bind(public, Path::new("K.key"), private, Path::new("K.private"), &domain)
+}
+
+/// Verifies the RRSIG RDATA `rrsig` over the RRset of `owner` with `rdatas` by `key`'s public
+/// half, with ring's verifiers.
+fn verify(key: &SigningKey, owner: &[u8], rtype: u16, ttl: u32, rdatas: &[Vec<u8>], rrsig: &[u8]) -> bool {
+    let signer_len = key.owner().wire().len();
+    let fixed = 18 + signer_len;
+    let mut data = rrsig[..fixed].to_vec();
+    let mut sorted = rdatas.to_vec();
+    sorted.sort();
+    for rdata in &sorted {
+        data.extend_from_slice(owner);
+        data.extend_from_slice(&rtype.to_be_bytes());
+        data.extend_from_slice(&[0, 1]);
+        data.extend_from_slice(&ttl.to_be_bytes());
+        data.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+        data.extend_from_slice(rdata);
+    }
+    let signature_bytes = &rrsig[fixed..];
+    let public = &key.dnskey_rdata()[4..];
+    match key.algorithm() {
+        algorithm::ED25519 => UnparsedPublicKey::new(&signature::ED25519, public)
+            .verify(&data, signature_bytes)
+            .is_ok(),
+        algorithm::ECDSAP256SHA256 => {
+            let mut point = vec![4];
+            point.extend_from_slice(public);
+            UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, &point)
+                .verify(&data, signature_bytes)
+                .is_ok()
+        }
+        _ => {
+            let (e, n) = match public[0] {
+                0 => {
+                    let len = usize::from(u16::from_be_bytes([public[1], public[2]]));
+                    (&public[3..3 + len], &public[3 + len..])
+                }
+                len => (&public[1..1 + usize::from(len)], &public[1 + usize::from(len)..]),
+            };
+            RsaPublicKeyComponents { n, e }
+                .verify(&signature::RSA_PKCS1_2048_8192_SHA256, &data, signature_bytes)
+                .is_ok()
+        }
+    }
+}
+
+fn mx_rdata() -> Vec<u8> {
+    let mut rdata = vec![0, 10];
+    rdata.extend_from_slice(Name::from_dotted("mail.example.com.").unwrap().wire());
+    rdata
+}
+
+#[test]
+fn ed25519_signs_the_rfc_8080_example_exactly() {
+    let key = key(ED25519_KEY, ED25519_PRIVATE, "example.com.").unwrap();
+    assert_eq!((key.tag(), key.algorithm()), (3613, 15));
+    let owner = Name::from_dotted("example.com.").unwrap();
+    let validity = Validity {
+        inception: 1438207200,
+        expiration: 1440021600,
+    };
+    let rrsig = rrsig::sign(&key, owner.wire(), 15, 3600, &mut vec![mx_rdata()], validity).unwrap();
+    let expected =
+        base64::decode("oL9krJun7xfBOIWcGHi7mag5/hdZrKWw15jPGrHpjQeRAvTdszaPD+QLs3fx8A4M3e23mRZ9VrbpMngwcrqNAg==")
+            .unwrap();
+    assert_eq!(&rrsig[rrsig.len() - 64..], &expected[..]);
+    assert_eq!(&rrsig[..4], &[0, 15, 15, 2]);
+}
+
+#[test]
+fn ecdsa_and_rsa_keys_load_and_sign_what_their_dnskey_verifies() {
+    let ecdsa = key(ECDSA_KEY, ECDSA_PRIVATE, "example.net.").unwrap();
+    assert_eq!(ecdsa.tag(), 55648);
+    let rsa = key(RSA_KEY, RSA_PRIVATE, "skydns.test.").unwrap();
+    assert_eq!((rsa.tag(), rsa.algorithm()), (39030, 8));
+    let validity = Validity::from(SystemTime::now());
+    for key in [&ecdsa, &rsa] {
+        let owner = key.owner().wire().to_vec();
+        let mut rdatas = vec![vec![192, 0, 2, 2], vec![192, 0, 2, 1]];
+        let rrsig = rrsig::sign(key, &owner, 1, 60, &mut rdatas, validity).unwrap();
+        assert!(verify(key, &owner, 1, 60, &rdatas, &rrsig), "{key:?}");
+        assert!(!verify(key, &owner, 1, 61, &rdatas, &rrsig), "{key:?}");
+    }
+    assert!(!format!("{rsa:?}").contains("Modulus"));
+}
+
+#[test]
+fn what_is_wrong_with_a_key_is_named() {
+    assert!(matches!(
+        key(ED25519_KEY, ED25519_PRIVATE, "skydns.test."),
+        Err(KeyError::WrongOwner { .. })
+    ));
+    assert!(matches!(
+        key(ED25519_KEY, ECDSA_PRIVATE, "example.com."),
+        Err(KeyError::AlgorithmMismatch {
+            private: 13,
+            public: 15,
+            ..
+        })
+    ));
+    let other = ECDSA_KEY.replace("example.net.", "example.com.");
+    let wrong = ECDSA_PRIVATE.replace("GU6SnQ", "GU6SnR");
+    assert!(matches!(
+        key(&other, &wrong, "example.com."),
+        Err(KeyError::Mismatch { .. })
+    ));
+    let rsa5 = ED25519_KEY.replace(" 15 (", " 5 (");
+    assert!(matches!(
+        key(&rsa5, &ED25519_PRIVATE.replace("15 (", "5 ("), "example.com."),
+        Err(KeyError::Algorithm(5))
+    ));
+    assert!(matches!(
+        key("; nothing", ED25519_PRIVATE, "example.com."),
+        Err(KeyError::NoDnskey(_))
+    ));
+    let missing = RSA_PRIVATE.replace("Prime1", "Prime9");
+    assert!(matches!(
+        key(RSA_KEY, &missing, "skydns.test."),
+        Err(KeyError::Field { field: "Prime1", .. })
+    ));
+    assert!(matches!(
+        key(&ED25519_KEY.replace("257", "1"), ED25519_PRIVATE, "example.com."),
+        Err(KeyError::NotZoneKey { .. })
+    ));
+}
+
+/// A signed snapshot of `skydns.test.` (Ed25519 key of RFC 8080 moved to that owner) with a
+/// few names.
+fn signed() -> (crate::snapshot::Snapshot, Arc<SigningKey>) {
+    let public = ED25519_KEY.replace("example.com.", "skydns.test.");
+    let key = Arc::new(key(&public, ED25519_PRIVATE, "skydns.test.").unwrap());
+    let config = Config {
+        domain: Name::from_dotted("skydns.test.").unwrap(),
+        dnssec: Some(Dnssec {
+            key: Arc::clone(&key),
+            cache: 4,
+        }),
+        ..Config::default()
+    };
+    let records: Vec<(String, Service)> = [
+        ("/skydns/test/skydns/web", "10.0.0.1", 0),
+        ("/skydns/test/skydns/east/db", "10.0.0.2", 5432),
+        ("/skydns/test/skydns/east/cache", "fd00::1", 0),
+        ("/skydns/test/skydns/alias", "web.skydns.test.", 0),
+    ]
+    .into_iter()
+    .map(|(k, host, port)| {
+        let service = Service {
+            host: host.into(),
+            port,
+            ..Service::default()
+        };
+        (k.to_string(), service)
+    })
+    .collect();
+    (build(&config, &records, 1, SystemTime::now()), key)
+}
+
+fn ask(snapshot: &crate::snapshot::Snapshot, name: &str, qtype: u16, dnssec_ok: bool) -> Vec<u8> {
+    let mut query = vec![0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1];
+    query.extend_from_slice(Name::from_dotted(name).unwrap().wire());
+    query.extend_from_slice(&qtype.to_be_bytes());
+    query.extend_from_slice(&[0, 1]);
+    query.extend_from_slice(&[0, 0, 41, 0x04, 0xD0, 0, 0, if dnssec_ok { 0x80 } else { 0 }, 0, 0, 0]);
+    let mut out = vec![0; 65535];
+    let Outcome::Reply(reply) = answer(&query, snapshot, &Context::new(Transport::Udp), &mut out) else {
+        panic!("dropped");
+    };
+    out.truncate(reply.len);
+    out
+}
+
+/// Checks every RRSIG of `reply` against the set it follows; returns the (section, type) of
+/// every set, RRSIGs included.
+fn check(reply: &[u8], key: &SigningKey) -> Vec<(u8, u16)> {
+    let sets = records::sets(reply).unwrap();
+    for (i, set) in sets.iter().enumerate() {
+        if set.rtype == rrsig::RRSIG {
+            let covered = &sets[i - 1];
+            assert_eq!(covered.owner, set.owner);
+            assert_eq!(u16::from_be_bytes([set.rdatas[0][0], set.rdatas[0][1]]), covered.rtype);
+            assert!(
+                verify(
+                    key,
+                    &covered.owner,
+                    covered.rtype,
+                    covered.ttl,
+                    &covered.rdatas,
+                    &set.rdatas[0]
+                ),
+                "signature over {covered:?}"
+            );
+        } else if sets.get(i + 1).is_none_or(|next| next.rtype != rrsig::RRSIG) {
+            panic!("unsigned set {set:?}");
+        }
+    }
+    sets.iter().map(|s| (s.section, s.rtype)).collect()
+}
+
+#[test]
+fn signed_answers_carry_valid_signatures_and_unsigned_ones_do_not_change() {
+    let (snapshot, key) = signed();
+    let mut unsigned = snapshot;
+    let signed_zone = unsigned.dnssec.take();
+    let plain = ask(&unsigned, "web.skydns.test.", 1, false);
+    unsigned.dnssec = signed_zone;
+    assert_eq!(
+        ask(&unsigned, "web.skydns.test.", 1, false),
+        plain,
+        "DO=0 answers as before"
+    );
+    let snapshot = unsigned;
+    assert_eq!(
+        check(&ask(&snapshot, "web.skydns.test.", 1, true), &key),
+        [(0, 1), (0, 46)]
+    );
+    assert_eq!(
+        check(&ask(&snapshot, "alias.skydns.test.", 1, true), &key),
+        [(0, 5), (0, 46), (0, 1), (0, 46)]
+    );
+    assert_eq!(
+        check(&ask(&snapshot, "skydns.test.", 48, true), &key),
+        [(0, 48), (0, 46)]
+    );
+    assert_eq!(
+        check(&ask(&snapshot, "db.east.skydns.test.", 33, true), &key),
+        [(0, 33), (0, 46), (2, 1), (2, 46)]
+    );
+    let nodata = ask(&snapshot, "web.skydns.test.", 28, true);
+    assert_eq!(nodata[3] & 0x0F, 0);
+    assert_eq!(check(&nodata, &key), [(1, 6), (1, 46), (1, nsec3::NSEC3), (1, 46)]);
+    let sets = records::sets(&nodata).unwrap();
+    let hash = nsec3::hash(Name::from_dotted("web.skydns.test.").unwrap().wire(), &[], 0);
+    assert_eq!(&sets[2].owner[1..33], &nsec3::base32hex(&hash));
+    assert_eq!(&sets[2].rdatas[0][26..], &nsec3::type_bitmap(&[1, 33, 46])[..]);
+    for name in ["nope.skydns.test.", "a.b.nope.east.skydns.test."] {
+        let nx = ask(&snapshot, name, 1, true);
+        assert_eq!(nx[3] & 0x0F, 3, "{name}");
+        assert_eq!(
+            check(&nx, &key),
+            [(1, 6), (1, 46), (1, 50), (1, 46), (1, 50), (1, 46), (1, 50), (1, 46)]
+        );
+    }
+}
+
+#[test]
+fn an_update_signs_only_what_it_touches_and_keeps_the_rest() {
+    let (snapshot, _) = signed();
+    let zone = snapshot.dnssec.as_deref().unwrap();
+    let later = SystemTime::now() + Duration::from_secs(3600);
+    let web = Name::from_dotted("web.skydns.test.").unwrap();
+    let again = super::sign(
+        &snapshot,
+        zone.dnssec(),
+        Some((zone, std::slice::from_ref(&web))),
+        later,
+    )
+    .unwrap();
+    let db = crate::wire::LowerName::from_wire(Name::from_dotted("db.east.skydns.test.").unwrap().wire()).unwrap();
+    assert!(std::ptr::eq(again.name(&db).unwrap(), zone.name(&db).unwrap()));
+    let web = crate::wire::LowerName::from_wire(web.wire()).unwrap();
+    assert_ne!(again.name(&web).unwrap(), zone.name(&web).unwrap());
+    let expired = UNIX_EPOCH + Duration::from_secs(u64::from(Validity::from(SystemTime::now()).expiration));
+    let renewed = super::sign(&snapshot, zone.dnssec(), Some((zone, &[])), expired).unwrap();
+    assert!(!std::ptr::eq(renewed.name(&db).unwrap(), zone.name(&db).unwrap()));
+}

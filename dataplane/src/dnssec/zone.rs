@@ -1,0 +1,436 @@
+//! The signed zone a snapshot carries: for every name of the SkyDNS domain, its answers with
+//! their RRSIGs and the NSEC3 records that deny what it does not have, made when the snapshot
+//! is built, so that answering a signed question signs nothing.
+
+use super::key::{SigningKey, DNSKEY};
+use super::nsec3::{self, Hash};
+use super::records::{self, Set};
+use super::rrsig::{self, Validity, RRSIG};
+use super::Dnssec;
+use crate::answer::{answer_inside, Context, Outcome, Transport};
+use crate::snapshot::{Found, Nodes, Snapshot, Zone};
+use crate::wire::types::{class, rtype, HEADER_LEN, MAX_MESSAGE_LEN};
+use crate::wire::{LowerName, Name};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// Where a run of signed records goes in a reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    /// The answer section: sent whole or not at all.
+    Answer,
+    /// The authority section (denials): sent whole or not at all.
+    Authority,
+    /// The additional section: each RRset sent if it fits.
+    Additional,
+}
+
+/// One RRset and its RRSIG, the unit a reply keeps or leaves out whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chunk {
+    /// End offset of its bytes in [`Records::bytes`].
+    pub end: u32,
+    /// Records it holds, RRSIG included.
+    pub count: u16,
+    /// Its section.
+    pub section: Section,
+}
+
+/// Records ready to copy after a question: owners that are the question's name are pointers
+/// to it, every other name is written whole, so the bytes fit any question of that name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Records {
+    /// Every record, back to back.
+    pub bytes: Box<[u8]>,
+    /// The runs of `bytes`, in order.
+    pub chunks: Box<[Chunk]>,
+}
+
+/// What a name of the signed zone answers a query with DO set.
+#[derive(Debug, PartialEq, Eq)]
+pub struct SignedName {
+    /// By query type, the signed answer.
+    answers: Box<[(u16, Records)]>,
+    /// The NSEC3 record matching the name, signed: what denies the types it lacks (NODATA),
+    /// and proves it the closest encloser of a name below it that does not exist.
+    matching: Records,
+    /// The NSEC3 record covering the wildcard below the name, signed: a name below it that does
+    /// not exist is not answered by a wildcard either.
+    wildcard: Records,
+}
+
+impl SignedName {
+    /// The signed answer to `qtype`, if the name has one.
+    pub fn answer(&self, qtype: u16) -> Option<&Records> {
+        self.answers.iter().find(|(t, _)| *t == qtype).map(|(_, r)| r)
+    }
+
+    /// The first of its answers: what an ANY query gets (RFC 8482 §4.1 lets a server answer
+    /// one RRset of the name).
+    pub fn first(&self) -> Option<&Records> {
+        self.answers.first().map(|(_, r)| r)
+    }
+
+    /// The signed NSEC3 record matching the name.
+    pub fn matching(&self) -> &Records {
+        &self.matching
+    }
+
+    /// The signed NSEC3 record covering `*.<name>`.
+    pub fn wildcard(&self) -> &Records {
+        &self.wildcard
+    }
+}
+
+/// The signed SkyDNS domain of a snapshot.
+#[derive(Debug)]
+pub struct Signed {
+    dnssec: Dnssec,
+    apex: Name,
+    names: Nodes<Arc<SignedName>>,
+    /// The zone's SOA with the negative TTL and its RRSIG, for the authority section of
+    /// denials.
+    soa: Records,
+    /// The SOA RDATA `soa` was made from.
+    soa_rdata: Box<[u8]>,
+    /// The earliest expiring of the zone's signatures.
+    oldest: Validity,
+    /// The TTL of the SOA and NSEC3 records of denials.
+    negative_ttl: u32,
+}
+
+impl Signed {
+    /// The key the zone is signed with.
+    pub fn key(&self) -> &Arc<SigningKey> {
+        &self.dnssec.key
+    }
+
+    /// The settings it was signed with.
+    pub fn dnssec(&self) -> &Dnssec {
+        &self.dnssec
+    }
+
+    /// The apex of the signed zone.
+    pub fn apex(&self) -> &Name {
+        &self.apex
+    }
+
+    /// What the name `qname` answers, if it exists in the zone.
+    #[inline]
+    pub fn name(&self, qname: &LowerName) -> Option<&SignedName> {
+        self.names.get_lower(qname).map(|n| &**n)
+    }
+
+    /// What the name of lower-cased wire form `wire` answers, if it exists in the zone.
+    pub fn name_wire(&self, wire: &[u8]) -> Option<&SignedName> {
+        self.names.get(wire).map(|n| &**n)
+    }
+
+    /// The signed SOA of denials.
+    pub fn soa(&self) -> &Records {
+        &self.soa
+    }
+
+    /// The TTL of the SOA and NSEC3 records of denials (RFC 5155 §3).
+    pub fn negative_ttl(&self) -> u32 {
+        self.negative_ttl
+    }
+
+    /// Whether a signature of the zone is due to be made again at `now`.
+    pub fn due(&self, now: SystemTime) -> bool {
+        self.oldest.due(now)
+    }
+
+    /// Number of names signed.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Whether no name is signed.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+/// Signs the SkyDNS domain of `snapshot` with `dnssec`'s key. With `previous`, the zone signed
+/// for the snapshot this one was updated from, only the names of `touched` are signed again
+/// (and every name when a signature of `previous` is due or the key changed); without it,
+/// every name. `None` when the snapshot has no zone of the key's owner.
+pub fn sign(
+    snapshot: &Snapshot,
+    dnssec: &Dnssec,
+    previous: Option<(&Signed, &[Name])>,
+    now: SystemTime,
+) -> Option<Signed> {
+    let apex = dnssec.key.owner().clone();
+    let zone = snapshot.zones.iter().find(|z| z.apex == apex)?;
+    let validity = Validity::from(now);
+    let mut signer = Signer {
+        snapshot,
+        key: &dnssec.key,
+        zone,
+        apex: apex.wire().to_ascii_lowercase(),
+        validity,
+        made: HashMap::new(),
+        out: vec![0; MAX_MESSAGE_LEN],
+    };
+    let soa_rdata: Box<[u8]> = zone.soa_rdata.clone().unwrap_or_default();
+    let reusable = previous.filter(|(p, _)| p.dnssec == *dnssec && p.apex == apex && !p.oldest.due(now));
+    let soa = match reusable {
+        Some((previous, _)) if previous.soa_rdata == soa_rdata => previous.soa.clone(),
+        _ => signer.records(
+            &[Set {
+                section: 1,
+                owner: signer.apex.clone(),
+                rtype: rtype::SOA,
+                ttl: zone.negative_ttl,
+                rdatas: vec![soa_rdata.to_vec()],
+            }],
+            &[],
+            Section::Authority,
+        )?,
+    };
+    let (mut names, touched): (Nodes<Arc<SignedName>>, Vec<Name>) = match reusable {
+        Some((previous, touched)) => (previous.names.clone(), touched.to_vec()),
+        None => (Nodes::default(), zone_names(snapshot, &apex)),
+    };
+    let mut oldest = match reusable {
+        Some((previous, _)) => previous.oldest,
+        None => validity,
+    };
+    for name in touched {
+        let lower = name.wire().to_ascii_lowercase();
+        let Ok(qname) = LowerName::from_wire(&lower) else {
+            continue;
+        };
+        let Ok(key) = Name::from_wire(&lower) else {
+            continue;
+        };
+        match signer.name(&qname) {
+            Some(signed) => {
+                names.insert(key, Arc::new(signed));
+            }
+            None => {
+                names.remove(&key);
+            }
+        }
+    }
+    if reusable.is_some() {
+        oldest = earliest(oldest, validity);
+    }
+    tracing::debug!(
+        names = names.len(),
+        signatures = signer.made.len(),
+        "signed the SkyDNS domain"
+    );
+    Some(Signed {
+        dnssec: dnssec.clone(),
+        apex,
+        names,
+        soa,
+        soa_rdata,
+        oldest,
+        negative_ttl: zone.negative_ttl,
+    })
+}
+
+/// Of two validities, the one expiring first.
+fn earliest(a: Validity, b: Validity) -> Validity {
+    if (b.expiration.wrapping_sub(a.expiration) as i32) < 0 {
+        b
+    } else {
+        a
+    }
+}
+
+/// Every name of the zone `apex` in `snapshot`: its nodes and SkyDNS leaves.
+fn zone_names(snapshot: &Snapshot, apex: &Name) -> Vec<Name> {
+    let mut names: Vec<Name> = snapshot
+        .nodes
+        .keys()
+        .filter(|name| name.is_within(apex))
+        .cloned()
+        .collect();
+    names.extend(snapshot.leaves.names().filter(|name| name.is_within(apex)));
+    names
+}
+
+/// The query types a name may answer from its data, each tried when it is signed.
+const QTYPES: [u16; 9] = [
+    rtype::A,
+    rtype::AAAA,
+    rtype::CNAME,
+    rtype::SRV,
+    rtype::TXT,
+    rtype::MX,
+    rtype::NS,
+    rtype::SOA,
+    rtype::PTR,
+];
+
+/// An RRset as a signature covers it: owner, type, TTL and sorted data.
+type SetId = (Vec<u8>, u16, u32, Vec<Vec<u8>>);
+
+/// Signs names of one snapshot.
+struct Signer<'s> {
+    snapshot: &'s Snapshot,
+    key: &'s SigningKey,
+    zone: &'s Zone,
+    /// The apex, lower-cased wire form.
+    apex: Vec<u8>,
+    validity: Validity,
+    /// RRSIG RDATA made in this pass, by RRset: a set several names answer with (a CNAME
+    /// target's addresses, glue) is signed once.
+    made: HashMap<SetId, Vec<u8>>,
+    out: Vec<u8>,
+}
+
+impl Signer<'_> {
+    /// What the name `qname` answers signed; `None` when it does not exist.
+    fn name(&mut self, qname: &LowerName) -> Option<SignedName> {
+        let found = self.snapshot.find(qname);
+        let (Found::Node(..) | Found::Leaf(..)) = found else {
+            return None;
+        };
+        let mut answers = Vec::new();
+        let mut types = vec![RRSIG];
+        for qtype in QTYPES {
+            let Some(sets) = self.answer(qname, qtype) else {
+                continue;
+            };
+            if sets
+                .iter()
+                .any(|s| s.section == 0 && s.owner == qname.wire() && s.rtype == qtype)
+                && qtype != rtype::CNAME
+            {
+                types.push(qtype);
+            }
+            answers.push((qtype, self.records(&sets, qname.wire(), Section::Answer)?));
+        }
+        if qname.wire() == self.apex {
+            let rdata = self.key.dnskey_rdata();
+            let set = Set {
+                section: 0,
+                owner: self.apex.clone(),
+                rtype: DNSKEY,
+                ttl: self.zone.default_ttl,
+                rdatas: vec![rdata],
+            };
+            answers.push((DNSKEY, self.records(&[set], qname.wire(), Section::Answer)?));
+            types.push(DNSKEY);
+        }
+        let hash = nsec3::hash(qname.wire(), &[], 0);
+        let (owner, rdata) = nsec3::matching(&hash, &nsec3::type_bitmap(&types));
+        let matching = self.nsec3(&owner, rdata)?;
+        let mut star = b"\x01*".to_vec();
+        star.extend_from_slice(qname.wire());
+        let (owner, rdata) = nsec3::covering(&nsec3::hash(&star, &[], 0));
+        let wildcard = self.nsec3(&owner, rdata)?;
+        Some(SignedName {
+            answers: answers.into_boxed_slice(),
+            matching,
+            wildcard,
+        })
+    }
+
+    /// The RRsets of the unsigned answer to `qname` and `qtype`, or `None` when it has no
+    /// answer records (NODATA, or an answer too large for any message).
+    fn answer(&mut self, qname: &LowerName, qtype: u16) -> Option<Vec<Set>> {
+        let mut query = Vec::with_capacity(HEADER_LEN + qname.wire().len() + 4);
+        query.extend_from_slice(&[0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
+        query.extend_from_slice(qname.wire());
+        query.extend_from_slice(&qtype.to_be_bytes());
+        query.extend_from_slice(&class::IN.to_be_bytes());
+        let ctx = Context::new(Transport::Tcp);
+        let Outcome::Reply(reply) = answer_inside(&query, self.snapshot, &ctx, &mut self.out) else {
+            return None;
+        };
+        let msg = &self.out[..reply.len];
+        let ancount = u16::from_be_bytes([msg[6], msg[7]]);
+        if reply.rcode != 0 || ancount == 0 || reply.truncated {
+            return None;
+        }
+        records::sets(msg)
+    }
+
+    /// The NSEC3 record owned by the hash `owner` with `rdata`, signed, for the authority
+    /// section; its TTL is the SOA minimum (RFC 5155 §3).
+    fn nsec3(&mut self, owner: &Hash, rdata: Vec<u8>) -> Option<Records> {
+        let set = Set {
+            section: 1,
+            owner: nsec3::owner(owner, &self.apex),
+            rtype: nsec3::NSEC3,
+            ttl: self.zone.negative_ttl,
+            rdatas: vec![rdata],
+        };
+        self.records(&[set], &[], Section::Authority)
+    }
+
+    /// `sets` with an RRSIG after each one inside the zone, written for replies to `qname`
+    /// (wire form; empty for records that answer several names); the sets of the answer
+    /// section go in `first`.
+    fn records(&mut self, sets: &[Set], qname: &[u8], first: Section) -> Option<Records> {
+        let mut bytes = Vec::new();
+        let mut chunks = Vec::with_capacity(sets.len());
+        for set in sets {
+            let section = match set.section {
+                0 => first,
+                1 => Section::Authority,
+                _ => Section::Additional,
+            };
+            let section = if first == Section::Authority {
+                Section::Authority
+            } else {
+                section
+            };
+            for rdata in &set.rdatas {
+                write_rr(&mut bytes, &set.owner, qname, set.rtype, set.ttl, rdata);
+            }
+            let mut count = set.rdatas.len() as u16;
+            if crate::wire::name::is_within(&set.owner, &self.apex) {
+                let rrsig = self.rrsig(set)?;
+                write_rr(&mut bytes, &set.owner, qname, RRSIG, set.ttl, &rrsig);
+                count += 1;
+            }
+            chunks.push(Chunk {
+                end: bytes.len() as u32,
+                count,
+                section,
+            });
+        }
+        Some(Records {
+            bytes: bytes.into_boxed_slice(),
+            chunks: chunks.into_boxed_slice(),
+        })
+    }
+
+    /// The RRSIG RDATA over `set`, made once per pass.
+    fn rrsig(&mut self, set: &Set) -> Option<Vec<u8>> {
+        let mut rdatas = set.rdatas.clone();
+        rdatas.sort();
+        rdatas.dedup();
+        let id = (set.owner.clone(), set.rtype, set.ttl, rdatas);
+        if let Some(made) = self.made.get(&id) {
+            return Some(made.clone());
+        }
+        let mut rdatas = id.3.clone();
+        let made = rrsig::sign(self.key, &set.owner, set.rtype, set.ttl, &mut rdatas, self.validity)?;
+        self.made.insert(id, made.clone());
+        Some(made)
+    }
+}
+
+/// Appends one record: its owner a pointer to the question when it is `qname`, else whole.
+pub(crate) fn write_rr(out: &mut Vec<u8>, owner: &[u8], qname: &[u8], rtype_: u16, ttl: u32, rdata: &[u8]) {
+    if !qname.is_empty() && owner == qname {
+        out.extend_from_slice(&[0xC0, HEADER_LEN as u8]);
+    } else {
+        out.extend_from_slice(owner);
+    }
+    out.extend_from_slice(&rtype_.to_be_bytes());
+    out.extend_from_slice(&class::IN.to_be_bytes());
+    out.extend_from_slice(&ttl.to_be_bytes());
+    out.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+    out.extend_from_slice(rdata);
+}

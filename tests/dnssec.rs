@@ -1,0 +1,209 @@
+//! DNSSEC signing end to end (docs/dnssec.md): answers of the real binary validated by `delv`
+//! (BIND's validator, an implementation independent of skyline's), with the zone's DNSKEY as
+//! the trust anchor; keys made by `dnssec-keygen`. The unit tests in
+//! `dataplane/src/dnssec/tests.rs` check the same answers with ring's verifiers.
+
+mod common;
+
+use common::{eventually, tool, Skyline};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const RECORDS: &str = r#"{
+  "/skydns/config": {"domain": "skydns.test."},
+  "/skydns/test/skydns/web": {"host": "10.0.0.1"},
+  "/skydns/test/skydns/v6": {"host": "fd00::6"},
+  "/skydns/test/skydns/east/db": {"host": "10.0.0.2", "port": 5432},
+  "/skydns/test/skydns/east/cache": {"host": "fd00::1"},
+  "/skydns/test/skydns/alias": {"host": "web.skydns.test."},
+  "/skydns/test/skydns/chain": {"host": "alias.skydns.test."},
+  "/skydns/test/skydns/txt": {"text": "hello"},
+  "/skydns/test/skydns/mail": {"host": "10.0.0.9", "mail": true},
+  "/skydns/test/skydns/dns/ns/a": {"host": "10.0.0.53"}
+}"#;
+
+fn tools() -> bool {
+    tool("delv", "bind9-dnsutils") && tool("dnssec-keygen", "bind9-utils")
+}
+
+/// Makes a key pair for `skydns.test.` with `algorithm` in `dir`; returns its base name.
+fn keygen(dir: &Path, algorithm: &str) -> PathBuf {
+    let mut cmd = Command::new("dnssec-keygen");
+    cmd.current_dir(dir).args(["-q", "-f", "KSK", "-a", algorithm]);
+    if algorithm == "RSASHA256" {
+        cmd.args(["-b", "2048"]);
+    }
+    let out = cmd.arg("skydns.test").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    dir.join(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+/// Writes delv's trust anchor file of the key `keybase`, and returns its path.
+fn anchor(keybase: &Path) -> PathBuf {
+    let key = std::fs::read_to_string(keybase.with_extension(extension(keybase, "key"))).unwrap();
+    let line = key
+        .lines()
+        .find(|l| !l.starts_with(';') && l.contains("DNSKEY"))
+        .unwrap();
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let at = fields.iter().position(|f| *f == "DNSKEY").unwrap();
+    let text = format!(
+        "trust-anchors {{ skydns.test. static-key {} {} {} \"{}\"; }};\n",
+        fields[at + 1],
+        fields[at + 2],
+        fields[at + 3],
+        fields[at + 4..].concat()
+    );
+    let path = keybase.with_extension(extension(keybase, "anchor"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The extension that turns `Kskydns.test.+013+12345` into `….<suffix>` (its last dot part is
+/// the key id, not an extension).
+fn extension(keybase: &Path, suffix: &str) -> String {
+    let name = keybase.file_name().unwrap().to_string_lossy();
+    format!("{}.{suffix}", name.rsplit('.').next().unwrap())
+}
+
+/// What `delv` says of `name` and `qtype` asked of `addr`: its comment and error lines.
+fn delv(addr: SocketAddr, anchor: &Path, name: &str, qtype: &str) -> String {
+    let out = Command::new("delv")
+        .arg(format!("@{}", addr.ip()))
+        .args(["-p", &addr.port().to_string(), "-a"])
+        .arg(anchor)
+        .args(["+root=skydns.test", "+tcp", name, qtype])
+        .output()
+        .unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn assert_validated(addr: SocketAddr, anchor: &Path, name: &str, qtype: &str, expected: &str) {
+    let said = delv(addr, anchor, name, qtype);
+    assert!(
+        said.contains(expected),
+        "{name} {qtype}: expected {expected:?}, delv said:\n{said}"
+    );
+}
+
+fn start(keybase: &Path) -> Skyline {
+    Skyline::start(RECORDS, &["--dnssec", keybase.to_str().unwrap()], &[])
+}
+
+#[test]
+fn every_kind_of_answer_validates_with_each_algorithm() {
+    if !tools() {
+        return;
+    }
+    let keys = tempfile::tempdir().unwrap();
+    for algorithm in ["ECDSAP256SHA256", "ED25519", "RSASHA256"] {
+        let keybase = keygen(keys.path(), algorithm);
+        let anchor = anchor(&keybase);
+        let skyline = start(&keybase);
+        let positive = "; fully validated";
+        let negative = "; negative response, fully validated";
+        for (name, qtype, expected) in [
+            ("web.skydns.test.", "A", positive),
+            ("v6.skydns.test.", "AAAA", positive),
+            ("east.skydns.test.", "A", positive),
+            ("east.skydns.test.", "AAAA", positive),
+            ("db.east.skydns.test.", "SRV", positive),
+            ("alias.skydns.test.", "A", positive),
+            ("chain.skydns.test.", "A", positive),
+            ("alias.skydns.test.", "CNAME", positive),
+            ("txt.skydns.test.", "TXT", positive),
+            ("mail.skydns.test.", "MX", positive),
+            ("skydns.test.", "SOA", positive),
+            ("skydns.test.", "NS", positive),
+            ("skydns.test.", "DNSKEY", positive),
+            ("web.skydns.test.", "AAAA", negative),
+            ("v6.skydns.test.", "A", negative),
+            ("alias.skydns.test.", "AAAA", negative),
+            ("web.skydns.test.", "TXT", negative),
+            ("skydns.test.", "PTR", negative),
+            ("nope.skydns.test.", "A", negative),
+            ("x.web.skydns.test.", "A", negative),
+            ("a.b.c.nope.east.skydns.test.", "AAAA", negative),
+        ] {
+            assert_validated(skyline.addr, &anchor, name, qtype, expected);
+        }
+    }
+}
+
+#[test]
+fn signatures_follow_a_change_of_the_records() {
+    if !tools() {
+        return;
+    }
+    let keys = tempfile::tempdir().unwrap();
+    let keybase = keygen(keys.path(), "ECDSAP256SHA256");
+    let anchor = anchor(&keybase);
+    let skyline = start(&keybase);
+    assert_validated(
+        skyline.addr,
+        &anchor,
+        "new.skydns.test.",
+        "A",
+        "; negative response, fully validated",
+    );
+    skyline.rewrite(&RECORDS.replace(
+        r#""/skydns/test/skydns/web""#,
+        r#""/skydns/test/skydns/new": {"host": "10.0.0.7"}, "/skydns/test/skydns/web""#,
+    ));
+    eventually(Duration::from_secs(10), "the new name to validate", || {
+        delv(skyline.addr, &anchor, "new.skydns.test.", "A").contains("; fully validated")
+    });
+}
+
+#[test]
+fn a_key_rollover_on_sighup_signs_with_the_new_key() {
+    if !tools() {
+        return;
+    }
+    let keys = tempfile::tempdir().unwrap();
+    let old = keygen(keys.path(), "ECDSAP256SHA256");
+    let old_anchor = anchor(&old);
+    let skyline = start(&old);
+    assert_validated(skyline.addr, &old_anchor, "web.skydns.test.", "A", "; fully validated");
+    let new = keygen(keys.path(), "ED25519");
+    let new_anchor = anchor(&new);
+    for suffix in ["key", "private"] {
+        std::fs::copy(
+            new.with_extension(extension(&new, suffix)),
+            old.with_extension(extension(&old, suffix)),
+        )
+        .unwrap();
+    }
+    skyline.hup();
+    eventually(Duration::from_secs(10), "answers signed with the new key", || {
+        delv(skyline.addr, &new_anchor, "web.skydns.test.", "A").contains("; fully validated")
+    });
+    assert!(!delv(skyline.addr, &old_anchor, "web.skydns.test.", "A").contains("; fully validated"));
+    assert!(!skyline.log_text().contains("PrivateKey"), "no key material in the log");
+}
+
+#[test]
+fn a_key_for_another_zone_stops_the_start_with_a_clear_error() {
+    if !tools() {
+        return;
+    }
+    let keys = tempfile::tempdir().unwrap();
+    let keybase = keygen(keys.path(), "ECDSAP256SHA256");
+    let out = Command::new(env!("CARGO_BIN_EXE_skyline"))
+        .args(["--domain", "other.test.", "--check-config", "--dnssec"])
+        .arg(&keybase)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("the DNSKEY is for skydns.test., not for the domain other.test."),
+        "{text}"
+    );
+}
