@@ -5,10 +5,10 @@
 #   features  skyline's answered rate at peak load on the `a` mix with each protection and
 #             observation feature on, against the echo responder (the ceiling) and against
 #             skyline with everything off, in the same run; servers alternate every round
-#   flood     a legitimate client (paced, from 127.0.1.3) while an open-loop flood runs at the
+#   flood     a legitimate client (dnsperf, paced, from 127.0.1.3) while an open-loop flood runs at the
 #             generator's full rate: forged with a victim's address (127.0.0.2) and forged from
 #             1,024 networks (127.100.0.1, 127.100.1.1, ...), each with rate limiting off and on;
-#             the client's answered share and p99, and what the victim received
+#             the client's answered share and latency, and what the forged sources received
 #   all       both (default)
 #
 # Knobs (environment, defaults in brackets): ROUNDS [3], DURATION [10] seconds per run, BUILD [1]
@@ -57,6 +57,10 @@ fi
 mkdir -p "$RESULTS"
 FLOOD_NAME="${FLOOD_NAME:-$(awk '$2 == "SRV" {print $1; exit}' "$work/data/srv.txt")}"
 echo "$FLOOD_NAME SRV" >"$work/data/flood.txt"
+
+flood_prio=()
+legit_prio=()
+if [ ${#prio[@]} -gt 0 ]; then flood_prio=(chrt -f 1); legit_prio=(chrt -f 2); fi
 
 # The flags of each configuration measured.
 declare -A FLAGS=(
@@ -139,34 +143,36 @@ features() {
 }
 
 flood_one() { # round, kind (victim|spread), rrl (off|on)
-  local round=$1 kind=$2 rrl=$3 name="flood-$2-$3"
-  local flags="--cookies=false"
-  [ "$rrl" = on ] && flags="$flags --rrl-rate $RRL_RATE"
+  local round=$1 kind=$2 rrl=$3 name="flood-$2-$3" flags=""
+  [ "$rrl" = on ] && flags="--rrl-rate $RRL_RATE"
   start_server "$name" "$flags"
   local port=${PORT[$name]} sources=(--source "$VICTIM")
   [ "$kind" = spread ] && sources=(--spread "$SPREAD")
-  # The flood at the lower real-time priority, the legitimate client above it on the same CPU.
-  timeout $((DURATION + 30)) taskset -c "$CLIENT_CPU" chrt -f 1 "$BIN/skyline-flood" -s "127.0.0.1:$port" \
+  # The flood at the lower real-time priority, the legitimate client (dnsperf, which sleeps
+  # between its paced sends) above it on the same CPU.
+  timeout $((DURATION + 30)) taskset -c "$CLIENT_CPU" "${flood_prio[@]}" "$BIN/skyline-flood" -s "127.0.0.1:$port" \
     -d "$work/data/flood.txt" -l "$((DURATION + 1))" "${sources[@]}" >"$work/flood.out" &
   local flooder=$!
   sleep 0.5
-  timeout $((DURATION + 30)) taskset -c "$CLIENT_CPU" chrt -f 2 "$BIN/skyline-loadgen" -s "127.0.0.1:$port" \
-    -d "$work/data/a.txt" -l "$((DURATION - 1))" -Q "$LEGIT_RATE" -q 100000 -t 1 --source "$LEGIT" >"$work/legit.out"
+  timeout $((DURATION + 30)) taskset -c "$CLIENT_CPU" "${legit_prio[@]}" dnsperf -s 127.0.0.1 -p "$port" -a "$LEGIT" \
+    -d "$work/data/a.txt" -l "$((DURATION - 1))" -Q "$LEGIT_RATE" -c 1 -T 1 -q 1000 -t 1 >"$work/legit.out" 2>&1
   wait "$flooder"
-  local sent answered p99 flood_qps replies truncated bytes seconds
-  sent=$(result sent "$work/legit.out"); answered=$(result answered "$work/legit.out")
-  p99=$(result p99_us "$work/legit.out")
+  local sent answered avg max flood_qps replies truncated bytes seconds
+  sent=$(awk '/Queries sent:/ {print $3}' "$work/legit.out")
+  answered=$(awk '/Queries completed:/ {print $3}' "$work/legit.out")
+  avg=$(awk '/Average Latency/ {printf "%.1f", $4 * 1e6}' "$work/legit.out")
+  max=$(awk '/Average Latency/ {gsub(/[()]/, ""); printf "%.1f", $8 * 1e6}' "$work/legit.out")
   flood_qps=$(result qps "$work/flood.out"); replies=$(result replies "$work/flood.out")
   truncated=$(result truncated "$work/flood.out"); bytes=$(result reply_bytes "$work/flood.out")
   seconds=$(result seconds "$work/flood.out")
   stop "$name"
-  echo "$round,$kind,$rrl,$sent,$answered,$p99,$flood_qps,$replies,$truncated,$bytes,$seconds" >>"$RESULTS/flood.csv"
-  log "$(printf 'flood r%s %-6s rrl=%-3s legit %s/%s p99_us=%-7s flood_qps=%-8s victim_replies=%s (tc %s)' \
-    "$round" "$kind" "$rrl" "$answered" "$sent" "$p99" "$flood_qps" "$replies" "$truncated")"
+  echo "$round,$kind,$rrl,$sent,$answered,$avg,$max,$flood_qps,$replies,$truncated,$bytes,$seconds" >>"$RESULTS/flood.csv"
+  log "$(printf 'flood r%s %-6s rrl=%-3s legit %s/%s avg_us=%-7s max_us=%-8s flood_qps=%-8s replies=%s (tc %s)' \
+    "$round" "$kind" "$rrl" "$answered" "$sent" "$avg" "$max" "$flood_qps" "$replies" "$truncated")"
 }
 
 flood() {
-  echo "round,flood,rrl,legit_sent,legit_answered,legit_p99_us,flood_qps,flood_replies,flood_truncated,flood_reply_bytes,flood_seconds" \
+  echo "round,flood,rrl,legit_sent,legit_answered,legit_avg_us,legit_max_us,flood_qps,flood_replies,flood_truncated,flood_reply_bytes,flood_seconds" \
     >"$RESULTS/flood.csv"
   local round kind rrl
   for round in $(seq "$ROUNDS"); do
@@ -175,14 +181,14 @@ flood() {
     done
   done
   {
-    echo "| flood | rate limiting | legitimate client answered (median) | its p99 (µs) | flood sent (QPS) | replies to the forged sources a second | of them truncated (slips) | reply bytes a second |"
-    echo "|---|---|---|---|---|---|---|---|"
+    echo "| flood | rate limiting | legitimate client answered (median) | its average latency (µs) | its slowest (µs) | flood sent (QPS) | replies to the forged sources a second | of them truncated (slips) | reply bytes a second |"
+    echo "|---|---|---|---|---|---|---|---|---|"
     for kind in victim spread; do
       for rrl in off on; do
-        awk -F, -v k="$kind" -v r="$rrl" '$2 == k && $3 == r {print $5 / $4, $6, $7, $8 / $11, $9 / $11, $10 / $11}' "$RESULTS/flood.csv" |
+        awk -F, -v k="$kind" -v r="$rrl" '$2 == k && $3 == r {print $5 / $4, $6, $7, $8, $9 / $12, $10 / $12, $11 / $12}' "$RESULTS/flood.csv" |
           sort -g | awk -v k="$kind" -v r="$rrl" -v rate="$RRL_RATE" '{row[NR] = $0} END {
             split(row[int((NR + 1) / 2)], m, " ")
-            printf "| %s | %s | %.2f %% | %.0f | %.0f | %.0f | %.0f | %.0f |\n", k, (r == "on" ? r " (" rate "/s)" : r), m[1] * 100, m[2], m[3], m[4], m[5], m[6] }'
+            printf "| %s | %s | %.2f %% | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", k, (r == "on" ? r " (" rate "/s)" : r), m[1] * 100, m[2], m[3], m[4], m[5], m[6], m[7] }'
       done
     done
   } >"$RESULTS/flood.md"

@@ -11,10 +11,6 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
-/// Sends between two looks at the replies: often enough that socket buffers do not overflow
-/// on the client side, rarely enough that reading them costs the flood little.
-const SENDS_PER_DRAIN: usize = 8;
-
 /// What to send.
 #[derive(Debug, Clone)]
 pub struct FloodConfig {
@@ -102,11 +98,13 @@ pub fn flood(config: &FloodConfig, queries: &[Query]) -> io::Result<FloodReport>
                 });
                 next += 1;
             }
+            // Each socket is read right after it sends: what came back since its last turn.
             let count = sockets.len();
-            report.sent += sockets[turn % count].send(&sends).sent as u64;
+            let socket = &mut sockets[turn % count];
+            report.sent += socket.send(&sends).sent as u64;
+            drain(socket, &mut replies, &mut report)?;
             turn += 1;
-        }
-        if turn % SENDS_PER_DRAIN == 0 || n == 0 {
+        } else {
             for socket in &mut sockets {
                 drain(socket, &mut replies, &mut report)?;
             }
