@@ -58,7 +58,7 @@ pub struct Cli {
 
     /// Serve Kubernetes cluster DNS from the API server (connection from --kubeconfig, else
     /// KUBECONFIG or ~/.kube/config, else the in-cluster service account); so does any
-    /// --kubernetes-* flag or a [kubernetes] table
+    /// --kubernetes-* flag or a `[kubernetes]` table
     #[arg(long = "kubernetes")]
     pub kubernetes_on: bool,
 

@@ -3,7 +3,7 @@
 //! default, its `/<prefix>/config` key where SkyDNS's data has one, what a SIGHUP does with it,
 //! and its documentation (the doc comment, which is both `--help` and README's tables).
 //!
-//! Each [`settings!`] block is one group, one table of the configuration file (the top-level
+//! Each `settings!` block is one group, one table of the configuration file (the top-level
 //! keys are two groups, [`Main`] and [`Etcd`], so that `skyline kube2etcd` can take the etcd
 //! flags alone). From it come three structs: `…Args`, the flags, flattened into [`Cli`]; `…File`,
 //! the table as the file spells it; and the group itself, the two stacked by
