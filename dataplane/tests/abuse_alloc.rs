@@ -5,15 +5,13 @@
 
 mod common;
 
-use common::{snapshot, udp_rounds, RawQuery};
+use common::{assert_a_round_allocates_nothing, serve, udp_rounds, RawQuery};
 use skyline_dataplane::cookie::{CookieCell, CookieSecrets};
 use skyline_dataplane::rrl::RrlConfig;
-use skyline_dataplane::snapshot::empty_cell;
-use skyline_dataplane::worker::{Options, Server, ServerConfig, TcpConfig};
-use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
+use skyline_dataplane::worker::Options;
+use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 use std::alloc::System;
-use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
-use std::sync::Arc;
+use std::net::{Ipv4Addr, UdpSocket};
 use std::time::Duration;
 
 #[global_allocator]
@@ -21,14 +19,6 @@ static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
 #[test]
 fn answering_queries_with_cookies_under_rate_limiting_allocates_nothing() {
-    let snapshots = empty_cell();
-    snapshots.store(Arc::new(snapshot()));
-    let config = ServerConfig {
-        addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
-        workers: 1,
-        pin: false,
-        tcp: TcpConfig::default(),
-    };
     let options = Options {
         cookies: Some(CookieCell::new(CookieSecrets::generate().unwrap())),
         rrl: RrlConfig {
@@ -37,7 +27,7 @@ fn answering_queries_with_cookies_under_rate_limiting_allocates_nothing() {
         },
         ..Options::default()
     };
-    let server = Server::start_with(config, options, snapshots).unwrap();
+    let server = serve(options);
     let addr = server.local_addr();
     let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     client.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
@@ -62,16 +52,6 @@ fn answering_queries_with_cookies_under_rate_limiting_allocates_nothing() {
     let mut round_trips = |rounds: u16| udp_rounds(&client, addr, &mut queries, rounds, |_| {});
     round_trips(50);
 
-    let region = Region::new(GLOBAL);
-    let answered = round_trips(500);
-    let change = region.change();
-
-    assert_eq!(answered, 3000);
-    assert_eq!(
-        change.allocations, 0,
-        "{} allocations for {answered} answers",
-        change.allocations
-    );
-    assert_eq!(change.reallocations, 0);
+    assert_a_round_allocates_nothing(GLOBAL, 3000, || round_trips(500));
     server.shutdown();
 }

@@ -6,14 +6,13 @@
 
 mod common;
 
-use common::{snapshot, RawQuery};
+use common::{serve, RawQuery};
 use hickory_proto::op::{Message, MessageType, ResponseCode};
 use hickory_proto::rr::rdata::opt::{EdnsCode, EdnsOption};
 use skyline_dataplane::cookie::{CookieCell, CookieSecrets};
 use skyline_dataplane::forward::ForwardConfig;
 use skyline_dataplane::rrl::RrlConfig;
-use skyline_dataplane::snapshot::empty_cell;
-use skyline_dataplane::worker::{Options, Server, ServerConfig, TcpConfig};
+use skyline_dataplane::worker::{Options, Server};
 use std::io::{Read as _, Write as _};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,29 +32,17 @@ fn start() -> Server {
 }
 
 fn start_forwarding(forward: Option<ForwardConfig>) -> Server {
-    let cell = empty_cell();
-    cell.store(Arc::new(snapshot()));
-    Server::start_with(
-        ServerConfig {
-            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
-            workers: 1,
-            pin: false,
-            tcp: TcpConfig::default(),
+    serve(Options {
+        cookies: Some(CookieCell::new(CookieSecrets::generate().unwrap())),
+        rrl: RrlConfig {
+            rate: RATE,
+            slip: 2,
+            window: 2,
+            ..RrlConfig::default()
         },
-        Options {
-            cookies: Some(CookieCell::new(CookieSecrets::generate().unwrap())),
-            rrl: RrlConfig {
-                rate: RATE,
-                slip: 2,
-                window: 2,
-                ..RrlConfig::default()
-            },
-            forward,
-            ..Options::default()
-        },
-        cell,
-    )
-    .expect("server starts")
+        forward,
+        ..Options::default()
+    })
 }
 
 fn query(id: u16, name: &str, qtype: u16, cookie: &[u8]) -> Vec<u8> {

@@ -287,6 +287,21 @@ pub fn assert_answers_allocate_nothing(
     });
 }
 
+/// A server of one unpinned worker on a free loopback port, answering from [`snapshot`] with
+/// `options`.
+pub fn serve(options: skyline_dataplane::worker::Options) -> skyline_dataplane::worker::Server {
+    use skyline_dataplane::worker::{Server, ServerConfig, TcpConfig};
+    let snapshots = skyline_dataplane::snapshot::empty_cell();
+    snapshots.store(std::sync::Arc::new(snapshot()));
+    let config = ServerConfig {
+        addr: std::net::SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        workers: 1,
+        pin: false,
+        tcp: TcpConfig::default(),
+    };
+    Server::start_with(config, options, snapshots).expect("server starts")
+}
+
 /// Sends `queries` to `addr` from `client` `rounds` times, numbering each round's queries with the
 /// round as their ID, and reads every reply of a round before the next; `check` sees each reply.
 /// Returns the replies read. Allocates nothing itself, so allocation tests can measure around it.
