@@ -142,6 +142,12 @@ impl Signed {
         self.oldest.due(now)
     }
 
+    /// How long after `now` the oldest signature of the zone comes due (zero when one is): when
+    /// a source builds again, for the renewal alone.
+    pub fn due_in(&self, now: SystemTime) -> std::time::Duration {
+        self.oldest.due_in(now)
+    }
+
     /// Number of names signed.
     pub fn len(&self) -> usize {
         self.names.len()
