@@ -21,7 +21,13 @@ const RECORDS: &str = r#"{
   "/skydns/test/skydns/chain": {"host": "alias.skydns.test."},
   "/skydns/test/skydns/txt": {"text": "hello"},
   "/skydns/test/skydns/mail": {"host": "10.0.0.9", "mail": true},
-  "/skydns/test/skydns/dns/ns/a": {"host": "10.0.0.53"}
+  "/skydns/test/skydns/dns/ns/a": {"host": "10.0.0.53"},
+  "/skydns/test/skydns/viewed": {
+    "default": [{"host": "192.0.2.10"}],
+    "127.0.0.0/8": [{"host": "10.1.0.10"}, {"host": "10.1.0.11"}],
+    "127.0.0.1/32": [{"host": "fd00::10"}]
+  },
+  "/skydns/test/skydns/toview": {"host": "viewed.skydns.test."}
 }"#;
 
 fn tools() -> bool {
@@ -70,7 +76,13 @@ fn extension(keybase: &Path, suffix: &str) -> String {
 
 /// What `delv` says of `name` and `qtype` asked of `addr`: its comment and error lines.
 fn delv(addr: SocketAddr, anchor: &Path, name: &str, qtype: &str) -> String {
+    delv_from("127.0.0.1", addr, anchor, name, qtype)
+}
+
+/// [`delv`], asking from the address `source`.
+fn delv_from(source: &str, addr: SocketAddr, anchor: &Path, name: &str, qtype: &str) -> String {
     let out = Command::new("delv")
+        .args(["-b", source])
         .arg(format!("@{}", addr.ip()))
         .args(["-p", &addr.port().to_string(), "-a"])
         .arg(anchor)
@@ -134,6 +146,46 @@ fn every_kind_of_answer_validates_with_each_algorithm() {
             assert_validated(skyline.addr, &anchor, name, qtype, expected);
         }
     }
+}
+
+#[test]
+fn names_with_views_and_query_wildcards_validate() {
+    if !tools() {
+        return;
+    }
+    let keys = tempfile::tempdir().unwrap();
+    let keybase = keygen(keys.path(), "ECDSAP256SHA256");
+    let anchor = anchor(&keybase);
+    let skyline = start(&keybase);
+    let positive = "; fully validated";
+    let negative = "; negative response, fully validated";
+    for (source, name, qtype, expected) in [
+        ("127.0.0.1", "viewed.skydns.test.", "AAAA", positive),
+        ("127.0.0.1", "viewed.skydns.test.", "A", negative),
+        ("127.0.0.2", "viewed.skydns.test.", "A", positive),
+        ("127.0.0.2", "viewed.skydns.test.", "AAAA", negative),
+        ("127.0.0.2", "toview.skydns.test.", "A", positive),
+        ("127.0.0.1", "toview.skydns.test.", "AAAA", positive),
+        ("127.0.0.1", "skydns.test.", "AAAA", positive),
+        ("127.0.0.2", "skydns.test.", "DNSKEY", positive),
+        ("127.0.0.1", "*.east.skydns.test.", "A", positive),
+        ("127.0.0.1", "any.east.skydns.test.", "AAAA", positive),
+        ("127.0.0.1", "*.skydns.test.", "SRV", positive),
+        ("127.0.0.2", "*.skydns.test.", "A", positive),
+        ("127.0.0.1", "*.east.skydns.test.", "TXT", negative),
+        ("127.0.0.1", "*.nope.skydns.test.", "A", negative),
+        ("127.0.0.1", "db.*.skydns.test.", "A", positive),
+    ] {
+        let said = delv_from(source, skyline.addr, &anchor, name, qtype);
+        assert!(
+            said.contains(expected),
+            "{name} {qtype} from {source}: expected {expected:?}, delv said:\n{said}"
+        );
+    }
+    let mine = delv_from("127.0.0.1", skyline.addr, &anchor, "viewed.skydns.test.", "AAAA");
+    assert!(mine.contains("fd00::10"), "{mine}");
+    let others = delv_from("127.0.0.2", skyline.addr, &anchor, "viewed.skydns.test.", "A");
+    assert!(others.contains("10.1.0.10") && others.contains("10.1.0.11"), "{others}");
 }
 
 #[test]
