@@ -4,6 +4,7 @@
 //! `dataplane/src/dnssec/tests.rs` check the same answers with ring's verifiers.
 
 mod common;
+mod etcd_harness;
 mod upstream;
 
 use common::{eventually, query, tool, udp_query, Skyline};
@@ -397,4 +398,54 @@ fn do_and_cd_reach_the_upstream() {
             "{name} DO"
         );
     }
+}
+
+/// etcd (docs/dnssec.md, "Cost"): a change signs again the names it reaches, so the new answer
+/// validates at once, and the name it removes is denied, validly.
+#[test]
+fn signed_answers_follow_an_etcd_change() {
+    if !tools() || !etcd_harness::etcd_available() {
+        return;
+    }
+    let keys = tempfile::tempdir().unwrap();
+    let keybase = keygen(keys.path(), "ECDSAP256SHA256");
+    let anchor = anchor(&keybase);
+    let etcd = etcd_harness::Etcd::start();
+    let client = etcd_harness::EtcdClient::connect(&[etcd.endpoint()]);
+    client.put("/skydns/config", r#"{"domain":"skydns.test."}"#);
+    client.put("/skydns/test/skydns/web", r#"{"host":"10.0.0.1"}"#);
+    let endpoint = etcd.endpoint();
+    let skyline = Skyline::start_with(
+        &[
+            "--machines",
+            &endpoint,
+            "--no-rec",
+            "--dnssec",
+            keybase.to_str().unwrap(),
+        ],
+        &[],
+    );
+    etcd_harness::wait_for(&skyline, "web.skydns.test.", &["10.0.0.1"]);
+    let validated = |name: &str, address: &str| {
+        let said = delv(skyline.addr, &anchor, name, "A");
+        said.contains("; fully validated") && said.contains(address)
+    };
+    assert!(validated("web.skydns.test.", "10.0.0.1"));
+    client.put("/skydns/test/skydns/web", r#"{"host":"10.0.0.2"}"#);
+    eventually(Duration::from_secs(10), "the changed answer to validate", || {
+        validated("web.skydns.test.", "10.0.0.2")
+    });
+    client.put("/skydns/test/skydns/east/db", r#"{"host":"10.0.0.3"}"#);
+    eventually(
+        Duration::from_secs(10),
+        "a new name and its directory to validate",
+        || validated("db.east.skydns.test.", "10.0.0.3") && validated("east.skydns.test.", "10.0.0.3"),
+    );
+    client.delete("/skydns/test/skydns/web");
+    eventually(
+        Duration::from_secs(10),
+        "the deleted name to be denied, validly",
+        || delv(skyline.addr, &anchor, "web.skydns.test.", "A").contains("; negative response, fully validated"),
+    );
+    assert!(validated("db.east.skydns.test.", "10.0.0.3"));
 }
