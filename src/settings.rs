@@ -259,7 +259,7 @@ settings! {
         #[arg(long, value_name = "KEYBASE")]
         applied dnssec: PathBuf, file PathBuf => relative;
 
-        /// Signed denials each worker keeps with --dnssec [default: 10000]
+        /// Signed denials and query-wildcard answers each worker keeps with --dnssec [default: 10000]
         #[arg(long, value_name = "N")]
         applied scache: u64, data "scache";
 

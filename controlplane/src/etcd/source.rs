@@ -5,6 +5,8 @@
 //! One task on the control-plane runtime owns all of it. Snapshot builds run on tokio's
 //! blocking pool, one at a time; changes that arrive during a build wait in a queue and go into
 //! the next build together, so a burst costs as many builds as fit in it, not one per change.
+//! With `--dnssec`, a build also starts when the signatures come due for renewal
+//! ([`crate::source::renewal`]), whether etcd is followed or out of reach.
 
 use super::health::{EtcdReport, SourceHealth};
 use super::lease::LeaseTtls;
@@ -15,7 +17,7 @@ use super::state::{Changed, Put, State};
 use super::stub::{stub_key_prefix, stub_zones, StubZone, Unusable};
 use crate::backoff::Backoff;
 use crate::skydns::{ConfigError, ConfigPatch};
-use crate::source::{Overrides, Source, SourceReport, SourceStats, StartError};
+use crate::source::{renewal, Overrides, Source, SourceReport, SourceStats, StartError};
 use crate::state::{self, Persist, StateDir, StateHealth};
 use etcd_client::{Client, ConnectOptions, EventType, WatchOptions, WatchResponse, WatchStream};
 use futures::future::BoxFuture;
@@ -410,9 +412,11 @@ impl EtcdSource {
             }
             let until = tokio::time::Instant::now() + pause;
             loop {
+                let renewal = self.renewal();
                 tokio::select! {
                     () = tokio::time::sleep_until(until) => break,
                     () = state::due(self.persist.as_mut(), false) => self.write_state(),
+                    () = renewal::sleep(renewal) => self.renew_unfollowed().await,
                 }
             }
         }
@@ -567,6 +571,7 @@ impl EtcdSource {
             let build_at = self.build_at.filter(|_| idle);
             let countdown = (idle && self.state.as_ref().is_some_and(State::has_leases)).then_some(self.next_countdown);
             let catch_up = self.catch_up_at.filter(|_| idle);
+            let renewal = self.renewal().filter(|_| idle && self.build_at.is_none());
             tokio::select! {
                 message = stream.message() => {
                     let response = message?.ok_or(SyncError::WatchEnded)?;
@@ -578,6 +583,7 @@ impl EtcdSource {
                 () = sleep_until(build_at) => self.start_build(Some(client)).await,
                 () = sleep_until(catch_up) => self.start_build(Some(client)).await,
                 () = sleep_until(countdown) => self.count_down(client).await,
+                () = renewal::sleep(renewal) => self.renew(),
                 () = self.overrides.changed() => self.overrides_changed(),
                 () = state::due(self.persist.as_mut(), true) => self.write_state(),
             }
@@ -822,6 +828,31 @@ impl EtcdSource {
     async fn flush(&mut self) {
         self.settle_build().await;
         if self.dirty {
+            self.start_build(None).await;
+            self.settle_build().await;
+        }
+    }
+
+    /// How long until the signatures of the last snapshot published come due for renewal;
+    /// `None` when it holds none, or there are no records to build from.
+    fn renewal(&self) -> Option<Duration> {
+        self.state.as_ref()?;
+        let (_, snapshot) = self.previous.as_ref()?;
+        renewal::wait(snapshot, SystemTime::now())
+    }
+
+    /// While the watch is followed: a build, if the signatures are due (a build made from no
+    /// change re-signs the whole domain when they are).
+    fn renew(&mut self) {
+        if self.renewal() == Some(Duration::ZERO) {
+            self.build_at.get_or_insert_with(Instant::now);
+        }
+    }
+
+    /// While etcd is out of reach: a build of the records received, if the signatures are due,
+    /// so that they do not expire however long etcd stays away.
+    async fn renew_unfollowed(&mut self) {
+        if self.renewal() == Some(Duration::ZERO) {
             self.start_build(None).await;
             self.settle_build().await;
         }

@@ -8,10 +8,13 @@
 //! once whatever the metadata says, with those settings. A file
 //! caught half-written fails to decode, keeps the current snapshot, and loads on the next poll
 //! once the writer is done and the metadata has moved again. Reading, decoding and compiling run
-//! on tokio's blocking pool, so a large file never stalls the runtime.
+//! on tokio's blocking pool, so a large file never stalls the runtime. With `--dnssec`, the file
+//! is also loaded again when the signatures come due for renewal ([`super::renewal`]), changed
+//! or not.
 
 use super::overrides::Overrides;
 use super::records_file::{config_key, parse_records_file, FileError, RecordsFile};
+use super::renewal;
 use super::seam::{Source, SourceReport, StartError};
 use super::stats::SourceStats;
 use crate::skydns::ConfigPatch;
@@ -25,11 +28,15 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use tokio::time::MissedTickBehavior;
+use tokio::time::{Instant, MissedTickBehavior};
 
 /// How often the file's metadata is checked: a change is served within about this long, while
 /// a `stat` four times a second costs nothing measurable.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Shortest period between two loads for the renewal of signatures: a file that cannot be
+/// loaded when they come due is tried again at this pace, not in a loop.
+const RENEWAL_RETRY: Duration = Duration::from_secs(60);
 
 /// Rejected records logged one by one per load; past this only their number is logged, so that
 /// a file full of bad records cannot flood the log on every reload.
@@ -124,10 +131,21 @@ impl FileSource {
         let mut poll = tokio::time::interval(POLL_INTERVAL);
         poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut missing = false;
+        let mut renewal_tried: Option<Instant> = None;
         loop {
+            let since_tried = renewal_tried.map(|at| RENEWAL_RETRY.saturating_sub(at.elapsed()));
+            let renewal = renewal::wait(&self.shared.cell.load(), SystemTime::now())
+                .map(|wait| wait.max(since_tried.unwrap_or_default()));
             let forced = tokio::select! {
                 _ = poll.tick() => false,
                 () = self.reloads.changed() => true,
+                () = renewal::sleep(renewal) => {
+                    let due = renewal::wait(&self.shared.cell.load(), SystemTime::now()) == Some(Duration::ZERO);
+                    if due {
+                        renewal_tried = Some(Instant::now());
+                    }
+                    due
+                }
             };
             let stamp = match tokio::fs::metadata(&self.shared.path).await {
                 Ok(meta) => Stamp::of(&meta),

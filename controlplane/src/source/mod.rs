@@ -5,6 +5,7 @@
 pub mod file;
 pub mod overrides;
 pub mod records_file;
+pub mod renewal;
 pub mod seam;
 pub mod stats;
 

@@ -1,17 +1,22 @@
 //! Answers to queries with DO set in the signed SkyDNS domain (docs/dnssec.md): the signed
 //! answers and denials the snapshot holds, copied as unsigned answers are; only a name that
-//! does not exist costs a signature, made per query name within the worker's budget.
+//! does not exist and a query wildcard cost signatures, made per query name within the
+//! worker's budget.
 
 use super::{completable, viewed, Outside, Responder, Transport};
 use crate::dnssec::denial::{self, Covered};
-use crate::dnssec::Signed;
+use crate::dnssec::nsec3::HASH_LEN;
+use crate::dnssec::zone::{self, sign_query};
+use crate::dnssec::{Signed, SigningKey};
 use crate::snapshot::{Found, Slot, Snapshot};
+use crate::wire::types::MAX_MESSAGE_LEN;
 use crate::wire::types::{flags, rcode, rtype};
 use crate::wire::{LowerName, Query, Question};
+use ring::digest::{Context, SHA1_FOR_LEGACY_USE_ONLY};
+use std::cell::RefCell;
 
 /// Answers `question` from `signed` when its name lies in the signed zone; `None` leaves the
-/// query to the unsigned path (names outside the zone, query wildcards, names whose answers
-/// depend on the client), which then answers as without DO.
+/// query to the unsigned path (names outside the zone), which then answers as without DO.
 #[cold]
 #[inline(never)]
 pub(super) fn respond<O: Outside>(
@@ -26,10 +31,11 @@ pub(super) fn respond<O: Outside>(
     let found = snapshot.find(qname);
     match found {
         Found::Node(node, zone) if zone.apex == *signed.apex() => {
-            if node.has_views() {
-                return None;
-            }
             let name = signed.name(qname)?;
+            let name = match node.has_views().then(|| node.views()).flatten() {
+                Some(views) => name.for_class(views.class(r.ctx.client.ip())),
+                None => name,
+            };
             r.flags |= flags::AA;
             let records = match question.qtype {
                 rtype::ANY => name.first(),
@@ -75,6 +81,11 @@ pub(super) fn respond<O: Outside>(
             nxdomain(r, qname, signed);
             Some(O::Flow::default())
         }
+        Found::Wildcard(zone) if zone.apex == *signed.apex() => {
+            r.flags |= flags::AA;
+            wildcard(r, qname, question.qtype, snapshot, signed);
+            Some(O::Flow::default())
+        }
         _ => None,
     }
 }
@@ -102,8 +113,18 @@ fn nxdomain(r: &mut Responder<'_>, qname: &LowerName, signed: &Signed) {
     r.signed(signed.soa());
     r.signed(encloser.matching());
     let next_closer = qname.suffix(closest - 1);
-    match denial::covering(signed, next_closer, |records| r.signed(records)) {
-        Covered::Written => {}
+    let covered = denial::covering(signed, next_closer, |records| r.signed(records));
+    if unsigned(r, covered, mark) {
+        return;
+    }
+    r.signed(encloser.wildcard());
+}
+
+/// Takes back what was written since `mark` and says why, when the records a reply needed
+/// signed per query name were not `covered`; true then.
+fn unsigned(r: &mut Responder<'_>, covered: Covered, mark: (usize, [u16; 4])) -> bool {
+    match covered {
+        Covered::Written => return false,
         Covered::OverBudget => {
             // docs/dnssec.md, "Cost": UDP asks the client to come back over TCP, where each
             // query costs it a connection; TCP gets SERVFAIL.
@@ -118,14 +139,53 @@ fn nxdomain(r: &mut Responder<'_>, qname: &LowerName, signed: &Signed) {
                     r.set_rcode(rcode::SERVFAIL);
                 }
             }
-            return;
         }
         Covered::Failed => {
             r.rewind(mark);
             r.flags &= !flags::AA;
             r.set_rcode(rcode::SERVFAIL);
-            return;
         }
     }
-    r.signed(encloser.wildcard());
+    true
+}
+
+thread_local! {
+    /// Each worker's room for the unsigned reply to a query wildcard, the signed one is made
+    /// from.
+    static UNSIGNED: RefCell<Vec<u8>> = RefCell::new(vec![0; MAX_MESSAGE_LEN]);
+}
+
+/// A query wildcard (`*` or `any` labels; docs/dnssec.md): answered as without DO, then that
+/// answer's records signed, or a denial. Signed per query name and answer, as denials are, in
+/// the worker's cache and within its budget.
+#[cold]
+#[inline(never)]
+fn wildcard(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, snapshot: &Snapshot, signed: &Signed) {
+    let client = r.ctx.client.ip();
+    UNSIGNED.with(|out| {
+        let mut out = out.borrow_mut();
+        let Some(len) = zone::unsigned(snapshot, qname.wire(), qtype, client, &mut out) else {
+            r.flags &= !flags::AA;
+            return r.set_rcode(rcode::SERVFAIL);
+        };
+        let msg = &out[..len];
+        match u16::from(msg[3] & 0x0F) {
+            rcode::NOERROR => {}
+            rcode::NXDOMAIN => return nxdomain(r, qname, signed),
+            code => return r.set_rcode(code),
+        }
+        // The reply less its ID (the flags hold its rcode; the question, its name and type):
+        // what the client gets signed. A leading 0xFF, a label no name starts with, keeps it
+        // apart from the names whose NSEC3 hashes share the cache.
+        let mut digest = Context::new(&SHA1_FOR_LEGACY_USE_ONLY);
+        digest.update(&[0xFF]);
+        digest.update(&msg[2..]);
+        let mut id = [0u8; HASH_LEN];
+        id.copy_from_slice(digest.finish().as_ref());
+        let mark = r.mark();
+        let make =
+            |key: &SigningKey, validity| sign_query(snapshot, signed, key, validity, (qname, qtype, client), msg);
+        let covered = denial::cached(signed, id, make, |records| r.signed(records));
+        unsigned(r, covered, mark);
+    });
 }

@@ -1,7 +1,7 @@
 //! RRSIG records (RFC 4034 §3) over RRsets in canonical form (RFC 4034 §6).
 
 use super::key::{SigningKey, CLASS};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The RRSIG type number (RFC 4034 §3).
 pub const RRSIG: u16 = 46;
@@ -40,8 +40,18 @@ impl Validity {
 
     /// Whether a signature of this validity is to be made again at `now`.
     pub fn due(&self, now: SystemTime) -> bool {
+        self.due_in(now).is_zero()
+    }
+
+    /// How long after `now` a signature of this validity comes [`Validity::due`]: zero when it
+    /// is. What a source waits before it builds again only to renew the signatures, so that a
+    /// domain that does not change never serves an expired one.
+    pub fn due_in(&self, now: SystemTime) -> Duration {
         let now = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as u32;
-        (self.expiration.wrapping_sub(now) as i32) < RENEW_BEFORE as i32
+        let left = self.expiration.wrapping_sub(now) as i32;
+        // Due once less than RENEW_BEFORE is left: one second past the last whole second with
+        // exactly that much left.
+        Duration::from_secs(u64::try_from(left - RENEW_BEFORE as i32 + 1).unwrap_or(0))
     }
 }
 
@@ -119,5 +129,24 @@ mod tests {
         assert!(!validity.due(now));
         assert!(!validity.due(now + std::time::Duration::from_secs(2 * 24 * 3600)));
         assert!(validity.due(now + std::time::Duration::from_secs(3 * 24 * 3600 + 1)));
+    }
+
+    #[test]
+    fn a_signature_comes_due_when_less_than_four_days_are_left() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let validity = Validity::from(now);
+        let wait = validity.due_in(now);
+        assert_eq!(wait, Duration::from_secs(u64::from(VALIDITY - RENEW_BEFORE) + 1));
+        assert!(!validity.due(now + wait - Duration::from_secs(1)));
+        assert!(validity.due(now + wait));
+        assert_eq!(validity.due_in(now + wait), Duration::ZERO);
+        assert_eq!(
+            validity.due_in(now + Duration::from_secs(30 * 24 * 3600)),
+            Duration::ZERO
+        );
+        assert_eq!(
+            validity.due_in(now + Duration::from_millis(1500)),
+            wait - Duration::from_secs(1)
+        );
     }
 }

@@ -274,6 +274,35 @@ fn signed_answers_carry_valid_signatures_and_unsigned_ones_do_not_change() {
 }
 
 #[test]
+fn query_wildcards_are_signed_per_query() {
+    let (snapshot, key) = signed();
+    let all = ask(&snapshot, "*.east.skydns.test.", 1, true);
+    assert_eq!(check(&all, &key), [(0, 1), (0, 46)]);
+    let sets = records::sets(&all).unwrap();
+    assert_eq!(sets[0].owner, Name::from_dotted("*.east.skydns.test.").unwrap().wire());
+    assert_eq!(
+        check(&ask(&snapshot, "any.east.skydns.test.", 28, true), &key),
+        [(0, 28), (0, 46)]
+    );
+    assert_eq!(
+        ask(&snapshot, "*.east.skydns.test.", 1, true),
+        all,
+        "the cache answers again"
+    );
+    let nodata = ask(&snapshot, "*.east.skydns.test.", 16, true);
+    assert_eq!(nodata[3] & 0x0F, 0);
+    assert_eq!(check(&nodata, &key), [(1, 6), (1, 46), (1, nsec3::NSEC3), (1, 46)]);
+    let sets = records::sets(&nodata).unwrap();
+    assert_eq!(&sets[2].rdatas[0][26..], &nsec3::type_bitmap(&[1, 28, 33, 46])[..]);
+    let nx = ask(&snapshot, "*.nope.skydns.test.", 1, true);
+    assert_eq!(nx[3] & 0x0F, 3);
+    assert_eq!(
+        check(&nx, &key),
+        [(1, 6), (1, 46), (1, 50), (1, 46), (1, 50), (1, 46), (1, 50), (1, 46)]
+    );
+}
+
+#[test]
 fn an_update_signs_only_what_it_touches_and_keeps_the_rest() {
     let (snapshot, _) = signed();
     let zone = snapshot.dnssec.as_deref().unwrap();

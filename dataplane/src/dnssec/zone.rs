@@ -8,10 +8,12 @@ use super::records::{self, Set};
 use super::rrsig::{self, Validity, RRSIG};
 use super::Dnssec;
 use crate::answer::{answer_inside, Context, Outcome, Transport};
+use crate::snapshot::views::Views;
 use crate::snapshot::{Found, Nodes, Snapshot, Zone};
 use crate::wire::types::{class, rtype, HEADER_LEN, MAX_MESSAGE_LEN};
 use crate::wire::{LowerName, Name};
 use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -47,6 +49,21 @@ pub struct Records {
     pub chunks: Box<[Chunk]>,
 }
 
+impl Records {
+    /// `self`'s records, then `more`'s.
+    fn then(&self, more: &Records) -> Records {
+        let offset = self.bytes.len() as u32;
+        let chunks = more.chunks.iter().map(|c| Chunk {
+            end: c.end + offset,
+            ..*c
+        });
+        Records {
+            bytes: [&self.bytes[..], &more.bytes[..]].concat().into_boxed_slice(),
+            chunks: self.chunks.iter().copied().chain(chunks).collect(),
+        }
+    }
+}
+
 /// What a name of the signed zone answers a query with DO set.
 #[derive(Debug, PartialEq, Eq)]
 pub struct SignedName {
@@ -58,6 +75,10 @@ pub struct SignedName {
     /// The NSEC3 record covering the wildcard below the name, signed: a name below it that does
     /// not exist is not answered by a wildcard either.
     wildcard: Records,
+    /// For a name whose answers depend on the client (SkyDNS views), what each class of clients
+    /// gets, in the order of the node's [`crate::snapshot::views::Views`] classes; empty for
+    /// the other names.
+    views: Box<[SignedName]>,
 }
 
 impl SignedName {
@@ -80,6 +101,12 @@ impl SignedName {
     /// The signed NSEC3 record covering `*.<name>`.
     pub fn wildcard(&self) -> &Records {
         &self.wildcard
+    }
+
+    /// What the clients of the views class `class` get (the name itself when it has no views).
+    #[inline]
+    pub fn for_class(&self, class: usize) -> &SignedName {
+        self.views.get(class).unwrap_or(self)
     }
 }
 
@@ -140,6 +167,12 @@ impl Signed {
     /// Whether a signature of the zone is due to be made again at `now`.
     pub fn due(&self, now: SystemTime) -> bool {
         self.oldest.due(now)
+    }
+
+    /// How long after `now` the oldest signature of the zone comes due (zero when one is): when
+    /// a source builds again, for the renewal alone.
+    pub fn due_in(&self, now: SystemTime) -> std::time::Duration {
+        self.oldest.due_in(now)
     }
 
     /// Number of names signed.
@@ -235,6 +268,47 @@ pub fn sign(
     })
 }
 
+/// The signed records of the reply `msg` (made by [`unsigned`]) to a query wildcard `qname`
+/// (`*` or `any` labels) and `qtype` asked by `client`: its RRsets with their RRSIGs, or for a
+/// NODATA reply the SOA and an NSEC3 record matching `qname` whose bitmap lists the types the
+/// query wildcard answers that client. Signed per query name (see [`super::denial::cached`]).
+pub fn sign_query(
+    snapshot: &Snapshot,
+    signed: &Signed,
+    key: &SigningKey,
+    validity: Validity,
+    question: (&LowerName, u16, IpAddr),
+    msg: &[u8],
+) -> Option<Records> {
+    let (qname, qtype, client) = question;
+    let zone = snapshot.zones.iter().find(|z| z.apex == signed.apex)?;
+    let mut signer = Signer {
+        snapshot,
+        key,
+        zone,
+        apex: signed.apex.wire().to_ascii_lowercase(),
+        validity,
+        made: HashMap::new(),
+        out: vec![0; MAX_MESSAGE_LEN],
+    };
+    if msg.get(6..8)? != [0, 0] {
+        return signer.records(&records::sets(msg)?, qname.wire(), Section::Answer);
+    }
+    let mut types = vec![RRSIG];
+    for other in QTYPES.into_iter().filter(|t| *t != qtype) {
+        let sets = signer.answer(qname, other, client);
+        if sets.is_some_and(|sets| {
+            sets.iter()
+                .any(|s| s.section == 0 && s.owner == qname.wire() && s.rtype == other)
+        }) {
+            types.push(other);
+        }
+    }
+    let hash = nsec3::hash(qname.wire(), &[], 0);
+    let (owner, rdata) = nsec3::matching(&hash, &nsec3::type_bitmap(&types));
+    Some(signed.soa.then(&signer.nsec3(&owner, rdata)?))
+}
+
 /// Of two validities, the one expiring first.
 fn earliest(a: Validity, b: Validity) -> Validity {
     if (b.expiration.wrapping_sub(a.expiration) as i32) < 0 {
@@ -287,16 +361,32 @@ struct Signer<'s> {
 }
 
 impl Signer<'_> {
-    /// What the name `qname` answers signed; `None` when it does not exist.
+    /// What the name `qname` answers signed; `None` when it does not exist. A name with views
+    /// is signed once per class of clients, as a client of that class.
     fn name(&mut self, qname: &LowerName) -> Option<SignedName> {
-        let found = self.snapshot.find(qname);
-        let (Found::Node(..) | Found::Leaf(..)) = found else {
-            return None;
+        let members = match self.snapshot.find(qname) {
+            Found::Node(node, _) => node.views().map(Views::members),
+            Found::Leaf(..) => None,
+            _ => return None,
         };
+        let unspecified = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+        let mut name = self.as_client(qname, unspecified)?;
+        if let Some(members) = members {
+            let mut views = Vec::with_capacity(members.len());
+            for member in members {
+                views.push(self.as_client(qname, member.unwrap_or(unspecified))?);
+            }
+            name.views = views.into_boxed_slice();
+        }
+        Some(name)
+    }
+
+    /// What the name `qname` answers `client`, signed.
+    fn as_client(&mut self, qname: &LowerName, client: IpAddr) -> Option<SignedName> {
         let mut answers = Vec::new();
         let mut types = vec![RRSIG];
         for qtype in QTYPES {
-            let Some(sets) = self.answer(qname, qtype) else {
+            let Some(sets) = self.answer(qname, qtype, client) else {
                 continue;
             };
             if sets
@@ -331,24 +421,17 @@ impl Signer<'_> {
             answers: answers.into_boxed_slice(),
             matching,
             wildcard,
+            views: Box::default(),
         })
     }
 
-    /// The RRsets of the unsigned answer to `qname` and `qtype`, or `None` when it has no
-    /// answer records (NODATA, or an answer too large for any message).
-    fn answer(&mut self, qname: &LowerName, qtype: u16) -> Option<Vec<Set>> {
-        let mut query = Vec::with_capacity(HEADER_LEN + qname.wire().len() + 4);
-        query.extend_from_slice(&[0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
-        query.extend_from_slice(qname.wire());
-        query.extend_from_slice(&qtype.to_be_bytes());
-        query.extend_from_slice(&class::IN.to_be_bytes());
-        let ctx = Context::new(Transport::Tcp);
-        let Outcome::Reply(reply) = answer_inside(&query, self.snapshot, &ctx, &mut self.out) else {
-            return None;
-        };
-        let msg = &self.out[..reply.len];
+    /// The RRsets of the unsigned answer to `qname` and `qtype` asked by `client`, or `None`
+    /// when it has no answer records (NODATA, or an answer too large for any message).
+    fn answer(&mut self, qname: &LowerName, qtype: u16, client: IpAddr) -> Option<Vec<Set>> {
+        let len = unsigned(self.snapshot, qname.wire(), qtype, client, &mut self.out)?;
+        let msg = &self.out[..len];
         let ancount = u16::from_be_bytes([msg[6], msg[7]]);
-        if reply.rcode != 0 || ancount == 0 || reply.truncated {
+        if msg[3] & 0x0F != 0 || ancount == 0 {
             return None;
         }
         records::sets(msg)
@@ -418,6 +501,22 @@ impl Signer<'_> {
         let made = rrsig::sign(self.key, &set.owner, set.rtype, set.ttl, &mut rdatas, self.validity)?;
         self.made.insert(id, made.clone());
         Some(made)
+    }
+}
+
+/// Writes in `out` the unsigned reply to `qname` (wire form) and `qtype` asked by `client` over
+/// TCP, as the zones alone answer it; its length, or `None` when it was dropped or truncated.
+pub(crate) fn unsigned(snapshot: &Snapshot, qname: &[u8], qtype: u16, client: IpAddr, out: &mut [u8]) -> Option<usize> {
+    let mut query = [0u8; HEADER_LEN + crate::wire::types::MAX_NAME_LEN + 4];
+    query[5] = 1;
+    let end = HEADER_LEN + qname.len();
+    query.get_mut(HEADER_LEN..end)?.copy_from_slice(qname);
+    query[end..end + 2].copy_from_slice(&qtype.to_be_bytes());
+    query[end + 2..end + 4].copy_from_slice(&class::IN.to_be_bytes());
+    let ctx = Context::new(Transport::Tcp).with_client(client);
+    match answer_inside(&query[..end + 4], snapshot, &ctx, out) {
+        Outcome::Reply(reply) if !reply.truncated => Some(reply.len),
+        _ => None,
     }
 }
 

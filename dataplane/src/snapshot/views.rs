@@ -239,6 +239,49 @@ impl Views {
         self.cell(row.map_or(0, |row| self.v4.len() + row + 1), column)
     }
 
+    /// The class of `client`: 0 for the clients no prefix holds, else one past the row of its
+    /// longest matching prefix. Allocation-free, for the answer path of signed answers, which
+    /// are made per class when the snapshot is built.
+    #[inline]
+    pub fn class(&self, client: IpAddr) -> usize {
+        match client {
+            IpAddr::V4(v4) => self.class_v4(u32::from(v4)),
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => self.class_v4(u32::from(v4)),
+                None => {
+                    let bits = u128::from(v6);
+                    let row = self.v6.iter().position(|&(net, mask)| bits & mask == net);
+                    row.map_or(0, |row| self.v4.len() + row + 1)
+                }
+            },
+        }
+    }
+
+    /// For each class, in order, an address of a client it holds; `None` for a class no
+    /// address falls in (a prefix wholly covered by longer ones). What the signer asks as, to
+    /// sign each class's answers.
+    pub fn members(&self) -> Vec<Option<IpAddr>> {
+        let v4: Vec<(u128, u128)> = self.v4.iter().map(|&(n, m)| (u128::from(n), u128::from(m))).collect();
+        let as_v4 = |bits: u128| IpAddr::V4(Ipv4Addr::from(bits as u32));
+        let as_v6 = |bits: u128| IpAddr::V6(Ipv6Addr::from(bits));
+        let others = member(&v4, u128::from(u32::MAX), 0, u128::from(u32::MAX), None)
+            .map(as_v4)
+            .or_else(|| member(&self.v6, u128::MAX, 0, u128::MAX, None).map(as_v6));
+        let mut members = vec![others];
+        for (row, &(net, mask)) in v4.iter().enumerate() {
+            let last = net | (!mask & u128::from(u32::MAX));
+            members.push(member(&v4, u128::from(u32::MAX), net, last, Some(row)).map(as_v4));
+        }
+        for (row, &(net, mask)) in self.v6.iter().enumerate() {
+            members.push(member(&self.v6, u128::MAX, net, net | !mask, Some(row)).map(as_v6));
+        }
+        members
+            .into_iter()
+            .enumerate()
+            .map(|(class, addr)| addr.filter(|addr| self.class(*addr) == class))
+            .collect()
+    }
+
     /// The slots classes answer apart, for tests.
     #[cfg(test)]
     pub(crate) fn apart(&self) -> impl Iterator<Item = Slot> + '_ {
@@ -263,6 +306,25 @@ impl Views {
             .iter()
             .map(move |&(net, mask)| prefix(IpAddr::V6(Ipv6Addr::from(net)), mask));
         v4.chain(v6)
+    }
+}
+
+/// The first address from `first` to `last` whose first match in `rows` (network and mask,
+/// longest prefix first, within `all` bits) is row `want` (`None`: no row): past each row that
+/// matches instead, the search goes on after that row's last address.
+fn member(rows: &[(u128, u128)], all: u128, first: u128, last: u128, want: Option<usize>) -> Option<u128> {
+    let mut addr = first;
+    loop {
+        let hit = rows.iter().position(|&(net, mask)| addr & mask == net);
+        if hit == want {
+            return Some(addr);
+        }
+        let (net, mask) = rows[hit?];
+        let end = net | (!mask & all);
+        if end >= last {
+            return None;
+        }
+        addr = end + 1;
     }
 }
 
@@ -328,6 +390,13 @@ mod tests {
             *compiled.bytes().last().unwrap()
         };
         assert_eq!(of("10.1.2.3"), 16);
+        let members = views.members();
+        assert_eq!(members.len(), 4);
+        for (class, member) in members.iter().enumerate() {
+            assert_eq!(views.class(member.unwrap()), class, "{member:?}");
+        }
+        assert_eq!(views.members()[1], Some("10.1.0.0".parse().unwrap()));
+        assert_eq!(views.members()[2], Some("10.0.0.0".parse().unwrap()));
         assert_eq!(of("10.2.2.3"), 8);
         assert_eq!(of("::ffff:10.2.2.3"), 8);
         assert_eq!(of("11.0.0.1"), 0);
