@@ -139,22 +139,31 @@ peak() {
   summary
 }
 
-# Medians per case, and the ratios the target is stated in.
+# Medians per case, and the ratios the target is stated in: medians of the ratios within each
+# round (the cases of one round ran back to back, so the machine's drift cancels), and the ratio
+# of the medians beside them.
 summary() {
-  awk -F, 'NR > 1 {key = $2 " " $3 " " $4; q[key] = q[key] " " $5; b[key] = $10}
+  awk -F, 'NR > 1 {key = $2 " " $3 " " $4; q[key] = q[key] " " $5; b[key] = $10; r[$1 "," key] = $5; rounds[$1] = 1}
     function median(list,   v, n, i, j, t) {
       n = split(list, v, " ")
       for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] + 0 < v[i] + 0) { t = v[i]; v[i] = v[j]; v[j] = t }
       return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+    }
+    function ratio(a, b,   list, round) {
+      list = ""
+      for (round in rounds) if (r[round "," b] > 0) list = list " " r[round "," a] / r[round "," b]
+      return median(list)
     }
     END {
       print "| server | mix | dnsperf | median qps | reply bytes |"
       print "|---|---|---|---:|---:|"
       for (k in q) { m[k] = median(q[k]); split(k, p, " "); printf "| %s | %s | %s | %.0f | %s |\n", p[1], p[2], p[3], m[k], b[k] }
       print ""
-      printf "signed A / unsigned A (skyline): %.2f\n", m["skyline-signed a -D"] / m["skyline a -"]
-      printf "signed A, skyline / Knot: %.2f\n", m["skyline-signed a -D"] / m["knot-signed a -D"]
-      printf "signed NXDOMAIN, skyline / Knot: %.2f\n", m["skyline-signed nxdomain -D"] / m["knot-signed nxdomain -D"]
+      print "| ratio | median of the rounds\x27 ratios | ratio of the medians |"
+      print "|---|---:|---:|"
+      printf "| signed A / unsigned A (skyline) | %.2f | %.2f |\n", ratio("skyline-signed a -D", "skyline a -"), m["skyline-signed a -D"] / m["skyline a -"]
+      printf "| signed A, skyline / Knot | %.2f | %.2f |\n", ratio("skyline-signed a -D", "knot-signed a -D"), m["skyline-signed a -D"] / m["knot-signed a -D"]
+      printf "| signed NXDOMAIN, skyline / Knot | %.2f | %.2f |\n", ratio("skyline-signed nxdomain -D", "knot-signed nxdomain -D"), m["skyline-signed nxdomain -D"] / m["knot-signed nxdomain -D"]
     }' "$RESULTS/runs.csv" >"$RESULTS/summary.md"
   cat "$RESULTS/summary.md" >&2
 }
