@@ -102,19 +102,6 @@ server_cmd() { # name, port
   esac
 }
 
-start() { # name [wrapper...]: one server pinned to SERVER_CPU, run by the wrapper if any
-  local name=$1; shift
-  local port cmd
-  port=$(free_port)
-  cmd=$(server_cmd "$name" "$port")
-  # shellcheck disable=SC2086 # the command line is split on purpose
-  taskset -c "$SERVER_CPU" "$@" $cmd >"$work/$name.log" 2>&1 &
-  PID[$name]=$!
-  PORT[$name]=$port
-  wait_ready "$name" "$DOMAIN" "${READY_SECONDS:-10}"
-  # Knot pins its UDP worker to a CPU of its own choosing at start: move every thread back.
-  taskset -a -p -c "$SERVER_CPU" "${PID[$name]}" >/dev/null
-}
 
 field() { # key, text: the value of key=value in a RESULT line
   sed -n "s/.*[ ]$1=\([^ ]*\).*/\1/p" <<<"$2" | head -1
@@ -301,17 +288,6 @@ tcp_report() {
   cat "$RESULTS/tcp.md" >&2
 }
 
-# Sums the `summary:` lines (instructions executed) of the dump files that appeared since
-# the listing in $1 was taken.
-new_instructions() { # old listing, prefix
-  local total=0 f
-  for f in "$2".*; do
-    grep -qxF "$f" "$1" && continue
-    [ -f "$f" ] || continue
-    total=$((total + $(awk '/^summary:/ {s += $2} END {print s + 0}' "$f")))
-  done
-  echo "$total"
-}
 
 callgrind() {
   command -v valgrind >/dev/null && command -v callgrind_control >/dev/null || {

@@ -35,6 +35,8 @@ BEFORE_BIN="${BEFORE_BIN:-}"
 SKYLINE_FLAGS="${SKYLINE_FLAGS---workers 1 --no-pin}"
 BUILD="${BUILD:-1}"
 RESULTS="${RESULTS:-benches/results/dnssec}"
+# Seconds a server has to answer at start (a signing Knot takes longer than the default).
+READY_SECONDS="${READY_SECONDS:-30}"
 DOMAIN=skydns.local
 BIN=target/release
 
@@ -80,19 +82,6 @@ server_cmd() { # name, port
     ;;
   *) log "unknown server $1"; return 1 ;;
   esac
-}
-
-start() { # name [wrapper...]: one server pinned to SERVER_CPU, run by the wrapper if any
-  local name=$1; shift
-  local port cmd
-  port=$(free_port)
-  cmd=$(server_cmd "$name" "$port")
-  # shellcheck disable=SC2086 # the command line is split on purpose
-  taskset -c "$SERVER_CPU" "$@" $cmd >"$work/$name.log" 2>&1 &
-  PID[$name]=$!
-  PORT[$name]=$port
-  wait_ready "$name" "$DOMAIN" "${READY_SECONDS:-30}"
-  taskset -a -p -c "$SERVER_CPU" "${PID[$name]}" >/dev/null
 }
 
 # Until the signed server answers the apex DNSKEY with its RRSIG (Knot signs after it loads).
@@ -168,15 +157,6 @@ summary() {
   cat "$RESULTS/summary.md" >&2
 }
 
-new_instructions() { # old listing, prefix
-  local total=0 f
-  for f in "$2".*; do
-    grep -qxF "$f" "$1" && continue
-    [ -f "$f" ] || continue
-    total=$((total + $(awk '/^summary:/ {s += $2} END {print s + 0}' "$f")))
-  done
-  echo "$total"
-}
 
 callgrind() {
   command -v valgrind >/dev/null && command -v callgrind_control >/dev/null || {

@@ -63,6 +63,34 @@ stop() { # name
   unset "PID[$1]"
 }
 
+# One server pinned to SERVER_CPU, run by the wrapper if any; the sourcing script defines
+# `server_cmd NAME PORT` (the command line) and DOMAIN (the name readiness is probed with).
+start() { # name [wrapper...]
+  local name=$1; shift
+  local port cmd
+  port=$(free_port)
+  cmd=$(server_cmd "$name" "$port")
+  # shellcheck disable=SC2086 # the command line is split on purpose
+  taskset -c "$SERVER_CPU" "$@" $cmd >"$work/$name.log" 2>&1 &
+  PID[$name]=$!
+  PORT[$name]=$port
+  wait_ready "$name" "$DOMAIN" "${READY_SECONDS:-10}"
+  # Knot pins its UDP worker to a CPU of its own choosing at start: move every thread back.
+  taskset -a -p -c "$SERVER_CPU" "${PID[$name]}" >/dev/null
+}
+
+# Sums the `summary:` lines (instructions executed) of the callgrind dump files with the given
+# prefix that appeared since the listing in $1 was taken.
+new_instructions() { # old listing, prefix
+  local total=0 f
+  for f in "$2".*; do
+    grep -qxF "$f" "$1" && continue
+    [ -f "$f" ] || continue
+    total=$((total + $(awk '/^summary:/ {s += $2} END {print s + 0}' "$f")))
+  done
+  echo "$total"
+}
+
 knot_conf() { # port, zone (with its final dot), zone file: $work/knot/knot.conf, one worker each
   mkdir -p "$work/knot"
   cat >"$work/knot/knot.conf" <<CONF

@@ -215,14 +215,7 @@ impl Outside for Inside {
 /// Answers one query from the zones alone, without DNSSEC, keeping what an answer leaves
 /// outside the zones unresolved: the answers the DNSSEC signer signs (`crate::dnssec::zone`).
 pub(crate) fn answer_inside(query: &[u8], snapshot: &Snapshot, ctx: &Context, out: &mut [u8]) -> Outcome {
-    let mut qname = LowerName::default();
-    let mut q = Query::default();
-    if let Err(reason) = parse_query_into(query, &mut qname, &mut q) {
-        return Outcome::Drop(reason);
-    }
-    let mut r = Responder::new(query, &q, ctx, out);
-    respond(&mut r, &q, &qname, snapshot, &mut Inside);
-    Outcome::Reply(r.finish(&q))
+    answer_with(query, snapshot, ctx, out, &mut Inside)
 }
 
 /// RFC 8482 §4.2: the synthesised HINFO that answers ANY.
@@ -231,13 +224,25 @@ const RFC8482_HINFO: &[u8] = b"\x07RFC8482\x00";
 /// Answers one query with no forwarding: names outside every zone are REFUSED. `out` should
 /// hold at least 65535 bytes; a smaller buffer caps replies.
 pub fn answer(query: &[u8], snapshot: &Snapshot, ctx: &Context, out: &mut [u8]) -> Outcome {
+    answer_with(query, snapshot, ctx, out, &mut NoRecursion)
+}
+
+/// Parses `query` and answers it with `outside` answering what the zones leave open.
+#[inline(always)]
+fn answer_with<O: Outside<Flow = ()>>(
+    query: &[u8],
+    snapshot: &Snapshot,
+    ctx: &Context,
+    out: &mut [u8],
+    outside: &mut O,
+) -> Outcome {
     let mut qname = LowerName::default();
     let mut q = Query::default();
     if let Err(reason) = parse_query_into(query, &mut qname, &mut q) {
         return Outcome::Drop(reason);
     }
     let mut r = Responder::new(query, &q, ctx, out);
-    respond(&mut r, &q, &qname, snapshot, &mut NoRecursion);
+    respond(&mut r, &q, &qname, snapshot, outside);
     Outcome::Reply(r.finish(&q))
 }
 
