@@ -29,6 +29,7 @@ use skyline_controlplane::etcd::EtcdOptions;
 use skyline_controlplane::kubernetes::KubernetesOptions;
 use skyline_controlplane::skydns::config::{self as skydns_config, ConfigPatch};
 use skyline_controlplane::state::StateDir;
+use skyline_dataplane::io::XdpConfig;
 use skyline_dataplane::snapshot::kubernetes::{self, PodMode};
 use skyline_dataplane::snapshot::skydns::Config;
 use skyline_dataplane::wire::Name;
@@ -270,6 +271,16 @@ pub fn operator(given: &Given) -> Result<Operator, ConfigError> {
 /// persisted.
 pub fn state(main: &Main) -> Option<StateDir> {
     main.state_dir.clone().map(|dir| StateDir::new(dir, main.state_max_age))
+}
+
+/// Serving UDP through AF_XDP, when `--xdp` names an interface.
+pub fn xdp(main: &Main) -> Option<XdpConfig> {
+    main.xdp.as_ref().map(|interface| XdpConfig {
+        interface: interface.clone(),
+        mode: main.xdp_mode,
+        frames: main.xdp_frames,
+        fallback: main.xdp_fallback,
+    })
 }
 
 /// DNS over TCP limits.

@@ -251,6 +251,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         observe,
         cookies: cookies.map(CookieCell::new),
         rrl: protection::rrl_config(&given.rrl).map_err(ConfigError::from)?,
+        xdp: config::xdp(&given.main),
     };
     if options.rrl.is_enabled() {
         tracing::info!(

@@ -37,6 +37,7 @@ use crate::observe::{DEFAULT_QUERY_LOG_RATE, DEFAULT_TOP_K};
 use skyline_controlplane::skydns::config as skydns_config;
 use skyline_dataplane::cache::CacheConfig;
 use skyline_dataplane::forward::{ForwardConfig, Prefix, StubZone};
+use skyline_dataplane::io::XdpMode;
 use skyline_dataplane::rrl::RrlConfig;
 use skyline_dataplane::snapshot::kubernetes::DEFAULT_TTL as KUBERNETES_TTL;
 use skyline_dataplane::wire::Name;
@@ -289,6 +290,28 @@ settings! {
         /// Do not pin worker threads to cores [default: false]
         #[arg(long, num_args = 0, default_missing_value = "true")]
         restart no_pin: bool = false;
+
+        /// Serve UDP DNS to the first --addr, an address of this interface, through AF_XDP
+        /// sockets past the kernel's network stack: one worker per receive queue (--workers at
+        /// most the queues); TCP and all other traffic stay with the kernel; needs root or
+        /// CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF (docs/xdp.md) [default: none]
+        #[arg(long, value_name = "IFACE")]
+        restart xdp: String;
+
+        /// How --xdp attaches its program: auto (the driver's hook where it has one, else the
+        /// generic one), native or generic [default: auto]
+        #[arg(long, value_name = "MODE")]
+        restart xdp_mode: XdpMode = XdpMode::Auto, file String => xdp_mode;
+
+        /// UMEM frames of 4 KiB per receive queue with --xdp, half for queries, half for replies
+        /// [default: 4096]
+        #[arg(long, value_name = "N")]
+        restart xdp_frames: u32 = 4096;
+
+        /// With --xdp, serve on kernel sockets alone (with a logged warning) when AF_XDP cannot
+        /// start, instead of not starting [default: false]
+        #[arg(long, num_args = 0, default_missing_value = "true")]
+        restart xdp_fallback: bool = false;
 
         /// DNS over TCP connections per worker; a new one past it takes the slot of the connection
         /// idle the longest, and is refused at once only when every connection is busy [default: 1024]
@@ -755,6 +778,11 @@ fn name_error(text: &str, error: skydns_config::ConfigError) -> String {
         skydns_config::ConfigError::BadName { reason, .. } => format!("{text:?} is not a valid domain name: {reason}"),
         other => other.to_string(),
     }
+}
+
+/// An XDP attach mode: `auto`, `native` or `generic`.
+fn xdp_mode(text: String, _: &Path) -> Result<XdpMode, String> {
+    text.parse()
 }
 
 /// A path relative to the configuration file's directory `dir`, unless absolute.

@@ -6,6 +6,7 @@
 //! [`Totals`]; it may see one worker a few queries ahead of another, never a torn value.
 
 use crate::answer::{Outcome, Reply, Transport};
+use crate::io::{QueueStats, QueueTotals};
 use crate::observe::topk::TopTalkers;
 use crate::observe::ObserveReader;
 use crate::wire::types::rcode;
@@ -491,14 +492,25 @@ impl Counters {
 pub struct StatsReader {
     workers: Arc<[Arc<WorkerStats>]>,
     observe: ObserveReader,
+    xdp: Arc<[Arc<QueueStats>]>,
 }
 
 impl StatsReader {
-    pub(crate) fn new(workers: Vec<Arc<WorkerStats>>, observe: ObserveReader) -> StatsReader {
+    pub(crate) fn new(
+        workers: Vec<Arc<WorkerStats>>,
+        observe: ObserveReader,
+        xdp: Vec<Arc<QueueStats>>,
+    ) -> StatsReader {
         StatsReader {
             workers: workers.into(),
             observe,
+            xdp: xdp.into(),
         }
+    }
+
+    /// The counters of every AF_XDP receive queue served (none without `--xdp`).
+    pub fn xdp_queues(&self) -> Vec<QueueTotals> {
+        self.xdp.iter().map(|queue| queue.totals()).collect()
     }
 
     /// Every worker's counters, and the dnstap and query-log writers', summed now.

@@ -12,7 +12,7 @@
 use crate::answer::{answer, Context, Outcome, Transport};
 use crate::cookie::{CookieCell, CookieSecrets};
 use crate::forward::{Answered, Client, ForwardConfig, Forwarding, Resolver};
-use crate::io::{Datagrams, KernelUdp, PacketIo};
+use crate::io::{Datagrams, KernelUdp, PacketIo, Path, XdpConfig};
 use crate::observe::{Observation, ObserveConfig, Observer};
 use crate::rrl::{self, Action, Limiter, RrlConfig};
 use crate::snapshot::{Snapshot, SnapshotCell};
@@ -49,13 +49,6 @@ const DRAIN_POLL: Duration = Duration::from_millis(5);
 /// to it just before the retirement may reach its queue a moment after.
 const RETIRE_QUIET: Duration = Duration::from_millis(20);
 
-/// Size of each receive slot. Queries are far smaller; a larger datagram is cut to this size
-/// and answered FORMERR at worst.
-const QUERY_SLOT_LEN: usize = 4096;
-/// Size of each reply slot. UDP replies never exceed the advertised 1232 bytes (the answer
-/// path truncates to the client's size); the slot leaves room above that so the limit stays
-/// the answer path's to enforce.
-const REPLY_SLOT_LEN: usize = 4096;
 /// UDP batches handled per turn before TCP gets its go (`BATCH_SIZE` datagrams each).
 const UDP_BATCHES_PER_TURN: usize = 16;
 /// Readiness events taken per poll.
@@ -95,7 +88,15 @@ pub struct Options {
     pub cookies: Option<CookieCell>,
     /// Response rate limiting of UDP replies; off by default.
     pub rrl: RrlConfig,
+    /// UDP to [`ServerConfig::addr`] through AF_XDP sockets instead of the kernel's stack.
+    pub xdp: Option<XdpConfig>,
 }
+
+/// The AF_XDP attachment a server holds, where the platform has one.
+#[cfg(all(target_os = "linux", not(skyline_portable_io)))]
+type Attachment = crate::io::XdpAttachment;
+#[cfg(not(all(target_os = "linux", not(skyline_portable_io))))]
+type Attachment = std::convert::Infallible;
 
 /// The running data plane: worker threads answering on its addresses until shut down.
 #[derive(Debug)]
@@ -112,6 +113,9 @@ pub struct Server {
     /// A descriptor of every listening socket, for handing them over in an upgrade; closed
     /// with the server.
     handover: Sockets,
+    /// The AF_XDP program and sockets, when serving through them: dropped (detached) after
+    /// the workers have stopped.
+    xdp: Option<Attachment>,
 }
 
 /// What the server asks of its workers, read by each at every turn.
@@ -147,7 +151,8 @@ impl Server {
     /// As [`Server::start`], with more listening addresses and forwarding.
     pub fn start_with(config: ServerConfig, options: Options, snapshots: SnapshotCell) -> io::Result<Server> {
         let cores = core_affinity::get_core_ids().unwrap_or_default();
-        let count = worker_count(config.workers, &cores);
+        let xdp = attach_xdp(&config, &options)?;
+        let count = xdp_queues(&xdp).unwrap_or_else(|| worker_count(config.workers, &cores));
         let mut addrs = vec![config.addr];
         addrs.extend(options.extra_addrs.iter().copied());
         let mut local_addrs = Vec::with_capacity(addrs.len());
@@ -159,7 +164,7 @@ impl Server {
                 worker.push(pair);
             }
         }
-        Server::spawn(config, &options, snapshots, &cores, local_addrs, per_worker)
+        Server::spawn(config, &options, snapshots, &cores, local_addrs, per_worker, xdp)
     }
 
     /// As [`Server::start_with`], serving on sockets handed over at start (socket activation,
@@ -174,7 +179,8 @@ impl Server {
         snapshots: SnapshotCell,
     ) -> io::Result<Server> {
         let cores = core_affinity::get_core_ids().unwrap_or_default();
-        let count = worker_count(config.workers, &cores);
+        let xdp = attach_xdp(&config, &options)?;
+        let count = xdp_queues(&xdp).unwrap_or_else(|| worker_count(config.workers, &cores));
         let mut by_addr: Vec<(SocketAddr, Sockets)> = Vec::new();
         for pair in pairs {
             match by_addr.iter_mut().find(|(addr, _)| *addr == pair.addr) {
@@ -193,7 +199,7 @@ impl Server {
                 per_worker[i % count].push(pair);
             }
         }
-        Server::spawn(config, &options, snapshots, &cores, local_addrs, per_worker)
+        Server::spawn(config, &options, snapshots, &cores, local_addrs, per_worker, xdp)
     }
 
     /// Marks every listening socket inheritable by the next process this one starts (or, with
@@ -219,6 +225,7 @@ impl Server {
         cores: &[core_affinity::CoreId],
         local_addrs: Vec<SocketAddr>,
         per_worker: Vec<Sockets>,
+        #[allow(unused_mut)] mut xdp: Option<Attachment>,
     ) -> io::Result<Server> {
         let count = per_worker.len();
         let mut handover = Vec::new();
@@ -233,18 +240,26 @@ impl Server {
         let mut wakers = Vec::with_capacity(count);
         let stats: Vec<Arc<WorkerStats>> = (0..count).map(|_| Arc::default()).collect();
         let (observation, observers) = Observation::start(&options.observe, &stats)?;
-        for ((sockets, worker_stats), mut observer) in per_worker.into_iter().zip(&stats).zip(observers) {
+        for (n, ((sockets, worker_stats), mut observer)) in
+            per_worker.into_iter().zip(&stats).zip(observers).enumerate()
+        {
             let poll = Poll::new()?;
             wakers.push(Waker::new(poll.registry(), WAKER)?);
-            let mut ios = Vec::with_capacity(sockets.len());
+            let mut ios = Vec::with_capacity(sockets.len() + 1);
             let mut listeners = Vec::with_capacity(sockets.len());
-            for (i, (udp, listener)) in sockets.into_iter().enumerate() {
-                let mut io = KernelUdp::new(udp)?;
-                poll.registry()
-                    .register(&mut io, Token(UDP_BASE + i), Interest::READABLE)?;
-                ios.push(io);
+            for (udp, listener) in sockets {
+                #[cfg(all(target_os = "linux", not(skyline_portable_io)))]
+                if let Some(attachment) = xdp.as_mut().filter(|_| ios.is_empty()) {
+                    if let Some(path) = attachment.serve(n, udp.try_clone()?)? {
+                        ios.push(Path::Xdp(Box::new(path)));
+                    }
+                }
+                ios.push(Path::Kernel(KernelUdp::new(udp)?));
                 listener.set_nonblocking(true)?;
                 listeners.push(TcpListener::from_std(listener));
+            }
+            for (i, io) in ios.iter_mut().enumerate() {
+                poll.registry().register(io, Token(UDP_BASE + i), Interest::READABLE)?;
             }
             let mut tcp = TcpServer::new(listeners, config.tcp, now);
             tcp.register(poll.registry())?;
@@ -283,12 +298,13 @@ impl Server {
             forwarding,
             cookies: options.cookies.clone(),
             local_addrs,
-            stats: StatsReader::new(stats, observation.reader),
+            stats: StatsReader::new(stats, observation.reader, xdp_stats(&xdp)),
             wakers,
             orders,
             threads: Vec::with_capacity(count),
             writers: observation.threads,
             handover,
+            xdp,
         };
         for (n, worker) in workers.into_iter().enumerate() {
             let core = if config.pin {
@@ -404,6 +420,8 @@ impl Server {
                 tracing::error!("a dnstap or query-log writer panicked");
             }
         }
+        // Detached only now: until the workers stopped, their queues still had queries.
+        drop(self.xdp.take());
     }
 }
 
@@ -436,6 +454,46 @@ fn random_seed() -> u64 {
 
 /// A worker's view of the cookie secrets.
 type CookieReader = Cache<Arc<arc_swap::ArcSwap<CookieSecrets>>, Arc<CookieSecrets>>;
+
+/// Attaches AF_XDP when asked to, to the first address (its port as given: the program must
+/// know it before anything is bound). When it cannot start, the start fails with the cause,
+/// or with `fallback` goes on with kernel sockets alone after a warning.
+fn attach_xdp(config: &ServerConfig, options: &Options) -> io::Result<Option<Attachment>> {
+    let Some(xdp) = &options.xdp else {
+        return Ok(None);
+    };
+    #[cfg(all(target_os = "linux", not(skyline_portable_io)))]
+    let attached = crate::io::XdpAttachment::attach(xdp, config.addr, config.workers).map_err(io::Error::from);
+    #[cfg(not(all(target_os = "linux", not(skyline_portable_io))))]
+    let attached: io::Result<Attachment> = {
+        let _ = config;
+        Err(io::Error::new(io::ErrorKind::Unsupported, "AF_XDP needs Linux"))
+    };
+    match attached {
+        Ok(attachment) => Ok(Some(attachment)),
+        Err(e) if xdp.fallback => {
+            tracing::warn!(error = %e, "AF_XDP could not start; serving on kernel sockets alone (--xdp-fallback)");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The counters of every AF_XDP queue served.
+fn xdp_stats(xdp: &Option<Attachment>) -> Vec<Arc<crate::io::QueueStats>> {
+    #[cfg(all(target_os = "linux", not(skyline_portable_io)))]
+    return xdp.as_ref().map(Attachment::stats).unwrap_or_default();
+    #[cfg(not(all(target_os = "linux", not(skyline_portable_io))))]
+    return xdp.as_ref().map(|never| match *never {}).unwrap_or_default();
+}
+
+/// Workers an AF_XDP attachment needs, one per queue it serves.
+fn xdp_queues(xdp: &Option<Attachment>) -> Option<usize> {
+    #[cfg(all(target_os = "linux", not(skyline_portable_io)))]
+    return xdp.as_ref().map(Attachment::queues);
+    #[cfg(not(all(target_os = "linux", not(skyline_portable_io))))]
+    return xdp.as_ref().map(|never| match *never {});
+}
 
 /// Workers to run: as asked, or one per core this process may run on.
 fn worker_count(asked: usize, cores: &[core_affinity::CoreId]) -> usize {
@@ -475,12 +533,11 @@ fn bind_once(addr: SocketAddr, count: usize) -> io::Result<(SocketAddr, Sockets)
 /// forwarding side, its reusable buffers.
 struct Worker<P: PacketIo> {
     poll: Poll,
-    io: Vec<P>,
-    udp_ready: Vec<bool>,
+    /// The packet paths, one per listening address (and the AF_XDP socket of the worker's
+    /// queue), each with the batches it lent.
+    paths: Vec<Listening<P>>,
     tcp: TcpServer,
     resolver: Option<Resolver>,
-    /// Replies that waited for an upstream, per listening socket.
-    late: Vec<Datagrams>,
     snapshots: Cache<SnapshotCell, Arc<Snapshot>>,
     cookies: Option<CookieReader>,
     /// Response rate limiting of UDP replies, when on.
@@ -491,13 +548,36 @@ struct Worker<P: PacketIo> {
     closed: bool,
     /// When the retired UDP sockets close, if they have been retired.
     retired_until: Option<Instant>,
-    queries: Datagrams,
-    replies: Datagrams,
     rotation: u32,
     recv_warning: RateLimitedWarning,
     send_warning: RateLimitedWarning,
     /// dnstap, the query log and the top talkers: `None` unless something is observed.
     observer: Option<Box<Observer>>,
+}
+
+/// One packet path of a worker and the batches it lent: queries are read and replies written
+/// in the path's own memory.
+struct Listening<P: PacketIo> {
+    io: P,
+    /// Datagrams may be waiting (or replies still leaving): serve it without waiting.
+    ready: bool,
+    queries: Datagrams,
+    replies: Datagrams,
+    /// Replies that waited for an upstream, when forwarding.
+    late: Option<Datagrams>,
+}
+
+impl<P: PacketIo> Listening<P> {
+    fn new(mut io: P, forwarding: bool) -> Listening<P> {
+        Listening {
+            queries: io.query_batch(),
+            replies: io.reply_batch(),
+            late: forwarding.then(|| io.reply_batch()),
+            // Datagrams may have arrived between binding and registering: look before waiting.
+            ready: true,
+            io,
+        }
+    }
 }
 
 impl<P: PacketIo> Worker<P> {
@@ -515,18 +595,12 @@ impl<P: PacketIo> Worker<P> {
             orders,
             rrl,
         } = shared;
-        let late = match resolver {
-            Some(_) => io.iter().map(|_| Datagrams::new(REPLY_SLOT_LEN)).collect(),
-            None => Vec::new(),
-        };
+        let forwarding = resolver.is_some();
         Worker {
             poll,
-            // Datagrams may have arrived between binding and registering: look before waiting.
-            udp_ready: vec![true; io.len()],
-            io,
+            paths: io.into_iter().map(|io| Listening::new(io, forwarding)).collect(),
             tcp,
             resolver,
-            late,
             snapshots,
             cookies,
             rrl,
@@ -534,8 +608,6 @@ impl<P: PacketIo> Worker<P> {
             orders,
             closed: false,
             retired_until: None,
-            queries: Datagrams::new(QUERY_SLOT_LEN),
-            replies: Datagrams::new(REPLY_SLOT_LEN),
             rotation: 0,
             recv_warning: RateLimitedWarning::default(),
             send_warning: RateLimitedWarning::default(),
@@ -546,7 +618,7 @@ impl<P: PacketIo> Worker<P> {
     fn run(mut self) {
         let mut events = Events::with_capacity(EVENTS_PER_POLL);
         loop {
-            let busy = self.udp_ready.contains(&true)
+            let busy = self.paths.iter().any(|path| path.ready)
                 || self.tcp.has_work()
                 || self.resolver.as_ref().is_some_and(Resolver::has_work);
             let timeout = if busy {
@@ -581,8 +653,8 @@ impl<P: PacketIo> Worker<P> {
                             resolver.on_event(token);
                         }
                     }
-                    token => match token.0.checked_sub(UDP_BASE).and_then(|i| self.udp_ready.get_mut(i)) {
-                        Some(ready) => *ready = true,
+                    token => match token.0.checked_sub(UDP_BASE).and_then(|i| self.paths.get_mut(i)) {
+                        Some(path) => path.ready = true,
                         None => self.tcp.on_event(token, event.is_read_closed()),
                     },
                 }
@@ -590,9 +662,9 @@ impl<P: PacketIo> Worker<P> {
             if let Some(resolver) = self.resolver.as_mut() {
                 resolver.follow_plan();
             }
-            for socket in 0..self.io.len() {
-                if self.udp_ready[socket] {
-                    self.udp_ready[socket] = self.udp_turn(socket);
+            for socket in 0..self.paths.len() {
+                if self.paths[socket].ready {
+                    self.paths[socket].ready = self.udp_turn(socket);
                 }
             }
             let now = Instant::now();
@@ -624,14 +696,14 @@ impl<P: PacketIo> Worker<P> {
             return true;
         }
         match self.retired_until {
-            Some(until) => now >= until && !self.udp_ready.contains(&true),
+            Some(until) => now >= until && !self.paths.iter().any(|path| path.ready),
             None => {
-                for io in &mut self.io {
-                    if let Err(e) = io.retire() {
+                for path in &mut self.paths {
+                    if let Err(e) = path.io.retire() {
                         tracing::debug!(error = %e, "retiring a UDP socket failed; it closes as it is");
                     }
+                    path.ready = true;
                 }
-                self.udp_ready.fill(true);
                 self.retired_until = Some(now + RETIRE_QUIET);
                 false
             }
@@ -662,7 +734,8 @@ impl<P: PacketIo> Worker<P> {
     /// instructions per answer than another turn of the loop.
     fn udp_turn(&mut self, socket: usize) -> bool {
         for _ in 0..UDP_BATCHES_PER_TURN {
-            match self.io[socket].recv(&mut self.queries) {
+            let path = &mut self.paths[socket];
+            match path.io.recv(&mut path.queries) {
                 Ok(n) => {
                     self.stats.udp_batches.incr();
                     let forwarded = self.answer_batch(socket);
@@ -670,7 +743,7 @@ impl<P: PacketIo> Worker<P> {
                         return false;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return self.paths[socket].io.busy(),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     self.stats.udp_receive_errors.incr();
@@ -692,19 +765,22 @@ impl<P: PacketIo> Worker<P> {
             cookies,
             rrl,
             stats,
-            queries,
-            replies,
+            paths,
             rotation,
             resolver,
             observer,
+            send_warning,
             ..
         } = self;
+        let Listening {
+            io, queries, replies, ..
+        } = &mut paths[socket];
         let snapshot = snapshots.load();
         let cookies = cookies.as_mut().map(|c| &**c.load());
         let now = Instant::now();
         let second = rrl.as_ref().map_or(0, |limiter| limiter.second(now));
         let mut forwarded = false;
-        replies.clear();
+        let mut answered = 0;
         stats.queries_udp.add(queries.len() as u64);
         for i in 0..queries.len() {
             let Some((query, peer)) = queries.get(i) else {
@@ -719,8 +795,15 @@ impl<P: PacketIo> Worker<P> {
                 cookies,
             };
             *rotation = rotation.wrapping_add(1);
+            if replies.is_full() {
+                // Only a path that lends fewer frames than a batch gets here: send what is
+                // written to get fresh ones.
+                answered += replies.len();
+                send(io, replies, stats, send_warning);
+            }
             let Some(out) = replies.free_slot() else {
-                break;
+                stats.udp_send_failures.incr();
+                continue;
             };
             let outcome = match resolver.as_mut() {
                 Some(resolver) => {
@@ -767,9 +850,12 @@ impl<P: PacketIo> Worker<P> {
                 replies.commit(peer, reply.len);
             }
         }
+        answered += replies.len();
         if !replies.is_empty() {
-            send(&mut self.io[socket], &self.replies, &self.stats, &mut self.send_warning);
-            self.stats.took(now.elapsed(), self.replies.len() as u64);
+            send(io, replies, stats, send_warning);
+        }
+        if answered > 0 {
+            stats.took(now.elapsed(), answered as u64);
         }
         forwarded
     }
@@ -782,8 +868,7 @@ impl<P: PacketIo> Worker<P> {
             snapshots,
             cookies,
             tcp,
-            late,
-            io,
+            paths,
             stats,
             send_warning,
             observer,
@@ -817,14 +902,16 @@ impl<P: PacketIo> Worker<P> {
             }
             match client {
                 Client::Udp { socket, peer } => {
-                    let (Some(batch), Some(io)) = (late.get_mut(socket), io.get_mut(socket)) else {
+                    let Some(Listening {
+                        io, late: Some(batch), ..
+                    }) = paths.get_mut(socket)
+                    else {
                         return;
                     };
                     if batch.is_full() {
                         send(io, batch, stats, send_warning);
-                        batch.clear();
                     }
-                    batch.push_with(&peer, |out| {
+                    let pushed = batch.push_with(&peer, |out| {
                         let len = reply.len().min(out.len());
                         out[..len].copy_from_slice(&reply[..len]);
                         Some(match action {
@@ -832,22 +919,25 @@ impl<P: PacketIo> Worker<P> {
                             _ => len,
                         })
                     });
+                    if !pushed {
+                        stats.udp_send_failures.incr();
+                    }
                 }
                 Client::Tcp { conn, serial, .. } => tcp.deliver(conn, serial, reply, now),
             }
         });
-        for (batch, io) in late.iter_mut().zip(io.iter_mut()) {
-            if !batch.is_empty() {
-                send(io, batch, stats, send_warning);
-                batch.clear();
+        for path in paths.iter_mut() {
+            if let Some(batch) = path.late.as_mut().filter(|batch| !batch.is_empty()) {
+                send(&mut path.io, batch, stats, send_warning);
             }
         }
         resolver.tidy(now);
     }
 }
 
-/// Sends a batch of replies, counting and (rate-limited) logging what the kernel refused.
-fn send<P: PacketIo>(io: &mut P, batch: &Datagrams, stats: &WorkerStats, warning: &mut RateLimitedWarning) {
+/// Sends a batch of replies (which empties it), counting and (rate-limited) logging what the
+/// path refused.
+fn send<P: PacketIo>(io: &mut P, batch: &mut Datagrams, stats: &WorkerStats, warning: &mut RateLimitedWarning) {
     let report = io.send(batch);
     if report.dropped > 0 {
         stats.udp_send_failures.add(report.dropped as u64);

@@ -56,7 +56,7 @@ impl Echo {
                             Some(query.len())
                         });
                     }
-                    echoed += self.io.send(&replies).sent as u64;
+                    echoed += self.io.send(&mut replies).sent as u64;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     let timeout = match until {

@@ -101,7 +101,7 @@ pub fn flood(config: &FloodConfig, queries: &[Query]) -> io::Result<FloodReport>
             // Each socket is read right after it sends: what came back since its last turn.
             let count = sockets.len();
             let socket = &mut sockets[turn % count];
-            report.sent += socket.send(&sends).sent as u64;
+            report.sent += socket.send(&mut sends).sent as u64;
             drain(socket, &mut replies, &mut report)?;
             turn += 1;
         } else {

@@ -288,12 +288,13 @@ impl State<'_> {
             });
             self.next += 1;
         }
-        let report = socket.send(&self.sends);
+        let batched = self.sends.len();
+        let report = socket.send(&mut self.sends);
         self.report.sent += report.sent as u64;
         if report.dropped > 0 {
             self.report.send_failures += report.dropped as u64;
             // What was not sent is the tail of the batch: free those IDs.
-            for &id in &ids[report.sent..self.sends.len()] {
+            for &id in &ids[report.sent..batched] {
                 self.inflight.cancel(id);
             }
         }

@@ -1,34 +1,192 @@
 //! The packet I/O seam: how a worker receives and sends batches of datagrams.
 //!
-//! Workers see datagrams only through [`PacketIo`] and [`Datagrams`], so that another packet
-//! path (AF_XDP, a test double) can replace the kernel UDP socket of [`KernelUdp`] without
-//! touching answering.
+//! Workers see datagrams only through [`PacketIo`] and [`Datagrams`], so that one packet path
+//! can replace another without touching answering: the kernel's UDP sockets ([`KernelUdp`])
+//! or AF_XDP sockets ([`XdpUdp`], Linux). A path lends the worker the batches it works in,
+//! in the path's own memory: the worker reads a query where the path received it and writes
+//! the answer where the path sends it from, so nothing is copied in between.
 
 mod udp;
+#[cfg(all(target_os = "linux", not(skyline_portable_io)))]
+mod xdp;
 
 pub use udp::KernelUdp;
+#[cfg(all(target_os = "linux", not(skyline_portable_io)))]
+pub use xdp::{XdpAttachment, XdpStartError, XdpUdp};
 
-pub use crate::sys::Peer;
+pub use crate::sys::{Datagrams, Peer};
 
-use crate::sys::{RecvSlots, SendSlots, BATCH_SIZE};
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A source and sink of datagrams, registered in a worker's `mio::Poll`.
 ///
 /// Readiness is edge-triggered: after a readable event the worker calls [`PacketIo::recv`]
 /// until it reports `WouldBlock` (or comes back to it on its next turn without waiting).
 pub trait PacketIo: mio::event::Source {
+    /// A batch to receive queries into, in this path's memory.
+    fn query_batch(&mut self) -> Datagrams;
+
+    /// A batch to write replies into, in the memory this path sends from.
+    fn reply_batch(&mut self) -> Datagrams;
+
     /// Receives as many waiting datagrams as fit into `batch`, replacing its contents. Returns
-    /// the number received (at least one) or an error; `WouldBlock` means none was waiting.
+    /// the number received or an error; `WouldBlock` means none was waiting.
     fn recv(&mut self, batch: &mut Datagrams) -> io::Result<usize>;
 
-    /// Sends every datagram of `batch`, retrying what the kernel did not take at once as long
-    /// as that makes progress, and reports what could not be sent.
-    fn send(&mut self, batch: &Datagrams) -> SendReport;
+    /// Sends every datagram of `batch`, retrying what the path did not take at once as long as
+    /// that makes progress, reports what could not be sent, and empties the batch for the next
+    /// replies.
+    fn send(&mut self, batch: &mut Datagrams) -> SendReport;
+
+    /// Whether replies are still on their way out and need the worker to come back without
+    /// waiting for a packet (a path that sends only when asked to).
+    fn busy(&mut self) -> bool {
+        false
+    }
 
     /// Stops new flows from reaching this path while what it already holds stays readable and
     /// replies can still go out: the last step of a drain, so that closing it loses nothing.
     fn retire(&mut self) -> io::Result<()>;
+}
+
+/// How to serve UDP DNS through AF_XDP (`--xdp`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XdpConfig {
+    /// The interface whose receive queues are served; the served address must be one of its.
+    pub interface: String,
+    /// How the steering program is attached.
+    pub mode: XdpMode,
+    /// UMEM frames per receive queue (4 KiB each), half for queries and half for replies.
+    pub frames: u32,
+    /// Serve on kernel sockets alone, with a logged warning, when AF_XDP cannot start.
+    pub fallback: bool,
+}
+
+/// How the XDP program is attached to the interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum XdpMode {
+    /// The driver's own XDP hook where it has one, else the generic one.
+    #[default]
+    Auto,
+    /// The driver's hook (zero-copy where the driver offers it); an error where there is none.
+    Native,
+    /// The generic hook every interface has, after the kernel has built its packet buffer:
+    /// slower, copy mode only.
+    Generic,
+}
+
+impl std::str::FromStr for XdpMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<XdpMode, String> {
+        match s {
+            "auto" => Ok(XdpMode::Auto),
+            "native" => Ok(XdpMode::Native),
+            "generic" => Ok(XdpMode::Generic),
+            other => Err(format!("unknown XDP mode {other:?}: expected auto, native or generic")),
+        }
+    }
+}
+
+impl std::fmt::Display for XdpMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            XdpMode::Auto => "auto",
+            XdpMode::Native => "native",
+            XdpMode::Generic => "generic",
+        })
+    }
+}
+
+/// One receive queue's counters: written by its worker after every batch, read by the
+/// metrics; with the kernel's own counters of the socket, read when asked.
+#[derive(Debug, Default)]
+pub struct QueueStats {
+    /// The receive queue.
+    pub queue: u32,
+    /// Whether the driver moves frames without copying them.
+    pub zero_copy: bool,
+    socket: Option<std::os::fd::OwnedFd>,
+    pub(super) received: AtomicU64,
+    pub(super) sent: AtomicU64,
+    pub(super) sent_by_kernel: AtomicU64,
+    pub(super) dropped_malformed: AtomicU64,
+    pub(super) dropped_tx_full: AtomicU64,
+    pub(super) dropped_kernel_send: AtomicU64,
+}
+
+/// A queue's counters at one moment.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct QueueTotals {
+    /// The receive queue.
+    pub queue: u32,
+    /// Queries received through the socket.
+    pub received: u64,
+    /// Replies sent through the socket.
+    pub sent: u64,
+    /// Replies larger than the MTU, sent through the kernel instead.
+    pub sent_by_kernel: u64,
+    /// Frames that were not UDP to the served address (dropped).
+    pub dropped_malformed: u64,
+    /// Replies dropped because the transmit ring stayed full.
+    pub dropped_tx_full: u64,
+    /// Large replies the kernel socket refused.
+    pub dropped_kernel_send: u64,
+    /// Packets the kernel dropped for the socket (`XDP_STATISTICS`: no receive-ring slot, no
+    /// fill-ring frame, or other reasons).
+    pub kernel_rx_dropped: u64,
+    /// Of those, because the receive ring was full.
+    pub kernel_rx_ring_full: u64,
+    /// Times the kernel found the fill ring empty.
+    pub kernel_fill_ring_empty: u64,
+    /// Invalid descriptors the kernel saw on the rings.
+    pub kernel_invalid_descs: u64,
+}
+
+impl QueueStats {
+    /// Counters for `queue`, whose socket's kernel counters are read through `socket`.
+    pub fn new(queue: u32, zero_copy: bool, socket: Option<std::os::fd::OwnedFd>) -> QueueStats {
+        QueueStats {
+            queue,
+            zero_copy,
+            socket,
+            ..QueueStats::default()
+        }
+    }
+
+    /// The counters now, the kernel's included.
+    pub fn totals(&self) -> QueueTotals {
+        let kernel = self.kernel_counts();
+        QueueTotals {
+            queue: self.queue,
+            received: self.received.load(Ordering::Relaxed),
+            sent: self.sent.load(Ordering::Relaxed),
+            sent_by_kernel: self.sent_by_kernel.load(Ordering::Relaxed),
+            dropped_malformed: self.dropped_malformed.load(Ordering::Relaxed),
+            dropped_tx_full: self.dropped_tx_full.load(Ordering::Relaxed),
+            dropped_kernel_send: self.dropped_kernel_send.load(Ordering::Relaxed),
+            kernel_rx_dropped: kernel.0,
+            kernel_rx_ring_full: kernel.1,
+            kernel_fill_ring_empty: kernel.2,
+            kernel_invalid_descs: kernel.3,
+        }
+    }
+
+    /// The kernel's counters of the socket: dropped, of those for a full receive ring, times
+    /// the fill ring was empty, invalid descriptors. Zero where they cannot be read.
+    fn kernel_counts(&self) -> (u64, u64, u64, u64) {
+        #[cfg(all(target_os = "linux", not(skyline_portable_io)))]
+        if let Some(Ok(k)) = self
+            .socket
+            .as_ref()
+            .map(|fd| crate::sys::xdp::kernel_counts(std::os::fd::AsFd::as_fd(fd)))
+        {
+            return (k.rx_dropped, k.rx_ring_full, k.rx_fill_ring_empty, k.invalid_descs);
+        }
+        let _ = &self.socket;
+        (0, 0, 0, 0)
+    }
 }
 
 /// What became of a batch handed to [`PacketIo::send`].
@@ -42,196 +200,66 @@ pub struct SendReport {
     pub error: Option<io::Error>,
 }
 
-/// A batch of up to [`BATCH_SIZE`] datagrams with their peers, in buffers allocated once and
-/// reused for every batch: receiving and replying allocate nothing per packet.
-pub struct Datagrams {
-    bufs: Box<[u8]>,
-    slot_len: usize,
-    lens: [usize; BATCH_SIZE],
-    peers: [Peer; BATCH_SIZE],
-    len: usize,
+/// The packet paths a worker may have, one per listening address: a kernel socket, or an
+/// AF_XDP socket on one receive queue. One type, so that a worker's paths sit in one list and
+/// a call costs a branch, not an indirect call.
+#[derive(Debug)]
+pub enum Path {
+    /// A kernel UDP socket.
+    Kernel(KernelUdp),
+    /// An AF_XDP socket.
+    #[cfg(all(target_os = "linux", not(skyline_portable_io)))]
+    Xdp(Box<XdpUdp>),
 }
 
-impl std::fmt::Debug for Datagrams {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Datagrams")
-            .field("slot_len", &self.slot_len)
-            .field("len", &self.len)
-            .finish()
-    }
+macro_rules! each_path {
+    ($self:expr, $io:ident => $call:expr) => {
+        match $self {
+            Path::Kernel($io) => $call,
+            #[cfg(all(target_os = "linux", not(skyline_portable_io)))]
+            Path::Xdp($io) => $call,
+        }
+    };
 }
 
-impl Datagrams {
-    /// An empty batch whose datagrams may each hold up to `slot_len` bytes.
-    pub fn new(slot_len: usize) -> Datagrams {
-        Datagrams {
-            bufs: vec![0; slot_len * BATCH_SIZE].into_boxed_slice(),
-            slot_len,
-            lens: [0; BATCH_SIZE],
-            peers: [Peer::default(); BATCH_SIZE],
-            len: 0,
-        }
+impl PacketIo for Path {
+    fn query_batch(&mut self) -> Datagrams {
+        each_path!(self, io => io.query_batch())
     }
 
-    /// Number of datagrams held.
-    pub fn len(&self) -> usize {
-        self.len
+    fn reply_batch(&mut self) -> Datagrams {
+        each_path!(self, io => io.reply_batch())
     }
 
-    /// Whether the batch holds no datagram.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
+    #[inline]
+    fn recv(&mut self, batch: &mut Datagrams) -> io::Result<usize> {
+        each_path!(self, io => io.recv(batch))
     }
 
-    /// Whether no further datagram fits.
-    pub fn is_full(&self) -> bool {
-        self.len == BATCH_SIZE
+    #[inline]
+    fn send(&mut self, batch: &mut Datagrams) -> SendReport {
+        each_path!(self, io => io.send(batch))
     }
 
-    /// Empties the batch, keeping its buffers.
-    pub fn clear(&mut self) {
-        self.len = 0;
+    fn busy(&mut self) -> bool {
+        each_path!(self, io => io.busy())
     }
 
-    /// Datagram `i`: its payload and its peer. The peer is lent, not copied: a reply's copy of
-    /// it goes from memory to memory in two moves, where one taken apart into registers and
-    /// put back together cost every query thirty.
-    #[inline(always)]
-    pub fn get(&self, i: usize) -> Option<(&[u8], &Peer)> {
-        if i >= self.len {
-            return None;
-        }
-        let start = i * self.slot_len;
-        Some((&self.bufs[start..start + self.lens[i]], &self.peers[i]))
-    }
-
-    /// Appends a datagram for `peer` written in place by `fill`, which gets the whole free slot
-    /// and returns the length it wrote, or `None` to append nothing. Returns whether a
-    /// datagram was appended (`false` also when the batch is full). Inlined into the
-    /// worker's loop: as a call it cost every query a hundred instructions of moves.
-    #[inline(always)]
-    pub fn push_with(&mut self, peer: &Peer, fill: impl FnOnce(&mut [u8]) -> Option<usize>) -> bool {
-        let Some(len) = self.free_slot().and_then(fill) else {
-            return false;
-        };
-        self.commit(peer, len);
-        true
-    }
-
-    /// The whole free slot the next datagram is written into, or `None` when the batch is
-    /// full; [`Datagrams::commit`] appends what was written. For the answer loop, whose
-    /// writing is too large for a closure the compiler would inline: called through one, it
-    /// cost every query forty instructions of moving its captures and saving registers.
-    #[inline(always)]
-    pub fn free_slot(&mut self) -> Option<&mut [u8]> {
-        if self.is_full() {
-            return None;
-        }
-        let start = self.len * self.slot_len;
-        Some(&mut self.bufs[start..start + self.slot_len])
-    }
-
-    /// Appends the datagram of `len` bytes written into [`Datagrams::free_slot`], for `peer`.
-    /// Does nothing when the batch is full.
-    #[inline(always)]
-    pub fn commit(&mut self, peer: &Peer, len: usize) {
-        if self.is_full() {
-            return;
-        }
-        self.lens[self.len] = len.min(self.slot_len);
-        self.peers[self.len] = *peer;
-        self.len += 1;
-    }
-
-    /// Empties the batch and lends all of its slots to a receive call; follow with
-    /// [`Datagrams::set_received`].
-    pub fn recv_slots(&mut self) -> RecvSlots<'_> {
-        self.len = 0;
-        RecvSlots {
-            bufs: &mut self.bufs,
-            slot_len: self.slot_len,
-            lens: &mut self.lens,
-            peers: &mut self.peers,
-        }
-    }
-
-    /// Records that a receive call filled the first `n` slots.
-    pub fn set_received(&mut self, n: usize) {
-        self.len = n.min(BATCH_SIZE);
-        for len in &mut self.lens[..self.len] {
-            *len = (*len).min(self.slot_len);
-        }
-    }
-
-    /// The datagrams from index `from` on, as a send call takes them.
-    pub fn send_slots(&self, from: usize) -> SendSlots<'_> {
-        let from = from.min(self.len);
-        SendSlots {
-            bufs: &self.bufs[from * self.slot_len..],
-            slot_len: self.slot_len,
-            lens: &self.lens[from..self.len],
-            peers: &self.peers[from..self.len],
-        }
+    fn retire(&mut self) -> io::Result<()> {
+        each_path!(self, io => io.retire())
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn peer(port: u16) -> Peer {
-        Peer::from(std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port)))
+impl mio::event::Source for Path {
+    fn register(&mut self, registry: &mio::Registry, token: mio::Token, interests: mio::Interest) -> io::Result<()> {
+        each_path!(self, io => io.register(registry, token, interests))
     }
 
-    #[test]
-    fn pushed_datagrams_read_back_with_their_peers() {
-        let mut d = Datagrams::new(16);
-        assert!(d.push_with(&peer(1), |buf| {
-            buf[..3].copy_from_slice(b"abc");
-            Some(3)
-        }));
-        assert!(!d.push_with(&peer(2), |_| None));
-        assert!(d.push_with(&peer(3), |buf| Some(buf.len() + 100)));
-        assert_eq!(d.len(), 2);
-        assert_eq!(d.get(0), Some((&b"abc"[..], &peer(1))));
-        assert_eq!(d.get(1).map(|(p, a)| (p.len(), *a)), Some((16, peer(3))));
-        assert_eq!(d.get(2), None);
+    fn reregister(&mut self, registry: &mio::Registry, token: mio::Token, interests: mio::Interest) -> io::Result<()> {
+        each_path!(self, io => io.reregister(registry, token, interests))
     }
 
-    #[test]
-    fn a_full_batch_takes_no_more() {
-        let mut d = Datagrams::new(4);
-        for i in 0..BATCH_SIZE {
-            assert!(d.push_with(&peer(i as u16), |_| Some(1)));
-        }
-        assert!(d.is_full());
-        assert!(!d.push_with(&peer(0), |_| Some(1)));
-        d.clear();
-        assert!(d.is_empty());
-    }
-
-    #[test]
-    fn send_slots_start_at_the_requested_datagram() {
-        let mut d = Datagrams::new(8);
-        for i in 0..3u8 {
-            d.push_with(&peer(i.into()), |buf| {
-                buf[0] = i;
-                Some(1)
-            });
-        }
-        let rest = d.send_slots(1);
-        assert_eq!(rest.count(), 2);
-        assert_eq!(rest.bufs[0], 1);
-        assert_eq!(rest.peers[0], peer(1));
-        assert_eq!(d.send_slots(7).count(), 0);
-    }
-
-    #[test]
-    fn received_lengths_are_clamped_to_the_slot() {
-        let mut d = Datagrams::new(8);
-        let slots = d.recv_slots();
-        slots.lens[0] = 100;
-        d.set_received(1);
-        assert_eq!(d.get(0).map(|(p, _)| p.len()), Some(8));
+    fn deregister(&mut self, registry: &mio::Registry) -> io::Result<()> {
+        each_path!(self, io => io.deregister(registry))
     }
 }

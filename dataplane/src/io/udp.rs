@@ -12,6 +12,14 @@ use std::io;
 /// other client of the worker for the sake of a few replies the clients will retry anyway.
 const SEND_RETRIES: u32 = 3;
 
+/// Size of each receive slot. Queries are far smaller; a larger datagram is cut to this size
+/// and answered FORMERR at worst.
+const QUERY_SLOT_LEN: usize = 4096;
+/// Size of each reply slot. UDP replies never exceed the advertised 1232 bytes (the answer
+/// path truncates to the client's size); the slot leaves room above that so the limit stays
+/// the answer path's to enforce.
+const REPLY_SLOT_LEN: usize = 4096;
+
 /// A kernel UDP socket used through `recvmmsg`/`sendmmsg` (or their per-datagram fallback).
 #[derive(Debug)]
 pub struct KernelUdp {
@@ -38,6 +46,14 @@ impl KernelUdp {
 }
 
 impl PacketIo for KernelUdp {
+    fn query_batch(&mut self) -> Datagrams {
+        Datagrams::new(QUERY_SLOT_LEN)
+    }
+
+    fn reply_batch(&mut self) -> Datagrams {
+        Datagrams::new(REPLY_SLOT_LEN)
+    }
+
     fn recv(&mut self, batch: &mut Datagrams) -> io::Result<usize> {
         let KernelUdp { socket, received, .. } = self;
         let n = socket.try_io(|| sys::recv_batch(SockRef::from(&*socket), batch.recv_slots(), received))?;
@@ -49,7 +65,7 @@ impl PacketIo for KernelUdp {
         sys::retire_udp(SockRef::from(&self.socket))
     }
 
-    fn send(&mut self, batch: &Datagrams) -> SendReport {
+    fn send(&mut self, batch: &mut Datagrams) -> SendReport {
         let KernelUdp { socket, sending, .. } = self;
         let mut report = SendReport::default();
         let mut retries = 0;
@@ -82,6 +98,7 @@ impl PacketIo for KernelUdp {
                 }
             }
         }
+        batch.clear();
         report
     }
 }
@@ -133,7 +150,7 @@ mod tests {
                             Some(payload.len())
                         });
                     }
-                    let report = io.send(&tx);
+                    let report = io.send(&mut tx);
                     assert_eq!((report.sent, report.dropped), (n, 0));
                     seen += n;
                 }
@@ -160,7 +177,7 @@ mod tests {
         // Port 0 is not a valid destination; the kernel refuses that datagram alone.
         tx.push_with(&SocketAddr::from((Ipv4Addr::LOCALHOST, 0)).into(), |_| Some(4));
         tx.push_with(&client.local_addr().unwrap().into(), |_| Some(4));
-        let report = io.send(&tx);
+        let report = io.send(&mut tx);
         assert_eq!((report.sent, report.dropped), (1, 1));
         assert!(report.error.is_some());
         let mut buf = [0u8; 16];

@@ -9,6 +9,10 @@
 //! `inherit.rs` takes the listening sockets a service manager hands over at start.
 //! `signal.rs` sends a signal to a process, for the workspace's tests, which may hold no unsafe
 //! code of their own.
+//! `frames.rs` holds the batches of datagrams a packet path lends a worker, in the worker's own
+//! buffers or in memory shared with the kernel.
+//! `xdp/` loads and attaches the BPF program that steers DNS packets to AF_XDP sockets, and
+//! runs those sockets.
 #![allow(unsafe_code)]
 
 #[cfg(all(target_os = "linux", not(skyline_portable_io)))]
@@ -20,11 +24,15 @@ mod imp;
 mod imp;
 
 mod ascii;
+mod frames;
 mod inherit;
 mod peer;
 mod signal;
+#[cfg(all(target_os = "linux", not(skyline_portable_io)))]
+pub mod xdp;
 
 pub use ascii::lower16;
+pub use frames::{Datagrams, Mapping};
 pub use imp::{recv_batch, send_batch, Headers};
 pub use inherit::{
     set_inheritable, take_listen_fds, take_upgrade_fds, take_upgrade_http_fd, InheritError, ListenPair, UPGRADE_FDS,

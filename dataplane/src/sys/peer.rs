@@ -16,6 +16,10 @@ pub struct Peer {
     name: RawSocketAddr,
     /// Bytes of `name` that hold the address.
     len: libc::socklen_t,
+    /// The peer's link-layer (Ethernet) address, where a packet path that writes its own
+    /// frames learnt it: a reply goes back to the station its query came from. Zero for
+    /// kernel sockets, whose replies the kernel addresses.
+    link: [u8; 6],
 }
 
 /// Either kind of socket address. Every byte is always initialised: a value starts as a
@@ -114,6 +118,20 @@ impl Peer {
         ((&raw const self.name).cast_mut().cast(), self.len)
     }
 
+    /// The peer's link-layer address (see the field).
+    #[inline(always)]
+    pub fn link(&self) -> [u8; 6] {
+        self.link
+    }
+
+    /// The peer `addr` reached at link-layer address `link`.
+    pub fn with_link(addr: SocketAddr, link: [u8; 6]) -> Peer {
+        Peer {
+            link,
+            ..Peer::from(addr)
+        }
+    }
+
     /// Records the length of the address a receive wrote.
     #[cfg_attr(any(not(target_os = "linux"), skyline_portable_io), allow(dead_code))]
     pub(super) fn set_len(&mut self, len: libc::socklen_t) {
@@ -160,6 +178,7 @@ impl From<SocketAddr> for Peer {
         Peer {
             name,
             len: len as libc::socklen_t,
+            link: [0; 6],
         }
     }
 }
