@@ -9,6 +9,7 @@
 //! `inherit.rs` takes the listening sockets a service manager hands over at start.
 //! `signal.rs` sends a signal to a process, for the workspace's tests, which may hold no unsafe
 //! code of their own.
+//! `xdp/` loads and attaches the BPF program that steers DNS packets to AF_XDP sockets.
 #![allow(unsafe_code)]
 
 #[cfg(all(target_os = "linux", not(skyline_portable_io)))]
@@ -23,6 +24,8 @@ mod ascii;
 mod inherit;
 mod peer;
 mod signal;
+#[cfg(all(target_os = "linux", not(skyline_portable_io)))]
+pub mod xdp;
 
 pub use ascii::lower16;
 pub use imp::{recv_batch, send_batch, Headers};
