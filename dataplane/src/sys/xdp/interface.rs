@@ -76,6 +76,15 @@ impl Interface {
             queues,
         })
     }
+
+    /// Whether an interface still has this one's index: it may have gone since it was looked
+    /// up, which the kernel reports as an invalid argument rather than a missing device.
+    pub fn exists(&self) -> bool {
+        let mut name = [0 as libc::c_char; libc::IF_NAMESIZE];
+        // SAFETY: `name` is IF_NAMESIZE bytes, as much as `if_indextoname` writes, and lives
+        // across the call.
+        !unsafe { libc::if_indextoname(self.index, name.as_mut_ptr()) }.is_null()
+    }
 }
 
 /// `aa:bb:cc:dd:ee:ff` as six bytes; `None` for any other length, as a non-Ethernet address.

@@ -194,6 +194,12 @@ fn load(addr: SocketAddr, map: BorrowedFd<'_>, otherwise: i32) -> Result<OwnedFd
 fn link(iface: &Interface, prog: BorrowedFd<'_>, mode: Mode) -> Result<(OwnedFd, Mode), XdpError> {
     match bpf::link_create_xdp(prog, iface.index, mode.flags()) {
         Ok(link) => Ok((link, mode)),
+        // The kernel says EINVAL, not ENODEV, for an index no interface has (any more).
+        Err(source) if source.raw_os_error() == Some(libc::EINVAL) && !iface.exists() => {
+            Err(XdpError::UnknownInterface {
+                name: iface.name.clone(),
+            })
+        }
         Err(source) => Err(match source.raw_os_error() {
             Some(libc::EOPNOTSUPP) | Some(libc::EINVAL) if mode == Mode::Native => XdpError::ModeUnsupported {
                 iface: iface.name.clone(),
