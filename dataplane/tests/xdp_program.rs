@@ -281,6 +281,7 @@ fn xdp_test_child() {
             let addr: SocketAddr = std::env::var("SKYLINE_XDP_ADDR").unwrap().parse().unwrap();
             let iface = Interface::by_name(IFACE).unwrap();
             assert_eq!(iface.queues, 2, "{iface:?}");
+            assert_eq!(Interface::holding(addr.ip()).unwrap(), iface);
             match Program::attach(&iface, mode, addr) {
                 Ok(program) => {
                     println!("{MARK} attached {}", program.mode());

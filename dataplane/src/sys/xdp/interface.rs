@@ -1,8 +1,9 @@
 //! What the steering program and the AF_XDP sockets need to know about a network interface.
 
 use super::XdpError;
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 
 /// A network interface as XDP sees it.
@@ -77,6 +78,16 @@ impl Interface {
         })
     }
 
+    /// The interface that holds the address `addr`: where the queries to it arrive, so where
+    /// the steering program for it belongs.
+    pub fn holding(addr: IpAddr) -> Result<Interface, XdpError> {
+        let name = Addresses::get()?
+            .find(|&(_, held)| held == addr)
+            .map(|(name, _)| name)
+            .ok_or(XdpError::NotLocal { addr })?;
+        Interface::by_name(&name)
+    }
+
     /// Whether an interface still has this one's index: it may have gone since it was looked
     /// up, which the kernel reports as an invalid argument rather than a missing device.
     pub fn exists(&self) -> bool {
@@ -84,6 +95,68 @@ impl Interface {
         // SAFETY: `name` is IF_NAMESIZE bytes, as much as `if_indextoname` writes, and lives
         // across the call.
         !unsafe { libc::if_indextoname(self.index, name.as_mut_ptr()) }.is_null()
+    }
+}
+
+/// The interfaces' addresses as `getifaddrs` lists them, freed on drop.
+struct Addresses {
+    head: *mut libc::ifaddrs,
+    next: *mut libc::ifaddrs,
+}
+
+impl Addresses {
+    fn get() -> Result<Addresses, XdpError> {
+        let mut head = std::ptr::null_mut();
+        // SAFETY: `head` is a valid place for the list's address, which `getifaddrs` allocates
+        // and `Drop` frees.
+        if unsafe { libc::getifaddrs(&mut head) } == -1 {
+            return Err(XdpError::Os {
+                what: "listing the interfaces' addresses",
+                source: io::Error::last_os_error(),
+            });
+        }
+        Ok(Addresses { head, next: head })
+    }
+}
+
+impl Iterator for Addresses {
+    /// An interface's name and one of its IP addresses.
+    type Item = (String, IpAddr);
+
+    fn next(&mut self) -> Option<(String, IpAddr)> {
+        while !self.next.is_null() {
+            // SAFETY: `next` is null or an entry of the list `getifaddrs` returned, which
+            // lives until `Drop`; each entry's name is a NUL-terminated string, and its address
+            // is null or a `sockaddr` whose family says which larger struct it is.
+            unsafe {
+                let entry = &*self.next;
+                self.next = entry.ifa_next;
+                if entry.ifa_addr.is_null() {
+                    continue;
+                }
+                let addr = match i32::from((*entry.ifa_addr).sa_family) {
+                    libc::AF_INET => {
+                        let sin = &*(entry.ifa_addr as *const libc::sockaddr_in);
+                        IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)))
+                    }
+                    libc::AF_INET6 => {
+                        let sin6 = &*(entry.ifa_addr as *const libc::sockaddr_in6);
+                        IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr))
+                    }
+                    _ => continue,
+                };
+                let name = CStr::from_ptr(entry.ifa_name).to_string_lossy().into_owned();
+                return Some((name, addr));
+            }
+        }
+        None
+    }
+}
+
+impl Drop for Addresses {
+    fn drop(&mut self) {
+        // SAFETY: `head` came from `getifaddrs` and is freed once, here.
+        unsafe { libc::freeifaddrs(self.head) }
     }
 }
 
@@ -133,6 +206,13 @@ mod tests {
         assert_eq!(lo.mac, [0; 6]);
         assert!(lo.mtu >= 1280, "{lo:?}");
         assert!(lo.queues >= 1, "{lo:?}");
+    }
+
+    #[test]
+    fn the_loopback_addresses_are_held_by_loopback() {
+        assert_eq!(Interface::holding(Ipv4Addr::LOCALHOST.into()).unwrap().name, "lo");
+        let unheld: IpAddr = "192.0.2.254".parse().unwrap();
+        assert!(matches!(Interface::holding(unheld), Err(XdpError::NotLocal { addr }) if addr == unheld));
     }
 
     #[test]

@@ -53,6 +53,12 @@ pub enum XdpError {
         /// The kernel's refusal.
         source: io::Error,
     },
+    /// No interface holds the address.
+    #[error("no network interface has the address {addr}")]
+    NotLocal {
+        /// The address.
+        addr: std::net::IpAddr,
+    },
     /// The address cannot be steered to: the program matches one unicast address and port.
     #[error("cannot steer packets to {addr}: {reason}")]
     BadAddress {

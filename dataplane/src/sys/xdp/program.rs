@@ -402,11 +402,11 @@ mod tests {
 
     /// The steering program for `addr`, loaded with an empty map so that a steered packet is
     /// dropped; `None` (the test skipped) where this process may not load programs and the
-    /// run is not CI, which must load them.
+    /// run is not CI (`CI=true`), which must load them.
     fn loaded(addr: &str) -> Option<(OwnedFd, OwnedFd)> {
         let map = match bpf::map_create(bpf::MAP_TYPE_XSKMAP, 2, "skyline_test") {
             Ok(map) => map,
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) && std::env::var_os("CI").is_none() => {
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) && std::env::var("CI").as_deref() != Ok("true") => {
                 eprintln!("skipped: this process may not create BPF maps ({e}); run as root");
                 return None;
             }
