@@ -124,6 +124,19 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
     };
     line("workers", workers);
     line("pin", settings.pin.to_string());
+    if let Some(xdp) = config::xdp(&given.main) {
+        match skyline_dataplane::io::check_xdp(&xdp, settings.addr, settings.workers) {
+            Ok(queues) => line(
+                "xdp",
+                format!(
+                    "{} ({queues} queues, mode {}, {} frames each)",
+                    xdp.interface, xdp.mode, xdp.frames
+                ),
+            ),
+            Err(_) if xdp.fallback => line("xdp", format!("{} (cannot start: kernel sockets alone)", xdp.interface)),
+            Err(e) => return Err(vec![e.to_string()]),
+        }
+    }
     line("tcp_max_connections", tcp.max_connections.to_string());
     line("tcp_max_per_client", tcp.max_per_client.to_string());
     line("drain", format!("{}ms", drain.as_millis()));

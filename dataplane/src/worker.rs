@@ -740,7 +740,7 @@ impl<P: PacketIo> Worker<P> {
                     self.stats.udp_batches.incr();
                     let forwarded = self.answer_batch(socket);
                     if forwarded && n < sys::BATCH_SIZE {
-                        return false;
+                        return self.paths[socket].io.busy();
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return self.paths[socket].io.busy(),

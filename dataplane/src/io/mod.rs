@@ -63,6 +63,21 @@ pub struct XdpConfig {
     pub fallback: bool,
 }
 
+/// What `--check-config` can tell of `config` without attaching anything: the interface
+/// exists, `addr` can be steered to, `workers` fits its receive queues. Returns how many queues
+/// (workers) would be served.
+pub fn check_xdp(config: &XdpConfig, addr: std::net::SocketAddr, workers: usize) -> io::Result<u32> {
+    #[cfg(all(target_os = "linux", not(skyline_portable_io)))]
+    return XdpAttachment::check(config, addr, workers)
+        .map(|(_, queues)| queues)
+        .map_err(io::Error::from);
+    #[cfg(not(all(target_os = "linux", not(skyline_portable_io))))]
+    {
+        let _ = (config, addr, workers);
+        Err(io::Error::new(io::ErrorKind::Unsupported, "AF_XDP needs Linux"))
+    }
+}
+
 /// How the XDP program is attached to the interface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum XdpMode {

@@ -79,23 +79,9 @@ impl XdpAttachment {
     /// queue: all of them when `workers` is 0), attaches the program for UDP to `addr` and
     /// opens the socket of each queue served.
     pub fn attach(config: &XdpConfig, addr: SocketAddr, workers: usize) -> Result<XdpAttachment, XdpStartError> {
+        let (iface, count) = XdpAttachment::check(config, addr, workers)?;
         let name = || config.interface.clone();
         let fail = |source| XdpStartError::Xdp { iface: name(), source };
-        let iface = Interface::by_name(&config.interface).map_err(fail)?;
-        if addr.ip().is_unspecified() || addr.port() == 0 {
-            return Err(XdpStartError::Address { iface: name(), addr });
-        }
-        let count = match workers {
-            0 => iface.queues,
-            n if n > iface.queues as usize => {
-                return Err(XdpStartError::TooManyWorkers {
-                    iface: name(),
-                    workers: n,
-                    queues: iface.queues,
-                })
-            }
-            n => n as u32,
-        };
         let program = Program::attach(&iface, config.mode.into(), addr).map_err(fail)?;
         let mut sockets = Vec::with_capacity(count as usize);
         let mut stats = Vec::with_capacity(count as usize);
@@ -131,6 +117,30 @@ impl XdpAttachment {
             sockets,
             stats,
         })
+    }
+
+    /// Everything [`XdpAttachment::attach`] can know before attaching: the interface exists,
+    /// the address can be steered to, the workers fit its queues. Returns the interface and the
+    /// number of queues to serve.
+    pub fn check(config: &XdpConfig, addr: SocketAddr, workers: usize) -> Result<(Interface, u32), XdpStartError> {
+        let name = || config.interface.clone();
+        let iface =
+            Interface::by_name(&config.interface).map_err(|source| XdpStartError::Xdp { iface: name(), source })?;
+        if addr.ip().is_unspecified() || addr.port() == 0 {
+            return Err(XdpStartError::Address { iface: name(), addr });
+        }
+        let count = match workers {
+            0 => iface.queues,
+            n if n > iface.queues as usize => {
+                return Err(XdpStartError::TooManyWorkers {
+                    iface: name(),
+                    workers: n,
+                    queues: iface.queues,
+                })
+            }
+            n => n as u32,
+        };
+        Ok((iface, count))
     }
 
     /// Workers the attachment needs: one per queue served.
