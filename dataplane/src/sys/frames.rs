@@ -397,4 +397,39 @@ mod tests {
         d.set_received(1);
         assert_eq!(d.get(0).map(|(p, _)| p.len()), Some(8));
     }
+
+    #[test]
+    fn a_batch_over_a_mapping_uses_only_the_windows_lent_to_it() {
+        let mapping = Mapping::anonymous(4 * 4096).unwrap();
+        let mut batch = Datagrams::over(Arc::clone(&mapping), 100);
+        assert!(batch.is_full(), "no window lent yet");
+        assert_eq!(batch.recv_slots().capacity(), 0);
+        assert!(batch.lend(4096 + 64));
+        assert!(!batch.lend(4 * 4096 - 50), "a window past the mapping's end");
+        assert!(batch.push_with(&peer(7), |out| {
+            assert_eq!(out.len(), 100);
+            out[..2].copy_from_slice(b"hi");
+            Some(2)
+        }));
+        assert!(batch.is_full());
+        assert_eq!(batch.get(0), Some((&b"hi"[..], &peer(7))));
+        assert_eq!(batch.held().map(|(start, len, _)| (start, len)).collect::<Vec<_>>(), [(4096 + 64, 2)]);
+        assert_eq!(batch.send_slots(0).count(), 0, "a mapped batch leaves through its path");
+        let mut back = Vec::new();
+        batch.take_back(|start| back.push(start));
+        assert_eq!(back, [4096 + 64]);
+        assert!(batch.is_empty() && batch.is_full());
+    }
+
+    #[test]
+    fn received_datagrams_are_placed_where_they_arrived() {
+        let mapping = Mapping::anonymous(2 * 4096).unwrap();
+        let mut batch = Datagrams::over(mapping, 64);
+        assert!(batch.place_received(300, 5, peer(1)));
+        assert!(batch.place_received(4096 + 300, 500, peer(2)));
+        assert_eq!(batch.len(), 2);
+        assert_eq!(batch.get(1).map(|(p, a)| (p.len(), *a)), Some((64, peer(2))), "cut to the slot");
+        assert!(!batch.place_received(2 * 4096 - 10, 5, peer(3)), "past the end");
+        assert_eq!(batch.len(), 2);
+    }
 }
