@@ -771,7 +771,9 @@ fn counts_reach(net: &Net, expected: XdpCounts, server: &Server) {
 /// the same query bytes to both from the client namespace, and requires the replies to be
 /// identical, byte for byte; the counters show that every query and reply of the second run
 /// went through the AF_XDP sockets, and those over the MTU through the kernel's UDP socket.
-fn xdp_answers_as_the_kernel_path(tag: &str, addr: SocketAddr, mtu: u32) {
+/// The program is attached in `mode` (`auto` is the driver's own hook on veth), which the
+/// interface shows as `xdp` or `xdpgeneric`.
+fn xdp_answers_as_the_kernel_path(tag: &str, addr: SocketAddr, mtu: u32, mode: &str) {
     if !namespaces_usable() {
         return;
     }
@@ -791,8 +793,17 @@ fn xdp_answers_as_the_kernel_path(tag: &str, addr: SocketAddr, mtu: u32) {
         let by_kernel = net.client(&ops);
         assert!(kernel.stop().success());
 
-        let xdp = Server::start(&net, &zone.args(addr, &["--xdp", IFACE]));
-        assert!(net.attached(), "{}", net.link());
+        let xdp = Server::start(&net, &zone.args(addr, &["--xdp", IFACE, "--xdp-mode", mode]));
+        let shown = if mode == "generic" { "xdpgeneric" } else { "xdp" };
+        let link = net.link();
+        assert!(
+            link.lines()
+                .next()
+                .unwrap()
+                .split_whitespace()
+                .any(|word| word == shown),
+            "attached as {shown}:\n{link}"
+        );
         let metrics = net.metrics();
         for queue in 0..2 {
             let series = format!("skyline_xdp_zero_copy{{queue=\"{queue}\"}}");
@@ -834,19 +845,26 @@ fn xdp_answers_as_the_kernel_path(tag: &str, addr: SocketAddr, mtu: u32) {
 
 #[test]
 fn answers_over_xdp_are_the_kernel_paths_over_ipv4() {
-    xdp_answers_as_the_kernel_path("same4", v4(53), 1500);
+    xdp_answers_as_the_kernel_path("same4", v4(53), 1500, "auto");
 }
 
 #[test]
 fn answers_over_xdp_are_the_kernel_paths_over_ipv6() {
-    xdp_answers_as_the_kernel_path("same6", v6(53), 1500);
+    xdp_answers_as_the_kernel_path("same6", v6(53), 1500, "auto");
+}
+
+/// The generic hook, after the kernel has built its packet buffer: the other way frames reach
+/// the sockets (copied), and the one every interface has.
+#[test]
+fn answers_over_xdp_in_generic_mode_are_the_kernel_paths() {
+    xdp_answers_as_the_kernel_path("gen6", v6(53), 1500, "generic");
 }
 
 /// With a 1200-byte MTU, the 1213-byte replies leave through the kernel's UDP socket (which
 /// fragments them), still the same bytes.
 #[test]
 fn replies_over_the_mtu_leave_through_the_kernel_and_are_the_same() {
-    xdp_answers_as_the_kernel_path("mtu", v4(53), 1200);
+    xdp_answers_as_the_kernel_path("mtu", v4(53), 1200, "auto");
 }
 
 /// While skyline serves UDP through AF_XDP, everything else to its address stays with the
