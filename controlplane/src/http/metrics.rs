@@ -7,6 +7,7 @@
 
 use super::report::{Loads, Persisted, Reloads, Report, Status};
 use crate::source::{Family, Kind};
+use skyline_dataplane::io::QueueTotals;
 use skyline_dataplane::observe::topk::TopTalkers;
 use skyline_dataplane::stats::{Histogram, Totals, DURATION_BOUNDS, SIZE_BOUNDS};
 use std::fmt::{self, Display, Formatter};
@@ -20,6 +21,7 @@ pub(crate) struct Metrics<'a>(pub(crate) &'a Report);
 impl Display for Metrics<'_> {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         dns(f, &self.0.dns)?;
+        xdp(f, &self.0.xdp)?;
         if let Some(top) = &self.0.top_talkers {
             top_talkers(f, top)?;
         }
@@ -469,6 +471,107 @@ fn escape_label(value: &str) -> String {
     value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
+/// The AF_XDP receive queues (`--xdp`), one series per queue in each family; nothing at all
+/// without them. Destructured without `..`, so that a counter added to [`QueueTotals`] does
+/// not compile until it is exported here.
+fn xdp(f: &mut Formatter<'_>, queues: &[QueueTotals]) -> fmt::Result {
+    use Kind::{Counter, Gauge};
+    if queues.is_empty() {
+        return Ok(());
+    }
+    let mut packets = Vec::new();
+    let mut dropped = Vec::new();
+    let mut fill_ring_empty = Vec::new();
+    let mut invalid = Vec::new();
+    let mut zero_copies = Vec::new();
+    for totals in queues {
+        let QueueTotals {
+            queue,
+            zero_copy,
+            received,
+            sent,
+            sent_by_kernel,
+            dropped_malformed,
+            dropped_tx_full,
+            dropped_kernel_send,
+            kernel_rx_dropped,
+            kernel_rx_ring_full,
+            kernel_fill_ring_empty,
+            kernel_invalid_descs,
+        } = *totals;
+        packets.extend([
+            (queue, Some(("direction", "received")), received),
+            (queue, Some(("direction", "sent")), sent),
+            (queue, Some(("direction", "sent_by_kernel")), sent_by_kernel),
+        ]);
+        dropped.extend([
+            (queue, Some(("reason", "malformed")), dropped_malformed),
+            (queue, Some(("reason", "tx_ring_full")), dropped_tx_full),
+            (queue, Some(("reason", "kernel_send")), dropped_kernel_send),
+            (queue, Some(("reason", "kernel_rx")), kernel_rx_dropped),
+            (queue, Some(("reason", "rx_ring_full")), kernel_rx_ring_full),
+        ]);
+        fill_ring_empty.push((queue, None, kernel_fill_ring_empty));
+        invalid.push((queue, None, kernel_invalid_descs));
+        zero_copies.push((queue, None, u64::from(zero_copy)));
+    }
+    per_queue(
+        f,
+        "skyline_xdp_packets_total",
+        Counter,
+        "UDP DNS messages on the AF_XDP path, by queue: queries received, replies sent through the \
+         socket, and replies larger than the MTU sent through the kernel's UDP socket instead.",
+        &packets,
+    )?;
+    per_queue(
+        f,
+        "skyline_xdp_dropped_total",
+        Counter,
+        "Packets dropped on the AF_XDP path, by queue: frames steered that were not UDP to the served \
+         address (malformed), replies with no transmit-ring slot (tx_ring_full), large replies the \
+         kernel's UDP socket refused (kernel_send); and by the kernel, for want of a fill-ring frame \
+         or too large for one (kernel_rx), or for want of a receive-ring slot (rx_ring_full).",
+        &dropped,
+    )?;
+    per_queue(
+        f,
+        "skyline_xdp_fill_ring_empty_total",
+        Counter,
+        "Times the kernel found the queue's fill ring empty when a packet came.",
+        &fill_ring_empty,
+    )?;
+    per_queue(
+        f,
+        "skyline_xdp_invalid_descriptors_total",
+        Counter,
+        "Invalid descriptors the kernel found on the queue's receive and transmit rings.",
+        &invalid,
+    )?;
+    per_queue(
+        f,
+        "skyline_xdp_zero_copy",
+        Gauge,
+        "1 when the driver moves the queue's frames without copying them (zero-copy), 0 in copy mode.",
+        &zero_copies,
+    )
+}
+
+/// One sample of a per-queue family: the queue, a second label and its value if the family has
+/// one, and the sample's value.
+type QueueSample<'a> = (u32, Option<(&'a str, &'a str)>, u64);
+
+/// A family with one sample per receive queue, or per queue and value of a second label.
+fn per_queue(f: &mut Formatter<'_>, name: &str, kind: Kind, help: &str, samples: &[QueueSample<'_>]) -> fmt::Result {
+    header(f, name, kind, help)?;
+    for (queue, label, value) in samples {
+        match label {
+            Some((label, label_value)) => writeln!(f, "{name}{{queue=\"{queue}\",{label}=\"{label_value}\"}} {value}")?,
+            None => writeln!(f, "{name}{{queue=\"{queue}\"}} {value}")?,
+        }
+    }
+    Ok(())
+}
+
 /// The SIGHUP reloads of the configuration; the failure count under CoreDNS's name.
 fn reloads(f: &mut Formatter<'_>, reloads: &Reloads) -> fmt::Result {
     use Kind::{Counter, Gauge};
@@ -887,6 +990,7 @@ mod tests {
                 ..Totals::default()
             },
             top_talkers: None,
+            xdp: Vec::new(),
             generation: 12,
             sources: vec![etcd, kubernetes],
         }
@@ -922,6 +1026,52 @@ mod tests {
         assert_eq!(samples[r#"skyline_top_names{rank="1",name="a.example."}"#], 5.0);
         assert_eq!(samples[r#"skyline_top_names{rank="2",name="b\\034.example."}"#], 2.0);
         assert!(!Metrics(&full_report()).to_string().contains("skyline_top_"));
+    }
+
+    #[test]
+    fn xdp_queues_are_labelled_by_queue_and_absent_without_xdp() {
+        let queue = |queue, zero_copy| QueueTotals {
+            queue,
+            zero_copy,
+            received: 100 + u64::from(queue),
+            sent: 90,
+            sent_by_kernel: 3,
+            dropped_malformed: 4,
+            dropped_tx_full: 5,
+            dropped_kernel_send: 6,
+            kernel_rx_dropped: 7,
+            kernel_rx_ring_full: 8,
+            kernel_fill_ring_empty: 9,
+            kernel_invalid_descs: 10,
+        };
+        let report = Report {
+            xdp: vec![queue(0, false), queue(1, true)],
+            ..full_report()
+        };
+        let samples = parse(&Metrics(&report).to_string());
+        let expected = [
+            (r#"skyline_xdp_packets_total{queue="0",direction="received"}"#, 100.0),
+            (r#"skyline_xdp_packets_total{queue="1",direction="received"}"#, 101.0),
+            (r#"skyline_xdp_packets_total{queue="1",direction="sent"}"#, 90.0),
+            (
+                r#"skyline_xdp_packets_total{queue="0",direction="sent_by_kernel"}"#,
+                3.0,
+            ),
+            (r#"skyline_xdp_dropped_total{queue="0",reason="malformed"}"#, 4.0),
+            (r#"skyline_xdp_dropped_total{queue="0",reason="tx_ring_full"}"#, 5.0),
+            (r#"skyline_xdp_dropped_total{queue="1",reason="kernel_send"}"#, 6.0),
+            (r#"skyline_xdp_dropped_total{queue="1",reason="kernel_rx"}"#, 7.0),
+            (r#"skyline_xdp_dropped_total{queue="0",reason="rx_ring_full"}"#, 8.0),
+            (r#"skyline_xdp_fill_ring_empty_total{queue="1"}"#, 9.0),
+            (r#"skyline_xdp_invalid_descriptors_total{queue="0"}"#, 10.0),
+            (r#"skyline_xdp_zero_copy{queue="0"}"#, 0.0),
+            (r#"skyline_xdp_zero_copy{queue="1"}"#, 1.0),
+        ];
+        for (series, value) in expected {
+            assert_eq!(samples.get(series), Some(&value), "{series}");
+        }
+        assert_eq!(samples.keys().filter(|k| k.starts_with("skyline_xdp_")).count(), 2 * 11);
+        assert!(!Metrics(&full_report()).to_string().contains("skyline_xdp_"));
     }
 
     #[test]

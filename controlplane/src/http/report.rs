@@ -4,6 +4,7 @@
 
 use crate::source::{Family, SourceReport, SourceStats};
 use crate::state::StateHealth;
+use skyline_dataplane::io::QueueTotals;
 use skyline_dataplane::observe::topk::TopTalkers;
 use skyline_dataplane::stats::{StatsReader, Totals};
 use skyline_dataplane::SnapshotCell;
@@ -105,6 +106,7 @@ impl Observed {
             reloads: self.reloads.read(),
             dns: self.dns.totals(),
             top_talkers: self.dns.top_talkers(),
+            xdp: self.dns.xdp_queues(),
             generation: self.served.load().generation,
             sources: self.sources.iter().map(|source| Status::read(&**source, now)).collect(),
         }
@@ -122,6 +124,8 @@ pub(crate) struct Report {
     pub(crate) dns: Totals,
     /// The heaviest clients and names over every worker, when they are counted.
     pub(crate) top_talkers: Option<TopTalkers>,
+    /// The AF_XDP receive queues served, in queue order; none without `--xdp`.
+    pub(crate) xdp: Vec<QueueTotals>,
     /// Generation of the snapshot the workers serve.
     pub(crate) generation: u64,
     /// The configured sources, in their order.

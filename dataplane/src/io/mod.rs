@@ -136,6 +136,8 @@ pub struct QueueStats {
 pub struct QueueTotals {
     /// The receive queue.
     pub queue: u32,
+    /// Whether the driver moves frames without copying them.
+    pub zero_copy: bool,
     /// Queries received through the socket.
     pub received: u64,
     /// Replies sent through the socket.
@@ -148,10 +150,11 @@ pub struct QueueTotals {
     pub dropped_tx_full: u64,
     /// Large replies the kernel socket refused.
     pub dropped_kernel_send: u64,
-    /// Packets the kernel dropped for the socket (`XDP_STATISTICS`: no receive-ring slot, no
-    /// fill-ring frame, or other reasons).
+    /// Packets the kernel dropped for the socket for want of a fill-ring frame to put them in,
+    /// or because they did not fit one (`XDP_STATISTICS`).
     pub kernel_rx_dropped: u64,
-    /// Of those, because the receive ring was full.
+    /// Packets the kernel dropped because the receive ring was full; not among the others
+    /// (the full `xdp_statistics` keeps them apart).
     pub kernel_rx_ring_full: u64,
     /// Times the kernel found the fill ring empty.
     pub kernel_fill_ring_empty: u64,
@@ -175,6 +178,7 @@ impl QueueStats {
         let kernel = self.kernel_counts();
         QueueTotals {
             queue: self.queue,
+            zero_copy: self.zero_copy,
             received: self.received.load(Ordering::Relaxed),
             sent: self.sent.load(Ordering::Relaxed),
             sent_by_kernel: self.sent_by_kernel.load(Ordering::Relaxed),

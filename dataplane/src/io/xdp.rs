@@ -129,6 +129,13 @@ impl XdpAttachment {
         if addr.ip().is_unspecified() || addr.port() == 0 {
             return Err(XdpStartError::Address { iface: name(), addr });
         }
+        // Queries to an address of another interface never arrive on this one: the program
+        // would steer nothing and every query would go to the kernel sockets unnoticed.
+        match Interface::holding(addr.ip()) {
+            Ok(holder) if holder.index == iface.index => {}
+            Ok(_) | Err(XdpError::NotLocal { .. }) => return Err(XdpStartError::Address { iface: name(), addr }),
+            Err(source) => return Err(XdpStartError::Xdp { iface: name(), source }),
+        }
         let count = match workers {
             0 => iface.queues,
             n if n > iface.queues as usize => {

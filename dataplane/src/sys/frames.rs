@@ -413,7 +413,10 @@ mod tests {
         }));
         assert!(batch.is_full());
         assert_eq!(batch.get(0), Some((&b"hi"[..], &peer(7))));
-        assert_eq!(batch.held().map(|(start, len, _)| (start, len)).collect::<Vec<_>>(), [(4096 + 64, 2)]);
+        assert_eq!(
+            batch.held().map(|(start, len, _)| (start, len)).collect::<Vec<_>>(),
+            [(4096 + 64, 2)]
+        );
         assert_eq!(batch.send_slots(0).count(), 0, "a mapped batch leaves through its path");
         let mut back = Vec::new();
         batch.take_back(|start| back.push(start));
@@ -428,7 +431,11 @@ mod tests {
         assert!(batch.place_received(300, 5, peer(1)));
         assert!(batch.place_received(4096 + 300, 500, peer(2)));
         assert_eq!(batch.len(), 2);
-        assert_eq!(batch.get(1).map(|(p, a)| (p.len(), *a)), Some((64, peer(2))), "cut to the slot");
+        assert_eq!(
+            batch.get(1).map(|(p, a)| (p.len(), *a)),
+            Some((64, peer(2))),
+            "cut to the slot"
+        );
         assert!(!batch.place_received(2 * 4096 - 10, 5, peer(3)), "past the end");
         assert_eq!(batch.len(), 2);
     }

@@ -129,9 +129,10 @@ pub struct Counts {
 /// The kernel's own counters of the socket (`XDP_STATISTICS`).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct KernelCounts {
-    /// Packets dropped for lack of a receive-ring slot or a fill-ring frame, or for other reasons.
+    /// Packets dropped for lack of a fill-ring frame, or too large for one.
     pub rx_dropped: u64,
-    /// Packets dropped because the receive ring was full.
+    /// Packets dropped because the receive ring was full: not counted in `rx_dropped`, which
+    /// includes them only for a caller of the shorter, older `xdp_statistics`.
     pub rx_ring_full: u64,
     /// Times the fill ring was found empty.
     pub rx_fill_ring_empty: u64,
