@@ -642,9 +642,9 @@ impl XdpSocket {
                 ip[12..16].copy_from_slice(&src.octets());
                 ip[16..20].copy_from_slice(&dst.octets());
                 let check = !fold(sum(ip));
-                ip[10..12].copy_from_slice(&check.to_be_bytes());
+                ip[10..12].copy_from_slice(&check.to_ne_bytes());
                 self.ip_id = self.ip_id.wrapping_add(1);
-                sum(&src.octets()) + sum(&dst.octets()) + u64::from(PROTO_UDP) + u64::from(udp_len)
+                sum(&src.octets()) + sum(&dst.octets()) + word(u16::from(PROTO_UDP)) + word(udp_len)
             }
             (IpAddr::V6(src), IpAddr::V6(dst)) => {
                 headers[12..14].copy_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
@@ -655,7 +655,7 @@ impl XdpSocket {
                 ip[7] = TTL;
                 ip[8..24].copy_from_slice(&src.octets());
                 ip[24..40].copy_from_slice(&dst.octets());
-                sum(&src.octets()) + sum(&dst.octets()) + u64::from(PROTO_UDP) + u64::from(udp_len)
+                sum(&src.octets()) + sum(&dst.octets()) + word(u16::from(PROTO_UDP)) + word(udp_len)
             }
             _ => return false,
         };
@@ -668,7 +668,7 @@ impl XdpSocket {
             0 => 0xffff,
             check => check,
         };
-        udp[6..8].copy_from_slice(&check.to_be_bytes());
+        udp[6..8].copy_from_slice(&check.to_ne_bytes());
         let written = udp_at + UDP_LEN;
         // SAFETY: `at..start` is the room in front of a slot this socket lent to the batch being
         // sent (`start - TX_PAYLOAD` is the frame's start, and `written <= TX_PAYLOAD`), inside
@@ -718,25 +718,42 @@ fn frame_of(addr: u64) -> u64 {
     addr & !(FRAME_LEN as u64 - 1)
 }
 
-/// The one's-complement sum of `bytes` as big-endian 16-bit words, not yet folded.
+/// The one's-complement sum of `bytes`, not yet folded, eight bytes at a time. The words are
+/// read in the machine's byte order, which the sum does not depend on but for a final swap
+/// (RFC 1071, 2(B)): folded and stored back in that order with `to_ne_bytes`, it is the checksum
+/// in network order. At most 34 bits, so a few sums add up in a `u64` without overflow.
 fn sum(bytes: &[u8]) -> u64 {
-    let mut chunks = bytes.chunks_exact(4);
-    let mut total: u64 = 0;
+    let mut chunks = bytes.chunks_exact(8);
+    let (mut total, mut carries) = (0u64, 0u64);
+    let mut add = |word: u64| {
+        let (t, carry) = total.overflowing_add(word);
+        total = t;
+        carries += u64::from(carry);
+    };
     for chunk in &mut chunks {
-        total += u64::from(u32::from_be_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]));
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        add(u64::from_ne_bytes(word));
     }
     let rest = chunks.remainder();
-    let mut tail = [0u8; 4];
+    let mut tail = [0u8; 8];
     tail[..rest.len()].copy_from_slice(rest);
-    total + u64::from(u32::from_be_bytes(tail))
+    add(u64::from_ne_bytes(tail));
+    // A carry out of 64 bits is worth one, as 2^64 is 1 modulo 0xffff.
+    (total & 0xffff_ffff) + (total >> 32) + carries
 }
 
-/// Folds a sum of 32-bit words into a 16-bit one's-complement sum.
-fn fold(mut total: u64) -> u16 {
-    while total > 0xffff {
-        total = (total & 0xffff) + (total >> 16);
-    }
-    total as u16
+/// Folds a sum into 16 bits of one's complement, without a loop.
+fn fold(total: u64) -> u16 {
+    let t = (total & 0xffff_ffff) + (total >> 32);
+    let t = (t & 0xffff) + (t >> 16);
+    let t = (t & 0xffff) + (t >> 16);
+    ((t & 0xffff) + (t >> 16)) as u16
+}
+
+/// A 16-bit field as [`sum`] reads it from a packet, given its value.
+fn word(value: u16) -> u64 {
+    u64::from(u16::from_ne_bytes(value.to_be_bytes()))
 }
 
 #[cfg(test)]
@@ -751,13 +768,43 @@ mod tests {
             0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8,
             0x00, 0xc7,
         ];
-        assert_eq!(!fold(sum(&header)), 0xb861);
+        assert_eq!((!fold(sum(&header))).to_ne_bytes(), [0xb8, 0x61]);
     }
 
     #[test]
     fn an_odd_length_is_padded_with_zero() {
-        assert_eq!(fold(sum(&[0x01, 0x02, 0x03])), 0x0102 + 0x0300);
+        assert_eq!(fold(sum(&[0x01, 0x02, 0x03])).to_ne_bytes(), [0x04, 0x02]);
         assert_eq!(fold(sum(&[0xff; 6])), 0xffff);
+        assert_eq!(fold(sum(&[0x12, 0x34]) + word(0x0001)).to_ne_bytes(), [0x12, 0x35]);
+    }
+
+    #[test]
+    fn long_sums_carry_around() {
+        // 0xffff words in every position of many 8-byte chunks: every add carries.
+        let bytes = [0xffu8; 1001];
+        let expected = {
+            let mut total: u64 = 0;
+            for pair in bytes.chunks(2) {
+                total += u64::from(u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)]));
+            }
+            while total > 0xffff {
+                total = (total & 0xffff) + (total >> 16);
+            }
+            total as u16
+        };
+        assert_eq!(fold(sum(&bytes)).to_ne_bytes(), expected.to_be_bytes());
+        let mixed: Vec<u8> = (0..1500u32).map(|i| (i * 7 + 3) as u8).collect();
+        let expected = {
+            let mut total: u64 = 0;
+            for pair in mixed.chunks(2) {
+                total += u64::from(u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)]));
+            }
+            while total > 0xffff {
+                total = (total & 0xffff) + (total >> 16);
+            }
+            total as u16
+        };
+        assert_eq!(fold(sum(&mixed)).to_ne_bytes(), expected.to_be_bytes());
     }
 
     #[test]
