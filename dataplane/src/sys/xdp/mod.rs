@@ -20,7 +20,7 @@ mod socket;
 pub use interface::Interface;
 pub use program::{Mode, Program, UnknownMode};
 pub use socket::{
-    kernel_counts, Counts, KernelCounts, Local, SocketConfig, SocketError, XdpSocket, FRAME_LEN, MIN_FRAMES,
+    kernel_counts, Counts, KernelCounts, Local, SocketConfig, SocketError, XdpSocket,
 };
 
 use std::io;

@@ -18,7 +18,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 /// Bytes per UMEM frame: a page, the aligned chunk size every driver supports.
-pub const FRAME_LEN: usize = 4096;
+const FRAME_LEN: usize = 4096;
 /// Where the kernel places a received packet in its frame (`XDP_PACKET_HEADROOM`).
 const RX_HEADROOM: usize = 256;
 const ETHERNET_LEN: usize = 14;
@@ -39,7 +39,7 @@ const PROTO_UDP: u8 = 17;
 const TTL: u8 = 64;
 /// The fewest frames a socket may have: a batch of each kind lent out, and as much again for
 /// the rings.
-pub const MIN_FRAMES: u32 = 4 * BATCH_SIZE as u32;
+const MIN_FRAMES: u32 = 4 * BATCH_SIZE as u32;
 
 /// Why an AF_XDP socket could not be opened. Each names the cause for the operator.
 #[derive(Debug, thiserror::Error)]
@@ -331,11 +331,6 @@ impl XdpSocket {
     /// Whether the driver moves frames without a copy.
     pub fn zero_copy(&self) -> bool {
         self.zero_copy
-    }
-
-    /// The receive queue the socket is bound to.
-    pub fn queue(&self) -> u32 {
-        self.config.queue
     }
 
     /// A batch for received queries: it gets its frames from [`XdpSocket::recv`].
