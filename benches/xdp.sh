@@ -21,7 +21,7 @@
 # skyline knot-xdp knot"], FAMILY [4] (6: flood the servers' IPv6 ULA address), SERVICES [2500],
 # QUERIES [100000], SERVER_CPU [1], CLIENT_CPU [0], SKYLINE_BIN [target/release/skyline],
 # SKYLINE_FLAGS ["--workers 1 --no-pin"], XDP_FLAGS [""] (more flags for skyline-xdp, e.g.
-# "--xdp-mode native"), CALLGRIND_RATE [20000], CALLGRIND_SECONDS [5], BUILD [1] (0: use the
+# "--xdp-mode native"), CALLGRIND_RATE [2000], CALLGRIND_SECONDS [5], BUILD [1] (0: use the
 # binaries as they are), RESULTS [benches/results/xdp], PRIORITY [1] (0: the servers at normal
 # priority; 1: as root, at real-time priority, chrt -f 1), RPS [0] (1: the server namespace's
 # kernel receive path on SERVER_CPU instead of the generator's core).
@@ -50,7 +50,7 @@ CLIENT_CPU="${CLIENT_CPU:-0}"
 SKYLINE_BIN="${SKYLINE_BIN:-target/release/skyline}"
 SKYLINE_FLAGS="${SKYLINE_FLAGS---workers 1 --no-pin}"
 XDP_FLAGS="${XDP_FLAGS:-}"
-CALLGRIND_RATE="${CALLGRIND_RATE:-20000}"
+CALLGRIND_RATE="${CALLGRIND_RATE:-2000}"
 CALLGRIND_SECONDS="${CALLGRIND_SECONDS:-5}"
 BUILD="${BUILD:-1}"
 RESULTS="${RESULTS:-benches/results/xdp}"
@@ -254,7 +254,7 @@ kxdpgun_run() { # rate seconds output
 leg() { # round rate server
   local round=$1 rate=$2 s=$3 out="$work/kxdpgun.out" before after load t0 t1
   if ! serve "$s" 15 "${prio[@]}"; then
-    FAILED+=("$s r$round")
+    FAILED+=("$s r$round $rate")
     return 0
   fi
   local pid=${PID[$s]}
@@ -266,7 +266,7 @@ leg() { # round rate server
   t0=$(cpu_ticks "$pid")
   if ! kxdpgun_run "$rate" "$DURATION" "$out"; then
     log "kxdpgun failed:"; tail -5 "$out" >&2
-    stop "$s"; FAILED+=("$s r$round kxdpgun"); return 0
+    stop "$s"; FAILED+=("$s r$round $rate kxdpgun"); return 0
   fi
   t1=$(cpu_ticks "$pid")
   after=$(counters "$s")
@@ -275,7 +275,7 @@ leg() { # round rate server
   # drops the table sums were counted (XDP redirect, ring full, which queue).
   awk 'NR == FNR { was[$1 $2] = $3; next } $3 != was[$1 $2] { print $1, $2, $3 - was[$1 $2] }' \
     "$work/veth-before.txt" "$work/veth-after.txt" >"$RESULTS/veth-$s-r$round-$rate.txt"
-  cp "$work/metrics" "$RESULTS/metrics-$s-r$round-$rate.txt" 2>/dev/null || true
+  if [[ "$s" == skyline* ]]; then cp "$work/metrics" "$RESULTS/metrics-$s-r$round-$rate.txt"; fi
   cp "$out" "$RESULTS/kxdpgun-$s-r$round-$rate.txt"
   stop "$s"
   local sent answered pps cpu
@@ -379,21 +379,21 @@ report() {
       if (!($3 in seenserver)) { seenserver[$3] = 1; servers[++nservers] = $3 }
       k = $2 SUBSEP $3
       pps[k] = pps[k] " " $6; sent[k] += $4; answered[k] += $5; in_[k] += $7; rcv[k] += $8; out[k] += $9
-      snd[k] += $10; stx[k] += $12; crx[k] += $14 + $13; skyq[k] += $15; skyf[k] += $16; cpu[k] = cpu[k] " " ($5 > 0 ? $17 * 1e6 / $5 : "nan")
+      snd[k] += $10; stx[k] += $12; crx[k] += $13; ctx[k] += $14; skyq[k] += $15; skyf[k] += $16; cpu[k] = cpu[k] " " ($5 > 0 ? $17 * 1e6 / $5 : "nan")
       load[k] = load[k] " " $18; loads = loads " " $18
       byround[$2, $1, $3] = $6
       if (!(($2, $1) in seenround)) { seenround[$2, $1] = 1; rounds[$2] = rounds[$2] " " $1 }
     }
     file == 2 { if ($4 > 0) ipa[$1] = sprintf("%.0f", $3 / $4) }
     END {
-      print "| rate (q/s) | server | answered q/s (median) | sent | answered | answered / sent | UDP in | rcvbuf errors | UDP out | sndbuf errors | server veth tx drops | client veth drops | skyline send failures | server CPU µs/answer | load1 (median) | user instructions / answer |"
-      print "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+      print "| rate (q/s) | server | answered q/s (median) | sent | answered | answered / sent | UDP in | rcvbuf errors | UDP out | sndbuf errors | server veth tx drops | client veth rx drops (replies) | client veth tx drops (queries) | skyline send failures | server CPU µs/answer | load1 (median) | user instructions / answer |"
+      print "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
       for (r = 1; r <= nrates; r++) for (s = 1; s <= nservers; s++) {
         k = rates[r] SUBSEP servers[s]
         if (!(k in pps)) continue
         m[k] = median(pps[k])
-        printf "| %s | %s | %.0f | %d | %d | %.4f | %d | %d | %d | %d | %d | %d | %d | %s | %s | %s |\n", rates[r], servers[s], m[k],
-          sent[k], answered[k], (sent[k] > 0 ? answered[k] / sent[k] : 0), in_[k], rcv[k], out[k], snd[k], stx[k], crx[k], skyf[k],
+        printf "| %s | %s | %.0f | %d | %d | %.4f | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | %s |\n", rates[r], servers[s], m[k],
+          sent[k], answered[k], (sent[k] > 0 ? answered[k] / sent[k] : 0), in_[k], rcv[k], out[k], snd[k], stx[k], crx[k], ctx[k], skyf[k],
           median(cpu[k]), median(load[k]), (servers[s] in ipa ? ipa[servers[s]] : "nan")
       }
       print ""
