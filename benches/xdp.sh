@@ -379,21 +379,21 @@ report() {
       if (!($3 in seenserver)) { seenserver[$3] = 1; servers[++nservers] = $3 }
       k = $2 SUBSEP $3
       pps[k] = pps[k] " " $6; sent[k] += $4; answered[k] += $5; in_[k] += $7; rcv[k] += $8; out[k] += $9
-      snd[k] += $10; stx[k] += $12; crx[k] += $13; ctx[k] += $14; skyq[k] += $15; skyf[k] += $16; cpu[k] = cpu[k] " " ($5 > 0 ? $17 * 1e6 / $5 : "nan")
+      snd[k] += $10; srx[k] += $11; stx[k] += $12; crx[k] += $13; ctx[k] += $14; skyq[k] += $15; skyf[k] += $16; cpu[k] = cpu[k] " " ($5 > 0 ? $17 * 1e6 / $5 : "nan")
       load[k] = load[k] " " $18; loads = loads " " $18
       byround[$2, $1, $3] = $6
       if (!(($2, $1) in seenround)) { seenround[$2, $1] = 1; rounds[$2] = rounds[$2] " " $1 }
     }
     file == 2 { if ($4 > 0) ipa[$1] = sprintf("%.0f", $3 / $4) }
     END {
-      print "| rate (q/s) | server | answered q/s (median) | sent | answered | answered / sent | UDP in | rcvbuf errors | UDP out | sndbuf errors | server veth tx drops | client veth rx drops (replies) | client veth tx drops (queries) | skyline send failures | server CPU µs/answer | load1 (median) | user instructions / answer |"
-      print "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+      print "| rate (q/s) | server | answered q/s (median) | sent | answered | answered / sent | UDP in | rcvbuf errors | UDP out | sndbuf errors | server veth rx drops (queries) | server veth tx drops | client veth rx drops (replies) | client veth tx drops (queries) | skyline send failures | server CPU µs/answer | load1 (median) | user instructions / answer |"
+      print "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
       for (r = 1; r <= nrates; r++) for (s = 1; s <= nservers; s++) {
         k = rates[r] SUBSEP servers[s]
         if (!(k in pps)) continue
         m[k] = median(pps[k])
-        printf "| %s | %s | %.0f | %d | %d | %.4f | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | %s |\n", rates[r], servers[s], m[k],
-          sent[k], answered[k], (sent[k] > 0 ? answered[k] / sent[k] : 0), in_[k], rcv[k], out[k], snd[k], stx[k], crx[k], ctx[k], skyf[k],
+        printf "| %s | %s | %.0f | %d | %d | %.4f | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | %s |\n", rates[r], servers[s], m[k],
+          sent[k], answered[k], (sent[k] > 0 ? answered[k] / sent[k] : 0), in_[k], rcv[k], out[k], snd[k], srx[k], stx[k], crx[k], ctx[k], skyf[k],
           median(cpu[k]), median(load[k]), (servers[s] in ipa ? ipa[servers[s]] : "nan")
       }
       print ""
