@@ -17,14 +17,14 @@
 #   all        flood, callgrind, report
 #
 # Knobs (environment, defaults in brackets): ROUNDS [3], DURATION [10] seconds per leg, RATES
-# ["1000000"] kxdpgun queries per second (open loop), KXDPGUN_BATCH [10], SERVERS ["skyline-xdp
+# ["150000 2000000"] kxdpgun queries per second (open loop), KXDPGUN_BATCH [10], SERVERS ["skyline-xdp
 # skyline knot-xdp knot"], FAMILY [4] (6: flood the servers' IPv6 ULA address), SERVICES [2500],
 # QUERIES [100000], SERVER_CPU [1], CLIENT_CPU [0], SKYLINE_BIN [target/release/skyline],
 # SKYLINE_FLAGS ["--workers 1 --no-pin"], XDP_FLAGS [""] (more flags for skyline-xdp, e.g.
 # "--xdp-mode native"), CALLGRIND_RATE [2000], CALLGRIND_SECONDS [5], BUILD [1] (0: use the
-# binaries as they are), RESULTS [benches/results/xdp], PRIORITY [1] (0: the servers at normal
-# priority; 1: as root, at real-time priority, chrt -f 1), RPS [0] (1: the server namespace's
-# kernel receive path on SERVER_CPU instead of the generator's core).
+# binaries as they are), RESULTS [benches/results/xdp], PRIORITY [1] (0: the servers and
+# kxdpgun at normal priority; 1: as root, both at real-time priority, chrt -f 1), RPS [0] (1:
+# the server namespace's kernel receive path on SERVER_CPU instead of the generator's core).
 # A quick look: ROUNDS=1 DURATION=3 SERVERS="skyline knot" benches/xdp.sh flood
 #
 # Needs root (network namespaces, XDP). The two namespaces, joined by a veth pair with two
@@ -39,7 +39,7 @@ cd "$(dirname "$0")/.."
 MODE="${1:-all}"
 ROUNDS="${ROUNDS:-3}"
 DURATION="${DURATION:-10}"
-RATES="${RATES:-1000000}"
+RATES="${RATES:-150000 2000000}"
 KXDPGUN_BATCH="${KXDPGUN_BATCH:-10}"
 SERVERS="${SERVERS:-skyline-xdp skyline knot-xdp knot}"
 FAMILY="${FAMILY:-4}"
