@@ -59,6 +59,9 @@ pub struct Totals {
     /// UDP replies dropped because the kernel refused them (send buffer full past the retries,
     /// unreachable peer).
     pub udp_send_failures: u64,
+    /// Of `udp_send_failures`, the replies dropped because the send buffer stayed full past the
+    /// retries; the rest were refused for their peer.
+    pub udp_send_buffer_full: u64,
     /// Failed UDP receive calls other than "nothing waiting".
     pub udp_receive_errors: u64,
     /// TCP connections accepted and served.
@@ -311,6 +314,7 @@ pub(crate) struct Counters {
     ignored_records: Counter,
     trailing_bytes: Counter,
     pub(crate) udp_send_failures: Counter,
+    pub(crate) udp_send_buffer_full: Counter,
     pub(crate) udp_receive_errors: Counter,
     pub(crate) tcp_accepted: Counter,
     pub(crate) tcp_refused_full: Counter,
@@ -443,6 +447,7 @@ impl Counters {
         totals.ignored_records += self.ignored_records.get();
         totals.trailing_bytes += self.trailing_bytes.get();
         totals.udp_send_failures += self.udp_send_failures.get();
+        totals.udp_send_buffer_full += self.udp_send_buffer_full.get();
         totals.udp_receive_errors += self.udp_receive_errors.get();
         totals.tcp_accepted += self.tcp_accepted.get();
         totals.tcp_refused_full += self.tcp_refused_full.get();

@@ -941,6 +941,7 @@ fn send<P: PacketIo>(io: &mut P, batch: &mut Datagrams, stats: &WorkerStats, war
     let report = io.send(batch);
     if report.dropped > 0 {
         stats.udp_send_failures.add(report.dropped as u64);
+        stats.udp_send_buffer_full.add(report.full as u64);
         if let Some(suppressed) = warning.allow(Instant::now()) {
             let error = report.error.map(|e| e.to_string()).unwrap_or_default();
             tracing::warn!(%error, dropped = report.dropped, suppressed, "sending UDP replies failed");

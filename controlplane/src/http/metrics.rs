@@ -53,6 +53,7 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         ignored_records,
         trailing_bytes,
         udp_send_failures,
+        udp_send_buffer_full,
         udp_receive_errors,
         tcp_accepted,
         tcp_refused_full,
@@ -193,12 +194,17 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         "Receive calls that returned datagrams; requests over batches is the mean batch size.",
         udp_batches,
     )?;
-    single(
+    labelled(
         f,
         "skyline_udp_send_failures_total",
         Counter,
-        "UDP responses the kernel refused (send buffer full past the retries, unreachable peer).",
-        udp_send_failures,
+        "UDP responses dropped unsent: the socket's send buffer stayed full past the retries \
+         (buffer_full), or the kernel refused the datagram for its peer (refused).",
+        "reason",
+        &[
+            ("buffer_full", udp_send_buffer_full),
+            ("refused", udp_send_failures.saturating_sub(udp_send_buffer_full)),
+        ],
     )?;
     single(
         f,
@@ -1106,6 +1112,16 @@ mod tests {
         for (series, value) in expected {
             assert_eq!(samples.get(series), Some(&value), "{series}");
         }
+    }
+
+    #[test]
+    fn udp_send_failures_are_split_by_reason() {
+        let mut report = full_report();
+        report.dns.udp_send_failures = 5;
+        report.dns.udp_send_buffer_full = 3;
+        let samples = parse(&Metrics(&report).to_string());
+        assert_eq!(samples[r#"skyline_udp_send_failures_total{reason="buffer_full"}"#], 3.0);
+        assert_eq!(samples[r#"skyline_udp_send_failures_total{reason="refused"}"#], 2.0);
     }
 
     #[test]

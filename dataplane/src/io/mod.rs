@@ -215,6 +215,10 @@ pub struct SendReport {
     pub sent: usize,
     /// Datagrams given up on.
     pub dropped: usize,
+    /// Of `dropped`, those given up on because the send buffer stayed full (the rest the kernel
+    /// refused one by one: an unreachable or invalid peer). Counted apart, so that a flood that
+    /// outruns the link shows as such rather than as bad peers.
+    pub full: usize,
     /// The last error seen, for a (rate-limited) log line.
     pub error: Option<io::Error>,
 }

@@ -75,7 +75,8 @@ impl PacketIo for KernelUdp {
                 Ok(n) if n > 0 => report.sent += n,
                 Ok(_) => {
                     if retries == SEND_RETRIES {
-                        report.dropped = batch.len() - report.sent;
+                        report.full = batch.len() - report.sent - report.dropped;
+                        report.dropped += report.full;
                         break;
                     }
                     retries += 1;
@@ -83,7 +84,8 @@ impl PacketIo for KernelUdp {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     if retries == SEND_RETRIES {
-                        report.dropped = batch.len() - report.sent;
+                        report.full = batch.len() - report.sent - report.dropped;
+                        report.dropped += report.full;
                         report.error = Some(e);
                         break;
                     }
@@ -178,7 +180,7 @@ mod tests {
         tx.push_with(&SocketAddr::from((Ipv4Addr::LOCALHOST, 0)).into(), |_| Some(4));
         tx.push_with(&client.local_addr().unwrap().into(), |_| Some(4));
         let report = io.send(&mut tx);
-        assert_eq!((report.sent, report.dropped), (1, 1));
+        assert_eq!((report.sent, report.dropped, report.full), (1, 1, 0));
         assert!(report.error.is_some());
         let mut buf = [0u8; 16];
         assert_eq!(client.recv_from(&mut buf).unwrap().0, 4);

@@ -234,9 +234,15 @@ impl PacketIo for XdpUdp {
     }
 
     fn send(&mut self, batch: &mut Datagrams) -> SendReport {
+        let full_before = self.socket.counts.dropped_tx_full;
         let (sent, dropped, error) = self.socket.send(batch, &self.kernel);
         self.publish();
-        SendReport { sent, dropped, error }
+        SendReport {
+            sent,
+            dropped,
+            full: (self.socket.counts.dropped_tx_full - full_before) as usize,
+            error,
+        }
     }
 
     fn busy(&mut self) -> bool {
