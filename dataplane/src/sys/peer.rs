@@ -63,24 +63,24 @@ impl Peer {
         }
     }
 
-    /// The address's IP as the number its bits make, and whether it is IPv4 (an IPv4-mapped
-    /// IPv6 address counts as IPv4, its low 32 bits): what a table keyed by client network
-    /// needs, without making an `IpAddr` and canonicalising it on every reply.
+    /// The address's IP as the socket address holds it, its bytes in network order read as a
+    /// native integer, and whether it is IPv4 (an IPv4-mapped IPv6 address counts as IPv4,
+    /// the four bytes of its IPv4 address): what a table keyed by client network needs, masked
+    /// by masks in the same order, without a byte swap or an `IpAddr` made and canonicalised
+    /// on every reply. The family alone decides: a UDP socket always reports an address of its
+    /// family's full length, and every byte is initialised whatever the length.
     #[inline(always)]
-    pub fn ip_bits(&self) -> (u128, bool) {
-        match self.family() {
+    pub fn ip_raw(&self) -> (u128, bool) {
+        // SAFETY: the family field sits at the start of both members and is always initialised.
+        if libc::c_int::from(unsafe { self.name.v4.sin_family }) == libc::AF_INET {
             // SAFETY: as in `addr`.
-            Some(Family::V4) => (u128::from(u32::from_be(unsafe { self.name.v4 }.sin_addr.s_addr)), true),
-            Some(Family::V6) => {
-                // SAFETY: as in `addr`.
-                let bits = u128::from_be_bytes(unsafe { self.name.v6 }.sin6_addr.s6_addr);
-                if bits >> 32 == 0xffff {
-                    (bits & u128::from(u32::MAX), true)
-                } else {
-                    (bits, false)
-                }
-            }
-            None => (0, true),
+            return (u128::from(unsafe { self.name.v4 }.sin_addr.s_addr), true);
+        }
+        // SAFETY: as in `addr`.
+        let bytes = unsafe { self.name.v6 }.sin6_addr.s6_addr;
+        match bytes.split_last_chunk::<4>() {
+            Some((&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff], &v4)) => (u128::from(u32::from_ne_bytes(v4)), true),
+            _ => (u128::from_ne_bytes(bytes), false),
         }
     }
 
