@@ -203,7 +203,15 @@ serve() { # name seconds [wrapper...]
     fi
     sleep 0.25
   done
-  log "$name did not answer on $TARGET"; tail -20 "$work/$name.log" >&2; stop "$name"; return 1
+  log "$name did not answer on $TARGET"; tail -20 "$work/$name.log" >&2; halt "$name"; return 1
+}
+
+# Stops a server. Knot attaches its XDP program through netlink and leaves it attached when it
+# exits (skyline's is a BPF link, gone with the process): remove it, or the next XDP server
+# finds the interface busy.
+halt() { # name
+  stop "$1"
+  if [ "$1" = knot-xdp ]; then in_s ip link set dev "$IF_S" xdp off 2>/dev/null || true; fi
 }
 
 # Every ethtool statistic of both veth ends, as `device name: value` lines; nothing without
@@ -266,7 +274,7 @@ leg() { # round rate server
   t0=$(cpu_ticks "$pid")
   if ! kxdpgun_run "$rate" "$DURATION" "$out"; then
     log "kxdpgun failed:"; tail -5 "$out" >&2
-    stop "$s"; FAILED+=("$s r$round $rate kxdpgun"); return 0
+    halt "$s"; FAILED+=("$s r$round $rate kxdpgun"); return 0
   fi
   t1=$(cpu_ticks "$pid")
   after=$(counters "$s")
@@ -277,7 +285,7 @@ leg() { # round rate server
     "$work/veth-before.txt" "$work/veth-after.txt" >"$RESULTS/veth-$s-r$round-$rate.txt"
   if [[ "$s" == skyline* ]]; then cp "$work/metrics" "$RESULTS/metrics-$s-r$round-$rate.txt"; fi
   cp "$out" "$RESULTS/kxdpgun-$s-r$round-$rate.txt"
-  stop "$s"
+  halt "$s"
   local sent answered pps cpu
   sent=$(awk '/^total queries:/ {print $3}' "$out")
   answered=$(awk '/^total replies:/ {print $3}' "$out")
@@ -341,7 +349,7 @@ callgrind() {
     instructions=$(new_instructions "$work/cg/before" "$work/cg/$s.$pid")
     echo "$s,$CALLGRIND_RATE,$instructions,${answered:-0}" >>"$RESULTS/callgrind.csv"
     log "callgrind $s: $instructions instructions for ${answered:-0} answers: $(awk -v i="$instructions" -v n="${answered:-0}" 'BEGIN {if (n > 0) printf "%.0f", i / n; else print "nan"}') per answer"
-    stop "$s"
+    halt "$s"
   done
 }
 
