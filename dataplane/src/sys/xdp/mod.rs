@@ -19,9 +19,7 @@ mod socket;
 
 pub use interface::Interface;
 pub use program::{Mode, Program, UnknownMode};
-pub use socket::{
-    kernel_counts, Counts, KernelCounts, Local, SocketConfig, SocketError, XdpSocket,
-};
+pub use socket::{kernel_counts, Counts, KernelCounts, Local, SocketConfig, SocketError, XdpSocket};
 
 use std::io;
 use std::net::SocketAddr;
