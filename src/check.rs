@@ -129,7 +129,7 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
             Ok(queues) => line(
                 "xdp",
                 format!(
-                    "{} ({queues} queues, mode {}, {} frames each)",
+                    "{} (queues {queues}, mode {}, {} frames a queue)",
                     xdp.interface, xdp.mode, xdp.frames
                 ),
             ),
