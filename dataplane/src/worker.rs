@@ -225,7 +225,7 @@ impl Server {
         cores: &[core_affinity::CoreId],
         local_addrs: Vec<SocketAddr>,
         per_worker: Vec<Sockets>,
-        #[allow(unused_mut)] mut xdp: Option<Attachment>,
+        mut xdp: Option<Attachment>,
     ) -> io::Result<Server> {
         let count = per_worker.len();
         let mut handover = Vec::new();
@@ -248,11 +248,8 @@ impl Server {
             let mut ios = Vec::with_capacity(sockets.len() + 1);
             let mut listeners = Vec::with_capacity(sockets.len());
             for (udp, listener) in sockets {
-                #[cfg(all(target_os = "linux", not(skyline_portable_io)))]
-                if let Some(attachment) = xdp.as_mut().filter(|_| ios.is_empty()) {
-                    if let Some(path) = attachment.serve(n, udp.try_clone()?)? {
-                        ios.push(Path::Xdp(Box::new(path)));
-                    }
+                if ios.is_empty() {
+                    ios.extend(xdp_path(&mut xdp, n, &udp)?);
                 }
                 ios.push(Path::Kernel(KernelUdp::new(udp)?));
                 listener.set_nonblocking(true)?;
@@ -421,7 +418,7 @@ impl Server {
             }
         }
         // Detached only now: until the workers stopped, their queues still had queries.
-        drop(self.xdp.take());
+        let _ = self.xdp.take();
     }
 }
 
@@ -485,6 +482,20 @@ fn xdp_stats(xdp: &Option<Attachment>) -> Vec<Arc<crate::io::QueueStats>> {
     return xdp.as_ref().map(Attachment::stats).unwrap_or_default();
     #[cfg(not(all(target_os = "linux", not(skyline_portable_io))))]
     return xdp.as_ref().map(|never| match *never {}).unwrap_or_default();
+}
+
+/// The AF_XDP path of worker `n` (its receive queue's), when serving through AF_XDP; `udp` is
+/// the worker's kernel socket on the same address, through which replies larger than the MTU
+/// leave.
+fn xdp_path(xdp: &mut Option<Attachment>, n: usize, udp: &std::net::UdpSocket) -> io::Result<Option<Path>> {
+    #[cfg(all(target_os = "linux", not(skyline_portable_io)))]
+    if let Some(attachment) = xdp.as_mut() {
+        return Ok(attachment
+            .serve(n, udp.try_clone()?)?
+            .map(|path| Path::Xdp(Box::new(path))));
+    }
+    let _ = (xdp, n, udp);
+    Ok(None)
 }
 
 /// Workers an AF_XDP attachment needs, one per queue it serves.

@@ -34,6 +34,7 @@ pub struct Datagrams {
 /// stays mapped for as long as any batch over it exists.
 enum Memory {
     Own(Box<[u8]>),
+    #[cfg_attr(not(all(target_os = "linux", not(skyline_portable_io))), allow(dead_code))]
     Shared(Arc<Mapping>),
 }
 
@@ -72,6 +73,7 @@ impl Datagrams {
 
     /// An empty batch over `mapping` with no slot yet: the packet path lends it frames with
     /// [`Datagrams::lend`].
+    #[cfg_attr(not(all(target_os = "linux", not(skyline_portable_io))), allow(dead_code))]
     pub(super) fn over(mapping: Arc<Mapping>, slot_len: usize) -> Datagrams {
         Datagrams {
             base: mapping.base,
