@@ -10,12 +10,13 @@
 #![cfg(all(target_os = "linux", not(skyline_portable_io)))]
 
 mod common;
+#[path = "../dataplane/tests/support/veth.rs"]
+mod veth;
 
 use common::{can_use_namespaces, eventually, http_get, metric_value, tool};
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{Name, RData, RecordType};
 use skyline_dataplane::sys::{send_signal, Signal};
-use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::os::unix::fs::PermissionsExt;
@@ -23,15 +24,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
+use veth::{ping, VethPair, IFACE, SERVER_V4, SERVER_V6};
 
-/// The server's end of the veth pair, in the server namespace.
-const IFACE: &str = "vs";
-/// The client's end, in the client namespace.
-const PEER: &str = "vc";
-const SERVER_V4: &str = "192.0.2.1";
-const SERVER_V6: &str = "fd00:53::1";
-const CLIENT_V4: &str = "192.0.2.2";
-const CLIENT_V6: &str = "fd00:53::2";
 /// Where skyline serves `/metrics`, on the loopback interface of the server namespace.
 const HTTP: &str = "127.0.0.1:9153";
 /// How long a start, a stop or anything else the kernel does asynchronously is waited for.
@@ -92,62 +86,21 @@ fn namespaces_usable() -> bool {
     })
 }
 
-/// Runs `ip` with `args`, failing the test with its message when it fails.
-fn ip(args: &[&str]) -> String {
-    let out = Command::new("ip").args(args).output().expect("running ip (iproute2)");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+/// The namespace pair of a test, with what these tests ask of it.
+struct Net(VethPair);
 
-/// Two network namespaces joined by a veth pair with two queues each way, deleted with
-/// everything in them (skyline's XDP program included) on drop, whatever the test's outcome.
-struct Net {
-    server: String,
-    client: String,
+impl std::ops::Deref for Net {
+    type Target = VethPair;
+
+    fn deref(&self) -> &VethPair {
+        &self.0
+    }
 }
 
 impl Net {
     /// The pair, both ends with `mtu`.
     fn new(tag: &str, mtu: u32) -> Net {
-        let id = std::process::id();
-        let net = Net {
-            server: format!("skyxdpt-{id}-{tag}-s"),
-            client: format!("skyxdpt-{id}-{tag}-c"),
-        };
-        // Made before the namespaces exist, so that a failure on the way still removes them.
-        ip(&["netns", "add", &net.server]);
-        ip(&["netns", "add", &net.client]);
-        let queues = ["numrxqueues", "2", "numtxqueues", "2"];
-        let mut add = vec!["-n", &net.server, "link", "add", IFACE];
-        add.extend(queues);
-        add.extend(["type", "veth", "peer", "name", PEER, "netns", &net.client]);
-        add.extend(queues);
-        ip(&add);
-        let mtu_text = mtu.to_string();
-        for (ns, dev, v4, v6) in [
-            (&net.server, IFACE, SERVER_V4, SERVER_V6),
-            (&net.client, PEER, CLIENT_V4, CLIENT_V6),
-        ] {
-            ip(&["-n", ns, "link", "set", dev, "mtu", &mtu_text]);
-            ip(&["-n", ns, "addr", "add", &format!("{v4}/24"), "dev", dev]);
-            // IPv6 needs links of 1280 bytes at least (RFC 8200); a smaller MTU removes it.
-            if mtu >= 1280 {
-                ip(&["-n", ns, "addr", "add", &format!("{v6}/64"), "dev", dev, "nodad"]);
-            }
-            ip(&["-n", ns, "link", "set", "lo", "up"]);
-            ip(&["-n", ns, "link", "set", dev, "up"]);
-        }
-        net
-    }
-
-    /// `ip link show` of the served interface.
-    fn link(&self) -> String {
-        ip(&["-n", &self.server, "link", "show", "dev", IFACE])
+        Net(VethPair::new("skyxdpt", tag, mtu))
     }
 
     /// Whether an XDP program is attached to the served interface.
@@ -169,19 +122,6 @@ impl Net {
     /// The AF_XDP counters summed over both queues.
     fn xdp_counts(&self) -> XdpCounts {
         XdpCounts::of(&self.metrics())
-    }
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        // Reported, not unwrapped: a panic while a failed test unwinds would abort the binary.
-        for ns in [&self.server, &self.client] {
-            match Command::new("ip").args(["netns", "delete", ns]).output() {
-                Ok(out) if out.status.success() => {}
-                Ok(out) => eprintln!("deleting namespace {ns}: {}", String::from_utf8_lossy(&out.stderr)),
-                Err(e) => eprintln!("deleting namespace {ns}: {e}"),
-            }
-        }
     }
 }
 
@@ -335,7 +275,7 @@ fn xdp_test_child() {
             Op::Udp(addr, query) => udp_exchange(addr, &query),
             Op::Tcp(addr, query) => tcp_exchange(addr, &query),
             Op::Ping(addr) => {
-                ping(addr);
+                ping(addr, Duration::from_secs(10));
                 Vec::new()
             }
             Op::Refused(addr) => {
@@ -405,55 +345,6 @@ fn refused(addr: SocketAddr) {
         }
     }
     panic!("{addr}: no port-unreachable error");
-}
-
-/// The Internet checksum of `data`.
-fn checksum(data: &[u8]) -> u16 {
-    let mut sum: u32 = data
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
-/// Sends ICMP echo requests to `addr` over a raw socket until the reply comes: no `ping`
-/// program is needed.
-fn ping(addr: IpAddr) {
-    let (domain, protocol, request, reply) = match addr {
-        IpAddr::V4(_) => (Domain::IPV4, Protocol::ICMPV4, 8, 0),
-        IpAddr::V6(_) => (Domain::IPV6, Protocol::ICMPV6, 128, 129),
-    };
-    let mut socket = Socket::new(domain, Type::RAW, Some(protocol)).unwrap();
-    socket.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
-    let id = (std::process::id() as u16).to_be_bytes();
-    let mut echo = vec![request, 0, 0, 0, id[0], id[1], 0, 1];
-    echo.extend_from_slice(b"skyline");
-    // ICMPv6's checksum covers a pseudo-header; the kernel fills it in for raw ICMPv6 sockets.
-    if addr.is_ipv4() {
-        let sum = checksum(&echo).to_be_bytes();
-        echo[2..4].copy_from_slice(&sum);
-    }
-    let target = SockAddr::from(SocketAddr::new(addr, 0));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        socket.send_to(&echo, &target).unwrap();
-        let mut buf = [0; 1500];
-        while let Ok(len) = socket.read(&mut buf) {
-            // Raw IPv4 sockets see the IP header; raw IPv6 sockets only the ICMPv6 message.
-            let icmp = if addr.is_ipv4() {
-                &buf[usize::from(buf[0] & 0x0f) * 4..len]
-            } else {
-                &buf[..len]
-            };
-            if icmp.len() >= 8 && icmp[0] == reply && icmp[4..6] == id {
-                return;
-            }
-        }
-    }
-    panic!("no echo reply from {addr}");
 }
 
 /// The zone served: single names, an SRV set whose targets need glue, and two sets of A

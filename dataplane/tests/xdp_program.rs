@@ -8,28 +8,23 @@
 //! `CI=true`, where a refusal fails them: CI must exercise the kernel, not skip it.
 #![cfg(all(target_os = "linux", not(skyline_portable_io)))]
 
+#[path = "support/veth.rs"]
+mod veth;
+
 use skyline_dataplane::sys::xdp::{Interface, Mode, Program, XdpError};
 use skyline_dataplane::sys::{send_signal, Signal};
-use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io::{BufRead, BufReader, Read};
-use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use veth::{ping, VethPair, IFACE, SERVER_V4, SERVER_V6};
 
 /// Set in a child's environment to the part it plays: `attach`, `echo` or `client`.
 const ROLE: &str = "SKYLINE_XDP_TEST_ROLE";
 /// What a child prints before its report, to find it among the test harness's output.
 const MARK: &str = "XDP-CHILD:";
-/// The interface the program is attached to, in the server namespace.
-const IFACE: &str = "xdp0";
-/// Its peer, in the client namespace.
-const PEER: &str = "peer0";
-const SERVER_V4: &str = "192.0.2.1";
-const SERVER_V6: &str = "fd00:53::1";
-const CLIENT_V4: &str = "192.0.2.2";
-const CLIENT_V6: &str = "fd00:53::2";
 /// How long anything the kernel does asynchronously is waited for.
 const PATIENCE: Duration = Duration::from_secs(10);
 
@@ -60,56 +55,20 @@ fn privileged(test: &str) -> bool {
     false
 }
 
-/// Runs `ip` with `args`, failing the test with its message when it fails.
-fn ip(args: &[&str]) -> String {
-    let out = Command::new("ip").args(args).output().expect("running ip (iproute2)");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+/// The namespace pair of a test, with what these tests ask of it.
+struct Net(VethPair);
 
-/// Two network namespaces joined by a veth pair with two queues each way, deleted with
-/// everything in them on drop, whatever the test's outcome.
-struct Net {
-    server: String,
-    client: String,
+impl std::ops::Deref for Net {
+    type Target = VethPair;
+
+    fn deref(&self) -> &VethPair {
+        &self.0
+    }
 }
 
 impl Net {
     fn new(tag: &str) -> Net {
-        let id = std::process::id();
-        let net = Net {
-            server: format!("skyxdp-{id}-{tag}-s"),
-            client: format!("skyxdp-{id}-{tag}-c"),
-        };
-        // Made before the namespaces exist, so that a failure on the way still removes them.
-        ip(&["netns", "add", &net.server]);
-        ip(&["netns", "add", &net.client]);
-        let queues = ["numrxqueues", "2", "numtxqueues", "2"];
-        let mut add = vec!["-n", &net.server, "link", "add", IFACE];
-        add.extend(queues);
-        add.extend(["type", "veth", "peer", "name", PEER, "netns", &net.client]);
-        add.extend(queues);
-        ip(&add);
-        for (ns, dev, v4, v6) in [
-            (&net.server, IFACE, SERVER_V4, SERVER_V6),
-            (&net.client, PEER, CLIENT_V4, CLIENT_V6),
-        ] {
-            ip(&["-n", ns, "addr", "add", &format!("{v4}/24"), "dev", dev]);
-            ip(&["-n", ns, "addr", "add", &format!("{v6}/64"), "dev", dev, "nodad"]);
-            ip(&["-n", ns, "link", "set", "lo", "up"]);
-            ip(&["-n", ns, "link", "set", dev, "up"]);
-        }
-        net
-    }
-
-    /// `ip link show` of the interface the program is attached to.
-    fn link(&self) -> String {
-        ip(&["-n", &self.server, "link", "show", "dev", IFACE])
+        Net(VethPair::new("skyxdp", tag, 1500))
     }
 
     /// The XDP mode the interface shows a program attached in, if any.
@@ -148,19 +107,6 @@ impl Net {
             .output()
             .unwrap();
         assert!(out.status.success(), "{when}: the client failed:\n{}", output(&out));
-    }
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        // Reported, not unwrapped: a panic while a failed test unwinds would abort the binary.
-        for ns in [&self.server, &self.client] {
-            match Command::new("ip").args(["netns", "delete", ns]).output() {
-                Ok(out) if out.status.success() => {}
-                Ok(out) => eprintln!("deleting namespace {ns}: {}", String::from_utf8_lossy(&out.stderr)),
-                Err(e) => eprintln!("deleting namespace {ns}: {e}"),
-            }
-        }
     }
 }
 
@@ -308,8 +254,8 @@ fn xdp_test_child() {
             for addr in server_addrs() {
                 udp_exchange(addr);
             }
-            ping(SERVER_V4.parse().unwrap());
-            ping(SERVER_V6.parse().unwrap());
+            ping(SERVER_V4.parse().unwrap(), PATIENCE);
+            ping(SERVER_V6.parse().unwrap(), PATIENCE);
             println!("{MARK} answered");
         }
         _ => panic!("unknown role {role}"),
@@ -342,54 +288,6 @@ fn udp_exchange(addr: SocketAddr) {
         }
     }
     panic!("no UDP answer from {addr}");
-}
-
-/// The Internet checksum of `data`.
-fn checksum(data: &[u8]) -> u16 {
-    let mut sum: u32 = data
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
-/// Sends an ICMP echo request to `addr` and waits for the reply, over a raw socket.
-fn ping(addr: IpAddr) {
-    let (domain, protocol, request, reply) = match addr {
-        IpAddr::V4(_) => (Domain::IPV4, Protocol::ICMPV4, 8, 0),
-        IpAddr::V6(_) => (Domain::IPV6, Protocol::ICMPV6, 128, 129),
-    };
-    let mut socket = Socket::new(domain, Type::RAW, Some(protocol)).unwrap();
-    socket.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
-    let id = (std::process::id() as u16).to_be_bytes();
-    let mut echo = vec![request, 0, 0, 0, id[0], id[1], 0, 1];
-    echo.extend_from_slice(b"skyline");
-    // ICMPv6's checksum covers a pseudo-header; the kernel fills it in for raw ICMPv6 sockets.
-    if addr.is_ipv4() {
-        let sum = checksum(&echo).to_be_bytes();
-        echo[2..4].copy_from_slice(&sum);
-    }
-    let target = SockAddr::from(SocketAddr::new(addr, 0));
-    let deadline = Instant::now() + PATIENCE;
-    while Instant::now() < deadline {
-        socket.send_to(&echo, &target).unwrap();
-        let mut buf = [0; 1500];
-        while let Ok(len) = socket.read(&mut buf) {
-            // Raw IPv4 sockets see the IP header; raw IPv6 sockets only the ICMPv6 message.
-            let icmp = if addr.is_ipv4() {
-                &buf[usize::from(buf[0] & 0x0f) * 4..len]
-            } else {
-                &buf[..len]
-            };
-            if icmp.len() >= 8 && icmp[0] == reply && icmp[4..6] == id {
-                return;
-            }
-        }
-    }
-    panic!("no echo reply from {addr}");
 }
 
 /// Attaches in `mode` for `addr`, expecting `expected`; checks that traffic still flows, with
