@@ -14,8 +14,8 @@ mod common;
 mod veth;
 
 use common::{can_use_namespaces, eventually, http_get, metric_value, tool};
-use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query, ResponseCode};
-use hickory_proto::rr::{Name, RData, RecordType};
+use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::{RData, RecordType};
 use skyline_dataplane::sys::{send_signal, Signal};
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
@@ -374,17 +374,8 @@ const BIG_SET: usize = 73;
 
 /// A query with a fixed ID, its name's case as given.
 fn query(id: u16, name: &str, rtype: RecordType, edns: Option<u16>) -> Vec<u8> {
-    let mut m = Message::new();
-    m.set_id(id)
-        .set_message_type(MessageType::Query)
-        .set_op_code(OpCode::Query)
-        .set_recursion_desired(true);
-    m.add_query(Query::query(Name::from_ascii(name).unwrap(), rtype));
-    if let Some(size) = edns {
-        let mut e = Edns::new();
-        e.set_max_payload(size);
-        m.set_edns(e);
-    }
+    let mut m = common::query(name, rtype, edns);
+    m.set_id(id);
     let bytes = m.to_vec().unwrap();
     let mut labels = name.split('.').filter(|label| !label.is_empty());
     assert!(
