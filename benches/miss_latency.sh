@@ -117,8 +117,11 @@ CONF
 }
 
 # dnsperf at RATE for DURATION seconds on a query file, one client, per-query latencies kept.
+# dnsperf runs at normal priority: its sending and receiving threads share the client's CPU,
+# and at real-time priority a receiving thread that polls without blocking keeps the sender
+# from ever running again (runs hung until the timeout that way).
 query() { # server file out [duration]
-  timeout $((${4:-$DURATION} + 30)) "${prio[@]}" taskset -c "$CLIENT_CPU" dnsperf -s 127.0.0.1 -p "${PORT[$1]}" \
+  timeout $((${4:-$DURATION} + 30)) taskset -c "$CLIENT_CPU" dnsperf -s 127.0.0.1 -p "${PORT[$1]}" \
     -d "$2" -n 1 -l "${4:-$DURATION}" -c 1 -q 100 -t 2 -Q "$RATE" -v >"$3" 2>&1
 }
 

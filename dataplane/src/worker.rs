@@ -635,7 +635,7 @@ impl<P: PacketIo> Worker<P> {
             let timeout = if busy {
                 Some(Duration::ZERO)
             } else {
-                let upstream = self.resolver.as_ref().and_then(Resolver::next_deadline);
+                let upstream = self.resolver.as_mut().and_then(Resolver::next_deadline);
                 let deadline = [self.tcp.next_deadline(), upstream, self.retired_until]
                     .into_iter()
                     .flatten()

@@ -359,7 +359,7 @@ impl Resolver {
     }
 
     /// When the worker must wake up next for a timeout or a health probe.
-    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+    pub(crate) fn next_deadline(&mut self) -> Option<Instant> {
         self.forwarder.next_deadline()
     }
 

@@ -179,6 +179,51 @@ pub fn upstream_udp(upstream: SocketAddr) -> io::Result<std::net::UdpSocket> {
     Ok(socket.into())
 }
 
+/// Most datagrams [`release_udp_port`] discards before it gives up on a socket.
+const RELEASE_DRAIN_LIMIT: usize = 256;
+
+/// Gives up the source port of `socket`, an upstream UDP socket whose try has ended, and
+/// discards what it received and any error it holds, so that connecting it again binds it to
+/// a new port of the kernel's random choice, as a new socket would be, for the price of two
+/// system calls instead of five (close, open, connect, and taking it out of and into the poll).
+/// On Linux, dissolving a UDP socket's association (connecting it to `AF_UNSPEC`) also
+/// releases a port it was not explicitly bound to; once released, nothing more arrives for the
+/// old port. Elsewhere the port would stay, so this fails with `Unsupported` and the caller
+/// closes the socket instead. Fails too when more than a few hundred datagrams were waiting.
+pub fn release_udp_port(socket: socket2::SockRef<'_>) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: an all-zero `sockaddr` is a valid value of the plain C struct.
+        let mut unspec: libc::sockaddr = unsafe { std::mem::zeroed() };
+        unspec.sa_family = libc::AF_UNSPEC as libc::sa_family_t;
+        let len = std::mem::size_of::<libc::sockaddr>() as libc::socklen_t;
+        // SAFETY: the descriptor is the open socket `socket` borrows, and `unspec` is a valid
+        // sockaddr of `len` bytes that lives across the call, which only reads it.
+        let rc = unsafe { libc::connect(socket.as_raw_fd(), &unspec, len) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut discard = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+        for _ in 0..RELEASE_DRAIN_LIMIT {
+            match socket.recv(&mut discard) {
+                // A datagram (truncated to the one byte) or a pending error, now consumed.
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(_) => {}
+            }
+        }
+        Err(io::Error::other(
+            "too many datagrams waiting on a released upstream socket",
+        ))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = socket;
+        Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
 /// Microseconds of `CLOCK_MONOTONIC`, the clock a service manager compares a reload
 /// notification's `MONOTONIC_USEC` with (std's `Instant` reads it but does not expose it).
 pub fn monotonic_usec() -> u64 {

@@ -372,7 +372,12 @@ impl<W> Machine<W> {
 
     /// When [`Machine::handle_timeout`] has something to do next: a try's or a question's
     /// timeout, or a health probe.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        // Timers of tries and questions that ended stay in the heap until they are due; the
+        // ones on top are dropped here, so that the worker does not wake for them.
+        while self.timers.peek().is_some_and(|Reverse(t)| !self.is_live(t)) {
+            self.timers.pop();
+        }
         let timer = self.timers.peek().map(|Reverse(t)| t.at);
         let probe = self
             .groups
@@ -383,6 +388,20 @@ impl<W> Machine<W> {
         match (timer, probe) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether `timer` still has something to fire: its question is in flight under the same
+    /// serial, or its try is open and has not timed out.
+    fn is_live(&self, timer: &Timer) -> bool {
+        let Some(flight) = self.flights.get(timer.slot).and_then(Option::as_ref) else {
+            return false;
+        };
+        match timer.attempt {
+            None => flight.serial == timer.serial,
+            Some(k) => flight.attempts[k]
+                .as_ref()
+                .is_some_and(|a| a.serial == timer.serial && !a.timed_out),
         }
     }
 

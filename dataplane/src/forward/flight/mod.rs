@@ -107,7 +107,7 @@ impl Forwarder {
     }
 
     /// When the next timeout or health probe is due.
-    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+    pub(crate) fn next_deadline(&mut self) -> Option<Instant> {
         self.machine.poll_timeout()
     }
 

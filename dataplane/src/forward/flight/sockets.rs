@@ -4,19 +4,22 @@
 //! framing of RFC 7766, a close when a try ends — and hands back what the sockets receive, each
 //! under its try's [`TryId`].
 //!
-//! Every UDP try has a socket, and so a source port of the kernel's random choice, of its own:
-//! a socket serves one try and is closed with it, so that an off-path attacker learns nothing
-//! from one query's port about the next one's. Opening, connecting and registering a socket
-//! would put three system calls between a cache miss and its query, so spare sockets —
-//! connected to an upstream, registered, never used — wait for the next tries to that upstream.
-//! Nothing that can wait is done between a query leaving and its client being answered: the
-//! socket of a finished try is closed, and spares are opened, in [`Sockets::tidy`], which the
-//! worker calls once the replies of its turn are sent. Spares are opened there when no try is in
-//! flight (an upstream on the same host would otherwise wait for the CPU while they open), or
+//! Every UDP try has a source port of the kernel's random choice of its own: a socket serves
+//! one try, and when the try ends it gives the port up ([`sys::release_udp_port`]), so that an
+//! off-path attacker learns nothing from one query's port about the next one's. A released
+//! socket stays open and registered, and connecting it again binds it to a new random port:
+//! one system call where a new socket costs three (open, connect, register) and closing the old
+//! one two more. Spare sockets — connected to an upstream, registered, never used — wait for the
+//! next tries to that upstream, so that a cache miss sends its query with no system call before
+//! it. Nothing that can wait is done between a query leaving and its client being answered: the
+//! port of a finished try is released, and spares are connected, in [`Sockets::tidy`], which
+//! the worker calls once the replies of its turn are sent. Spares are made there when no try is
+//! in flight (an upstream on the same host would otherwise wait for the CPU meanwhile), or
 //! after [`INLINE_OPENS`] tries found none (a steady load that never leaves the forwarder idle),
 //! as many per upstream as the most tries it got between two top-ups (at most
-//! [`SPARES_PER_UPSTREAM`], [`SPARE_SOCKETS`] in all), and closed after [`SPARE_IDLE`] without a
-//! try to their upstream. A try that finds none opens its socket then.
+//! [`SPARES_PER_UPSTREAM`], [`SPARE_SOCKETS`] in all, and as many released sockets kept), and
+//! closed after [`SPARE_IDLE`] without a try to their upstream. A try that finds none connects
+//! a released socket, or opens one, then.
 
 use super::machine::{Action, Machine, Protocol, SendError, Transmit, TryId};
 use crate::answer::Transport;
@@ -60,8 +63,11 @@ pub(crate) struct Sockets {
     spares: Vec<Spares>,
     /// Tries that opened their own socket since the spares were last topped up.
     inline_opens: usize,
-    /// Sockets of ended tries, closed by [`Sockets::tidy`]; their slots are reused after.
+    /// Sockets of ended tries, closed or released by [`Sockets::tidy`].
     ended: Vec<(usize, Link)>,
+    /// UDP sockets of ended tries with their port given up ([`sys::release_udp_port`]), still
+    /// registered under their slot's token: connected again, each is the next spare or try.
+    released: Vec<(usize, UdpSocket)>,
     buf: Box<[u8]>,
     stats: Arc<WorkerStats>,
     /// Where queries and replies go to dnstap, when it is on.
@@ -104,6 +110,7 @@ impl Sockets {
             spares: Vec::new(),
             inline_opens: 0,
             ended: Vec::new(),
+            released: Vec::new(),
             buf: vec![0; MAX_MESSAGE_LEN].into_boxed_slice(),
             stats,
             tap,
@@ -142,12 +149,23 @@ impl Sockets {
         }
     }
 
-    /// What waits until the clients of a turn are answered: closes the sockets of ended tries,
-    /// then tops up the spares when `in_flight` is 0 or tries had to open their own sockets.
+    /// What waits until the clients of a turn are answered: releases the ports of ended UDP
+    /// tries (closing their sockets past [`SPARE_SOCKETS`]) and closes ended TCP tries, then
+    /// tops up the spares when `in_flight` is 0 or tries had to open their own sockets.
     pub(crate) fn tidy(&mut self, in_flight: usize, now: Instant) {
         while let Some((socket, link)) = self.ended.pop() {
-            self.deregister(link);
-            self.free.push(socket);
+            match link {
+                Link::Udp(udp)
+                    if self.released.len() < SPARE_SOCKETS
+                        && sys::release_udp_port(socket2::SockRef::from(&udp)).is_ok() =>
+                {
+                    self.released.push((socket, udp));
+                }
+                link => {
+                    self.deregister(link);
+                    self.free.push(socket);
+                }
+            }
         }
         if in_flight == 0 || self.inline_opens >= INLINE_OPENS {
             self.top_up(now);
@@ -250,8 +268,21 @@ impl Sockets {
         spares.ready.pop()
     }
 
-    /// Opens and registers a UDP socket connected to `upstream`.
+    /// A UDP socket connected to `upstream` from a port of the kernel's random choice: a
+    /// released one connected again, or else a new one, registered.
     fn open_udp(&mut self, upstream: SocketAddr) -> Result<usize, SendError> {
+        while let Some((socket, udp)) = self.released.pop() {
+            if udp.connect(upstream).is_ok() {
+                self.open[socket] = Some(Open {
+                    link: Link::Udp(udp),
+                    upstream,
+                    serves: None,
+                });
+                return Ok(socket);
+            }
+            self.deregister(Link::Udp(udp));
+            self.free.push(socket);
+        }
         let socket = sys::upstream_udp(upstream).map_err(|e| {
             if sys::is_resource_exhaustion(&e) {
                 SendError::Local(e)

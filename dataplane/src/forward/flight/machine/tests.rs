@@ -213,6 +213,29 @@ fn a_try_that_times_out_moves_to_the_next_upstream_and_a_late_answer_still_count
 }
 
 #[test]
+fn the_timers_of_an_answered_question_wake_nobody() {
+    let mut sim = Sim::new(&[&[A, B]], Duration::from_millis(1500));
+    sim.submit(1, 7).unwrap();
+    let first = sim.one_sent();
+    sim.submit(2, 8).unwrap();
+    let second = sim.one_sent();
+    sim.at(10);
+    sim.reply(&first, &answer(first.query(), 60));
+    assert_eq!(
+        sim.machine.poll_timeout(),
+        Some(sim.ms(500)),
+        "the retry timeout of the question still in flight"
+    );
+    sim.reply(&second, &answer(second.query(), 60));
+    assert_eq!(sim.done().len(), 2);
+    assert_eq!(
+        sim.machine.poll_timeout(),
+        None,
+        "no try and no question left to time out"
+    );
+}
+
+#[test]
 fn a_question_no_upstream_answers_fails_within_its_budget() {
     let mut sim = Sim::new(&[&[A, B]], Duration::from_millis(1500));
     sim.submit(1, 7).unwrap();

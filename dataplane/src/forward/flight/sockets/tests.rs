@@ -164,6 +164,70 @@ fn every_try_has_a_socket_of_its_own_and_spares_wait_for_the_next_tries() {
 }
 
 #[test]
+fn an_ended_try_gives_up_its_port_and_its_socket_leaves_again_from_a_new_one() {
+    let upstream = upstream();
+    let mut rig = Rig::new(upstream.local_addr().unwrap());
+    rig.submit(0);
+    let (query, from) = next_query(&upstream);
+    upstream.send_to(&answer(&query, false), from).unwrap();
+    rig.until_done(1);
+    // A late duplicate waits on the ended try's socket when its port is given up.
+    upstream.send_to(&answer(&query, false), from).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    rig.sockets.tidy(1, Instant::now());
+    assert_eq!(
+        rig.sockets.released.len(),
+        1,
+        "the socket stays open, its port given up"
+    );
+    let old = std::net::UdpSocket::bind(("127.0.0.1", from.port()));
+    assert!(old.is_ok(), "port {} is free again", from.port());
+    drop(old);
+
+    rig.submit(1);
+    let (query, again) = next_query(&upstream);
+    assert!(rig.sockets.released.is_empty(), "the try took the released socket");
+    assert_ne!(again.port(), from.port(), "from a new port");
+    upstream.send_to(&answer(&query, false), again).unwrap();
+    rig.until_done(2);
+    assert!(rig.done.iter().all(|done| done.result.is_ok()), "{:?}", rig.done);
+    assert_eq!(
+        rig.totals().upstream_mismatched_id,
+        0,
+        "the duplicate was discarded with the old port"
+    );
+}
+
+#[test]
+fn an_error_waiting_on_a_released_socket_does_not_fail_its_next_try() {
+    let upstream = upstream();
+    let addr = upstream.local_addr().unwrap();
+    let mut rig = Rig::new(addr);
+    rig.submit(0);
+    let (query, from) = next_query(&upstream);
+    upstream.send_to(&answer(&query, false), from).unwrap();
+    rig.until_done(1);
+    // The upstream goes away: a datagram to it comes back as "port unreachable", an error the
+    // socket holds until it is read.
+    drop(upstream);
+    if let Link::Udp(udp) = &rig.sockets.ended[0].1 {
+        udp.send(b"x").unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    rig.sockets.tidy(1, Instant::now());
+    assert_eq!(rig.sockets.released.len(), 1);
+
+    let upstream = std::net::UdpSocket::bind(addr).unwrap();
+    upstream.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    rig.submit(1);
+    let (query, from) = next_query(&upstream);
+    upstream.send_to(&answer(&query, false), from).unwrap();
+    rig.until_done(2);
+    assert!(rig.done[1].result.is_ok(), "{:?}", rig.done[1]);
+    assert_eq!(rig.totals().upstream_errors, 0, "the try did not fail on the old error");
+}
+
+#[test]
 fn what_a_spare_receives_before_its_try_is_discarded() {
     let upstream = upstream();
     let mut rig = Rig::new(upstream.local_addr().unwrap());
