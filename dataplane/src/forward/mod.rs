@@ -5,7 +5,7 @@
 //! [`answer_recursive`]: a cache hit is answered at once; a miss becomes an
 //! upstream question, merged with any identical one in flight (single-flight), sent with a
 //! random ID from a socket of its own, connected to the upstream, with a random source port
-//! (every try has a fresh socket, closed when the try ends), retried on timeout on the next
+//! (every try has a fresh port, given up when the try ends), retried on timeout on the next
 //! upstream, over TCP when the answer was truncated. The decisions are made by a sans-I/O
 //! state machine ([`machine`]) under a thin socket layer. When it resolves, every client that asked
 //! is answered by running its query through the answer path again, now with the result in

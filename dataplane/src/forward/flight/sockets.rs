@@ -1,6 +1,6 @@
 //! The socket layer under the forwarder's state machine: the only part of forwarding that
-//! touches sockets. It carries out the machine's actions — a UDP try from a fresh socket
-//! connected to its upstream, a TCP try over a connection of its own with the length-prefixed
+//! touches sockets. It carries out the machine's actions — a UDP try from a fresh source port
+//! on a socket connected to its upstream, a TCP try over a connection of its own with the length-prefixed
 //! framing of RFC 7766, a close when a try ends — and hands back what the sockets receive, each
 //! under its try's [`TryId`].
 //!
