@@ -24,7 +24,9 @@
 # "--xdp-mode native"), CALLGRIND_RATE [2000], CALLGRIND_SECONDS [5], BUILD [1] (0: use the
 # binaries as they are), RESULTS [benches/results/xdp], PRIORITY [1] (0: the servers and
 # kxdpgun at normal priority; 1: as root, both at real-time priority, chrt -f 1), RPS [0] (1:
-# the server namespace's kernel receive path on SERVER_CPU instead of the generator's core).
+# the server namespace's kernel receive path on SERVER_CPU instead of the generator's core),
+# CLIENT_NAPI [0] (1: the generator's receive of the replies on CLIENT_CPU, in a NAPI thread
+# above kxdpgun's priority, instead of on the server's core).
 # A quick look: ROUNDS=1 DURATION=3 SERVERS="skyline knot" benches/xdp.sh flood
 #
 # Needs root (network namespaces, XDP). The two namespaces, joined by a veth pair with two
@@ -56,6 +58,7 @@ BUILD="${BUILD:-1}"
 RESULTS="${RESULTS:-benches/results/xdp}"
 PRIORITY="${PRIORITY:-1}"
 RPS="${RPS:-0}"
+CLIENT_NAPI="${CLIENT_NAPI:-0}"
 DOMAIN=skydns.local
 BIN=target/release
 
@@ -114,6 +117,19 @@ network() {
     local mask rx
     mask=$(printf '%x' $((1 << SERVER_CPU)))
     for rx in 0 1; do in_s sh -c "echo $mask > /sys/class/net/$IF_S/queues/rx-$rx/rps_cpus"; done
+  fi
+  # With CLIENT_NAPI=1, the generator's receive of the replies (its XDP program, the copy into
+  # its UMEM) runs in NAPI threads on the generator's core, as on a second machine; by default
+  # a veth runs it on the sending core, the server's. GRO on gives the veth its NAPI instances
+  # before kxdpgun attaches its program, so that they can be made threads and pinned once.
+  if [ "$CLIENT_NAPI" = 1 ]; then
+    local napi
+    in_c ethtool -K "$IF_C" gro on >/dev/null
+    in_c sh -c "echo 1 > /sys/class/net/$IF_C/threaded"
+    for napi in $(pgrep "^napi/$IF_C-"); do
+      taskset -p -c "$CLIENT_CPU" "$napi" >/dev/null
+      if [ ${#prio[@]} -gt 0 ]; then chrt -f -p 2 "$napi"; fi
+    done
   fi
   local mac_s mac_c
   mac_s=$(in_s cat "/sys/class/net/$IF_S/address")
