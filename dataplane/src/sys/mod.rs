@@ -184,7 +184,7 @@ const RELEASE_DRAIN_LIMIT: usize = 256;
 
 /// Gives up the source port of `socket`, an upstream UDP socket whose try has ended, and
 /// discards what it received and any error it holds, so that connecting it again binds it to
-/// a new port of the kernel's random choice, as a new socket would be, for the price of two
+/// a new port of the kernel's random choice, as a new socket would be: with that connect, three
 /// system calls instead of five (close, open, connect, and taking it out of and into the poll).
 /// On Linux, dissolving a UDP socket's association (connecting it to `AF_UNSPEC`) also
 /// releases a port it was not explicitly bound to; once released, nothing more arrives for the

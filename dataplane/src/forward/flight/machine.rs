@@ -10,9 +10,9 @@
 //!
 //! A question is tried at most [`TRIES`] times within the time budget, moving to the next
 //! healthy upstream each time, every try under a fresh random ID. Every try is its own
-//! transmit, which the socket layer sends from a socket and source port of its own. A try that timed out stays
-//! open until the question ends, so that a late answer still counts (and tells that the upstream
-//! is alive). A try that failed outright (a refused datagram, a reset connection) makes way for
+//! transmit, which the socket layer sends from a socket and source port of its own. A try that
+//! timed out stays open until the question ends, so that a late answer still counts (and tells
+//! that the upstream is alive). A try that failed outright (a refused datagram, a reset connection) makes way for
 //! the next upstream at once. A truncated answer is asked again over TCP of the same upstream.
 
 #[cfg(test)]

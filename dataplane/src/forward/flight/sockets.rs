@@ -1,15 +1,15 @@
 //! The socket layer under the forwarder's state machine: the only part of forwarding that
 //! touches sockets. It carries out the machine's actions — a UDP try from a fresh source port
-//! on a socket connected to its upstream, a TCP try over a connection of its own with the length-prefixed
-//! framing of RFC 7766, a close when a try ends — and hands back what the sockets receive, each
-//! under its try's [`TryId`].
+//! on a socket connected to its upstream, a TCP try over a connection of its own with the
+//! length-prefixed framing of RFC 7766, a close when a try ends — and hands back what the
+//! sockets receive, each under its try's [`TryId`].
 //!
 //! Every UDP try has a source port of the kernel's random choice of its own: a socket serves
 //! one try, and when the try ends it gives the port up ([`sys::release_udp_port`]), so that an
 //! off-path attacker learns nothing from one query's port about the next one's. A released
 //! socket stays open and registered, and connecting it again binds it to a new random port:
-//! one system call where a new socket costs three (open, connect, register) and closing the old
-//! one two more. Spare sockets — connected to an upstream, registered, never used — wait for the
+//! three system calls in all (release, drain, connect) where closing the old socket and opening,
+//! connecting and registering a new one cost five. Spare sockets — connected to an upstream, registered, never used — wait for the
 //! next tries to that upstream, so that a cache miss sends its query with no system call before
 //! it. Nothing that can wait is done between a query leaving and its client being answered: the
 //! port of a finished try is released, and spares are connected, in [`Sockets::tidy`], which
