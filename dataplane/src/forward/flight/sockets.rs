@@ -63,11 +63,13 @@ pub(crate) struct Sockets {
     spares: Vec<Spares>,
     /// Tries that opened their own socket since the spares were last topped up.
     inline_opens: usize,
-    /// Sockets of ended tries, closed or released by [`Sockets::tidy`].
-    ended: Vec<(usize, Link)>,
+    /// Sockets of ended tries, and the upstreams they were connected to, closed or released by
+    /// [`Sockets::tidy`].
+    ended: Vec<(usize, Link, SocketAddr)>,
     /// UDP sockets of ended tries with their port given up ([`sys::release_udp_port`]), still
-    /// registered under their slot's token: connected again, each is the next spare or try.
-    released: Vec<(usize, UdpSocket)>,
+    /// registered under their slot's token, and whether they are IPv4: connected again to an
+    /// upstream of their family, each is the next spare or try.
+    released: Vec<(usize, UdpSocket, bool)>,
     buf: Box<[u8]>,
     stats: Arc<WorkerStats>,
     /// Where queries and replies go to dnstap, when it is on.
@@ -153,13 +155,13 @@ impl Sockets {
     /// tries (closing their sockets past [`SPARE_SOCKETS`]) and closes ended TCP tries, then
     /// tops up the spares when `in_flight` is 0 or tries had to open their own sockets.
     pub(crate) fn tidy(&mut self, in_flight: usize, now: Instant) {
-        while let Some((socket, link)) = self.ended.pop() {
+        while let Some((socket, link, upstream)) = self.ended.pop() {
             match link {
                 Link::Udp(udp)
                     if self.released.len() < SPARE_SOCKETS
                         && sys::release_udp_port(socket2::SockRef::from(&udp)).is_ok() =>
                 {
-                    self.released.push((socket, udp));
+                    self.released.push((socket, udp, upstream.is_ipv4()));
                 }
                 link => {
                     self.deregister(link);
@@ -271,7 +273,9 @@ impl Sockets {
     /// A UDP socket connected to `upstream` from a port of the kernel's random choice: a
     /// released one connected again, or else a new one, registered.
     fn open_udp(&mut self, upstream: SocketAddr) -> Result<usize, SendError> {
-        while let Some((socket, udp)) = self.released.pop() {
+        let family = upstream.is_ipv4();
+        while let Some(i) = self.released.iter().rposition(|released| released.2 == family) {
+            let (socket, udp, _) = self.released.swap_remove(i);
             if udp.connect(upstream).is_ok() {
                 self.open[socket] = Some(Open {
                     link: Link::Udp(udp),
@@ -350,7 +354,7 @@ impl Sockets {
             self.tries[id.index()] = NO_SOCKET;
             // Out of the table at once, so that nothing more is read from it; closed later.
             if let Some(open) = self.open[socket].take() {
-                self.ended.push((socket, open.link));
+                self.ended.push((socket, open.link, open.upstream));
             }
         }
     }

@@ -199,6 +199,30 @@ fn an_ended_try_gives_up_its_port_and_its_socket_leaves_again_from_a_new_one() {
 }
 
 #[test]
+fn a_released_socket_serves_only_an_upstream_of_its_family() {
+    let upstream = upstream();
+    let v4 = upstream.local_addr().unwrap();
+    let mut rig = Rig::new(v4);
+    rig.submit(0);
+    let (query, from) = next_query(&upstream);
+    upstream.send_to(&answer(&query, false), from).unwrap();
+    rig.until_done(1);
+    rig.sockets.tidy(1, Instant::now());
+    let [(released, _, true)] = rig.sockets.released[..] else {
+        panic!("one released IPv4 socket");
+    };
+
+    let v6 = rig.sockets.open_udp("[::1]:53".parse().unwrap()).unwrap();
+    assert_ne!(v6, released, "an IPv6 upstream gets a socket of its own");
+    assert_eq!(rig.sockets.released.len(), 1, "the IPv4 one is kept, not spent");
+    assert_eq!(
+        rig.sockets.open_udp(v4).unwrap(),
+        released,
+        "and serves the next IPv4 try"
+    );
+}
+
+#[test]
 fn an_error_waiting_on_a_released_socket_does_not_fail_its_next_try() {
     let upstream = upstream();
     let addr = upstream.local_addr().unwrap();
