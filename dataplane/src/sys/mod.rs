@@ -207,10 +207,9 @@ pub fn release_udp_port(socket: socket2::SockRef<'_>) -> io::Result<()> {
         let mut discard = [std::mem::MaybeUninit::<u8>::uninit(); 1];
         for _ in 0..RELEASE_DRAIN_LIMIT {
             match socket.recv(&mut discard) {
-                // A datagram (truncated to the one byte) or a pending error, now consumed.
-                Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(_) => {}
+                // A datagram (truncated to the one byte) or a pending error, now consumed.
+                _ => {}
             }
         }
         Err(io::Error::other(

@@ -731,21 +731,15 @@ impl<W> Machine<W> {
 
     /// A timer fired: a try timed out, or the question's budget ran out.
     fn expire(&mut self, timer: Timer, cache: &Cache, now: Instant) {
-        let Some(flight) = self.flights.get_mut(timer.slot).and_then(Option::as_mut) else {
-            return;
-        };
-        let Some(k) = timer.attempt else {
-            if flight.serial == timer.serial {
-                self.budget_spent(timer.slot, now);
-            }
-            return;
-        };
-        let Some(attempt) = flight.attempts[k].as_mut() else {
-            return;
-        };
-        if attempt.serial != timer.serial || attempt.timed_out {
+        if !self.is_live(&timer) {
             return;
         }
+        let Some(k) = timer.attempt else {
+            return self.budget_spent(timer.slot, now);
+        };
+        let Some(attempt) = self.flights[timer.slot].as_mut().and_then(|f| f.attempts[k].as_mut()) else {
+            return;
+        };
         attempt.timed_out = true;
         let upstream = attempt.upstream;
         let over_tcp = attempt.protocol == Protocol::Tcp;

@@ -66,10 +66,9 @@ pub(crate) struct Sockets {
     /// Sockets of ended tries, and the upstreams they were connected to, closed or released by
     /// [`Sockets::tidy`].
     ended: Vec<(usize, Link, SocketAddr)>,
-    /// UDP sockets of ended tries with their port given up ([`sys::release_udp_port`]), still
-    /// registered under their slot's token, and whether they are IPv4: connected again to an
-    /// upstream of their family, each is the next spare or try.
-    released: Vec<(usize, UdpSocket, bool)>,
+    /// UDP sockets of ended tries with their port given up: connected again to an upstream
+    /// of their family, each is the next spare or try.
+    released: Vec<Released>,
     buf: Box<[u8]>,
     stats: Arc<WorkerStats>,
     /// Where queries and replies go to dnstap, when it is on.
@@ -87,6 +86,14 @@ struct Open {
 enum Link {
     Udp(UdpSocket),
     Tcp(TcpLink),
+}
+
+/// A UDP socket whose port was given up ([`sys::release_udp_port`]), still registered under
+/// its slot's token.
+struct Released {
+    socket: usize,
+    udp: UdpSocket,
+    ipv4: bool,
 }
 
 /// The spare sockets of one upstream.
@@ -161,7 +168,11 @@ impl Sockets {
                     if self.released.len() < SPARE_SOCKETS
                         && sys::release_udp_port(socket2::SockRef::from(&udp)).is_ok() =>
                 {
-                    self.released.push((socket, udp, upstream.is_ipv4()));
+                    self.released.push(Released {
+                        socket,
+                        udp,
+                        ipv4: upstream.is_ipv4(),
+                    });
                 }
                 link => {
                     self.deregister(link);
@@ -273,9 +284,9 @@ impl Sockets {
     /// A UDP socket connected to `upstream` from a port of the kernel's random choice: a
     /// released one connected again, or else a new one, registered.
     fn open_udp(&mut self, upstream: SocketAddr) -> Result<usize, SendError> {
-        let family = upstream.is_ipv4();
-        while let Some(i) = self.released.iter().rposition(|released| released.2 == family) {
-            let (socket, udp, _) = self.released.swap_remove(i);
+        let ipv4 = upstream.is_ipv4();
+        while let Some(i) = self.released.iter().rposition(|released| released.ipv4 == ipv4) {
+            let Released { socket, udp, .. } = self.released.swap_remove(i);
             if udp.connect(upstream).is_ok() {
                 self.open[socket] = Some(Open {
                     link: Link::Udp(udp),

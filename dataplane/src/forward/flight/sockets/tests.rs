@@ -97,6 +97,16 @@ impl Rig {
         }
     }
 
+    /// Submits question `i`, answers its try from `upstream`, and waits for it to end; the
+    /// query and where it came from.
+    fn answered(&mut self, upstream: &std::net::UdpSocket, i: u32) -> (Vec<u8>, SocketAddr) {
+        self.submit(i);
+        let (query, from) = next_query(upstream);
+        upstream.send_to(&answer(&query, false), from).unwrap();
+        self.until(|rig| rig.done.len() > i as usize);
+        (query, from)
+    }
+
     fn totals(&self) -> Totals {
         let mut totals = Totals::default();
         self.stats.add_to(&mut totals);
@@ -167,10 +177,7 @@ fn every_try_has_a_socket_of_its_own_and_spares_wait_for_the_next_tries() {
 fn an_ended_try_gives_up_its_port_and_its_socket_leaves_again_from_a_new_one() {
     let upstream = upstream();
     let mut rig = Rig::new(upstream.local_addr().unwrap());
-    rig.submit(0);
-    let (query, from) = next_query(&upstream);
-    upstream.send_to(&answer(&query, false), from).unwrap();
-    rig.until_done(1);
+    let (query, from) = rig.answered(&upstream, 0);
     // A late duplicate waits on the ended try's socket when its port is given up.
     upstream.send_to(&answer(&query, false), from).unwrap();
     std::thread::sleep(Duration::from_millis(20));
@@ -203,12 +210,14 @@ fn a_released_socket_serves_only_an_upstream_of_its_family() {
     let upstream = upstream();
     let v4 = upstream.local_addr().unwrap();
     let mut rig = Rig::new(v4);
-    rig.submit(0);
-    let (query, from) = next_query(&upstream);
-    upstream.send_to(&answer(&query, false), from).unwrap();
-    rig.until_done(1);
+    rig.answered(&upstream, 0);
     rig.sockets.tidy(1, Instant::now());
-    let [(released, _, true)] = rig.sockets.released[..] else {
+    let [Released {
+        socket: released,
+        ipv4: true,
+        ..
+    }] = rig.sockets.released[..]
+    else {
         panic!("one released IPv4 socket");
     };
 
@@ -227,16 +236,14 @@ fn an_error_waiting_on_a_released_socket_does_not_fail_its_next_try() {
     let upstream = upstream();
     let addr = upstream.local_addr().unwrap();
     let mut rig = Rig::new(addr);
-    rig.submit(0);
-    let (query, from) = next_query(&upstream);
-    upstream.send_to(&answer(&query, false), from).unwrap();
-    rig.until_done(1);
+    rig.answered(&upstream, 0);
     // The upstream goes away: a datagram to it comes back as "port unreachable", an error the
     // socket holds until it is read.
     drop(upstream);
-    if let Link::Udp(udp) = &rig.sockets.ended[0].1 {
-        udp.send(b"x").unwrap();
-    }
+    let Link::Udp(udp) = &rig.sockets.ended[0].1 else {
+        panic!("a UDP try ended");
+    };
+    udp.send(b"x").unwrap();
     std::thread::sleep(Duration::from_millis(20));
     rig.sockets.tidy(1, Instant::now());
     assert_eq!(rig.sockets.released.len(), 1);
