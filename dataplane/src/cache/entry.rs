@@ -11,8 +11,8 @@
 
 use super::rdata::{check_rdata, layout, read_stable_name, Field, Rewritten};
 use crate::wire::bytes::copy_short;
+use crate::wire::name::same_name_at;
 use crate::wire::types::{rcode, rtype, HEADER_LEN, MAX_NAME_LEN};
-use crate::wire::LowerName;
 use std::time::Instant;
 
 /// TTL served for stale answers (RFC 8767 §4: "a TTL of 30 seconds is RECOMMENDED").
@@ -43,9 +43,9 @@ pub enum RecordsError {
 
 /// Where one stored record ends and where its TTL sits, both relative to the stored bytes.
 #[derive(Debug, Clone, Copy)]
-struct RecordMeta {
+pub(super) struct RecordMeta {
     end: u16,
-    ttl_at: u16,
+    pub(super) ttl_at: u16,
     /// The record starts a new RRset (owner, type or class differ from the one before).
     rrset_start: bool,
 }
@@ -55,7 +55,8 @@ struct RecordMeta {
 #[derive(Debug)]
 pub struct Entry {
     body: Box<[u8]>,
-    records: Box<[RecordMeta]>,
+    /// Sized from the header's counts, which include the OPT left out: one slot may be spare.
+    records: Vec<RecordMeta>,
     counts: [u16; 3],
     rcode: u16,
     authentic: bool,
@@ -94,16 +95,20 @@ impl Entry {
         let mut records = Vec::with_capacity(header_counts.iter().map(|&c| usize::from(c)).sum::<usize>().min(256));
         let mut counts = [0u16; 3];
         let mut pos = body_start;
-        let mut owner = LowerName::default();
-        let mut previous: Option<(LowerName, u16, u16)>;
+        // Owner (where its name starts), type and class of the record before, in this section.
+        let mut previous: Option<(usize, u16, u16)>;
         let mut answer_ttl: Option<u32> = None;
         let mut negative_ttl: Option<u32> = None;
         let mut extended_rcode = 0u16;
-        let mut rewritten = Rewritten::default();
         'sections: for (section, &count) in header_counts.iter().enumerate() {
             previous = None;
             for _ in 0..count {
-                let name_end = read_stable_name(msg, pos, Some(&mut owner), &rewritten)?;
+                let mut rewritten = Rewritten {
+                    base: body_start,
+                    before: &records,
+                    current: None,
+                };
+                let name_end = read_stable_name(msg, pos, None, &rewritten)?;
                 let fixed = msg.get(name_end..name_end + 10).ok_or(RecordsError::Malformed)?;
                 let rtype_ = u16::from_be_bytes([fixed[0], fixed[1]]);
                 let rclass = u16::from_be_bytes([fixed[2], fixed[3]]);
@@ -126,12 +131,11 @@ impl Entry {
                     // keeps every backward pointer valid.
                     break 'sections;
                 }
-                rewritten.push_ttl(name_end + 4);
+                rewritten.current = Some(name_end + 4);
                 check_rdata(msg, rtype_, rclass, name_end + 10, rdata_end, &rewritten)?;
-                let rrset_start = previous
-                    .as_ref()
-                    .is_none_or(|(o, t, c)| o.wire() != owner.wire() || *t != rtype_ || *c != rclass);
-                previous = Some((owner.clone(), rtype_, rclass));
+                let rrset_start =
+                    previous.is_none_or(|(o, t, c)| t != rtype_ || c != rclass || !same_name_at(msg, o, pos));
+                previous = Some((pos, rtype_, rclass));
                 match section {
                     0 => answer_ttl = Some(answer_ttl.map_or(ttl, |m| m.min(ttl))),
                     1 if rtype_ == rtype::SOA && rdata_end >= name_end + 10 + 4 => {
@@ -161,7 +165,7 @@ impl Entry {
         };
         Ok(Entry {
             body: msg[body_start..pos].into(),
-            records: records.into_boxed_slice(),
+            records: fitted(records),
             counts,
             rcode: code,
             authentic: u16::from_be_bytes([msg[2], msg[3]]) & crate::wire::types::flags::AD != 0,
@@ -194,7 +198,7 @@ impl Entry {
 
     /// Bytes the entry holds on the heap, for the cache's memory bound.
     pub fn heap_bytes(&self) -> usize {
-        self.body.len() + self.records.len() * std::mem::size_of::<RecordMeta>()
+        self.body.len() + self.records.capacity() * std::mem::size_of::<RecordMeta>()
     }
 
     /// Whether the answer is negative (NXDOMAIN, or NOERROR without answer records).
@@ -323,6 +327,16 @@ impl Entry {
         }
         Some((len, count))
     }
+}
+
+/// `records` without more than one spare slot: shrinking costs a reallocation on every cache
+/// miss, and the one slot the counts spend on an OPT is cheaper to keep; a header that
+/// announced more records than the message holds is not.
+fn fitted(mut records: Vec<RecordMeta>) -> Vec<RecordMeta> {
+    if records.capacity() > records.len() + 1 {
+        records.shrink_to_fit();
+    }
+    records
 }
 
 /// An entry's records with the upstream's question in front, read at the offsets of the

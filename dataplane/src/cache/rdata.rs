@@ -12,6 +12,7 @@
 //! types whose length is fixed is checked too: a 5-byte address would reach every client the
 //! entry is served to.
 
+use super::entry::RecordMeta;
 use super::RecordsError;
 use crate::wire::name::read_name;
 use crate::wire::types::{class, rtype, HEADER_LEN};
@@ -21,25 +22,28 @@ use crate::wire::LowerName;
 const TTL_LEN: usize = 4;
 
 /// The bytes of an upstream's message that a reply built from its entry rewrites: the header,
-/// and the TTL field of every record read so far (in message order).
-#[derive(Debug, Default)]
-pub(super) struct Rewritten {
-    ttls: Vec<usize>,
+/// and the TTL field of every record read so far (in message order). A view on the records
+/// already read, so that reading a reply allocates nothing for it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Rewritten<'a> {
+    /// Where the records start: their `ttl_at` is relative to it.
+    pub(super) base: usize,
+    /// The records read before, in message order.
+    pub(super) before: &'a [RecordMeta],
+    /// The TTL field of the record being read, once its owner name is read.
+    pub(super) current: Option<usize>,
 }
 
-impl Rewritten {
-    /// Notes the TTL field at `at`, past every one noted before.
-    pub(super) fn push_ttl(&mut self, at: usize) {
-        self.ttls.push(at);
-    }
-
+impl Rewritten<'_> {
     /// Whether `start..end` overlaps the header or a noted TTL field.
     fn overlaps(&self, start: usize, end: usize) -> bool {
         if start < HEADER_LEN {
             return true;
         }
-        let first_after = self.ttls.partition_point(|&ttl| ttl + TTL_LEN <= start);
-        self.ttls.get(first_after).is_some_and(|&ttl| ttl < end)
+        let ttl = |record: &RecordMeta| self.base + usize::from(record.ttl_at);
+        let first_after = self.before.partition_point(|r| ttl(r) + TTL_LEN <= start);
+        self.before.get(first_after).is_some_and(|r| ttl(r) < end)
+            || self.current.is_some_and(|at| at < end && start < at + TTL_LEN)
     }
 }
 

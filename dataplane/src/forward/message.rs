@@ -2,9 +2,7 @@
 //! before anything in it is believed.
 
 use crate::cache::{Cache, Entry, Key};
-use crate::wire::name::read_name;
 use crate::wire::types::{flags, option, rcode, rtype, ADVERTISED_UDP_LEN, HEADER_LEN};
-use crate::wire::LowerName;
 use std::time::Instant;
 
 /// Longest upstream query: header, question, OPT with the loop guard option.
@@ -86,10 +84,16 @@ pub fn check_reply(msg: &[u8], id: u16, key: &Key) -> Result<ReplyShape, Mismatc
     if flag_word & flags::OPCODE_MASK != 0 || u16::from_be_bytes([msg[4], msg[5]]) != 1 {
         return Err(Mismatch::Question);
     }
-    let mut name = LowerName::default();
-    let name_end = read_name(msg, HEADER_LEN, Some(&mut name)).map_err(|_| Mismatch::Question)?;
+    // The key's name is lower-case, uncompressed and well formed: a question that matches it
+    // byte for byte but for the case of letters is that name, uncompressed, ending where it
+    // ends. Label lengths (below 64) and pointers (0xC0 and up) are no letters, so no other
+    // spelling can match.
     let expected = key.name_wire();
-    if name.wire() != expected || name_end != HEADER_LEN + expected.len() {
+    let name_end = HEADER_LEN + expected.len();
+    if !msg
+        .get(HEADER_LEN..name_end)
+        .is_some_and(|name| name.eq_ignore_ascii_case(expected))
+    {
         return Err(Mismatch::Question);
     }
     let fields = msg.get(name_end..name_end + 4).ok_or(Mismatch::Question)?;
@@ -147,7 +151,7 @@ pub fn read_reply(msg: &[u8], id: u16, key: &Key, over_tcp: bool, cache: &Cache,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::Name;
+    use crate::wire::{LowerName, Name};
 
     fn key(name: &str, dnssec_ok: bool) -> Key {
         let n = LowerName::from_wire(Name::from_dotted(name).unwrap().wire()).unwrap();

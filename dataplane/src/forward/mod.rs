@@ -449,6 +449,7 @@ impl Resolver {
                 }
                 stats.cache_evictions.add(inserted.evicted);
             }
+            forwarder.recycle(waiters);
         }
         stats.cache_entries.set(cache.len() as u64);
         stats.cache_bytes.set(cache.bytes() as u64);

@@ -358,6 +358,47 @@ pub fn skip_name(msg: &[u8], mut pos: usize) -> Result<usize, WireError> {
     }
 }
 
+/// Whether the names at `a` and `b` of `msg`, each possibly compressed, are the same name
+/// (letters compared without regard to case), without copying either: the records of one
+/// reply are grouped into RRsets by owner, and most owners are pointers to the same place.
+/// Anything malformed compares unequal; the walk ends within a bounded number of steps.
+pub fn same_name_at(msg: &[u8], mut a: usize, mut b: usize) -> bool {
+    // A name has at most 127 labels; with a pointer before each, 256 steps read any two.
+    for _ in 0..256 {
+        let (Some(&la), Some(&lb)) = (msg.get(a), msg.get(b)) else {
+            return false;
+        };
+        if la & 0xC0 == 0xC0 || lb & 0xC0 == 0xC0 {
+            if la & 0xC0 == 0xC0 {
+                let Some(&low) = msg.get(a + 1) else { return false };
+                a = usize::from(la & 0x3F) << 8 | usize::from(low);
+            }
+            if lb & 0xC0 == 0xC0 {
+                let Some(&low) = msg.get(b + 1) else { return false };
+                b = usize::from(lb & 0x3F) << 8 | usize::from(low);
+            }
+            continue;
+        }
+        if a == b {
+            return true;
+        }
+        if la != lb || la & 0xC0 != 0 {
+            return false;
+        }
+        if la == 0 {
+            return true;
+        }
+        let len = 1 + usize::from(la);
+        match (msg.get(a + 1..a + len), msg.get(b + 1..b + len)) {
+            (Some(x), Some(y)) if x.eq_ignore_ascii_case(y) => {}
+            _ => return false,
+        }
+        a += len;
+        b += len;
+    }
+    false
+}
+
 /// An owned domain name: lower-cased, uncompressed wire form. The key type of every lookup table,
 /// so that a query name read into a [`LowerName`] finds it by plain byte comparison.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -533,6 +574,24 @@ impl fmt::Debug for Name {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_compare_through_pointers_and_case() {
+        // 0: www.Example.org.  17: pointer to 0  19: WWW + pointer to 4  25: ftp + pointer to 4
+        // 31: www.example.net.  48: a pointer to itself  50: a pointer past the end
+        let mut msg = b"\x03www\x07Example\x03org\x00".to_vec();
+        msg.extend_from_slice(&[0xC0, 0]);
+        msg.extend_from_slice(b"\x03WWW\xC0\x04");
+        msg.extend_from_slice(b"\x03ftp\xC0\x04");
+        msg.extend_from_slice(b"\x03www\x07example\x03net\x00");
+        msg.extend_from_slice(&[0xC0, 48, 0xC0, 0xFF]);
+        for (a, b) in [(0, 0), (0, 17), (17, 19), (19, 0)] {
+            assert!(same_name_at(&msg, a, b), "{a} and {b}");
+        }
+        for (a, b) in [(0, 25), (19, 25), (0, 31), (0, 48), (48, 48), (0, 50), (0, 60)] {
+            assert!(!same_name_at(&msg, a, b), "{a} and {b}");
+        }
+    }
 
     #[test]
     fn copies_of_every_length_lower_case_as_one_at_a_time() {

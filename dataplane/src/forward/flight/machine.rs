@@ -20,6 +20,7 @@ mod tests;
 
 pub use crate::forward::entropy::Entropy;
 
+use super::timers::{Timer, Timers};
 use crate::cache::{Cache, Entry, Key};
 use crate::forward::message::{read_reply, write_query, Mismatch, Verdict, MAX_QUERY_LEN};
 use crate::forward::upstream::{had_a_chance, Group, SharedHealth};
@@ -27,8 +28,8 @@ use crate::forward::{Failure, ForwardConfig, Route};
 use crate::stats::{RateLimitedWarning, WorkerStats};
 use crate::wire::types::{class, rtype};
 use crate::wire::LowerName;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasher;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -39,6 +40,8 @@ use std::time::{Duration, Instant};
 pub const TRIES: usize = 3;
 /// Clients that may wait on one question; more get SERVFAIL at once.
 const MAX_WAITERS: usize = 256;
+/// The longest waiter list [`Machine::recycle`] keeps.
+const SPARE_WAITERS_CAPACITY: usize = 4;
 /// How long a health probe may take.
 const PROBE_BUDGET: Duration = Duration::from_secs(1);
 /// Floor of the timeout of a TCP retry, which costs a handshake more than the UDP try.
@@ -178,6 +181,8 @@ pub enum SendError {
 
 struct Flight<W> {
     key: Key,
+    /// The hash it is indexed under in `by_key`, if it is.
+    hash: Option<u64>,
     route: usize,
     purpose: Purpose,
     waiters: Vec<W>,
@@ -207,15 +212,6 @@ struct Attempt {
     protocol: Protocol,
 }
 
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Timer {
-    at: Instant,
-    serial: u64,
-    slot: usize,
-    /// The try that times out, or `None` for the question's whole budget.
-    attempt: Option<usize>,
-}
-
 /// One worker's questions in flight and its view of the upstreams, generic over what waits
 /// for an answer (`W`: a client to answer, in the worker).
 pub struct Machine<W> {
@@ -225,8 +221,15 @@ pub struct Machine<W> {
     free: Vec<usize>,
     active: usize,
     max_in_flight: usize,
-    by_key: HashMap<Box<[u8]>, usize, foldhash::fast::RandomState>,
-    timers: BinaryHeap<Reverse<Timer>>,
+    /// Questions by the hash of their key, for single-flight: the key itself would cost an
+    /// allocation a question. Two questions whose keys share a hash are never merged; the
+    /// second goes on its own.
+    by_key: HashMap<u64, usize, foldhash::fast::RandomState>,
+    key_hasher: foldhash::fast::RandomState,
+    /// Emptied waiter lists handed back ([`Machine::recycle`]), so that a question does not
+    /// allocate one.
+    spare_waiters: Vec<Vec<W>>,
+    timers: Timers,
     serial: u64,
     ids: Entropy,
     budget: Duration,
@@ -265,7 +268,9 @@ impl<W> Machine<W> {
             active: 0,
             max_in_flight: config.max_in_flight.max(1),
             by_key: HashMap::default(),
-            timers: BinaryHeap::new(),
+            key_hasher: foldhash::fast::RandomState::default(),
+            spare_waiters: Vec::new(),
+            timers: Timers::default(),
             serial: 0,
             ids,
             budget: config.timeout,
@@ -345,12 +350,12 @@ impl<W> Machine<W> {
         flight.failures = 0;
         flight.bad_answer = false;
         flight.last = first;
-        self.timers.push(Reverse(Timer {
+        self.timers.push(Timer {
             at: flight.deadline,
             serial,
             slot,
             attempt: None,
-        }));
+        });
         self.advance(slot, Some(first), now);
     }
 
@@ -375,10 +380,10 @@ impl<W> Machine<W> {
     pub fn poll_timeout(&mut self) -> Option<Instant> {
         // Timers of tries and questions that ended stay in the heap until they are due; the
         // ones on top are dropped here, so that the worker does not wake for them.
-        while self.timers.peek().is_some_and(|Reverse(t)| !self.is_live(t)) {
+        while self.timers.peek().is_some_and(|t| !self.is_live(t)) {
             self.timers.pop();
         }
-        let timer = self.timers.peek().map(|Reverse(t)| t.at);
+        let timer = self.timers.peek().map(|t| t.at);
         let probe = self
             .groups
             .iter()
@@ -415,6 +420,16 @@ impl<W> Machine<W> {
         into.append(&mut self.done);
     }
 
+    /// Takes back the waiter list of a [`Done`] whose clients are answered, to hold the
+    /// clients of a later question without allocating. Short lists only, and no more than
+    /// questions may be in flight: a burst of merged clients must not stay allocated.
+    pub fn recycle(&mut self, mut waiters: Vec<W>) {
+        if waiters.capacity() <= SPARE_WAITERS_CAPACITY && self.spare_waiters.len() < self.max_in_flight {
+            waiters.clear();
+            self.spare_waiters.push(waiters);
+        }
+    }
+
     fn next_serial(&mut self) -> u64 {
         self.serial += 1;
         self.serial
@@ -443,20 +458,27 @@ impl<W> Machine<W> {
         purpose: Purpose,
         now: Instant,
     ) -> Result<(), Failure> {
-        if !matches!(purpose, Purpose::Probe(_)) {
-            if let Some(&slot) = self.by_key.get(key.bytes()) {
-                if let (Some(waiter), Some(flight)) = (waiter, self.flights[slot].as_mut()) {
-                    if matches!(purpose, Purpose::Clients { stale: true }) && flight.failures > 0 {
-                        return Err(Failure::Unreachable);
+        // Probes are never merged, nor indexed; nor is a question whose key's hash another
+        // question in flight holds.
+        let mut indexed = !matches!(purpose, Purpose::Probe(_));
+        let hash = self.key_hasher.hash_one(key.bytes());
+        if let Some(&slot) = self.by_key.get(&hash).filter(|_| indexed) {
+            match self.flights[slot].as_mut() {
+                Some(flight) if flight.key.bytes() == key.bytes() => {
+                    if let Some(waiter) = waiter {
+                        if matches!(purpose, Purpose::Clients { stale: true }) && flight.failures > 0 {
+                            return Err(Failure::Unreachable);
+                        }
+                        if flight.waiters.len() >= MAX_WAITERS {
+                            self.stats.forward_busy.incr();
+                            return Err(Failure::Busy);
+                        }
+                        flight.waiters.push(waiter);
+                        self.stats.forward_merged.incr();
                     }
-                    if flight.waiters.len() >= MAX_WAITERS {
-                        self.stats.forward_busy.incr();
-                        return Err(Failure::Busy);
-                    }
-                    flight.waiters.push(waiter);
-                    self.stats.forward_merged.incr();
+                    return Ok(());
                 }
-                return Ok(());
+                _ => indexed = false,
             }
         }
         if self.active >= self.max_in_flight {
@@ -482,14 +504,17 @@ impl<W> Machine<W> {
                 self.flights.len() - 1
             }
         };
-        if !matches!(purpose, Purpose::Probe(_)) {
-            self.by_key.insert(key.bytes().into(), slot);
+        if indexed {
+            self.by_key.insert(hash, slot);
         }
+        let mut waiters = self.spare_waiters.pop().unwrap_or_default();
+        waiters.extend(waiter);
         self.flights[slot] = Some(Flight {
             key,
+            hash: indexed.then_some(hash),
             route,
             purpose,
-            waiters: waiter.into_iter().collect(),
+            waiters,
             deadline: now + budget,
             serial,
             tries: 0,
@@ -499,12 +524,12 @@ impl<W> Machine<W> {
             failures: 0,
         });
         self.active += 1;
-        self.timers.push(Reverse(Timer {
+        self.timers.push(Timer {
             at: now + budget,
             serial,
             slot,
             attempt: None,
-        }));
+        });
         self.advance(slot, Some(first), now);
         Ok(())
     }
@@ -516,8 +541,8 @@ impl<W> Machine<W> {
             // Another worker may have found the route's last upstream dead.
             self.update_down(route);
         }
-        while self.timers.peek().is_some_and(|Reverse(t)| t.at <= now) {
-            if let Some(Reverse(timer)) = self.timers.pop() {
+        while self.timers.peek().is_some_and(|t| t.at <= now) {
+            if let Some(timer) = self.timers.pop() {
                 self.expire(timer, cache, now);
             }
         }
@@ -579,12 +604,12 @@ impl<W> Machine<W> {
             id,
             flight,
         )));
-        self.timers.push(Reverse(Timer {
+        self.timers.push(Timer {
             at: (now + server.rto(k as u32)).min(flight.deadline),
             serial,
             slot,
             attempt: Some(k),
-        }));
+        });
     }
 
     /// Handles `msg`, received on try `id` at `now`: an answer ends the question, a truncated
@@ -721,12 +746,12 @@ impl<W> Machine<W> {
             id,
             flight,
         )));
-        self.timers.push(Reverse(Timer {
+        self.timers.push(Timer {
             at: (now + timeout).min(flight.deadline),
             serial,
             slot,
             attempt: Some(k),
-        }));
+        });
     }
 
     /// A timer fired: a try timed out, or the question's budget ran out.
@@ -866,7 +891,9 @@ impl<W> Machine<W> {
         match flight.purpose {
             Purpose::Probe(upstream) => self.groups[flight.route].upstreams[upstream].probing = false,
             Purpose::Clients { .. } | Purpose::Refresh => {
-                self.by_key.remove(flight.key.bytes());
+                if let Some(hash) = flight.hash {
+                    self.by_key.remove(&hash);
+                }
                 if result.is_err() && !flight.waiters.is_empty() {
                     self.stats.forward_failures.incr();
                 }

@@ -5,6 +5,7 @@
 
 pub mod machine;
 mod sockets;
+mod timers;
 
 pub(crate) use machine::Kind;
 
@@ -133,6 +134,12 @@ impl Forwarder {
         self.machine.handle_timeout(cache, now);
         self.sockets.flush(&mut self.machine, now);
         self.machine.drain_done(done);
+    }
+
+    /// Takes back the waiter list of a question whose clients are answered
+    /// ([`Machine::recycle`]).
+    pub(crate) fn recycle(&mut self, waiters: Vec<Waiter>) {
+        self.machine.recycle(waiters);
     }
 
     /// Once the clients of the turn are answered: closes the sockets of ended tries and tops up

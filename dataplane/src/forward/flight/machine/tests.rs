@@ -456,6 +456,36 @@ fn identical_questions_share_one_try_and_every_client_gets_the_answer() {
     assert_eq!(*waiters, (1..=MAX_WAITERS as u32).collect::<Vec<_>>());
 }
 
+/// Questions are found for merging by a hash of their key: two different questions whose keys
+/// share it (forced here) must each go upstream and each get its own answer.
+#[test]
+fn questions_whose_keys_share_a_hash_are_not_merged() {
+    let mut sim = Sim::new(&[&[A]], Duration::from_millis(1500));
+    sim.submit(1, 1).unwrap();
+    let first = sim.one_sent();
+    let slot = *sim.machine.by_key.values().next().expect("question 1 is indexed");
+    let hash = sim.machine.key_hasher.hash_one(question(2).bytes());
+    sim.machine.by_key.insert(hash, slot);
+    sim.submit(2, 2).unwrap();
+    let second = sim.one_sent();
+    assert_eq!(sim.totals().forward_merged, 0);
+    sim.reply(&second, &answer(second.query(), 60));
+    sim.reply(&first, &answer(first.query(), 60));
+    let done = sim.done();
+    let answered: Vec<(Vec<u8>, Vec<u32>)> = done
+        .iter()
+        .map(|d| (d.key.bytes().to_vec(), d.waiters.clone()))
+        .collect();
+    assert_eq!(
+        answered,
+        vec![
+            (question(2).bytes().to_vec(), vec![2]),
+            (question(1).bytes().to_vec(), vec![1])
+        ]
+    );
+    assert!(done.iter().all(|d| d.result.is_ok()));
+}
+
 #[test]
 fn questions_beyond_the_in_flight_bound_fail_fast() {
     let mut sim = Sim::with(&[&[A]], |c| c.max_in_flight = 2);
