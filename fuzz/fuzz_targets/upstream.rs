@@ -354,7 +354,7 @@ impl Sim<'_> {
                 let kind = Kind::Clients { stale: forward.stale };
                 match self
                     .machine
-                    .submit(forward.key, forward.route, Some(at), kind, self.now)
+                    .submit(&forward.key, forward.route, Some(at), kind, self.now)
                 {
                     Ok(()) => self.clients[at].waiting = true,
                     Err(why) => self.answer(at, &key, Err(why)),
@@ -377,7 +377,7 @@ impl Sim<'_> {
                 if let Some(refresh) = refresh {
                     let _ = self
                         .machine
-                        .submit(refresh.key, refresh.route, None, Kind::Refresh, self.now);
+                        .submit(&refresh.key, refresh.route, None, Kind::Refresh, self.now);
                     self.step();
                 }
                 None
@@ -576,7 +576,7 @@ impl Sim<'_> {
                 };
                 let lower = LowerName::from_wire(key.name_wire()).expect("a key holds a name");
                 if let Some(route) = self.routes.route(&lower) {
-                    let _ = self.machine.submit(key, route, None, Kind::Refresh, self.now);
+                    let _ = self.machine.submit(&key, route, None, Kind::Refresh, self.now);
                     self.step();
                 }
             }

@@ -264,7 +264,7 @@ impl Resolver {
                     self.stats.cache_refreshes.incr();
                     let _ = self
                         .forwarder
-                        .submit(refresh.key, refresh.route, None, Kind::Refresh, now);
+                        .submit(&refresh.key, refresh.route, None, Kind::Refresh, now);
                 }
                 Answered::Now(outcome)
             }
@@ -273,7 +273,6 @@ impl Resolver {
                 let ip = client.ip();
                 let held = self.waiting.get(&ip).copied().unwrap_or(0);
                 let limit = self.plan.config.max_in_flight_per_client;
-                let key = forward.key.clone();
                 let submitted = if limit != 0 && held >= limit {
                     self.stats.forward_client_limited.incr();
                     Err(Failure::Busy)
@@ -285,7 +284,7 @@ impl Resolver {
                         since: now,
                     };
                     self.forwarder.submit(
-                        forward.key,
+                        &forward.key,
                         forward.route,
                         Some(waiter),
                         Kind::Clients { stale: forward.stale },
@@ -304,7 +303,7 @@ impl Resolver {
                             down: self.forwarder.down(),
                             allowed: true,
                             now,
-                            resolved: Some(Resolved::Failed(key.key_ref(), failure)),
+                            resolved: Some(Resolved::Failed(forward.key.key_ref(), failure)),
                         };
                         match answer_recursive(query, snapshot, ctx, &mut rec, &mut self.qname, out) {
                             Resolution::Done(outcome)
@@ -324,7 +323,7 @@ impl Resolver {
                     self.stats.cache_refreshes.incr();
                     let _ = self
                         .forwarder
-                        .submit(refresh.key, refresh.route, None, Kind::Refresh, now);
+                        .submit(&refresh.key, refresh.route, None, Kind::Refresh, now);
                 }
                 Answered::Now(outcome)
             }

@@ -441,7 +441,7 @@ impl<W> Machine<W> {
     /// the question in flight has already failed a try (the client gets the stale answer now).
     pub fn submit(
         &mut self,
-        key: Key,
+        key: &Key,
         route: Route,
         waiter: Option<W>,
         kind: Kind,
@@ -452,7 +452,7 @@ impl<W> Machine<W> {
 
     fn submit_to(
         &mut self,
-        key: Key,
+        key: &Key,
         route: usize,
         waiter: Option<W>,
         purpose: Purpose,
@@ -510,7 +510,7 @@ impl<W> Machine<W> {
         let mut waiters = self.spare_waiters.pop().unwrap_or_default();
         waiters.extend(waiter);
         self.flights[slot] = Some(Flight {
-            key,
+            key: key.clone(),
             hash: indexed.then_some(hash),
             route,
             purpose,
@@ -920,7 +920,7 @@ impl<W> Machine<W> {
                 self.stats.upstream_probes.incr();
                 let root = Key::new(&LowerName::default(), rtype::NS, class::IN, false, false);
                 if self
-                    .submit_to(root, route, None, Purpose::Probe(upstream), now)
+                    .submit_to(&root, route, None, Purpose::Probe(upstream), now)
                     .is_err()
                 {
                     self.groups[route].upstreams[upstream].probing = false;

@@ -115,7 +115,7 @@ impl Forwarder {
     /// Puts a question in flight and sends its first try ([`Machine::submit`]).
     pub(crate) fn submit(
         &mut self,
-        key: Key,
+        key: &Key,
         route: Route,
         waiter: Option<Waiter>,
         kind: Kind,

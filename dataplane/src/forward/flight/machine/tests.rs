@@ -143,7 +143,7 @@ impl Sim {
     }
 
     fn ask(&mut self, i: u32, route: Route, client: Option<u32>, kind: Kind) -> Result<(), Failure> {
-        let submitted = self.machine.submit(question(i), route, client, kind, self.now);
+        let submitted = self.machine.submit(&question(i), route, client, kind, self.now);
         self.step();
         submitted
     }
@@ -583,7 +583,7 @@ fn questions_of_another_worker_end_when_one_finds_the_upstream_dead() {
     one.submit(0, 0).unwrap();
     one.submit(1, 1).unwrap();
     two.submit(
-        question(2),
+        &question(2),
         Route::DEFAULT,
         Some(2),
         Kind::Clients { stale: false },

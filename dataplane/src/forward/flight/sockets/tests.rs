@@ -71,7 +71,7 @@ impl Rig {
     fn submit(&mut self, i: u32) {
         let kind = Kind::Clients { stale: false };
         self.machine
-            .submit(question(i), Route::DEFAULT, Some(i), kind, Instant::now())
+            .submit(&question(i), Route::DEFAULT, Some(i), kind, Instant::now())
             .unwrap();
         self.sockets.flush(&mut self.machine, Instant::now());
     }
