@@ -267,7 +267,9 @@ impl<W> Machine<W> {
             free: Vec::new(),
             active: 0,
             max_in_flight: config.max_in_flight.max(1),
-            by_key: HashMap::default(),
+            // Sized for the bound (up to a point): growing it would allocate in the middle of
+            // a burst of misses.
+            by_key: HashMap::with_capacity_and_hasher(config.max_in_flight.clamp(1, 1024), Default::default()),
             key_hasher: foldhash::fast::RandomState::default(),
             spare_waiters: Vec::new(),
             timers: Timers::default(),
