@@ -1,7 +1,8 @@
-# Shared by the load scripts in benches/ (compare.sh, miss_latency.sh, cache_hits.sh): logging,
-# the scratch directory and the servers started in it, stopped on exit, free ports, readiness, a
-# Knot configuration and the wildcard zone the forwarding benches serve. Source it after
-# `set -euo pipefail`; it sets `work`, `PID`, `PORT` and `prio`.
+# Shared by the load scripts in benches/ (compare.sh, miss_latency.sh, miss_instructions.sh,
+# cache_hits.sh): logging, the scratch directory and the servers started in it, stopped on exit,
+# free ports, readiness, a Knot configuration, a dnsdist one and the wildcard zone the
+# forwarding benches serve. Source it after `set -euo pipefail`; it sets `work`, `PID`, `PORT`
+# and `prio`.
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -108,6 +109,17 @@ log:
 zone:
   - domain: $2
     file: $3
+CONF
+}
+
+dnsdist_conf() { # port, upstream port, zone (without its final dot), file: dnsdist forwarding to
+  # the upstream on 127.0.0.1, no packet cache (every query goes upstream), no security polling
+  # (nothing outside is reached)
+  cat >"$4" <<CONF
+setLocal("127.0.0.1:$1")
+setACL({"127.0.0.0/8"})
+setSecurityPollSuffix("")
+newServer({address="127.0.0.1:$2", checkName="$3.", checkType="SOA"})
 CONF
 }
 

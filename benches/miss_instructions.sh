@@ -95,13 +95,7 @@ measure skyline skydns.local. "$SKYLINE_BIN" --records "$work/records.json" \
 echo "instructions per cache miss, skyline: ${PER_MISS[skyline]}"
 if [ "$PEERS" = dnsdist ]; then
   PORT[dnsdist]=$(free_port)
-  # No packet cache: every query goes to Knot. No security polling (nothing outside is reached).
-  cat >"$work/dnsdist.conf" <<CONF
-setLocal("127.0.0.1:${PORT[dnsdist]}")
-setACL({"127.0.0.0/8"})
-setSecurityPollSuffix("")
-newServer({address="127.0.0.1:${PORT[knot]}", checkName="$ZONE.", checkType="SOA"})
-CONF
+  dnsdist_conf "${PORT[dnsdist]}" "${PORT[knot]}" "$ZONE" "$work/dnsdist.conf"
   measure dnsdist "$ZONE." dnsdist --supervised --disable-syslog -C "$work/dnsdist.conf"
   echo "instructions per cache miss, dnsdist: ${PER_MISS[dnsdist]}"
   awk -v s="${PER_MISS[skyline]}" -v d="${PER_MISS[dnsdist]}" 'BEGIN {printf "skyline / dnsdist: %.2f\n", s / d}'

@@ -98,13 +98,7 @@ start_servers() {
     "skyline=127.0.0.1:${PORT[skyline]} (pid ${PID[skyline]}, cpu $SKYLINE_CPU)"
   if [ "$PEERS" = dnsdist ]; then
     PORT[dnsdist]=$(free_port)
-    # No packet cache: every query goes to Knot. No security polling (nothing outside is reached).
-    cat >"$work/dnsdist.conf" <<CONF
-setLocal("127.0.0.1:${PORT[dnsdist]}")
-setACL({"127.0.0.0/8"})
-setSecurityPollSuffix("")
-newServer({address="127.0.0.1:${PORT[knot]}", checkName="$ZONE.", checkType="SOA"})
-CONF
+    dnsdist_conf "${PORT[dnsdist]}" "${PORT[knot]}" "$ZONE" "$work/dnsdist.conf"
     start dnsdist "$SKYLINE_CPU" "$ZONE." dnsdist --supervised --disable-syslog -C "$work/dnsdist.conf"
     log "dnsdist=127.0.0.1:${PORT[dnsdist]} (pid ${PID[dnsdist]}, cpu $SKYLINE_CPU)"
   fi

@@ -380,8 +380,8 @@ impl<W> Machine<W> {
     /// When [`Machine::handle_timeout`] has something to do next: a try's or a question's
     /// timeout, or a health probe.
     pub fn poll_timeout(&mut self) -> Option<Instant> {
-        // Timers of tries and questions that ended stay in the heap until they are due; the
-        // ones on top are dropped here, so that the worker does not wake for them.
+        // Timers of tries and questions that ended stay set until they are due; the
+        // first ones are dropped here, so that the worker does not wake for them.
         while self.timers.peek().is_some_and(|t| !self.is_live(t)) {
             self.timers.pop();
         }
