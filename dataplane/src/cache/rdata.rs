@@ -24,7 +24,7 @@ const TTL_LEN: usize = 4;
 /// The bytes of an upstream's message that a reply built from its entry rewrites: the header,
 /// and the TTL field of every record read so far (in message order). A view on the records
 /// already read, so that reading a reply allocates nothing for it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub(super) struct Rewritten<'a> {
     /// Where the records start: their `ttl_at` is relative to it.
     pub(super) base: usize,

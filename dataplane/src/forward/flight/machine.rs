@@ -12,8 +12,9 @@
 //! healthy upstream each time, every try under a fresh random ID. Every try is its own
 //! transmit, which the socket layer sends from a socket and source port of its own. A try that
 //! timed out stays open until the question ends, so that a late answer still counts (and tells
-//! that the upstream is alive). A try that failed outright (a refused datagram, a reset connection) makes way for
-//! the next upstream at once. A truncated answer is asked again over TCP of the same upstream.
+//! that the upstream is alive). A try that failed outright (a refused datagram, a reset
+//! connection) makes way for the next upstream at once. A truncated answer is asked again over
+//! TCP of the same upstream.
 
 #[cfg(test)]
 mod tests;
@@ -221,11 +222,10 @@ pub struct Machine<W> {
     free: Vec<usize>,
     active: usize,
     max_in_flight: usize,
-    /// Questions by the hash of their key, for single-flight: the key itself would cost an
-    /// allocation a question. Two questions whose keys share a hash are never merged; the
-    /// second goes on its own.
+    /// Questions by the hash of their key (made with the map's own hasher), for
+    /// single-flight: the key itself would cost an allocation a question. Two questions whose
+    /// keys share a hash are never merged; the second goes on its own.
     by_key: HashMap<u64, usize, foldhash::fast::RandomState>,
-    key_hasher: foldhash::fast::RandomState,
     /// Emptied waiter lists handed back ([`Machine::recycle`]), so that a question does not
     /// allocate one.
     spare_waiters: Vec<Vec<W>>,
@@ -270,7 +270,6 @@ impl<W> Machine<W> {
             // Sized for the bound (up to a point): growing it would allocate in the middle of
             // a burst of misses.
             by_key: HashMap::with_capacity_and_hasher(config.max_in_flight.clamp(1, 1024), Default::default()),
-            key_hasher: foldhash::fast::RandomState::default(),
             spare_waiters: Vec::new(),
             timers: Timers::default(),
             serial: 0,
@@ -463,7 +462,7 @@ impl<W> Machine<W> {
         // Probes are never merged, nor indexed; nor is a question whose key's hash another
         // question in flight holds.
         let mut indexed = !matches!(purpose, Purpose::Probe(_));
-        let hash = self.key_hasher.hash_one(key.bytes());
+        let hash = self.by_key.hasher().hash_one(key.bytes());
         if let Some(&slot) = self.by_key.get(&hash).filter(|_| indexed) {
             match self.flights[slot].as_mut() {
                 Some(flight) if flight.key.bytes() == key.bytes() => {

@@ -9,9 +9,9 @@
 //! off-path attacker learns nothing from one query's port about the next one's. A released
 //! socket stays open and registered, and connecting it again binds it to a new random port:
 //! three system calls in all (release, drain, connect) where closing the old socket and opening,
-//! connecting and registering a new one cost five. Spare sockets — connected to an upstream, registered, never used — wait for the
-//! next tries to that upstream, so that a cache miss sends its query with no system call before
-//! it. Nothing that can wait is done between a query leaving and its client being answered: the
+//! connecting and registering a new one cost five. Spare sockets — connected to an upstream,
+//! registered, never used — wait for the next tries to that upstream, so that a cache miss
+//! sends its query with no system call before it. Nothing that can wait is done between a query leaving and its client being answered: the
 //! port of a finished try is released, and spares are connected, in [`Sockets::tidy`], which
 //! the worker calls once the replies of its turn are sent. Spares are made there when no try is
 //! in flight (an upstream on the same host would otherwise wait for the CPU meanwhile), or

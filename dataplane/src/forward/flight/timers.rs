@@ -2,9 +2,9 @@
 //! Most fall due in the order they are set (a budget is the same length for every question;
 //! a try's timeout changes only as its upstream's round-trip estimate does), so they wait in
 //! two queues, one per kind, where setting and taking one costs a few instructions; the few
-//! that would fall due before the last of their queue wait in a heap. A binary heap of all of
-//! them cost a cache miss ~900 instructions: with a question budget of 1.5 s it holds
-//! thousands of timers under load, and each pop walks its whole depth.
+//! that would fall due before the last of their queue wait in a heap. One binary heap of all
+//! of them holds thousands under load (a question's budget is 1.5 s), and each pop walks its
+//! whole depth.
 //!
 //! Timers are never cancelled: the machine drops those of ended tries and questions as they
 //! come up.

@@ -464,7 +464,7 @@ fn questions_whose_keys_share_a_hash_are_not_merged() {
     sim.submit(1, 1).unwrap();
     let first = sim.one_sent();
     let slot = *sim.machine.by_key.values().next().expect("question 1 is indexed");
-    let hash = sim.machine.key_hasher.hash_one(question(2).bytes());
+    let hash = sim.machine.by_key.hasher().hash_one(question(2).bytes());
     sim.machine.by_key.insert(hash, slot);
     sim.submit(2, 2).unwrap();
     let second = sim.one_sent();
