@@ -31,7 +31,7 @@ pub use route::{Failure, Route, Routes};
 pub use upstream::{SharedHealth, MAX_FAILS, PROBE_INTERVAL};
 
 use crate::answer::{Context, Outcome, Reply};
-use crate::cache::{Cache, CacheConfig};
+use crate::cache::{Cache, CacheConfig, Entry, Key};
 use crate::cookie::CookieSecrets;
 use crate::io::Peer;
 use crate::observe::Tap;
@@ -189,6 +189,9 @@ pub(crate) struct Resolver {
     /// for clearing it.
     qname: LowerName,
     done: Vec<Done>,
+    /// The last answer of a turn, stored in the cache by [`Resolver::tidy`] once the replies
+    /// of the turn are sent: a client waiting for a miss is not kept waiting for the store.
+    unstored: Option<(Key, Entry)>,
     /// Clients by address with how many of their questions wait on upstreams, for
     /// `max_in_flight_per_client`.
     waiting: HashMap<IpAddr, usize, foldhash::fast::RandomState>,
@@ -226,6 +229,7 @@ impl Resolver {
             scratch: vec![0; MAX_MESSAGE_LEN].into_boxed_slice(),
             qname: LowerName::default(),
             done: Vec::new(),
+            unstored: None,
             waiting: HashMap::default(),
         })
     }
@@ -346,9 +350,13 @@ impl Resolver {
         self.forwarder.in_flight()
     }
 
-    /// Closes what ended and opens spare sockets: called once the replies a turn produced are
-    /// sent, so that none of it stands between a client and its answer.
+    /// Stores the turn's last answer, closes what ended and opens spare sockets: called once
+    /// the replies a turn produced are sent, so that none of it stands between a client and
+    /// its answer.
     pub(crate) fn tidy(&mut self, now: Instant) {
+        store(&mut self.cache, &self.stats, self.unstored.take());
+        self.stats.cache_entries.set(self.cache.len() as u64);
+        self.stats.cache_bytes.set(self.cache.bytes() as u64);
         self.forwarder.tidy(now);
     }
 
@@ -398,11 +406,15 @@ impl Resolver {
             scratch,
             qname,
             done,
+            unstored,
             waiting,
             ..
         } = self;
         forwarder.turn(cache, now, done);
         for finished in done.drain(..) {
+            // The clients of this question may be answered from an earlier one's answer (the
+            // target of a CNAME): that one is stored first.
+            store(cache, stats, unstored.take());
             let Done {
                 key,
                 waiters,
@@ -442,16 +454,21 @@ impl Resolver {
                 }
             }
             if let (Ok(entry), true) = (result, store) {
-                let inserted = cache.insert(key.bytes(), entry);
-                if inserted.stored {
-                    stats.cache_inserts.incr();
-                }
-                stats.cache_evictions.add(inserted.evicted);
+                *unstored = Some((key, entry));
             }
             forwarder.recycle(waiters);
         }
-        stats.cache_entries.set(cache.len() as u64);
-        stats.cache_bytes.set(cache.bytes() as u64);
+    }
+}
+
+/// Stores an upstream's answer in the cache, if there is one.
+fn store(cache: &mut Cache, stats: &WorkerStats, answer: Option<(Key, Entry)>) {
+    if let Some((key, entry)) = answer {
+        let inserted = cache.insert(key.bytes(), entry);
+        if inserted.stored {
+            stats.cache_inserts.incr();
+        }
+        stats.cache_evictions.add(inserted.evicted);
     }
 }
 
