@@ -31,7 +31,7 @@ pub use route::{Failure, Route, Routes};
 pub use upstream::{SharedHealth, MAX_FAILS, PROBE_INTERVAL};
 
 use crate::answer::{Context, Outcome, Reply};
-use crate::cache::{Cache, CacheConfig, Entry, Key};
+use crate::cache::{Cache, CacheConfig};
 use crate::cookie::CookieSecrets;
 use crate::io::Peer;
 use crate::observe::Tap;
@@ -188,10 +188,10 @@ pub(crate) struct Resolver {
     /// The query name of the query being answered, kept from query to query so that none pays
     /// for clearing it.
     qname: LowerName,
+    /// The questions that ended in the last turn. The last one's answer is stored in the cache
+    /// by [`Resolver::tidy`], once the turn's replies are sent: a client waiting for a miss is
+    /// not kept waiting for the store.
     done: Vec<Done>,
-    /// The last answer of a turn, stored in the cache by [`Resolver::tidy`] once the replies
-    /// of the turn are sent: a client waiting for a miss is not kept waiting for the store.
-    unstored: Option<(Key, Entry)>,
     /// Clients by address with how many of their questions wait on upstreams, for
     /// `max_in_flight_per_client`.
     waiting: HashMap<IpAddr, usize, foldhash::fast::RandomState>,
@@ -229,7 +229,6 @@ impl Resolver {
             scratch: vec![0; MAX_MESSAGE_LEN].into_boxed_slice(),
             qname: LowerName::default(),
             done: Vec::new(),
-            unstored: None,
             waiting: HashMap::default(),
         })
     }
@@ -354,7 +353,7 @@ impl Resolver {
     /// the replies a turn produced are sent, so that none of it stands between a client and
     /// its answer.
     pub(crate) fn tidy(&mut self, now: Instant) {
-        store(&mut self.cache, &self.stats, self.unstored.take());
+        settle(&mut self.cache, &self.stats, &mut self.done);
         self.stats.cache_entries.set(self.cache.len() as u64);
         self.stats.cache_bytes.set(self.cache.bytes() as u64);
         self.forwarder.tidy(now);
@@ -406,26 +405,25 @@ impl Resolver {
             scratch,
             qname,
             done,
-            unstored,
             waiting,
             ..
         } = self;
+        settle(cache, stats, done);
         forwarder.turn(cache, now, done);
-        for finished in done.drain(..) {
+        for i in 0..done.len() {
             // The clients of this question may be answered from an earlier one's answer (the
             // target of a CNAME): that one is stored first.
-            store(cache, stats, unstored.take());
+            if let Some(earlier) = i.checked_sub(1) {
+                store(cache, stats, &mut done[earlier]);
+            }
             let Done {
-                key,
-                waiters,
-                result,
-                store,
-            } = finished;
-            let resolved = match &result {
+                key, waiters, result, ..
+            } = &mut done[i];
+            let resolved = match &*result {
                 Ok(entry) => Resolved::Answer(key.key_ref(), entry),
                 Err(failure) => Resolved::Failed(key.key_ref(), *failure),
             };
-            for waiter in &waiters {
+            for waiter in waiters.iter() {
                 release(waiting, waiter.client.ip());
                 let mut rec = Recursion {
                     cache,
@@ -453,18 +451,28 @@ impl Resolver {
                     stats.took(now.saturating_duration_since(waiter.since), 1);
                 }
             }
-            if let (Ok(entry), true) = (result, store) {
-                *unstored = Some((key, entry));
-            }
-            forwarder.recycle(waiters);
+            forwarder.recycle(std::mem::take(waiters));
         }
     }
 }
 
-/// Stores an upstream's answer in the cache, if there is one.
-fn store(cache: &mut Cache, stats: &WorkerStats, answer: Option<(Key, Entry)>) {
-    if let Some((key, entry)) = answer {
-        let inserted = cache.insert(key.bytes(), entry);
+/// Stores the answer of the last question in `done` that is still to be stored, and lets go
+/// of them all.
+fn settle(cache: &mut Cache, stats: &WorkerStats, done: &mut Vec<Done>) {
+    if let Some(last) = done.last_mut() {
+        store(cache, stats, last);
+    }
+    done.clear();
+}
+
+/// Stores the answer of question `done` in the cache, if it has one to store (once: the entry
+/// moves into the cache).
+fn store(cache: &mut Cache, stats: &WorkerStats, done: &mut Done) {
+    if !std::mem::take(&mut done.store) {
+        return;
+    }
+    if let Ok(entry) = std::mem::replace(&mut done.result, Err(Failure::Unreachable)) {
+        let inserted = cache.insert(done.key.bytes(), entry);
         if inserted.stored {
             stats.cache_inserts.incr();
         }
