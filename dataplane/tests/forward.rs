@@ -120,7 +120,8 @@ fn forged_replies_are_dropped_and_counted() {
     let mut buf = [0u8; 512];
     let (n, _) = client.recv_from(&mut buf).unwrap();
     assert_eq!(&buf[n - 4..n], &[192, 0, 2, 1], "only the real answer got through");
-    let totals = wait_for(&server, |t| t.upstream_mismatched_question >= 1);
+    // The answer is stored once the client's reply is sent: a moment after the client has it.
+    let totals = wait_for(&server, |t| t.upstream_mismatched_question >= 1 && t.cache_inserts >= 1);
     assert_eq!(totals.upstream_mismatched_id, 1);
     assert_eq!(totals.upstream_mismatched_question, 1);
     assert_eq!(totals.cache_inserts, 1);
