@@ -83,9 +83,8 @@ names() { # tag count: never-repeated names, <tag><7 digits>.example.org A
   awk -v t="$1" -v n="$2" -v z="$ZONE" 'BEGIN {for (i = 1; i <= n; i++) printf "%s%07d.%s A\n", t, i, z}'
 }
 
-query() { # forwarder file: sends the file once, one query at a time, at RATE; sets CLIENT to
-  # dnsperf's PID (taskset runs it in its own place), which sends no more than MISSES names and
-  # waits 2 s at most for each answer.
+query() { # forwarder file: sends the file once, one query at a time, at RATE, waiting 2 s at
+  # most for each answer; sets CLIENT to dnsperf's PID (taskset execs it).
   taskset -c "$CLIENT_CPU" dnsperf -s 127.0.0.1 -p "${PORT[$1]}" -d "$2" -n 1 -c 1 -q 1 \
     -Q "$RATE" -t 2 >"$work/dnsperf.out" 2>&1 &
   CLIENT=$!

@@ -389,7 +389,8 @@ impl Resolver {
     }
 
     /// Reads upstream replies, handles timeouts and probes, and hands every reply now due to
-    /// a waiting client to `send`, with its facts and the time its query arrived.
+    /// a waiting client to `send`, with its facts and the time its query arrived. Once those
+    /// replies are sent, [`Resolver::tidy`] must follow: it stores the last answer.
     pub(crate) fn turn(
         &mut self,
         snapshot: &Snapshot,
@@ -408,7 +409,6 @@ impl Resolver {
             waiting,
             ..
         } = self;
-        settle(cache, stats, done);
         forwarder.turn(cache, now, done);
         for i in 0..done.len() {
             // The clients of this question may be answered from an earlier one's answer (the

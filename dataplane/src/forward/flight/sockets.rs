@@ -8,18 +8,18 @@
 //! one try, and when the try ends it gives the port up ([`sys::release_udp_port`]), so that an
 //! off-path attacker learns nothing from one query's port about the next one's. A released
 //! socket stays open and registered, and connecting it again binds it to a new random port:
-//! three system calls in all (release, drain, connect) where closing the old socket and opening,
-//! connecting and registering a new one cost five. Spare sockets — connected to an upstream,
-//! registered, never used — wait for the next tries to that upstream, so that a cache miss
-//! sends its query with no system call before it. Nothing that can wait is done between a query leaving and its client being answered: the
-//! port of a finished try is released, and spares are connected, in [`Sockets::tidy`], which
-//! the worker calls once the replies of its turn are sent. Spares are made there when no try is
-//! in flight (an upstream on the same host would otherwise wait for the CPU meanwhile), or
-//! after [`INLINE_OPENS`] tries found none (a steady load that never leaves the forwarder idle),
-//! as many per upstream as the most tries it got between two top-ups (at most
-//! [`SPARES_PER_UPSTREAM`], [`SPARE_SOCKETS`] in all, and as many released sockets kept), and
-//! closed after [`SPARE_IDLE`] without a try to their upstream. A try that finds none connects
-//! a released socket, or opens one, then.
+//! three system calls in all (release, drain, connect) where closing the old socket and
+//! opening, connecting and registering a new one cost five. Spare sockets — connected to an
+//! upstream, registered, never used — wait for the next tries to that upstream, so that a cache
+//! miss sends its query with no system call before it. Nothing that can wait is done between a
+//! query leaving and its client being answered: the port of a finished try is released, and
+//! spares are connected, in [`Sockets::tidy`], which the worker calls once the replies of its
+//! turn are sent. Spares are made there when no try is in flight (an upstream on the same host
+//! would otherwise wait for the CPU meanwhile), or after [`INLINE_OPENS`] tries found none (a
+//! steady load that never leaves the forwarder idle), as many per upstream as the most tries it
+//! got between two top-ups (at most [`SPARES_PER_UPSTREAM`], [`SPARE_SOCKETS`] in all, and as
+//! many released sockets kept), and closed after [`SPARE_IDLE`] without a try to their
+//! upstream. A try that finds none connects a released socket, or opens one, then.
 
 use super::machine::{Action, Machine, Protocol, SendError, Transmit, TryId};
 use crate::answer::Transport;
