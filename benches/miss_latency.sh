@@ -15,7 +15,9 @@
 # [2000] queries per second, HIT_NAMES [8] names of the cache-hit run, CLIENT_CPU [0],
 # SKYLINE_CPU [1], KNOT_CPU [1] (taskset CPU lists), SKYLINE_BIN [target/release/skyline],
 # SKYLINE_FLAGS ["--workers 1 --no-pin"], PEERS ["dnsdist"; empty for none; pinned to
-# SKYLINE_CPU], BUILD [1] (0: use the binary as it is), RESULTS [benches/results/miss_latency].
+# SKYLINE_CPU], BASE_BIN [none: a second skyline binary, say an earlier commit's, that takes the
+# same miss runs as "base", for an A/B in the same rounds], BUILD [1] (0: use the binary as it
+# is), RESULTS [benches/results/miss_latency].
 # A quick look: ROUNDS=1 DURATION=2 benches/miss_latency.sh
 #
 # Everything listens on 127.0.0.1 only, every run is bounded in time, and every process this
@@ -36,6 +38,7 @@ SKYLINE_FLAGS="${SKYLINE_FLAGS---workers 1 --no-pin}"
 BUILD="${BUILD:-1}"
 RESULTS="${RESULTS:-benches/results/miss_latency}"
 PEERS="${PEERS-dnsdist}"
+BASE_BIN="${BASE_BIN:-}"
 ZONE=example.org
 TARGET_US=100
 
@@ -102,6 +105,13 @@ start_servers() {
     start dnsdist "$SKYLINE_CPU" "$ZONE." dnsdist --supervised --disable-syslog -C "$work/dnsdist.conf"
     log "dnsdist=127.0.0.1:${PORT[dnsdist]} (pid ${PID[dnsdist]}, cpu $SKYLINE_CPU)"
   fi
+  if [ -n "$BASE_BIN" ]; then
+    PORT[base]=$(free_port)
+    # shellcheck disable=SC2086 # the flags are split on purpose
+    start base "$SKYLINE_CPU" skydns.local. "$BASE_BIN" --records "$work/records.json" \
+      --nameservers "127.0.0.1:${PORT[knot]}" --addr "127.0.0.1:${PORT[base]}" $SKYLINE_FLAGS
+    log "base=127.0.0.1:${PORT[base]} $BASE_BIN (pid ${PID[base]}, cpu $SKYLINE_CPU)"
+  fi
   # A forwarded name must come back with Knot's answer through skyline.
   local got
   got=$(dig +short +time=2 +tries=1 @127.0.0.1 -p "${PORT[skyline]}" check0000001.$ZONE A)
@@ -125,7 +135,7 @@ warm_up() {
   names w0 $((RATE)) >"$work/q/warm.txt"
   query knot "$work/q/warm.txt" "$work/warm.out" 1
   query skyline "$work/q/warm.txt" "$work/warm.out" 1
-  for peer in $PEERS; do query "$peer" "$work/q/warm.txt" "$work/warm.out" 1; done
+  for peer in $PEERS ${BASE_BIN:+base}; do query "$peer" "$work/q/warm.txt" "$work/warm.out" 1; done
   awk -v n="$HIT_NAMES" -v z="$ZONE" 'BEGIN {for (i = 1; i <= n; i++) printf "hx%07d.%s A\n", i, z}' >"$work/q/hit1.txt"
   query skyline "$work/q/hit1.txt" "$work/warm.out" 1
   # The hit file: the same few names over and over, enough for a whole run.
@@ -141,7 +151,8 @@ run_one() { # round run (knot-miss, skyline-miss, dnsdist-miss or skyline-hit)
     file="$work/q/hit.txt"
   else
     file="$work/q/$run-r$round.txt"
-    # Never repeated: a tag per run and round (k = direct to Knot, s = skyline, d = dnsdist).
+    # Never repeated: a tag per run and round (k = direct to Knot, s = skyline, d = dnsdist,
+    # b = base).
     names "${server:0:1}$round" $((RATE * DURATION * 11 / 10)) >"$file"
   fi
   local out="$work/$run-r$round.out" load before after
@@ -187,6 +198,15 @@ col() { # run column: that column of every round of a run, one a line
 med() { col "$1" "$2" | median; }
 dmed() { paste -d' ' <(col "$1" "$2") <(col knot-miss "$2") | awk '{print $1 - $2}' | median; }
 
+# skyline's p50 minus a peer's, round by round (the two ran seconds apart, under the same load),
+# and the median of those differences.
+pdiff() { # run peer-run
+  local rounds
+  rounds=$(paste -d' ' <(col "$1" p50_us) <(col "$2" p50_us) | awk '{printf "%s%+d", (NR > 1 ? ", " : ""), $1 - $2}')
+  printf '%s minus %s, p50, per round: %s µs; median **%+.1f µs**\n' "${1%-miss}" "${2%-miss}" "$rounds" \
+    "$(paste -d' ' <(col "$1" p50_us) <(col "$2" p50_us) | awk '{print $1 - $2}' | median)"
+}
+
 summary() {
   local runs run round
   runs=$(order 1)
@@ -195,7 +215,7 @@ summary() {
     echo
     echo "skyline $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD -- src controlplane dataplane Cargo.toml Cargo.lock 2>/dev/null || echo '+changes'), $SKYLINE_BIN $SKYLINE_FLAGS;" \
       "$(knotd -V 2>&1 | head -1); dnsperf $(dnsperf -h 2>&1 | awk '/Version/ {print $2; exit}');" \
-      "${PEERS:+$(dnsdist --version 2>&1 | head -1 | cut -d' ' -f1-2) (no packet cache); }$(nproc) cores, kernel $(uname -r)"
+      "${PEERS:+$(dnsdist --version 2>&1 | head -1 | cut -d' ' -f1-2) (no packet cache); }${BASE_BIN:+base $BASE_BIN; }$(nproc) cores, kernel $(uname -r)"
     echo "rounds=$ROUNDS duration=${DURATION}s rate=${RATE}/s (-c 1 -q 100), cpus: client $CLIENT_CPU, skyline/peers $SKYLINE_CPU, knot $KNOT_CPU, priority ${prio[*]:-none}"
     echo "load average: before $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg)"
     echo
@@ -219,6 +239,10 @@ summary() {
     awk -v d="$(dmed skyline-miss avg_us)" -v p="$(dmed skyline-miss p50_us)" -v t="$TARGET_US" 'BEGIN {
       printf "target: a skyline miss within %d µs of Knot directly: %s (median paired difference: avg %+.0f µs, p50 %+.0f µs)\n",
         t, (d <= t && p <= t) ? "met" : "NOT met", d, p}'
+    for peer in $PEERS ${BASE_BIN:+base}; do
+      echo
+      pdiff skyline-miss "$peer-miss"
+    done
   } >"$RESULTS/summary.md"
   cat "$RESULTS/summary.md"
 }
@@ -226,7 +250,7 @@ summary() {
 # Order of the miss runs in a round: as listed in odd rounds, reversed in even ones (A/B, B/A).
 order() {
   local list=(knot-miss skyline-miss) i peer
-  for peer in $PEERS; do list+=("$peer-miss"); done
+  for peer in $PEERS ${BASE_BIN:+base}; do list+=("$peer-miss"); done
   if [ $(($1 % 2)) -eq 1 ]; then echo "${list[@]}"; else for ((i = ${#list[@]} - 1; i >= 0; i--)); do printf '%s ' "${list[$i]}"; done; fi
 }
 
