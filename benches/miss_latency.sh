@@ -145,7 +145,7 @@ warm_up() {
 
 RUNS_HEADER=round,run,server,names,load1,sent,completed,lost,noerror,qps,avg_us,p50_us,p90_us,p99_us,p999_us,max_us,server_cpu_us_per_query
 
-run_one() { # round run (knot-miss, skyline-miss, dnsdist-miss or skyline-hit)
+run_one() { # round run (knot-miss, skyline-miss, dnsdist-miss, base-miss or skyline-hit)
   local round=$1 run=$2 server=${2%%-*} kind=${2#*-} file
   if [ "$kind" = hit ]; then
     file="$work/q/hit.txt"
