@@ -193,18 +193,20 @@ col() { # run column: that column of every round of a run, one a line
   awk -F, -v r="$1" -v c="$2" 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == c) k = i; next} $2 == r {print $k}' "$RESULTS/runs.csv"
 }
 
-# Median over the rounds of a run's column, and median of the per-round differences of a run's
-# column from knot-miss's (paired: the two ran seconds apart, under the same load).
+# Median over the rounds of a run's column; the per-round differences of a run's column from
+# another run's (knot-miss's unless named; paired: the two ran seconds apart, under the same
+# load), and their median.
 med() { col "$1" "$2" | median; }
-dmed() { paste -d' ' <(col "$1" "$2") <(col knot-miss "$2") | awk '{print $1 - $2}' | median; }
+diffs() { paste -d' ' <(col "$1" "$2") <(col "${3:-knot-miss}" "$2") | awk '{print $1 - $2}'; }
+dmed() { diffs "$@" | median; }
 
 # skyline's p50 minus a peer's, round by round (the two ran seconds apart, under the same load),
 # and the median of those differences.
 # Against dnsdist, the target too: a miss through skyline adds no more than one through dnsdist.
 pdiff() { # run peer-run
   local rounds med
-  rounds=$(paste -d' ' <(col "$1" p50_us) <(col "$2" p50_us) | awk '{printf "%s%+d", (NR > 1 ? ", " : ""), $1 - $2}')
-  med=$(paste -d' ' <(col "$1" p50_us) <(col "$2" p50_us) | awk '{print $1 - $2}' | median)
+  rounds=$(diffs "$1" p50_us "$2" | awk '{printf "%s%+d", (NR > 1 ? ", " : ""), $1}')
+  med=$(dmed "$1" p50_us "$2")
   printf '%s minus %s, p50, per round: %s µs; median **%+.1f µs**' "${1%-miss}" "${2%-miss}" "$rounds" "$med"
   if [ "$2" = dnsdist-miss ]; then
     awk -v m="$med" 'BEGIN {printf " (target, no more than dnsdist adds: %s)", m <= 0 ? "met" : "NOT met"}'
