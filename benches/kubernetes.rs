@@ -14,6 +14,8 @@
 
 #[path = "cluster/mod.rs"]
 mod cluster;
+#[path = "../tests/common/mod.rs"]
+mod common;
 #[path = "../tests/kubernetes_api/mod.rs"]
 mod kubernetes_api;
 

@@ -14,12 +14,12 @@
 
 mod common;
 
-use common::Skyline;
+use common::{free_port, Skyline};
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -449,17 +449,6 @@ struct Knot {
 impl Drop for Knot {
     fn drop(&mut self) {
         common::stop_child(&mut self.child, "knotd");
-    }
-}
-
-/// A port free for both UDP and TCP on 127.0.0.1 right now.
-fn free_port() -> u16 {
-    loop {
-        let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let port = udp.local_addr().unwrap().port();
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
     }
 }
 

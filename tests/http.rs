@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{eventually, Skyline, HTTP_ANY_PORT};
+use common::{eventually, free_port, Skyline, HTTP_ANY_PORT};
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::RecordType;
 use std::collections::BTreeMap;
@@ -118,11 +118,6 @@ fn value(samples: &BTreeMap<String, f64>, series: &str) -> f64 {
         .unwrap_or_else(|| panic!("{series} not among {:?}", samples.keys().collect::<Vec<_>>()))
 }
 
-/// A port on 127.0.0.1 that nothing listens on (bound, then released).
-fn unused_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// Asks DNS over UDP and TCP and checks each answer comes quickly: what an HTTP client must
 /// never change.
 fn dns_answers_promptly(skyline: &Skyline) {
@@ -160,7 +155,7 @@ fn health_is_ok_and_ready_once_the_records_file_is_loaded() {
 
 #[test]
 fn ready_is_503_naming_etcd_while_etcd_cannot_be_reached() {
-    let machines = format!("http://127.0.0.1:{}", unused_port());
+    let machines = format!("http://127.0.0.1:{}", free_port());
     let mut args = vec!["--machines", machines.as_str()];
     args.extend(HTTP_ANY_PORT);
     let skyline = Skyline::start_with(&args, &[]);

@@ -8,12 +8,47 @@ use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RecordType};
 use skyline_dataplane::sys::{send_signal, Signal};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// A port of 127.0.0.1 that is free for both TCP and UDP, for a server a test starts on a port
+/// it names (etcd, knotd, a fake API server).
+///
+/// It comes from outside the kernel's ephemeral range, so no connection made meanwhile (etcd's
+/// members dialling each other, a client dialling the very port) can take it before the server
+/// binds it; a cursor shared by the process keeps two tests of one binary off the same port.
+pub fn free_port() -> u16 {
+    static CURSOR: AtomicU32 = AtomicU32::new(0);
+    let (low, high) = outside_ephemeral_range();
+    let span = u32::from(high - low) + 1;
+    let start = std::process::id().wrapping_mul(2_654_435_761) % span;
+    for _ in 0..span {
+        let port = low + ((start + CURSOR.fetch_add(1, Ordering::Relaxed)) % span) as u16;
+        let tcp = TcpListener::bind((Ipv4Addr::LOCALHOST, port));
+        let udp = UdpSocket::bind((Ipv4Addr::LOCALHOST, port));
+        if tcp.is_ok() && udp.is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port of 127.0.0.1 in {low}..={high}");
+}
+
+/// The larger of the port ranges below and above the kernel's ephemeral one.
+fn outside_ephemeral_range() -> (u16, u16) {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap_or_default();
+    let mut bounds = range.split_whitespace().filter_map(|b| b.parse::<u16>().ok());
+    let (first, last) = (bounds.next().unwrap_or(32768), bounds.next().unwrap_or(60999));
+    if first.saturating_sub(1024) >= u16::MAX - last {
+        (1024, first - 1)
+    } else {
+        (last + 1, u16::MAX)
+    }
+}
 
 /// A running skyline process, killed on drop.
 pub struct Skyline {

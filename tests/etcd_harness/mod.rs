@@ -7,6 +7,7 @@
 
 #![allow(dead_code)]
 
+pub use crate::common::free_port;
 use crate::common::{eventually, stop_child, Skyline};
 use etcd_client::{
     Certificate, Client, CompactionOptions, ConnectOptions, GetOptions, Identity, PutOptions, TlsOptions, Txn, TxnOp,
@@ -40,11 +41,6 @@ pub fn etcd_available() -> bool {
         eprintln!("etcd is not installed: skipping (scripts/setup.sh test installs it)");
     }
     found
-}
-
-/// A port nothing listens on right now.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// One etcd member, killed on drop. Its data directory outlives a kill, so it can restart.

@@ -166,7 +166,7 @@ impl FakeApi {
 
     /// A port on which nothing listens yet, for a server started later with [`FakeApi::start_on`].
     pub fn free_port() -> SocketAddr {
-        TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+        SocketAddr::from(([127, 0, 0, 1], crate::common::free_port()))
     }
 
     /// Starts on `addr` (a port that was free), with no objects.

@@ -4,12 +4,12 @@
 
 #![allow(dead_code)]
 
-use crate::common::stop_child;
+use crate::common::{free_port, stop_child};
 use hickory_proto::op::{Message, MessageType, ResponseCode};
 use hickory_proto::rr::rdata::{A, SOA};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 use skyline_dataplane::sys::{send_signal, Signal};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,17 +34,6 @@ pub fn knotd() -> Option<PathBuf> {
     }
     eprintln!("skipping: {KNOTD} not found (install Debian's knot package)");
     None
-}
-
-/// A port free for both UDP and TCP on 127.0.0.1 at the time of asking.
-fn free_port() -> u16 {
-    loop {
-        let udp = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-        let port = udp.local_addr().unwrap().port();
-        if TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok() {
-            return port;
-        }
-    }
 }
 
 /// A running knotd, stopped (SIGCONT first, in case it was paused) and killed on drop.
