@@ -14,8 +14,6 @@
 
 #[path = "cluster/mod.rs"]
 mod cluster;
-#[path = "../tests/common/mod.rs"]
-mod common;
 #[path = "../tests/kubernetes_api/mod.rs"]
 mod kubernetes_api;
 

@@ -5,7 +5,7 @@
 mod common;
 mod kubernetes_api;
 
-use common::{eventually, Skyline, HTTP_ANY_PORT};
+use common::{eventually, free_port, Skyline, HTTP_ANY_PORT};
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::RecordType;
 use kubernetes_api::objects::{cluster_ip, external, headless, namespace, pod, slice};
@@ -382,7 +382,7 @@ fn a_lost_api_server_freezes_answers_and_its_return_resumes_them() {
 
 #[test]
 fn started_before_the_api_server_it_answers_servfail_until_synced() {
-    let addr = FakeApi::free_port();
+    let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = kubeconfig_for(addr, dir.path());
     let s = Skyline::start_with(

@@ -164,11 +164,6 @@ impl FakeApi {
         }
     }
 
-    /// A port on which nothing listens yet, for a server started later with [`FakeApi::start_on`].
-    pub fn free_port() -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], crate::common::free_port()))
-    }
-
     /// Starts on `addr` (a port that was free), with no objects.
     pub fn start_on(addr: SocketAddr) -> FakeApi {
         let listener = bind_retrying(addr);
