@@ -229,6 +229,7 @@ pub fn operator(given: &Given) -> Result<Operator, ConfigError> {
         hostmaster: main.hostmaster.clone(),
         round_robin: main.round_robin,
         wildcards_marker: main.wildcards_marker,
+        cname_chains: main.cname_chains,
         dnssec: main.dnssec.as_ref().map(|p| p.to_string_lossy().into_owned()),
         scache: main.scache,
         nameservers: main.nameservers.clone(),

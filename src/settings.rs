@@ -254,6 +254,21 @@ settings! {
         )]
         applied wildcards_marker: bool;
 
+        /// Answer A/AAAA for names whose records point to host names with SkyDNS's CNAME chain
+        /// (the name's CNAME, then the target's addresses) instead of the targets' addresses at
+        /// the name; a cache in front then follows that CNAME for SRV, MX and TXT questions too
+        /// [default: false]
+        #[arg(
+            long,
+            env = "SKYDNS_CNAME_CHAINS",
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true",
+            value_parser = parse_go_bool
+        )]
+        applied cname_chains: bool;
+
         /// Sign the domain (DNSSEC) with the key pair KEYBASE.key and KEYBASE.private that
         /// dnssec-keygen writes (algorithm 8, 13 or 15, its owner the domain); re-read on SIGHUP
         /// (docs/dnssec.md) [default: none, unsigned]

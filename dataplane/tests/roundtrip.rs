@@ -103,6 +103,7 @@ proptest! {
         let q = Name::from_dotted(&qname).unwrap();
         let lower = LowerName::from_wire(q.wire()).unwrap();
         let set = AnswerSet {
+            flattened: Vec::new(),
             answer: records
                 .iter()
                 .map(|(rdata, ttl, own)| Rrset {

@@ -130,6 +130,9 @@ pub struct ConfigPatch {
     /// Directories answer for what lies below them only when marked with a `.wildcards` key;
     /// skyline's own setting (`--wildcards-marker`), never read from `/<prefix>/config`.
     pub wildcards_marker: Option<bool>,
+    /// Names pointing to host names answer with SkyDNS's CNAME chains instead of flattened
+    /// addresses; skyline's own setting (`--cname-chains`), never read from `/<prefix>/config`.
+    pub cname_chains: Option<bool>,
 }
 
 impl ConfigPatch {
@@ -223,6 +226,7 @@ impl ConfigPatch {
             ndots: self.ndots.or(lower.ndots),
             etcd3: self.etcd3.or(lower.etcd3),
             wildcards_marker: self.wildcards_marker.or(lower.wildcards_marker),
+            cname_chains: self.cname_chains.or(lower.cname_chains),
         }
     }
 
@@ -277,6 +281,7 @@ impl ConfigPatch {
             local: self.local.clone(),
             round_robin: self.round_robin.unwrap_or(defaults.round_robin),
             wildcards_marker: self.wildcards_marker.unwrap_or(defaults.wildcards_marker),
+            cname_chains: self.cname_chains.unwrap_or(defaults.cname_chains),
         })
     }
 }
@@ -364,6 +369,7 @@ mod tests {
                 ndots: Some(3),
                 etcd3: Some(true),
                 wildcards_marker: None,
+                cname_chains: None,
             }
         );
     }

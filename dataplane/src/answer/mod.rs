@@ -159,14 +159,20 @@ impl Outside for NoRecursion {
 
     fn complete(
         &mut self,
-        _: &mut Responder<'_>,
+        r: &mut Responder<'_>,
         _: &Query,
         question: Question,
         beyond: &Beyond,
         snapshot: &Snapshot,
     ) -> Option<()> {
-        (!leaves_domain(question, beyond, snapshot)).then_some(())
+        (!leaves_domain(question, beyond, snapshot) && !emptied(r, question, beyond)).then_some(())
     }
+}
+
+/// Whether a flattened address answer was left with no record once its targets outside the
+/// domain gave what they could: it is then NODATA, as SkyDNS answers a chain it cannot complete.
+pub(crate) fn emptied(r: &Responder<'_>, question: Question, beyond: &Beyond) -> bool {
+    matches!(question.qtype, rtype::A | rtype::AAAA) && !beyond.flattened.is_empty() && r.answers() == 0
 }
 
 /// Whether an answer's CNAME chain ends outside every zone served: only forwarding completes
@@ -518,6 +524,7 @@ mod tests {
         let owner = Name::from_dotted("wall.skydns.local.").unwrap();
         let strings = |c: u8| -> Vec<Box<[u8]>> { [c; 32_620].chunks(255).map(Box::from).collect() };
         let set = AnswerSet {
+            flattened: Vec::new(),
             answer: vec![Rrset {
                 owner: None,
                 records: [b'v', b'w']
@@ -566,6 +573,7 @@ mod tests {
         let apex = Name::from_dotted("cluster.local.").unwrap();
         let owner = Name::from_dotted("any.default.svc.cluster.local.").unwrap();
         let set = AnswerSet {
+            flattened: Vec::new(),
             answer: vec![Rrset {
                 owner: None,
                 records: vec![Record {

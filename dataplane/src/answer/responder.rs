@@ -2,7 +2,7 @@
 //! a caller-owned buffer within the size the transport and the client's EDNS allow.
 
 use super::{Context, Reply, Transport, RFC8482_HINFO};
-use crate::cache::{Age, Entry};
+use crate::cache::{Age, Entry, Relocation};
 use crate::cookie::{self, Verdict, COOKIE_LEN};
 use crate::dnssec::zone::{Records, Section};
 use crate::snapshot::rrset::CompiledAnswer;
@@ -22,6 +22,11 @@ pub(crate) const OPT_LEN: usize = 11;
 const KEEPALIVE_LEN: usize = 6;
 /// Length of an Extended DNS Error option without extra text (RFC 8914 §2).
 const EDE_LEN: usize = 6;
+
+/// A compression pointer to the question's name, which every reply writes right after the
+/// header: the owner of records written at the query name.
+const QUESTION_NAME: [u8; 2] = [0xC0, HEADER_LEN as u8];
+
 /// Length of a COOKIE option carrying a client cookie and this server's cookie.
 const COOKIE_OPT_LEN: usize = 4 + COOKIE_LEN;
 
@@ -120,6 +125,11 @@ impl<'a> Responder<'a> {
         self.cookie.is_some()
     }
 
+    /// Records in the answer section so far.
+    pub(crate) fn answers(&self) -> u16 {
+        self.counts[1]
+    }
+
     pub(crate) fn set_rcode(&mut self, code: u16) {
         self.rcode = code;
     }
@@ -171,18 +181,28 @@ impl<'a> Responder<'a> {
         }
     }
 
-    /// Appends the records an upstream gave for `target`, the last CNAME's target, to the
-    /// answer section. Only a NOERROR answer completes the chain (SkyDNS treats any other
-    /// rcode as a failed lookup). What does not fit is left out: over UDP with TC, so that
-    /// the client asks again over TCP; over TCP the chain stands alone.
-    pub(crate) fn alias(&mut self, target: &LowerName, qtype: u16, entry: &Entry, age: Age) {
+    /// Appends the records an upstream gave for `target` to the answer section: for the last
+    /// CNAME's target of a chain (`flattened` is `None`) its whole answer, under its own owners;
+    /// for a flattened answer, the records of `qtype` alone, owned by the query name and living
+    /// at most the TTL `flattened` gives. Only a NOERROR answer completes (SkyDNS treats any
+    /// other rcode as a failed lookup). What does not fit is left out: over UDP with TC, so that
+    /// the client asks again over TCP; over TCP the answer stands as it is.
+    pub(crate) fn alias(&mut self, target: &LowerName, qtype: u16, entry: &Entry, age: Age, flattened: Option<u32>) {
         if entry.rcode() != rcode::NOERROR {
             return;
         }
         if age == Age::Stale {
             self.set_ede(ede::STALE_ANSWER);
         }
-        if let Some(n) = self.append(target, qtype, entry, age, false) {
+        let how = match flattened {
+            Some(ttl) => Relocation::Flattened {
+                owner: &QUESTION_NAME,
+                rtype: qtype,
+                ttl,
+            },
+            None => Relocation::Whole,
+        };
+        if let Some(n) = self.append(target, qtype, entry, age, how) {
             self.counts[1] += n;
         } else if self.ctx.transport == Transport::Udp {
             self.flags |= flags::TC;
@@ -195,20 +215,26 @@ impl<'a> Responder<'a> {
         if entry.rcode() != rcode::NOERROR {
             return;
         }
-        if let Some(n) = self.append(target, qtype, entry, age, skip_cnames) {
+        let how = if skip_cnames {
+            Relocation::WithoutCnames
+        } else {
+            Relocation::Whole
+        };
+        if let Some(n) = self.append(target, qtype, entry, age, how) {
             self.counts[3] += n;
         }
     }
 
     /// Writes the answer records of `entry`, the upstream's answer to `target` and `qtype`,
-    /// at the end of the reply; returns how many, or `None` when they do not all fit.
+    /// that `how` keeps at the end of the reply; returns how many, or `None` when they do not
+    /// all fit.
     pub(crate) fn append(
         &mut self,
         target: &LowerName,
         qtype: u16,
         entry: &Entry,
         age: Age,
-        skip_cnames: bool,
+        how: Relocation<'_>,
     ) -> Option<u16> {
         let mut question = [0u8; MAX_NAME_LEN + 4];
         let name = target.wire();
@@ -216,13 +242,8 @@ impl<'a> Responder<'a> {
         question[name.len()..name.len() + 2].copy_from_slice(&qtype.to_be_bytes());
         question[name.len() + 2..name.len() + 4].copy_from_slice(&class::IN.to_be_bytes());
         let room = self.room();
-        let (len, n) = entry.write_answers_elsewhere(
-            &question[..name.len() + 4],
-            &mut self.out[self.pos..],
-            room,
-            age,
-            skip_cnames,
-        )?;
+        let (len, n) =
+            entry.write_answers_elsewhere(&question[..name.len() + 4], &mut self.out[self.pos..], room, age, how)?;
         self.pos += len;
         Some(n)
     }

@@ -8,6 +8,7 @@ use crate::dnssec::denial::{self, Covered};
 use crate::dnssec::nsec3::HASH_LEN;
 use crate::dnssec::zone::{self, sign_query};
 use crate::dnssec::{Signed, SigningKey};
+use crate::snapshot::rrset::Beyond;
 use crate::snapshot::{Found, Slot, Snapshot};
 use crate::wire::types::MAX_MESSAGE_LEN;
 use crate::wire::types::{flags, rcode, rtype};
@@ -53,6 +54,18 @@ pub(super) fn respond<O: Outside>(
                 .and_then(|c| c.beyond())
                 .filter(|_| completable(r, zone, snapshot))
             {
+                // Records from outside the zone cannot join a signed RRset of the query name: a
+                // signed flattened answer is what the zone alone gives (docs/dnssec.md).
+                let unflattened;
+                let beyond = if beyond.flattened.is_empty() {
+                    beyond
+                } else {
+                    unflattened = Beyond {
+                        flattened: Box::default(),
+                        ..beyond.clone()
+                    };
+                    &unflattened
+                };
                 match outside.complete(r, q, question, beyond, snapshot) {
                     Some(flow) => return Some(flow),
                     None => {

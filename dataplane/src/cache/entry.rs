@@ -257,19 +257,19 @@ impl Entry {
 }
 
 impl Entry {
-    /// Writes the answer records (all, or all but the CNAMEs when `skip_cnames` is set) into
-    /// `out` at any place of another reply, with every name written out in full: their
-    /// compression pointers meant offsets of the upstream's message, whose question was
-    /// `question` (the name asked, then type and class), and mean nothing elsewhere. TTLs are
-    /// rewritten for `age` as [`Entry::write`] does. All or nothing: `None` when they do not
-    /// fit in `room` bytes; otherwise the bytes written and the records.
+    /// Writes the answer records that `how` keeps into `out` at any place of another reply,
+    /// with every name written out in full: their compression pointers meant offsets of the
+    /// upstream's message, whose question was `question` (the name asked, then type and class),
+    /// and mean nothing elsewhere. TTLs are rewritten for `age` as [`Entry::write`] does. All or
+    /// nothing: `None` when they do not fit in `room` bytes; otherwise the bytes written and the
+    /// records.
     pub fn write_answers_elsewhere(
         &self,
         question: &[u8],
         out: &mut [u8],
         room: usize,
         age: Age,
-        skip_cnames: bool,
+        how: Relocation<'_>,
     ) -> Option<(usize, u16)> {
         let message = Relocated {
             question,
@@ -283,19 +283,28 @@ impl Entry {
             let (record_start, type_at) = (start, ttl_at - 4);
             start = end;
             let rtype_ = u16::from_be_bytes([self.body[type_at], self.body[type_at + 1]]);
-            if skip_cnames && rtype_ == rtype::CNAME {
-                continue;
-            }
+            let cap = match how {
+                Relocation::Whole => u32::MAX,
+                Relocation::WithoutCnames if rtype_ == rtype::CNAME => continue,
+                Relocation::WithoutCnames => u32::MAX,
+                Relocation::Flattened { rtype: wanted, .. } if rtype_ != wanted => continue,
+                Relocation::Flattened { ttl, .. } => ttl,
+            };
             let rclass = u16::from_be_bytes([self.body[type_at + 2], self.body[type_at + 3]]);
-            len += message.expand(message.offset(record_start), out.get_mut(len..room)?)?;
+            len += match how {
+                Relocation::Flattened { owner, .. } => copy(owner, out.get_mut(len..room)?)?,
+                Relocation::Whole | Relocation::WithoutCnames => {
+                    message.expand(message.offset(record_start), out.get_mut(len..room)?)?
+                }
+            };
             let fixed = out.get_mut(len..len + 10)?;
             fixed[..8].copy_from_slice(&self.body[type_at..type_at + 8]);
             let ttl = match age {
                 Age::Fresh(age) => {
                     let original = u32::from_be_bytes([fixed[4], fixed[5], fixed[6], fixed[7]]);
-                    original.min(self.lifetime).saturating_sub(age)
+                    original.min(self.lifetime).saturating_sub(age).min(cap)
                 }
-                Age::Stale => STALE_TTL,
+                Age::Stale => STALE_TTL.min(cap),
             };
             fixed[4..8].copy_from_slice(&ttl.to_be_bytes());
             let rdata_at = len + 10;
@@ -327,6 +336,27 @@ impl Entry {
         }
         Some((len, count))
     }
+}
+
+/// Which of an entry's answer records [`Entry::write_answers_elsewhere`] writes, and under
+/// which owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Relocation<'a> {
+    /// Every answer record, under its own owner: a CNAME chain's continuation.
+    Whole,
+    /// Every answer record but the CNAMEs: address glue.
+    WithoutCnames,
+    /// The records of `rtype` alone, whoever owns them upstream, under `owner` (a name in wire
+    /// form, or a compression pointer to one written before) and living at most `ttl`: the
+    /// records a flattened answer gives at its own name.
+    Flattened {
+        /// Owner written in place of the upstream's.
+        owner: &'a [u8],
+        /// Type of the records kept.
+        rtype: u16,
+        /// Largest TTL written.
+        ttl: u32,
+    },
 }
 
 /// `records` without more than one spare slot: shrinking costs a reallocation on every cache

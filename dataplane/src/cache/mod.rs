@@ -15,7 +15,7 @@
 mod entry;
 mod rdata;
 
-pub use entry::{Age, Entry, RecordsError, TtlCaps, Written, STALE_TTL};
+pub use entry::{Age, Entry, RecordsError, Relocation, TtlCaps, Written, STALE_TTL};
 
 use crate::wire::name::{is_within, name_hash, same_wire};
 use crate::wire::types::MAX_NAME_LEN;

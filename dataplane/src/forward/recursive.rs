@@ -5,7 +5,9 @@
 //! running its query through [`answer_recursive`] again, the upstream's result in hand.
 
 use super::{Failure, Route, Routes};
-use crate::answer::{leaves_domain, outside_every_zone, respond, Context, Outcome, Outside, Responder, OPT_LEN};
+use crate::answer::{
+    emptied, leaves_domain, outside_every_zone, respond, Context, Outcome, Outside, Responder, OPT_LEN,
+};
 use crate::cache::{Age, Cache, Entry, Key, KeyRef, Lookup};
 use crate::snapshot::rrset::Beyond;
 use crate::snapshot::Snapshot;
@@ -332,13 +334,15 @@ fn beyond(r: &mut Responder<'_>, q: &Query, qname: &LowerName, question: Questio
     }
 }
 
-/// Completes a SkyDNS answer that leaves its domain, as SkyDNS does (docs/skydns-semantics.md,
-/// "Names outside the domain"): a CNAME chain ending outside it gets the target's records of the
-/// query's type in the answer section, from the cache or by forwarding the target's question (the
-/// client waits); a chain nothing can complete (no forwarding for this client, no upstream
-/// answer, a target that cannot be forwarded) is dropped (`None`). SRV and MX
-/// targets outside it get their cached addresses in the additional section, and those not cached
-/// are fetched in the background rather than delaying the answer; without forwarding they go
+/// Completes a SkyDNS answer that leaves its domain (docs/skydns-semantics.md, "Names outside
+/// the domain"): the targets outside it of an address answer give their records of the query's
+/// type, from the cache or by forwarding the target's question (the client waits). A flattened
+/// target gives them at the query name; one nothing can complete (no forwarding for this client,
+/// no upstream answer, a target that cannot be forwarded) is left out, and an answer left with
+/// no record at all is dropped (`None`). The target of a CNAME chain (`--cname-chains`) gives
+/// them under its own name, and a chain nothing completes drops the answer. SRV and MX targets
+/// outside it get their cached addresses in the additional section, and those not cached are
+/// fetched in the background rather than delaying the answer; without forwarding they go
 /// without.
 fn complete(
     r: &mut Responder<'_>,
@@ -349,21 +353,28 @@ fn complete(
     rec: &mut Recursion<'_>,
 ) -> Option<Flow> {
     if !rec.allowed {
-        return (!leaves_domain(question, beyond, snapshot)).then_some(Flow::Written);
+        return (!leaves_domain(question, beyond, snapshot) && !emptied(r, question, beyond)).then_some(Flow::Written);
     }
     let chain = matches!(question.qtype, rtype::A | rtype::AAAA);
     let bits = (q.edns.is_some_and(|e| e.dnssec_ok), q.flags & flags::CD != 0);
     let mut flow = Flow::Written;
     if chain {
-        for alias in beyond.aliases.iter() {
+        let targets = beyond
+            .aliases
+            .iter()
+            .map(|alias| (alias, None))
+            .chain(beyond.flattened.iter().map(|alias| (&alias.target, Some(alias.ttl))));
+        for (alias, flattened) in targets {
             if !outside_every_zone(alias, snapshot) {
                 continue;
             }
-            let (target, route) = forwardable(alias, snapshot, rec)?;
-            let key = KeyRef::new(&target, question.qtype, class::IN, bits.0, bits.1);
-            match alias_records(r, &target, question.qtype, key, route, rec)? {
-                Flow::Written => {}
-                Flow::Cached { stale, refresh } => {
+            let completed = forwardable(alias, snapshot, rec).and_then(|(target, route)| {
+                let key = KeyRef::new(&target, question.qtype, class::IN, bits.0, bits.1);
+                alias_records(r, &target, question.qtype, key, route, rec, flattened)
+            });
+            match completed {
+                Some(Flow::Written) => {}
+                Some(Flow::Cached { stale, refresh }) => {
                     // One refresh travels back; a second stale or prefetched target waits for
                     // its next answer.
                     if let Flow::Cached {
@@ -377,8 +388,14 @@ fn complete(
                         flow = Flow::Cached { stale, refresh };
                     }
                 }
-                other => return Some(other),
+                Some(other) => return Some(other),
+                // A flattened target that gives nothing leaves the others to answer.
+                None if flattened.is_some() => {}
+                None => return None,
             }
+        }
+        if emptied(r, question, beyond) {
+            return None;
         }
     }
     let mut fetch = Vec::new();
@@ -425,9 +442,10 @@ fn forwardable(name: &Name, snapshot: &Snapshot, rec: &Recursion<'_>) -> Option<
     Some((lower, route))
 }
 
-/// Appends the records of `key` (a CNAME's target, asked with `qtype`) to the answer section:
-/// from the question a waiting client was waiting for, or the cache; a miss is forwarded unless every upstream
-/// of the route is down. No answer at all leaves the chain incomplete (`None`); an upstream's NXDOMAIN or
+/// Appends the records of `key` (a target outside the domain, asked with `qtype`) to the answer
+/// section, at the query name when `flattened` gives their TTL cap: from the question a waiting
+/// client was waiting for, or the cache; a miss is forwarded unless every upstream of the route
+/// is down. No answer at all leaves the target incomplete (`None`); an upstream's NXDOMAIN or
 /// empty answer completes it with nothing more, as SkyDNS keeps the CNAME then.
 fn alias_records(
     r: &mut Responder<'_>,
@@ -436,11 +454,12 @@ fn alias_records(
     key: KeyRef<'_>,
     route: Route,
     rec: &mut Recursion<'_>,
+    flattened: Option<u32>,
 ) -> Option<Flow> {
     let down = rec.down.get(route.index()).copied().unwrap_or(true);
     let settled = match rec.resolved {
         Some(Resolved::Answer(k, entry)) if k == key => {
-            r.alias(target, qtype, entry, Age::Fresh(0));
+            r.alias(target, qtype, entry, Age::Fresh(0), flattened);
             return Some(Flow::Written);
         }
         Some(Resolved::Failed(k, _)) if k == key => true,
@@ -451,7 +470,7 @@ fn alias_records(
     Some(match rec.cache.lookup(key, rec.now, down || settled) {
         Lookup::Fresh(hit) => {
             let wanted = hit.refresh;
-            r.alias(target, qtype, hit.entry, hit.age);
+            r.alias(target, qtype, hit.entry, hit.age, flattened);
             Flow::Cached {
                 stale: false,
                 refresh: (wanted && !settled).then(|| {
@@ -464,7 +483,7 @@ fn alias_records(
         }
         Lookup::Stale(hit) if down || settled => {
             let wanted = hit.refresh;
-            r.alias(target, qtype, hit.entry, Age::Stale);
+            r.alias(target, qtype, hit.entry, Age::Stale, flattened);
             Flow::Cached {
                 stale: true,
                 refresh: (wanted && !settled).then(|| {
@@ -556,10 +575,16 @@ mod tests {
     /// The SkyDNS domain `skydns.test.` with `out` aliasing `www.example.org.` and `svc`
     /// locating a service there.
     fn leaving() -> Snapshot {
+        leaving_with(false)
+    }
+
+    /// [`leaving`], its answers CNAME chains when `cname_chains` is set.
+    fn leaving_with(cname_chains: bool) -> Snapshot {
         let domain = Name::from_dotted("skydns.test.").unwrap();
         let config = skydns::Config {
             hostmaster: domain.prepend("hostmaster").unwrap(),
             domain,
+            cname_chains,
             ..skydns::Config::default()
         };
         let service = |port| skydns::Service {
@@ -605,6 +630,18 @@ mod tests {
         allowed: bool,
         resolved: Option<Resolved<'_>>,
     ) -> (Resolution, Option<hickory_proto::op::Message>) {
+        ask_in(&leaving(), name, qtype, cache, allowed, resolved)
+    }
+
+    /// Asks `name`/`qtype` of `snapshot` with recursion as given; the resolution and the reply.
+    fn ask_in(
+        snapshot: &Snapshot,
+        name: &str,
+        qtype: hickory_proto::rr::RecordType,
+        cache: &mut Cache,
+        allowed: bool,
+        resolved: Option<Resolved<'_>>,
+    ) -> (Resolution, Option<hickory_proto::op::Message>) {
         let mut query = hickory_proto::op::Message::new();
         query
             .set_id(9)
@@ -626,7 +663,7 @@ mod tests {
         let ctx = Context::new(Transport::Udp);
         let resolution = answer_recursive(
             &query.to_vec().unwrap(),
-            &leaving(),
+            snapshot,
             &ctx,
             &mut rec,
             &mut LowerName::default(),
@@ -660,19 +697,30 @@ mod tests {
         "edge.example.org. A 192.0.2.7",
     ];
 
+    /// The upstream's addresses of the target, at the query name, as long as the shorter of
+    /// the record's 3600 and the upstream's 300 seconds.
+    const FLATTENED: [&str; 1] = ["out.skydns.test. 300 A 192.0.2.7"];
+
+    fn lines_with_ttl(records: &[hickory_proto::rr::Record]) -> Vec<String> {
+        records
+            .iter()
+            .map(|r| format!("{} {} {} {}", r.name(), r.ttl(), r.record_type(), r.data().unwrap()))
+            .collect()
+    }
+
     #[test]
-    fn a_chain_leaving_the_domain_is_completed_from_the_cache_with_names_written_out() {
+    fn a_name_pointing_outside_the_domain_is_completed_from_the_cache_at_its_own_name() {
         let mut cache = Cache::new(crate::cache::CacheConfig::default());
         cache.insert(www_key(rtype::A).bytes(), www_entry());
         let (resolution, reply) = ask_leaving("out.skydns.test.", RecordType::A, &mut cache, true, None);
         assert!(matches!(resolution, Resolution::Cached { stale: false, .. }));
         let reply = reply.unwrap();
         assert!(reply.authoritative() && reply.recursion_available());
-        assert_eq!(lines(reply.answers()), CHAIN);
+        assert_eq!(lines_with_ttl(reply.answers()), FLATTENED);
     }
 
     #[test]
-    fn a_chain_leaving_the_domain_forwards_its_target_and_completes_with_the_answer() {
+    fn a_name_pointing_outside_the_domain_forwards_its_target_and_completes_at_its_own_name() {
         let mut cache = Cache::new(crate::cache::CacheConfig::default());
         let (resolution, _) = ask_leaving("out.skydns.test.", RecordType::A, &mut cache, true, None);
         let Resolution::Forward(forward) = resolution else {
@@ -683,9 +731,64 @@ mod tests {
         let key = www_key(rtype::A);
         let resolved = Resolved::Answer(key.key_ref(), &entry);
         let (_, reply) = ask_leaving("out.skydns.test.", RecordType::A, &mut cache, true, Some(resolved));
-        assert_eq!(lines(reply.unwrap().answers()), CHAIN);
+        assert_eq!(lines_with_ttl(reply.unwrap().answers()), FLATTENED);
         let failed = Resolved::Failed(key.key_ref(), Failure::Unreachable);
         let (_, reply) = ask_leaving("out.skydns.test.", RecordType::A, &mut cache, true, Some(failed));
+        let reply = reply.unwrap();
+        assert_eq!(reply.response_code(), hickory_proto::op::ResponseCode::NoError);
+        assert!(reply.answers().is_empty(), "a target no lookup completes gives nothing");
+        assert_eq!(reply.name_servers().len(), 1, "NODATA with the SOA");
+        assert!(reply.authoritative());
+    }
+
+    #[test]
+    fn a_chain_leaving_the_domain_is_completed_from_the_cache_with_names_written_out() {
+        let mut cache = Cache::new(crate::cache::CacheConfig::default());
+        cache.insert(www_key(rtype::A).bytes(), www_entry());
+        let (resolution, reply) = ask_in(
+            &leaving_with(true),
+            "out.skydns.test.",
+            RecordType::A,
+            &mut cache,
+            true,
+            None,
+        );
+        assert!(matches!(resolution, Resolution::Cached { stale: false, .. }));
+        let reply = reply.unwrap();
+        assert!(reply.authoritative() && reply.recursion_available());
+        assert_eq!(lines(reply.answers()), CHAIN);
+    }
+
+    #[test]
+    fn a_chain_leaving_the_domain_forwards_its_target_and_completes_with_the_answer() {
+        let snapshot = leaving_with(true);
+        let mut cache = Cache::new(crate::cache::CacheConfig::default());
+        let (resolution, _) = ask_in(&snapshot, "out.skydns.test.", RecordType::A, &mut cache, true, None);
+        let Resolution::Forward(forward) = resolution else {
+            panic!("not forwarded: {resolution:?}");
+        };
+        assert_eq!(forward.key.bytes(), www_key(rtype::A).bytes());
+        let entry = www_entry();
+        let key = www_key(rtype::A);
+        let resolved = Resolved::Answer(key.key_ref(), &entry);
+        let (_, reply) = ask_in(
+            &snapshot,
+            "out.skydns.test.",
+            RecordType::A,
+            &mut cache,
+            true,
+            Some(resolved),
+        );
+        assert_eq!(lines(reply.unwrap().answers()), CHAIN);
+        let failed = Resolved::Failed(key.key_ref(), Failure::Unreachable);
+        let (_, reply) = ask_in(
+            &snapshot,
+            "out.skydns.test.",
+            RecordType::A,
+            &mut cache,
+            true,
+            Some(failed),
+        );
         let reply = reply.unwrap();
         assert_eq!(reply.response_code(), hickory_proto::op::ResponseCode::NoError);
         assert!(reply.answers().is_empty(), "SkyDNS drops a chain no lookup completes");

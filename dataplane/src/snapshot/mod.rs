@@ -667,6 +667,7 @@ mod tests {
     pub(crate) fn answer(last: u8) -> CompiledAnswer {
         let qname = LowerName::from_wire(Name::from_dotted("web.skydns.test.").unwrap().wire()).unwrap();
         let set = AnswerSet {
+            flattened: Vec::new(),
             answer: vec![Rrset {
                 owner: None,
                 records: vec![Record {

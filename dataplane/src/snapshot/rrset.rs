@@ -98,6 +98,20 @@ pub struct AnswerSet {
     pub answer: Vec<Rrset>,
     /// Additional section (glue for SRV/MX/NS targets).
     pub additional: Vec<Rrset>,
+    /// Targets outside the zone whose records of the query's type belong in the answer
+    /// section at the query name: a flattened answer the zone alone cannot complete.
+    pub flattened: Vec<Alias>,
+}
+
+/// A name outside the zone that a flattened address answer stands for: its records of the
+/// query's type answer at the query name, with at most `ttl`, the smallest TTL of the names
+/// that led to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alias {
+    /// The name the records come from.
+    pub target: Name,
+    /// The most the records may live.
+    pub ttl: u32,
 }
 
 /// A stretch of precompiled bytes holding one RRset.
@@ -227,6 +241,9 @@ pub struct Beyond {
     /// Targets of CNAMEs that end a chain (no record of the answer is owned by them): an
     /// address query is completed with the target's records of the query's type.
     pub aliases: Box<[Name]>,
+    /// Targets of a flattened answer: an address query is completed with the target's records
+    /// of the query's type, owned by the query name.
+    pub flattened: Box<[Alias]>,
     /// SRV and MX targets without glue: their A and AAAA records belong in the additional
     /// section.
     pub hosts: Box<[Name]>,
@@ -251,11 +268,12 @@ impl Beyond {
                 _ => {}
             }
         }
-        if aliases.is_empty() && hosts.is_empty() {
+        if aliases.is_empty() && hosts.is_empty() && set.flattened.is_empty() {
             return None;
         }
         Some(Beyond {
             aliases: aliases.into_boxed_slice(),
+            flattened: set.flattened.clone().into_boxed_slice(),
             hosts: hosts.into_boxed_slice(),
         })
     }
@@ -586,6 +604,7 @@ mod tests {
     #[test]
     fn one_address_takes_its_record_and_eight_bytes() {
         let set = AnswerSet {
+            flattened: Vec::new(),
             answer: vec![addresses(None, &[1], true)],
             additional: vec![],
         };
@@ -605,6 +624,7 @@ mod tests {
     #[test]
     fn spans_tile_the_records_of_both_sections_in_order() {
         let set = AnswerSet {
+            flattened: Vec::new(),
             answer: vec![
                 addresses(None, &[1, 2, 3], true),
                 addresses(None, &[], true),
@@ -631,6 +651,7 @@ mod tests {
     #[test]
     fn an_answer_section_too_long_for_any_message_overflows() {
         let set = AnswerSet {
+            flattened: Vec::new(),
             answer: vec![texts("web.skydns.test.", 3)],
             additional: vec![],
         };
@@ -643,6 +664,7 @@ mod tests {
     #[test]
     fn an_additional_set_too_long_for_any_message_is_left_out() {
         let set = AnswerSet {
+            flattened: Vec::new(),
             answer: vec![addresses(None, &[1], false)],
             additional: vec![
                 texts("big.skydns.test.", 3),
@@ -659,6 +681,7 @@ mod tests {
     #[test]
     fn names_left_unresolved_stay_beside_the_records() {
         let set = AnswerSet {
+            flattened: Vec::new(),
             answer: vec![Rrset {
                 owner: None,
                 records: vec![Record {

@@ -69,6 +69,7 @@ pub fn snapshot() -> Snapshot {
         3600,
     ));
     let soa = AnswerSet {
+        flattened: Vec::new(),
         answer: vec![Rrset {
             owner: None,
             records: vec![Record {
@@ -85,6 +86,7 @@ pub fn snapshot() -> Snapshot {
         additional: vec![],
     };
     let web = AnswerSet {
+        flattened: Vec::new(),
         answer: vec![a_set(
             None,
             [Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2)],
@@ -93,11 +95,13 @@ pub fn snapshot() -> Snapshot {
         additional: vec![],
     };
     let big = AnswerSet {
+        flattened: Vec::new(),
         answer: vec![a_set(None, (0..40).map(|i| Ipv4Addr::new(10, 1, 0, i)), 60)],
         additional: vec![],
     };
     let targets = ["t1.skydns.test.", "t2.skydns.test."];
     let srv = AnswerSet {
+        flattened: Vec::new(),
         answer: vec![Rrset {
             owner: None,
             records: targets

@@ -799,6 +799,7 @@ impl<'a, 'c> Builder<'a, 'c> {
                 })
             });
             let set = AnswerSet {
+                flattened: Vec::new(),
                 answer: vec![Rrset {
                     owner: None,
                     records: records.collect(),

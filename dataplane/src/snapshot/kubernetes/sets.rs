@@ -15,6 +15,7 @@ pub fn address_answers(ttl: u32, addresses: &[IpAddr]) -> (Option<AnswerSet>, Op
     let (v4, v6) = address_rrsets(None, ttl, addresses);
     let answer = |set: Option<Rrset>| {
         set.map(|set| AnswerSet {
+            flattened: Vec::new(),
             answer: vec![set],
             additional: Vec::new(),
         })
@@ -109,6 +110,7 @@ pub fn srv_weighted(ttl: u32, weight: u16, entries: &[SrvEntry<'_>]) -> Option<A
         }
     }
     Some(AnswerSet {
+        flattened: Vec::new(),
         answer: vec![Rrset {
             owner: None,
             records,
@@ -121,6 +123,7 @@ pub fn srv_weighted(ttl: u32, weight: u16, entries: &[SrvEntry<'_>]) -> Option<A
 /// An answer of one record owned by the query name.
 pub fn single(ttl: u32, rdata: Rdata) -> AnswerSet {
     AnswerSet {
+        flattened: Vec::new(),
         answer: vec![Rrset {
             owner: None,
             records: vec![Record { ttl, rdata }],

@@ -1,22 +1,22 @@
-//! A and AAAA answers with CNAME chasing (SkyDNS `AddressRecords`; docs/skydns-semantics.md, "A and
-//! AAAA: CNAME chasing"), also used for the address glue of SRV and MX targets inside the domain.
+//! A and AAAA answers (SkyDNS `AddressRecords`; docs/skydns-semantics.md, "A and AAAA: names
+//! pointing to names"), also used for the address glue of SRV and MX targets inside the domain.
 //!
-//! A record whose host is a name becomes `owner CNAME host` followed by the host's own address
-//! records, resolved the same way. A chain holds at most 8 CNAMEs, never repeats a target, and an
-//! alias whose target resolves to nothing inside the domain is left out, so that an unresolvable
-//! chain vanishes. Targets outside the domain cannot be resolved here: their CNAME stands alone in
-//! the snapshot, which records it ([`crate::snapshot::rrset::Beyond`]) for the answer path to
-//! complete from the cache or upstream, or to drop.
+//! A record whose host is a name answers with the host's own address records, resolved the same
+//! way, owned by the query name (flattened) with the smallest TTL along the way: a name is never
+//! a CNAME beside its SRV, MX and TXT records, which a cache would follow for every type (RFC
+//! 1034 §3.6.2, RFC 2181 §10.1). A chain of names holds at most 8 links and never repeats a
+//! target; a directory answers the union of its records' addresses. Targets outside the domain
+//! cannot be resolved here: the answer names them ([`crate::snapshot::rrset::Beyond`]) for the
+//! answer path to complete from the cache or upstream.
 //!
-//! A CNAME never shares its owner with other records (RFC 1034 §3.6.2): where a name's records
-//! hold an address as well as a name, the addresses answer and the names give no CNAME. SkyDNS
-//! answered both at one owner.
+//! With `--cname-chains` the answer keeps SkyDNS's shape instead: `owner CNAME host` followed
+//! by the host's records, one CNAME per owner, none where the records hold an address.
 
 use super::answers::{Abort, Answerer};
 use super::entry::Host;
 use super::section::{Rr, Section};
 use super::select::{Class, Selection};
-use crate::snapshot::rrset::Rdata;
+use crate::snapshot::rrset::{Alias, Rdata};
 use crate::snapshot::views::Prefix;
 use crate::wire::Name;
 use foldhash::fast::{FixedState, RandomState};
@@ -67,15 +67,49 @@ fn resolution_hash(target: &Name, family: Family, chain: &[Name], class: Class) 
 pub enum Chased {
     /// The name holds no records.
     Missing,
-    /// The name's address records (with their own CNAMEs), possibly none.
-    Found(Rc<[Rr]>),
+    /// The name's address records (with CNAMEs of their own under `--cname-chains`), possibly
+    /// none.
+    Found(Rc<Found>),
     /// The records cannot fit in any message.
     TooLarge,
 }
 
+/// What a target name resolved to.
+#[derive(Debug)]
+pub struct Found {
+    /// Its address records, owned by the target.
+    pub rrs: Box<[Rr]>,
+    /// Targets outside the domain its records lead to (flattened answers only).
+    pub beyond: Box<[Alias]>,
+}
+
+/// The address records a lookup gives, with the targets outside the domain that a flattened
+/// answer still needs (see [`Alias`]).
+#[derive(Debug, Default)]
+pub struct Addresses<'q> {
+    /// The records.
+    pub section: Section<'q>,
+    /// Targets outside the domain, each once, with the smallest TTL of the names leading there.
+    pub beyond: Vec<Alias>,
+}
+
+impl Addresses<'_> {
+    /// Notes the target `target` reached with `ttl` at most.
+    fn alias(&mut self, target: &Name, ttl: u32) {
+        match self.beyond.iter_mut().find(|a| a.target == *target) {
+            Some(known) => known.ttl = known.ttl.min(ttl),
+            None => self.beyond.push(Alias {
+                target: target.clone(),
+                ttl,
+            }),
+        }
+    }
+}
+
 impl Answerer<'_> {
     /// The address records of the lookup `sel` of `query`, owned by `owner` (`None` = the query
-    /// name as sent). `chain` holds the targets of the CNAMEs that led here.
+    /// name as sent), and the targets outside the domain whose addresses the answer path adds.
+    /// `chain` holds the targets of the names that led here.
     pub(super) fn addresses<'q>(
         &mut self,
         sel: &Selection<'_>,
@@ -83,13 +117,86 @@ impl Answerer<'_> {
         owner: Option<&Name>,
         family: Family,
         chain: &mut Vec<Name>,
-    ) -> Result<Section<'q>, Abort> {
+    ) -> Result<Addresses<'q>, Abort> {
+        if self.index.cname_chains {
+            return self.chained(sel, query, owner, family, chain);
+        }
+        let index = self.index;
+        let mut out = Addresses {
+            section: if owner.is_none() {
+                Section::for_query(query)
+            } else {
+                Section::default()
+            },
+            beyond: Vec::new(),
+        };
+        for &e in sel.grouped() {
+            let ttl = index.ttl_of(e);
+            let rdata = match e.host() {
+                Host::None => continue,
+                Host::V4(ip) if family != Family::V6 => Rdata::A(ip),
+                Host::V6(ip) if family != Family::V4 => Rdata::Aaaa(ip),
+                Host::V4(_) | Host::V6(_) => continue,
+                Host::Name(ref target) => {
+                    if target == query || chain.len() >= MAX_CHAIN || chain.contains(target) {
+                        continue;
+                    }
+                    chain.push(target.clone());
+                    let chased = self.chase(target, family, chain);
+                    chain.pop();
+                    match chased? {
+                        Chased::Found(found) => {
+                            for rr in found.rrs.iter() {
+                                out.section.push(Rr {
+                                    owner: owner.cloned(),
+                                    ttl: ttl.min(rr.ttl),
+                                    rdata: rr.rdata.clone(),
+                                });
+                            }
+                            for alias in found.beyond.iter() {
+                                out.alias(&alias.target, ttl.min(alias.ttl));
+                            }
+                        }
+                        Chased::Missing if !target.is_within(&index.domain) => out.alias(target, ttl),
+                        Chased::TooLarge => return Err(Abort::TooLarge),
+                        Chased::Missing => {}
+                    }
+                    if out.section.is_full() {
+                        return Err(Abort::TooLarge);
+                    }
+                    continue;
+                }
+            };
+            out.section.push(Rr {
+                owner: owner.cloned(),
+                ttl,
+                rdata,
+            });
+            if out.section.is_full() {
+                return Err(Abort::TooLarge);
+            }
+        }
+        Ok(out)
+    }
+
+    /// [`Self::addresses`] with SkyDNS's CNAME chains (`--cname-chains`): a record whose host is
+    /// a name becomes `owner CNAME host` followed by the host's own address records. An owner
+    /// keeps one CNAME, the first that leads somewhere, and none when its records hold an
+    /// address; a CNAME whose target lies outside the domain stands alone, for the answer path
+    /// to complete.
+    fn chained<'q>(
+        &mut self,
+        sel: &Selection<'_>,
+        query: &'q Name,
+        owner: Option<&Name>,
+        family: Family,
+        chain: &mut Vec<Name>,
+    ) -> Result<Addresses<'q>, Abort> {
         let index = self.index;
         let addressed = sel
             .grouped()
             .iter()
             .any(|e| matches!(e.host(), Host::V4(_) | Host::V6(_)));
-        // An owner keeps one CNAME, the first that leads somewhere, with its chain alone.
         let mut aliased = false;
         let mut out = if owner.is_none() {
             Section::for_query(query)
@@ -115,9 +222,9 @@ impl Answerer<'_> {
                         rdata: Rdata::Cname(target.clone()),
                     };
                     match chased? {
-                        Chased::Found(rrs) if !rrs.is_empty() => {
+                        Chased::Found(found) if !found.rrs.is_empty() => {
                             out.push(cname());
-                            out.extend(&rrs);
+                            out.extend(&found.rrs);
                             aliased = true;
                         }
                         Chased::Missing if !target.is_within(&index.domain) => {
@@ -142,7 +249,10 @@ impl Answerer<'_> {
                 return Err(Abort::TooLarge);
             }
         }
-        Ok(out)
+        Ok(Addresses {
+            section: out,
+            beyond: Vec::new(),
+        })
     }
 
     /// Resolves `target` after the CNAMEs whose targets are `chain`, remembering the result.
@@ -175,9 +285,17 @@ impl Answerer<'_> {
         let chased = match self.lookup(target) {
             None => Chased::Missing,
             Some(sel) => match self.addresses(&sel, target, Some(target), family, &mut chain.to_vec()) {
-                Ok(section) => Chased::Found(section.into_rrs().into()),
+                Ok(found) => Chased::Found(Rc::new(Found {
+                    rrs: found.section.into_rrs().into(),
+                    beyond: found.beyond.into(),
+                })),
                 Err(Abort::TooLarge) => Chased::TooLarge,
-                Err(Abort::Exhausted) => return Err(Abort::Exhausted),
+                Err(Abort::Exhausted) => {
+                    // What a resolution that ran out read depends on where it ran out; as when it
+                    // is remembered and found too costly, it notes nothing.
+                    self.audience.seen.truncate(seen_before);
+                    return Err(Abort::Exhausted);
+                }
             },
         };
         self.memo.entry(hash).or_default().push(Resolution {
@@ -199,8 +317,8 @@ impl Answerer<'_> {
         if additional.is_full() || !target.is_within(&self.index.domain) {
             return;
         }
-        if let Ok(Chased::Found(rrs)) = self.chase(target, Family::Both, &[]) {
-            additional.extend(&rrs);
+        if let Ok(Chased::Found(found)) = self.chase(target, Family::Both, &[]) {
+            additional.extend(&found.rrs);
         }
     }
 }

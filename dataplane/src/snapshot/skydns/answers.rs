@@ -7,7 +7,7 @@ use super::entry::{split255, Host};
 use super::index::Index;
 use super::section::{answer_set, Rr, Section};
 use super::select::{Audience, Selection};
-use crate::snapshot::rrset::{AnswerSet, Rdata};
+use crate::snapshot::rrset::{Alias, AnswerSet, Rdata};
 use crate::snapshot::Slot;
 use crate::wire::Name;
 
@@ -78,8 +78,11 @@ impl<'a> Answerer<'a> {
             return Ok(None);
         }
         let (answer, additional) = match slot {
-            Slot::A => (self.addresses(sel, query, None, Family::V4, &mut Vec::new())?, None),
-            Slot::Aaaa => (self.addresses(sel, query, None, Family::V6, &mut Vec::new())?, None),
+            Slot::A | Slot::Aaaa => {
+                let family = if slot == Slot::A { Family::V4 } else { Family::V6 };
+                let found = self.addresses(sel, query, None, family, &mut Vec::new())?;
+                return Ok(self.finish(found.section, Section::default(), found.beyond));
+            }
             Slot::Srv => {
                 let (answer, additional) = self.srv(sel)?;
                 (answer, Some(additional))
@@ -92,7 +95,7 @@ impl<'a> Answerer<'a> {
             Slot::Cname => (self.cname(sel), None),
             Slot::Ns | Slot::Soa | Slot::Ptr => return Ok(None),
         };
-        Ok(self.finish(answer, additional.unwrap_or_default()))
+        Ok(self.finish(answer, additional.unwrap_or_default(), Vec::new()))
     }
 
     /// NS at the apex (docs/skydns-semantics.md, "NS at the apex") from the lookup of
@@ -123,7 +126,7 @@ impl<'a> Answerer<'a> {
                 return Err(Abort::TooLarge);
             }
         }
-        Ok(self.finish(answer, additional))
+        Ok(self.finish(answer, additional, Vec::new()))
     }
 
     /// TXT (docs/skydns-semantics.md, "TXT"): one record per record with text, split into 255-byte
@@ -142,11 +145,12 @@ impl<'a> Answerer<'a> {
         Ok(answer)
     }
 
-    /// CNAME (docs/skydns-semantics.md, "CNAME queries"): nothing for a directory; for a key, its
-    /// first record's host if a name, without chasing.
+    /// CNAME (docs/skydns-semantics.md, "CNAME queries"): nothing, since no SkyDNS name is an
+    /// alias; with `--cname-chains`, nothing for a directory and, for a key, its first record's
+    /// host if a name, without chasing.
     fn cname(&mut self, sel: &Selection<'_>) -> Section<'static> {
         let mut answer = Section::default();
-        if sel.directory {
+        if sel.directory || !self.index.cname_chains {
             return answer;
         }
         if let Some(&e) = sel.grouped().first() {
@@ -157,16 +161,19 @@ impl<'a> Answerer<'a> {
         answer
     }
 
-    fn finish(&self, answer: Section<'_>, additional: Section<'_>) -> Option<AnswerSet> {
-        if answer.is_empty() {
+    /// The answer, unless it has no records and names no target outside the domain.
+    fn finish(&self, answer: Section<'_>, additional: Section<'_>, beyond: Vec<Alias>) -> Option<AnswerSet> {
+        if answer.is_empty() && beyond.is_empty() {
             return None;
         }
-        Some(answer_set(
+        let mut set = answer_set(
             answer.into_rrs(),
             additional.into_rrs(),
             self.index.ttl,
             self.index.round_robin,
-        ))
+        );
+        set.flattened = beyond;
+        Some(set)
     }
 
     /// The records a lookup of `name` returns for the class answered, noting the view maps it

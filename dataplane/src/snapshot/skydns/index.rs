@@ -41,6 +41,8 @@ pub struct Index {
     markers: Range<usize>,
     /// Whether a directory answers for what lies below it only when it holds a marker.
     pub(super) wildcards_marker: bool,
+    /// Whether names pointing to host names answer with CNAME chains rather than flattened.
+    pub(super) cname_chains: bool,
     /// How many entries have each dedup identity, by its low 32 bits (half the table, and
     /// a collision only sends a record through the exact comparison); the dedup looks only at
     /// identities held by more than one.
@@ -88,6 +90,7 @@ impl Index {
             range: below(table, &apex),
             markers: below(table, &marker_path(&apex)),
             wildcards_marker: config.wildcards_marker,
+            cname_chains: config.cname_chains,
             apex: apex.into_boxed_slice(),
             domain: config.domain.clone(),
             ttl: config.ttl,

@@ -170,6 +170,7 @@ pub fn answer_set(answer: Vec<Rr>, additional: Vec<Rr>, ttl_cap: u32, rotate: bo
         answer.iter_mut().for_each(|rr| rr.ttl = ttl);
     }
     AnswerSet {
+        flattened: Vec::new(),
         answer: rrsets(answer, rotate),
         additional: rrsets(additional, false),
     }

@@ -77,6 +77,11 @@ pub struct Config {
     /// A directory answers with the records below it, and `*`/`any` queries below it match,
     /// only when it holds a `.wildcards` key (`--wildcards-marker`).
     pub wildcards_marker: bool,
+    /// Answer a name whose records point to host names with SkyDNS's CNAME chain
+    /// (`--cname-chains`) instead of the targets' addresses at the query name. A chain beside the
+    /// name's SRV, MX and TXT records is what a cache then follows for every type (RFC 2181
+    /// §10.1), so it suits only clients that ask directly and read the chain.
+    pub cname_chains: bool,
     /// Sign the domain (`--dnssec`): its answers to queries with DO set carry RRSIGs and
     /// NSEC3 denials (docs/dnssec.md).
     pub dnssec: Option<crate::dnssec::Dnssec>,
@@ -95,6 +100,7 @@ impl Default for Config {
             local: None,
             round_robin: true,
             wildcards_marker: false,
+            cname_chains: false,
             dnssec: None,
         }
     }

@@ -1,6 +1,24 @@
-//! A/AAAA answers and CNAME chasing (docs/skydns-semantics.md, "A and AAAA: CNAME chasing").
+//! A/AAAA answers of names pointing to names (docs/skydns-semantics.md, "A and AAAA: names
+//! pointing to names"): flattened by default, SkyDNS's CNAME chains with `--cname-chains`.
 
 use super::*;
+
+/// The configuration of `--cname-chains`.
+fn chains() -> Config {
+    Config {
+        cname_chains: true,
+        ..config()
+    }
+}
+
+fn chained(records: &[(&str, Service)]) -> Snapshot {
+    snapshot_with(&chains(), records)
+}
+
+fn chained_of(records: &[(String, Service)]) -> Snapshot {
+    let refs: Vec<(&str, Service)> = records.iter().map(|(k, s)| (k.as_str(), s.clone())).collect();
+    chained(&refs)
+}
 
 /// `c1 → c2 → … → c<len+1>`, the last one holding an address: a chain of `len` CNAMEs.
 fn chain(len: usize) -> Vec<(String, Service)> {
@@ -22,8 +40,88 @@ fn snapshot_of(records: &[(String, Service)]) -> Snapshot {
 }
 
 #[test]
-fn a_chain_of_eight_cnames_resolves() {
+fn a_name_pointing_to_a_name_answers_the_targets_addresses_at_its_own_name() {
     let snap = snapshot_of(&chain(8));
+    assert_eq!(
+        answers(&snap, "c1.chain.skydns.test.", RecordType::A),
+        ["c1.chain.skydns.test. 3600 A 10.0.2.1"],
+        "eight links are followed"
+    );
+    assert!(is_nodata(&snap, "c1.chain.skydns.test.", RecordType::CNAME));
+    assert!(is_nodata(&snap, "c1.chain.skydns.test.", RecordType::AAAA));
+}
+
+#[test]
+fn a_name_of_nine_links_answers_nothing() {
+    let snap = snapshot_of(&chain(9));
+    assert!(is_nodata(&snap, "c1.chain.skydns.test.", RecordType::A));
+    assert_eq!(
+        answers(&snap, "c2.chain.skydns.test.", RecordType::A),
+        ["c2.chain.skydns.test. 3600 A 10.0.2.1"]
+    );
+}
+
+/// A cache that has seen a CNAME at a name follows it for every type (RFC 2181 §10.1): a
+/// directory of services with name hosts must give its SRV records, and its addresses, at its
+/// own name.
+#[test]
+fn a_directory_of_name_hosts_answers_the_union_of_their_addresses() {
+    let snap = snapshot(&[
+        ("test/skydns/api/a", host("one.skydns.test.")),
+        ("test/skydns/api/b", host("two.skydns.test.")),
+        ("test/skydns/api/c", host("10.0.0.9")),
+        ("test/skydns/one", host("10.0.0.1")),
+        ("test/skydns/two/x", host("10.0.0.2")),
+        ("test/skydns/two/y", host("2001:db8::2")),
+    ]);
+    let mut a = answers(&snap, "api.skydns.test.", RecordType::A);
+    a.sort();
+    assert_eq!(
+        a,
+        [
+            "api.skydns.test. 3600 A 10.0.0.1",
+            "api.skydns.test. 3600 A 10.0.0.2",
+            "api.skydns.test. 3600 A 10.0.0.9",
+        ]
+    );
+    assert_eq!(
+        answers(&snap, "api.skydns.test.", RecordType::AAAA),
+        ["api.skydns.test. 3600 AAAA 2001:db8::2"]
+    );
+    assert!(is_nodata(&snap, "api.skydns.test.", RecordType::CNAME));
+    assert_eq!(answers(&snap, "api.skydns.test.", RecordType::SRV).len(), 3);
+}
+
+#[test]
+fn a_flattened_answer_lives_as_long_as_the_shortest_link() {
+    let snap = snapshot(&[
+        (
+            "test/skydns/c1",
+            Service {
+                host: "c2.skydns.test.".into(),
+                ttl: 300,
+                ..Service::default()
+            },
+        ),
+        (
+            "test/skydns/c2",
+            Service {
+                host: "c3.skydns.test.".into(),
+                ttl: 60,
+                ..Service::default()
+            },
+        ),
+        ("test/skydns/c3", host("10.0.2.1")),
+    ]);
+    assert_eq!(
+        answers(&snap, "c1.skydns.test.", RecordType::A),
+        ["c1.skydns.test. 60 A 10.0.2.1"]
+    );
+}
+
+#[test]
+fn a_chain_of_eight_cnames_resolves() {
+    let snap = chained_of(&chain(8));
     let lines = answers(&snap, "c1.chain.skydns.test.", RecordType::A);
     assert_eq!(lines.len(), 9);
     assert_eq!(lines[0], "c1.chain.skydns.test. 3600 CNAME c2.chain.skydns.test.");
@@ -32,7 +130,7 @@ fn a_chain_of_eight_cnames_resolves() {
 
 #[test]
 fn a_chain_of_nine_cnames_vanishes_whole() {
-    let snap = snapshot_of(&chain(9));
+    let snap = chained_of(&chain(9));
     assert!(is_nodata(&snap, "c1.chain.skydns.test.", RecordType::A));
     assert_eq!(
         answers(&snap, "c2.chain.skydns.test.", RecordType::A).len(),
@@ -54,7 +152,7 @@ fn a_cname_loop_vanishes() {
 /// at one owner, which RFC 1034 forbids.
 #[test]
 fn a_name_holding_addresses_answers_them_and_no_cname() {
-    let snap = snapshot(&[
+    let snap = chained(&[
         ("test/skydns/c3/a", host("c4.skydns.test.")),
         ("test/skydns/c3/b", host("10.0.0.3")),
         ("test/skydns/c4", host("c3.skydns.test.")),
@@ -119,7 +217,7 @@ fn a_cname_outside_the_domain_is_dropped_without_forwarding() {
 
 #[test]
 fn a_cname_is_chased_for_the_asked_family_only() {
-    let snap = snapshot(&[
+    let snap = chained(&[
         ("test/skydns/alias", host("target.skydns.test.")),
         ("test/skydns/target/v4", host("10.0.0.1")),
         ("test/skydns/target/v6", host("2001:db8::1")),
@@ -154,7 +252,7 @@ fn a_chain_takes_the_smallest_ttl_of_its_records() {
 
 #[test]
 fn two_aliases_of_one_owner_keep_the_first_by_key_order() {
-    let snap = snapshot(&[
+    let snap = chained(&[
         ("test/skydns/d/b", host("two.skydns.test.")),
         ("test/skydns/d/a", host("one.skydns.test.")),
         ("test/skydns/one", host("10.0.0.1")),
@@ -171,9 +269,8 @@ fn two_aliases_of_one_owner_keep_the_first_by_key_order() {
 
 #[test]
 fn a_fan_out_of_distinct_chains_is_bounded_and_answered_as_too_large() {
-    // Every name of level n aliases all three names of level n+1, and level 8 holds nothing:
-    // an owner takes the first alias that leads somewhere, so finding that none does tries
-    // 3^8 distinct chains.
+    // Every name of level n points to all three names of level n+1, and level 8 holds nothing:
+    // finding that none leads anywhere tries 3^8 distinct chains.
     let mut records: Vec<(String, Service)> = Vec::new();
     for level in 0..8 {
         for i in 0..3 {

@@ -133,11 +133,29 @@ fn text_of_255_bytes_is_two_strings_the_second_empty() {
 }
 
 #[test]
-fn cname_on_a_leaf_is_its_host_without_chasing_and_on_a_directory_nodata() {
+fn cname_is_nodata_everywhere_since_no_name_is_an_alias() {
     let snap = snapshot(&[
         ("test/skydns/dir/alias", host("target.skydns.test.")),
         ("test/skydns/target", host("10.0.0.1")),
     ]);
+    assert!(is_nodata(&snap, "alias.dir.skydns.test.", RecordType::CNAME));
+    assert!(is_nodata(&snap, "dir.skydns.test.", RecordType::CNAME));
+    assert!(is_nodata(&snap, "target.skydns.test.", RecordType::CNAME));
+}
+
+#[test]
+fn with_cname_chains_cname_on_a_leaf_is_its_host_without_chasing_and_on_a_directory_nodata() {
+    let config = Config {
+        cname_chains: true,
+        ..config()
+    };
+    let snap = snapshot_with(
+        &config,
+        &[
+            ("test/skydns/dir/alias", host("target.skydns.test.")),
+            ("test/skydns/target", host("10.0.0.1")),
+        ],
+    );
     assert_eq!(
         answers(&snap, "alias.dir.skydns.test.", RecordType::CNAME),
         ["alias.dir.skydns.test. 3600 CNAME target.skydns.test."]

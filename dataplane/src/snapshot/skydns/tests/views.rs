@@ -181,11 +181,29 @@ fn ptr_comes_from_the_clients_list_when_it_is_one_name() {
 }
 
 #[test]
-fn a_cname_into_a_view_map_answers_by_the_client_of_the_alias() {
+fn a_name_pointing_into_a_view_map_answers_by_the_client() {
     let snap = snapshot(&[
         ("test/skydns/www", record("web.skydns.test.")),
         ("test/skydns/web", nested()),
     ]);
+    let rendered = |client: &str| lines(ask_from(&snap, client, "www.skydns.test.", RecordType::A).answers());
+    assert_eq!(rendered("10.1.2.3"), ["www.skydns.test. 3600 A 10.1.2.1"]);
+    assert_eq!(rendered("203.0.113.1"), ["www.skydns.test. 3600 A 10.9.9.9"]);
+}
+
+#[test]
+fn a_cname_into_a_view_map_answers_by_the_client_of_the_alias() {
+    let config = Config {
+        cname_chains: true,
+        ..config()
+    };
+    let snap = snapshot_with(
+        &config,
+        &[
+            ("test/skydns/www", record("web.skydns.test.")),
+            ("test/skydns/web", nested()),
+        ],
+    );
     let rendered = |client: &str| lines(ask_from(&snap, client, "www.skydns.test.", RecordType::A).answers());
     assert_eq!(
         rendered("10.1.2.3"),
@@ -315,9 +333,9 @@ fn a_self_key_makes_its_directory_answer_as_a_key() {
         ("test/skydns/only/.SELF", record("10.0.0.8")),
     ]);
     assert_eq!(
-        answers(&snap, "alias.skydns.test.", RecordType::CNAME),
-        ["alias.skydns.test. 3600 CNAME target.skydns.test."],
-        "a CNAME query on a directory with a .self key is answered as on a key"
+        answers(&snap, "alias.skydns.test.", RecordType::A),
+        ["alias.skydns.test. 3600 A 10.0.0.7"],
+        "a directory with a .self key answers as a key"
     );
     assert_eq!(
         answers(&snap, "only.skydns.test.", RecordType::A),
