@@ -364,6 +364,7 @@ fn by_class<O: Outside>(
                     None if node.has_views() => viewed(node, slot, r.ctx),
                     None => None,
                 },
+                None if signed::apex_unsigned(r, qname, question.qtype, zone, snapshot) => return O::Flow::default(),
                 None => None,
             };
             match found {

@@ -8,7 +8,7 @@ use crate::dnssec::denial::{self, Covered};
 use crate::dnssec::nsec3::HASH_LEN;
 use crate::dnssec::zone::{self, sign_query};
 use crate::dnssec::{Signed, SigningKey};
-use crate::snapshot::{Found, Slot, Snapshot};
+use crate::snapshot::{Found, Slot, Snapshot, Zone};
 use crate::wire::types::MAX_MESSAGE_LEN;
 use crate::wire::types::{flags, rcode, rtype};
 use crate::wire::{LowerName, Query, Question};
@@ -88,6 +88,32 @@ pub(super) fn respond<O: Outside>(
         }
         _ => None,
     }
+}
+
+/// A query without DO for a type the snapshot's nodes have no slot for: at the apex of the
+/// signed zone, DNSKEY and NSEC3PARAM are answered without RRSIG, as any RRset is to a client
+/// that did not ask for DNSSEC (RFC 4035 §3.1.1). True when it wrote that answer; the other
+/// questions go on to NODATA. Only questions of a type without a slot reach it.
+#[cold]
+#[inline(never)]
+pub(super) fn apex_unsigned(
+    r: &mut Responder<'_>,
+    qname: &LowerName,
+    qtype: u16,
+    zone: &Zone,
+    snapshot: &Snapshot,
+) -> bool {
+    let Some(signed) = snapshot.dnssec.as_deref() else {
+        return false;
+    };
+    if zone.apex != *signed.apex() || qname.label_count() != zone.apex.label_count() {
+        return false;
+    }
+    let Some(records) = signed.apex_unsigned(qtype) else {
+        return false;
+    };
+    r.signed(records);
+    true
 }
 
 /// NODATA: the SOA and the NSEC3 record matching the name, whose types lack the one asked.
