@@ -382,9 +382,15 @@ fn with_the_marker_flag_a_directory_answers_only_when_it_holds_a_wildcards_key()
         ["own.skydns.test. 3600 A 10.0.2.1"],
         "an unmarked name answers with its own records"
     );
+    for name in ["selfish.skydns.test.", "*.selfish.skydns.test."] {
+        assert!(
+            is_nxdomain(&snap, name, RecordType::A),
+            "{name}: the marker is looked at before the .self key"
+        );
+    }
     assert_eq!(
-        answers(&snap, "selfish.skydns.test.", RecordType::A),
-        ["selfish.skydns.test. 3600 A 10.0.3.1"]
+        answers(&snap, "y.selfish.skydns.test.", RecordType::A),
+        ["y.selfish.skydns.test. 3600 A 10.0.3.2"]
     );
     assert!(
         is_nodata(&snap, "skydns.test.", RecordType::A),
@@ -412,6 +418,53 @@ fn with_the_marker_flag_a_directory_answers_only_when_it_holds_a_wildcards_key()
     assert!(
         is_nodata(&cname, "alias.skydns.test.", RecordType::A),
         "a chain to an unmarked directory vanishes"
+    );
+}
+
+/// Under the flag, a `.self` key answers only in a marked directory; an unmarked one answers
+/// with the record at its own key, the `.self` key unread.
+#[test]
+fn with_the_marker_flag_a_self_key_answers_only_below_a_marker() {
+    let config = Config {
+        wildcards_marker: true,
+        ..config()
+    };
+    let snap = snapshot_with(
+        &config,
+        &[
+            ("test/skydns/marked/.wildcards", Value::Marker),
+            ("test/skydns/marked/.self", record("10.0.5.9")),
+            ("test/skydns/marked/a", record("10.0.5.1")),
+            ("test/skydns/keyed", record("10.0.6.5")),
+            ("test/skydns/keyed/.self", record("10.0.6.9")),
+            ("test/skydns/keyed/a", record("10.0.6.1")),
+            ("test/skydns/alone/.self", record("10.0.7.9")),
+        ],
+    );
+    for name in ["marked.skydns.test.", "*.marked.skydns.test."] {
+        assert_eq!(
+            data_from(&snap, "192.0.2.1", name, RecordType::A),
+            ["10.0.5.9"],
+            "{name}"
+        );
+    }
+    for name in ["keyed.skydns.test.", "*.keyed.skydns.test."] {
+        assert_eq!(
+            data_from(&snap, "192.0.2.1", name, RecordType::A),
+            ["10.0.6.5"],
+            "{name}: its own key's record, not its .self"
+        );
+    }
+    assert!(is_nxdomain(&snap, "alone.skydns.test.", RecordType::A));
+    assert!(is_nxdomain(&snap, "alone.skydns.test.", RecordType::CNAME));
+    let without = snapshot(&[
+        ("test/skydns/alone/.self", record("10.0.7.9")),
+        ("test/skydns/alone/a", record("10.0.7.1")),
+    ]);
+    assert_eq!(
+        data_from(&without, "192.0.2.1", "alone.skydns.test.", RecordType::A),
+        ["10.0.7.9"],
+        "without the flag the .self key answers"
     );
 }
 
