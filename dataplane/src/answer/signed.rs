@@ -91,9 +91,10 @@ pub(super) fn respond<O: Outside>(
 }
 
 /// A query without DO for a type the snapshot's nodes have no slot for: at the apex of the
-/// signed zone, DNSKEY and NSEC3PARAM are answered without RRSIG, as any RRset is to a client
-/// that did not ask for DNSSEC (RFC 4035 §3.1.1). True when it wrote that answer; the other
-/// questions go on to NODATA. Only questions of a type without a slot reach it.
+/// signed zone, DNSKEY and NSEC3PARAM are answered without RRSIG: a client without DO gets
+/// DNSSEC records only when it asks for their type (RFC 3225 §3), and then as any RRset. True
+/// when it wrote that answer; the other questions go on to NODATA. Only questions of a type
+/// without a slot reach it, so the others pay nothing for it.
 #[cold]
 #[inline(never)]
 pub(super) fn apex_unsigned(
