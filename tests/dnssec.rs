@@ -449,3 +449,125 @@ fn signed_answers_follow_an_etcd_change() {
     );
     assert!(validated("db.east.skydns.test.", "10.0.0.3"));
 }
+
+/// The records `dig` prints for its `args` (`+noall` and the sections wanted), one per line,
+/// fields split on whitespace.
+fn dig_records(addr: SocketAddr, args: &[&str]) -> Vec<Vec<String>> {
+    common::dig(addr, args)
+        .iter()
+        .filter(|line| !line.is_empty() && !line.starts_with(';'))
+        .map(|line| line.split_whitespace().map(str::to_owned).collect())
+        .collect()
+}
+
+/// The types of `records` (the fourth field of dig's lines).
+fn types_of(records: &[Vec<String>]) -> Vec<&str> {
+    records.iter().map(|r| r[3].as_str()).collect()
+}
+
+/// docs/dnssec.md, "The apex": DNSKEY asked without DO is answered with the key alone, which
+/// an operator pipes into `dnssec-dsfromkey` to publish the DS: the DS it prints is the one of
+/// the key file; with DO, the key comes signed, and validates.
+#[test]
+fn dnskey_without_do_is_answered_unsigned_and_gives_the_ds() {
+    if !tools() || !tool("dnssec-dsfromkey", "bind9-utils") || !tool("dig", "bind9-dnsutils") {
+        return;
+    }
+    let keys = tempfile::tempdir().unwrap();
+    let keybase = keygen(keys.path(), "ECDSAP256SHA256");
+    let anchor = anchor(&keybase);
+    let skyline = start(&keybase);
+
+    let plain = dig_records(
+        skyline.addr,
+        &["+noall", "+answer", "+nodnssec", "skydns.test.", "DNSKEY"],
+    );
+    assert_eq!(types_of(&plain), ["DNSKEY"], "{plain:?}");
+    let signed = dig_records(
+        skyline.addr,
+        &["+noall", "+answer", "+dnssec", "skydns.test.", "DNSKEY"],
+    );
+    assert_eq!(types_of(&signed), ["DNSKEY", "RRSIG"], "{signed:?}");
+    assert_eq!(signed[0][4..], plain[0][4..], "the same key with and without DO");
+
+    let reply: String = plain.iter().map(|fields| fields.join(" ") + "\n").collect();
+    let ds_of = |args: &[&str], stdin: Option<&str>| {
+        use std::io::Write;
+        let mut child = Command::new("dnssec-dsfromkey")
+            .args(["-2"])
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.unwrap_or_default().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let served = ds_of(&["-f", "-", "skydns.test."], Some(&reply));
+    let from_file = ds_of(&[keybase.to_str().unwrap()], None);
+    assert!(served.contains(" DS "), "{served}");
+    assert_eq!(served, from_file, "the DS of the served key is the key file's");
+
+    assert_validated(skyline.addr, &anchor, "skydns.test.", "DNSKEY", "; fully validated");
+}
+
+/// RFC 5155 §4: the apex publishes NSEC3PARAM, unsigned without DO and signed with it, with the
+/// algorithm, iterations and salt of the NSEC3 records (its flags 0, §4.1.2), and lists it and
+/// DNSKEY in its NSEC3 type bitmap; the answers validate.
+#[test]
+fn nsec3param_at_the_apex_matches_the_nsec3_records() {
+    if !tools() || !tool("dig", "bind9-dnsutils") {
+        return;
+    }
+    let keys = tempfile::tempdir().unwrap();
+    let keybase = keygen(keys.path(), "ED25519");
+    let anchor = anchor(&keybase);
+    let skyline = start(&keybase);
+
+    let plain = dig_records(
+        skyline.addr,
+        &["+noall", "+answer", "+nodnssec", "skydns.test.", "NSEC3PARAM"],
+    );
+    assert_eq!(types_of(&plain), ["NSEC3PARAM"], "{plain:?}");
+    let param = &plain[0][4..];
+    assert_eq!(param, ["1", "0", "0", "-"], "SHA-1, flags 0, no iterations, no salt");
+    let signed = dig_records(
+        skyline.addr,
+        &["+noall", "+answer", "+dnssec", "skydns.test.", "NSEC3PARAM"],
+    );
+    assert_eq!(types_of(&signed), ["NSEC3PARAM", "RRSIG"], "{signed:?}");
+
+    for (name, qtype) in [("skydns.test.", "PTR"), ("nope.skydns.test.", "A")] {
+        let denial = dig_records(skyline.addr, &["+noall", "+authority", "+dnssec", name, qtype]);
+        let nsec3s: Vec<&Vec<String>> = denial.iter().filter(|r| r[3] == "NSEC3").collect();
+        assert!(!nsec3s.is_empty(), "{name}: {denial:?}");
+        for nsec3 in nsec3s {
+            assert_eq!(nsec3[4], param[0], "{name}: algorithm of {nsec3:?}");
+            assert_eq!(nsec3[6..8], param[2..4], "{name}: iterations and salt of {nsec3:?}");
+        }
+    }
+    let apex = dig_records(
+        skyline.addr,
+        &["+noall", "+authority", "+dnssec", "skydns.test.", "PTR"],
+    );
+    let matching = apex.iter().find(|r| r[3] == "NSEC3").unwrap();
+    for listed in ["DNSKEY", "NSEC3PARAM", "SOA"] {
+        assert!(matching[9..].iter().any(|t| t == listed), "{listed} in {matching:?}");
+    }
+
+    for (qtype, expected) in [
+        ("NSEC3PARAM", "; fully validated"),
+        ("DNSKEY", "; fully validated"),
+        ("PTR", "; negative response, fully validated"),
+    ] {
+        assert_validated(skyline.addr, &anchor, "skydns.test.", qtype, expected);
+    }
+}

@@ -540,12 +540,92 @@ fn wildcards_keys_decide_which_directories_answer_under_the_flag() {
         set(&["10.0.1.1"])
     );
     assert_eq!(
-        data(with.udp("dir.skydns.test.", RecordType::A).answers()),
-        set(&["10.0.2.9"])
+        with.udp("dir.skydns.test.", RecordType::A).response_code(),
+        ResponseCode::NXDomain,
+        "the marker is looked at before .self"
     );
     assert_eq!(
         data(without.udp("skydns.test.", RecordType::A).answers()).len(),
         7,
         "a marker is never a record"
     );
+}
+
+/// docs/skydns-semantics.md, "Reverse names": a reverse key holding a view map answers PTR to
+/// the clients whose list is one record; a client no prefix holds, in a map without `default`,
+/// gets every list, several records, which are no answer: NXDOMAIN, without forwarding.
+#[test]
+fn a_reverse_view_map_answers_one_record_and_passes_on_several() {
+    let records = serde_json::json!({
+        "/skydns/config": {"domain": "skydns.test."},
+        "/skydns/arpa/in-addr/10/0/0/7": {
+            "127.0.0.2/32": [{"host": "alone.skydns.test."}],
+            "127.0.0.3/32": [{"host": "neighbour.skydns.test."}]
+        }
+    })
+    .to_string();
+    let s = Skyline::start(&records, &[], &[]);
+    let name = "7.0.0.10.in-addr.arpa.";
+    assert_eq!(from(&s, ALONE, name, RecordType::PTR), set(&["alone.skydns.test."]));
+    assert_eq!(
+        from(&s, NEIGHBOUR, name, RecordType::PTR),
+        set(&["neighbour.skydns.test."])
+    );
+    for reply in [
+        s.udp_from(STRANGER, name, RecordType::PTR),
+        s.tcp_from(STRANGER, name, RecordType::PTR),
+    ] {
+        assert_eq!(reply.response_code(), ResponseCode::NXDomain, "{reply:?}");
+        assert!(reply.answers().is_empty() && !reply.authoritative(), "{reply:?}");
+    }
+    if tool("dig", "bind9-dnsutils") {
+        let mut args = vec!["-b", "127.0.0.5", "+noall", "+comments", name, "PTR"];
+        let said = dig(s.addr, &args).join("\n");
+        assert!(said.contains("status: NXDOMAIN"), "{said}");
+        args[1] = "127.0.0.2";
+        args[3] = "+answer";
+        let said = dig(s.addr, &args).join("\n");
+        assert!(said.contains("PTR\talone.skydns.test."), "{said}");
+    }
+}
+
+/// docs/skydns-semantics.md, "`.self` and `.wildcards`": under `--wildcards-marker` the marker
+/// is looked at first, so a directory holding `.self` but no `.wildcards` does not exist, and one
+/// holding both answers with its `.self` record.
+#[test]
+fn under_the_marker_flag_a_self_key_needs_a_wildcards_key() {
+    let records = serde_json::json!({
+        "/skydns/config": {"domain": "skydns.test."},
+        "/skydns/test/skydns/bare/.self": {"host": "10.0.3.9"},
+        "/skydns/test/skydns/bare/a": {"host": "10.0.3.1"},
+        "/skydns/test/skydns/marked/.wildcards": "",
+        "/skydns/test/skydns/marked/.self": {"host": "10.0.4.9"},
+        "/skydns/test/skydns/marked/a": {"host": "10.0.4.1"}
+    })
+    .to_string();
+    let with = Skyline::start(&records, &["--wildcards-marker"], &[]);
+    for name in ["bare.skydns.test.", "*.bare.skydns.test."] {
+        for reply in [with.udp(name, RecordType::A), with.tcp(name, RecordType::A)] {
+            assert_eq!(reply.response_code(), ResponseCode::NXDomain, "{name}: {reply:?}");
+            assert!(reply.authoritative());
+        }
+    }
+    assert_eq!(
+        data(with.udp("a.bare.skydns.test.", RecordType::A).answers()),
+        set(&["10.0.3.1"])
+    );
+    assert_eq!(
+        data(with.udp("marked.skydns.test.", RecordType::A).answers()),
+        set(&["10.0.4.9"])
+    );
+    let without = Skyline::start(&records, &[], &[]);
+    assert_eq!(
+        data(without.udp("bare.skydns.test.", RecordType::A).answers()),
+        set(&["10.0.3.9"]),
+        "without the flag .self answers"
+    );
+    if tool("dig", "bind9-dnsutils") {
+        let said = dig(with.addr, &["+noall", "+comments", "bare.skydns.test.", "A"]).join("\n");
+        assert!(said.contains("status: NXDOMAIN"), "{said}");
+    }
 }

@@ -19,7 +19,7 @@ use crate::snapshot::kubernetes::{Host, MAX_ANSWER};
 use crate::snapshot::rrset::{Beyond, CompiledAnswer};
 use crate::snapshot::skydns::{self, WildcardAnswer};
 use crate::snapshot::skydns::{Leaf, MAX_LEAF_ANSWER};
-use crate::snapshot::{Found, Node, Slot, Snapshot, Zone};
+use crate::snapshot::{Found, Node, Slot, Snapshot, Zone, ZoneKind};
 use crate::wire::query::parse_query_into;
 use crate::wire::types::{class, flags, rcode, rtype};
 use crate::wire::writer::Shift;
@@ -370,6 +370,7 @@ fn by_class<O: Outside>(
                     None if node.has_views() => viewed(node, slot, r.ctx),
                     None => None,
                 },
+                None if signed::apex_unsigned(r, qname, question.qtype, zone, snapshot) => return O::Flow::default(),
                 None => None,
             };
             match found {
@@ -386,6 +387,9 @@ fn by_class<O: Outside>(
                             }
                         }
                     }
+                }
+                None if node.has_views() && passed_on(node, zone, r.ctx) => {
+                    return reverse_passed_on(r, q, qname, question, zone, outside)
                 }
                 None => r.negative(rcode::NOERROR, qname, zone),
             }
@@ -412,6 +416,33 @@ fn by_class<O: Outside>(
 #[inline(never)]
 fn viewed<'n>(node: &'n Node, slot: Slot, ctx: &Context) -> Option<&'n CompiledAnswer> {
     node.views()?.answer(slot, ctx.client.ip())
+}
+
+/// Whether the reverse name of `node` is not this server's to answer for this client: its view
+/// map selects several records for the client's class (docs/skydns-semantics.md, "Reverse names").
+#[cold]
+#[inline(never)]
+fn passed_on(node: &Node, zone: &Zone, ctx: &Context) -> bool {
+    zone.kind == ZoneKind::Reverse && node.views().is_some_and(|views| views.passes_on(ctx.client.ip()))
+}
+
+/// A reverse name [`passed_on`]: forwarded as a name no zone holds when the client may use
+/// forwarding, else NXDOMAIN, as the SkyDNS variant's `ReverseRecord` answers without forwarding.
+#[cold]
+#[inline(never)]
+fn reverse_passed_on<O: Outside>(
+    r: &mut Responder<'_>,
+    q: &Query,
+    qname: &LowerName,
+    question: Question,
+    zone: &Zone,
+    outside: &mut O,
+) -> O::Flow {
+    if outside.recursion_available() {
+        return outside.beyond(r, q, qname, question);
+    }
+    r.negative(rcode::NXDOMAIN, qname, zone);
+    O::Flow::default()
 }
 
 /// A name that answers with the address it spells (see [`Snapshot::echoed_address`]).

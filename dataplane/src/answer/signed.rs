@@ -9,7 +9,7 @@ use crate::dnssec::nsec3::HASH_LEN;
 use crate::dnssec::zone::{self, sign_query};
 use crate::dnssec::{Signed, SigningKey};
 use crate::snapshot::rrset::Beyond;
-use crate::snapshot::{Found, Slot, Snapshot};
+use crate::snapshot::{Found, Slot, Snapshot, Zone};
 use crate::wire::types::MAX_MESSAGE_LEN;
 use crate::wire::types::{flags, rcode, rtype};
 use crate::wire::{LowerName, Query, Question};
@@ -101,6 +101,33 @@ pub(super) fn respond<O: Outside>(
         }
         _ => None,
     }
+}
+
+/// A query without DO for a type the snapshot's nodes have no slot for: at the apex of the
+/// signed zone, DNSKEY and NSEC3PARAM are answered without RRSIG: a client without DO gets
+/// DNSSEC records only when it asks for their type (RFC 3225 §3), and then as any RRset. True
+/// when it wrote that answer; the other questions go on to NODATA. Only questions of a type
+/// without a slot reach it, so the others pay nothing for it.
+#[cold]
+#[inline(never)]
+pub(super) fn apex_unsigned(
+    r: &mut Responder<'_>,
+    qname: &LowerName,
+    qtype: u16,
+    zone: &Zone,
+    snapshot: &Snapshot,
+) -> bool {
+    let Some(signed) = snapshot.dnssec.as_deref() else {
+        return false;
+    };
+    if zone.apex != *signed.apex() || qname.label_count() != zone.apex.label_count() {
+        return false;
+    }
+    let Some(records) = signed.apex_unsigned(qtype) else {
+        return false;
+    };
+    r.signed(records);
+    true
 }
 
 /// NODATA: the SOA and the NSEC3 record matching the name, whose types lack the one asked.

@@ -53,7 +53,7 @@ thread_local! {
 /// Hands `write` the signed NSEC3 record covering the hash of `name` (lower-cased wire form)
 /// in `signed`'s zone, from this thread's cache or signed now.
 pub fn covering(signed: &Signed, name: &[u8], write: impl FnOnce(&Records)) -> Covered {
-    let hash = nsec3::hash(name, &[], 0);
+    let hash = nsec3::hash_name(name);
     let ttl = signed.negative_ttl();
     let make = |key: &SigningKey, validity| {
         let apex = signed.apex().wire().to_ascii_lowercase();

@@ -7,6 +7,20 @@ use ring::digest::{digest, SHA1_FOR_LEGACY_USE_ONLY};
 /// The NSEC3 type number (RFC 5155 §3).
 pub const NSEC3: u16 = 50;
 
+/// The NSEC3PARAM type number (RFC 5155 §4): the apex publishes the hash parameters, so that a
+/// secondary or a zone checker can hash names as the NSEC3 records do.
+pub const NSEC3PARAM: u16 = 51;
+
+/// The hash algorithm of the NSEC3 records and the NSEC3PARAM: SHA-1, the only one RFC 5155
+/// §11 defines.
+pub const SHA1: u8 = 1;
+
+/// Extra iterations of the hash: none, as RFC 9276 §3.1 asks.
+pub const ITERATIONS: u16 = 0;
+
+/// The salt: empty, as RFC 9276 §3.1 asks.
+pub const SALT: &[u8] = &[];
+
 /// Length of a SHA-1 hash.
 pub const HASH_LEN: usize = 20;
 
@@ -94,14 +108,37 @@ pub fn type_bitmap(types: &[u16]) -> Vec<u8> {
     out
 }
 
-/// The RDATA of an NSEC3 record, SHA-1 without opt-out, iterations or salt, whose next hashed
-/// owner is `next` and whose types are `bitmap` ([`type_bitmap`]).
+/// The hash parameters every NSEC3 record and the NSEC3PARAM share: algorithm, flags, iterations,
+/// salt length and salt. The flags are 0: no opt-out in NSEC3 (RFC 5155 §3.1.2), and always 0 in
+/// NSEC3PARAM (§4.1.2).
+fn parameters(out: &mut Vec<u8>) {
+    out.extend_from_slice(&[SHA1, 0]);
+    out.extend_from_slice(&ITERATIONS.to_be_bytes());
+    out.push(SALT.len() as u8);
+    out.extend_from_slice(SALT);
+}
+
+/// The RDATA of an NSEC3 record whose next hashed owner is `next` and whose types are `bitmap`
+/// ([`type_bitmap`]).
 pub fn rdata(next: &Hash, bitmap: &[u8]) -> Vec<u8> {
-    let mut rdata = Vec::with_capacity(6 + HASH_LEN + bitmap.len());
-    rdata.extend_from_slice(&[1, 0, 0, 0, 0, HASH_LEN as u8]);
+    let mut rdata = Vec::with_capacity(6 + SALT.len() + HASH_LEN + bitmap.len());
+    parameters(&mut rdata);
+    rdata.push(HASH_LEN as u8);
     rdata.extend_from_slice(next);
     rdata.extend_from_slice(bitmap);
     rdata
+}
+
+/// The RDATA of the apex's NSEC3PARAM record (RFC 5155 §4.2): the parameters of [`rdata`].
+pub fn param_rdata() -> Vec<u8> {
+    let mut rdata = Vec::with_capacity(5 + SALT.len());
+    parameters(&mut rdata);
+    rdata
+}
+
+/// The NSEC3 hash of `name` (lower-cased, uncompressed wire form) with the zone's parameters.
+pub fn hash_name(name: &[u8]) -> Hash {
+    hash(name, SALT, ITERATIONS)
 }
 
 /// The white lie that matches `hash`: owned by it, its range reaching the next hash, with the
@@ -141,6 +178,16 @@ mod tests {
             let wire = Name::from_dotted(name).unwrap().wire().to_vec();
             assert_eq!(&base32hex(&hash(&wire, &salt, 12)), hashed.as_bytes(), "{name}");
         }
+    }
+
+    /// RFC 5155 §4.2: the NSEC3PARAM holds the first four fields of the NSEC3 records, its flags 0.
+    #[test]
+    fn nsec3param_holds_the_parameters_of_the_nsec3_records() {
+        let nsec3 = rdata(&[0; HASH_LEN], &type_bitmap(&[1]));
+        let param = param_rdata();
+        assert_eq!(param, [1, 0, 0, 0, 0]);
+        assert_eq!(param[..], nsec3[..param.len()]);
+        assert_eq!(nsec3[param.len()], HASH_LEN as u8);
     }
 
     #[test]

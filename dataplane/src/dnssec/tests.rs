@@ -324,3 +324,89 @@ fn an_update_signs_only_what_it_touches_and_keeps_the_rest() {
     let renewed = super::sign(&snapshot, zone.dnssec(), Some((zone, &[])), expired).unwrap();
     assert!(!std::ptr::eq(renewed.name(&db).unwrap(), zone.name(&db).unwrap()));
 }
+
+/// The RDATA of each record of `records` with its type, as hickory-proto reads them (it keeps
+/// DNSSEC types as opaque data without its `dnssec` feature).
+fn raw_rdatas(records: &[hickory_proto::rr::Record]) -> Vec<(hickory_proto::rr::RecordType, Vec<u8>)> {
+    use hickory_proto::rr::RData;
+    records
+        .iter()
+        .map(|r| match r.data() {
+            Some(RData::Unknown { rdata, .. }) => (r.record_type(), rdata.anything().to_vec()),
+            other => (r.record_type(), format!("{other:?}").into_bytes()),
+        })
+        .collect()
+}
+
+/// The apex answers DNSKEY and NSEC3PARAM to a query without DO with the bare RRset, and to one
+/// with DO signed; its NSEC3 bitmap lists both; the NSEC3PARAM's parameters are those of every
+/// NSEC3 record (RFC 5155 §4). Replies are read with hickory-proto, a parser independent of
+/// skyline's.
+#[test]
+fn the_apex_answers_dnskey_and_nsec3param_with_and_without_do() {
+    use hickory_proto::op::Message;
+    use hickory_proto::rr::RecordType;
+    let (snapshot, key) = signed();
+    let parse = |reply: &[u8]| Message::from_vec(reply).unwrap();
+
+    let plain = parse(&ask(&snapshot, "skydns.test.", 48, false));
+    assert!(plain.authoritative());
+    assert_eq!(
+        raw_rdatas(plain.answers()),
+        [(RecordType::DNSKEY, key.dnskey_rdata())],
+        "the key alone, no RRSIG: {plain}"
+    );
+    assert_eq!(plain.answers()[0].name().to_ascii(), "skydns.test.");
+
+    let param = parse(&ask(&snapshot, "skydns.test.", nsec3::NSEC3PARAM, false));
+    let param = raw_rdatas(param.answers());
+    assert_eq!(param.len(), 1, "{param:?}");
+    let (rtype, param) = &param[0];
+    assert_eq!(*rtype, RecordType::NSEC3PARAM);
+    assert_eq!(
+        param[..],
+        [1, 0, 0, 0, 0],
+        "SHA-1, flags 0 (RFC 5155 §4.1.2), no iterations, no salt"
+    );
+
+    assert_eq!(
+        check(&ask(&snapshot, "skydns.test.", nsec3::NSEC3PARAM, true), &key),
+        [(0, nsec3::NSEC3PARAM), (0, 46)]
+    );
+    assert_eq!(
+        check(&ask(&snapshot, "skydns.test.", 48, true), &key),
+        [(0, 48), (0, 46)]
+    );
+    for name in ["web.skydns.test.", "nope.skydns.test."] {
+        for qtype in [48, nsec3::NSEC3PARAM] {
+            let reply = parse(&ask(&snapshot, name, qtype, false));
+            assert!(reply.answers().is_empty(), "{name} {qtype}: only the apex has one");
+        }
+    }
+
+    for (name, answers) in [("skydns.test.", true), ("nope.skydns.test.", false)] {
+        let denial = parse(&ask(&snapshot, name, 16, true));
+        let nsec3s: Vec<Vec<u8>> = raw_rdatas(denial.name_servers())
+            .into_iter()
+            .filter(|(rtype, _)| *rtype == RecordType::NSEC3)
+            .map(|(_, rdata)| rdata)
+            .collect();
+        assert!(!nsec3s.is_empty(), "{denial}");
+        for nsec3 in &nsec3s {
+            let flags = nsec3[1];
+            assert_eq!(
+                (nsec3[0], flags & !1, &nsec3[2..5]),
+                (param[0], param[1], &param[2..5]),
+                "{name}: the NSEC3PARAM's algorithm, flags, iterations and salt"
+            );
+        }
+        if answers {
+            let bitmap = &nsec3s[0][26..];
+            assert_eq!(
+                bitmap,
+                &nsec3::type_bitmap(&[1, 6, 28, 33, 46, 48, 51])[..],
+                "A SOA AAAA SRV RRSIG DNSKEY NSEC3PARAM"
+            );
+        }
+    }
+}

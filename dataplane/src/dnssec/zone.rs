@@ -121,6 +121,9 @@ pub struct Signed {
     soa: Records,
     /// The SOA RDATA `soa` was made from.
     soa_rdata: Box<[u8]>,
+    /// The apex's DNSKEY and NSEC3PARAM RRsets without RRSIG, by type: what a query without DO
+    /// gets, so that `dig DNSKEY <zone> | dnssec-dsfromkey` works as with any signed zone.
+    apex_unsigned: Box<[(u16, Records)]>,
     /// The earliest expiring of the zone's signatures.
     oldest: Validity,
     /// The TTL of the SOA and NSEC3 records of denials.
@@ -152,6 +155,12 @@ impl Signed {
     /// What the name of lower-cased wire form `wire` answers, if it exists in the zone.
     pub fn name_wire(&self, wire: &[u8]) -> Option<&SignedName> {
         self.names.get(wire).map(|n| &**n)
+    }
+
+    /// The apex's RRset of `qtype` (DNSKEY or NSEC3PARAM) without its RRSIG, for a query
+    /// without DO; `None` for the other types, which the snapshot's nodes answer.
+    pub fn apex_unsigned(&self, qtype: u16) -> Option<&Records> {
+        self.apex_unsigned.iter().find(|(t, _)| *t == qtype).map(|(_, r)| r)
     }
 
     /// The signed SOA of denials.
@@ -257,12 +266,17 @@ pub fn sign(
         signatures = signer.made.len(),
         "signed the SkyDNS domain"
     );
+    let apex_unsigned = apex_sets(&dnssec.key, &signer.apex, zone.default_ttl)
+        .into_iter()
+        .map(|set| (set.rtype, unsigned_answer(&set)))
+        .collect();
     Some(Signed {
         dnssec: dnssec.clone(),
         apex,
         names,
         soa,
         soa_rdata,
+        apex_unsigned,
         oldest,
         negative_ttl: zone.negative_ttl,
     })
@@ -304,9 +318,42 @@ pub fn sign_query(
             types.push(other);
         }
     }
-    let hash = nsec3::hash(qname.wire(), &[], 0);
+    let hash = nsec3::hash_name(qname.wire());
     let (owner, rdata) = nsec3::matching(&hash, &nsec3::type_bitmap(&types));
     Some(signed.soa.then(&signer.nsec3(&owner, rdata)?))
+}
+
+/// The RRsets only the apex of a signed zone has: its DNSKEY and its NSEC3PARAM (RFC 5155 §4),
+/// with the zone's default TTL. `apex` is its lower-cased wire form.
+fn apex_sets(key: &SigningKey, apex: &[u8], ttl: u32) -> [Set; 2] {
+    let set = |rtype, rdata| Set {
+        section: 0,
+        owner: apex.to_vec(),
+        rtype,
+        ttl,
+        rdatas: vec![rdata],
+    };
+    [
+        set(DNSKEY, key.dnskey_rdata()),
+        set(nsec3::NSEC3PARAM, nsec3::param_rdata()),
+    ]
+}
+
+/// `set`, an RRset of one record owned by the question's name, ready to copy as an answer
+/// without signature.
+fn unsigned_answer(set: &Set) -> Records {
+    let mut bytes = Vec::new();
+    for rdata in &set.rdatas {
+        write_rr(&mut bytes, &set.owner, &set.owner, set.rtype, set.ttl, rdata);
+    }
+    Records {
+        chunks: Box::new([Chunk {
+            end: bytes.len() as u32,
+            count: set.rdatas.len() as u16,
+            section: Section::Answer,
+        }]),
+        bytes: bytes.into_boxed_slice(),
+    }
 }
 
 /// Of two validities, the one expiring first.
@@ -399,23 +446,17 @@ impl Signer<'_> {
             answers.push((qtype, self.records(&sets, qname.wire(), Section::Answer)?));
         }
         if qname.wire() == self.apex {
-            let rdata = self.key.dnskey_rdata();
-            let set = Set {
-                section: 0,
-                owner: self.apex.clone(),
-                rtype: DNSKEY,
-                ttl: self.zone.default_ttl,
-                rdatas: vec![rdata],
-            };
-            answers.push((DNSKEY, self.records(&[set], qname.wire(), Section::Answer)?));
-            types.push(DNSKEY);
+            for set in apex_sets(self.key, &self.apex, self.zone.default_ttl) {
+                types.push(set.rtype);
+                answers.push((set.rtype, self.records(&[set], qname.wire(), Section::Answer)?));
+            }
         }
-        let hash = nsec3::hash(qname.wire(), &[], 0);
+        let hash = nsec3::hash_name(qname.wire());
         let (owner, rdata) = nsec3::matching(&hash, &nsec3::type_bitmap(&types));
         let matching = self.nsec3(&owner, rdata)?;
         let mut star = b"\x01*".to_vec();
         star.extend_from_slice(qname.wire());
-        let (owner, rdata) = nsec3::covering(&nsec3::hash(&star, &[], 0));
+        let (owner, rdata) = nsec3::covering(&nsec3::hash_name(&star));
         let wildcard = self.nsec3(&owner, rdata)?;
         Some(SignedName {
             answers: answers.into_boxed_slice(),

@@ -148,6 +148,10 @@ pub struct Views {
     width: usize,
     /// The answers, class by class, the class of the clients no prefix holds first.
     answers: Box<[Option<CompiledAnswer>]>,
+    /// By class, in the order of `answers`, whether the name is not this server's to answer to
+    /// its clients: a reverse name whose view map selects several records for them, which are no
+    /// PTR answer (docs/skydns-semantics.md, "Reverse names"). Empty when no class is.
+    passed_on: Box<[bool]>,
 }
 
 /// Answers of one class, by slot.
@@ -189,7 +193,30 @@ impl Views {
             columns,
             width: apart.len(),
             answers: answers.into_boxed_slice(),
+            passed_on: Box::default(),
         }
+    }
+
+    /// These views, the name passed on to the clients of each class for which `passed_on` says
+    /// so: it is asked of `None`, the clients no prefix holds, and of each prefix.
+    pub fn passing_on(self, passed_on: impl Fn(Option<Prefix>) -> bool) -> Views {
+        let classes: Box<[bool]> = std::iter::once(None)
+            .chain(self.prefixes().map(Some))
+            .map(passed_on)
+            .collect();
+        Views {
+            passed_on: match classes.contains(&true) {
+                true => classes,
+                false => Box::default(),
+            },
+            ..self
+        }
+    }
+
+    /// Whether the name is passed on to `client` as one this server does not hold (see
+    /// [`Self::passing_on`]). For the answer path, where a name with views had no answer.
+    pub fn passes_on(&self, client: IpAddr) -> bool {
+        !self.passed_on.is_empty() && self.passed_on.get(self.class(client)) == Some(&true)
     }
 
     /// The answer `client` gets for `slot`, if the classes answer it apart and the client's
@@ -290,8 +317,7 @@ impl Views {
             .filter(|slot| self.columns[*slot as usize] != NO_COLUMN)
     }
 
-    /// The prefixes, IPv4 ones first, each longest first, for tests.
-    #[cfg(test)]
+    /// The prefixes, IPv4 ones first, each longest first: the classes after the first, in order.
     pub(crate) fn prefixes(&self) -> impl Iterator<Item = Prefix> + '_ {
         let prefix = |addr: IpAddr, mask: u128| Prefix {
             addr,

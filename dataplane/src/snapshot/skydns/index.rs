@@ -279,18 +279,23 @@ impl Index {
         markers.get(at).is_none_or(|e| e.path() != marker)
     }
 
-    /// What a lookup of the name at `path`, whose records are `range`, sees for `audience`: the
-    /// records of its `.self` key if it has one; else, when it needs a marker it lacks, its own
-    /// records (nothing at all, it does not exist, when it has none: the apex always exists);
-    /// else every record at and below it.
+    /// What a lookup of the name at `path`, whose records are `range`, sees for `audience`:
+    /// when it needs a marker it lacks, its own records (nothing at all, it does not exist, when
+    /// it has none: the apex always exists), a `.self` key left unread, since the marker is
+    /// looked at first, as the SkyDNS variant with markers does; else the records of its `.self`
+    /// key if it has one; else every record at and below it.
     pub(super) fn select(&self, path: &[u8], range: Range<usize>, audience: &mut Audience) -> Option<Selection<'_>> {
         let entries = self.entries();
-        let own = self.own(path, range.clone());
+        let exact = self.exact_count(range.clone(), path.len());
+        let unmarked = range.len() > exact && self.unmarked(path);
+        let own = match unmarked {
+            true => range.start..range.start,
+            false => self.own(path, range.clone()),
+        };
         if !own.is_empty() {
             return Some(Selection::of(self, entries[own].iter().map(|e| &**e), false, audience));
         }
-        let exact = self.exact_count(range.clone(), path.len());
-        let range = match range.len() > exact && self.unmarked(path) {
+        let range = match unmarked {
             true if exact == 0 && *path != *self.apex => return None,
             true => range.start..range.start + exact,
             false => range,

@@ -4,8 +4,8 @@
 //! whatever the wildcards say; a directory → every key below it that matches the whole name
 //! position by position, keys shorter than the name skipped, longer ones matching by their leading
 //! components. A `.self` key makes the fixed part answer as a single key does; under
-//! `--wildcards-marker`, an unmarked fixed part lets nothing below it match: its own records
-//! answer, or, when it has none, nothing does (NXDOMAIN).
+//! `--wildcards-marker`, an unmarked fixed part lets nothing below it match, its `.self` key
+//! included: its own records answer, or, when it has none, nothing does (NXDOMAIN).
 //!
 //! Matching walks the sorted index: a literal label narrows the run by binary search, a wildcard
 //! label visits each child run once, so selective patterns never scan the whole zone.
@@ -77,14 +77,17 @@ pub(super) fn select<'i>(index: &'i Index, path: &[u8], audience: &mut Audience)
         return None;
     }
     let exact = index.exact_count(range.clone(), fixed);
-    if exact == range.len() || !index.own(fixed_path, range.clone()).is_empty() {
+    if exact == range.len() {
         return index.select(fixed_path, range, audience);
     }
     if index.unmarked(fixed_path) {
-        // Nothing below an unmarked directory matches, the apex's included.
+        // Nothing below an unmarked directory matches, the apex's included, nor its `.self`.
         if exact == 0 {
             return None;
         }
+        return index.select(fixed_path, range, audience);
+    }
+    if !index.own(fixed_path, range.clone()).is_empty() {
         return index.select(fixed_path, range, audience);
     }
     let pattern: Vec<&[u8]> = components(&path[fixed..]).collect();

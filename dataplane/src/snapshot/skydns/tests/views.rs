@@ -180,6 +180,104 @@ fn ptr_comes_from_the_clients_list_when_it_is_one_name() {
     assert!(two.answers().is_empty() && !two.authoritative());
 }
 
+/// The reply `client` gets for `name` PTR when forwarding is on (`allowed`: the client passes
+/// the recursion ACL): `None` when the question is to go upstream.
+fn forwarded_from(snap: &Snapshot, client: &str, name: &str, allowed: bool) -> Option<Message> {
+    use crate::forward::{answer_recursive, Recursion, Resolution, Routes};
+    let mut query = Message::new();
+    query
+        .set_id(7)
+        .set_recursion_desired(true)
+        .add_query(Query::query(HName::from_ascii(name).unwrap(), RecordType::PTR));
+    let mut cache = crate::cache::Cache::new(crate::cache::CacheConfig::default());
+    let routes = Routes::new(1, true, Vec::new());
+    let mut rec = Recursion {
+        cache: &mut cache,
+        routes: &routes,
+        down: &[false],
+        allowed,
+        now: std::time::Instant::now(),
+        resolved: None,
+    };
+    let ctx = Context::new(Transport::Udp).with_client(client.parse().unwrap());
+    let mut out = vec![0; 65535];
+    let mut qname = crate::wire::LowerName::default();
+    match answer_recursive(&query.to_vec().unwrap(), snap, &ctx, &mut rec, &mut qname, &mut out) {
+        Resolution::Done(Outcome::Reply(reply)) => Some(Message::from_vec(&out[..reply.len]).unwrap()),
+        Resolution::Forward(_) => None,
+        _ => panic!("{name} from {client}: neither answered nor forwarded"),
+    }
+}
+
+/// docs/skydns-semantics.md, "Reverse names": a client whose list (the union of every list,
+/// for a client no prefix holds in a map without `default`) holds several records gets no PTR
+/// from this server: its question is forwarded when it may use forwarding, else NXDOMAIN. A
+/// list of one record still answers, and an empty list is still NODATA.
+#[test]
+fn a_reverse_name_selecting_several_records_is_passed_on() {
+    let snap = snapshot(&[
+        (
+            "arpa/in-addr/10/0/0/1",
+            views(&[
+                ("10.0.0.0/8", &[host("inside.skydns.test.")]),
+                ("172.16.0.0/12", &[host("a.skydns.test."), host("b.skydns.test.")]),
+            ]),
+        ),
+        (
+            "arpa/in-addr/10/0/0/2",
+            views(&[("10.0.0.0/8", &[host("a.skydns.test."), host("b.skydns.test.")])]),
+        ),
+        (
+            "arpa/in-addr/10/0/0/3",
+            views(&[("default", &[host("public.skydns.test.")]), ("10.0.0.0/8", &[])]),
+        ),
+    ]);
+    let one = "1.0.0.10.in-addr.arpa.";
+    assert_eq!(
+        data_from(&snap, "10.1.1.1", one, RecordType::PTR),
+        ["inside.skydns.test."]
+    );
+    for (client, name) in [
+        ("172.16.0.1", one),
+        ("192.0.2.1", one),
+        ("10.1.1.1", "2.0.0.10.in-addr.arpa."),
+        ("192.0.2.1", "2.0.0.10.in-addr.arpa."),
+    ] {
+        let reply = ask_from(&snap, client, name, RecordType::PTR);
+        assert_eq!(reply.response_code(), ResponseCode::NXDomain, "{name} from {client}");
+        assert!(reply.answers().is_empty() && !reply.authoritative(), "{reply:?}");
+        assert!(
+            forwarded_from(&snap, client, name, true).is_none(),
+            "{name} from {client} is forwarded"
+        );
+        let refused = forwarded_from(&snap, client, name, false).unwrap();
+        assert_eq!(
+            refused.response_code(),
+            ResponseCode::NXDomain,
+            "{name} from {client} outside the recursion ACL"
+        );
+    }
+    let forwarded = forwarded_from(&snap, "10.1.1.1", one, true).expect("answered here");
+    let ptrs: Vec<String> = forwarded
+        .answers()
+        .iter()
+        .map(|r| r.data().unwrap().to_string())
+        .collect();
+    assert_eq!(ptrs, ["inside.skydns.test."]);
+    let three = "3.0.0.10.in-addr.arpa.";
+    assert_eq!(
+        data_from(&snap, "192.0.2.1", three, RecordType::PTR),
+        ["public.skydns.test."]
+    );
+    let empty = ask_from(&snap, "10.1.1.1", three, RecordType::PTR);
+    assert_eq!(empty.response_code(), ResponseCode::NoError, "an empty list: NODATA");
+    assert!(empty.answers().is_empty());
+    assert!(
+        forwarded_from(&snap, "10.1.1.1", three, true).is_some(),
+        "not forwarded"
+    );
+}
+
 #[test]
 fn a_name_pointing_into_a_view_map_answers_by_the_client() {
     let snap = snapshot(&[
@@ -400,9 +498,15 @@ fn with_the_marker_flag_a_directory_answers_only_when_it_holds_a_wildcards_key()
         ["own.skydns.test. 3600 A 10.0.2.1"],
         "an unmarked name answers with its own records"
     );
+    for name in ["selfish.skydns.test.", "*.selfish.skydns.test."] {
+        assert!(
+            is_nxdomain(&snap, name, RecordType::A),
+            "{name}: the marker is looked at before the .self key"
+        );
+    }
     assert_eq!(
-        answers(&snap, "selfish.skydns.test.", RecordType::A),
-        ["selfish.skydns.test. 3600 A 10.0.3.1"]
+        answers(&snap, "y.selfish.skydns.test.", RecordType::A),
+        ["y.selfish.skydns.test. 3600 A 10.0.3.2"]
     );
     assert!(
         is_nodata(&snap, "skydns.test.", RecordType::A),
@@ -430,6 +534,53 @@ fn with_the_marker_flag_a_directory_answers_only_when_it_holds_a_wildcards_key()
     assert!(
         is_nodata(&cname, "alias.skydns.test.", RecordType::A),
         "a chain to an unmarked directory vanishes"
+    );
+}
+
+/// Under the flag, a `.self` key answers only in a marked directory; an unmarked one answers
+/// with the record at its own key, the `.self` key unread.
+#[test]
+fn with_the_marker_flag_a_self_key_answers_only_below_a_marker() {
+    let config = Config {
+        wildcards_marker: true,
+        ..config()
+    };
+    let snap = snapshot_with(
+        &config,
+        &[
+            ("test/skydns/marked/.wildcards", Value::Marker),
+            ("test/skydns/marked/.self", record("10.0.5.9")),
+            ("test/skydns/marked/a", record("10.0.5.1")),
+            ("test/skydns/keyed", record("10.0.6.5")),
+            ("test/skydns/keyed/.self", record("10.0.6.9")),
+            ("test/skydns/keyed/a", record("10.0.6.1")),
+            ("test/skydns/alone/.self", record("10.0.7.9")),
+        ],
+    );
+    for name in ["marked.skydns.test.", "*.marked.skydns.test."] {
+        assert_eq!(
+            data_from(&snap, "192.0.2.1", name, RecordType::A),
+            ["10.0.5.9"],
+            "{name}"
+        );
+    }
+    for name in ["keyed.skydns.test.", "*.keyed.skydns.test."] {
+        assert_eq!(
+            data_from(&snap, "192.0.2.1", name, RecordType::A),
+            ["10.0.6.5"],
+            "{name}: its own key's record, not its .self"
+        );
+    }
+    assert!(is_nxdomain(&snap, "alone.skydns.test.", RecordType::A));
+    assert!(is_nxdomain(&snap, "alone.skydns.test.", RecordType::CNAME));
+    let without = snapshot(&[
+        ("test/skydns/alone/.self", record("10.0.7.9")),
+        ("test/skydns/alone/a", record("10.0.7.1")),
+    ]);
+    assert_eq!(
+        data_from(&without, "192.0.2.1", "alone.skydns.test.", RecordType::A),
+        ["10.0.7.9"],
+        "without the flag the .self key answers"
     );
 }
 
