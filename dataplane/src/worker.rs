@@ -789,6 +789,9 @@ impl<P: PacketIo> Worker<P> {
         let snapshot = snapshots.load();
         let cookies = cookies.as_mut().map(|c| &**c.load());
         let now = Instant::now();
+        if let Some(observer) = observer.as_deref_mut() {
+            observer.batch_received();
+        }
         let second = rrl.as_ref().map_or(0, |limiter| limiter.second(now));
         let mut forwarded = false;
         let mut answered = 0;
