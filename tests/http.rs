@@ -6,11 +6,13 @@
 mod common;
 
 use common::{eventually, free_port, Skyline, HTTP_ANY_PORT};
-use hickory_proto::op::ResponseCode;
+use hickory_proto::op::{Message, MessageType, ResponseCode};
 use hickory_proto::rr::RecordType;
 use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const RECORDS: &str = r#"{
@@ -397,4 +399,160 @@ fn a_port_already_taken_is_a_start_error() {
         stderr.contains(&format!("skyline: cannot serve HTTP on {addr}")),
         "{stderr}"
     );
+}
+
+/// Sends a query for each of `names` at once from one socket (IDs counting from 0) and
+/// returns the replies that arrive until none has come for half a second, with their sizes.
+fn flood(skyline: &Skyline, names: &[String]) -> Vec<(Message, usize)> {
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    for (id, name) in names.iter().enumerate() {
+        let mut query = common::query(name, RecordType::A, Some(1232));
+        query.set_id(id as u16);
+        socket.send_to(&query.to_vec().unwrap(), skyline.addr).unwrap();
+    }
+    let mut replies = Vec::new();
+    let mut buf = [0u8; 1500];
+    while let Ok(n) = socket.recv(&mut buf) {
+        replies.push((Message::from_vec(&buf[..n]).expect("a DNS message"), n));
+        assert!(replies.len() <= names.len(), "more replies than queries");
+    }
+    replies
+}
+
+/// Floods `skyline` (limiting at 5 a second, every second limited reply slipped) with queries
+/// for `names`, whose replies have rcode `rcode` (`label` in `/metrics`), and checks that what `/metrics` counts is what
+/// the client received: every reply it got, whole or slipped, is a response of its rcode, of
+/// the size it had, with a duration; the dropped ones are none of these.
+fn slipped_replies_are_counted_as_received(skyline: &Skyline, names: &[String], rcode: ResponseCode, label: &str) {
+    let http = skyline.http_addr();
+    let before = scrape(http);
+    let replies = flood(skyline, names);
+    let slipped: Vec<&(Message, usize)> = replies.iter().filter(|(m, _)| m.truncated()).collect();
+    let whole = replies.len() - slipped.len();
+    let dropped = names.len() - replies.len();
+    assert!(
+        whole > 0 && !slipped.is_empty() && dropped > 0,
+        "the flood is partly answered, partly slipped, partly dropped: {whole} / {} / {dropped}",
+        slipped.len()
+    );
+    for (reply, _) in &slipped {
+        assert_eq!(reply.response_code(), rcode);
+        assert!(reply.answers().is_empty(), "a slipped reply has no records: {reply:?}");
+    }
+    let bytes: usize = replies.iter().map(|(_, len)| len).sum();
+    let expected = [
+        (
+            "coredns_dns_requests_total{proto=\"udp\"}".to_owned(),
+            names.len() as f64,
+        ),
+        (
+            format!("coredns_dns_responses_total{{rcode=\"{label}\"}}"),
+            replies.len() as f64,
+        ),
+        (
+            "coredns_dns_response_size_bytes_count{proto=\"udp\"}".to_owned(),
+            replies.len() as f64,
+        ),
+        (
+            "coredns_dns_response_size_bytes_sum{proto=\"udp\"}".to_owned(),
+            bytes as f64,
+        ),
+        (
+            "coredns_dns_request_duration_seconds_count".to_owned(),
+            replies.len() as f64,
+        ),
+        (
+            "skyline_rrl_limited_total{action=\"slipped\"}".to_owned(),
+            slipped.len() as f64,
+        ),
+        (
+            "skyline_rrl_limited_total{action=\"dropped\"}".to_owned(),
+            dropped as f64,
+        ),
+    ];
+    let reached = |after: &BTreeMap<String, f64>| {
+        expected
+            .iter()
+            .all(|(series, n)| value(after, series) - value(&before, series) == *n)
+    };
+    // The scrape is retried only in case the workers' stores reach this reader a moment late;
+    // a count that stays off fails below, naming its series.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut after = scrape(http);
+    while !reached(&after) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        after = scrape(http);
+    }
+    for (series, n) in &expected {
+        assert_eq!(value(&after, series) - value(&before, series), *n, "{series}");
+    }
+    let responses = |samples: &BTreeMap<String, f64>| -> f64 {
+        samples
+            .iter()
+            .filter(|(series, _)| series.starts_with("coredns_dns_responses_total{"))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    assert_eq!(
+        responses(&after) - responses(&before) - whole as f64,
+        slipped.len() as f64,
+        "every slipped reply the client received, and only those, counted beyond the whole ones"
+    );
+}
+
+#[test]
+fn replies_that_rate_limiting_slips_count_as_responses_of_the_size_sent() {
+    let mut args = vec!["--rrl-rate", "5", "--rrl-slip", "2"];
+    args.extend(HTTP_ANY_PORT);
+    let skyline = Skyline::start(RECORDS, &args, &[]);
+    let names = vec!["web.skydns.local.".to_owned(); 60];
+    slipped_replies_are_counted_as_received(&skyline, &names, ResponseCode::NoError, "NOERROR");
+}
+
+/// A UDP upstream on 127.0.0.1 answering every query NXDOMAIN with no records (so no zone),
+/// until `stop`.
+fn nxdomain_upstream(stop: Arc<AtomicBool>) -> (SocketAddr, std::thread::JoinHandle<()>) {
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let addr = socket.local_addr().unwrap();
+    let thread = std::thread::spawn(move || {
+        let mut buf = [0u8; 1500];
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok((n, from)) = socket.recv_from(&mut buf) {
+                let query = Message::from_vec(&buf[..n]).unwrap();
+                let mut reply = Message::new();
+                reply
+                    .set_id(query.id())
+                    .set_message_type(MessageType::Response)
+                    .set_recursion_desired(true)
+                    .set_recursion_available(true)
+                    .set_response_code(ResponseCode::NXDomain)
+                    .add_queries(query.queries().to_vec());
+                socket.send_to(&reply.to_vec().unwrap(), from).unwrap();
+            }
+        }
+    });
+    (addr, thread)
+}
+
+#[test]
+fn replies_that_waited_for_an_upstream_and_slip_count_as_responses_of_the_size_sent() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (upstream, thread) = nxdomain_upstream(Arc::clone(&stop));
+    let upstream = upstream.to_string();
+    let mut args = vec!["--rrl-rate", "5", "--rrl-slip", "2", "--nameservers", &upstream];
+    args.extend(HTTP_ANY_PORT);
+    let skyline = Skyline::start(RECORDS, &args, &[]);
+    // Names no cache holds, each answered once the upstream has: one NXDOMAIN class for the
+    // client's network, since the upstream names no zone.
+    let names: Vec<String> = (0..60).map(|i| format!("n{i}.flood.example.")).collect();
+    slipped_replies_are_counted_as_received(&skyline, &names, ResponseCode::NXDomain, "NXDOMAIN");
+    let forwarded = value(&scrape(skyline.http_addr()), "coredns_forward_requests_total");
+    assert!(
+        forwarded >= names.len() as f64,
+        "every query went upstream: {forwarded}"
+    );
+    stop.store(true, Ordering::Relaxed);
+    thread.join().unwrap();
 }

@@ -413,6 +413,16 @@ impl Counters {
         }
     }
 
+    /// Counts a UDP reply that response rate limiting sent truncated ([`crate::rrl::slip`]),
+    /// `len` bytes as it left: it is a response the client receives, so it counts by the rcode
+    /// it keeps and in the size histogram with its slipped size, as it counts in the duration
+    /// histogram. `skyline_rrl_limited_total` counts it apart as well.
+    #[inline]
+    pub(crate) fn slipped(&self, reply: &Reply, len: usize) {
+        self.response_size[Transport::Udp as usize].observe(size_slot(len), len as u64, 1);
+        self.reply(reply);
+    }
+
     fn reply(&self, reply: &Reply) {
         self.replies[rcode_bucket(reply.rcode)].incr();
         if reply.truncated {
@@ -690,6 +700,23 @@ mod tests {
         assert_eq!((t.request_duration.counts[1], t.request_duration.count()), (3, 3));
         assert_eq!(t.request_duration.sum, 45_000);
         assert_eq!(t.forward_duration.count(), 1);
+    }
+
+    #[test]
+    fn a_slipped_reply_counts_as_a_response_of_its_rcode_and_of_the_size_it_left_with() {
+        let stats = WorkerStats::default();
+        let Outcome::Reply(built) = reply(rcode::NXDOMAIN) else {
+            unreachable!("a reply")
+        };
+        // Built with 380 bytes, sent as its header, question and OPT: 40.
+        stats.slipped(&Reply { len: 380, ..built }, 40);
+        let mut t = Totals::default();
+        stats.add_to(&mut t);
+        assert_eq!(t.replies_nxdomain, 1);
+        assert_eq!(t.response_size[0].count(), 1);
+        assert_eq!((t.response_size[0].counts[1], t.response_size[0].sum), (1, 40));
+        assert_eq!(t.response_size[1].count(), 0);
+        assert_eq!(t.truncated, 0, "truncated by rate limiting, not for the client's size");
     }
 
     #[test]

@@ -280,6 +280,11 @@ impl TcpServer {
         }
         let mut serving = std::mem::take(&mut self.serving);
         std::mem::swap(&mut serving, &mut self.ready);
+        if !serving.is_empty() {
+            if let Some(observer) = turn.observer.as_deref_mut() {
+                observer.batch_received();
+            }
+        }
         let keepalive = keepalive(self.idle_timeout());
         for idx in serving.drain(..) {
             let Some(Some(conn)) = self.conns.get_mut(idx) else {

@@ -789,6 +789,9 @@ impl<P: PacketIo> Worker<P> {
         let snapshot = snapshots.load();
         let cookies = cookies.as_mut().map(|c| &**c.load());
         let now = Instant::now();
+        if let Some(observer) = observer.as_deref_mut() {
+            observer.batch_received();
+        }
         let second = rrl.as_ref().map_or(0, |limiter| limiter.second(now));
         let mut forwarded = false;
         let mut answered = 0;
@@ -843,6 +846,7 @@ impl<P: PacketIo> Worker<P> {
                         Action::Slip => {
                             stats.rrl_slipped.incr();
                             let len = rrl::slip(out, reply.len);
+                            stats.slipped(reply, len);
                             replies.commit(peer, len);
                             continue;
                         }
@@ -899,15 +903,21 @@ impl<P: PacketIo> Worker<P> {
                 }
                 _ => Action::Send,
             };
+            let transport = match &client {
+                Client::Udp { .. } => Transport::Udp,
+                Client::Tcp { .. } => Transport::Tcp,
+            };
             match action {
-                Action::Send => {}
+                // A slipped reply is counted once its truncated length is known, below.
+                Action::Send => stats.outcome(transport, &Outcome::Reply(*facts)),
                 Action::Drop => return stats.rrl_dropped.incr(),
                 Action::Slip => stats.rrl_slipped.incr(),
             }
+            stats.took(now.saturating_duration_since(since), 1);
             if let Some(observer) = observer.as_deref_mut().filter(|_| action == Action::Send) {
-                let (transport, addr) = match &client {
-                    Client::Udp { peer, .. } => (Transport::Udp, peer.addr()),
-                    Client::Tcp { peer, .. } => (Transport::Tcp, SocketAddr::new(*peer, 0)),
+                let addr = match &client {
+                    Client::Udp { peer, .. } => peer.addr(),
+                    Client::Tcp { peer, .. } => SocketAddr::new(*peer, 0),
                 };
                 observer.late_reply(transport, reply, addr, since);
             }
@@ -926,7 +936,11 @@ impl<P: PacketIo> Worker<P> {
                         let len = reply.len().min(out.len());
                         out[..len].copy_from_slice(&reply[..len]);
                         Some(match action {
-                            Action::Slip => rrl::slip(out, len),
+                            Action::Slip => {
+                                let len = rrl::slip(out, len);
+                                stats.slipped(facts, len);
+                                len
+                            }
                             _ => len,
                         })
                     });

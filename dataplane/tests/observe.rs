@@ -14,6 +14,7 @@ use skyline_dataplane::observe::{
 use skyline_dataplane::snapshot::empty_cell;
 use skyline_dataplane::stats::Totals;
 use skyline_dataplane::worker::{Options, Server, ServerConfig, TcpConfig};
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -159,13 +160,14 @@ fn write_fstrm_file(path: &Path, frames: &[Vec<u8>]) {
     std::fs::write(path, out).unwrap();
 }
 
-/// `dnstap-read -y` of the file: every message as YAML.
-fn dnstap_read(path: &Path) -> String {
+/// `dnstap-read` of the file with `options`: with `-y` every message as YAML, without it one
+/// line a message, its time to the millisecond.
+fn dnstap_read(options: &[&str], path: &Path) -> String {
     assert!(
         Path::new(DNSTAP_READ).exists(),
         "{DNSTAP_READ} is required: Debian package bind9-dnsutils (scripts/setup.sh test installs it)"
     );
-    let out = Command::new(DNSTAP_READ).arg("-y").arg(path).output().unwrap();
+    let out = Command::new(DNSTAP_READ).args(options).arg(path).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -279,7 +281,7 @@ fn dnstap_of_client_and_forwarder_messages_is_read_back_by_dnstap_read() {
 
     let file = dir.path().join("tap.fstrm");
     write_fstrm_file(&file, &frames);
-    let yaml = dnstap_read(&file);
+    let yaml = dnstap_read(&["-y"], &file);
     let messages: Vec<usize> = yaml.match_indices("type: MESSAGE").map(|(at, _)| at).collect();
     assert_eq!(messages.len(), 8, "{yaml}");
     let kinds: Vec<&str> = messages
@@ -333,6 +335,180 @@ fn dnstap_of_client_and_forwarder_messages_is_read_back_by_dnstap_read() {
     assert!(
         yaml.contains("192.0.2.1"),
         "the forwarded answer is in the responses:\n{yaml}"
+    );
+}
+
+/// The time of each message of `kind` (`CQ`, `FQ`...) in `dnstap-read`'s one-line form
+/// (`07-Dec-2026 03:40:20.123 FQ 127.0.0.1:0 -> 127.0.0.1:5353 UDP 46b q1.example.org/IN/A`),
+/// by lower-cased query name, as (year, month, day, millisecond of the day).
+fn dnstap_read_times(text: &str, kind: &str) -> Vec<(String, (u32, u32, u32, u32))> {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.get(2) != Some(&kind) {
+                return None;
+            }
+            let mut date = fields[0].split('-');
+            let day: u32 = date.next()?.parse().ok()?;
+            let month_name = date.next()?;
+            let month = MONTHS.iter().position(|m| *m == month_name)? as u32;
+            let year: u32 = date.next()?.parse().ok()?;
+            let (hms, millis) = fields[1].split_once('.')?;
+            let clock: Vec<u32> = hms.split(':').map(|n| n.parse().unwrap()).collect();
+            let ms = ((clock[0] * 60 + clock[1]) * 60 + clock[2]) * 1000 + millis.parse::<u32>().ok()?;
+            let name = fields.last()?.split('/').next()?.to_ascii_lowercase();
+            Some((name, (year, month, day, ms)))
+        })
+        .collect()
+}
+
+/// A protocol-buffer field of `message` read at `at`: its number, its value (a varint or a
+/// fixed32) or its bytes, and where the next field starts. Written here from the protobuf
+/// encoding rules, apart from skyline's encoder.
+fn protobuf_field(message: &[u8], mut at: usize) -> (u64, u64, &[u8], usize) {
+    let varint = |at: &mut usize| {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = message[*at];
+            *at += 1;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte < 0x80 {
+                break;
+            }
+        }
+        value
+    };
+    let key = varint(&mut at);
+    match key & 7 {
+        0 => (key >> 3, varint(&mut at), &[], at),
+        2 => {
+            let len = varint(&mut at) as usize;
+            (key >> 3, 0, &message[at..at + len], at + len)
+        }
+        5 => {
+            let value = u32::from_le_bytes(message[at..at + 4].try_into().unwrap());
+            (key >> 3, u64::from(value), &[], at + 4)
+        }
+        other => panic!("wire type {other} is not one dnstap uses"),
+    }
+}
+
+/// A dnstap frame's `Message.type`, query time in nanoseconds since the epoch, and the query's
+/// name (lower-cased, dotted).
+fn query_time_and_name(frame: &[u8]) -> (u64, u128, String) {
+    let mut at = 0;
+    let mut message = &[][..];
+    while at < frame.len() {
+        let (field, _, bytes, next) = protobuf_field(frame, at);
+        if field == 14 {
+            message = bytes;
+        }
+        at = next;
+    }
+    let (mut kind, mut sec, mut nsec, mut query) = (0, 0, 0, &[][..]);
+    at = 0;
+    while at < message.len() {
+        let (field, value, bytes, next) = protobuf_field(message, at);
+        match field {
+            1 => kind = value,
+            8 => sec = value,
+            9 => nsec = value,
+            10 => query = bytes,
+            _ => {}
+        }
+        at = next;
+    }
+    let mut name = String::new();
+    let mut label = 12;
+    while let Some(&len) = query.get(label).filter(|&&len| len > 0) {
+        let text = &query[label + 1..label + 1 + usize::from(len)];
+        name.push_str(&String::from_utf8_lossy(text).to_ascii_lowercase());
+        name.push('.');
+        label += 1 + usize::from(len);
+    }
+    (kind, u128::from(sec) * 1_000_000_000 + u128::from(nsec), name)
+}
+
+#[test]
+fn a_forwarded_querys_client_query_is_stamped_no_later_than_the_forwarder_query_it_caused() {
+    const UDP_QUERIES: usize = 400;
+    const TCP_QUERIES: usize = 100;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("dnstap.sock");
+    let receiver = Receiver::start(&socket, false);
+    let upstream = Upstream::start();
+    let server = server(
+        Some(ForwardConfig {
+            upstreams: vec![upstream.addr],
+            ..ForwardConfig::default()
+        }),
+        dnstap(&socket),
+    );
+    let client = client();
+    for i in 0..UDP_QUERIES {
+        let reply = ask(&client, server.local_addr(), &format!("u{i}.example.org."));
+        assert_eq!(&reply[reply.len() - 4..], &[192, 0, 2, 1], "forwarded and answered");
+    }
+    let mut tcp = std::net::TcpStream::connect(server.local_addr()).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    for i in 0..TCP_QUERIES {
+        let query = RawQuery::new(&format!("t{i}.example.org."), 1).bytes();
+        tcp.write_all(&(query.len() as u16).to_be_bytes()).unwrap();
+        tcp.write_all(&query).unwrap();
+        let mut len = [0u8; 2];
+        tcp.read_exact(&mut len).unwrap();
+        let mut reply = vec![0; usize::from(u16::from_be_bytes(len))];
+        tcp.read_exact(&mut reply).unwrap();
+        assert_eq!(&reply[reply.len() - 4..], &[192, 0, 2, 1], "forwarded and answered");
+    }
+    let queries = UDP_QUERIES + TCP_QUERIES;
+    let totals = wait_for(&server, "four dnstap messages a query written", |t| {
+        t.dnstap_sent >= 4 * queries as u64
+    });
+    assert_eq!(totals.dnstap_dropped, 0);
+    drop(tcp);
+    server.shutdown();
+    let frames = receiver.finish();
+
+    // dnstap-read's times, to the millisecond.
+    let file = dir.path().join("tap.fstrm");
+    write_fstrm_file(&file, &frames);
+    let text = dnstap_read(&[], &file);
+    let client_queries: HashMap<String, _> = dnstap_read_times(&text, "CQ").into_iter().collect();
+    let forwarder_queries = dnstap_read_times(&text, "FQ");
+    assert_eq!(client_queries.len(), queries, "{text}");
+    assert_eq!(forwarder_queries.len(), queries, "{text}");
+    for (name, forwarded_at) in &forwarder_queries {
+        let received_at = client_queries[name];
+        assert!(
+            received_at <= *forwarded_at,
+            "{name}: CLIENT_QUERY at {received_at:?} after its FORWARDER_QUERY at {forwarded_at:?}"
+        );
+    }
+
+    // The same frames to the nanosecond.
+    let mut received = HashMap::new();
+    let mut forwarded = Vec::new();
+    for frame in &frames {
+        match query_time_and_name(frame) {
+            (5, time, name) => assert!(received.insert(name, time).is_none(), "one CLIENT_QUERY a query"),
+            (7, time, name) => forwarded.push((name, time)),
+            _ => {}
+        }
+    }
+    assert_eq!((received.len(), forwarded.len()), (queries, queries));
+    let late: Vec<String> = forwarded
+        .iter()
+        .filter(|(name, time)| received[name] > *time)
+        .map(|(name, time)| format!("{name} by {} ns", received[name] - time))
+        .collect();
+    assert!(
+        late.is_empty(),
+        "CLIENT_QUERY after its FORWARDER_QUERY for {} of {queries}: {late:?}",
+        late.len()
     );
 }
 

@@ -144,7 +144,7 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         f,
         "coredns_dns_responses_total",
         Counter,
-        "DNS responses sent, by rcode (OTHER: any rcode not named).",
+        "DNS responses sent, by rcode (OTHER: any rcode not named); replies rate limiting slipped (sent truncated) included.",
         "rcode",
         &[
             ("NOERROR", replies_noerror),

@@ -389,8 +389,10 @@ impl Resolver {
     }
 
     /// Reads upstream replies, handles timeouts and probes, and hands every reply now due to
-    /// a waiting client to `send`, with its facts and the time its query arrived. Once those
-    /// replies are sent, [`Resolver::tidy`] must follow: it stores the last answer.
+    /// a waiting client to `send`, with its facts and the time its query arrived. `send`
+    /// counts the reply as it leaves (response rate limiting may drop it or send it truncated,
+    /// which only the sender knows). Once those replies are sent, [`Resolver::tidy`] must
+    /// follow: it stores the last answer.
     pub(crate) fn turn(
         &mut self,
         snapshot: &Snapshot,
@@ -445,10 +447,9 @@ impl Resolver {
                     }
                     Resolution::Forward(_) | Resolution::Looped => continue,
                 };
-                stats.outcome(waiter.ctx.transport, &outcome);
-                if let Outcome::Reply(reply) = outcome {
-                    send(waiter.client, &scratch[..reply.len], &reply, waiter.since);
-                    stats.took(now.saturating_duration_since(waiter.since), 1);
+                match outcome {
+                    Outcome::Reply(reply) => send(waiter.client, &scratch[..reply.len], &reply, waiter.since),
+                    Outcome::Drop(_) => stats.outcome(waiter.ctx.transport, &outcome),
                 }
             }
             forwarder.recycle(std::mem::take(waiters));

@@ -176,12 +176,26 @@ pub(crate) struct Observer {
     top: Option<TopCounter>,
     /// Lower-cased query name, reused from query to query.
     name: Vec<u8>,
+    /// When the messages now being answered were received, on the wall clock: their
+    /// `CLIENT_QUERY` time. Read once per receive batch, and only with dnstap on, so that a
+    /// query's message never comes after the `FORWARDER_QUERY` it caused, stamped as it left.
+    received: SystemTime,
 }
 
 impl Observer {
     /// The dnstap side of the worker's forwarder.
     pub(crate) fn take_upstream_tap(&mut self) -> Option<Tap> {
         self.upstream_tap.take()
+    }
+
+    /// A batch of messages was just received (a receive call returned datagrams, or a TCP
+    /// turn is about to read and answer its connections): stamps their `CLIENT_QUERY` time.
+    /// One clock read a batch rather than one a query, and none without dnstap.
+    #[inline]
+    pub(crate) fn batch_received(&mut self) {
+        if self.tap.is_some() {
+            self.received = SystemTime::now();
+        }
     }
 
     /// A query from `client` arrived on `transport` and was answered with `reply` (`None`:
@@ -198,11 +212,9 @@ impl Observer {
         self.count(query, client);
         let tapped = self.tap.as_mut().is_some_and(Tap::sampled);
         if tapped {
-            let now = SystemTime::now();
-            let arrived = now.checked_sub(since.elapsed()).unwrap_or(now);
-            self.tap_client(Kind::ClientQuery, transport, client, query, arrived);
+            self.tap_client(Kind::ClientQuery, transport, client, query, self.received);
             if let Some(reply) = reply {
-                self.tap_client(Kind::ClientResponse, transport, client, reply, now);
+                self.tap_client(Kind::ClientResponse, transport, client, reply, SystemTime::now());
             }
         }
         if let Some(reply) = reply {
@@ -214,7 +226,7 @@ impl Observer {
     pub(crate) fn forwarded(&mut self, transport: Transport, query: &[u8], client: SocketAddr) {
         self.count(query, client);
         if self.tap.as_mut().is_some_and(Tap::sampled) {
-            self.tap_client(Kind::ClientQuery, transport, client, query, SystemTime::now());
+            self.tap_client(Kind::ClientQuery, transport, client, query, self.received);
         }
     }
 
@@ -397,6 +409,7 @@ impl Observation {
                         TopCounter::new(counters, t.sample, Arc::clone(&cells[i]))
                     }),
                     name: Vec::with_capacity(256),
+                    received: SystemTime::UNIX_EPOCH,
                 }))
             })
             .collect();
