@@ -80,7 +80,10 @@ fn a_second_start_on_an_address_another_process_serves_exits_at_once_naming_it()
     let stderr = failed(run_to_exit(&["--addr", &addr], &[]));
     assert!(stderr.contains(&addr), "the address is named: {stderr}");
     assert!(stderr.contains("another process holds"), "{stderr}");
-    assert!(stderr.contains("--reuse-port"), "the way to share it is named: {stderr}");
+    assert!(
+        stderr.contains("--reuse-port"),
+        "the way to share it is named: {stderr}"
+    );
     // The first one alone still takes every query.
     for _ in 0..16 {
         let reply = first.udp("web.skydns.local.", RecordType::A);
@@ -136,7 +139,10 @@ fn a_resolv_conf_given_that_is_missing_or_lists_no_nameserver_stops_the_start_na
             .unwrap();
         let stderr = String::from_utf8_lossy(&checked.stderr);
         assert_eq!(checked.status.code(), Some(1), "--check-config: {stderr}");
-        assert!(stderr.contains(path) && stderr.contains(why), "--check-config: {stderr}");
+        assert!(
+            stderr.contains(path) && stderr.contains(why),
+            "--check-config: {stderr}"
+        );
     }
 }
 
