@@ -349,8 +349,8 @@ settings! {
         #[arg(long, num_args = 0, default_missing_value = "true")]
         restart setup_notrack: bool = false;
 
-        /// File to hold the PID of the serving process; an in-place upgrade's new process rewrites
-        /// it [default: none]
+        /// File to hold the PID of the serving process; a start refuses one that names another
+        /// running process, and an in-place upgrade's new process rewrites it [default: none]
         #[arg(long, value_name = "FILE")]
         restart pid_file: PathBuf, file PathBuf => relative;
 
