@@ -143,6 +143,7 @@ fn cache_hit(c: &mut Criterion) {
                     routes: &routes,
                     down: &down,
                     allowed: true,
+                    prohibited: false,
                     now,
                     resolved: None,
                 };

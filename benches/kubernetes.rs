@@ -265,7 +265,7 @@ fn start(kubeconfig: &str) -> Server {
             "--kubeconfig",
             kubeconfig,
         ])
-        .env("SKYLINE_RESOLV_CONF", "/dev/null")
+        .env("SKYLINE_RESOLV_CONF", "none")
         .env("NO_COLOR", "1")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

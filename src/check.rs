@@ -85,7 +85,9 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
         }
     }
     let settings = operator.and_then(|operator| keep(&mut problems, config::resolve(operator, data_config.as_ref())));
-    let forward = settings.as_ref().map(|s| forwarding_settings(&given, s));
+    let forward = settings
+        .as_ref()
+        .and_then(|s| keep(&mut problems, forwarding_settings(&given, s)));
     let cookies = keep(&mut problems, cookie_settings(&given.cookies));
     let rrl = keep(&mut problems, rrl_config(&given.rrl));
     let (Some(settings), Some(tcp), Some(kubernetes), Some(forward), Some(observe), Some(cookies), Some(rrl)) =
@@ -96,6 +98,10 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
     if !problems.is_empty() {
         return Err(problems);
     }
+    if let Some(problem) = &forward.default_unusable {
+        eprintln!("skyline: warning: {problem}: names outside the zones would be refused");
+    }
+    let forward = forward.config;
 
     let mut out = String::new();
     let mut line = |name: &str, value: String| {

@@ -9,12 +9,49 @@ use skyline_dataplane::cache::CacheConfig;
 use skyline_dataplane::forward::{resolv_conf, Acl, ForwardConfig, Forwarding, Prefix, StubZone};
 use skyline_dataplane::wire::Name;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Where nameservers are read from when none are configured.
 pub const DEFAULT_RESOLV_CONF: &str = "/etc/resolv.conf";
+
+/// The `--resolv-conf` value that reads no file: without `--nameservers`, only stub zones are
+/// forwarded. The way to say so on purpose, since a file given that lists no nameserver is an
+/// error.
+pub const NO_RESOLV_CONF: &str = "none";
+
+/// Why a resolv.conf gives no upstream. For the file the operator named it stops the start
+/// (or the reload); for the default one it is a warning, since a host without resolv.conf is
+/// an ordinary place to serve only the zones.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResolvConfError {
+    /// The file cannot be read (missing, a directory, not permitted).
+    #[error("resolv.conf {path} cannot be read: {source}")]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file has no nameserver line, or names only skyline's own addresses.
+    #[error("resolv.conf {path} lists no nameserver (other than skyline's own addresses)")]
+    NoNameserver {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// Forwarding as resolved, with what a start should warn about: the default resolv.conf
+/// giving no upstream, so that names outside the zones are refused.
+#[derive(Debug)]
+pub struct Resolved {
+    /// `None` when nothing is forwarded.
+    pub config: Option<ForwardConfig>,
+    /// Why the default resolv.conf gave no upstream, when it was read and did not.
+    pub default_unusable: Option<ResolvConfError>,
+}
 
 /// One stub zone in the TOML file.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -43,25 +80,35 @@ pub struct Stacked {
     pub listen: Vec<SocketAddr>,
 }
 
-/// Resolves the forwarding configuration: `None` when nothing is to be forwarded (`no_rec`, or
-/// no nameserver configured nor listed in resolv.conf). `read_file` reads resolv.conf (a missing
-/// file lists no nameserver).
+/// Resolves the forwarding configuration: `config` is `None` when nothing is to be forwarded
+/// (`no_rec`, or no nameserver configured nor listed in resolv.conf). `read_file` reads
+/// resolv.conf. A resolv.conf given explicitly (anything but [`NO_RESOLV_CONF`]) that cannot
+/// be read or lists no nameserver is an error: falling back to refusing every name outside the
+/// zones would hide the mistake.
 pub fn forward_config(
     forward: &Forward,
     cache: &Cache,
     stacked: &Stacked,
-    read_file: impl FnOnce(&Path) -> Option<String>,
-) -> Option<ForwardConfig> {
+    read_file: impl FnOnce(&Path) -> std::io::Result<String>,
+) -> Result<Resolved, ResolvConfError> {
     if stacked.no_rec {
-        return None;
+        return Ok(Resolved {
+            config: None,
+            default_unusable: None,
+        });
     }
-    let upstreams = if stacked.nameservers.is_empty() {
-        let listed = read_file(&forward.resolv_conf)
-            .map(|text| resolv_conf::nameservers(&text))
-            .unwrap_or_default();
-        listed.into_iter().filter(|ns| !stacked.listen.contains(ns)).collect()
-    } else {
+    let mut default_unusable = None;
+    let upstreams = if !stacked.nameservers.is_empty() {
         stacked.nameservers.clone()
+    } else {
+        match forward.resolv_conf.as_deref() {
+            Some(path) if path == Path::new(NO_RESOLV_CONF) => Vec::new(),
+            Some(path) => upstreams_of(path, read_file, &stacked.listen)?,
+            None => upstreams_of(Path::new(DEFAULT_RESOLV_CONF), read_file, &stacked.listen).unwrap_or_else(|e| {
+                default_unusable = Some(e);
+                Vec::new()
+            }),
+        }
     };
     let config = ForwardConfig {
         upstreams,
@@ -85,7 +132,31 @@ pub fn forward_config(
             prefetch: cache.prefetch,
         },
     };
-    config.is_enabled().then_some(config)
+    Ok(Resolved {
+        config: config.is_enabled().then_some(config),
+        default_unusable,
+    })
+}
+
+/// The nameservers `path` lists, less the addresses skyline listens on (it must not forward
+/// to itself); none is an error.
+fn upstreams_of(
+    path: &Path,
+    read_file: impl FnOnce(&Path) -> std::io::Result<String>,
+    listen: &[SocketAddr],
+) -> Result<Vec<SocketAddr>, ResolvConfError> {
+    let text = read_file(path).map_err(|source| ResolvConfError::Unreadable {
+        path: path.to_owned(),
+        source,
+    })?;
+    let upstreams: Vec<SocketAddr> = resolv_conf::nameservers(&text)
+        .into_iter()
+        .filter(|ns| !listen.contains(ns))
+        .collect();
+    if upstreams.is_empty() {
+        return Err(ResolvConfError::NoNameserver { path: path.to_owned() });
+    }
+    Ok(upstreams)
 }
 
 /// How often the stub zones read from records are looked at.
@@ -217,8 +288,22 @@ mod tests {
         let cache = Cache::merge(&args.1, cache.as_ref(), dir, &mut problems);
         assert_eq!(problems, []);
         forward_config(&forward, &cache, s, |_| {
-            Some("nameserver 127.0.0.1\nnameserver 10.0.0.53\n".to_owned())
+            Ok("nameserver 127.0.0.1\nnameserver 10.0.0.53\n".to_owned())
         })
+        .unwrap()
+        .config
+    }
+
+    fn missing(_: &Path) -> std::io::Result<String> {
+        Err(std::io::ErrorKind::NotFound.into())
+    }
+
+    fn given_resolv_conf(path: &str) -> Forward {
+        let args = ForwardArgs {
+            resolv_conf: Some(PathBuf::from(path)),
+            ..ForwardArgs::default()
+        };
+        Forward::merge(&args, None, Path::new(""), &mut Vec::new())
     }
 
     fn defaults() -> (Forward, Cache) {
@@ -243,8 +328,46 @@ mod tests {
         let c = resolve(&Default::default(), None, None, &stacked(&[])).unwrap();
         assert_eq!(c.upstreams, ["10.0.0.53:53".parse().unwrap()]);
         let (forward, cache) = defaults();
-        let none = forward_config(&forward, &cache, &stacked(&[]), |_| None);
-        assert!(none.is_none(), "no upstream anywhere: nothing to forward to");
+        let none = forward_config(&forward, &cache, &stacked(&[]), missing).unwrap();
+        assert!(none.config.is_none(), "no upstream anywhere: nothing to forward to");
+        assert!(
+            matches!(none.default_unusable, Some(ResolvConfError::Unreadable { ref path, .. }) if path == Path::new(DEFAULT_RESOLV_CONF)),
+            "the missing default is reported for a warning: {:?}",
+            none.default_unusable
+        );
+    }
+
+    #[test]
+    fn a_given_resolv_conf_that_is_missing_or_lists_no_nameserver_is_an_error() {
+        let (_, cache) = defaults();
+        let forward = given_resolv_conf("/etc/skyline/resolv.conf");
+        let err = forward_config(&forward, &cache, &stacked(&[]), missing).unwrap_err();
+        assert!(matches!(err, ResolvConfError::Unreadable { .. }), "{err}");
+        assert!(err.to_string().contains("/etc/skyline/resolv.conf"), "{err}");
+        let empty = forward_config(&forward, &cache, &stacked(&[]), |_| Ok("search example.\n".to_owned()));
+        assert!(matches!(empty, Err(ResolvConfError::NoNameserver { .. })), "{empty:?}");
+        let only_ours = forward_config(&forward, &cache, &stacked(&[]), |_| {
+            Ok("nameserver 127.0.0.1\n".to_owned())
+        });
+        assert!(
+            matches!(only_ours, Err(ResolvConfError::NoNameserver { .. })),
+            "{only_ours:?}"
+        );
+        let configured = forward_config(&forward, &cache, &stacked(&["192.0.2.1:53"]), missing).unwrap();
+        assert!(
+            configured.config.is_some(),
+            "with nameservers set, resolv.conf is not read"
+        );
+    }
+
+    #[test]
+    fn resolv_conf_none_reads_no_file_and_forwards_only_stub_zones() {
+        let (_, cache) = defaults();
+        let forward = given_resolv_conf(NO_RESOLV_CONF);
+        let unread = |_: &Path| -> std::io::Result<String> { panic!("no file is read") };
+        let resolved = forward_config(&forward, &cache, &stacked(&[]), unread).unwrap();
+        assert!(resolved.config.is_none());
+        assert!(resolved.default_unusable.is_none());
     }
 
     #[test]
@@ -342,7 +465,10 @@ mod tests {
         let forward = Forward::merge(&ForwardArgs::default(), file.forward.as_ref(), &file.dir, &mut problems);
         let cache = Cache::merge(&CacheArgs::default(), file.cache.as_ref(), &file.dir, &mut problems);
         assert_eq!(problems, []);
-        let c = forward_config(&forward, &cache, &stacked(&["8.8.8.8:53"]), |_| None).unwrap();
+        let c = forward_config(&forward, &cache, &stacked(&["8.8.8.8:53"]), missing)
+            .unwrap()
+            .config
+            .unwrap();
         assert_eq!(c.stub_zones.len(), 1);
         assert_eq!(c.cache.max_bytes, 64 << 20);
         assert_eq!(c.acl, Acl::default(), "the example spells out the default");

@@ -59,6 +59,11 @@ enum StartError {
     Signals(std::io::Error),
     #[error("cannot serve DNS on {addr}: {source}")]
     Bind { addr: SocketAddr, source: std::io::Error },
+    #[error(
+        "cannot serve DNS on {addr}: another process holds the address (UDP or TCP); \
+         --reuse-port shares it with another skyline on purpose"
+    )]
+    PortHeld { addr: SocketAddr },
     #[error(transparent)]
     Http(#[from] HttpError),
     #[error("sockets handed over: {0}")]
@@ -67,8 +72,8 @@ enum StartError {
     Exe(std::io::Error),
     #[error("node-local set-up: {0}")]
     NodeLocal(#[from] nodelocal::SetupError),
-    #[error("PID file {path}: {source}")]
-    PidFile { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    PidFile(#[from] upgrade::PidFileError),
     #[error("query log {path}: {source}")]
     QueryLog { path: PathBuf, source: std::io::Error },
     #[error("state directory {path}: {source}")]
@@ -144,6 +149,11 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     let upgraded_http = skyline_dataplane::sys::take_upgrade_http_fd()?;
     let upgraded = skyline_dataplane::sys::take_upgrade_fds()?;
     let handed_over = upgraded.is_some();
+    if let Some(path) = &pid_file {
+        // The process that hands its sockets over is this one's parent, and still serves.
+        let upgrading_from = handed_over.then(std::os::unix::process::parent_id);
+        upgrade::claim_pid_file(path, upgrading_from)?;
+    }
     let inherited = match upgraded {
         Some(pairs) => Some(pairs),
         None => given
@@ -229,7 +239,9 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         pin: settings.pin,
         tcp,
     };
-    let forward = forwarding_settings(&given, &settings);
+    let forward = forwarding_settings(&given, &settings)?;
+    warn_default_resolv_conf(forward.default_unusable.as_ref());
+    let forward = forward.config;
     log_forwarding(forward.as_ref());
     let finish_limit = forward.as_ref().map_or(Duration::ZERO, |f| f.timeout) + tcp.io_timeout + FINISH_MARGIN;
     if forward.is_some() {
@@ -274,14 +286,23 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     } else {
         None
     };
-    let server = match inherited {
-        Some(pairs) => Server::start_inherited(server_config, options, pairs, Arc::clone(&cell)),
-        None => Server::start_with(server_config, options, Arc::clone(&cell)),
-    }
-    .map_err(|source| StartError::Bind {
+    let bind_error = |source| StartError::Bind {
         addr: settings.addr,
         source,
-    });
+    };
+    let server = match inherited {
+        Some(pairs) => Server::start_inherited(server_config, options, pairs, Arc::clone(&cell)).map_err(bind_error),
+        None => {
+            let mut addrs = vec![settings.addr];
+            addrs.extend(settings.extra_addrs.iter().copied());
+            let unshared = if given.main.reuse_port {
+                Ok(())
+            } else {
+                held_by_none(&addrs)
+            };
+            unshared.and_then(|()| Server::start_with(server_config, options, Arc::clone(&cell)).map_err(bind_error))
+        }
+    };
     let server = match server {
         Ok(server) => server,
         Err(e) => {
@@ -340,10 +361,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     }
 
     if let Some(path) = &pid_file {
-        upgrade::write_pid_file(path).map_err(|source| StartError::PidFile {
-            path: path.clone(),
-            source,
-        })?;
+        upgrade::write_pid_file(path)?;
     }
     notifier.ready();
     let mut upgrades = signal(SignalKind::user_defined2()).map_err(StartError::Signals)?;
@@ -418,6 +436,20 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     Ok(())
 }
 
+/// Fails when another process holds one of `addrs`, for UDP or TCP: the workers' sockets would
+/// otherwise join that process's SO_REUSEPORT group without a word, and the kernel split the
+/// queries between the two. Port 0 is left out: the kernel picks a port no one holds.
+fn held_by_none(addrs: &[SocketAddr]) -> Result<(), StartError> {
+    for &addr in addrs.iter().filter(|addr| addr.port() != 0) {
+        match skyline_dataplane::sys::probe_unshared(addr) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => return Err(StartError::PortHeld { addr }),
+            Err(source) => return Err(StartError::Bind { addr, source }),
+        }
+    }
+    Ok(())
+}
+
 /// Why the serving loop ended.
 enum Stop {
     /// SIGTERM or SIGINT: drain and exit.
@@ -427,10 +459,7 @@ enum Stop {
 }
 
 /// Forwarding as configured, with resolv.conf read when no nameserver is set.
-pub(crate) fn forwarding_settings(
-    given: &Given,
-    settings: &Settings,
-) -> Option<skyline_dataplane::forward::ForwardConfig> {
+pub(crate) fn forwarding_settings(given: &Given, settings: &Settings) -> Result<forwarding::Resolved, ConfigError> {
     let mut listen = vec![settings.addr];
     listen.extend(settings.extra_addrs.iter().copied());
     let stacked = forwarding::Stacked {
@@ -442,8 +471,21 @@ pub(crate) fn forwarding_settings(
         listen,
     };
     forwarding::forward_config(&given.forward, &given.cache, &stacked, |path| {
-        std::fs::read_to_string(path).ok()
+        std::fs::read_to_string(path)
     })
+    .map_err(ConfigError::from)
+}
+
+/// Says that the default resolv.conf gave no upstream, and what follows: names outside the
+/// zones are refused rather than forwarded.
+pub(crate) fn warn_default_resolv_conf(default_unusable: Option<&forwarding::ResolvConfError>) {
+    if let Some(problem) = default_unusable {
+        tracing::warn!(
+            %problem,
+            "no upstream: names outside the zones are answered REFUSED (stub zones are still \
+             forwarded); set --nameservers or --resolv-conf, or --resolv-conf=none to say so"
+        );
+    }
 }
 
 /// Logs where names outside the domain go: the first thing to check when they do not resolve.

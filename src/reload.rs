@@ -10,6 +10,7 @@
 
 use crate::cli::Cli;
 use crate::config::{self, ConfigError, FileConfig};
+use crate::forwarding::ResolvConfError;
 use crate::notify::Notifier;
 use crate::protection::CookieSettings;
 use crate::settings::Given;
@@ -63,6 +64,8 @@ struct Resolved {
     given: Given,
     overrides: ConfigPatch,
     forward: Option<ForwardConfig>,
+    /// Why the default resolv.conf gave no upstream, if it did not.
+    default_unusable: Option<ResolvConfError>,
     cookies: CookieSettings,
 }
 
@@ -80,7 +83,7 @@ fn resolve(cli: &Cli, file: Option<&FileConfig>, data_config: Option<&ConfigPatc
     let operator = config::operator(&given)?;
     let overrides = operator.overrides.clone();
     let settings = config::resolve(operator, data_config)?;
-    let forward = crate::forwarding_settings(&given, &settings);
+    let forwarding = crate::forwarding_settings(&given, &settings)?;
     let cookies = crate::protection::cookie_settings(&given.cookies)?;
     config::tcp(&given.main)?;
     config::kubernetes(&given)?;
@@ -89,7 +92,8 @@ fn resolve(cli: &Cli, file: Option<&FileConfig>, data_config: Option<&ConfigPatc
     Ok(Resolved {
         given,
         overrides,
-        forward,
+        forward: forwarding.config,
+        default_unusable: forwarding.default_unusable,
         cookies,
     })
 }
@@ -142,6 +146,7 @@ impl Reloader {
                 return;
             }
         };
+        crate::warn_default_resolv_conf(resolved.default_unusable.as_ref());
         let mut restart = resolved.given.restart_changes(&self.started);
         if resolved.forwarding() != self.started_forwarding {
             restart.push("forwarding on or off");

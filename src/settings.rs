@@ -31,8 +31,8 @@
 
 use crate::cli::{parse_addr, parse_domain, parse_go_bool, parse_hostmaster, Cli};
 use crate::config::{Addrs, FileConfig};
+use crate::forwarding::StubZoneFile;
 use crate::forwarding::{parse_duration, parse_prefix, parse_size, parse_stub_zone, parse_zone_ttl};
-use crate::forwarding::{StubZoneFile, DEFAULT_RESOLV_CONF};
 use crate::observe::{DEFAULT_QUERY_LOG_RATE, DEFAULT_TOP_K};
 use skyline_controlplane::skydns::config as skydns_config;
 use skyline_dataplane::cache::CacheConfig;
@@ -185,6 +185,21 @@ settings! {
         /// list [default: 127.0.0.1:53]
         #[arg(long, env = "SKYDNS_ADDR", value_name = "IP:PORT", value_delimiter = ',', value_parser = parse_addr)]
         restart addr: Vec<SocketAddr>, file Addrs => addrs, data "dns_addr";
+
+        /// Share the --addr ports with another skyline of the same user, both serving (the
+        /// kernel spreads queries over them), as the surge pod of a node-local cache's rolling
+        /// update does; without it a start whose address another process holds fails at once.
+        /// The --http-addr port is never shared [default: false]
+        #[arg(
+            long,
+            env = "SKYLINE_REUSE_PORT",
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true",
+            value_parser = parse_go_bool
+        )]
+        restart reuse_port: bool = false;
 
         /// Domain to be authoritative for [default: skydns.local.]
         #[arg(long, env = "SKYDNS_DOMAIN", value_parser = parse_domain)]
@@ -349,8 +364,8 @@ settings! {
         #[arg(long, num_args = 0, default_missing_value = "true")]
         restart setup_notrack: bool = false;
 
-        /// File to hold the PID of the serving process; an in-place upgrade's new process rewrites
-        /// it [default: none]
+        /// File to hold the PID of the serving process; a start refuses one that names another
+        /// running process, and an in-place upgrade's new process rewrites it [default: none]
         #[arg(long, value_name = "FILE")]
         restart pid_file: PathBuf, file PathBuf => relative;
 
@@ -434,10 +449,11 @@ settings! {
         )]
         applied ns_rotate: bool, data "ns_rotate";
 
-        /// File whose nameserver lines are the upstreams when no nameservers are set
-        /// [default: /etc/resolv.conf]
+        /// File whose nameserver lines are the upstreams when no nameservers are set; one given
+        /// that is missing or lists no nameserver is an error, `none` reads no file (only stub
+        /// zones are forwarded) [default: /etc/resolv.conf, without it nothing is forwarded]
         #[arg(long, env = "SKYLINE_RESOLV_CONF", value_name = "FILE")]
-        applied resolv_conf: PathBuf = PathBuf::from(DEFAULT_RESOLV_CONF);
+        applied resolv_conf: PathBuf;
 
         /// Comma-separated address prefixes of the clients that may use forwarding; others get
         /// REFUSED for names outside the domain [default: 127.0.0.0/8, ::1, 169.254.0.0/16,

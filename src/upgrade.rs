@@ -6,7 +6,8 @@
 //! says nothing within [`READY_WAIT`], is stopped, and this one keeps serving.
 //!
 //! The PID file (`--pid-file`) names the serving process: each writes it once it serves, and a
-//! process removes it on exit only while it still names that process.
+//! process removes it on exit only while it still names that process. A start refuses a PID
+//! file that names another running process, unless that process is the one upgrading to it.
 
 use crate::notify::UPGRADE_READY;
 use skyline_dataplane::sys::{self, UPGRADE_FDS, UPGRADE_HTTP_FD};
@@ -159,12 +160,77 @@ fn inheriting<T>(
     result
 }
 
+/// Why the PID file cannot be this process's.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PidFileError {
+    /// The file names another process that is running: most likely a skyline serving with the
+    /// same configuration, which a second one would share the port with or take the file from.
+    #[error(
+        "PID file {path} names process {pid}, which is running: another skyline serves with this \
+         PID file (if that process is not skyline, remove the file)"
+    )]
+    Held {
+        /// The file.
+        path: PathBuf,
+        /// The process it names.
+        pid: u32,
+    },
+    /// The file cannot be read or written.
+    #[error("PID file {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Checks, before anything is bound, that the PID file at `path` names no other running
+/// process, and leaves the file as it is: it is written once this process serves
+/// ([`write_pid_file`]). A file naming a process that no longer exists (it was killed, or the
+/// machine restarted) is stale and will be replaced, as is one that does not hold a PID.
+/// `upgrading_from` is the process an in-place upgrade started this one from, which still
+/// serves and names itself in the file until this one takes over.
+pub fn claim_pid_file(path: &Path, upgrading_from: Option<u32>) -> Result<(), PidFileError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(PidFileError::Io {
+                path: path.to_owned(),
+                source,
+            })
+        }
+    };
+    let Ok(pid) = text.trim().parse::<u32>() else {
+        tracing::warn!(path = %path.display(), "the PID file holds no PID; it will be replaced");
+        return Ok(());
+    };
+    // The own PID: a container's skyline is PID 1 again after a restart.
+    if pid == std::process::id() || Some(pid) == upgrading_from {
+        return Ok(());
+    }
+    if sys::process_exists(pid) {
+        return Err(PidFileError::Held {
+            path: path.to_owned(),
+            pid,
+        });
+    }
+    tracing::info!(path = %path.display(), pid, "the PID file names a process that is gone; it will be replaced");
+    Ok(())
+}
+
 /// Writes this process's PID to `path`, atomically (a file beside it, renamed over it).
-pub fn write_pid_file(path: &Path) -> std::io::Result<()> {
+pub fn write_pid_file(path: &Path) -> Result<(), PidFileError> {
     let mut aside = path.as_os_str().to_owned();
     aside.push(format!(".{}", std::process::id()));
-    std::fs::write(&aside, format!("{}\n", std::process::id()))?;
-    std::fs::rename(&aside, path)
+    std::fs::write(&aside, format!("{}\n", std::process::id()))
+        .and_then(|()| std::fs::rename(&aside, path))
+        .map_err(|source| PidFileError::Io {
+            path: path.to_owned(),
+            source,
+        })
 }
 
 /// Removes the PID file when it still names this process (a new process rewrote it otherwise).

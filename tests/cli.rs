@@ -111,7 +111,7 @@ fn check_config(args: &[&str]) -> (Option<i32>, String, String) {
         .arg("--check-config")
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("SKYLINE_RESOLV_CONF", "/dev/null")
+        .env("SKYLINE_RESOLV_CONF", "none")
         .output()
         .unwrap();
     let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();

@@ -1316,7 +1316,7 @@ fn a_node_local_update_by_surge_loses_no_query() {
         let child = Command::new(env!("CARGO_BIN_EXE_skyline"))
             .args(args)
             .env_clear()
-            .env("SKYLINE_RESOLV_CONF", "/dev/null")
+            .env("SKYLINE_RESOLV_CONF", "none")
             .envs(literal_env(container))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

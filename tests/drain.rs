@@ -204,7 +204,12 @@ fn processes_beside_the_stopping_one_take_over_without_a_lost_query() {
     };
     // Each round, one more process joins the port and leaves it again.
     for _ in 0..4 {
-        let mut leaver = Skyline::start_at(&addr.to_string(), RECORDS, &["--no-rec", "--drain", "0s"], &[]);
+        let mut leaver = Skyline::start_at(
+            &addr.to_string(),
+            RECORDS,
+            &["--no-rec", "--drain", "0s", "--reuse-port"],
+            &[],
+        );
         std::thread::sleep(Duration::from_millis(300));
         leaver.terminate();
         let status = leaver

@@ -390,7 +390,7 @@ fn a_port_already_taken_is_a_start_error() {
         .arg("--records")
         .arg(&records)
         .env("NO_COLOR", "1")
-        .env("SKYLINE_RESOLV_CONF", "/dev/null")
+        .env("SKYLINE_RESOLV_CONF", "none")
         .output()
         .unwrap();
     assert!(!output.status.success());

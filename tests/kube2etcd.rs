@@ -172,7 +172,7 @@ fn readers(api: &FakeApi, etcd: &str) -> (Skyline, Skyline, tempfile::TempDir) {
     let kubeconfig = api.kubeconfig(dir.path());
     let kube = Skyline::start_with(
         &["--kubeconfig", kubeconfig.to_str().unwrap(), "--no-rec"],
-        &[("SKYLINE_RESOLV_CONF", "/dev/null")],
+        &[("SKYLINE_RESOLV_CONF", "none")],
     );
     (reader, kube, dir)
 }

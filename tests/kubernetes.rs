@@ -88,7 +88,7 @@ fn skyline(api: &FakeApi, args: &[&str]) -> (Skyline, tempfile::TempDir) {
     let kubeconfig = api.kubeconfig(dir.path());
     let mut all = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
     all.extend_from_slice(args);
-    (Skyline::start_with(&all, &[("SKYLINE_RESOLV_CONF", "/dev/null")]), dir)
+    (Skyline::start_with(&all, &[("SKYLINE_RESOLV_CONF", "none")]), dir)
 }
 
 /// Waits until the cluster zones are served from synced data.
@@ -387,7 +387,7 @@ fn started_before_the_api_server_it_answers_servfail_until_synced() {
     let kubeconfig = kubeconfig_for(addr, dir.path());
     let s = Skyline::start_with(
         &["--kubeconfig", kubeconfig.to_str().unwrap()],
-        &[("SKYLINE_RESOLV_CONF", "/dev/null")],
+        &[("SKYLINE_RESOLV_CONF", "none")],
     );
     for name in [z("svc1.testns.svc"), z("nope"), "1.1.96.10.in-addr.arpa.".to_owned()] {
         assert_eq!(rcode(&s, &name, RecordType::A), ResponseCode::ServFail, "{name}");
@@ -598,7 +598,7 @@ fn an_https_api_server_serves_the_cluster_zones_with_a_client_certificate_or_a_t
     let kubeconfig = api.kubeconfig_tls(dir.path(), &pki.ca, Credential::Token("a-service-account-token"));
     let with_token = Skyline::start_with(
         &["--kubeconfig", kubeconfig.to_str().unwrap()],
-        &[("SKYLINE_RESOLV_CONF", "/dev/null")],
+        &[("SKYLINE_RESOLV_CONF", "none")],
     );
     wait_synced(&with_token);
     assert_eq!(
@@ -618,7 +618,7 @@ fn a_kubeconfig_trusting_another_ca_answers_servfail_and_logs_the_tls_error() {
     let kubeconfig = api.kubeconfig_tls(dir.path(), &other.ca, Credential::Token("not-a-secret"));
     let s = Skyline::start_with(
         &["--kubeconfig", kubeconfig.to_str().unwrap()],
-        &[("SKYLINE_RESOLV_CONF", "/dev/null")],
+        &[("SKYLINE_RESOLV_CONF", "none")],
     );
     eventually(SETTLE, "the TLS failure logged with its cause", || {
         s.log_count("Kubernetes list or watch failed") > 0 && s.log_count("invalid peer certificate") > 0
@@ -644,7 +644,7 @@ fn ready_is_503_naming_kubernetes_while_the_lists_are_withheld_and_200_once_list
     let kubeconfig = api.kubeconfig(dir.path());
     let mut args = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
     args.extend(HTTP_ANY_PORT);
-    let s = Skyline::start_with(&args, &[("SKYLINE_RESOLV_CONF", "/dev/null")]);
+    let s = Skyline::start_with(&args, &[("SKYLINE_RESOLV_CONF", "none")]);
     let http = s.http_addr();
     assert_eq!(http_get(http, "/health"), (200, "OK".to_owned()));
     let not_ready = (

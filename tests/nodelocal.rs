@@ -91,7 +91,7 @@ fn the_interface_and_notrack_rules_are_made_served_on_and_removed_on_exit() {
         .args(["--addr", &addr, "--setup-interface", INTERFACE, "--setup-notrack"])
         .args(["--no-rec", "--workers", "1", "--no-pin", "--drain", "0s", "--records"])
         .arg(&records)
-        .env("SKYLINE_RESOLV_CONF", "/dev/null")
+        .env("SKYLINE_RESOLV_CONF", "none")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

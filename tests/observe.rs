@@ -116,7 +116,7 @@ fn check_config_names_the_observation_settings() {
         .arg("--config")
         .arg(&config)
         .arg("--check-config")
-        .env("SKYLINE_RESOLV_CONF", "/dev/null")
+        .env("SKYLINE_RESOLV_CONF", "none")
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

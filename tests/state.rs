@@ -210,7 +210,7 @@ fn the_persisted_snapshot_with_the_api_server_down_at_start() {
     let file = state.path().join("kubernetes.state");
     let mut args = persisting(state.path());
     args.extend(["--kubeconfig".to_owned(), kubeconfig.to_str().unwrap().to_owned()]);
-    let env = [("SKYLINE_RESOLV_CONF", "/dev/null")];
+    let env = [("SKYLINE_RESOLV_CONF", "none")];
     let svc1 = "svc1.testns.svc.cluster.local.";
     let svc2 = "svc2.testns.svc.cluster.local.";
 

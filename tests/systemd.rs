@@ -79,7 +79,7 @@ impl Activated {
             .args(["--workers", "2", "--no-pin", "--no-rec", "--drain", "0s"])
             .args(extra)
             .env("NOTIFY_SOCKET", &notify_path)
-            .env("SKYLINE_RESOLV_CONF", "/dev/null")
+            .env("SKYLINE_RESOLV_CONF", "none")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

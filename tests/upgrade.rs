@@ -59,7 +59,7 @@ impl Upgradable {
             .arg("--pid-file")
             .arg(dir.path().join("skyline.pid"))
             .env("NO_COLOR", "1")
-            .env("SKYLINE_RESOLV_CONF", "/dev/null")
+            .env("SKYLINE_RESOLV_CONF", "none")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

@@ -542,7 +542,7 @@ impl Server {
             .args(args)
             .env("NO_COLOR", "1")
             .env("RUST_LOG", "info")
-            .env("SKYLINE_RESOLV_CONF", "/dev/null")
+            .env("SKYLINE_RESOLV_CONF", "none")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

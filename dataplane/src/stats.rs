@@ -118,6 +118,9 @@ pub struct Totals {
     /// Client questions refused at once because their client had its share of the questions
     /// in flight (`max_in_flight_per_client`).
     pub forward_client_limited: u64,
+    /// Questions for names outside the zones refused (EDE 18, Prohibited) because the client
+    /// is outside the recursion ACL.
+    pub recursion_refused: u64,
     /// Forwarded questions whose clients got SERVFAIL because no upstream answered usably.
     pub forward_failures: u64,
     /// Stub-zone queries dropped because they carried the SkyDNS loop guard.
@@ -342,6 +345,7 @@ pub(crate) struct Counters {
     pub(crate) forward_merged: Counter,
     pub(crate) forward_busy: Counter,
     pub(crate) forward_client_limited: Counter,
+    pub(crate) recursion_refused: Counter,
     pub(crate) forward_failures: Counter,
     pub(crate) stub_loops_dropped: Counter,
     pub(crate) dnstap_dropped: Counter,
@@ -485,6 +489,7 @@ impl Counters {
         totals.forward_merged += self.forward_merged.get();
         totals.forward_busy += self.forward_busy.get();
         totals.forward_client_limited += self.forward_client_limited.get();
+        totals.recursion_refused += self.recursion_refused.get();
         totals.forward_failures += self.forward_failures.get();
         totals.stub_loops_dropped += self.stub_loops_dropped.get();
         totals.dnstap_dropped += self.dnstap_dropped.get();

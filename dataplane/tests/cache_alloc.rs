@@ -94,6 +94,7 @@ fn cache_hits_allocate_nothing_on_the_answer_path() {
             routes: &routes,
             down: &down,
             allowed: true,
+            prohibited: false,
             now,
             resolved: None,
         };
@@ -110,6 +111,7 @@ fn cache_hits_allocate_nothing_on_the_answer_path() {
                 routes: &routes,
                 down: &down,
                 allowed: true,
+                prohibited: false,
                 now,
                 resolved: None,
             };

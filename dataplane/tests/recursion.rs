@@ -92,6 +92,7 @@ impl Fixture {
             routes: &self.routes,
             down: &self.down,
             allowed: self.allowed,
+            prohibited: false,
             now: self.now,
             resolved,
         };

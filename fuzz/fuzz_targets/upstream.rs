@@ -323,6 +323,7 @@ impl Sim<'_> {
             routes: &self.routes,
             down,
             allowed: true,
+            prohibited: false,
             now: self.now,
             resolved,
         };

@@ -64,8 +64,8 @@ impl Skyline {
         Skyline::start_at("127.0.0.1:0", records, args, env)
     }
 
-    /// As [`Skyline::start`], on `addr`: another process's port too, which SO_REUSEPORT lets
-    /// both serve.
+    /// As [`Skyline::start`], on `addr`: another process's port too, which both serve when
+    /// this one is given `--reuse-port` (without it, the start fails).
     pub fn start_at(addr: &str, records: &str, args: &[&str], env: &[(&str, &str)]) -> Skyline {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("records.json");
@@ -77,11 +77,11 @@ impl Skyline {
             .arg(&path)
             .args(["--workers", "2", "--no-pin"]);
         // No upstream unless a test names one: the host's resolv.conf must not decide what a
-        // test sees for names outside the domain.
+        // test sees for names outside the domain (`none` reads no file).
         cmd.args(args)
             .env("NO_COLOR", "1")
             .env("RUST_LOG", "info")
-            .env("SKYLINE_RESOLV_CONF", "/dev/null");
+            .env("SKYLINE_RESOLV_CONF", "none");
         for (k, v) in env {
             cmd.env(k, v);
         }

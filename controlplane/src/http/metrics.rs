@@ -81,6 +81,7 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         forward_merged,
         forward_busy,
         forward_client_limited,
+        recursion_refused,
         forward_failures,
         stub_loops_dropped,
         dnstap_sent,
@@ -330,6 +331,13 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         Counter,
         "Questions refused at once because their client had its share of those in flight.",
         forward_client_limited,
+    )?;
+    single(
+        f,
+        "skyline_recursion_refused_total",
+        Counter,
+        "Questions for names outside the zones refused (EDE 18) to clients outside the recursion ACL.",
+        recursion_refused,
     )?;
     single(
         f,

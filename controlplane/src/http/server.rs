@@ -63,6 +63,13 @@ pub enum HttpError {
         /// Why.
         source: io::Error,
     },
+    /// Another process listens on the address: the HTTP port is never shared, so that probes
+    /// and scrapes reach this process and no other.
+    #[error("cannot serve HTTP on {addr}: another process holds the address (the HTTP port is never shared)")]
+    Held {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
     /// A listener handed over by a replaced skyline is not usable.
     #[error("cannot serve HTTP on the listener handed over: {source}")]
     Adopt {
@@ -118,8 +125,10 @@ impl std::fmt::Debug for HttpServer {
 
 impl HttpServer {
     /// Binds `addr` now, so that a bad address is a start error rather than a log line later.
-    /// The port is shared (`SO_REUSEPORT`) as the DNS ports are, so that a second skyline on the
-    /// same host network (a DaemonSet's surge pod during an update) can start beside this one.
+    /// Unlike the DNS ports the listener is never shared (no `SO_REUSEPORT`): a `/ready` probe
+    /// must reach the process it asks about, and a port another process holds (another
+    /// skyline's DNS over TCP, say) must be an error, not a listener that joins it. An in-place
+    /// upgrade hands the listener over instead ([`HttpServer::from_std`]).
     /// Must run within a tokio runtime.
     pub async fn bind(addr: SocketAddr, endpoints: impl Endpoints) -> Result<HttpServer, HttpError> {
         let bind_error = |source| HttpError::Bind { addr, source };
@@ -130,8 +139,10 @@ impl HttpServer {
         }
         .map_err(bind_error)?;
         socket.set_reuseaddr(true).map_err(bind_error)?;
-        socket.set_reuseport(true).map_err(bind_error)?;
-        socket.bind(addr).map_err(bind_error)?;
+        socket.bind(addr).map_err(|source| match source.kind() {
+            io::ErrorKind::AddrInUse => HttpError::Held { addr },
+            _ => bind_error(source),
+        })?;
         let listener = socket.listen(LISTEN_BACKLOG).map_err(bind_error)?;
         let local_addr = listener.local_addr().map_err(bind_error)?;
         Ok(HttpServer {
@@ -368,6 +379,28 @@ mod tests {
             assert_eq!(response.headers()[header::ALLOW], "GET, HEAD");
         }
         assert_eq!(get(Method::HEAD, "/ready", Report::default()).0, StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn a_port_another_listener_shares_out_is_not_joined() {
+        // A listener with SO_REUSEPORT, as another skyline's DNS over TCP has: one without the
+        // option cannot join its group.
+        let other = TcpSocket::new_v4().unwrap();
+        other.set_reuseport(true).unwrap();
+        other.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let other = other.listen(16).unwrap();
+        let addr = other.local_addr().unwrap();
+        match HttpServer::bind(addr, Report::default()).await {
+            Err(HttpError::Held { addr: named }) => assert_eq!(named, addr),
+            other => panic!("bound a held port: {other:?}"),
+        }
+        let free = HttpServer::bind("127.0.0.1:0".parse().unwrap(), Report::default())
+            .await
+            .unwrap();
+        assert!(matches!(
+            HttpServer::bind(free.local_addr(), Report::default()).await,
+            Err(HttpError::Held { .. })
+        ));
     }
 
     #[test]

@@ -249,10 +249,15 @@ impl Resolver {
             routes: &self.routes,
             down: self.forwarder.down(),
             allowed: self.acl.allows(client.ip()),
+            prohibited: false,
             now,
             resolved: None,
         };
-        match answer_recursive(query, snapshot, ctx, &mut rec, &mut self.qname, out) {
+        let resolution = answer_recursive(query, snapshot, ctx, &mut rec, &mut self.qname, out);
+        if rec.prohibited {
+            self.stats.recursion_refused.incr();
+        }
+        match resolution {
             Resolution::Done(outcome) => Answered::Now(outcome),
             Resolution::Cached {
                 outcome,
@@ -305,6 +310,7 @@ impl Resolver {
                             routes: &self.routes,
                             down: self.forwarder.down(),
                             allowed: true,
+                            prohibited: false,
                             now,
                             resolved: Some(Resolved::Failed(forward.key.key_ref(), failure)),
                         };
@@ -432,6 +438,7 @@ impl Resolver {
                     routes,
                     down: forwarder.down(),
                     allowed: true,
+                    prohibited: false,
                     now,
                     resolved: Some(resolved),
                 };

@@ -12,7 +12,7 @@ use crate::cache::{Age, Cache, Entry, Key, KeyRef, Lookup};
 use crate::snapshot::rrset::Beyond;
 use crate::snapshot::Snapshot;
 use crate::wire::query::parse_query_into;
-use crate::wire::types::{class, flags, option, rcode, rtype, HEADER_LEN, MAX_NAME_LEN};
+use crate::wire::types::{class, ede, flags, option, rcode, rtype, HEADER_LEN, MAX_NAME_LEN};
 use crate::wire::{LowerName, Name, Query, Question};
 use std::time::Instant;
 
@@ -31,6 +31,9 @@ pub struct Recursion<'a> {
     /// The client passes the recursion ACL: names outside the zones are served to it and RA is
     /// set in its replies; other clients get REFUSED for them.
     pub allowed: bool,
+    /// Set by the answer when it refused this client a name that needs recursion, because the
+    /// client is outside the recursion ACL: the refusals an operator counts.
+    pub prohibited: bool,
     /// The current time, for TTL arithmetic.
     pub now: Instant,
     /// Set when answering a client that waited for an upstream: the outcome to answer with
@@ -254,11 +257,14 @@ pub fn answer_recursive(
 }
 
 /// A name no zone answers for: from the cache, or forwarded, when this client may use
-/// forwarding; REFUSED otherwise.
+/// forwarding; REFUSED otherwise, with Extended DNS Error 18 (Prohibited, RFC 8914 §4.19) when
+/// the recursion ACL is why.
 #[inline(always)]
 fn beyond(r: &mut Responder<'_>, q: &Query, qname: &LowerName, question: Question, rec: &mut Recursion<'_>) -> Flow {
     if !rec.allowed {
         r.set_rcode(rcode::REFUSED);
+        r.set_ede(ede::PROHIBITED);
+        rec.prohibited = true;
         return Flow::Written;
     }
     let Some(route) = rec.routes.route(qname) else {
@@ -546,6 +552,7 @@ mod tests {
                 routes: &routes,
                 down: &[false],
                 allowed: true,
+                prohibited: false,
                 now: std::time::Instant::now(),
                 resolved: Some(Resolved::Answer(KeyRef::from_bytes(b""), &entry)),
             };
@@ -656,6 +663,7 @@ mod tests {
             routes: &routes,
             down: &[false],
             allowed,
+            prohibited: false,
             now: Instant::now(),
             resolved,
         };

@@ -39,7 +39,7 @@ pub use inherit::{
     UPGRADE_HTTP_FD,
 };
 pub use peer::Peer;
-pub use signal::{send_signal, Signal};
+pub use signal::{process_exists, send_signal, Signal};
 
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
@@ -153,6 +153,24 @@ pub fn tcp_listener(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
     socket.bind(&addr.into())?;
     socket.listen(LISTEN_BACKLOG)?;
     Ok(socket.into())
+}
+
+/// Binds `addr` for UDP and for TCP without SO_REUSEPORT, and lets go of both at once: fails
+/// with [`io::ErrorKind::AddrInUse`] when another socket already holds the port for either.
+///
+/// The workers' sockets all set SO_REUSEPORT, and the kernel puts a socket with it into the
+/// group of any other such socket of the same user on that address: binding them alone would
+/// silently share the port with another process and split the queries between the two. A
+/// socket without the option joins no group, so its bind tells whether anything is there;
+/// called before this process binds its own, whatever holds the port is another process.
+/// The TCP probe sets SO_REUSEADDR, as the listeners do, so that connections a previous
+/// process left in TIME_WAIT do not count as a holder.
+pub fn probe_unshared(addr: SocketAddr) -> io::Result<()> {
+    let udp = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    udp.bind(&addr.into())?;
+    let tcp = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    tcp.set_reuse_address(true)?;
+    tcp.bind(&addr.into())
 }
 
 /// Creates a non-blocking UDP socket connected to the upstream server `upstream`, for one
@@ -595,6 +613,32 @@ mod tests {
         }
         assert!(drain(&first).is_empty(), "a retired socket got a new flow");
         assert_eq!(drain(&second).len(), senders.len());
+    }
+
+    #[test]
+    fn a_probe_finds_a_port_held_for_udp_or_tcp_and_holds_nothing_itself() {
+        let udp = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let held_udp = udp.local_addr().unwrap();
+        assert_eq!(probe_unshared(held_udp).unwrap_err().kind(), io::ErrorKind::AddrInUse);
+        let listener = tcp_listener(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).unwrap();
+        let held_tcp = listener.local_addr().unwrap();
+        assert_eq!(
+            probe_unshared(held_tcp).unwrap_err().kind(),
+            io::ErrorKind::AddrInUse,
+            "a listener with SO_REUSEPORT still holds its port"
+        );
+        drop(listener);
+        let free = (0..20)
+            .find_map(|_| {
+                let addr = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                    .ok()?
+                    .local_addr()
+                    .ok()?;
+                probe_unshared(addr).ok().map(|()| addr)
+            })
+            .expect("no port free for both UDP and TCP");
+        udp_socket(free).expect("the probe let go of the UDP port");
+        tcp_listener(free).expect("the probe let go of the TCP port");
     }
 
     #[test]

@@ -1,7 +1,8 @@
-//! Sending a signal to another process. The server itself sends none; the workspace's tests
-//! do (they ask a running skyline to reload, pause and resume an upstream), and the project
-//! keeps `unsafe` code in this module only, so the one system call they need lives here rather
-//! than in each test, or behind the `kill` program, which a minimal system may not have.
+//! Sending a signal to another process. The server itself sends none, and only asks whether
+//! the process a PID file names still exists; the workspace's tests send them (they ask a
+//! running skyline to reload, pause and resume an upstream), and the project keeps `unsafe`
+//! code in this module only, so the one system call they need lives here rather than in each
+//! test, or behind the `kill` program, which a minimal system may not have.
 
 use std::fmt;
 use std::io;
@@ -75,6 +76,24 @@ pub fn send_signal(pid: u32, signal: Signal) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Whether a process with ID `pid` exists (as `kill(2)` with signal 0 tells): for a PID file,
+/// whose process may have ended without removing it. A process this one may not signal
+/// exists all the same. PID 0 and PIDs beyond `i32::MAX` name no one process: `false`.
+pub fn process_exists(pid: u32) -> bool {
+    let Ok(target) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if target <= 0 {
+        return false;
+    }
+    // SAFETY: `kill` takes plain integers and touches no memory of this process; `target` is
+    // positive, so it names one process, and signal 0 only checks that it may be signalled.
+    if unsafe { libc::kill(target, 0) } == 0 {
+        return true;
+    }
+    io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 #[cfg(test)]
@@ -193,6 +212,20 @@ mod tests {
         for pid in [0, u32::MAX, i32::MAX as u32 + 1] {
             let err = send_signal(pid, Signal::Continue).unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "pid {pid}");
+        }
+    }
+
+    #[test]
+    fn a_process_exists_until_it_is_reaped() {
+        assert!(process_exists(std::process::id()));
+        let mut child = Target::start();
+        let pid = child.pid();
+        assert!(process_exists(pid));
+        send_signal(pid, Signal::Kill).unwrap();
+        child.wait();
+        assert!(!process_exists(pid), "a reaped child is gone");
+        for pid in [0, u32::MAX, i32::MAX as u32] {
+            assert!(!process_exists(pid), "pid {pid}");
         }
     }
 

@@ -85,6 +85,8 @@ pub mod ede {
     pub const OTHER: u16 = 0;
     /// An answer served from cache past its TTL because upstreams failed (RFC 8767).
     pub const STALE_ANSWER: u16 = 3;
+    /// The client may not have this answered here: outside the recursion ACL.
+    pub const PROHIBITED: u16 = 18;
     /// A stale NXDOMAIN served from cache because upstreams failed (RFC 8767).
     pub const STALE_NXDOMAIN: u16 = 19;
     /// No upstream could be reached within the time allowed.
