@@ -694,11 +694,39 @@ fn cnames_of(reply: &Message) -> Vec<String> {
 }
 
 #[test]
-fn a_cname_chain_leaving_the_domain_is_completed_from_upstream_then_the_cache() {
+fn a_name_pointing_outside_the_domain_is_completed_at_its_own_name_from_upstream_then_the_cache() {
     let Some(knot) = Knot::start(&[("example.test.", ZONE)]) else {
         return;
     };
     let s = leaving_to(&[knot.addr], &[]);
+    let client = Client::new();
+    for round in ["upstream", "cache"] {
+        let reply = client.ask(&s, "out.skydns.local.", RecordType::A);
+        assert_eq!(reply.response_code(), ResponseCode::NoError, "{round}");
+        assert!(reply.authoritative(), "{round}: the name is the domain's own");
+        assert!(
+            cnames_of(&reply).is_empty(),
+            "{round}: no CNAME beside the SRV: {reply:?}"
+        );
+        assert_eq!(a_of(&reply), [Ipv4Addr::new(192, 0, 2, 10)], "{round}: {reply:?}");
+        let answer = &reply.answers()[0];
+        assert_eq!(answer.name().to_ascii(), "out.skydns.local.", "{round}");
+        assert!(
+            answer.ttl() <= 300,
+            "{round}: no longer than the upstream's record: {answer:?}"
+        );
+    }
+    let srv = client.ask(&s, "out.skydns.local.", RecordType::SRV);
+    assert_eq!(srv.answers().len(), 1, "{srv:?}");
+    assert_eq!(srv.answers()[0].record_type(), RecordType::SRV);
+}
+
+#[test]
+fn a_cname_chain_leaving_the_domain_is_completed_from_upstream_then_the_cache() {
+    let Some(knot) = Knot::start(&[("example.test.", ZONE)]) else {
+        return;
+    };
+    let s = leaving_to(&[knot.addr], &["--cname-chains"]);
     let client = Client::new();
     for round in ["upstream", "cache"] {
         let reply = client.ask(&s, "out.skydns.local.", RecordType::A);
@@ -740,8 +768,8 @@ fn srv_targets_outside_the_domain_get_their_addresses_as_additional_data() {
     }
 }
 
-/// SkyDNS drops a CNAME whose target its upstream lookup cannot complete: NODATA with the SOA,
-/// never a dangling chain.
+/// A name pointing outside the domain whose target no upstream answers is NODATA with the SOA,
+/// as SkyDNS drops a chain it cannot complete.
 #[test]
 fn a_chain_whose_target_no_upstream_answers_is_dropped_within_the_timeout() {
     let silent = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();

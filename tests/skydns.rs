@@ -136,34 +136,66 @@ fn mx_answers_mail_records_with_glue_for_in_domain_exchanges() {
 }
 
 #[test]
-fn cname_chains_are_followed_inside_the_domain() {
+fn a_name_pointing_to_a_name_answers_the_end_of_the_chain_at_its_own_name() {
     let s = server();
     let reply = s.udp("c1.chain.skydns.test.", RecordType::A);
-    let rendered: Vec<(String, RecordType, String)> = reply
+    let rendered: Vec<(String, RecordType, u32, String)> = reply
         .answers()
         .iter()
-        .map(|r| (r.name().to_ascii(), r.record_type(), r.data().unwrap().to_string()))
+        .map(|r| {
+            (
+                r.name().to_ascii(),
+                r.record_type(),
+                r.ttl(),
+                r.data().unwrap().to_string(),
+            )
+        })
         .collect();
     assert_eq!(
         rendered,
-        vec![
-            (
-                "c1.chain.skydns.test.".into(),
-                RecordType::CNAME,
-                "c2.chain.skydns.test.".into()
-            ),
-            (
-                "c2.chain.skydns.test.".into(),
-                RecordType::CNAME,
-                "c3.chain.skydns.test.".into()
-            ),
-            ("c3.chain.skydns.test.".into(), RecordType::A, "10.0.2.1".into()),
-        ]
+        vec![("c1.chain.skydns.test.".into(), RecordType::A, 30, "10.0.2.1".into())],
+        "the smallest TTL along the chain"
     );
-    assert!(
-        reply.answers().iter().all(|r| r.ttl() == 30),
-        "several answers share the smallest TTL"
-    );
+    let cname = s.udp("c1.chain.skydns.test.", RecordType::CNAME);
+    assert!(cname.answers().is_empty(), "no name is an alias: {cname:?}");
+    assert_eq!(cname.name_servers()[0].record_type(), RecordType::SOA);
+}
+
+#[test]
+fn cname_chains_are_followed_inside_the_domain_with_cname_chains() {
+    for s in [
+        Skyline::start(&records(), &["--cname-chains"], &[]),
+        Skyline::start(&records(), &[], &[("SKYDNS_CNAME_CHAINS", "true")]),
+    ] {
+        let reply = s.udp("c1.chain.skydns.test.", RecordType::A);
+        let rendered: Vec<(String, RecordType, String)> = reply
+            .answers()
+            .iter()
+            .map(|r| (r.name().to_ascii(), r.record_type(), r.data().unwrap().to_string()))
+            .collect();
+        assert_eq!(
+            rendered,
+            vec![
+                (
+                    "c1.chain.skydns.test.".into(),
+                    RecordType::CNAME,
+                    "c2.chain.skydns.test.".into()
+                ),
+                (
+                    "c2.chain.skydns.test.".into(),
+                    RecordType::CNAME,
+                    "c3.chain.skydns.test.".into()
+                ),
+                ("c3.chain.skydns.test.".into(), RecordType::A, "10.0.2.1".into()),
+            ]
+        );
+        assert!(
+            reply.answers().iter().all(|r| r.ttl() == 30),
+            "several answers share the smallest TTL"
+        );
+        let cname = s.udp("c1.chain.skydns.test.", RecordType::CNAME);
+        assert_eq!(data(cname.answers()), set(&["c2.chain.skydns.test."]));
+    }
 }
 
 #[test]
@@ -281,14 +313,15 @@ fn dig_reads_the_same_answers() {
     assert_eq!(tcp.len(), 40);
 }
 
-/// A CNAME stands alone at its owner: a name whose records hold an address and a name answers
-/// the address alone; a chain leaving the domain that nothing completes (this server forwards
-/// nothing) is dropped, NODATA with the SOA, over UDP and TCP.
+/// A name whose records hold an address and a name answers both addresses, never a CNAME; a name
+/// pointing outside the domain that nothing completes (this server forwards nothing) is NODATA
+/// with the SOA, over UDP and TCP.
 #[test]
-fn a_cname_never_shares_its_owner_and_an_incomplete_chain_is_dropped() {
+fn a_name_of_addresses_and_names_answers_every_address_and_an_incomplete_one_is_nodata() {
     let mut data_ = serde_json::from_str::<serde_json::Value>(&records()).unwrap();
     data_["/skydns/test/skydns/mixed/ip"] = serde_json::json!({"host": "10.0.6.1"});
     data_["/skydns/test/skydns/mixed/name"] = serde_json::json!({"host": "c1.chain.skydns.test."});
+    data_["/skydns/test/skydns/mixed/out"] = serde_json::json!({"host": "www.example.org."});
     data_["/skydns/test/skydns/out"] = serde_json::json!({"host": "www.example.org."});
     data_["/skydns/test/skydns/via"] = serde_json::json!({"host": "out.skydns.test."});
     let s = Skyline::start(&data_.to_string(), &[], &[]);
@@ -297,8 +330,11 @@ fn a_cname_never_shares_its_owner_and_an_incomplete_chain_is_dropped() {
         s.tcp("mixed.skydns.test.", RecordType::A),
     ] {
         assert_eq!(reply.response_code(), ResponseCode::NoError);
-        assert_eq!(data(reply.answers()), set(&["10.0.6.1"]), "{reply:?}");
-        assert!(reply.answers().iter().all(|r| r.record_type() == RecordType::A));
+        assert_eq!(data(reply.answers()), set(&["10.0.6.1", "10.0.2.1"]), "{reply:?}");
+        assert!(reply
+            .answers()
+            .iter()
+            .all(|r| r.record_type() == RecordType::A && r.name().to_ascii() == "mixed.skydns.test."));
     }
     for name in ["out.skydns.test.", "via.skydns.test."] {
         for reply in [s.udp(name, RecordType::A), s.tcp(name, RecordType::AAAA)] {
@@ -400,7 +436,7 @@ fn views_answer_each_client_from_the_list_of_its_longest_prefix() {
 }
 
 #[test]
-fn a_directory_answers_the_union_of_its_records_views_and_cnames_follow_them() {
+fn a_directory_answers_the_union_of_its_records_and_names_pointing_into_views_follow_them() {
     let s = Skyline::start(&views_records(), &[], &[]);
     assert_eq!(
         from(&s, NEIGHBOUR, "dir.skydns.test.", RecordType::A),
@@ -412,13 +448,10 @@ fn a_directory_answers_the_union_of_its_records_views_and_cnames_follow_them() {
     );
     let reply = s.udp_from(NEIGHBOUR, "dir.skydns.test.", RecordType::A);
     assert_eq!(reply.answers().len(), 2, "10.0.0.1 once: {reply:?}");
-    assert_eq!(
-        from(&s, ALONE, "alias.skydns.test.", RecordType::A),
-        set(&["web.skydns.test.", "10.2.0.1"])
-    );
+    assert_eq!(from(&s, ALONE, "alias.skydns.test.", RecordType::A), set(&["10.2.0.1"]));
     assert_eq!(
         from(&s, STRANGER, "alias.skydns.test.", RecordType::A),
-        set(&["web.skydns.test.", "10.9.0.1"])
+        set(&["10.9.0.1"])
     );
 }
 
