@@ -4,7 +4,8 @@
 #   test   the above, plus etcd (the etcd source's tests), dig/kdig (independent DNS clients),
 #          dnstap-read (bind9-dnsutils, the independent dnstap reader), delv (bind9-dnsutils,
 #          the independent DNSSEC validator), dnssec-keygen (bind9-utils, the tests' keys),
-#          knot (the reference server of the differential and forwarding tests), a C++
+#          knot (the reference server of the differential and forwarding tests), unbound and
+#          bind9 (the caching resolvers tests/behind_cache.rs puts in front of skyline), a C++
 #          compiler (libFuzzer, built by scripts/fuzz.sh), ip (iproute2) and nft (nftables)
 #          (the node-local set-up, tested inside a network namespace)
 #   bench  the above, plus dnsperf, taskset and chrt, dnsdist (the cache peer), valgrind
@@ -33,6 +34,8 @@ if [ "$purpose" != build ]; then
   # dnssec-keygen makes the keys of the DNSSEC tests.
   command -v dnssec-keygen >/dev/null || need+=(bind9-utils)
   command -v kdig >/dev/null || need+=(knot-dnsutils)
+  command -v unbound >/dev/null || [ -x /usr/sbin/unbound ] || need+=(unbound)
+  command -v named >/dev/null || [ -x /usr/sbin/named ] || need+=(bind9)
   command -v knotd >/dev/null || [ -x /usr/sbin/knotd ] || need+=(knot)
   command -v c++ >/dev/null || need+=(g++)
   command -v ip >/dev/null || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || need+=(iproute2)

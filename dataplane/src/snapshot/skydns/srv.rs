@@ -92,9 +92,12 @@ impl Answerer<'_> {
         Ok((answer, additional))
     }
 
-    /// The SRV/MX target of `e`, adding its glue to `additional`: the address itself for an
-    /// address host (owned by `glue_owner` of the target), the resolved addresses of a name host
-    /// once per distinct target. A record without a host has no target.
+    /// The SRV/MX target of `e`, adding its glue to `additional` once per distinct name: a name
+    /// host's resolved addresses; for an address host, the addresses of the name the glue is owned
+    /// by (`glue_owner` of the target), resolved as its own A and AAAA answers are. Never the
+    /// record's address alone: a name a `targetstrip` shortened, or one with records below it,
+    /// answers more addresses than this record's, and glue holding part of an RRset would be
+    /// cached as the whole of it. A record without a host has no target.
     fn target(
         &mut self,
         e: &Entry,
@@ -117,39 +120,19 @@ impl Answerer<'_> {
             Host::None => return None,
         };
         let target = super::key::stripped_name_of(e.owner(), strip);
-        if !additional.is_full() {
+        let owner = glue_owner(&target);
+        if owner.is_within(&self.index.domain) {
+            if !looked_up.contains(&owner) {
+                looked_up.insert(owner.clone());
+                self.glue(&owner, additional);
+            }
+        } else if !additional.is_full() {
             additional.push(Rr {
-                owner: Some(glue_owner(&target)),
+                owner: Some(owner),
                 ttl: self.index.ttl_of(e),
                 rdata: glue,
             });
         }
         Some(target)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::normalised_weight;
-
-    fn weights(raw: &[u16]) -> Vec<u16> {
-        let sum: u64 = raw.iter().map(|&w| if w == 0 { 100 } else { w as u64 }).sum();
-        raw.iter().map(|&w| normalised_weight(w, sum)).collect()
-    }
-
-    #[test]
-    fn three_unweighted_records_get_33_each() {
-        assert_eq!(weights(&[0, 0, 0]), [33, 33, 33]);
-    }
-
-    #[test]
-    fn weights_are_scaled_to_100_per_priority() {
-        assert_eq!(weights(&[130, 80, 150]), [36, 22, 41]);
-        assert_eq!(weights(&[120, 100, 130]), [34, 28, 37]);
-    }
-
-    #[test]
-    fn a_lone_weight_97_gets_99_from_float_rounding() {
-        assert_eq!(weights(&[97]), [99]);
     }
 }

@@ -301,9 +301,17 @@ fn reached(index: &Index, mut roots: Vec<Vec<u8>>) -> Option<Vec<Vec<u8>>> {
             // A view map's lists read what their records' hosts name.
             let records = e.views().iter().flat_map(|list| list.records.iter());
             let read = std::iter::once(&**e).chain(records).any(|record| {
-                record
-                    .host_name()
-                    .is_some_and(|host| fresh.iter().any(|changed| reads(host, record.target_strip, changed)))
+                match record.host_name() {
+                    Some(host) => fresh.iter().any(|changed| reads(host, record.target_strip, changed)),
+                    // An address record's SRV glue is what the name a `targetstrip` leaves of
+                    // its own answers.
+                    None if record.target_strip > 0 => {
+                        let own = e.name();
+                        let target = strip_labels(own.wire(), record.target_strip as usize);
+                        fresh.iter().any(|changed| is_within(changed.wire(), target))
+                    }
+                    None => false,
+                }
             });
             if read && !seen.contains(e.owner()) {
                 seen.insert(e.owner().to_vec());
