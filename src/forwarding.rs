@@ -459,7 +459,7 @@ mod tests {
 
     #[test]
     fn the_example_configuration_resolves() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/skyline.toml");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/skyline-full.toml");
         let file = crate::config::FileConfig::load(&path).unwrap();
         let mut problems = Vec::new();
         let forward = Forward::merge(&ForwardArgs::default(), file.forward.as_ref(), &file.dir, &mut problems);

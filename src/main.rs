@@ -1,7 +1,8 @@
 //! The `skyline` server: resolves the configuration, opens its data sources (the records file or
 //! etcd, and the Kubernetes API when cluster DNS is on), starts the data plane workers on the
-//! snapshot cell, and runs the control plane (the sources' watches, the signal handling and, when
-//! asked for, the HTTP endpoints) on a small tokio runtime of its own beside them.
+//! snapshot cell, and runs the control plane (the sources' watches, the signal handling) on a
+//! small tokio runtime of its own beside them, and the HTTP endpoints, when asked for, on
+//! another.
 
 mod check;
 mod cli;
@@ -322,21 +323,34 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     let mut reload_stats = Arc::default();
     let mut http_task = None;
     let mut http_handover = None;
+    let mut http_runtime = None;
     let served = Arc::clone(&cell);
     if let Some(addr) = given.main.http_addr {
+        // A thread of its own: a source's snapshot build on the control runtime (a few hundred
+        // ms of CPU for a large cluster, far more on a busy node) must not hold up a probe.
+        let endpoints_runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("skyline-http")
+            .enable_all()
+            .build()
+            .map_err(StartError::Runtime)?;
         let observed = http::Observed::new(server.stats_reader(), cell, reported);
         draining = observed.draining();
         reload_stats = observed.reloads();
         let endpoints = match upgraded_http {
-            Some(listener) => HttpServer::from_std(listener, observed)?,
-            None => runtime.block_on(HttpServer::bind(addr, observed))?,
+            Some(listener) => {
+                let _within = endpoints_runtime.enter();
+                HttpServer::from_std(listener, observed)?
+            }
+            None => endpoints_runtime.block_on(HttpServer::bind(addr, observed))?,
         };
         tracing::info!("http on http://{}", endpoints.local_addr());
         http_handover = endpoints
             .handover()
             .inspect_err(|e| tracing::warn!(error = %e, "the HTTP listener cannot be handed over in an upgrade"))
             .ok();
-        http_task = Some(runtime.spawn(endpoints.serve()));
+        http_task = Some(endpoints_runtime.spawn(endpoints.serve()));
+        http_runtime = Some(endpoints_runtime);
     }
     let reloader = reload::Reloader::new(
         cli.clone(),
@@ -432,6 +446,9 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         node_local.tear_down();
     }
     drop(entered);
+    if let Some(http_runtime) = http_runtime {
+        http_runtime.shutdown_timeout(CONTROL_SHUTDOWN_GRACE);
+    }
     runtime.shutdown_timeout(CONTROL_SHUTDOWN_GRACE);
     Ok(())
 }

@@ -135,7 +135,11 @@ impl NodeLocal {
 }
 
 /// The nftables script that (re)creates `table` with NOTRACK for DNS to and from `ips`, in the
-/// raw-priority chains where connection tracking has not yet seen the packet.
+/// raw-priority chains where connection tracking has not yet seen the packet: queries arriving
+/// (prerouting), and in output the answers and the queries of the node's own processes
+/// (host-network pods, the kubelet), which conntrack takes up in output, not in prerouting.
+/// The node-local DaemonSet's init container installs the same rules
+/// (`deploy/node-local/node-local.yaml`).
 fn notrack_rules(table: &str, ips: &[IpAddr]) -> String {
     let set = |v4: bool| {
         let list: Vec<String> = ips
@@ -153,7 +157,18 @@ fn notrack_rules(table: &str, ips: &[IpAddr]) -> String {
         };
         for proto in ["udp", "tcp"] {
             rules_in.push_str(&format!("    {family} daddr {{ {list} }} {proto} dport 53 notrack\n"));
-            rules_out.push_str(&format!("    {family} saddr {{ {list} }} {proto} sport 53 notrack\n"));
+        }
+    }
+    for (direction, port) in [("daddr", "dport"), ("saddr", "sport")] {
+        for (family, list) in [("ip", set(true)), ("ip6", set(false))] {
+            let Some(list) = list else {
+                continue;
+            };
+            for proto in ["udp", "tcp"] {
+                rules_out.push_str(&format!(
+                    "    {family} {direction} {{ {list} }} {proto} {port} 53 notrack\n"
+                ));
+            }
         }
     }
     format!(
@@ -227,6 +242,15 @@ mod tests {
             "type filter hook output priority raw",
         ] {
             assert!(script.contains(line), "{line:?} not in\n{script}");
+        }
+        // The node's own queries to the cache pass output, not prerouting.
+        let output = script.split("chain output").nth(1).unwrap();
+        for line in [
+            "ip daddr { 169.254.20.10 } udp dport 53 notrack",
+            "ip daddr { 169.254.20.10 } tcp dport 53 notrack",
+            "ip6 daddr { fd00::a } udp dport 53 notrack",
+        ] {
+            assert!(output.contains(line), "{line:?} not in the output chain\n{script}");
         }
         assert!(script.starts_with("table inet skyline_nodelocal\ndelete table inet skyline_nodelocal\n"));
     }

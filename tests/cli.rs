@@ -120,7 +120,7 @@ fn check_config(args: &[&str]) -> (Option<i32>, String, String) {
 
 #[test]
 fn check_config_prints_the_settings_in_force_and_exits_zero() {
-    let (code, stdout, stderr) = check_config(&["--config", "examples/skyline.toml", "--drain", "2s"]);
+    let (code, stdout, stderr) = check_config(&["--config", "examples/skyline-full.toml", "--drain", "2s"]);
     assert_eq!(code, Some(0), "{stderr}");
     for line in [
         "addr = 127.0.0.1:1053",
@@ -142,7 +142,7 @@ fn check_config_prints_the_settings_in_force_and_exits_zero() {
 fn check_config_prints_and_checks_cookie_and_rate_limiting_settings() {
     let (code, stdout, stderr) = check_config(&[
         "--config",
-        "examples/skyline.toml",
+        "examples/skyline-full.toml",
         "--rrl-rate",
         "5",
         "--rrl-exempt",
@@ -158,7 +158,7 @@ fn check_config_prints_and_checks_cookie_and_rate_limiting_settings() {
     }
     let (code, _, stderr) = check_config(&[
         "--config",
-        "examples/skyline.toml",
+        "examples/skyline-full.toml",
         "--cookie-secret",
         "xyz",
         "--rrl-window",

@@ -1,4 +1,5 @@
-//! The HTTP endpoints, on the control plane's tokio runtime beside the sources:
+//! The HTTP endpoints, on a tokio runtime of their own (`src/main.rs`), so that no source's
+//! work delays a probe:
 //!
 //! - `GET /health`: 200 `OK` while the process runs (a liveness probe).
 //! - `GET /ready`: 200 `OK` when every configured source serves complete data and the process
