@@ -505,8 +505,19 @@ impl PacketIo for XdpUdp {
         if self.successor.is_none() {
             return;
         }
-        if self.predecessor.is_some() {
-            // Never took the rings: the process before still holds them, and passes them on.
+        if let Some(predecessor) = self.predecessor.as_mut() {
+            // Never took the rings: the process before still holds them. The next process may
+            // have them once that one lets go, so this one waits for that before saying so.
+            let deadline = std::time::Instant::now() + HAND_OVER_PATIENCE;
+            let mut byte = [0u8; 1];
+            while std::time::Instant::now() < deadline {
+                match predecessor.read(&mut byte) {
+                    Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    _ => break,
+                }
+            }
             self.successor = None;
             return;
         }
