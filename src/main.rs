@@ -69,6 +69,8 @@ enum StartError {
     Http(#[from] HttpError),
     #[error("sockets handed over: {0}")]
     Inherit(#[from] skyline_dataplane::sys::InheritError),
+    #[error("AF_XDP handed over: {0}")]
+    XdpHandover(std::io::Error),
     #[error("cannot find this program's path (needed for in-place upgrades): {0}")]
     Exe(std::io::Error),
     #[error("node-local set-up: {0}")]
@@ -149,6 +151,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     let notifier = Arc::new(notify::Notifier::from_environment());
     let upgraded_http = skyline_dataplane::sys::take_upgrade_http_fd()?;
     let upgraded = skyline_dataplane::sys::take_upgrade_fds()?;
+    let upgraded_xdp = skyline_dataplane::worker::take_xdp_handover().map_err(StartError::XdpHandover)?;
     let handed_over = upgraded.is_some();
     if let Some(path) = &pid_file {
         // The process that hands its sockets over is this one's parent, and still serves.
@@ -292,7 +295,9 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         source,
     };
     let server = match inherited {
-        Some(pairs) => Server::start_inherited(server_config, options, pairs, Arc::clone(&cell)).map_err(bind_error),
+        Some(pairs) => {
+            Server::start_inherited(server_config, options, pairs, upgraded_xdp, Arc::clone(&cell)).map_err(bind_error)
+        }
         None => {
             let mut addrs = vec![settings.addr];
             addrs.extend(settings.extra_addrs.iter().copied());
@@ -428,7 +433,9 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     }
     // Sockets systemd activated stay systemd's, for the next start; sockets handed to a new
     // process are its own now. Sockets this process bound alone are retired before they close.
-    let after = if upgraded || given.main.systemd {
+    let after = if upgraded {
+        AfterDrain::HandedOver
+    } else if given.main.systemd {
         AfterDrain::Shared
     } else {
         AfterDrain::Retire

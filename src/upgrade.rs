@@ -1,7 +1,9 @@
 //! In-place upgrade (SIGUSR2): this process starts the binary at the path it was started from,
 //! with the same arguments and environment, and hands it every listening socket (UDP, TCP, and
 //! the HTTP listener) as open descriptors, so that no socket ever closes and no datagram queued
-//! in one is lost. The new process says it serves through a notification socket of its own
+//! in one is lost. With `--xdp` it hands over the AF_XDP attachment too: the program's link and
+//! map, and each queue's socket with its UMEM, which the new process reads once this one has
+//! let go of them (`docs/xdp.md`). The new process says it serves through a notification socket of its own
 //! ([`UPGRADE_READY`]); only then does this one drain and exit. A new process that exits, or
 //! says nothing within [`READY_WAIT`], is stopped, and this one keeps serving.
 //!
@@ -10,7 +12,7 @@
 //! file that names another running process, unless that process is the one upgrading to it.
 
 use crate::notify::UPGRADE_READY;
-use skyline_dataplane::sys::{self, UPGRADE_FDS, UPGRADE_HTTP_FD};
+use skyline_dataplane::sys::{self, UPGRADE_FDS, UPGRADE_HTTP_FD, UPGRADE_XDP};
 use skyline_dataplane::worker::Server;
 use std::ffi::OsString;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -108,10 +110,14 @@ impl Restart {
             Some(socket) => command.env("NOTIFY_SOCKET", socket),
             None => command.env_remove("NOTIFY_SOCKET"),
         };
-        let spawned = inheriting(server, http, |fds, http_fd| {
+        command.env_remove(UPGRADE_XDP);
+        let spawned = inheriting(server, http, |fds, http_fd, xdp| {
             command.env(UPGRADE_FDS, fds);
             if let Some(fd) = http_fd {
                 command.env(UPGRADE_HTTP_FD, fd.to_string());
+            }
+            if let Some(xdp) = xdp {
+                command.env(UPGRADE_XDP, xdp);
             }
             command.spawn()
         });
@@ -137,22 +143,27 @@ impl Restart {
 }
 
 /// Runs `spawn` with every listening socket inheritable (their descriptors, comma-separated,
-/// and the HTTP listener's), and makes them close-on-exec again afterwards whatever happened.
+/// the HTTP listener's, and the AF_XDP attachment's as [`UPGRADE_XDP`] says them), and makes
+/// them close-on-exec again afterwards whatever happened.
 fn inheriting<T>(
     server: &Server,
     http: Option<&OwnedFd>,
-    spawn: impl FnOnce(String, Option<i32>) -> std::io::Result<T>,
+    spawn: impl FnOnce(String, Option<i32>, Option<String>) -> std::io::Result<T>,
 ) -> std::io::Result<T> {
     let result = (|| {
         let fds = server.set_handover_inheritable(true)?;
         if let Some(http) = http {
             sys::set_inheritable(http.as_fd(), true)?;
         }
+        let xdp = server.set_xdp_handover_inheritable(true)?;
         let list = fds.iter().map(ToString::to_string).collect::<Vec<_>>().join(",");
-        spawn(list, http.map(|fd| fd.as_raw_fd()))
+        spawn(list, http.map(|fd| fd.as_raw_fd()), xdp)
     })();
     if let Err(e) = server.set_handover_inheritable(false) {
         tracing::warn!(error = %e, "making the listening sockets close-on-exec again failed");
+    }
+    if let Err(e) = server.set_xdp_handover_inheritable(false) {
+        tracing::warn!(error = %e, "making the AF_XDP descriptors close-on-exec again failed");
     }
     if let Some(http) = http {
         let _ = sys::set_inheritable(http.as_fd(), false);

@@ -177,6 +177,10 @@ enum Op {
     Refused(SocketAddr),
     /// GETs `/metrics` and yields the body.
     Metrics(SocketAddr),
+    /// Sends the query over UDP for the given milliseconds, ten at a time every millisecond,
+    /// each with its own ID, and yields how many were sent and how many answered (two
+    /// big-endian `u64`), counting replies that come within two seconds after the last send.
+    Load(SocketAddr, Vec<u8>, u64),
 }
 
 impl Op {
@@ -187,6 +191,7 @@ impl Op {
             Op::Ping(addr) => format!("ping|{addr}|"),
             Op::Refused(addr) => format!("refused|{addr}|"),
             Op::Metrics(addr) => format!("metrics|{addr}|"),
+            Op::Load(addr, query, millis) => format!("load|{addr}|{}|{millis}", hex(query)),
         }
     }
 
@@ -199,6 +204,11 @@ impl Op {
             "ping" => Op::Ping(target.parse().unwrap()),
             "refused" => Op::Refused(target.parse().unwrap()),
             "metrics" => Op::Metrics(target.parse().unwrap()),
+            "load" => Op::Load(
+                target.parse().unwrap(),
+                unhex(bytes),
+                parts.next().unwrap().parse().unwrap(),
+            ),
             other => panic!("unknown operation {other}"),
         }
     }
@@ -287,6 +297,10 @@ fn xdp_test_child() {
                 assert_eq!(status, 200, "{body}");
                 body.into_bytes()
             }
+            Op::Load(addr, query, millis) => {
+                let (sent, answered) = udp_load(addr, &query, Duration::from_millis(millis));
+                [sent.to_be_bytes(), answered.to_be_bytes()].concat()
+            }
         };
         println!("{MARK} {}", hex(&result));
     }
@@ -308,6 +322,42 @@ fn udp_exchange(addr: SocketAddr, query: &[u8]) -> Vec<u8> {
         }
     }
     panic!("no UDP reply from {addr}");
+}
+
+/// Sends `query` to `addr` for `duration`, ten at a time every millisecond with IDs counting
+/// up, and reads the replies meanwhile and for two seconds after: (sent, answered).
+fn udp_load(addr: SocketAddr, query: &[u8], duration: Duration) -> (u64, u64) {
+    let local: SocketAddr = if addr.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }.parse().unwrap();
+    let socket = UdpSocket::bind(local).unwrap();
+    socket.set_read_timeout(Some(Duration::from_micros(200))).unwrap();
+    let mut query = query.to_vec();
+    let mut pending = std::collections::HashSet::new();
+    let (mut sent, mut answered) = (0u64, 0u64);
+    let mut buf = vec![0; 65535];
+    let mut receive = |pending: &mut std::collections::HashSet<u16>, answered: &mut u64| {
+        while let Ok((len, from)) = socket.recv_from(&mut buf) {
+            if from == addr && len >= 2 && pending.remove(&u16::from_be_bytes([buf[0], buf[1]])) {
+                *answered += 1;
+            }
+        }
+    };
+    let start = Instant::now();
+    while start.elapsed() < duration {
+        for _ in 0..10 {
+            let id = sent as u16;
+            query[..2].copy_from_slice(&id.to_be_bytes());
+            socket.send_to(&query, addr).unwrap();
+            pending.insert(id);
+            sent += 1;
+        }
+        receive(&mut pending, &mut answered);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !pending.is_empty() && Instant::now() < deadline {
+        receive(&mut pending, &mut answered);
+    }
+    (sent, answered)
 }
 
 /// Sends `query` over a new TCP connection to `addr` and returns the reply.
@@ -989,4 +1039,96 @@ fn fallback_serves_on_kernel_sockets_with_a_warning() {
         metric_value(&metrics, "coredns_dns_requests_total{proto=\"udp\"}"),
         Some(1.0)
     );
+}
+
+/// An in-place upgrade (SIGUSR2) under load hands the AF_XDP sockets to the new process: a
+/// client sending queries in bursts of ten all along gets every answer, the program stays
+/// attached throughout, and afterwards the new process answers through AF_XDP (its counters
+/// count the queries), not on kernel sockets.
+#[test]
+fn an_upgrade_under_load_hands_af_xdp_over_and_loses_nothing() {
+    if !namespaces_usable() {
+        return;
+    }
+    let net = Net::new("upgrade", 1500);
+    let zone = Zone::new();
+    let pid_file = zone.dir.path().join("skyline.pid");
+    let mut args = zone.args(v4(53), &["--xdp", IFACE, "--pid-file"]);
+    args.push(pid_file.to_string_lossy().into_owned());
+    let mut old = Server::start(&net, &args);
+    let pid = |what: &str| -> u32 {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(pid) = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|text| text.trim().parse().ok())
+            {
+                return pid;
+            }
+            assert!(Instant::now() < deadline, "no PID file: {what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    assert_eq!(pid("the first process"), old.child.id());
+    assert!(net.attached(), "{}", net.link());
+    let a = query(0x5801, "node1.hosts.skydns.local.", RecordType::A, None);
+    let client = {
+        let client_ns = net.client.clone();
+        let a = a.clone();
+        std::thread::spawn(move || run_child(&client_ns, &[Op::Load(v4(53), a, 3000)]))
+    };
+    std::thread::sleep(Duration::from_millis(1000));
+    old.signal(Signal::User2);
+    let deadline = Instant::now() + PATIENCE;
+    let new = loop {
+        let now = pid("the upgrade");
+        if now != old.child.id() {
+            break now;
+        }
+        assert!(Instant::now() < deadline, "no new process; log:\n{}", old.log_text());
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    // Killed at the end however the test ends: it is not this test's child.
+    struct Kill(u32);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = send_signal(self.0, Signal::Kill);
+        }
+    }
+    let _new = Kill(new);
+    let status = wait_bounded(&mut old.child, PATIENCE, "the old process after the upgrade");
+    assert!(status.success(), "the old process exits 0: {status}");
+    let result = client.join().unwrap().remove(0);
+    let sent = u64::from_be_bytes(result[..8].try_into().unwrap());
+    let answered = u64::from_be_bytes(result[8..].try_into().unwrap());
+    let log = old.log_text();
+    eprintln!("load: {sent} sent, {answered} answered");
+    assert!(sent > 1_000, "the load ran: {sent} sent");
+    assert_eq!(answered, sent, "queries lost across the upgrade; log:\n{log}");
+    assert!(net.attached(), "the program stays attached:\n{}", net.link());
+    for expected in [
+        "AF_XDP taken over from the replaced process",
+        "AF_XDP socket handed over",
+    ] {
+        assert!(log.contains(expected), "{expected:?} is logged:\n{log}");
+    }
+    assert!(!log.contains("--xdp-fallback"), "{log}");
+    // The new process's counters are its own: the queries it took over and answered through
+    // AF_XDP, and from now on every query.
+    let before = net.xdp_counts();
+    assert!(before.received > 0 && before.received == before.sent, "{before:?}");
+    let metrics = net.metrics();
+    assert_eq!(
+        metric_value(&metrics, "coredns_dns_requests_total{proto=\"udp\"}"),
+        Some(before.received as f64),
+        "every UDP query the new process answered came through AF_XDP:\n{metrics}"
+    );
+    let reply = net.client(&[Op::Udp(v4(53), a)]);
+    assert_eq!(common::a_of(&Message::from_vec(&reply[0]).unwrap()).len(), 1);
+    let expected = XdpCounts {
+        received: before.received + 1,
+        sent: before.sent + 1,
+        ..before
+    };
+    counts_reach(&net, expected, &old);
 }

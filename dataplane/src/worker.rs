@@ -92,6 +92,22 @@ pub struct Options {
     pub xdp: Option<XdpConfig>,
 }
 
+/// An AF_XDP attachment handed over in an upgrade, where the platform has one.
+#[cfg(all(target_os = "linux", not(skyline_portable_io)))]
+pub type XdpHandover = crate::sys::xdp::Handover;
+/// An AF_XDP attachment handed over in an upgrade: none where the platform has no AF_XDP.
+#[cfg(not(all(target_os = "linux", not(skyline_portable_io))))]
+pub type XdpHandover = std::convert::Infallible;
+
+/// Takes the AF_XDP attachment the skyline this one replaces handed over
+/// ([`sys::UPGRADE_XDP`]), if any. Call once, at start, before other threads exist.
+pub fn take_xdp_handover() -> io::Result<Option<XdpHandover>> {
+    #[cfg(all(target_os = "linux", not(skyline_portable_io)))]
+    return crate::sys::xdp::take_handover().map_err(io::Error::other);
+    #[cfg(not(all(target_os = "linux", not(skyline_portable_io))))]
+    return Ok(None);
+}
+
 /// The AF_XDP attachment a server holds, where the platform has one.
 #[cfg(all(target_os = "linux", not(skyline_portable_io)))]
 type Attachment = crate::io::XdpAttachment;
@@ -125,15 +141,20 @@ struct Orders {
     state: AtomicU8,
     /// Set by a drain whose UDP sockets no other process holds: see [`AfterDrain::Retire`].
     retire: AtomicBool,
+    /// Set by a drain after an upgrade: see [`AfterDrain::HandedOver`].
+    hand_over: AtomicBool,
 }
 
 /// Whether a drain's UDP sockets are taken out of their SO_REUSEPORT groups before they close.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AfterDrain {
-    /// Another process holds the same sockets (the skyline an upgrade handed them to, or the
-    /// service manager that activated them): they must stay as they are, and only this
-    /// process's descriptors close.
+    /// Another process holds the same sockets (the service manager that activated them): they
+    /// must stay as they are, and only this process's descriptors close.
     Shared,
+    /// The skyline an upgrade started holds the same sockets, as for [`AfterDrain::Shared`],
+    /// and takes over the AF_XDP sockets, whose rings only one process may use: each worker
+    /// lets go of its AF_XDP socket at once, and the new process goes on reading it.
+    HandedOver,
     /// Only this process holds them, while other processes may have sockets of their own on
     /// the port (the pod an update starts beside this one): once everything else is done each
     /// is retired, so the kernel steers new flows to the others, read until quiet, then closed.
@@ -151,7 +172,7 @@ impl Server {
     /// As [`Server::start`], with more listening addresses and forwarding.
     pub fn start_with(config: ServerConfig, options: Options, snapshots: SnapshotCell) -> io::Result<Server> {
         let cores = core_affinity::get_core_ids().unwrap_or_default();
-        let xdp = attach_xdp(&config, &options)?;
+        let xdp = attach_xdp(&config, &options, None)?;
         let count = xdp_queues(&xdp).unwrap_or_else(|| worker_count(config.workers, &cores));
         let mut addrs = vec![config.addr];
         addrs.extend(options.extra_addrs.iter().copied());
@@ -172,14 +193,18 @@ impl Server {
     /// `options.extra_addrs`. An address's sockets are dealt out over the workers; a worker
     /// left without one reads a socket another worker reads too (through its own descriptor),
     /// and a worker may read several, so that every socket handed over is read.
+    ///
+    /// `xdp` is the AF_XDP attachment the replaced skyline handed over, taken over instead of
+    /// attaching anew when `options.xdp` asks for AF_XDP.
     pub fn start_inherited(
         config: ServerConfig,
         options: Options,
         pairs: Vec<sys::ListenPair>,
+        xdp: Option<XdpHandover>,
         snapshots: SnapshotCell,
     ) -> io::Result<Server> {
         let cores = core_affinity::get_core_ids().unwrap_or_default();
-        let xdp = attach_xdp(&config, &options)?;
+        let xdp = attach_xdp(&config, &options, xdp)?;
         let count = xdp_queues(&xdp).unwrap_or_else(|| worker_count(config.workers, &cores));
         let mut by_addr: Vec<(SocketAddr, Sockets)> = Vec::new();
         for pair in pairs {
@@ -216,6 +241,23 @@ impl Server {
             fds.push(tcp.as_raw_fd());
         }
         Ok(fds)
+    }
+
+    /// Marks the AF_XDP program's link and map and every queue's socket, UMEM and release
+    /// pipe inheritable by the next process this one starts (or, with `false`, no longer) and
+    /// returns the value of [`sys::UPGRADE_XDP`] naming them; `None` without AF_XDP.
+    pub fn set_xdp_handover_inheritable(&self, inheritable: bool) -> io::Result<Option<String>> {
+        #[cfg(all(target_os = "linux", not(skyline_portable_io)))]
+        return self
+            .xdp
+            .as_ref()
+            .map(|xdp| xdp.set_handover_inheritable(inheritable))
+            .transpose();
+        #[cfg(not(all(target_os = "linux", not(skyline_portable_io))))]
+        {
+            let _ = inheritable;
+            Ok(self.xdp.as_ref().map(|never| match *never {}))
+        }
     }
 
     fn spawn(
@@ -378,6 +420,9 @@ impl Server {
         // Closed first, so that the listeners really close with the workers' descriptors.
         self.handover.clear();
         self.orders.retire.store(after == AfterDrain::Retire, Ordering::Relaxed);
+        self.orders
+            .hand_over
+            .store(after == AfterDrain::HandedOver, Ordering::Relaxed);
         self.set_state(CLOSING);
         let deadline = Instant::now() + limit;
         let finished = loop {
@@ -455,15 +500,19 @@ type CookieReader = Cache<Arc<arc_swap::ArcSwap<CookieSecrets>>, Arc<CookieSecre
 /// Attaches AF_XDP when asked to, to the first address (its port as given: the program must
 /// know it before anything is bound). When it cannot start, the start fails with the cause,
 /// or with `fallback` goes on with kernel sockets alone after a warning.
-fn attach_xdp(config: &ServerConfig, options: &Options) -> io::Result<Option<Attachment>> {
+fn attach_xdp(config: &ServerConfig, options: &Options, handed: Option<XdpHandover>) -> io::Result<Option<Attachment>> {
     let Some(xdp) = &options.xdp else {
         return Ok(None);
     };
     #[cfg(all(target_os = "linux", not(skyline_portable_io)))]
-    let attached = crate::io::XdpAttachment::attach(xdp, config.addr, config.workers).map_err(io::Error::from);
+    let attached = match handed {
+        Some(handover) => crate::io::XdpAttachment::adopt(xdp, config.addr, handover),
+        None => crate::io::XdpAttachment::attach(xdp, config.addr, config.workers),
+    }
+    .map_err(io::Error::from);
     #[cfg(not(all(target_os = "linux", not(skyline_portable_io))))]
     let attached: io::Result<Attachment> = {
-        let _ = config;
+        let _ = (config, handed);
         Err(io::Error::new(io::ErrorKind::Unsupported, "AF_XDP needs Linux"))
     };
     match attached {
@@ -728,6 +777,25 @@ impl<P: PacketIo> Worker<P> {
     fn close_listeners(&mut self) {
         self.closed = true;
         self.tcp.close_listeners(self.poll.registry());
+        if self.orders.hand_over.load(Ordering::Relaxed) {
+            for path in &mut self.paths {
+                let Listening {
+                    io,
+                    queries,
+                    replies,
+                    late,
+                    ..
+                } = path;
+                let mut lent: Vec<&mut Datagrams> = vec![queries, replies];
+                lent.extend(late.as_mut());
+                io.hand_over(&mut lent);
+                *queries = io.query_batch();
+                *replies = io.reply_batch();
+                if let Some(late) = late {
+                    *late = io.reply_batch();
+                }
+            }
+        }
     }
 
     /// While closed: closes the TCP connections with nothing left to do, and tells whether

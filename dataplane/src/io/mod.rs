@@ -48,6 +48,15 @@ pub trait PacketIo: mio::event::Source {
     /// Stops new flows from reaching this path while what it already holds stays readable and
     /// replies can still go out: the last step of a drain, so that closing it loses nothing.
     fn retire(&mut self) -> io::Result<()>;
+
+    /// Lets the process an in-place upgrade started take this path over, for a path that only
+    /// one process at a time may read (an AF_XDP socket's rings): gives back what `lent` (the
+    /// path's batches) hold and stops reading. Replies still to come (from an upstream) leave
+    /// through the kernel afterwards. Nothing to do for a kernel socket, which both processes
+    /// read at once.
+    fn hand_over(&mut self, lent: &mut [&mut Datagrams]) {
+        let _ = lent;
+    }
 }
 
 /// How to serve UDP DNS through AF_XDP (`--xdp`).
@@ -266,6 +275,10 @@ impl PacketIo for Path {
 
     fn busy(&mut self) -> bool {
         each_path!(self, io => io.busy())
+    }
+
+    fn hand_over(&mut self, lent: &mut [&mut Datagrams]) {
+        each_path!(self, io => io.hand_over(lent))
     }
 
     fn retire(&mut self) -> io::Result<()> {

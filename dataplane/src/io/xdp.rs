@@ -8,14 +8,22 @@
 //! it in the shared frames and its answer written into the frame it leaves in.
 
 use super::{Datagrams, PacketIo, QueueStats, SendReport, XdpConfig, XdpMode};
-use crate::sys::xdp::{self, Interface, Local, Program, SocketConfig, XdpError, XdpSocket};
+use crate::sys::xdp::{self, Handover, Interface, Local, Program, QueueFds, SocketConfig, XdpError, XdpSocket};
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
-use std::io;
+use std::io::{self, PipeReader, PipeWriter, Read};
 use std::net::SocketAddr;
-use std::os::fd::{AsFd, AsRawFd};
-use std::sync::atomic::Ordering;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a worker handing its socket over waits for the replies it gave the kernel to
+/// leave: in copy mode the kernel sends them while it is asked to, within microseconds.
+const HAND_OVER_PATIENCE: Duration = Duration::from_millis(500);
+/// Slot length of the batches a path works in once its socket is handed over, as a kernel
+/// socket's.
+const KERNEL_SLOT_LEN: usize = 4096;
 
 /// Why the AF_XDP path could not start: each names its cause for the operator.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +52,29 @@ pub enum XdpStartError {
         /// The address given.
         addr: SocketAddr,
     },
+    /// The attachment handed over in an upgrade is not the one this process is configured for.
+    #[error(
+        "the upgraded process was handed AF_XDP on {handed_iface} for {handed_addr}, not on {iface} for {addr}: \
+         an in-place upgrade keeps --xdp and --addr (restart to change them)"
+    )]
+    HandoverMismatch {
+        /// The interface asked for.
+        iface: String,
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The interface handed over.
+        handed_iface: String,
+        /// The address handed over.
+        handed_addr: SocketAddr,
+    },
+    /// A pipe for handing a socket over could not be made.
+    #[error("AF_XDP on {iface}: making the handover pipe of a queue failed: {source}")]
+    Pipe {
+        /// The interface asked for.
+        iface: String,
+        /// What failed.
+        source: io::Error,
+    },
     /// More workers were asked for than the interface has queues.
     #[error("--workers {workers} is more than the {queues} receive queues of {iface}: each worker serves one queue")]
     TooManyWorkers {
@@ -70,8 +101,35 @@ impl From<XdpStartError> for io::Error {
 pub struct XdpAttachment {
     iface: Interface,
     program: Program,
-    sockets: Vec<Option<XdpSocket>>,
+    addr: SocketAddr,
+    sockets: Vec<Option<Queue>>,
     stats: Vec<Arc<QueueStats>>,
+    /// What the process replacing this one in an upgrade takes, per queue.
+    handover: Vec<QueueHandover>,
+    /// Set once a worker has handed its socket over: the program then stays attached, held by
+    /// the process that took it.
+    handed_over: Arc<AtomicBool>,
+}
+
+/// One queue's socket before its worker takes it.
+#[derive(Debug)]
+struct Queue {
+    socket: XdpSocket,
+    /// Closed when the worker hands the socket over.
+    successor: PipeWriter,
+    /// The replaced process's pipe, closed once it let go of the socket; `None` for a socket
+    /// this process opened.
+    predecessor: Option<PipeReader>,
+}
+
+/// One queue's descriptors for the process replacing this one: this process's own copies, so
+/// that they stay open whoever holds the socket.
+#[derive(Debug)]
+struct QueueHandover {
+    queue: u32,
+    socket: OwnedFd,
+    umem: OwnedFd,
+    released: PipeReader,
 }
 
 impl XdpAttachment {
@@ -83,40 +141,152 @@ impl XdpAttachment {
         let name = || config.interface.clone();
         let fail = |source| XdpStartError::Xdp { iface: name(), source };
         let program = Program::attach(&iface, config.mode.into(), addr).map_err(fail)?;
-        let mut sockets = Vec::with_capacity(count as usize);
-        let mut stats = Vec::with_capacity(count as usize);
+        let mut attachment = XdpAttachment::new(iface, program, addr, count as usize);
         for queue in 0..count {
-            let socket = XdpSocket::open(SocketConfig {
-                ifindex: iface.index,
-                queue,
-                frames: config.frames,
-                force_copy: program.mode() == xdp::Mode::Generic,
-                mtu: iface.mtu,
-                local: Local { mac: iface.mac, addr },
-            })
-            .map_err(|source| XdpStartError::Socket { iface: name(), source })?;
-            program.steer(queue, socket.as_fd()).map_err(fail)?;
-            stats.push(Arc::new(QueueStats::new(
-                queue,
-                socket.zero_copy(),
-                socket.as_fd().try_clone_to_owned().ok(),
-            )));
-            sockets.push(Some(socket));
+            let socket = XdpSocket::open(attachment.socket_config(queue, config.frames))
+                .map_err(|source| XdpStartError::Socket { iface: name(), source })?;
+            attachment.program.steer(queue, socket.as_fd()).map_err(fail)?;
+            attachment
+                .add(socket, None)
+                .map_err(|source| XdpStartError::Pipe { iface: name(), source })?;
         }
-        tracing::info!(
-            iface = %iface.name,
-            mode = %program.mode(),
-            queues = count,
-            zero_copy = stats.iter().all(|s| s.zero_copy),
-            %addr,
-            "AF_XDP attached"
-        );
-        Ok(XdpAttachment {
+        attachment.log("AF_XDP attached");
+        Ok(attachment)
+    }
+
+    /// Takes over the attachment the process this one replaces handed over: its program stays
+    /// attached and its sockets, with the queries waiting in them, become this process's. Each
+    /// worker starts reading its socket once the old process has let go of it. The interface
+    /// and address must be those of `config` and `addr`: an upgrade does not change them.
+    pub fn adopt(config: &XdpConfig, addr: SocketAddr, handover: Handover) -> Result<XdpAttachment, XdpStartError> {
+        let name = || config.interface.clone();
+        if handover.iface != config.interface || handover.addr != addr {
+            return Err(XdpStartError::HandoverMismatch {
+                iface: name(),
+                addr,
+                handed_iface: handover.iface,
+                handed_addr: handover.addr,
+            });
+        }
+        let iface =
+            Interface::by_name(&config.interface).map_err(|source| XdpStartError::Xdp { iface: name(), source })?;
+        if iface.index != handover.ifindex {
+            return Err(XdpStartError::Xdp {
+                iface: name(),
+                source: XdpError::UnknownInterface { name: name() },
+            });
+        }
+        let program = Program::adopt(&iface, handover.mode, handover.link, handover.map);
+        let mut attachment = XdpAttachment::new(iface, program, addr, handover.queues.len());
+        for handed in handover.queues {
+            let socket = XdpSocket::adopt(
+                handed.socket,
+                handed.umem,
+                attachment.socket_config(handed.queue, config.frames),
+            )
+            .map_err(|source| XdpStartError::Socket { iface: name(), source })?;
+            let predecessor = PipeReader::from(handed.released);
+            socket2::SockRef::from(&predecessor)
+                .set_nonblocking(true)
+                .map_err(|source| XdpStartError::Pipe { iface: name(), source })?;
+            attachment
+                .add(socket, Some(predecessor))
+                .map_err(|source| XdpStartError::Pipe { iface: name(), source })?;
+        }
+        attachment.log("AF_XDP taken over from the replaced process");
+        Ok(attachment)
+    }
+
+    fn new(iface: Interface, program: Program, addr: SocketAddr, count: usize) -> XdpAttachment {
+        XdpAttachment {
             iface,
             program,
-            sockets,
-            stats,
-        })
+            addr,
+            sockets: Vec::with_capacity(count),
+            stats: Vec::with_capacity(count),
+            handover: Vec::with_capacity(count),
+            handed_over: Arc::default(),
+        }
+    }
+
+    fn socket_config(&self, queue: u32, frames: u32) -> SocketConfig {
+        SocketConfig {
+            ifindex: self.iface.index,
+            queue,
+            frames,
+            force_copy: self.program.mode() == xdp::Mode::Generic,
+            mtu: self.iface.mtu,
+            local: Local {
+                mac: self.iface.mac,
+                addr: self.addr,
+            },
+        }
+    }
+
+    /// Adds the next queue's socket, with the pipe that tells the process replacing this one
+    /// when it may take the socket.
+    fn add(&mut self, socket: XdpSocket, predecessor: Option<PipeReader>) -> io::Result<()> {
+        let queue = self.stats.len() as u32;
+        let (released, successor) = io::pipe()?;
+        self.handover.push(QueueHandover {
+            queue,
+            socket: socket.as_fd().try_clone_to_owned()?,
+            umem: socket.umem_file().try_clone_to_owned()?,
+            released,
+        });
+        self.stats.push(Arc::new(QueueStats::new(
+            queue,
+            socket.zero_copy(),
+            socket.as_fd().try_clone_to_owned().ok(),
+        )));
+        self.sockets.push(Some(Queue {
+            socket,
+            successor,
+            predecessor,
+        }));
+        Ok(())
+    }
+
+    fn log(&self, what: &str) {
+        tracing::info!(
+            iface = %self.iface.name,
+            mode = %self.program.mode(),
+            queues = self.sockets.len(),
+            zero_copy = self.stats.iter().all(|s| s.zero_copy),
+            addr = %self.addr,
+            "{what}"
+        );
+    }
+
+    /// Marks the descriptors the process replacing this one takes over inheritable across
+    /// `exec` (or, with `false`, no longer), and returns the value of
+    /// [`xdp::UPGRADE_XDP`] that names them.
+    pub fn set_handover_inheritable(&self, inheritable: bool) -> io::Result<String> {
+        let (link, map) = self.program.descriptors();
+        let queues: Vec<QueueFds<'_>> = self
+            .handover
+            .iter()
+            .map(|q| QueueFds {
+                queue: q.queue,
+                socket: q.socket.as_fd(),
+                umem: q.umem.as_fd(),
+                released: q.released.as_fd(),
+            })
+            .collect();
+        let fds = [link, map]
+            .into_iter()
+            .chain(queues.iter().flat_map(|q| [q.socket, q.umem, q.released]));
+        for fd in fds {
+            crate::sys::set_inheritable(fd, inheritable)?;
+        }
+        Ok(xdp::encode(
+            &self.iface,
+            self.program.mode(),
+            self.addr,
+            link,
+            map,
+            &queues,
+        ))
     }
 
     /// Everything [`XdpAttachment::attach`] can know before attaching: the interface exists,
@@ -158,7 +328,12 @@ impl XdpAttachment {
     /// The path of queue `queue`, for its worker; `kernel` is a kernel UDP socket bound to the
     /// served address, through which replies larger than the MTU leave. `None` once taken.
     pub fn serve(&mut self, queue: usize, kernel: std::net::UdpSocket) -> io::Result<Option<XdpUdp>> {
-        let Some(socket) = self.sockets.get_mut(queue).and_then(Option::take) else {
+        let Some(Queue {
+            socket,
+            successor,
+            predecessor,
+        }) = self.sockets.get_mut(queue).and_then(Option::take)
+        else {
             return Ok(None);
         };
         kernel.set_nonblocking(true)?;
@@ -166,6 +341,9 @@ impl XdpAttachment {
             socket,
             kernel,
             stats: Arc::clone(&self.stats[queue]),
+            predecessor,
+            successor: Some(successor),
+            handed_over: Arc::clone(&self.handed_over),
         }))
     }
 
@@ -177,7 +355,11 @@ impl XdpAttachment {
 
 impl Drop for XdpAttachment {
     fn drop(&mut self) {
-        tracing::info!(iface = %self.iface.name, mode = %self.program.mode(), "AF_XDP detached");
+        if self.handed_over.load(Ordering::Relaxed) {
+            tracing::info!(iface = %self.iface.name, "AF_XDP handed over; the new process holds the program");
+        } else {
+            tracing::info!(iface = %self.iface.name, mode = %self.program.mode(), "AF_XDP detached");
+        }
     }
 }
 
@@ -192,14 +374,69 @@ impl From<XdpMode> for xdp::Mode {
 }
 
 /// One receive queue's AF_XDP socket as a worker's packet path.
+///
+/// Only one process at a time uses a socket's rings. A socket taken over in an upgrade is not
+/// touched until the old process closes its end of the queue's pipe (`predecessor`); one
+/// handed over is not touched again, and the path then sends what is left through the kernel.
 #[derive(Debug)]
 pub struct XdpUdp {
     socket: XdpSocket,
     kernel: std::net::UdpSocket,
     stats: Arc<QueueStats>,
+    /// While the replaced process still holds the socket: its end of the pipe it closes when
+    /// it lets go.
+    predecessor: Option<PipeReader>,
+    /// This process's end of the pipe for the process replacing it; closed (`None`) once the
+    /// socket is handed over.
+    successor: Option<PipeWriter>,
+    handed_over: Arc<AtomicBool>,
 }
 
 impl XdpUdp {
+    /// Whether this process may use the socket's rings now: not before the replaced process
+    /// let go of them (which this notices, and takes them then), nor after handing them over.
+    fn holds_rings(&mut self) -> bool {
+        if self.successor.is_none() {
+            return false;
+        }
+        let Some(predecessor) = self.predecessor.as_mut() else {
+            return true;
+        };
+        let mut byte = [0u8; 1];
+        match predecessor.read(&mut byte) {
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => false,
+            // End of file, as the old process closes its end (or ends): the rings are free.
+            _ => {
+                self.predecessor = None;
+                self.socket.resume();
+                tracing::info!(queue = self.stats.queue, "AF_XDP socket taken over: serving its queue");
+                true
+            }
+        }
+    }
+
+    /// Sends `batch` (in this path's own memory) through the kernel socket.
+    fn send_by_kernel(&mut self, batch: &mut Datagrams) -> SendReport {
+        let mut report = SendReport::default();
+        for i in 0..batch.len() {
+            let Some((payload, peer)) = batch.get(i) else { break };
+            match self.kernel.send_to(payload, peer.addr()) {
+                Ok(_) => {
+                    report.sent += 1;
+                    self.socket.counts.sent_by_kernel += 1;
+                }
+                Err(e) => {
+                    report.dropped += 1;
+                    self.socket.counts.dropped_kernel_send += 1;
+                    report.error = Some(e);
+                }
+            }
+        }
+        batch.clear();
+        self.publish();
+        report
+    }
+
     fn publish(&self) {
         let counts = &self.socket.counts;
         let stats = &self.stats;
@@ -218,14 +455,26 @@ impl XdpUdp {
 
 impl PacketIo for XdpUdp {
     fn query_batch(&mut self) -> Datagrams {
-        self.socket.query_batch()
+        match self.successor {
+            Some(_) => self.socket.query_batch(),
+            None => Datagrams::new(KERNEL_SLOT_LEN),
+        }
     }
 
     fn reply_batch(&mut self) -> Datagrams {
-        self.socket.reply_batch()
+        match self.successor {
+            // Lent frames only once the rings are this process's: until then every transmit
+            // frame may be the replaced process's, and the batch gets them on its first send.
+            Some(_) if self.predecessor.is_none() => self.socket.reply_batch(),
+            Some(_) => self.socket.unlent_reply_batch(),
+            None => Datagrams::new(KERNEL_SLOT_LEN),
+        }
     }
 
     fn recv(&mut self, batch: &mut Datagrams) -> io::Result<usize> {
+        if !self.holds_rings() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
         let received = self.socket.recv(batch);
         if received.is_ok() {
             self.publish();
@@ -234,6 +483,9 @@ impl PacketIo for XdpUdp {
     }
 
     fn send(&mut self, batch: &mut Datagrams) -> SendReport {
+        if !self.holds_rings() {
+            return self.send_by_kernel(batch);
+        }
         let full_before = self.socket.counts.dropped_tx_full;
         let (sent, dropped, error) = self.socket.send(batch, &self.kernel);
         self.publish();
@@ -246,7 +498,41 @@ impl PacketIo for XdpUdp {
     }
 
     fn busy(&mut self) -> bool {
-        self.socket.busy()
+        self.successor.is_some() && self.predecessor.is_none() && self.socket.busy()
+    }
+
+    fn hand_over(&mut self, lent: &mut [&mut Datagrams]) {
+        if self.successor.is_none() {
+            return;
+        }
+        if let Some(predecessor) = self.predecessor.as_mut() {
+            // Never took the rings: the process before still holds them. The next process may
+            // have them once that one lets go, so this one waits for that before saying so.
+            let deadline = std::time::Instant::now() + HAND_OVER_PATIENCE;
+            let mut byte = [0u8; 1];
+            while std::time::Instant::now() < deadline {
+                match predecessor.read(&mut byte) {
+                    Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    _ => break,
+                }
+            }
+            self.successor = None;
+            return;
+        }
+        let completed = self.socket.release(lent, HAND_OVER_PATIENCE);
+        self.publish();
+        self.successor = None;
+        self.handed_over.store(true, Ordering::Relaxed);
+        if completed {
+            tracing::info!(queue = self.stats.queue, "AF_XDP socket handed over");
+        } else {
+            tracing::warn!(
+                queue = self.stats.queue,
+                "AF_XDP socket handed over with replies still in the kernel's hands; the new process leaves their frames alone"
+            );
+        }
     }
 
     /// Nothing to retire: the program steers the queue to this socket alone, and the kernel
@@ -256,16 +542,27 @@ impl PacketIo for XdpUdp {
     }
 }
 
+/// The socket, and while the replaced process holds it its pipe, under one token: the pipe's
+/// end of file wakes the worker to take the rings (and what waits in them) over.
 impl mio::event::Source for XdpUdp {
     fn register(&mut self, registry: &Registry, token: Token, interests: Interest) -> io::Result<()> {
+        if let Some(predecessor) = &self.predecessor {
+            SourceFd(&predecessor.as_raw_fd()).register(registry, token, Interest::READABLE)?;
+        }
         SourceFd(&self.socket.as_raw_fd()).register(registry, token, interests)
     }
 
     fn reregister(&mut self, registry: &Registry, token: Token, interests: Interest) -> io::Result<()> {
+        if let Some(predecessor) = &self.predecessor {
+            SourceFd(&predecessor.as_raw_fd()).reregister(registry, token, Interest::READABLE)?;
+        }
         SourceFd(&self.socket.as_raw_fd()).reregister(registry, token, interests)
     }
 
     fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
+        if let Some(predecessor) = &self.predecessor {
+            SourceFd(&predecessor.as_raw_fd()).deregister(registry)?;
+        }
         SourceFd(&self.socket.as_raw_fd()).deregister(registry)
     }
 }

@@ -312,6 +312,55 @@ impl Mapping {
         Ok(Arc::new(Mapping { base, len }))
     }
 
+    /// Maps `len` bytes of a new memory file, shared, and returns the file with the mapping:
+    /// memory that another process can map too through the file's descriptor, which is how an
+    /// AF_XDP UMEM outlives the process that registered it (see `sys/xdp/handover.rs`).
+    #[cfg(all(target_os = "linux", not(skyline_portable_io)))]
+    pub fn memory_file(len: usize, name: &std::ffi::CStr) -> io::Result<(std::os::fd::OwnedFd, Arc<Mapping>)> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: `name` is a NUL-terminated string that outlives the call; the result is
+        // checked and owned at once.
+        let raw = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+        if raw == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `raw` is a descriptor just created and owned by nothing else.
+        let file = std::fs::File::from(unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) });
+        file.set_len(len as u64)?;
+        let file = std::os::fd::OwnedFd::from(file);
+        let mapping = Mapping::of_file(std::os::fd::AsFd::as_fd(&file))?;
+        Ok((file, mapping))
+    }
+
+    /// Maps the whole of the memory file `file`, shared: the same pages the process that
+    /// made it (and any other holding it) sees. Faulted in at once, as an anonymous mapping is.
+    #[cfg(all(target_os = "linux", not(skyline_portable_io)))]
+    pub fn of_file(file: std::os::fd::BorrowedFd<'_>) -> io::Result<Arc<Mapping>> {
+        use std::os::fd::AsRawFd;
+        let len = std::fs::File::from(file.try_clone_to_owned()?).metadata()?.len();
+        let len = usize::try_from(len).map_err(|_| io::Error::other("a memory file larger than memory"))?;
+        if len == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "an empty memory file"));
+        }
+        // SAFETY: a shared mapping of the whole file at an address the kernel picks touches no
+        // existing memory of this process; the result is checked before use.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let base = NonNull::new(addr.cast()).ok_or_else(|| io::Error::other("mmap returned null"))?;
+        Ok(Arc::new(Mapping { base, len }))
+    }
+
     /// The mapping's first byte, for handing it to the kernel.
     #[cfg_attr(not(all(target_os = "linux", not(skyline_portable_io))), allow(dead_code))]
     pub(super) fn base(&self) -> NonNull<u8> {

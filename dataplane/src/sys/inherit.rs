@@ -16,6 +16,10 @@ pub const UPGRADE_FDS: &str = "SKYLINE_UPGRADE_FDS";
 /// The variable through which a skyline hands its HTTP listener to the skyline replacing it.
 pub const UPGRADE_HTTP_FD: &str = "SKYLINE_UPGRADE_HTTP_FD";
 
+/// The variable through which a skyline hands its AF_XDP attachment to the skyline replacing
+/// it: `key=value` words separated by spaces, descriptors by number (`sys/xdp/handover.rs`).
+pub const UPGRADE_XDP: &str = "SKYLINE_UPGRADE_XDP";
+
 /// The first descriptor of the handed-over sockets, as the socket activation protocol fixes it.
 const FIRST_FD: RawFd = 3;
 /// More than any real unit passes; a larger count is a broken environment, not sockets.

@@ -36,7 +36,7 @@ pub use frames::{Datagrams, Mapping};
 pub use imp::{recv_batch, send_batch, Headers};
 pub use inherit::{
     set_inheritable, take_listen_fds, take_upgrade_fds, take_upgrade_http_fd, InheritError, ListenPair, UPGRADE_FDS,
-    UPGRADE_HTTP_FD,
+    UPGRADE_HTTP_FD, UPGRADE_XDP,
 };
 pub use peer::Peer;
 pub use signal::{process_exists, send_signal, Signal};

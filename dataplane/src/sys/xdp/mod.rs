@@ -9,14 +9,17 @@
 //! gone. `interface.rs` reads what the sockets need to know about the interface.
 //!
 //! `socket.rs` owns one AF_XDP socket per receive queue, its UMEM and its rings; `ring.rs` is
-//! the shared-memory ring protocol they speak with the kernel.
+//! the shared-memory ring protocol they speak with the kernel. `handover.rs` is what an
+//! in-place upgrade passes to the new process so that it takes the sockets over.
 
 mod bpf;
+mod handover;
 mod interface;
 mod program;
 mod ring;
 mod socket;
 
+pub use handover::{encode, take_handover, HandedQueue, Handover, HandoverError, QueueFds, UPGRADE_XDP};
 pub use interface::Interface;
 pub use program::{Mode, Program, UnknownMode};
 pub use socket::{kernel_counts, Counts, KernelCounts, Local, SocketConfig, SocketError, XdpSocket};

@@ -91,8 +91,8 @@ impl FromStr for Mode {
 #[derive(Debug)]
 pub struct Program {
     /// The BPF link: closing its last descriptor detaches the program, which is why it is
-    /// held and never read.
-    _link: OwnedFd,
+    /// held, and handed to the process replacing this one in an upgrade.
+    link: OwnedFd,
     /// The XSKMAP: receive queue to AF_XDP socket.
     map: OwnedFd,
     mode: Mode,
@@ -121,12 +121,30 @@ impl Program {
             mode => link(iface, prog.as_fd(), mode),
         }?;
         Ok(Program {
-            _link: link,
+            link,
             map,
             mode,
             iface: iface.name.clone(),
             queues,
         })
+    }
+
+    /// Takes over the attachment a replaced process handed over: its link, which keeps the
+    /// program attached, and its XSKMAP. The program stays as it was loaded, steering the same
+    /// address to the same sockets, which change hands with it.
+    pub fn adopt(iface: &Interface, mode: Mode, link: OwnedFd, map: OwnedFd) -> Program {
+        Program {
+            link,
+            map,
+            mode,
+            iface: iface.name.clone(),
+            queues: iface.queues.max(1),
+        }
+    }
+
+    /// The link and the XSKMAP, for handing the attachment to the process replacing this one.
+    pub fn descriptors(&self) -> (BorrowedFd<'_>, BorrowedFd<'_>) {
+        (self.link.as_fd(), self.map.as_fd())
     }
 
     /// The mode actually attached (Native or Generic).

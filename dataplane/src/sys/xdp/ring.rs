@@ -79,11 +79,17 @@ impl<T: Copy> Ring<T> {
             own: 0,
             other: 0,
         };
-        (ring.own, ring.other) = match producing {
-            true => (ring.load_producer(), ring.load_consumer()),
-            false => (ring.load_consumer(), ring.load_producer()),
-        };
+        ring.resync(producing);
         Ok(ring)
+    }
+
+    /// Takes this side's index and the other side's from the ring itself, as another process
+    /// that used the ring before this one left them: how a ring is taken over in an upgrade.
+    pub(super) fn resync(&mut self, producing: bool) {
+        (self.own, self.other) = match producing {
+            true => (self.load_producer(), self.load_consumer()),
+            false => (self.load_consumer(), self.load_producer()),
+        };
     }
 
     fn load_producer(&self) -> u32 {
@@ -135,6 +141,22 @@ impl<T: Copy> Ring<T> {
         // SAFETY: as for `load_producer`; the release store orders the entries' writes before
         // the index that makes them visible.
         unsafe { self.producer.as_ref() }.store(self.own, Ordering::Release);
+    }
+
+    /// The entry pushed `back` entries before the producer index (1: the last one), as it was
+    /// written: the kernel only reads the entries of a ring it consumes, and nothing
+    /// overwrites one before this side pushes a ring's worth after it.
+    pub(super) fn pushed(&self, back: u32) -> T {
+        // SAFETY: the slot lies inside the mapped entry array (the index is masked); this side
+        // is the only writer of the entries and the kernel only reads them, so the read sees
+        // the entry as written.
+        unsafe { self.slot(self.own.wrapping_sub(back)).read() }
+    }
+
+    /// This side's index: how many entries it has produced or consumed since the ring was
+    /// made (wrapping).
+    pub(super) fn index(&self) -> u32 {
+        self.own
     }
 
     /// Entries pushed and not yet consumed by the kernel.

@@ -143,6 +143,8 @@ pub struct KernelCounts {
 /// An AF_XDP socket bound to one receive queue, with its UMEM and rings.
 pub struct XdpSocket {
     fd: OwnedFd,
+    /// The memory file the UMEM is mapped from, for the process an upgrade hands it to.
+    umem_file: OwnedFd,
     umem: Arc<Mapping>,
     fill: Ring<u64>,
     completion: Ring<u64>,
@@ -152,6 +154,10 @@ pub struct XdpSocket {
     free: Vec<u64>,
     /// Transmit frames handed to the kernel and not yet completed.
     in_flight: u32,
+    /// Per transmit frame, whether it is handed to the kernel: a completion is taken only for
+    /// a frame that is, so no frame enters the free list twice, whatever the completion ring
+    /// holds after a takeover.
+    sending: Vec<bool>,
     zero_copy: bool,
     config: SocketConfig,
     /// Identification field of the next IPv4 reply.
@@ -223,7 +229,8 @@ impl XdpSocket {
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let frames = config.frames.max(MIN_FRAMES).next_power_of_two();
         let half = frames / 2;
-        let umem = Mapping::anonymous(frames as usize * FRAME_LEN).map_err(os("mapping the UMEM"))?;
+        let (umem_file, umem) =
+            Mapping::memory_file(frames as usize * FRAME_LEN, c"skyline-umem").map_err(os("mapping the UMEM"))?;
         let reg = libc::xdp_umem_reg {
             addr: umem.base().as_ptr() as u64,
             len: umem.len() as u64,
@@ -241,37 +248,7 @@ impl XdpSocket {
         ] {
             setsockopt(fd.as_fd(), name, &half).map_err(os(what))?;
         }
-        let zero_ring = libc::xdp_ring_offset {
-            producer: 0,
-            consumer: 0,
-            desc: 0,
-            flags: 0,
-        };
-        let offsets = getsockopt(
-            fd.as_fd(),
-            libc::XDP_MMAP_OFFSETS,
-            libc::xdp_mmap_offsets {
-                rx: zero_ring,
-                tx: zero_ring,
-                fr: zero_ring,
-                cr: zero_ring,
-            },
-        )
-        .map_err(os("reading the ring offsets"))?;
-        let mut fill = Ring::map(fd.as_fd(), libc::XDP_UMEM_PGOFF_FILL_RING, &offsets.fr, half, true)
-            .map_err(os("mapping the fill ring"))?;
-        let completion = Ring::map(
-            fd.as_fd(),
-            libc::XDP_UMEM_PGOFF_COMPLETION_RING,
-            &offsets.cr,
-            half,
-            false,
-        )
-        .map_err(os("mapping the completion ring"))?;
-        let rx = Ring::map(fd.as_fd(), libc::XDP_PGOFF_RX_RING as u64, &offsets.rx, half, false)
-            .map_err(os("mapping the receive ring"))?;
-        let tx = Ring::map(fd.as_fd(), libc::XDP_PGOFF_TX_RING as u64, &offsets.tx, half, true)
-            .map_err(os("mapping the transmit ring"))?;
+        let (mut fill, completion, rx, tx) = map_rings(fd.as_fd(), half)?;
         let room = fill.free(half);
         for frame in 0..room {
             fill.push(u64::from(frame) * FRAME_LEN as u64);
@@ -314,6 +291,7 @@ impl XdpSocket {
             .map_err(os("reading the socket's options"))?;
         Ok(XdpSocket {
             fd,
+            umem_file,
             umem,
             fill,
             completion,
@@ -321,11 +299,118 @@ impl XdpSocket {
             tx,
             free,
             in_flight: 0,
+            sending: vec![false; half as usize],
             zero_copy: options.flags & libc::XDP_OPTIONS_ZEROCOPY != 0,
-            config,
+            config: SocketConfig { frames, ..config },
             ip_id: 0,
             counts: Counts::default(),
         })
+    }
+
+    /// Takes over the socket `fd`, bound and serving in the process this one replaces, with
+    /// the memory file `umem_file` its UMEM was registered from: maps both as that process
+    /// did. The socket is not to be used before [`XdpSocket::resume`], which follows once
+    /// that process has let go of its rings ([`XdpSocket::release`]). `config` says how replies
+    /// are written; the frames are the UMEM's.
+    pub fn adopt(fd: OwnedFd, umem_file: OwnedFd, config: SocketConfig) -> Result<XdpSocket, SocketError> {
+        let umem = Mapping::of_file(umem_file.as_fd()).map_err(os("mapping the handed-over UMEM"))?;
+        let frames = u32::try_from(umem.len() / FRAME_LEN).unwrap_or(0);
+        if frames < MIN_FRAMES || !frames.is_power_of_two() || umem.len() != frames as usize * FRAME_LEN {
+            return Err(SocketError::Os {
+                what: "taking over an AF_XDP socket",
+                source: io::Error::other(format!("its UMEM of {} bytes is not one skyline made", umem.len())),
+            });
+        }
+        let half = frames / 2;
+        let (fill, completion, rx, tx) = map_rings(fd.as_fd(), half)?;
+        let options = getsockopt(fd.as_fd(), libc::XDP_OPTIONS, libc::xdp_options { flags: 0 })
+            .map_err(os("reading the handed-over socket's options"))?;
+        Ok(XdpSocket {
+            fd,
+            umem_file,
+            umem,
+            fill,
+            completion,
+            rx,
+            tx,
+            free: Vec::new(),
+            in_flight: 0,
+            sending: vec![false; half as usize],
+            zero_copy: options.flags & libc::XDP_OPTIONS_ZEROCOPY != 0,
+            config: SocketConfig { frames, ..config },
+            ip_id: 0,
+            counts: Counts::default(),
+        })
+    }
+
+    /// Starts using an adopted socket's rings where the process before left them. Every
+    /// receive frame is then in the fill ring or the receive ring (that process gave back the
+    /// ones it held); every transmit frame is free but those still being sent: the last ones
+    /// put on the transmit ring and not yet taken from the completion ring, which the kernel
+    /// completes in order. Normally none: the process before waited for its completions.
+    pub fn resume(&mut self) {
+        self.fill.resync(true);
+        self.completion.resync(false);
+        self.rx.resync(false);
+        self.tx.resync(true);
+        let half = self.config.frames / 2;
+        let owed = self.tx.index().wrapping_sub(self.completion.index()).min(half);
+        for back in 1..=owed {
+            let frame = frame_of(self.tx.pushed(back).addr);
+            if let Some(sending) = self.tx_slot(frame).and_then(|i| self.sending.get_mut(i)) {
+                *sending = true;
+            }
+        }
+        self.in_flight = self.sending.iter().filter(|&&s| s).count() as u32;
+        let sending = &self.sending;
+        self.free = (half..self.config.frames)
+            .filter(|&frame| !sending[(frame - half) as usize])
+            .map(|frame| u64::from(frame) * FRAME_LEN as u64)
+            .collect();
+    }
+
+    /// Lets go of the rings for the process an upgrade hands the socket to: gives the frames
+    /// lent to `lent` (this socket's batches) back, receive frames to the fill ring and
+    /// transmit frames to the free list, and waits up to `patience` for every reply handed to
+    /// the kernel to complete, so that the next process finds every transmit frame free.
+    /// Returns whether they all did. Afterwards the socket must not be used again.
+    pub fn release(&mut self, lent: &mut [&mut Datagrams], patience: std::time::Duration) -> bool {
+        let receive_end = u64::from(self.config.frames / 2) * FRAME_LEN as u64;
+        let (fill, free) = (&mut self.fill, &mut self.free);
+        for batch in lent {
+            batch.take_back(|start| {
+                let frame = frame_of(start as u64);
+                if frame < receive_end {
+                    fill.push(frame);
+                } else {
+                    free.push(frame);
+                }
+            });
+        }
+        self.fill.publish();
+        let deadline = std::time::Instant::now() + patience;
+        loop {
+            self.complete();
+            if self.in_flight == 0 {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            self.kick();
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+    }
+
+    /// The memory file of the UMEM, for handing the socket over.
+    pub fn umem_file(&self) -> BorrowedFd<'_> {
+        self.umem_file.as_fd()
+    }
+
+    /// The index among the transmit frames of the frame at `frame`, if it is one.
+    fn tx_slot(&self, frame: u64) -> Option<usize> {
+        let index = usize::try_from(frame / FRAME_LEN as u64).ok()?;
+        index.checked_sub(self.config.frames as usize / 2)
     }
 
     /// Whether the driver moves frames without a copy.
@@ -343,6 +428,13 @@ impl XdpSocket {
         let mut batch = Datagrams::over(Arc::clone(&self.umem), TX_SLOT_LEN);
         self.lend(&mut batch);
         batch
+    }
+
+    /// A batch for replies with no frame lent yet: it gets them on its first send, for a
+    /// socket whose transmit frames are not yet this process's to lend (see
+    /// [`XdpSocket::adopt`]).
+    pub fn unlent_reply_batch(&self) -> Datagrams {
+        Datagrams::over(Arc::clone(&self.umem), TX_SLOT_LEN)
     }
 
     /// Gives the frames of the last batch received back to the kernel, then receives up to a
@@ -421,6 +513,10 @@ impl XdpSocket {
                 self.counts.dropped_malformed += 1;
                 continue;
             }
+            let frame = frame_of((start - headers) as u64);
+            if let Some(sending) = self.tx_slot(frame).and_then(|i| self.sending.get_mut(i)) {
+                *sending = true;
+            }
             self.tx.push(libc::xdp_desc {
                 addr: (start - headers) as u64,
                 len: (headers + len) as u32,
@@ -478,10 +574,15 @@ impl XdpSocket {
     fn complete(&mut self) {
         let done = self.completion.ready(self.in_flight);
         for i in 0..done {
-            self.free.push(frame_of(self.completion.peek(i)));
+            let frame = frame_of(self.completion.peek(i));
+            let slot = self.tx_slot(frame).and_then(|i| self.sending.get_mut(i));
+            if let Some(sending) = slot.filter(|sending| **sending) {
+                *sending = false;
+                self.free.push(frame);
+                self.in_flight -= 1;
+            }
         }
         self.completion.release(done);
-        self.in_flight -= done;
     }
 
     /// Lends `batch` free transmit frames up to a full batch.
@@ -687,6 +788,39 @@ impl AsFd for XdpSocket {
         self.fd.as_fd()
     }
 }
+
+/// Maps the fill, completion, receive and transmit rings of `fd`, each of `size` entries.
+fn map_rings(fd: BorrowedFd<'_>, size: u32) -> Result<RingSet, SocketError> {
+    let zero_ring = libc::xdp_ring_offset {
+        producer: 0,
+        consumer: 0,
+        desc: 0,
+        flags: 0,
+    };
+    let offsets = getsockopt(
+        fd,
+        libc::XDP_MMAP_OFFSETS,
+        libc::xdp_mmap_offsets {
+            rx: zero_ring,
+            tx: zero_ring,
+            fr: zero_ring,
+            cr: zero_ring,
+        },
+    )
+    .map_err(os("reading the ring offsets"))?;
+    let fill =
+        Ring::map(fd, libc::XDP_UMEM_PGOFF_FILL_RING, &offsets.fr, size, true).map_err(os("mapping the fill ring"))?;
+    let completion = Ring::map(fd, libc::XDP_UMEM_PGOFF_COMPLETION_RING, &offsets.cr, size, false)
+        .map_err(os("mapping the completion ring"))?;
+    let rx = Ring::map(fd, libc::XDP_PGOFF_RX_RING as u64, &offsets.rx, size, false)
+        .map_err(os("mapping the receive ring"))?;
+    let tx = Ring::map(fd, libc::XDP_PGOFF_TX_RING as u64, &offsets.tx, size, true)
+        .map_err(os("mapping the transmit ring"))?;
+    Ok((fill, completion, rx, tx))
+}
+
+/// The fill, completion, receive and transmit rings.
+type RingSet = (Ring<u64>, Ring<u64>, Ring<libc::xdp_desc>, Ring<libc::xdp_desc>);
 
 /// The kernel's counters of an AF_XDP socket; any thread may read them through its own
 /// descriptor of the socket.
