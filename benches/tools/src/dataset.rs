@@ -11,7 +11,9 @@
 //! answers a client of 127.0.0.0/8 (every benchmark client) otherwise than the others, and
 //! `same<s>` holds a view map whose lists agree, so that it answers as a name without views:
 //! the two mixes that ask them measure what views cost a name that has them. The zone file
-//! holds what the benchmark's clients get.
+//! holds what the benchmark's clients get. And `alias<s>`, a name whose record points to a host
+//! name (`h0.svc<s>`): it answers that host's address at its own name (flattened), which the
+//! zone file states as a plain address.
 
 use crate::rng::SplitMix64;
 use std::fmt::Write;
@@ -70,6 +72,11 @@ impl Spec {
         self.services * V4_INSTANCES + self.services.div_ceil(EVERY)
     }
 
+    /// Names pointing to a host name: `alias<s>` of every tenth service.
+    pub fn alias_names(&self) -> usize {
+        self.services.div_ceil(EVERY)
+    }
+
     /// Names holding a view map: `view<s>` and `same<s>` of every tenth service.
     pub fn view_names(&self) -> usize {
         2 * self.services.div_ceil(EVERY)
@@ -107,6 +114,11 @@ impl Spec {
                     ",\n  \"{prefix}/same{s}\": {{\"default\": [{{\"host\": \"{local}\"}}], \
                      \"127.0.0.0/8\": [{{\"host\": \"{local}\"}}]}}"
                 );
+                let _ = write!(
+                    out,
+                    ",\n  \"{prefix}/alias{s}\": {{\"host\": \"h0.svc{s}.{}.\"}}",
+                    self.domain
+                );
             }
         }
         out.push_str("\n}\n");
@@ -140,6 +152,7 @@ impl Spec {
                 );
                 let local = Spec::viewed(s, 0);
                 let _ = writeln!(out, "view{s} A {local}\nsame{s} A {local}");
+                let _ = writeln!(out, "alias{s} A {}", Spec::v4(s, 0));
             }
             for h in 0..instances {
                 let _ = writeln!(out, "svc{s} SRV {PRIORITY} {weight} {PORT} h{h}.svc{s}");
@@ -163,6 +176,7 @@ impl Spec {
                 Mix::Srv => writeln!(out, "svc{s}.{d} SRV"),
                 Mix::Views => writeln!(out, "view{}.{d} A", s / EVERY as u64 * EVERY as u64),
                 Mix::Viewless => writeln!(out, "same{}.{d} A", s / EVERY as u64 * EVERY as u64),
+                Mix::Alias => writeln!(out, "alias{}.{d} A", s / EVERY as u64 * EVERY as u64),
                 Mix::MixedCase => {
                     let name = format!("h{h}.svc{s}.{d}");
                     let mixed: String = name
@@ -199,17 +213,20 @@ pub enum Mix {
     Views,
     /// A queries for names whose view maps' lists agree: one address, no views.
     Viewless,
+    /// A queries for names whose record points to a host name: its address, flattened.
+    Alias,
 }
 
 impl Mix {
     /// Every mix, in report order.
-    pub const ALL: [Mix; 6] = [
+    pub const ALL: [Mix; 7] = [
         Mix::A,
         Mix::Nxdomain,
         Mix::Srv,
         Mix::MixedCase,
         Mix::Views,
         Mix::Viewless,
+        Mix::Alias,
     ];
 
     /// The name used in file names and reports.
@@ -221,6 +238,7 @@ impl Mix {
             Mix::MixedCase => "mixedcase",
             Mix::Views => "views",
             Mix::Viewless => "viewless",
+            Mix::Alias => "alias",
         }
     }
 }
@@ -245,8 +263,9 @@ mod tests {
         assert!(json.contains("\"/skydns/local/skydns/svc10/h4\": {\"host\": \"2001:db8::a\""));
         assert_eq!(
             json.matches("\"host\"").count(),
-            1 + spec().address_names() + spec().view_names() / 2 * 5
+            1 + spec().address_names() + spec().view_names() / 2 * 5 + spec().alias_names()
         );
+        assert!(json.contains("\"/skydns/local/skydns/alias10\": {\"host\": \"h0.svc10.skydns.local.\"}"));
         assert!(json.contains(
             "\"/skydns/local/skydns/view10\": {\"default\": [{\"host\": \"10.202.0.10\"}], \"10.0.0.0/8\": \
              [{\"host\": \"10.201.0.10\"}], \"127.0.0.0/8\": [{\"host\": \"10.200.0.10\"}]}"
