@@ -120,7 +120,12 @@ fn write(valid: &Valid, over: &OverData, notes: Vec<String>) -> String {
         ("forward.ns_rotate", settings.ns_rotate.in_force()),
         (
             "forward.timeout",
-            over.forward.config.as_ref().map(|f| f.timeout).in_force(),
+            over.forward
+                .config
+                .as_ref()
+                .map(|f| f.timeout)
+                .or(given.forward.timeout)
+                .in_force(),
         ),
     ];
     let mut out = String::from(
@@ -129,7 +134,7 @@ fn write(valid: &Valid, over: &OverData, notes: Vec<String>) -> String {
          # same settings.\n",
     );
     let source = match (&settings.records, &settings.etcd) {
-        (Some(path), _) => format!("the records file {}", path.display()),
+        (Some(path), _) => format!("the records file {}", crate::in_force::absolute(path).display()),
         (None, Some(etcd)) if etcd.discover => format!("etcd {}, then its members", etcd.endpoints.join(",")),
         (None, Some(etcd)) => format!("etcd {}", etcd.endpoints.join(",")),
         (None, None) => "none (an empty zone)".to_owned(),

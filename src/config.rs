@@ -133,8 +133,8 @@ pub enum ConfigError {
     Records {
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: skyline_controlplane::source::records_file::FileError,
+        /// Why (boxed: the largest of the causes, and a cold path).
+        source: Box<skyline_controlplane::source::records_file::FileError>,
     },
     /// A directory setting names a path where a file is in the way.
     #[error("{setting}: {path} cannot be a directory: {file} is a file")]

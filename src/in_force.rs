@@ -108,14 +108,22 @@ macro_rules! texts {
 texts!(String, SocketAddr, Name, XdpMode, Prefix);
 
 /// Paths are written absolute, so that the text means the same files wherever it is saved;
-/// `-` (stderr, for the query log) stays as it is.
+/// the words that name no file (`-`, stderr, for the query log; `none` for resolv.conf) stay
+/// as they are.
 impl InForce for PathBuf {
     fn in_force(&self) -> Option<toml::Value> {
-        let path = match std::path::absolute(self) {
-            Ok(absolute) if self.as_os_str() != "-" => absolute,
-            _ => self.clone(),
-        };
-        Some(toml::Value::String(path.display().to_string()))
+        Some(toml::Value::String(absolute(self).display().to_string()))
+    }
+}
+
+/// `path` made absolute, unless it is a word that names no file.
+pub fn absolute(path: &std::path::Path) -> PathBuf {
+    let word = ["-", crate::forwarding::NO_RESOLV_CONF]
+        .iter()
+        .any(|w| path.as_os_str() == *w);
+    match std::path::absolute(path) {
+        Ok(absolute) if !word => absolute,
+        _ => path.to_owned(),
     }
 }
 

@@ -2,9 +2,10 @@
 //! were given; the `--config` file and the records file are read again. Settings that shape
 //! answers (domain, hostmaster, TTLs, priority, local, round robin) go to the data sources, which
 //! rebuild their snapshots with them; forwarding and cache settings and the cookie secrets go to
-//! the workers, which switch at their next turn. All of it is resolved and validated on the control plane's thread
-//! first: an invalid file changes nothing (it is logged and counted, and readiness does not
-//! move). A changed setting that only a restart applies is named in one log line and left as it
+//! the workers, which switch at their next turn. All of it is resolved and validated on the
+//! control plane's thread first, by the validation a start makes (`crate::validate`): an invalid
+//! configuration, or a records file that cannot be read or parsed, changes nothing (it is logged
+//! and counted, and readiness does not move). A changed setting that only a restart applies is named in one log line and left as it
 //! is; each setting's declaration in `src/settings.rs` says which it is (`applied` or
 //! `restart`), and README's tables show it.
 

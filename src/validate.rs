@@ -141,7 +141,7 @@ pub struct RecordsRead {
 pub fn records(path: &Path, path_prefix: &str) -> Result<RecordsRead, ConfigError> {
     let wrap = |source| ConfigError::Records {
         path: path.to_owned(),
-        source,
+        source: Box::new(source),
     };
     let bytes =
         std::fs::read(path).map_err(|e| wrap(skyline_controlplane::source::records_file::FileError::Read(e)))?;
