@@ -102,7 +102,53 @@ impl Cli {
                 arg
             }
         });
-        Cli::from_arg_matches(&command.try_get_matches_from(args)?)
+        let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        let matches = command
+            .clone()
+            .try_get_matches_from(&args)
+            .map_err(|e| from_the_environment(&command, &args, e))?;
+        Cli::from_arg_matches(&matches)
+    }
+}
+
+/// A value clap refused, said to come from the environment variable that gave it when no flag
+/// did: clap names only the flag, which the operator never typed.
+fn from_the_environment(command: &clap::Command, args: &[OsString], error: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() != ErrorKind::ValueValidation && error.kind() != ErrorKind::InvalidValue {
+        return error;
+    }
+    let Some(ContextValue::String(shown)) = error.get(ContextKind::InvalidArg) else {
+        return error;
+    };
+    let long = shown
+        .trim_start_matches("--")
+        .split([' ', '=', '['])
+        .next()
+        .unwrap_or_default();
+    let typed = args.iter().any(|a| {
+        let a = a.to_string_lossy();
+        a == format!("--{long}") || a.starts_with(&format!("--{long}="))
+    });
+    let variable = command
+        .get_arguments()
+        .find(|a| a.get_long() == Some(long))
+        .and_then(|a| a.get_env())
+        .filter(|variable| !typed && std::env::var_os(variable).is_some());
+    match variable {
+        Some(variable) => {
+            let mut command = command.clone();
+            let text = error.to_string();
+            let reason = text.lines().next().unwrap_or_default().trim_start_matches("error: ");
+            command.error(
+                error.kind(),
+                format!(
+                    "{reason} (given by the environment variable {})",
+                    variable.to_string_lossy()
+                ),
+            )
+        }
+        None => error,
     }
 }
 

@@ -401,3 +401,28 @@ fn an_unreachable_etcd_is_logged_in_words_not_as_the_client_s_debug_dump() {
         panic!("{found:?} in the logged error: {error}");
     }
 }
+
+#[test]
+fn a_bad_value_from_the_environment_names_its_variable() {
+    let home = tempfile::tempdir().unwrap();
+    let out = skyline(&["--check-config"], &[("SKYDNS_ADDR", "127.0.0.1")], home.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("'127.0.0.1'"), "{stderr}");
+    assert!(stderr.contains("has no port"), "{stderr}");
+    assert!(
+        stderr.contains("given by the environment variable SKYDNS_ADDR"),
+        "{stderr}"
+    );
+    let typed = skyline(
+        &["--check-config", "--addr", "127.0.0.1"],
+        &[("SKYDNS_ADDR", "127.0.0.1:53")],
+        home.path(),
+    )
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&typed.stderr);
+    assert!(!stderr.contains("environment variable"), "the flag gave it: {stderr}");
+}
