@@ -1,7 +1,9 @@
 //! `skyline --check-config`: everything a start would read, validated without serving, so that
-//! a deployment can test a configuration (and a records file) before it rolls out. It reads the
-//! same flags, environment and `--config` file as a start, reports every problem it finds rather
-//! than the first, and prints the settings that would be in force.
+//! a deployment can test a configuration (and a records file) before it rolls out. It makes the
+//! validation a start makes (`crate::validate`), with the same messages, reports every problem
+//! it finds rather than the first, and prints the settings that would be in force as a
+//! `--config` file. It is stricter than a start in one place: records a start would skip as
+//! invalid fail the check.
 
 use crate::cli::Cli;
 use crate::config::{self, ConfigError, FileConfig};
