@@ -1,21 +1,23 @@
 //! `skyline --check-config`: everything a start would read, validated without serving, so that
-//! a deployment can test a configuration (and a records file) before it rolls out. It reads the
-//! same flags, environment and `--config` file as a start, reports every problem it finds rather
-//! than the first, and prints the settings that would be in force.
+//! a deployment can test a configuration (and a records file) before it rolls out. It makes the
+//! validation a start makes (`crate::validate`), with the same messages, reports every problem
+//! it finds rather than the first, and prints the settings that would be in force as a
+//! `--config` file. It is stricter than a start in one place: records a start would skip as
+//! invalid fail the check.
 
 use crate::cli::Cli;
-use crate::config::{self, FileConfig};
-use crate::forwarding_settings;
-use crate::protection::{cookie_settings, rrl_config};
+use crate::config::{self, ConfigError, FileConfig};
+use crate::in_force::InForce;
 use crate::settings::Given;
-use skyline_controlplane::etcd::EtcdSource;
-use skyline_controlplane::source::FileSource;
-use skyline_dataplane::snapshot;
+use crate::validate::{self, OverData, Valid};
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-/// Checks the configuration: exit 0 with the effective settings on stdout, or exit 1 with one
-/// line per problem on stderr.
+/// Settings whose values are secrets: printed as set or not, never shown.
+const SECRETS: &[&str] = &["password", "cookies.secret", "cookies.secret_previous"];
+
+/// Checks the configuration: exit 0 with the settings in force on stdout, as TOML, or exit 1
+/// with one line per problem on stderr.
 pub fn check(cli: &Cli) -> ExitCode {
     match effective(cli) {
         Ok(text) => {
@@ -31,186 +33,168 @@ pub fn check(cli: &Cli) -> ExitCode {
     }
 }
 
-/// The effective settings as `name = value` lines, or every problem found.
+/// The settings in force as a configuration file, or every problem found.
 fn effective(cli: &Cli) -> Result<String, Vec<String>> {
+    let strings = |problems: Vec<ConfigError>| problems.iter().map(ToString::to_string).collect::<Vec<_>>();
     let file = cli
         .config
         .as_deref()
         .map(FileConfig::load)
         .transpose()
-        .map_err(|e| vec![e.to_string()])?;
-    let file = file.as_ref();
-    let mut invalid = Vec::new();
-    let given = Given::merge(cli, file, &mut invalid);
-    let mut problems: Vec<String> = invalid.iter().map(ToString::to_string).collect();
-    let operator = keep(&mut problems, config::operator(&given));
-    let tcp = keep(&mut problems, config::tcp(&given.main));
-    let drain = given.main.drain;
-    let state = config::state(&given.main);
-    let kubernetes = keep(&mut problems, config::kubernetes(&given));
-    let http = given.main.http_addr;
-    let observe = crate::observe::observe_config(&given.observe).map_err(config::ConfigError::from);
-    let observe = keep(&mut problems, observe);
-
-    let mut data_config = None;
-    if let Some(operator) = &operator {
-        if let Some(path) = &operator.records {
-            let mut source = FileSource::new(
-                path,
-                &operator.path_prefix,
-                operator.overrides.clone(),
-                snapshot::empty_cell(),
-            );
-            match source.load() {
-                Ok(loaded) if loaded.rejected > 0 => problems.push(format!(
-                    "records file {}: {} of {} records are not valid and would be skipped (the log \
-                     of a start names each)",
-                    path.display(),
-                    loaded.rejected,
-                    loaded.records + loaded.rejected
-                )),
-                Ok(loaded) => data_config = loaded.config,
-                Err(e) => problems.push(format!("records file {}: {e}", path.display())),
+        .map_err(strings)?;
+    let valid = validate::validate(cli, file.as_ref());
+    // The records file is read even when a setting is wrong, so that its problems are named
+    // in the same run.
+    let mut unchecked = Vec::new();
+    let (records, prefix) = match &valid {
+        Ok(valid) => (valid.operator.records.clone(), valid.operator.path_prefix.clone()),
+        Err(_) => {
+            let given = Given::merge(cli, file.as_ref(), &mut unchecked);
+            match config::operator(&given) {
+                Ok(operator) => (operator.records, operator.path_prefix),
+                Err(_) => (None, String::new()),
             }
         }
-        if let Some(options) = &operator.etcd {
-            if let Err(e) = EtcdSource::new(
-                options,
-                &operator.path_prefix,
-                operator.overrides.clone(),
-                snapshot::empty_cell(),
-            ) {
-                problems.push(e.to_string());
-            }
+    };
+    let mut problems: Vec<String> = match &valid {
+        Ok(_) => Vec::new(),
+        Err(found) => found.iter().map(ToString::to_string).collect(),
+    };
+    let mut data = None;
+    if let Some(path) = &records {
+        match validate::records(path, &prefix) {
+            Ok(read) if read.rejected > 0 => problems.push(format!(
+                "records file {}: {} of {} records are not valid and would be skipped (the log \
+                 of a start names each)",
+                path.display(),
+                read.rejected,
+                read.records + read.rejected
+            )),
+            Ok(read) => data = read.config,
+            Err(e) => problems.push(e.to_string()),
         }
     }
-    let settings = operator.and_then(|operator| keep(&mut problems, config::resolve(operator, data_config.as_ref())));
-    let forward = settings
-        .as_ref()
-        .and_then(|s| keep(&mut problems, forwarding_settings(&given, s)));
-    let cookies = keep(&mut problems, cookie_settings(&given.cookies));
-    let rrl = keep(&mut problems, rrl_config(&given.rrl));
-    let (Some(settings), Some(tcp), Some(kubernetes), Some(forward), Some(observe), Some(cookies), Some(rrl)) =
-        (settings, tcp, kubernetes, forward, observe, cookies, rrl)
-    else {
-        return Err(problems);
+    let valid = match valid {
+        Ok(valid) if problems.is_empty() => valid,
+        _ => return Err(problems),
     };
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    if let Some(problem) = &forward.default_unusable {
-        eprintln!("skyline: warning: {problem}: names outside the zones would be refused");
-    }
-    let forward = forward.config;
-
-    let mut out = String::new();
-    let mut line = |name: &str, value: String| {
-        let _ = writeln!(out, "{name} = {value}");
-    };
-    let mut addrs = vec![settings.addr];
-    addrs.extend(settings.extra_addrs.iter().copied());
-    line("addr", list(&addrs));
-    line("domain", settings.skydns.domain.to_string());
-    line("path_prefix", settings.skydns.path_prefix.clone());
-    line("hostmaster", settings.skydns.hostmaster.to_string());
-    line("ttl", settings.skydns.ttl.to_string());
-    line("min_ttl", settings.skydns.min_ttl.to_string());
-    let source = match (&settings.records, &settings.etcd) {
-        (Some(path), _) => format!("records file {}", path.display()),
-        (None, Some(etcd)) if etcd.discover => {
-            format!("etcd {}, then its members (--discover)", etcd.endpoints.join(","))
-        }
-        (None, Some(etcd)) => format!("etcd {}", etcd.endpoints.join(",")),
-        (None, None) => "none (an empty zone)".to_owned(),
-    };
-    line("source", source);
-    let workers = match settings.workers {
-        0 => "0 (one per core)".to_owned(),
-        n => n.to_string(),
-    };
-    line("workers", workers);
-    line("pin", settings.pin.to_string());
-    if let Some(xdp) = config::xdp(&given.main) {
-        match skyline_dataplane::io::check_xdp(&xdp, settings.addr, settings.workers) {
-            Ok(queues) => line(
-                "xdp",
-                format!(
-                    "{} (queues {queues}, mode {}, {} frames a queue)",
-                    xdp.interface, xdp.mode, xdp.frames
-                ),
-            ),
-            Err(_) if xdp.fallback => line("xdp", format!("{} (cannot start: kernel sockets alone)", xdp.interface)),
+    let over = valid.over_data(data.as_ref()).map_err(|e| vec![e.to_string()])?;
+    let mut notes = Vec::new();
+    if let Some(xdp) = config::xdp(&valid.given.main) {
+        match skyline_dataplane::io::check_xdp(&xdp, over.settings.addr, over.settings.workers) {
+            Ok(queues) => notes.push(format!(
+                "xdp: {} queues, mode {}, {} frames a queue",
+                queues, xdp.mode, xdp.frames
+            )),
+            Err(_) if xdp.fallback => notes.push(format!(
+                "xdp: cannot start on {}: kernel sockets alone (xdp_fallback)",
+                xdp.interface
+            )),
             Err(e) => return Err(vec![e.to_string()]),
         }
     }
-    line("tcp_max_connections", tcp.max_connections.to_string());
-    line("tcp_max_per_client", tcp.max_per_client.to_string());
-    line("drain", format!("{}ms", drain.as_millis()));
-    match &state {
-        Some(state) => {
-            line("state_dir", state.dir().display().to_string());
-            line("state_max_age", format!("{}s", state.max_age().as_secs()));
-        }
-        None => line("state_dir", "none (nothing persisted)".to_owned()),
+    if let Some(problem) = &over.forward.default_unusable {
+        eprintln!("skyline: warning: {problem}: names outside the zones would be refused");
     }
-    line("http_addr", http.map_or_else(|| "none".to_owned(), |a| a.to_string()));
-    match &forward {
-        Some(f) => {
-            line("forward.upstreams", list(&f.upstreams));
-            line("forward.timeout", format!("{}ms", f.timeout.as_millis()));
-            line("forward.max_in_flight", f.max_in_flight.to_string());
-            line(
-                "forward.max_in_flight_per_client",
-                f.max_in_flight_per_client.to_string(),
-            );
-            line("cache.size", format!("{} bytes", f.cache.max_bytes));
-        }
-        None => line("forward", "off (names outside the zones are refused)".to_owned()),
-    }
-    let cookie_line = match (cookies.enabled, cookies.secret.is_some(), cookies.previous.is_some()) {
-        (false, _, _) => "off".to_owned(),
-        (true, false, _) => "on, random secret made at start".to_owned(),
-        (true, true, false) => "on, configured secret".to_owned(),
-        (true, true, true) => "on, configured secret and previous secret".to_owned(),
+    Ok(write(&valid, &over, notes))
+}
+
+/// The settings in force as a configuration file: flags, environment and file stacked over the
+/// data's `/<prefix>/config` and the defaults, the keys of a group in its table; a setting that
+/// is not set is a comment, and so is what has no key (the data source, the TTLs of the data).
+fn write(valid: &Valid, over: &OverData, notes: Vec<String>) -> String {
+    let given = &valid.given;
+    let settings = &over.settings;
+    let skydns = &settings.skydns;
+    let mut addrs = vec![settings.addr];
+    addrs.extend(settings.extra_addrs.iter().copied());
+    let resolved: Vec<(&str, Option<toml::Value>)> = vec![
+        ("addr", addrs.in_force()),
+        ("domain", skydns.domain.in_force()),
+        ("hostmaster", skydns.hostmaster.in_force()),
+        ("local", skydns.local.in_force()),
+        ("round_robin", skydns.round_robin.in_force()),
+        ("wildcards_marker", skydns.wildcards_marker.in_force()),
+        ("cname_chains", skydns.cname_chains.in_force()),
+        ("nameservers", settings.nameservers.in_force()),
+        ("ndots", settings.ndots.in_force()),
+        ("forward.no_rec", settings.no_rec.in_force()),
+        ("forward.ns_rotate", settings.ns_rotate.in_force()),
+        (
+            "forward.timeout",
+            over.forward
+                .config
+                .as_ref()
+                .map(|f| f.timeout)
+                .or(given.forward.timeout)
+                .in_force(),
+        ),
+    ];
+    let mut out = String::from(
+        "# The settings in force: flags, then environment variables, then the --config file, then\n\
+         # the data's /<prefix>/config, then the defaults. Read as a --config file, this gives the\n\
+         # same settings.\n",
+    );
+    let source = match (&settings.records, &settings.etcd) {
+        (Some(path), _) => format!("the records file {}", crate::in_force::absolute(path).display()),
+        (None, Some(etcd)) if etcd.discover => format!("etcd {}, then its members", etcd.endpoints.join(",")),
+        (None, Some(etcd)) => format!("etcd {}", etcd.endpoints.join(",")),
+        (None, None) => "none (an empty zone)".to_owned(),
     };
-    line("cookies", cookie_line);
-    let rrl_line = if rrl.is_enabled() {
-        let exempt = if rrl.exempt.is_empty() {
-            "none".to_owned()
-        } else {
-            list(&rrl.exempt)
-        };
-        format!(
-            "{}/s, slip {}, window {}s, /{} and /{}, exempt {exempt}",
-            rrl.rate, rrl.slip, rrl.window, rrl.ipv4_prefix, rrl.ipv6_prefix
-        )
-    } else {
-        "off".to_owned()
-    };
-    line("rrl", rrl_line);
-    match &kubernetes {
-        Some(k) => line(
-            "kubernetes.zones",
-            k.zones
-                .zones
+    let _ = writeln!(out, "# source: {source}");
+    let _ = writeln!(
+        out,
+        "# from the data or the defaults, with no key here: ttl = {}, min_ttl = {}, priority = {}",
+        skydns.ttl, skydns.min_ttl, skydns.priority
+    );
+    let forwarding = match &over.forward.config {
+        Some(f) => format!(
+            "forwarding to {}",
+            f.upstreams
                 .iter()
                 .map(ToString::to_string)
                 .collect::<Vec<_>>()
-                .join(","),
+                .join(",")
         ),
-        None => line("kubernetes", "off".to_owned()),
+        None => "not forwarding: names outside the zones are refused".to_owned(),
+    };
+    let _ = writeln!(out, "# {forwarding}");
+    for note in notes {
+        let _ = writeln!(out, "# {note}");
     }
-    for (name, value) in crate::observe::describe(&observe) {
-        line(name, value);
+    let group = |out: &mut String, table: &str, entries: Vec<(&'static str, Option<toml::Value>)>| {
+        if !table.is_empty() {
+            let _ = writeln!(out, "\n[{table}]");
+        }
+        for (key, value) in entries {
+            let full = if table.is_empty() {
+                key.to_owned()
+            } else {
+                format!("{table}.{key}")
+            };
+            let value = resolved
+                .iter()
+                .find(|(k, _)| *k == full)
+                .map_or(value, |(_, v)| v.clone());
+            let _ = match value {
+                Some(_) if SECRETS.contains(&full.as_str()) => writeln!(out, "# {key}: set, not shown"),
+                Some(value) => writeln!(out, "{key} = {value}"),
+                None => writeln!(out, "# {key}: not set"),
+            };
+        }
+    };
+    let mut top = given.main.in_force();
+    top.extend(given.etcd.in_force());
+    group(&mut out, "", top);
+    group(&mut out, "forward", given.forward.in_force());
+    group(&mut out, "cache", given.cache.in_force());
+    if given.kubernetes_on {
+        group(&mut out, "kubernetes", given.kubernetes.in_force());
+    } else {
+        let _ = writeln!(out, "\n# [kubernetes]: off (the table's presence turns cluster DNS on)");
     }
-    Ok(out)
-}
-
-/// The value, or `None` with the error noted among the problems.
-fn keep<T, E: std::fmt::Display>(problems: &mut Vec<String>, result: Result<T, E>) -> Option<T> {
-    result.map_err(|e| problems.push(e.to_string())).ok()
-}
-
-fn list<T: ToString>(items: &[T]) -> String {
-    items.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
+    group(&mut out, "observe", given.observe.in_force());
+    group(&mut out, "cookies", given.cookies.in_force());
+    group(&mut out, "rrl", given.rrl.in_force());
+    out
 }

@@ -15,59 +15,70 @@ use std::path::PathBuf;
 /// Precedence of settings: flags, then environment variables, then the --config file, then the
 /// /<prefix>/config object of the data (the records file or etcd), then SkyDNS's defaults.
 ///
+/// In the --config file a setting's key is its long flag in snake_case: the top-level keys
+/// (before any table) are those of the "Serving and etcd" section below; the others live in the table
+/// their section names, without its prefix (--forward-timeout is `timeout` in [forward],
+/// --cache-size is `size` in [cache]). `skyline --check-config` prints every setting in force in
+/// that form.
+///
 /// `skyline kube2etcd --help`: the mirror of a Kubernetes cluster's DNS records into etcd.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "skyline", version)]
 pub struct Cli {
     /// Where DNS is served, what shapes the answers, how the process runs.
-    #[command(flatten)]
+    #[command(
+        flatten,
+        next_help_heading = "Serving and etcd (top-level keys of the --config file)"
+    )]
     pub main: MainArgs,
 
     /// Where etcd is and how to authenticate to it.
     #[command(flatten)]
     pub etcd: EtcdArgs,
 
-    /// TOML configuration file, keys as the long options in snake_case
-    #[arg(long, value_name = "FILE")]
+    /// TOML configuration file: each setting's key is its long flag in snake_case, at the top
+    /// level or in the [table] its section of this help names
+    #[arg(long, value_name = "FILE", help_heading = "The configuration file")]
     pub config: Option<PathBuf>,
 
-    /// Validate the configuration, the records file included, print the settings in force and
-    /// exit: 0 when a start would accept them, 1 with every problem named
-    #[arg(long)]
+    /// Validate the configuration, the records file and the files it names included, print the
+    /// settings in force as a --config file and exit: 0 when a start would accept them, 1 with
+    /// every problem named
+    #[arg(long, help_heading = "The configuration file")]
     pub check_config: bool,
 
     /// Log at debug level (otherwise RUST_LOG, default info)
-    #[arg(long, short)]
+    #[arg(long, short, help_heading = "The configuration file")]
     pub verbose: bool,
 
     /// Forwarding.
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Forwarding ([forward] table)")]
     pub forward: ForwardArgs,
 
     /// The response cache.
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Response cache ([cache] table)")]
     pub cache: CacheArgs,
 
     /// DNS Cookies.
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "DNS Cookies ([cookies] table)")]
     pub cookies: CookiesArgs,
 
     /// Response rate limiting.
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Response rate limiting ([rrl] table)")]
     pub rrl: RrlArgs,
 
     /// Serve Kubernetes cluster DNS from the API server (connection from --kubeconfig, else
     /// KUBECONFIG or ~/.kube/config, else the in-cluster service account); so does any
     /// --kubernetes-* flag or a `[kubernetes]` table
-    #[arg(long = "kubernetes")]
+    #[arg(long = "kubernetes", help_heading = "Kubernetes cluster DNS ([kubernetes] table)")]
     pub kubernetes_on: bool,
 
     /// Kubernetes cluster DNS.
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Kubernetes cluster DNS ([kubernetes] table)")]
     pub kubernetes: KubernetesArgs,
 
     /// dnstap, the query log and the top talkers.
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Observation ([observe] table)")]
     pub observe: ObserveArgs,
 }
 
@@ -91,13 +102,61 @@ impl Cli {
                 arg
             }
         });
-        Cli::from_arg_matches(&command.try_get_matches_from(args)?)
+        let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        let matches = command
+            .clone()
+            .try_get_matches_from(&args)
+            .map_err(|e| from_the_environment(&command, &args, e))?;
+        Cli::from_arg_matches(&matches)
+    }
+}
+
+/// A value clap refused, said to come from the environment variable that gave it when no flag
+/// did: clap names only the flag, which the operator never typed.
+fn from_the_environment(command: &clap::Command, args: &[OsString], error: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() != ErrorKind::ValueValidation && error.kind() != ErrorKind::InvalidValue {
+        return error;
+    }
+    let Some(ContextValue::String(shown)) = error.get(ContextKind::InvalidArg) else {
+        return error;
+    };
+    let long = shown
+        .trim_start_matches("--")
+        .split([' ', '=', '['])
+        .next()
+        .unwrap_or_default();
+    let typed = args.iter().any(|a| {
+        let a = a.to_string_lossy();
+        a == format!("--{long}") || a.starts_with(&format!("--{long}="))
+    });
+    let variable = command
+        .get_arguments()
+        .find(|a| a.get_long() == Some(long))
+        .and_then(|a| a.get_env())
+        .filter(|variable| !typed && std::env::var_os(variable).is_some());
+    match variable {
+        Some(variable) => {
+            let mut command = command.clone();
+            let text = error.to_string();
+            let reason = text.lines().next().unwrap_or_default().trim_start_matches("error: ");
+            command.error(
+                error.kind(),
+                format!(
+                    "{reason} (given by the environment variable {})",
+                    variable.to_string_lossy()
+                ),
+            )
+        }
+        None => error,
     }
 }
 
 pub(crate) fn parse_addr(text: &str) -> Result<SocketAddr, String> {
-    config::address("addr", text)
-        .map_err(|_| format!("{text:?} is not an IP:port address (a host name is not accepted)"))
+    config::address("addr", text).map_err(|_| {
+        crate::file_value::missing_port(text)
+            .unwrap_or_else(|| format!("\"{text}\" is not an IP:port address (a host name is not accepted)"))
+    })
 }
 
 pub(crate) fn parse_domain(text: &str) -> Result<Name, String> {

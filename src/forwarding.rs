@@ -280,8 +280,9 @@ mod tests {
         cache: Option<&str>,
         s: &Stacked,
     ) -> Option<ForwardConfig> {
-        let forward: Option<ForwardFile> = forward.map(|t| toml::from_str(t).unwrap());
-        let cache: Option<CacheFile> = cache.map(|t| toml::from_str(t).unwrap());
+        let forward: Option<ForwardFile> =
+            forward.map(|t| crate::settings::tests::parse_group(t, ForwardFile::take).unwrap());
+        let cache: Option<CacheFile> = cache.map(|t| crate::settings::tests::parse_group(t, CacheFile::take).unwrap());
         let mut problems = Vec::new();
         let dir = Path::new("/etc/skyline");
         let forward = Forward::merge(&args.0, forward.as_ref(), dir, &mut problems);
@@ -476,7 +477,7 @@ mod tests {
 
     #[test]
     fn unknown_keys_in_the_tables_are_rejected() {
-        assert!(toml::from_str::<ForwardFile>("timeuot = \"1s\"").is_err());
-        assert!(toml::from_str::<CacheFile>("sise = \"1MiB\"").is_err());
+        assert!(crate::settings::tests::parse_group("timeuot = \"1s\"", ForwardFile::take).is_err());
+        assert!(crate::settings::tests::parse_group("sise = \"1MiB\"", CacheFile::take).is_err());
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::cli::{parse_addr, parse_domain};
 use crate::settings::{EtcdArgs, Kubernetes, KubernetesArgs};
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 use skyline_controlplane::etcd::EtcdOptions;
 use skyline_controlplane::http::HttpServer;
 use skyline_controlplane::kube2etcd::{Kube2Etcd, Layout, WriterOptions};
@@ -89,7 +89,7 @@ enum Error {
 
 /// Runs `skyline kube2etcd` with `args` (the program's name first, `kube2etcd` removed).
 pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
-    let cli = Kube2EtcdCli::try_parse_from(args).unwrap_or_else(|e| e.exit());
+    let cli = parse(args).unwrap_or_else(|e| e.exit());
     crate::init_logging(cli.verbose);
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -98,6 +98,18 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The Kubernetes flags of the server that make no sense for records in etcd: hidden from
+/// `--help`, which lists only what kube2etcd takes, and refused by name when given.
+const INAPPLICABLE: &[&str] = &["zones", "pods", "fallthrough", "openshift_names"];
+
+/// Parses kube2etcd's command line.
+fn parse(args: Vec<std::ffi::OsString>) -> Result<Kube2EtcdCli, clap::Error> {
+    let command = INAPPLICABLE.iter().fold(Kube2EtcdCli::command(), |command, id| {
+        command.mut_arg(*id, |arg| arg.hide(true))
+    });
+    Kube2EtcdCli::from_arg_matches(&command.try_get_matches_from(args)?)
 }
 
 fn run(cli: &Kube2EtcdCli) -> Result<(), Error> {
@@ -195,4 +207,37 @@ fn identity() -> String {
     let host = host.trim();
     let host = if host.is_empty() { "kube2etcd" } else { host };
     format!("{host}-{}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_lists_only_the_flags_kube2etcd_takes() {
+        let help = parse(vec!["skyline kube2etcd".into(), "--help".into()])
+            .unwrap_err()
+            .to_string();
+        for refused in [
+            "--kubernetes-zones",
+            "--kubernetes-pods",
+            "--kubernetes-fallthrough",
+            "--kubernetes-openshift-names",
+        ] {
+            assert!(!help.contains(refused), "{refused} in:\n{help}");
+        }
+        for taken in ["--machines", "--kubeconfig", "--kubernetes-ttl", "--domain"] {
+            assert!(help.contains(taken), "{taken} not in:\n{help}");
+        }
+        let given = parse(vec![
+            "skyline kube2etcd".into(),
+            "--kubernetes-pods".into(),
+            "verified".into(),
+        ])
+        .unwrap();
+        assert_eq!(
+            run(&given).unwrap_err().to_string(),
+            "--kubernetes-pods does not apply to records in etcd"
+        );
+    }
 }

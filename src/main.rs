@@ -7,7 +7,9 @@
 mod check;
 mod cli;
 mod config;
+mod file_value;
 mod forwarding;
+mod in_force;
 mod kube2etcd;
 mod nodelocal;
 mod notify;
@@ -16,6 +18,7 @@ mod protection;
 mod reload;
 mod settings;
 mod upgrade;
+mod validate;
 
 use cli::Cli;
 use config::{ConfigError, FileConfig, Settings};
@@ -48,6 +51,9 @@ const FINISH_MARGIN: Duration = Duration::from_secs(1);
 enum StartError {
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// Every problem of the configuration, each printed on its own line.
+    #[error("{} problems in the configuration", .0.len())]
+    Invalid(Vec<ConfigError>),
     #[error(transparent)]
     Source(#[from] source::StartError),
     #[error(transparent)]
@@ -60,6 +66,12 @@ enum StartError {
     Signals(std::io::Error),
     #[error("cannot serve DNS on {addr}: {source}")]
     Bind { addr: SocketAddr, source: std::io::Error },
+    #[error(
+        "cannot serve DNS on {addr}: a port below 1024 needs root or the CAP_NET_BIND_SERVICE \
+         capability (setcap cap_net_bind_service=+ep on the binary, or AmbientCapabilities= in \
+         its systemd unit); or serve on a higher port, e.g. --addr {example}"
+    )]
+    Privileged { addr: SocketAddr, example: SocketAddr },
     #[error(
         "cannot serve DNS on {addr}: another process holds the address (UDP or TCP); \
          --reuse-port shares it with another skyline on purpose"
@@ -97,6 +109,12 @@ fn main() -> ExitCode {
     }
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(StartError::Invalid(problems)) => {
+            for problem in problems {
+                eprintln!("skyline: {problem}");
+            }
+            ExitCode::FAILURE
+        }
         Err(e) => {
             eprintln!("skyline: {e}");
             ExitCode::FAILURE
@@ -120,12 +138,18 @@ pub(crate) fn init_logging(verbose: bool) {
 }
 
 fn run(cli: &Cli) -> Result<(), StartError> {
-    let file = cli.config.as_deref().map(FileConfig::load).transpose()?;
-    let given = Given::new(cli, file.as_ref()).map_err(ConfigError::from)?;
-    let operator = config::operator(&given)?;
-    let tcp = config::tcp(&given.main)?;
+    let file = cli
+        .config
+        .as_deref()
+        .map(FileConfig::load)
+        .transpose()
+        .map_err(StartError::Invalid)?;
+    let valid = validate::validate(cli, file.as_ref()).map_err(StartError::Invalid)?;
+    let given = &valid.given;
+    let operator = valid.operator.clone();
+    let tcp = valid.tcp;
     let drain = given.main.drain;
-    let observe = observe::observe_config(&given.observe).map_err(ConfigError::from)?;
+    let observe = valid.observe.clone();
     if let Some(skyline_dataplane::observe::QueryLogTarget::File(path)) = observe.query_log.as_ref().map(|q| &q.target)
     {
         std::fs::OpenOptions::new()
@@ -138,7 +162,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             })?;
     }
     let pid_file = given.main.pid_file.clone();
-    let state = config::state(&given.main);
+    let state = valid.state.clone();
     if let Some(state) = &state {
         std::fs::create_dir_all(state.dir()).map_err(|source| StartError::StateDir {
             path: state.dir().to_owned(),
@@ -175,7 +199,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         .map_err(StartError::Runtime)?;
     let entered = runtime.enter();
 
-    let kubernetes = config::kubernetes(&given)?;
+    let kubernetes = valid.kubernetes.clone();
     let cell = snapshot::empty_cell();
     // The configured sources, in the order they start and serve: the SkyDNS source (the records
     // file or etcd), then the Kubernetes source, which composes its cluster zones over it. With
@@ -220,7 +244,10 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         let carried = runtime.block_on(source.start())?;
         data_config = data_config.or(carried);
     }
-    let settings = config::resolve(operator, data_config.as_ref())?;
+    let over = valid
+        .over_data(data_config.as_ref())
+        .map_err(|e| StartError::Invalid(vec![e]))?;
+    let settings = over.settings;
     let reloader_data = data_config.clone();
     if !skydns_source {
         let empty = skydns::build::<skydns::Service>(&settings.skydns, &[], 1, SystemTime::now());
@@ -243,9 +270,9 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         pin: settings.pin,
         tcp,
     };
-    let forward = forwarding_settings(&given, &settings)?;
-    warn_default_resolv_conf(forward.default_unusable.as_ref());
-    let forward = forward.config;
+    warn_default_resolv_conf(over.forward.default_unusable.as_ref());
+    let forward = over.forward.config;
+    let started_forward = forward.clone();
     log_forwarding(forward.as_ref());
     let finish_limit = forward.as_ref().map_or(Duration::ZERO, |f| f.timeout) + tcp.io_timeout + FINISH_MARGIN;
     if forward.is_some() {
@@ -254,7 +281,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             Err(e) => tracing::warn!(error = %e, "cannot raise the open files limit"),
         }
     }
-    let cookie_settings = protection::cookie_settings(&given.cookies).map_err(ConfigError::from)?;
+    let cookie_settings = &valid.cookies;
     let cookies = cookie_settings.secrets().map_err(ConfigError::from)?;
     tracing::info!(
         cookies = cookies.is_some(),
@@ -266,7 +293,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         forward,
         observe,
         cookies: cookies.map(CookieCell::new),
-        rrl: protection::rrl_config(&given.rrl).map_err(ConfigError::from)?,
+        rrl: valid.rrl.clone(),
         xdp: config::xdp(&given.main),
     };
     if options.rrl.is_enabled() {
@@ -290,10 +317,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     } else {
         None
     };
-    let bind_error = |source| StartError::Bind {
-        addr: settings.addr,
-        source,
-    };
+    let bind_error = |source| bind_failed(settings.addr, source);
     let server = match inherited {
         Some(pairs) => {
             Server::start_inherited(server_config, options, pairs, upgraded_xdp, Arc::clone(&cell)).map_err(bind_error)
@@ -359,7 +383,8 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     }
     let reloader = reload::Reloader::new(
         cli.clone(),
-        file.as_ref(),
+        &valid,
+        started_forward,
         reloader_data,
         reload::Targets {
             overrides: reload_overrides,
@@ -369,7 +394,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             notifier: Arc::clone(&notifier),
             served,
         },
-    )?;
+    );
     runtime.spawn(reloader.on_hangup(hangup));
     match (stub_records, server.forwarding()) {
         (Some(source), Some(zones)) => {
@@ -468,10 +493,20 @@ fn held_by_none(addrs: &[SocketAddr]) -> Result<(), StartError> {
         match skyline_dataplane::sys::probe_unshared(addr) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => return Err(StartError::PortHeld { addr }),
-            Err(source) => return Err(StartError::Bind { addr, source }),
+            Err(source) => return Err(bind_failed(addr, source)),
         }
     }
     Ok(())
+}
+
+/// Why `addr` could not be bound: a privileged port refused says what grants it.
+fn bind_failed(addr: SocketAddr, source: std::io::Error) -> StartError {
+    if source.kind() == std::io::ErrorKind::PermissionDenied && (1..1024).contains(&addr.port()) {
+        let mut example = addr;
+        example.set_port(1053);
+        return StartError::Privileged { addr, example };
+    }
+    StartError::Bind { addr, source }
 }
 
 /// Why the serving loop ended.
@@ -516,7 +551,7 @@ pub(crate) fn warn_default_resolv_conf(default_unusable: Option<&forwarding::Res
 pub(crate) fn log_forwarding(forward: Option<&skyline_dataplane::forward::ForwardConfig>) {
     match forward {
         Some(f) => tracing::info!(
-            upstreams = ?f.upstreams,
+            upstreams = %list(&f.upstreams),
             stub_zones = f.stub_zones.len(),
             acl = %f.acl.prefixes().iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
             timeout_ms = f.timeout.as_millis() as u64,
@@ -536,14 +571,19 @@ fn log_settings(s: &Settings) {
         hostmaster = %s.skydns.hostmaster,
         ttl = s.skydns.ttl,
         min_ttl = s.skydns.min_ttl,
-        records = ?s.records,
+        records = %s.records.as_ref().map_or_else(|| "none".to_owned(), |p| p.display().to_string()),
         workers = s.workers,
         pin = s.pin,
-        nameservers = ?s.nameservers,
+        nameservers = %list(&s.nameservers),
         ndots = s.ndots,
-        etcd = ?s.etcd.as_ref().map(|e| &e.endpoints),
+        etcd = %s.etcd.as_ref().map_or_else(|| "none".to_owned(), |e| e.endpoints.join(",")),
         "configuration"
     );
+}
+
+/// `items` comma-separated, as the log shows a list.
+fn list<T: std::fmt::Display>(items: &[T]) -> String {
+    items.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
 }
 
 /// SIGINT and SIGTERM, registered before serving so that either one ends the process cleanly.
@@ -566,5 +606,23 @@ impl Shutdown {
             _ = self.interrupt.recv() => "SIGINT",
             _ = self.terminate.recv() => "SIGTERM",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_privileged_port_refused_names_the_capability_and_a_flag() {
+        let denied = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let message = bind_failed("127.0.0.1:53".parse().unwrap(), denied()).to_string();
+        assert!(message.contains("CAP_NET_BIND_SERVICE"), "{message}");
+        assert!(message.contains("--addr 127.0.0.1:1053"), "{message}");
+        let high = bind_failed("127.0.0.1:5353".parse().unwrap(), denied());
+        assert!(
+            matches!(high, StartError::Bind { .. }),
+            "only ports below 1024 are privileged"
+        );
     }
 }

@@ -107,12 +107,12 @@ impl NodeLocal {
                 }
             }
             ip(&["link", "set", "dev", name, "up"])?;
-            tracing::info!(interface = name, addresses = ?ips, "node-local interface set up");
+            tracing::info!(interface = name, addresses = %ips.iter().map(ToString::to_string).collect::<Vec<_>>().join(","), "node-local interface set up");
         }
         if notrack {
             let table = table_name(interface.unwrap_or("nodelocal"));
             nft(&notrack_rules(&table, &ips))?;
-            tracing::info!(table = %table, addresses = ?ips, "NOTRACK rules for DNS installed");
+            tracing::info!(table = %table, addresses = %ips.iter().map(ToString::to_string).collect::<Vec<_>>().join(","), "NOTRACK rules for DNS installed");
             done.notrack = Some(table);
         }
         Ok(done)

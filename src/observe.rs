@@ -76,39 +76,6 @@ fn host_name() -> String {
         .unwrap_or_default()
 }
 
-/// The settings as `--check-config` prints them.
-pub fn describe(config: &ObserveConfig) -> Vec<(&'static str, String)> {
-    let mut lines = Vec::new();
-    match &config.dnstap {
-        Some(d) => {
-            lines.push(("observe.dnstap", d.socket.display().to_string()));
-            lines.push(("observe.dnstap_identity", d.identity.clone()));
-            lines.push(("observe.dnstap_version", d.version.clone()));
-            lines.push(("observe.dnstap_sample", d.sample.to_string()));
-        }
-        None => lines.push(("observe.dnstap", "off".to_owned())),
-    }
-    match &config.query_log {
-        Some(q) => {
-            let target = match &q.target {
-                QueryLogTarget::Stderr => "stderr".to_owned(),
-                QueryLogTarget::File(path) => path.display().to_string(),
-            };
-            lines.push(("observe.query_log", target));
-            lines.push(("observe.query_log_rate", q.rate.to_string()));
-        }
-        None => lines.push(("observe.query_log", "off".to_owned())),
-    }
-    match &config.top_talkers {
-        Some(t) => {
-            lines.push(("observe.top_talkers_k", t.k.to_string()));
-            lines.push(("observe.top_talkers_sample", t.sample.to_string()));
-        }
-        None => lines.push(("observe.top_talkers", "off".to_owned())),
-    }
-    lines
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,9 +94,10 @@ mod tests {
 
     #[test]
     fn flags_beat_the_file_and_the_file_beats_the_defaults() {
-        let file: ObserveFile = toml::from_str(
+        let file = crate::settings::tests::parse_group(
             "dnstap = \"/run/dnstap.sock\"\ndnstap_identity = \"a\"\ndnstap_sample = 4\n\
              query_log = \"-\"\ntop_talkers = true\ntop_talkers_k = 5\n",
+            ObserveFile::take,
         )
         .unwrap();
         let c = resolve(&ObserveArgs::default(), Some(&file)).unwrap();
@@ -168,6 +136,6 @@ mod tests {
             ..ObserveArgs::default()
         };
         assert_eq!(resolve(&args, None), Err(ObserveError::TopK(0)));
-        assert!(toml::from_str::<ObserveFile>("dnstapp = \"/x\"").is_err());
+        assert!(crate::settings::tests::parse_group("dnstapp = \"/x\"", ObserveFile::take).is_err());
     }
 }

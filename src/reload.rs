@@ -2,18 +2,20 @@
 //! were given; the `--config` file and the records file are read again. Settings that shape
 //! answers (domain, hostmaster, TTLs, priority, local, round robin) go to the data sources, which
 //! rebuild their snapshots with them; forwarding and cache settings and the cookie secrets go to
-//! the workers, which switch at their next turn. All of it is resolved and validated on the control plane's thread
-//! first: an invalid file changes nothing (it is logged and counted, and readiness does not
-//! move). A changed setting that only a restart applies is named in one log line and left as it
+//! the workers, which switch at their next turn. All of it is resolved and validated on the
+//! control plane's thread first, by the validation a start makes (`crate::validate`): an invalid
+//! configuration, or a records file that cannot be read or parsed, changes nothing (it is logged
+//! and counted, and readiness does not move). A changed setting that only a restart applies is named in one log line and left as it
 //! is; each setting's declaration in `src/settings.rs` says which it is (`applied` or
 //! `restart`), and README's tables show it.
 
 use crate::cli::Cli;
-use crate::config::{self, ConfigError, FileConfig};
+use crate::config::{ConfigError, FileConfig};
 use crate::forwarding::ResolvConfError;
 use crate::notify::Notifier;
 use crate::protection::CookieSettings;
 use crate::settings::Given;
+use crate::validate::{self, Valid};
 use skyline_controlplane::http::ReloadStats;
 use skyline_controlplane::skydns::ConfigPatch;
 use skyline_controlplane::source::OverridesSender;
@@ -76,47 +78,49 @@ impl Resolved {
     }
 }
 
-/// Resolves every setting from `cli` and the `--config` file's contents `file`, over
-/// `data_config`, and checks every one a start checks, so that an invalid file changes nothing.
-fn resolve(cli: &Cli, file: Option<&FileConfig>, data_config: Option<&ConfigPatch>) -> Result<Resolved, ConfigError> {
-    let given = Given::new(cli, file)?;
-    let operator = config::operator(&given)?;
-    let overrides = operator.overrides.clone();
-    let settings = config::resolve(operator, data_config)?;
-    let forwarding = crate::forwarding_settings(&given, &settings)?;
-    let cookies = crate::protection::cookie_settings(&given.cookies)?;
-    config::tcp(&given.main)?;
-    config::kubernetes(&given)?;
-    crate::observe::observe_config(&given.observe)?;
-    crate::protection::rrl_config(&given.rrl)?;
+/// Resolves every setting from `cli` and the `--config` file, over the data's own
+/// `/<prefix>/config`: the records file's, read again, or `data_config`, etcd's as read at
+/// start. It is the validation a start makes, so that what would stop a start is refused here.
+fn resolve(cli: &Cli, data_config: Option<&ConfigPatch>) -> Result<Resolved, Vec<ConfigError>> {
+    let file = cli.config.as_deref().map(FileConfig::load).transpose()?;
+    let valid = validate::validate(cli, file.as_ref())?;
+    let records = match &valid.operator.records {
+        Some(path) => Some(validate::records(path, &valid.operator.path_prefix).map_err(|e| vec![e])?),
+        None => None,
+    };
+    let data = match &records {
+        Some(read) => read.config.as_ref(),
+        None => data_config,
+    };
+    let over = valid.over_data(data).map_err(|e| vec![e])?;
     Ok(Resolved {
-        given,
-        overrides,
-        forward: forwarding.config,
-        default_unusable: forwarding.default_unusable,
-        cookies,
+        overrides: valid.operator.overrides,
+        given: valid.given,
+        forward: over.forward.config,
+        default_unusable: over.forward.default_unusable,
+        cookies: valid.cookies,
     })
 }
 
 impl Reloader {
-    /// A reloader for a process started from `cli` and the `--config` file's contents `file`,
-    /// whose data had `data_config`; the sources follow `overrides`, the workers `forwarding`.
+    /// A reloader for a process started from `cli` with the settings `valid`, forwarding
+    /// with `forward`, whose data had `data_config`.
     pub fn new(
         cli: Cli,
-        file: Option<&FileConfig>,
+        valid: &Valid,
+        forward: Option<ForwardConfig>,
         data_config: Option<ConfigPatch>,
         targets: Targets,
-    ) -> Result<Reloader, ConfigError> {
-        let started = resolve(&cli, file, data_config.as_ref())?;
-        Ok(Reloader {
+    ) -> Reloader {
+        Reloader {
             cli,
             data_config,
-            started_forwarding: started.forwarding(),
-            started: started.given,
-            forward: started.forward,
-            cookies: started.cookies,
+            started_forwarding: forward.as_ref().is_some_and(ForwardConfig::is_enabled),
+            started: valid.given.clone(),
+            forward,
+            cookies: valid.cookies.clone(),
             targets,
-        })
+        }
     }
 
     /// The future that reloads on each SIGHUP `hangup` receives, forever.
@@ -136,11 +140,11 @@ impl Reloader {
     /// Reads the configuration again and puts in force what can change live; an invalid
     /// configuration keeps everything as it is, but the records file is still read again.
     fn reload(&mut self) {
-        let file = self.cli.config.as_deref().map(FileConfig::load).transpose();
-        let resolved = match file.and_then(|file| resolve(&self.cli, file.as_ref(), self.data_config.as_ref())) {
+        let resolved = match resolve(&self.cli, self.data_config.as_ref()) {
             Ok(resolved) => resolved,
-            Err(error) => {
+            Err(problems) => {
                 self.targets.stats.rejected();
+                let error = problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
                 tracing::error!(%error, "SIGHUP: configuration not reloaded; the settings in force stay");
                 self.targets.overrides.replace(self.targets.overrides.current());
                 return;

@@ -77,6 +77,8 @@ macro_rules! settings {
     (@convert $raw:expr, $dir:expr, $convert:path) => { $convert($raw, $dir) };
     (@default $value:expr) => { $value };
     (@default $value:expr, $default:expr) => { $value.unwrap_or_else(|| $default) };
+    (@form $value:expr) => { $value };
+    (@form $value:expr, $file:ty) => { $value.map(<$file as crate::in_force::FileForm>::form) };
     (@restart applied) => { false };
     (@restart restart) => { true };
     (@data) => { None };
@@ -119,13 +121,35 @@ macro_rules! settings {
             "The configuration file's keys of [`", stringify!($group), "`]; an unknown key is an error, ",
             "so that a typo is reported."
         )]
-        #[derive(Debug, Default, PartialEq, serde::Deserialize)]
-        #[serde(deny_unknown_fields)]
+        #[derive(Debug, Default, PartialEq)]
         pub struct $file {
             $(
                 $(#[doc = $doc])*
                 pub $name: Option<settings!(@file $ty $(, $file_ty)?)>,
             )*
+        }
+
+        impl $file {
+            /// The keys of the group's table, as the file spells them.
+            pub const KEYS: &'static [&'static str] = &[$(stringify!($name)),*];
+
+            /// Takes the group's keys out of `table`, each value converted on its own, so that
+            /// every value of the wrong type is added to `problems`, not only the first; what
+            /// is left in `table` is no key of the group.
+            pub fn take(table: &mut toml::Table, problems: &mut Vec<Invalid>) -> $file {
+                $file {
+                    $(
+                        $name: table.remove(stringify!($name)).and_then(|value| {
+                            crate::file_value::convert::<settings!(@file $ty $(, $file_ty)?)>(value)
+                                .map_err(|reason| problems.push(Invalid {
+                                    key: concat!($prefix, stringify!($name)),
+                                    reason,
+                                }))
+                                .ok()
+                        }),
+                    )*
+                }
+            }
         }
 
         impl $group {
@@ -146,6 +170,19 @@ macro_rules! settings {
                         }) $(, $default)?),
                     )*
                 }
+            }
+
+            /// The group's settings as the configuration file writes them, in declaration
+            /// order; `None` for a setting that is not set.
+            pub fn in_force(&self) -> Vec<(&'static str, Option<toml::Value>)> {
+                vec![
+                    $(
+                        (
+                            stringify!($name),
+                            settings!(@form crate::in_force::InForce::in_force(&self.$name) $(, $file_ty)?),
+                        ),
+                    )*
+                ]
             }
 
             /// The TOML keys of the settings only a restart applies whose values differ from
@@ -525,8 +562,8 @@ settings! {
         #[arg(long = "serve-stale", value_name = "SECS")]
         applied serve_stale: u32 = CacheConfig::default().stale_for;
 
-        /// Refresh popular cache entries before they expire; --no-prefetch turns it off
-        /// [default: true]
+        /// Do not refresh popular cache entries before they expire; in the file `prefetch =
+        /// false` [default: popular entries are refreshed]
         #[arg(long = "no-prefetch", num_args = 0, default_missing_value = "false")]
         applied prefetch: bool = CacheConfig::default().prefetch;
     }
@@ -758,6 +795,7 @@ impl Given {
     }
 
     /// [`Given::merge`], failing on the first value that does not convert.
+    #[cfg(test)]
     pub fn new(cli: &Cli, file: Option<&FileConfig>) -> Result<Given, Invalid> {
         let mut problems = Vec::new();
         let given = Given::merge(cli, file, &mut problems);
@@ -870,6 +908,19 @@ fn zone(text: &str) -> Result<Name, String> {
 pub(crate) mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    /// The table `text` as a group's keys, taken with `take`; an unknown key or a wrong value
+    /// is an error.
+    pub fn parse_group<F>(text: &str, take: fn(&mut toml::Table, &mut Vec<Invalid>) -> F) -> Result<F, String> {
+        let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
+        let mut problems = Vec::new();
+        let file = take(&mut table, &mut problems);
+        match (problems.first(), table.keys().next()) {
+            (Some(problem), _) => Err(problem.to_string()),
+            (None, Some(key)) => Err(format!("unknown key {key}")),
+            (None, None) => Ok(file),
+        }
+    }
 
     /// One setting as README's tables show it, beside what clap knows of its flag.
     pub struct Setting {
@@ -1039,7 +1090,7 @@ pub(crate) mod tests {
 
     #[test]
     fn file_values_convert_and_a_bad_one_is_named() {
-        let file: MainFile = toml::from_str("drain = \"soon\"\nrecords = \"r.json\"\n").unwrap();
+        let file = parse_group("drain = \"soon\"\nrecords = \"r.json\"\n", MainFile::take).unwrap();
         let mut problems = Vec::new();
         let main = Main::merge(&MainArgs::default(), Some(&file), Path::new("/etc"), &mut problems);
         assert_eq!(main.drain, DEFAULT_DRAIN, "an invalid value counts as not set");

@@ -44,7 +44,7 @@ pub enum UpgradeError {
         status: ExitStatus,
     },
     /// The new process did not say it serves in time; it was stopped.
-    #[error("the new process did not serve within {0:?}; it was stopped")]
+    #[error("the new process did not serve within {} ms; it was stopped", .0.as_millis())]
     NotReady(Duration),
 }
 

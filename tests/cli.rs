@@ -123,19 +123,24 @@ fn check_config_prints_the_settings_in_force_and_exits_zero() {
     let (code, stdout, stderr) = check_config(&["--config", "examples/skyline-full.toml", "--drain", "2s"]);
     assert_eq!(code, Some(0), "{stderr}");
     for line in [
-        "addr = 127.0.0.1:1053",
-        "domain = skydns.local.",
-        "source = records file ",
-        "drain = 2000ms",
+        "addr = [\"127.0.0.1:1053\"]",
+        "domain = \"skydns.local.\"",
+        "# source: the records file ",
+        "drain = \"2s\"",
         "tcp_max_per_client = 0",
-        "http_addr = 127.0.0.1:9153",
-        "forward.timeout = 1500ms",
-        "state_dir = none (nothing persisted)",
-        "cookies = on, configured secret and previous secret",
-        "rrl = off",
+        "http_addr = \"127.0.0.1:9153\"",
+        "\n[forward]\n",
+        "timeout = \"1500ms\"",
+        "# state_dir: not set",
+        "\n[cookies]\nenabled = true\n# secret: set, not shown\n# secret_previous: set, not shown\n",
+        "\n[rrl]\nrate = 0\n",
     ] {
         assert!(stdout.contains(line), "{line:?} not in:\n{stdout}");
     }
+    assert!(
+        !stdout.contains("e5e973e5a6b2a43f48e7dc849e37bfcf"),
+        "a cookie secret is never printed:\n{stdout}"
+    );
 }
 
 #[test]
@@ -151,8 +156,8 @@ fn check_config_prints_and_checks_cookie_and_rate_limiting_settings() {
     ]);
     assert_eq!(code, Some(0), "{stderr}");
     for line in [
-        "cookies = off",
-        "rrl = 5/s, slip 2, window 15s, /24 and /56, exempt 10.0.0.0/8",
+        "\n[cookies]\nenabled = false\n",
+        "\n[rrl]\nrate = 5\nslip = 2\nwindow = 15\nipv4_prefix = 24\nipv6_prefix = 56\nexempt = [\"10.0.0.0/8\"]\n",
     ] {
         assert!(stdout.contains(line), "{line:?} not in:\n{stdout}");
     }

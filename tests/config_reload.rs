@@ -308,3 +308,41 @@ fn cookie_secrets_rotate_on_sighup_the_previous_one_still_accepted() {
     );
     assert_eq!(ask_with_cookie(&server, &renewed).0, ResponseCode::NoError);
 }
+
+#[test]
+fn a_sighup_that_meets_a_broken_records_file_is_counted_as_rejected() {
+    let (server, _dir, _) = start(&settings("ops.example.", "127.0.0.1:9".parse().unwrap(), ""));
+    assert_eq!(a_of(&server.udp("web.skydns.test.", RecordType::A)).len(), 1);
+    for broken in [r#"{"/skydns/test/skydns/web": "#, r#"["not", "an", "object"]"#] {
+        let rejected = server.log_count("configuration not reloaded");
+        server.rewrite(broken);
+        server.hup();
+        common::eventually(Duration::from_secs(5), "the broken records file is reported", || {
+            server.log_count("configuration not reloaded") > rejected
+        });
+    }
+    let line = server
+        .log_text()
+        .lines()
+        .find(|l| l.contains("configuration not reloaded"))
+        .unwrap()
+        .to_owned();
+    assert!(line.contains("records.json"), "the log names the file: {line}");
+    let body = metrics(&server);
+    assert_eq!(metric_value(&body, "coredns_reload_failed_total"), Some(2.0));
+    assert_eq!(
+        metric_value(&body, r#"skyline_reloads_total{result="rejected"}"#),
+        Some(2.0)
+    );
+    assert_eq!(
+        metric_value(&body, r#"skyline_reloads_total{result="applied"}"#),
+        Some(0.0)
+    );
+    let reply = server.udp("web.skydns.test.", RecordType::A);
+    assert_eq!(
+        reply.response_code(),
+        ResponseCode::NoError,
+        "the records in force stay"
+    );
+    assert_eq!(a_of(&reply).len(), 1);
+}

@@ -301,10 +301,15 @@ struct Settings {
 }
 
 fn duration(text: &str) -> Duration {
+    let number = |n: &str| n.parse::<u64>().unwrap_or_else(|_| panic!("duration {text:?}"));
     if let Some(ms) = text.strip_suffix("ms") {
-        Duration::from_millis(ms.parse().unwrap_or_else(|_| panic!("duration {text:?}")))
+        Duration::from_millis(number(ms))
     } else if let Some(s) = text.strip_suffix('s') {
-        Duration::from_secs(s.parse().unwrap_or_else(|_| panic!("duration {text:?}")))
+        Duration::from_secs(number(s))
+    } else if let Some(m) = text.strip_suffix('m') {
+        Duration::from_secs(number(m) * 60)
+    } else if let Some(h) = text.strip_suffix('h') {
+        Duration::from_secs(number(h) * 3600)
     } else {
         panic!("duration {text:?}: no unit")
     }
@@ -324,11 +329,16 @@ fn check_config(what: &str, args: &[String], env: &[(String, String)]) -> Settin
     // Forwarding without --nameservers reads resolv.conf: the pod's, not this machine's.
     let resolv = dir.path().join("resolv.conf");
     std::fs::write(&resolv, "nameserver 192.0.2.53\n").unwrap();
+    // Cluster DNS connects with the pod's service account, which this machine lacks: a
+    // kubeconfig stands in for it, as the check (like a start) requires a connection.
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, "apiVersion: v1\nkind: Config\n").unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_skyline"))
         .arg("--check-config")
         .args(args)
         .env_clear()
         .env("SKYLINE_RESOLV_CONF", &resolv)
+        .env("KUBECONFIG", &kubeconfig)
         .env("NO_COLOR", "1")
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .output()
@@ -341,25 +351,39 @@ fn check_config(what: &str, args: &[String], env: &[(String, String)]) -> Settin
         args.join(" "),
         output.status
     );
-    let values: BTreeMap<&str, &str> = stdout.lines().filter_map(|line| line.split_once(" = ")).collect();
-    let value = |key: &str| {
-        *values
+    // What is printed is a configuration file; where names outside the zones go is a comment.
+    let values: toml::Table = stdout
+        .parse()
+        .unwrap_or_else(|e| panic!("{what}: --check-config printed no TOML: {e}\n{stdout}"));
+    let text = |table: &toml::Table, key: &str| -> String {
+        table
             .get(key)
+            .and_then(toml::Value::as_str)
             .unwrap_or_else(|| panic!("{what}: --check-config printed no {key}:\n{stdout}"))
+            .to_owned()
     };
+    let forwarding = stdout.lines().find_map(|line| line.strip_prefix("# forwarding to "));
+    let forward = values.get("forward").and_then(toml::Value::as_table);
     Settings {
-        addrs: socket_addrs(value("addr")),
-        http: match value("http_addr") {
-            "none" => None,
-            addr => Some(addr.parse().unwrap_or_else(|_| panic!("http_addr {addr:?}"))),
-        },
-        drain: duration(value("drain")),
+        addrs: values
+            .get("addr")
+            .and_then(toml::Value::as_array)
+            .unwrap_or_else(|| panic!("{what}: --check-config printed no addr:\n{stdout}"))
+            .iter()
+            .flat_map(|a| socket_addrs(a.as_str().unwrap_or_default()))
+            .collect(),
+        http: values
+            .get("http_addr")
+            .and_then(toml::Value::as_str)
+            .map(|addr| addr.parse().unwrap_or_else(|_| panic!("http_addr {addr:?}"))),
+        drain: duration(&text(&values, "drain")),
         // Without forwarding nothing waits on an upstream.
-        forward_timeout: values.get("forward.timeout").map_or(Duration::ZERO, |t| duration(t)),
-        upstreams: values
-            .get("forward.upstreams")
-            .map_or_else(Vec::new, |u| socket_addrs(u)),
-        kubernetes: values.contains_key("kubernetes.zones"),
+        forward_timeout: match (forwarding, forward) {
+            (Some(_), Some(forward)) => duration(&text(forward, "timeout")),
+            _ => Duration::ZERO,
+        },
+        upstreams: forwarding.map_or_else(Vec::new, socket_addrs),
+        kubernetes: values.contains_key("kubernetes"),
     }
 }
 

@@ -123,13 +123,18 @@ fn check_config_names_the_observation_settings() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let socket = dir.path().join("dnstap.sock");
     assert!(
-        text.contains(&format!("observe.dnstap = {}", socket.display())),
+        text.contains(&format!("\n[observe]\ndnstap = \"{}\"\n", socket.display())),
         "{text}"
     );
-    assert!(text.contains("observe.dnstap_identity = node-1"), "{text}");
-    assert!(text.contains("observe.dnstap_sample = 10"), "{text}");
-    assert!(text.contains("observe.query_log = stderr"), "{text}");
-    assert!(text.contains("observe.top_talkers_k = 10"), "{text}");
+    for line in [
+        "dnstap_identity = \"node-1\"",
+        "dnstap_sample = 10",
+        "query_log = \"-\"",
+        "top_talkers = true",
+        "top_talkers_k = 10",
+    ] {
+        assert!(text.contains(&format!("\n{line}\n")), "{line:?} not in:\n{text}");
+    }
 
     let bad = Command::new(env!("CARGO_BIN_EXE_skyline"))
         .args(["--check-config", "--dnstap", "/x", "--dnstap-sample", "0"])

@@ -25,6 +25,7 @@ mod health;
 mod lease;
 mod members;
 mod options;
+pub(crate) mod plain;
 pub(crate) mod range;
 mod records;
 mod source;

@@ -17,10 +17,10 @@ pub(crate) const MAX_MESSAGE: usize = 256 << 20;
 #[derive(Debug, thiserror::Error)]
 pub enum RangeError {
     /// The client reported an error: connection, TLS, authentication, or an etcd status.
-    #[error(transparent)]
+    #[error("{}", super::plain::plain(.0))]
     Etcd(#[from] etcd_client::Error),
     /// etcd did not answer one request in time.
-    #[error("etcd did not answer within {0:?}")]
+    #[error("etcd did not answer within {} ms", .0.as_millis())]
     Timeout(Duration),
 }
 

@@ -90,10 +90,10 @@ const RESTART_ONLY: [&str; 12] = [
 #[non_exhaustive]
 pub enum SyncError {
     /// The client reported an error: connection, TLS, authentication, or an etcd status.
-    #[error(transparent)]
+    #[error("{}", super::plain::plain(.0))]
     Etcd(#[from] etcd_client::Error),
     /// etcd did not answer in time.
-    #[error("etcd did not answer within {0:?}")]
+    #[error("etcd did not answer within {} ms", .0.as_millis())]
     Timeout(Duration),
     /// The watch stream ended without an error.
     #[error("the watch stream ended")]
@@ -397,11 +397,11 @@ impl EtcdSource {
             self.health.retried();
             let pause = backoff.next_pause();
             if failing {
-                tracing::debug!(%error, ?pause, "etcd still unavailable");
+                tracing::debug!(%error, pause_ms = pause.as_millis() as u64, "etcd still unavailable");
             } else {
                 tracing::warn!(
                     %error,
-                    ?pause,
+                    pause_ms = pause.as_millis() as u64,
                     ready = self.health.is_ready(),
                     "etcd unavailable; the current snapshot keeps serving, retrying with backoff"
                 );
@@ -528,7 +528,7 @@ impl EtcdSource {
         tracing::info!(
             records,
             revision,
-            read = ?read,
+            read_ms = read.as_millis() as u64,
             "etcd prefix {} read; its snapshot is building",
             self.below
         );
@@ -790,7 +790,7 @@ impl EtcdSource {
                     tracing::info!(
                         records = built.records,
                         revision = built.revision,
-                        took = ?built.took,
+                        took_ms = built.took.as_millis() as u64,
                         "etcd data served"
                     );
                 } else {
@@ -799,7 +799,7 @@ impl EtcdSource {
                         records = built.records,
                         skipped = built.skipped,
                         revision = built.revision,
-                        took = ?built.took,
+                        took_ms = built.took.as_millis() as u64,
                         "snapshot published"
                     );
                 }
@@ -919,7 +919,7 @@ impl EtcdSource {
                     min_ttl = config.min_ttl,
                     priority = config.priority,
                     hostmaster = %config.hostmaster,
-                    local = ?config.local.as_ref().map(ToString::to_string),
+                    local = %config.local.as_ref().map_or_else(|| "none".to_owned(), ToString::to_string),
                     round_robin = config.round_robin,
                     "settings from {key} applied"
                 );
@@ -935,7 +935,7 @@ impl EtcdSource {
         if differing != self.restart_pending {
             if !differing.is_empty() {
                 tracing::warn!(
-                    settings = ?differing,
+                    settings = %differing.join(", "),
                     "settings from {key} differ from those in force and apply only at restart"
                 );
             }
@@ -972,7 +972,7 @@ impl EtcdSource {
             tracing::warn!(key = %unusable.key, reason = unusable.reason, "stub zone record not used");
         }
         let zones: Vec<String> = stubs.0.iter().map(ToString::to_string).collect();
-        tracing::info!(zones = ?zones, "stub zones read from {prefix}");
+        tracing::info!(zones = %zones.join(","), "stub zones read from {prefix}");
         self.health.set_stub_zones(stubs.0.clone());
         self.stubs = stubs;
     }

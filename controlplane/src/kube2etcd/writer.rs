@@ -89,7 +89,7 @@ impl Plan {
 /// Why a session ended.
 #[derive(Debug, thiserror::Error)]
 enum SessionError {
-    #[error(transparent)]
+    #[error("{}", crate::etcd::plain::plain(.0))]
     Etcd(#[from] etcd_client::Error),
     #[error(transparent)]
     Range(#[from] RangeError),
