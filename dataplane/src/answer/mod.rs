@@ -169,6 +169,28 @@ impl Outside for NoRecursion {
     }
 }
 
+/// Writes the records of the query's type that another zone of this server holds for the
+/// targets of a flattened answer (a SkyDNS name pointing into the cluster zone, say), at the
+/// query name and living at most as long as the names leading there. The targets no zone
+/// holds are left to [`Outside::complete`].
+#[cold]
+#[inline(never)]
+fn within(r: &mut Responder<'_>, question: Question, beyond: &Beyond, snapshot: &Snapshot) {
+    let Some(slot) = Slot::for_qtype(question.qtype) else {
+        return;
+    };
+    for alias in beyond.flattened.iter() {
+        let Ok(target) = LowerName::from_wire(alias.target.wire()) else {
+            continue;
+        };
+        if let Found::Node(node, _) = snapshot.find(&target) {
+            if let Some(compiled) = node.answer(slot).or_else(|| viewed(node, slot, r.ctx)) {
+                r.flattened(compiled, question.qtype, alias.ttl);
+            }
+        }
+    }
+}
+
 /// Whether a flattened address answer was left with no record once its targets outside the
 /// domain gave what they could: it is then NODATA, as SkyDNS answers a chain it cannot complete.
 pub(crate) fn emptied(r: &Responder<'_>, question: Question, beyond: &Beyond) -> bool {
@@ -378,6 +400,9 @@ fn by_class<O: Outside>(
                     let mark = r.mark();
                     r.compiled(compiled);
                     if let Some(beyond) = compiled.beyond().filter(|_| completable(r, zone, snapshot)) {
+                        if !beyond.flattened.is_empty() {
+                            within(r, question, beyond, snapshot);
+                        }
                         match outside.complete(r, q, question, beyond, snapshot) {
                             Some(flow) => return flow,
                             None => {

@@ -336,6 +336,38 @@ impl<'a> Responder<'a> {
         }
     }
 
+    /// Copies the RRsets of `qtype` that `compiled`, another name's answer, holds at its own
+    /// name, as records of this reply's question name (they are owned by a pointer to the
+    /// question), each TTL capped at `ttl`: the part of a flattened answer another zone of this
+    /// server gives. What does not fit is left out, over UDP with TC.
+    pub(crate) fn flattened(&mut self, compiled: &CompiledAnswer, qtype: u16, ttl: u32) {
+        let Some(parts) = compiled.parts() else {
+            return;
+        };
+        for span in parts.answer {
+            let bytes = &parts.records[span.start as usize..span.end as usize];
+            if bytes.get(..2) != Some(&QUESTION_NAME[..]) || bytes.get(2..4) != Some(&qtype.to_be_bytes()[..]) {
+                continue;
+            }
+            if bytes.len() > self.room() {
+                if self.ctx.transport == Transport::Udp {
+                    self.flags |= flags::TC;
+                }
+                return;
+            }
+            let start = self.pos;
+            self.put(bytes);
+            let mut at = start;
+            while at + 12 <= self.pos {
+                let field = &mut self.out[at + 6..at + 10];
+                let capped = u32::from_be_bytes([field[0], field[1], field[2], field[3]]).min(ttl);
+                field.copy_from_slice(&capped.to_be_bytes());
+                at += 12 + usize::from(u16::from_be_bytes([self.out[at + 10], self.out[at + 11]]));
+            }
+            self.counts[1] += span.count;
+        }
+    }
+
     /// Copies signed records (`crate::dnssec`) as [`Self::compiled`] copies an answer: an
     /// answer or authority RRset that does not fit is [`Self::does_not_fit`], an additional one
     /// is left out.

@@ -777,6 +777,51 @@ fn composed_with_skydns_both_zones_answer() {
     }
 }
 
+/// A SkyDNS name pointing to a cluster service answers the service's addresses at its own name
+/// (flattened), from the cluster zone of the same snapshot, without forwarding; beside an address
+/// of its own, both answer.
+#[test]
+fn a_skydns_name_pointing_into_the_cluster_zone_answers_the_services_addresses() {
+    let domain = Name::from_dotted("skydns.test.").unwrap();
+    let skydns_config = skydns::Config {
+        hostmaster: domain.prepend("hostmaster").unwrap(),
+        domain,
+        ..skydns::Config::default()
+    };
+    let record = |key: &str, host: &str, ttl: u32| {
+        (
+            format!("/skydns/test/skydns/{key}"),
+            skydns::Service {
+                host: host.into(),
+                ttl,
+                ..skydns::Service::default()
+            },
+        )
+    };
+    let records = vec![
+        record("api", &n("svc1.testns.svc"), 7),
+        record("both/svc", &n("svc1.testns.svc"), 0),
+        record("both/own", "192.0.2.9", 0),
+    ];
+    let base = skydns::build(&skydns_config, &records, 1, UNIX_EPOCH);
+    let s = compose(&base, snapshot(), 9);
+    let reply = ask(&s, "api.skydns.test.", RecordType::A);
+    let answers: Vec<(String, RecordType, u32, String)> = reply
+        .answers()
+        .iter()
+        .map(|r| (r.name().to_ascii(), r.record_type(), r.ttl(), r.data().unwrap().to_string()))
+        .collect();
+    assert_eq!(
+        answers,
+        [("api.skydns.test.".to_owned(), RecordType::A, 7, "10.0.0.1".to_owned())],
+        "at the query name, the record's TTL capping the service's"
+    );
+    let mut both = data(&s, "both.skydns.test.", RecordType::A);
+    both.sort();
+    assert_eq!(both, ["10.0.0.1", "192.0.2.9"]);
+    assert!(ask(&s, "api.skydns.test.", RecordType::CNAME).answers().is_empty());
+}
+
 #[test]
 fn fallthrough_zones_pass_missing_names_on() {
     let reverse = Name::from_dotted("in-addr.arpa.").unwrap();
