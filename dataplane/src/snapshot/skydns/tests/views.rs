@@ -196,6 +196,7 @@ fn forwarded_from(snap: &Snapshot, client: &str, name: &str, allowed: bool) -> O
         routes: &routes,
         down: &[false],
         allowed,
+        prohibited: false,
         now: std::time::Instant::now(),
         resolved: None,
     };
