@@ -324,7 +324,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     let mut http_handover = None;
     let served = Arc::clone(&cell);
     if let Some(addr) = given.main.http_addr {
-        let observed = http::Observed::new(server.stats_reader(), cell, reported);
+        let observed = http::Observed::new(server.stats_reader(), cell, reported).serving(server.local_addrs());
         draining = observed.draining();
         reload_stats = observed.reloads();
         let endpoints = match upgraded_http {

@@ -153,8 +153,6 @@ pub struct Totals {
     pub request_size: [Histogram<SIZE_SLOTS>; 2],
     /// Sizes of the replies sent, UDP then TCP.
     pub response_size: [Histogram<SIZE_SLOTS>; 2],
-    /// How long upstreams took to answer a try, from its send to its reply.
-    pub forward_duration: Histogram<DURATION_SLOTS>,
 }
 
 /// Upper bounds of the duration buckets, in nanoseconds: 10 µs doubling up to about 5 s, then
@@ -544,7 +542,7 @@ impl UpstreamTable {
         counters
     }
 
-    fn add_to(&self, totals: &mut Vec<UpstreamTotals>) {
+    pub(crate) fn add_to(&self, totals: &mut Vec<UpstreamTotals>) {
         let table = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         for (addr, counters) in table.iter() {
             let at = match totals.iter().position(|t| t.addr == *addr) {
@@ -703,7 +701,6 @@ pub(crate) struct Counters {
     request_duration: Counts<DURATION_SLOTS>,
     request_size: [Counts<SIZE_SLOTS>; 2],
     response_size: [Counts<SIZE_SLOTS>; 2],
-    forward_duration: Counts<DURATION_SLOTS>,
 }
 
 /// The request counters, one per [`request_slot`].
@@ -762,12 +759,6 @@ impl Counters {
     pub(crate) fn took(&self, elapsed: Duration, n: u64) {
         let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
         self.request_duration.observe(duration_slot(elapsed), nanos, n);
-    }
-
-    /// Counts an upstream's answer to a try, `rtt` after it was sent.
-    pub(crate) fn upstream_answered(&self, rtt: Duration) {
-        let nanos = u64::try_from(rtt.as_nanos()).unwrap_or(u64::MAX);
-        self.forward_duration.observe(duration_slot(rtt), nanos, 1);
     }
 
     /// Counts what answering a message on `transport` produced.
@@ -869,7 +860,6 @@ impl Counters {
         totals.rrl_dropped += self.rrl_dropped.get();
         totals.rrl_slipped += self.rrl_slipped.get();
         totals.request_duration.add(&self.request_duration);
-        totals.forward_duration.add(&self.forward_duration);
         for t in 0..2 {
             totals.request_size[t].add(&self.request_size[t]);
             totals.response_size[t].add(&self.response_size[t]);
@@ -1203,7 +1193,6 @@ mod tests {
         stats.request(Transport::Tcp, 300);
         stats.outcome(Transport::Udp, &reply(0));
         stats.took(Duration::from_micros(15), 3);
-        stats.upstream_answered(Duration::from_millis(2));
         let mut t = Totals::default();
         stats.add_to(&mut t);
         assert_eq!((t.request_size[0].counts[1], t.request_size[0].sum), (1, 40));
@@ -1211,7 +1200,6 @@ mod tests {
         assert_eq!((t.response_size[0].counts[1], t.response_size[0].sum), (1, 12));
         assert_eq!((t.request_duration.counts[1], t.request_duration.count()), (3, 3));
         assert_eq!(t.request_duration.sum, 45_000);
-        assert_eq!(t.forward_duration.count(), 1);
     }
 
     #[test]

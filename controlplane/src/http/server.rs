@@ -358,9 +358,9 @@ mod tests {
             response.headers()[header::CONTENT_TYPE],
             "text/plain; version=0.0.4; charset=utf-8"
         );
-        assert!(body(response)
-            .await
-            .contains("\ncoredns_dns_requests_total{proto=\"udp\"} 0\n"));
+        assert!(body(response).await.contains(
+            "\ncoredns_dns_requests_total{server=\"\",zone=\".\",proto=\"udp\",family=\"1\",type=\"A\"} 0\n"
+        ));
     }
 
     #[test]

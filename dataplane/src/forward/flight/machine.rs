@@ -643,7 +643,6 @@ impl<W> Machine<W> {
             }
             return;
         }
-        self.stats.upstream_answered(rtt);
         let code = msg.get(3).map_or(0, |flags| u16::from(flags & 0x0f));
         self.groups[route].upstreams[upstream].counters.answered(code, rtt);
         if self.groups[route].upstreams[upstream].succeeded(rtt) {
