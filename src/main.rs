@@ -328,15 +328,27 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         draining = observed.draining();
         reload_stats = observed.reloads();
         let endpoints = match upgraded_http {
-            Some(listener) => HttpServer::from_std(listener, observed)?,
-            None => runtime.block_on(HttpServer::bind(addr, observed))?,
+            Some(listener) => Some(HttpServer::from_std(listener, observed)?),
+            None => match runtime.block_on(HttpServer::bind(addr, observed.clone())) {
+                Ok(endpoints) => Some(endpoints),
+                // Started beside another process on purpose (a surge update): its HTTP port is
+                // taken once it exits, never shared.
+                Err(HttpError::Held { addr }) if given.main.reuse_port => {
+                    tracing::warn!(%addr, "another process holds the HTTP address: serving DNS now, HTTP once it is free");
+                    http_task = Some(runtime.spawn(HttpServer::serve_once_free(addr, observed)));
+                    None
+                }
+                Err(e) => return Err(e.into()),
+            },
         };
-        tracing::info!("http on http://{}", endpoints.local_addr());
-        http_handover = endpoints
-            .handover()
-            .inspect_err(|e| tracing::warn!(error = %e, "the HTTP listener cannot be handed over in an upgrade"))
-            .ok();
-        http_task = Some(runtime.spawn(endpoints.serve()));
+        if let Some(endpoints) = endpoints {
+            tracing::info!("http on http://{}", endpoints.local_addr());
+            http_handover = endpoints
+                .handover()
+                .inspect_err(|e| tracing::warn!(error = %e, "the HTTP listener cannot be handed over in an upgrade"))
+                .ok();
+            http_task = Some(runtime.spawn(endpoints.serve()));
+        }
     }
     let reloader = reload::Reloader::new(
         cli.clone(),

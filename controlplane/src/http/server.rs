@@ -123,6 +123,10 @@ impl std::fmt::Debug for HttpServer {
     }
 }
 
+/// How often a held HTTP port is tried again ([`HttpServer::serve_once_free`]): its holder
+/// drains within seconds, and a probe period is 10 s.
+const HELD_PORT_RETRY: Duration = Duration::from_millis(500);
+
 impl HttpServer {
     /// Binds `addr` now, so that a bad address is a start error rather than a log line later.
     /// Unlike the DNS ports the listener is never shared (no `SO_REUSEPORT`): a `/ready` probe
@@ -150,6 +154,23 @@ impl HttpServer {
             local_addr,
             endpoints: Arc::new(endpoints),
         })
+    }
+
+    /// Binds `addr` as soon as no other process holds it, then serves, forever: for a process
+    /// started beside another on purpose (`--reuse-port`, a surge update), whose HTTP port it
+    /// takes over once that process exits, never sharing it. Any other bind error is logged and
+    /// ends the future. Spawn it on a tokio runtime with time enabled.
+    pub async fn serve_once_free(addr: SocketAddr, endpoints: impl Endpoints + Clone) {
+        loop {
+            match HttpServer::bind(addr, endpoints.clone()).await {
+                Ok(server) => {
+                    tracing::info!("http on http://{}", server.local_addr());
+                    return server.serve().await;
+                }
+                Err(HttpError::Held { .. }) => tokio::time::sleep(HELD_PORT_RETRY).await,
+                Err(e) => return tracing::error!(error = %e, "no HTTP listener"),
+            }
+        }
     }
 
     /// Serves on a listener bound elsewhere: the one a replaced skyline handed over. Must run
