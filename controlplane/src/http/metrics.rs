@@ -6,7 +6,7 @@
 //! skyline answers every name from one server; the forwarder's series are per upstream (`to`).
 //! Everything else is named `skyline_*`. Every counter counts since the process started.
 use super::report::{Loads, Persisted, Reloads, Report, Status};
-use crate::source::{Family, Kind};
+use crate::source::{Family, HistogramFamily, Kind};
 use skyline_dataplane::io::QueueTotals;
 use skyline_dataplane::observe::topk::TopTalkers;
 use skyline_dataplane::stats::{
@@ -854,6 +854,33 @@ fn sources(f: &mut Formatter<'_>, report: &Report) -> fmt::Result {
     for family in report.sources.iter().flat_map(|source| &source.families) {
         single(f, family.name, family.kind, family.help, family.value)?;
     }
+    for family in report.sources.iter().flat_map(|source| &source.histograms) {
+        source_histogram(f, family)?;
+    }
+    Ok(())
+}
+
+/// A source's histogram family, its buckets cumulative up to `+Inf`.
+fn source_histogram(f: &mut Formatter<'_>, family: &HistogramFamily) -> fmt::Result {
+    let HistogramFamily {
+        name,
+        help,
+        label,
+        bounds,
+        series,
+    } = family;
+    writeln!(f, "# HELP {name} {help}")?;
+    writeln!(f, "# TYPE {name} histogram")?;
+    for (value, counts, sum) in series {
+        let mut cumulative = 0;
+        let bounds = bounds.iter().map(ToString::to_string).chain(["+Inf".to_owned()]);
+        for (bound, count) in bounds.zip(counts) {
+            cumulative += count;
+            writeln!(f, "{name}_bucket{{{label}=\"{value}\",le=\"{bound}\"}} {cumulative}")?;
+        }
+        writeln!(f, "{name}_sum{{{label}=\"{value}\"}} {sum}")?;
+        writeln!(f, "{name}_count{{{label}=\"{value}\"}} {cumulative}")?;
+    }
     Ok(())
 }
 
@@ -1099,6 +1126,7 @@ mod tests {
             loads: None,
             persisted: None,
             families: Vec::new(),
+            histograms: Vec::new(),
         }
     }
 
@@ -1139,6 +1167,16 @@ mod tests {
                 last_write: None,
             }),
             families: vec![Family::counter("skyline_kubernetes_lists_total", "Lists.", 3_u64)],
+            histograms: vec![HistogramFamily {
+                name: "coredns_kubernetes_dns_programming_duration_seconds",
+                help: "Programming.",
+                label: "service_kind",
+                bounds: &[0.001, 0.002],
+                series: vec![
+                    ("cluster_ip", vec![1, 0, 2], 7.5),
+                    ("headless_with_selector", vec![0, 0, 0], 0.0),
+                ],
+            }],
             ..source("kubernetes", false)
         };
         let mut requests = Requests::default();
@@ -1375,6 +1413,23 @@ mod tests {
         };
         let text = Metrics(&without).to_string();
         assert!(!text.contains("coredns_proxy_") && !text.contains("coredns_forward_requests_total"));
+    }
+
+    #[test]
+    fn a_sources_histograms_are_cumulative_per_label_value() {
+        let samples = parse(&Metrics(&full_report()).to_string());
+        let name = "coredns_kubernetes_dns_programming_duration_seconds";
+        let expected = [
+            (format!(r#"{name}_bucket{{service_kind="cluster_ip",le="0.001"}}"#), 1.0),
+            (format!(r#"{name}_bucket{{service_kind="cluster_ip",le="0.002"}}"#), 1.0),
+            (format!(r#"{name}_bucket{{service_kind="cluster_ip",le="+Inf"}}"#), 3.0),
+            (format!(r#"{name}_sum{{service_kind="cluster_ip"}}"#), 7.5),
+            (format!(r#"{name}_count{{service_kind="cluster_ip"}}"#), 3.0),
+            (format!(r#"{name}_count{{service_kind="headless_with_selector"}}"#), 0.0),
+        ];
+        for (series, value) in expected {
+            assert_eq!(samples.get(&series), Some(&value), "{series}");
+        }
     }
 
     #[test]

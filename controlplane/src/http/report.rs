@@ -2,7 +2,7 @@
 //! plain values read from them at one moment ([`Report`]), which `/ready` and `/metrics` are
 //! pure functions of.
 
-use crate::source::{Family, SourceReport, SourceStats};
+use crate::source::{Family, HistogramFamily, SourceReport, SourceStats};
 use crate::state::StateHealth;
 use skyline_dataplane::io::QueueTotals;
 use skyline_dataplane::observe::topk::TopTalkers;
@@ -162,6 +162,8 @@ pub(crate) struct Status {
     pub(crate) persisted: Option<Persisted>,
     /// The families only it has.
     pub(crate) families: Vec<Family>,
+    /// The histograms only it has.
+    pub(crate) histograms: Vec<HistogramFamily>,
 }
 
 impl Status {
@@ -172,6 +174,7 @@ impl Status {
             loads: source.loads().map(Loads::read),
             persisted: source.persisted().map(|health| Persisted::read(health, now)),
             families: source.families(now),
+            histograms: source.histograms(),
         }
     }
 }

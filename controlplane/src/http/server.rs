@@ -349,6 +349,7 @@ mod tests {
                 loads: None,
                 persisted: None,
                 families: Vec::new(),
+                histograms: Vec::new(),
             }],
             ..Report::default()
         }
