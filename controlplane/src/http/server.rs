@@ -425,6 +425,37 @@ mod tests {
         ));
     }
 
+    #[tokio::test]
+    async fn a_held_port_is_served_once_its_holder_lets_it_go() {
+        let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = holder.local_addr().unwrap();
+        let serving = tokio::spawn(HttpServer::serve_once_free(addr, Report::default()));
+        tokio::time::sleep(HELD_PORT_RETRY * 2).await;
+        assert!(!serving.is_finished(), "it waits while the port is held");
+        let refused_or_holder = tokio::net::TcpStream::connect(addr).await;
+        assert!(refused_or_holder.is_ok(), "the holder still accepts");
+        drop(refused_or_holder);
+        drop(holder);
+        let mut answered = None;
+        for _ in 0..40 {
+            tokio::time::sleep(HELD_PORT_RETRY / 4).await;
+            if let Ok(mut stream) = tokio::net::TcpStream::connect(addr).await {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                stream
+                    .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                    .await
+                    .unwrap();
+                let mut reply = String::new();
+                let _ = stream.read_to_string(&mut reply).await;
+                answered = Some(reply);
+                break;
+            }
+        }
+        let reply = answered.expect("the port is served within 10 s of its release");
+        assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+        serving.abort();
+    }
+
     #[test]
     fn the_report_is_read_only_where_it_is_needed() {
         let request = Request::builder().uri("/health").body(()).unwrap();
