@@ -363,22 +363,34 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             .enable_all()
             .build()
             .map_err(StartError::Runtime)?;
-        let observed = http::Observed::new(server.stats_reader(), cell, reported);
+        let observed = http::Observed::new(server.stats_reader(), cell, reported).serving(server.local_addrs());
         draining = observed.draining();
         reload_stats = observed.reloads();
         let endpoints = match upgraded_http {
             Some(listener) => {
                 let _within = endpoints_runtime.enter();
-                HttpServer::from_std(listener, observed)?
+                Some(HttpServer::from_std(listener, observed)?)
             }
-            None => endpoints_runtime.block_on(HttpServer::bind(addr, observed))?,
+            None => match endpoints_runtime.block_on(HttpServer::bind(addr, observed.clone())) {
+                Ok(endpoints) => Some(endpoints),
+                // Started beside another process on purpose (a surge update): its HTTP port is
+                // taken once it exits, never shared.
+                Err(HttpError::Held { addr }) if given.main.reuse_port => {
+                    tracing::warn!(%addr, "another process holds the HTTP address: serving DNS now, HTTP once it is free");
+                    http_task = Some(endpoints_runtime.spawn(HttpServer::serve_once_free(addr, observed)));
+                    None
+                }
+                Err(e) => return Err(e.into()),
+            },
         };
-        tracing::info!("http on http://{}", endpoints.local_addr());
-        http_handover = endpoints
-            .handover()
-            .inspect_err(|e| tracing::warn!(error = %e, "the HTTP listener cannot be handed over in an upgrade"))
-            .ok();
-        http_task = Some(endpoints_runtime.spawn(endpoints.serve()));
+        if let Some(endpoints) = endpoints {
+            tracing::info!("http on http://{}", endpoints.local_addr());
+            http_handover = endpoints
+                .handover()
+                .inspect_err(|e| tracing::warn!(error = %e, "the HTTP listener cannot be handed over in an upgrade"))
+                .ok();
+            http_task = Some(endpoints_runtime.spawn(endpoints.serve()));
+        }
         http_runtime = Some(endpoints_runtime);
     }
     let reloader = reload::Reloader::new(

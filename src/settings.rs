@@ -226,7 +226,8 @@ settings! {
         /// Share the --addr ports with another skyline of the same user, both serving (the
         /// kernel spreads queries over them), as the surge pod of a node-local cache's rolling
         /// update does; without it a start whose address another process holds fails at once.
-        /// The --http-addr port is never shared [default: false]
+        /// The --http-addr port is never shared: a held one is taken once its holder exits
+        /// [default: false]
         #[arg(
             long,
             env = "SKYLINE_REUSE_PORT",

@@ -772,6 +772,88 @@ fn services_target_the_ports_skyline_listens_on() {
     );
 }
 
+/// The port a pod asks Prometheus to scrape, if its template or `service` says to scrape it.
+fn scrape_port(annotations: &Value) -> Option<u16> {
+    (annotations["prometheus.io/scrape"].as_str() == Some("true")).then(|| {
+        annotations["prometheus.io/port"]
+            .as_str()
+            .and_then(|p| p.parse().ok())
+            .expect("prometheus.io/scrape without a numeric prometheus.io/port")
+    })
+}
+
+#[test]
+fn prometheus_scrapes_each_pod_once_on_its_metrics_port() {
+    let docs = manifests();
+    let services = of_kind(&docs, "Service");
+    let mut scraped = 0;
+    for c in checked(&docs) {
+        let what = c.what();
+        let labels = pod_labels(c.workload);
+        let by_pod = scrape_port(&c.workload.value["spec"]["template"]["metadata"]["annotations"]);
+        let by_services: Vec<(String, u16)> = services
+            .iter()
+            .filter(|s| s.namespace() == c.workload.namespace())
+            .filter(|s| selects(&string_map(&s.value["spec"]["selector"]), &labels))
+            .filter_map(|s| Some((s.what(), scrape_port(&s.value["metadata"]["annotations"])?)))
+            .collect();
+        let ports: Vec<u16> = by_pod.into_iter().chain(by_services.iter().map(|(_, p)| *p)).collect();
+        assert!(
+            ports.len() <= 1,
+            "{what}: scraped {} times: its pod template and {by_services:?} each ask Prometheus to",
+            ports.len()
+        );
+        let http = c
+            .settings
+            .http
+            .unwrap_or_else(|| panic!("{what}: no --http-addr, so no /metrics"));
+        match ports.first() {
+            Some(&port) => assert_eq!(port, http.port(), "{what}: scraped on {port}, /metrics on {http}"),
+            None => panic!("{what}: serves /metrics on {http}, which nothing asks Prometheus to scrape"),
+        }
+        scraped += 1;
+    }
+    assert!(
+        scraped >= 2,
+        "the cluster DNS and the node-local cache are both scraped"
+    );
+}
+
+#[test]
+fn the_node_local_cache_serves_metrics_and_health_on_nodelocal_dnscaches_port() {
+    let docs = manifests();
+    let mut caches = 0;
+    for c in checked(&docs).into_iter().filter(|c| c.workload.kind() == "DaemonSet") {
+        let what = c.what();
+        let http = c.settings.http.unwrap_or_else(|| panic!("{what}: no --http-addr"));
+        assert_eq!(http.port(), 9253, "{what}: NodeLocal DNSCache's metrics port");
+        assert!(
+            strings(&c.container["args"]).iter().any(|a| a == "--reuse-port"),
+            "{what}: without --reuse-port the surge pod would fail on the HTTP port the old one holds"
+        );
+        let liveness = &c.container["livenessProbe"];
+        assert_eq!(liveness["httpGet"]["path"], "/health", "{what}: liveness");
+        assert!(
+            c.container["readinessProbe"].is_null(),
+            "{what}: a readiness probe would keep the surge pod unready while the old pod holds the \
+             HTTP port, and the update waits for it"
+        );
+        // The surge pod answers HTTP once the old pod has gone: after minReadySeconds and at
+        // most the old pod's grace period. Its liveness probe must not restart it before.
+        let seconds = |v: &Value, default: u64| v.as_u64().unwrap_or(default);
+        let overlap = seconds(&c.workload.value["spec"]["minReadySeconds"], 0)
+            + seconds(&pod_spec(c.workload)["terminationGracePeriodSeconds"], 30);
+        let tolerated = seconds(&liveness["initialDelaySeconds"], 0)
+            + seconds(&liveness["periodSeconds"], 10) * seconds(&liveness["failureThreshold"], 3);
+        assert!(
+            tolerated > overlap,
+            "{what}: liveness restarts a surge pod after {tolerated} s without HTTP; the old pod may hold the port {overlap} s"
+        );
+        caches += 1;
+    }
+    assert!(caches > 0, "no node-local DaemonSet");
+}
+
 #[test]
 fn the_grace_period_covers_the_drain_and_what_follows() {
     let docs = manifests();

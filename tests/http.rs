@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{eventually, free_port, Skyline, HTTP_ANY_PORT};
+use common::{eventually, free_port, metric_sum, Skyline, HTTP_ANY_PORT};
 use hickory_proto::op::{Message, MessageType, ResponseCode};
 use hickory_proto::rr::RecordType;
 use std::collections::BTreeMap;
@@ -181,6 +181,7 @@ fn metrics_count_the_queries_sent() {
     let skyline = Skyline::start(RECORDS, &HTTP_ANY_PORT, &[]);
     let http = skyline.http_addr();
     let before = scrape(http);
+    let before_text = get(http, "/metrics").body;
     for _ in 0..7 {
         assert_eq!(
             skyline.udp("web.skydns.local.", RecordType::A).response_code(),
@@ -203,46 +204,70 @@ fn metrics_count_the_queries_sent() {
         skyline.udp("example.com.", RecordType::A).response_code(),
         ResponseCode::Refused
     );
-    let expected = [
-        ("coredns_dns_requests_total{proto=\"udp\"}", 12.0),
-        ("coredns_dns_requests_total{proto=\"tcp\"}", 3.0),
-        ("coredns_dns_responses_total{rcode=\"NOERROR\"}", 10.0),
-        ("coredns_dns_responses_total{rcode=\"NXDOMAIN\"}", 4.0),
-        ("coredns_dns_responses_total{rcode=\"REFUSED\"}", 1.0),
-        ("coredns_dns_responses_total{rcode=\"SERVFAIL\"}", 0.0),
-        ("skyline_tcp_connections_total", 3.0),
-        ("coredns_cache_hits_total", 0.0),
-        ("coredns_forward_requests_total", 0.0),
-        ("coredns_dns_request_duration_seconds_count", 15.0),
-        ("coredns_dns_request_duration_seconds_bucket{le=\"+Inf\"}", 15.0),
-        ("coredns_dns_request_size_bytes_count{proto=\"udp\"}", 12.0),
-        ("coredns_dns_request_size_bytes_bucket{proto=\"udp\",le=\"100\"}", 12.0),
-        ("coredns_dns_request_size_bytes_count{proto=\"tcp\"}", 3.0),
-        ("coredns_dns_response_size_bytes_count{proto=\"udp\"}", 12.0),
-        ("coredns_dns_response_size_bytes_count{proto=\"tcp\"}", 3.0),
-        ("coredns_forward_request_duration_seconds_count", 0.0),
+    // (metric, labels each sample summed must have, count since `before`)
+    let expected: [(&str, &[&str], f64); 17] = [
+        ("coredns_dns_requests_total", &["proto=\"udp\""], 12.0),
+        ("coredns_dns_requests_total", &["proto=\"tcp\""], 3.0),
+        ("coredns_dns_requests_total", &["type=\"A\"", "family=\"1\""], 15.0),
+        ("coredns_dns_responses_total", &["rcode=\"NOERROR\""], 10.0),
+        ("coredns_dns_responses_total", &["rcode=\"NXDOMAIN\""], 4.0),
+        ("coredns_dns_responses_total", &["rcode=\"REFUSED\""], 1.0),
+        ("coredns_dns_responses_total", &["rcode=\"SERVFAIL\""], 0.0),
+        ("skyline_tcp_connections_total", &[], 3.0),
+        ("coredns_cache_hits_total", &[], 0.0),
+        ("coredns_cache_requests_total", &[], 0.0),
+        ("coredns_dns_request_duration_seconds_count", &["zone=\".\""], 15.0),
+        ("coredns_dns_request_duration_seconds_bucket", &["le=\"+Inf\""], 15.0),
+        ("coredns_dns_request_size_bytes_count", &["proto=\"udp\""], 12.0),
+        (
+            "coredns_dns_request_size_bytes_bucket",
+            &["proto=\"udp\"", "le=\"100\""],
+            12.0,
+        ),
+        ("coredns_dns_request_size_bytes_count", &["proto=\"tcp\""], 3.0),
+        ("coredns_dns_response_size_bytes_count", &["proto=\"udp\""], 12.0),
+        ("coredns_dns_response_size_bytes_count", &["proto=\"tcp\""], 3.0),
     ];
     // The workers count before they send, so the counts are there by the time the replies are;
     // the scrape is retried only in case the stores reach this reader a moment late.
-    let reached = |after: &BTreeMap<String, f64>| {
+    let count = |text: &str, metric: &str, filter: &[&str]| {
+        metric_sum(text, metric, filter).unwrap_or_else(|| panic!("no {metric} with {filter:?}"))
+    };
+    let reached = |after: &str| {
         expected
             .iter()
-            .all(|(series, n)| value(after, series) - value(&before, series) == *n)
+            .all(|(metric, filter, n)| count(after, metric, filter) - count(&before_text, metric, filter) == *n)
     };
     eventually(Duration::from_secs(2), "the counters reach what was sent", || {
-        reached(&scrape(http))
+        reached(&get(http, "/metrics").body)
     });
-    let after = scrape(http);
-    for (series, n) in expected {
-        assert_eq!(value(&after, series) - value(&before, series), n, "{series}");
+    let after_text = get(http, "/metrics").body;
+    for (metric, filter, n) in expected {
+        assert_eq!(
+            count(&after_text, metric, filter) - count(&before_text, metric, filter),
+            n,
+            "{metric} {filter:?}"
+        );
     }
+    assert!(
+        !after_text.contains("coredns_forward_requests_total"),
+        "no upstream, no forwarder series"
+    );
+    let after = scrape(http);
     assert_eq!(
         value(&after, "skyline_snapshot_generation"),
         value(&before, "skyline_snapshot_generation")
     );
     // Answers from the snapshot take microseconds, not a second.
-    let fast = value(&after, "coredns_dns_request_duration_seconds_bucket{le=\"1.31072\"}")
-        - value(&before, "coredns_dns_request_duration_seconds_bucket{le=\"1.31072\"}");
+    let fast = count(
+        &after_text,
+        "coredns_dns_request_duration_seconds_bucket",
+        &["le=\"1.31072\""],
+    ) - count(
+        &before_text,
+        "coredns_dns_request_duration_seconds_bucket",
+        &["le=\"1.31072\""],
+    );
     assert_eq!(fast, 15.0);
     for series in [
         "process_resident_memory_bytes",

@@ -309,6 +309,69 @@ fn watched_changes_reach_answers() {
     );
 }
 
+/// The sum and count of `coredns_kubernetes_dns_programming_duration_seconds` for `kind`.
+fn programming(s: &Skyline, kind: &str) -> (f64, f64) {
+    let (_, body) = http_get(s.http_addr(), "/metrics");
+    let name = "coredns_kubernetes_dns_programming_duration_seconds";
+    let value = |part: &str| {
+        common::metric_value(&body, &format!("{name}_{part}{{service_kind=\"{kind}\"}}"))
+            .unwrap_or_else(|| panic!("no {name}_{part} for {kind}"))
+    };
+    (value("sum"), value("count"))
+}
+
+#[test]
+fn a_watched_endpoint_change_is_timed_from_its_trigger_to_the_snapshot_answering_it() {
+    let api = FakeApi::start();
+    populate(&api);
+    let (s, _dir) = skyline(&api, &HTTP_ANY_PORT);
+    wait_synced(&s);
+    assert_eq!(
+        programming(&s, "cluster_ip"),
+        (0.0, 0.0),
+        "nothing timed before a watched change"
+    );
+
+    // The endpoints controller stamps each change 2 s before the slice reaches the watch.
+    let stamped = |mut slice: serde_json::Value| {
+        let triggered = std::time::SystemTime::now() - Duration::from_secs(2);
+        let stamp = k8s_openapi::jiff::Timestamp::try_from(triggered).unwrap().to_string();
+        slice["metadata"]["annotations"] =
+            serde_json::json!({"endpoints.kubernetes.io/last-change-trigger-time": stamp});
+        slice
+    };
+    api.apply(stamped(slice(
+        "testns",
+        "web-v4",
+        "web",
+        &[("http", 8080, "TCP")],
+        &[("10.1.0.20", true, Some("web-0")), ("10.1.0.22", true, None)],
+    )));
+    eventually(SETTLE, "the headless service answers with its new endpoint", || {
+        rcode(&s, &z("web.testns.svc"), RecordType::A) == ResponseCode::NoError
+            && data(&s.udp(&z("web.testns.svc"), RecordType::A)) == ["10.1.0.20", "10.1.0.22"]
+    });
+    let (sum, count) = programming(&s, "headless_with_selector");
+    assert_eq!(count, 1.0, "timed once its snapshot is published, before it answers");
+    assert!((2.0..2.0 + SETTLE.as_secs_f64()).contains(&sum), "took {sum} s");
+
+    // A ClusterIP service answers with its address whatever its endpoints: only the
+    // histogram shows the change was published.
+    api.apply(stamped(slice(
+        "testns",
+        "svc1-abc",
+        "svc1",
+        &[("http", 8080, "TCP")],
+        &[("10.1.0.10", true, None), ("10.1.0.11", true, None)],
+    )));
+    eventually(SETTLE, "the ClusterIP service's change is timed", || {
+        programming(&s, "cluster_ip").1 == 1.0
+    });
+    let (sum, _) = programming(&s, "cluster_ip");
+    assert!((2.0..2.0 + SETTLE.as_secs_f64()).contains(&sum), "took {sum} s");
+    assert_eq!(programming(&s, "headless_with_selector").1, 1.0);
+}
+
 #[test]
 fn an_expired_watch_lists_again() {
     let api = FakeApi::start();

@@ -13,7 +13,7 @@ mod common;
 #[path = "../dataplane/tests/support/veth.rs"]
 mod veth;
 
-use common::{can_use_namespaces, eventually, http_get, metric_value, tool};
+use common::{can_use_namespaces, eventually, http_get, metric_sum, metric_value, tool};
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{RData, RecordType};
 use skyline_dataplane::sys::{send_signal, Signal};
@@ -836,11 +836,11 @@ fn kernel_traffic_passes(tag: &str, addr: SocketAddr) {
     counts_reach(&net, expected, &xdp);
     let metrics = net.metrics();
     assert_eq!(
-        metric_value(&metrics, "coredns_dns_requests_total{proto=\"tcp\"}"),
+        metric_sum(&metrics, "coredns_dns_requests_total", &["proto=\"tcp\""]),
         Some(1.0)
     );
     assert_eq!(
-        metric_value(&metrics, "coredns_dns_requests_total{proto=\"udp\"}"),
+        metric_sum(&metrics, "coredns_dns_requests_total", &["proto=\"udp\""]),
         Some(1.0)
     );
 }
@@ -1036,7 +1036,7 @@ fn fallback_serves_on_kernel_sockets_with_a_warning() {
     let metrics = net.metrics();
     assert!(!metrics.contains("skyline_xdp_"), "{metrics}");
     assert_eq!(
-        metric_value(&metrics, "coredns_dns_requests_total{proto=\"udp\"}"),
+        metric_sum(&metrics, "coredns_dns_requests_total", &["proto=\"udp\""]),
         Some(1.0)
     );
 }

@@ -9,22 +9,22 @@ use crate::answer::{Outcome, Reply, Transport};
 use crate::io::{QueueStats, QueueTotals};
 use crate::observe::topk::TopTalkers;
 use crate::observe::ObserveReader;
-use crate::wire::types::rcode;
+use crate::wire::types::{rcode, rtype};
 use crate::wire::DropReason;
 use crossbeam_utils::CachePadded;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Counts of everything a worker did, summed over all workers at scrape time. Every field
 /// counts since the server started and only ever grows.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Totals {
-    /// Datagrams received on the UDP sockets (each is one query, answered or not).
-    pub queries_udp: u64,
-    /// Messages received on TCP connections.
-    pub queries_tcp: u64,
-    /// Receive calls that returned datagrams; `queries_udp / udp_batches` is the mean batch
+    /// Requests by the client's address family, transport and question type: every message
+    /// received, counted once its fate is known (answered, dropped, or left unanswered).
+    pub requests: Requests,
+    /// Receive calls that returned datagrams; UDP requests over `udp_batches` is the mean batch
     /// size, which shows how much each syscall is amortised.
     pub udp_batches: u64,
     /// Replies with rcode NOERROR (answers and NODATA).
@@ -77,20 +77,25 @@ pub struct Totals {
     pub tcp_io_timeouts: u64,
     /// TCP connections closed after the idle timeout.
     pub tcp_idle_timeouts: u64,
-    /// Queries for names outside the zones answered from the cache (stale ones included).
-    pub cache_hits: u64,
+    /// Queries for names outside the zones answered from the cache (stale ones included), by
+    /// what the answer says: [`CacheKind::Success`] (records), [`CacheKind::Denial`]
+    /// (NXDOMAIN, NODATA or another failure rcode).
+    pub cache_hits: [u64; 2],
     /// Answers served past their TTL because upstreams failed (RFC 8767).
     pub cache_stale_answers: u64,
     /// Queries for names outside the zones the cache could not answer: forwarded.
     pub cache_misses: u64,
-    /// Background refreshes started: prefetches of popular entries, rechecks of stale ones.
+    /// Background refreshes started: prefetches of popular entries, rechecks of stale ones,
+    /// glue fetched for answers.
     pub cache_refreshes: u64,
+    /// Of `cache_refreshes`, the prefetches: popular entries fetched again before they expire.
+    pub cache_prefetches: u64,
     /// Upstream answers stored in the cache.
     pub cache_inserts: u64,
     /// Entries evicted to keep the cache within its memory bound.
     pub cache_evictions: u64,
-    /// Entries held now, all workers together (a gauge).
-    pub cache_entries: u64,
+    /// Entries held now, all workers together, by [`CacheKind`] (a gauge).
+    pub cache_entries: [u64; 2],
     /// Bytes held now against the memory bound, all workers together (a gauge).
     pub cache_bytes: u64,
     /// Queries sent to upstreams (each try, each TCP retry, each probe).
@@ -111,6 +116,9 @@ pub struct Totals {
     pub upstream_probes: u64,
     /// Times an upstream was marked down after repeated failures.
     pub upstreams_marked_down: u64,
+    /// Health probes sent while every upstream of their route was down: grows for as long as
+    /// a route has no upstream left.
+    pub upstreams_all_down: u64,
     /// Client questions merged into an identical one already in flight (single-flight).
     pub forward_merged: u64,
     /// Client questions refused at once because too many were in flight.
@@ -145,8 +153,6 @@ pub struct Totals {
     pub request_size: [Histogram<SIZE_SLOTS>; 2],
     /// Sizes of the replies sent, UDP then TCP.
     pub response_size: [Histogram<SIZE_SLOTS>; 2],
-    /// How long upstreams took to answer a try, from its send to its reply.
-    pub forward_duration: Histogram<DURATION_SLOTS>,
 }
 
 /// Upper bounds of the duration buckets, in nanoseconds: 10 µs doubling up to about 5 s, then
@@ -259,6 +265,343 @@ fn size_slot(len: usize) -> usize {
     }
 }
 
+/// The question types counted by name, as CoreDNS counts them (its `monitorType` list, in
+/// `plugin/metrics/vars/monitor.go`), with the names its `type` label gives them; every other
+/// type counts as [`OTHER_TYPE`]. All are below 256, so a type's slot is one table lookup.
+pub const QUESTION_TYPES: [(u16, &str); 19] = [
+    (rtype::A, "A"),
+    (rtype::NS, "NS"),
+    (rtype::CNAME, "CNAME"),
+    (rtype::SOA, "SOA"),
+    (rtype::PTR, "PTR"),
+    (rtype::MX, "MX"),
+    (rtype::TXT, "TXT"),
+    (rtype::AAAA, "AAAA"),
+    (rtype::SRV, "SRV"),
+    (43, "DS"),
+    (46, "RRSIG"),
+    (47, "NSEC"),
+    (48, "DNSKEY"),
+    (50, "NSEC3"),
+    (64, "SVCB"),
+    (65, "HTTPS"),
+    (rtype::IXFR, "IXFR"),
+    (rtype::AXFR, "AXFR"),
+    (rtype::ANY, "ANY"),
+];
+
+/// The `type` label of the question types not in [`QUESTION_TYPES`], and of messages with no
+/// readable question.
+pub const OTHER_TYPE: &str = "other";
+
+/// Question-type slots: one per [`QUESTION_TYPES`] entry, then "other".
+pub const TYPE_SLOTS: usize = QUESTION_TYPES.len() + 1;
+
+/// The slot of each type below 256; 256 bytes, so that counting a request's type costs one
+/// load and no search.
+const TYPE_SLOT: [u8; 256] = {
+    let mut slots = [QUESTION_TYPES.len() as u8; 256];
+    let mut i = 0;
+    while i < QUESTION_TYPES.len() {
+        slots[QUESTION_TYPES[i].0 as usize] = i as u8;
+        i += 1;
+    }
+    slots
+};
+
+/// The slot of question type `qtype`.
+#[inline(always)]
+fn type_slot(qtype: u16) -> usize {
+    match TYPE_SLOT.get(usize::from(qtype)) {
+        Some(&slot) => usize::from(slot),
+        None => TYPE_SLOTS - 1,
+    }
+}
+
+/// A client's address family, as CoreDNS's `family` label numbers it: 1 for IPv4 (an
+/// IPv4-mapped IPv6 address included), 2 for IPv6.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddressFamily {
+    /// IPv4, label value `1`.
+    V4 = 0,
+    /// IPv6, label value `2`.
+    V6 = 1,
+}
+
+impl AddressFamily {
+    /// The family of an address.
+    #[inline]
+    pub fn of(ip: std::net::IpAddr) -> AddressFamily {
+        if ip.to_canonical().is_ipv4() {
+            AddressFamily::V4
+        } else {
+            AddressFamily::V6
+        }
+    }
+
+    /// The family of a datagram's peer, read from its socket address without converting it.
+    #[inline(always)]
+    pub(crate) fn of_peer(peer: &crate::sys::Peer) -> AddressFamily {
+        if peer.ip_raw().1 {
+            AddressFamily::V4
+        } else {
+            AddressFamily::V6
+        }
+    }
+
+    /// The `family` label's value.
+    pub fn label(self) -> &'static str {
+        match self {
+            AddressFamily::V4 => "1",
+            AddressFamily::V6 => "2",
+        }
+    }
+}
+
+/// Request slots: family × transport × question type.
+const REQUEST_SLOTS: usize = 2 * 2 * TYPE_SLOTS;
+
+/// The slot of a request.
+#[inline(always)]
+fn request_slot(family: AddressFamily, transport: Transport, qtype: u16) -> usize {
+    (family as usize * 2 + transport as usize) * TYPE_SLOTS + type_slot(qtype)
+}
+
+/// Requests by family, transport and question type, as scraped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Requests {
+    counts: [u64; REQUEST_SLOTS],
+}
+
+impl Default for Requests {
+    fn default() -> Requests {
+        Requests {
+            counts: [0; REQUEST_SLOTS],
+        }
+    }
+}
+
+impl Requests {
+    /// Requests from `family` over `transport` whose question type is slot `type_slot` of
+    /// [`QUESTION_TYPES`] (`TYPE_SLOTS - 1`: any other).
+    pub fn get(&self, family: AddressFamily, transport: Transport, type_slot: usize) -> u64 {
+        let base = (family as usize * 2 + transport as usize) * TYPE_SLOTS;
+        self.counts.get(base + type_slot).copied().unwrap_or(0)
+    }
+
+    /// Requests over `transport`, all families and types together.
+    pub fn over(&self, transport: Transport) -> u64 {
+        [AddressFamily::V4, AddressFamily::V6]
+            .into_iter()
+            .flat_map(|family| (0..TYPE_SLOTS).map(move |slot| self.get(family, transport, slot)))
+            .sum()
+    }
+
+    /// Counts `n` requests of question type `qtype` (a test's way to fill a report).
+    pub fn add(&mut self, family: AddressFamily, transport: Transport, qtype: u16, n: u64) {
+        self.counts[request_slot(family, transport, qtype)] += n;
+    }
+}
+
+/// What a cached answer says, as CoreDNS's cache labels it (`type`): records, or their denial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheKind {
+    /// An answer with records: `type="success"`.
+    Success = 0,
+    /// NXDOMAIN, NODATA, or another failure rcode: `type="denial"`.
+    Denial = 1,
+}
+
+impl CacheKind {
+    /// The `type` label's value.
+    pub fn label(self) -> &'static str {
+        match self {
+            CacheKind::Success => "success",
+            CacheKind::Denial => "denial",
+        }
+    }
+
+    /// What the reply `reply` (as written, `facts` its facts) says: a denial unless it is a
+    /// NOERROR with at least one answer record.
+    #[inline]
+    fn of_reply(reply: &[u8], facts: &Reply) -> CacheKind {
+        let answers = reply.get(6..8).map_or(0, |c| u16::from_be_bytes([c[0], c[1]]));
+        if facts.rcode == rcode::NOERROR && answers > 0 {
+            CacheKind::Success
+        } else {
+            CacheKind::Denial
+        }
+    }
+}
+
+/// Where a request's question type is read when it is counted.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Asked<'a> {
+    /// The reply written for it (its bytes and facts): the question it echoes ends at
+    /// `question_end`, so the type is read there without walking the name again.
+    Reply(&'a [u8], &'a Reply),
+    /// The query itself, for a request that got no reply (dropped, or never answered): its
+    /// name is walked to find the type. Off the answer path.
+    Query(&'a [u8]),
+}
+
+impl<'a> Asked<'a> {
+    /// The reply written into `out` when `outcome` is one, else `query`.
+    #[inline]
+    pub(crate) fn of(outcome: &'a Outcome, out: &'a [u8], query: &'a [u8]) -> Asked<'a> {
+        match outcome {
+            Outcome::Reply(reply) => Asked::Reply(out, reply),
+            Outcome::Drop(_) => Asked::Query(query),
+        }
+    }
+
+    /// The question type; 0 (counted as other) when there is no readable question.
+    #[inline]
+    fn qtype(self) -> u16 {
+        match self {
+            Asked::Reply(reply, facts) => {
+                let end = usize::from(facts.question_end);
+                match end.checked_sub(4).and_then(|at| reply.get(at..at + 2)) {
+                    Some(t) if end > HEADER_LEN + 4 => u16::from_be_bytes([t[0], t[1]]),
+                    _ => 0,
+                }
+            }
+            Asked::Query(query) => query_type(query),
+        }
+    }
+}
+
+/// A DNS header's length.
+const HEADER_LEN: usize = 12;
+
+/// The type of a query's first question, found by walking its name; 0 when there is none or
+/// it cannot be read (too short, a compression pointer, a label past the end).
+fn query_type(query: &[u8]) -> u16 {
+    let questions = query.get(4..6).map_or(0, |c| u16::from_be_bytes([c[0], c[1]]));
+    if questions == 0 {
+        return 0;
+    }
+    let mut at = HEADER_LEN;
+    loop {
+        match query.get(at) {
+            Some(0) => break,
+            Some(&len) if len < 64 => at += 1 + usize::from(len),
+            _ => return 0,
+        }
+    }
+    query
+        .get(at + 1..at + 3)
+        .map_or(0, |t| u16::from_be_bytes([t[0], t[1]]))
+}
+
+/// One upstream's counters as one worker sees it: the tries sent to it, its answers by rcode
+/// with how long each took, and the failures held against it. The worker that asks is their
+/// only writer; they sit on lines of their own, apart from every other worker's.
+#[derive(Debug, Default)]
+pub(crate) struct UpstreamCounters {
+    sent: Counter,
+    failures: Counter,
+    answers: [Counts<DURATION_SLOTS>; RCODE_BUCKETS],
+}
+
+impl UpstreamCounters {
+    /// Counts a try sent to the upstream.
+    #[inline]
+    pub(crate) fn sent(&self) {
+        self.sent.incr();
+    }
+
+    /// Counts a failure held against the upstream's health (a timeout, a refusal, a reset).
+    pub(crate) fn failed(&self) {
+        self.failures.incr();
+    }
+
+    /// Counts an answer with rcode `code`, `rtt` after its try was sent.
+    #[inline]
+    pub(crate) fn answered(&self, code: u16, rtt: Duration) {
+        let nanos = u64::try_from(rtt.as_nanos()).unwrap_or(u64::MAX);
+        self.answers[rcode_bucket(code)].observe(duration_slot(rtt), nanos, 1);
+    }
+}
+
+/// A worker's upstream counters by address: found or made when the worker builds its view
+/// of an upstream (at start and on a reload, never per query), so that an upstream's counts
+/// go on across reloads that keep it.
+#[derive(Debug, Default)]
+pub(crate) struct UpstreamTable(Mutex<Vec<(SocketAddr, Arc<CachePadded<UpstreamCounters>>)>>);
+
+impl UpstreamTable {
+    /// The counters of the upstream at `addr`.
+    pub(crate) fn get(&self, addr: SocketAddr) -> Arc<CachePadded<UpstreamCounters>> {
+        let mut table = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, counters)) = table.iter().find(|(a, _)| *a == addr) {
+            return Arc::clone(counters);
+        }
+        let counters = Arc::default();
+        table.push((addr, Arc::clone(&counters)));
+        counters
+    }
+
+    pub(crate) fn add_to(&self, totals: &mut Vec<UpstreamTotals>) {
+        let table = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        for (addr, counters) in table.iter() {
+            let at = match totals.iter().position(|t| t.addr == *addr) {
+                Some(at) => at,
+                None => {
+                    totals.push(UpstreamTotals::new(*addr));
+                    totals.len() - 1
+                }
+            };
+            let total = &mut totals[at];
+            total.sent += counters.sent.get();
+            total.failures += counters.failures.get();
+            for (answers, counts) in total.answers.iter_mut().zip(&counters.answers) {
+                answers.add(counts);
+            }
+        }
+    }
+}
+
+/// The rcode names of the reply counters' buckets, in bucket order ([`rcode_bucket`]);
+/// `OTHER` for any rcode not named.
+pub const RCODE_NAMES: [&str; RCODE_BUCKETS] = [
+    "NOERROR",
+    "NXDOMAIN",
+    "SERVFAIL",
+    "FORMERR",
+    "NOTIMP",
+    "REFUSED",
+    "BADVERS",
+    "BADCOOKIE",
+    "OTHER",
+];
+
+/// One upstream's counters, all workers together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamTotals {
+    /// Its address.
+    pub addr: SocketAddr,
+    /// Tries sent to it: each try, each TCP retry, each health probe.
+    pub sent: u64,
+    /// Failures held against its health: tries that timed out, were refused or reset.
+    pub failures: u64,
+    /// Its answers by rcode bucket (named by [`RCODE_NAMES`]), each with how long the try
+    /// waited for it.
+    pub answers: [Histogram<DURATION_SLOTS>; RCODE_BUCKETS],
+}
+
+impl UpstreamTotals {
+    /// An upstream with nothing counted yet.
+    pub fn new(addr: SocketAddr) -> UpstreamTotals {
+        UpstreamTotals {
+            addr,
+            sent: 0,
+            failures: 0,
+            answers: Default::default(),
+        }
+    }
+}
+
 /// A counter with a single writer: its worker.
 #[derive(Debug, Default)]
 pub(crate) struct Counter(AtomicU64);
@@ -307,8 +650,7 @@ impl std::ops::Deref for WorkerStats {
 /// The counters themselves, each written by its worker only.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    pub(crate) queries_udp: Counter,
-    pub(crate) queries_tcp: Counter,
+    requests: RequestCounters,
     pub(crate) udp_batches: Counter,
     replies: [Counter; RCODE_BUCKETS],
     truncated: Counter,
@@ -325,13 +667,15 @@ pub(crate) struct Counters {
     pub(crate) tcp_evicted: Counter,
     pub(crate) tcp_io_timeouts: Counter,
     pub(crate) tcp_idle_timeouts: Counter,
-    pub(crate) cache_hits: Counter,
+    cache_hits: [Counter; 2],
     pub(crate) cache_stale_answers: Counter,
     pub(crate) cache_misses: Counter,
     pub(crate) cache_refreshes: Counter,
+    pub(crate) cache_prefetches: Counter,
     pub(crate) cache_inserts: Counter,
     pub(crate) cache_evictions: Counter,
     pub(crate) cache_entries: Counter,
+    pub(crate) cache_denials: Counter,
     pub(crate) cache_bytes: Counter,
     pub(crate) upstream_queries: Counter,
     pub(crate) upstream_tcp_retries: Counter,
@@ -342,6 +686,8 @@ pub(crate) struct Counters {
     pub(crate) upstream_mismatched_question: Counter,
     pub(crate) upstream_probes: Counter,
     pub(crate) upstreams_marked_down: Counter,
+    pub(crate) upstreams_all_down: Counter,
+    pub(crate) upstreams: UpstreamTable,
     pub(crate) forward_merged: Counter,
     pub(crate) forward_busy: Counter,
     pub(crate) forward_client_limited: Counter,
@@ -355,11 +701,20 @@ pub(crate) struct Counters {
     request_duration: Counts<DURATION_SLOTS>,
     request_size: [Counts<SIZE_SLOTS>; 2],
     response_size: [Counts<SIZE_SLOTS>; 2],
-    forward_duration: Counts<DURATION_SLOTS>,
 }
 
-/// Reply counters by rcode: the eight named ones, then "other".
-const RCODE_BUCKETS: usize = 9;
+/// The request counters, one per [`request_slot`].
+#[derive(Debug)]
+struct RequestCounters([Counter; REQUEST_SLOTS]);
+
+impl Default for RequestCounters {
+    fn default() -> RequestCounters {
+        RequestCounters(std::array::from_fn(|_| Counter::default()))
+    }
+}
+
+/// Reply counters by rcode: the eight named ones, then "other" ([`RCODE_NAMES`]).
+pub const RCODE_BUCKETS: usize = 9;
 
 fn rcode_bucket(code: u16) -> usize {
     match code {
@@ -376,13 +731,21 @@ fn rcode_bucket(code: u16) -> usize {
 }
 
 impl Counters {
-    /// Counts one message received on `transport`, whose outcome may come later.
+    /// Counts a request from `family` over `transport` once its fate is known (a reply
+    /// written, a drop, a question left unanswered), by the question type `asked` names.
     #[inline]
-    pub(crate) fn received(&self, transport: Transport) {
-        match transport {
-            Transport::Udp => self.queries_udp.incr(),
-            Transport::Tcp => self.queries_tcp.incr(),
-        }
+    pub(crate) fn requested(&self, transport: Transport, family: AddressFamily, asked: Asked<'_>) {
+        self.requests.0[request_slot(family, transport, asked.qtype())].incr();
+    }
+
+    /// Counts an answer from the cache, written into `reply` with `outcome`.
+    #[inline]
+    pub(crate) fn cache_hit(&self, outcome: &Outcome, reply: &[u8]) {
+        let kind = match outcome {
+            Outcome::Reply(facts) => CacheKind::of_reply(reply, facts),
+            Outcome::Drop(_) => CacheKind::Denial,
+        };
+        self.cache_hits[kind as usize].incr();
     }
 
     /// Counts a query of `len` bytes received on `transport`.
@@ -396,12 +759,6 @@ impl Counters {
     pub(crate) fn took(&self, elapsed: Duration, n: u64) {
         let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
         self.request_duration.observe(duration_slot(elapsed), nanos, n);
-    }
-
-    /// Counts an upstream's answer to a try, `rtt` after it was sent.
-    pub(crate) fn upstream_answered(&self, rtt: Duration) {
-        let nanos = u64::try_from(rtt.as_nanos()).unwrap_or(u64::MAX);
-        self.forward_duration.observe(duration_slot(rtt), nanos, 1);
     }
 
     /// Counts what answering a message on `transport` produced.
@@ -443,8 +800,9 @@ impl Counters {
     /// Adds this worker's counters to `totals`.
     pub(crate) fn add_to(&self, totals: &mut Totals) {
         let r = |code: u16| self.replies[rcode_bucket(code)].get();
-        totals.queries_udp += self.queries_udp.get();
-        totals.queries_tcp += self.queries_tcp.get();
+        for (total, counter) in totals.requests.counts.iter_mut().zip(&self.requests.0) {
+            *total += counter.get();
+        }
         totals.udp_batches += self.udp_batches.get();
         totals.replies_noerror += r(rcode::NOERROR);
         totals.replies_nxdomain += r(rcode::NXDOMAIN);
@@ -469,13 +827,17 @@ impl Counters {
         totals.tcp_evicted += self.tcp_evicted.get();
         totals.tcp_io_timeouts += self.tcp_io_timeouts.get();
         totals.tcp_idle_timeouts += self.tcp_idle_timeouts.get();
-        totals.cache_hits += self.cache_hits.get();
+        totals.cache_hits[0] += self.cache_hits[0].get();
+        totals.cache_hits[1] += self.cache_hits[1].get();
         totals.cache_stale_answers += self.cache_stale_answers.get();
         totals.cache_misses += self.cache_misses.get();
         totals.cache_refreshes += self.cache_refreshes.get();
+        totals.cache_prefetches += self.cache_prefetches.get();
         totals.cache_inserts += self.cache_inserts.get();
         totals.cache_evictions += self.cache_evictions.get();
-        totals.cache_entries += self.cache_entries.get();
+        let (entries, denials) = (self.cache_entries.get(), self.cache_denials.get());
+        totals.cache_entries[CacheKind::Success as usize] += entries.saturating_sub(denials);
+        totals.cache_entries[CacheKind::Denial as usize] += denials;
         totals.cache_bytes += self.cache_bytes.get();
         totals.upstream_queries += self.upstream_queries.get();
         totals.upstream_tcp_retries += self.upstream_tcp_retries.get();
@@ -486,6 +848,7 @@ impl Counters {
         totals.upstream_mismatched_question += self.upstream_mismatched_question.get();
         totals.upstream_probes += self.upstream_probes.get();
         totals.upstreams_marked_down += self.upstreams_marked_down.get();
+        totals.upstreams_all_down += self.upstreams_all_down.get();
         totals.forward_merged += self.forward_merged.get();
         totals.forward_busy += self.forward_busy.get();
         totals.forward_client_limited += self.forward_client_limited.get();
@@ -497,7 +860,6 @@ impl Counters {
         totals.rrl_dropped += self.rrl_dropped.get();
         totals.rrl_slipped += self.rrl_slipped.get();
         totals.request_duration.add(&self.request_duration);
-        totals.forward_duration.add(&self.forward_duration);
         for t in 0..2 {
             totals.request_size[t].add(&self.request_size[t]);
             totals.response_size[t].add(&self.response_size[t]);
@@ -526,6 +888,16 @@ impl StatsReader {
             observe,
             xdp: xdp.into(),
         }
+    }
+
+    /// Every upstream's counters, all workers together, in the order the workers first asked
+    /// them (none without forwarding).
+    pub fn upstreams(&self) -> Vec<UpstreamTotals> {
+        let mut totals = Vec::new();
+        for worker in self.workers.iter() {
+            worker.upstreams.add_to(&mut totals);
+        }
+        totals
     }
 
     /// The counters of every AF_XDP receive queue served (none without `--xdp`).
@@ -590,8 +962,21 @@ mod tests {
     use super::*;
 
     fn query(stats: &WorkerStats, transport: Transport, outcome: &Outcome) {
-        stats.received(transport);
+        stats.requested(transport, AddressFamily::V4, Asked::of(outcome, &[], &[]));
         stats.outcome(transport, outcome);
+    }
+
+    /// A query for `name` (dotted, without the root) of type `qtype`, as a client sends it.
+    fn wire_query(name: &str, qtype: u16) -> Vec<u8> {
+        let mut q = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+        for label in name.split('.').filter(|l| !l.is_empty()) {
+            q.push(label.len() as u8);
+            q.extend_from_slice(label.as_bytes());
+        }
+        q.push(0);
+        q.extend_from_slice(&qtype.to_be_bytes());
+        q.extend_from_slice(&1u16.to_be_bytes());
+        q
     }
 
     fn reply(code: u16) -> Outcome {
@@ -631,7 +1016,10 @@ mod tests {
         query(&stats, Transport::Tcp, &Outcome::Drop(DropReason::Response));
         let mut t = Totals::default();
         stats.add_to(&mut t);
-        assert_eq!((t.queries_udp, t.queries_tcp), (10, 2));
+        assert_eq!(
+            (t.requests.over(Transport::Udp), t.requests.over(Transport::Tcp)),
+            (10, 2)
+        );
         assert_eq!(t.replies_noerror, 2);
         for n in [
             t.replies_formerr,
@@ -647,6 +1035,115 @@ mod tests {
         }
         assert_eq!((t.truncated, t.ignored_records, t.trailing_bytes), (1, 1, 1));
         assert_eq!((t.dropped_too_short, t.dropped_response), (1, 1));
+    }
+
+    #[test]
+    fn requests_are_counted_by_family_transport_and_coredns_question_type() {
+        let stats = WorkerStats::default();
+        let slot = |name: &str| QUESTION_TYPES.iter().position(|(_, n)| *n == name).unwrap();
+        let aaaa = wire_query("web.example.org", rtype::AAAA);
+        // The reply echoes the question; its type is read where the question ends.
+        let facts = Reply {
+            len: aaaa.len(),
+            rcode: rcode::NOERROR,
+            truncated: false,
+            ignored_records: false,
+            trailing: false,
+            valid_cookie: false,
+            question_end: aaaa.len() as u16,
+            name_hash: 0,
+        };
+        stats.requested(Transport::Udp, AddressFamily::V4, Asked::Reply(&aaaa, &facts));
+        stats.requested(
+            Transport::Tcp,
+            AddressFamily::V6,
+            Asked::Query(&wire_query("x.org", 65)),
+        );
+        stats.requested(
+            Transport::Udp,
+            AddressFamily::V4,
+            Asked::Query(&wire_query("a.b.c", rtype::HINFO)),
+        );
+        stats.requested(Transport::Udp, AddressFamily::V4, Asked::Query(&[0; 5]));
+        stats.requested(
+            Transport::Udp,
+            AddressFamily::V6,
+            Asked::Query(&wire_query("", rtype::ANY)),
+        );
+        let mut t = Totals::default();
+        stats.add_to(&mut t);
+        let r = t.requests;
+        assert_eq!(r.get(AddressFamily::V4, Transport::Udp, slot("AAAA")), 1);
+        assert_eq!(r.get(AddressFamily::V6, Transport::Tcp, slot("HTTPS")), 1);
+        assert_eq!(r.get(AddressFamily::V6, Transport::Udp, slot("ANY")), 1);
+        assert_eq!(
+            r.get(AddressFamily::V4, Transport::Udp, TYPE_SLOTS - 1),
+            2,
+            "HINFO and a short message"
+        );
+        assert_eq!((r.over(Transport::Udp), r.over(Transport::Tcp)), (4, 1));
+    }
+
+    #[test]
+    fn every_coredns_question_type_has_its_own_slot() {
+        for (i, &(qtype, _)) in QUESTION_TYPES.iter().enumerate() {
+            assert_eq!(type_slot(qtype), i);
+        }
+        for other in [0, 13, 99, 256, 257, 32769, u16::MAX] {
+            assert_eq!(type_slot(other), TYPE_SLOTS - 1, "{other}");
+        }
+        assert_eq!(AddressFamily::of("::ffff:10.0.0.1".parse().unwrap()), AddressFamily::V4);
+        assert_eq!(AddressFamily::of("2001:db8::1".parse().unwrap()), AddressFamily::V6);
+    }
+
+    #[test]
+    fn cache_hits_are_split_into_success_and_denial() {
+        let stats = WorkerStats::default();
+        let mut reply = wire_query("a.org", rtype::A);
+        let facts = |code| Reply {
+            len: reply.len(),
+            rcode: code,
+            truncated: false,
+            ignored_records: false,
+            trailing: false,
+            valid_cookie: false,
+            question_end: 0,
+            name_hash: 0,
+        };
+        let (noerror, nxdomain) = (facts(rcode::NOERROR), facts(rcode::NXDOMAIN));
+        stats.cache_hit(&Outcome::Reply(noerror), &reply);
+        stats.cache_hit(&Outcome::Reply(nxdomain), &reply);
+        reply[7] = 1;
+        stats.cache_hit(&Outcome::Reply(noerror), &reply);
+        let mut t = Totals::default();
+        stats.add_to(&mut t);
+        assert_eq!(t.cache_hits, [1, 2], "NODATA and NXDOMAIN are denials");
+    }
+
+    #[test]
+    fn upstream_counters_are_summed_per_address_over_workers() {
+        let workers = [WorkerStats::default(), WorkerStats::default()];
+        let (a, b): (SocketAddr, SocketAddr) = ("127.0.0.1:53".parse().unwrap(), "[::1]:53".parse().unwrap());
+        for w in &workers {
+            let counters = w.upstreams.get(a);
+            counters.sent();
+            counters.answered(rcode::NOERROR, Duration::from_micros(15));
+        }
+        workers[1].upstreams.get(b).failed();
+        workers[1]
+            .upstreams
+            .get(b)
+            .answered(rcode::SERVFAIL, Duration::from_millis(3));
+        let mut totals = Vec::new();
+        for w in &workers {
+            w.upstreams.add_to(&mut totals);
+        }
+        assert_eq!(totals.len(), 2);
+        assert_eq!((totals[0].addr, totals[0].sent, totals[0].failures), (a, 2, 0));
+        assert_eq!(totals[0].answers[0].counts[1], 2);
+        assert_eq!((totals[1].addr, totals[1].sent, totals[1].failures), (b, 0, 1));
+        assert_eq!(totals[1].answers[rcode_bucket(rcode::SERVFAIL)].count(), 1);
+        assert_eq!(RCODE_NAMES[rcode_bucket(rcode::SERVFAIL)], "SERVFAIL");
     }
 
     #[test]
@@ -696,7 +1193,6 @@ mod tests {
         stats.request(Transport::Tcp, 300);
         stats.outcome(Transport::Udp, &reply(0));
         stats.took(Duration::from_micros(15), 3);
-        stats.upstream_answered(Duration::from_millis(2));
         let mut t = Totals::default();
         stats.add_to(&mut t);
         assert_eq!((t.request_size[0].counts[1], t.request_size[0].sum), (1, 40));
@@ -704,7 +1200,6 @@ mod tests {
         assert_eq!((t.response_size[0].counts[1], t.response_size[0].sum), (1, 12));
         assert_eq!((t.request_duration.counts[1], t.request_duration.count()), (3, 3));
         assert_eq!(t.request_duration.sum, 45_000);
-        assert_eq!(t.forward_duration.count(), 1);
     }
 
     #[test]

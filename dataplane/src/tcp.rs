@@ -25,7 +25,7 @@ use crate::forward::{Answered, Client, Resolver};
 use crate::io::Peer;
 use crate::observe::Observer;
 use crate::snapshot::Snapshot;
-use crate::stats::{RateLimitedWarning, WorkerStats};
+use crate::stats::{AddressFamily, Asked, RateLimitedWarning, WorkerStats};
 use crate::wire::types::MAX_MESSAGE_LEN;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry, Token};
@@ -580,6 +580,11 @@ impl Conn {
         }
     }
 
+    /// The client's address family, for the request counters.
+    fn family(&self) -> AddressFamily {
+        AddressFamily::of_peer(&self.peer)
+    }
+
     fn answer(&mut self, message: Range<usize>, scratch: &mut [u8], turn: &mut Turn<'_>, keepalive: u16) {
         let ctx = Context {
             transport: Transport::Tcp,
@@ -591,7 +596,6 @@ impl Conn {
         *turn.rotation = turn.rotation.wrapping_add(1);
         let query = &self.input[message];
         let out = &mut scratch[PREFIX_LEN..];
-        turn.stats.received(Transport::Tcp);
         turn.stats.request(Transport::Tcp, query.len());
         let outcome = match turn.resolver.as_deref_mut() {
             Some(resolver) => {
@@ -611,6 +615,7 @@ impl Conn {
                         return;
                     }
                     Answered::Dropped => {
+                        turn.stats.requested(Transport::Tcp, self.family(), Asked::Query(query));
                         self.last_active = turn.now;
                         return;
                     }
@@ -618,6 +623,8 @@ impl Conn {
             }
             None => answer(query, turn.snapshot, &ctx, out),
         };
+        turn.stats
+            .requested(Transport::Tcp, self.family(), Asked::of(&outcome, out, query));
         turn.stats.outcome(Transport::Tcp, &outcome);
         if let Some(observer) = turn.observer.as_deref_mut() {
             let reply = match outcome {

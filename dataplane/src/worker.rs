@@ -16,7 +16,7 @@ use crate::io::{Datagrams, KernelUdp, PacketIo, Path, XdpConfig};
 use crate::observe::{Observation, ObserveConfig, Observer};
 use crate::rrl::{self, Action, Limiter, RrlConfig};
 use crate::snapshot::{Snapshot, SnapshotCell};
-use crate::stats::{RateLimitedWarning, StatsReader, Totals, WorkerStats};
+use crate::stats::{AddressFamily, Asked, RateLimitedWarning, StatsReader, Totals, WorkerStats};
 use crate::sys;
 use crate::tcp::{TcpServer, Turn};
 use arc_swap::Cache;
@@ -863,7 +863,6 @@ impl<P: PacketIo> Worker<P> {
         let second = rrl.as_ref().map_or(0, |limiter| limiter.second(now));
         let mut forwarded = false;
         let mut answered = 0;
-        stats.queries_udp.add(queries.len() as u64);
         for i in 0..queries.len() {
             let Some((query, peer)) = queries.get(i) else {
                 break;
@@ -898,11 +897,19 @@ impl<P: PacketIo> Worker<P> {
                             }
                             continue;
                         }
-                        Answered::Dropped => continue,
+                        Answered::Dropped => {
+                            stats.requested(Transport::Udp, AddressFamily::of_peer(peer), Asked::Query(query));
+                            continue;
+                        }
                     }
                 }
                 None => answer(query, snapshot, &ctx, out),
             };
+            stats.requested(
+                Transport::Udp,
+                AddressFamily::of_peer(peer),
+                Asked::of(&outcome, out, query),
+            );
             if let (Some(limiter), Outcome::Reply(reply)) = (rrl.as_mut(), &outcome) {
                 if !reply.valid_cookie {
                     match limiter.judge(peer, &out[..reply.len], reply, second) {
@@ -971,10 +978,11 @@ impl<P: PacketIo> Worker<P> {
                 }
                 _ => Action::Send,
             };
-            let transport = match &client {
-                Client::Udp { .. } => Transport::Udp,
-                Client::Tcp { .. } => Transport::Tcp,
+            let (transport, family) = match &client {
+                Client::Udp { peer, .. } => (Transport::Udp, AddressFamily::of_peer(peer)),
+                Client::Tcp { peer, .. } => (Transport::Tcp, AddressFamily::of(*peer)),
             };
+            stats.requested(transport, family, Asked::Reply(reply, facts));
             match action {
                 // A slipped reply is counted once its truncated length is known, below.
                 Action::Send => stats.outcome(transport, &Outcome::Reply(*facts)),

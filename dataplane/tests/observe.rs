@@ -14,6 +14,7 @@ use skyline_dataplane::observe::{
 use skyline_dataplane::snapshot::empty_cell;
 use skyline_dataplane::stats::Totals;
 use skyline_dataplane::worker::{Options, Server, ServerConfig, TcpConfig};
+use skyline_dataplane::Transport;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
@@ -544,7 +545,7 @@ fn a_stalled_dnstap_reader_costs_dropped_messages_not_answering_speed() {
     }
     plain.shutdown();
     let totals = wait_for(&tapped, "dnstap messages dropped", |t| t.dnstap_dropped > 0);
-    assert_eq!(totals.queries_udp, QUERIES as u64);
+    assert_eq!(totals.requests.over(Transport::Udp), QUERIES as u64);
     assert!(
         totals.dnstap_sent + totals.dnstap_dropped <= 2 * QUERIES as u64,
         "{totals:?}"

@@ -11,6 +11,7 @@ use hickory_proto::rr::RecordType;
 use skyline_dataplane::snapshot::{empty_cell, Snapshot, SnapshotCell};
 use skyline_dataplane::stats::Totals;
 use skyline_dataplane::worker::{Server, ServerConfig, TcpConfig};
+use skyline_dataplane::Transport;
 use std::collections::HashSet;
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
@@ -147,9 +148,13 @@ fn udp_queries_are_answered_from_the_snapshot() {
     assert_eq!(reply.name_servers().len(), 1);
     assert_eq!(reply.name_servers()[0].record_type(), RecordType::SOA);
 
-    let totals = wait_for_stats(&server, |t| t.queries_udp == 2);
+    let totals = wait_for_stats(&server, |t| t.requests.over(Transport::Udp) == 2);
     assert_eq!(
-        (totals.queries_udp, totals.replies_noerror, totals.replies_nxdomain),
+        (
+            totals.requests.over(Transport::Udp),
+            totals.replies_noerror,
+            totals.replies_nxdomain
+        ),
         (2, 1, 1)
     );
     server.shutdown();
@@ -210,8 +215,8 @@ fn a_burst_of_queries_from_many_clients_is_all_answered() {
         }
     }
     let total = (CLIENTS * usize::from(PER_CLIENT)) as u64;
-    let totals = wait_for_stats(&server, |t| t.queries_udp == total);
-    assert_eq!(totals.queries_udp, total);
+    let totals = wait_for_stats(&server, |t| t.requests.over(Transport::Udp) == total);
+    assert_eq!(totals.requests.over(Transport::Udp), total);
     assert_eq!(totals.replies_noerror + totals.replies_nxdomain, total);
     assert!(totals.udp_batches >= 1 && totals.udp_batches <= total);
     assert_eq!(totals.udp_send_failures, 0);
@@ -265,8 +270,8 @@ fn pipelined_tcp_queries_in_one_write_are_all_answered() {
     let reply = read_frame(&mut stream);
     assert_eq!(reply.id(), 0x3333);
     assert_eq!(reply.answers().len(), 40);
-    let totals = wait_for_stats(&server, |t| t.queries_tcp == 3);
-    assert_eq!((totals.queries_tcp, totals.tcp_accepted), (3, 1));
+    let totals = wait_for_stats(&server, |t| t.requests.over(Transport::Tcp) == 3);
+    assert_eq!((totals.requests.over(Transport::Tcp), totals.tcp_accepted), (3, 1));
     server.shutdown();
 }
 

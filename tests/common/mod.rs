@@ -550,6 +550,24 @@ pub fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
     Some((status, body.to_owned()))
 }
 
+/// The sum of the samples of `metric` in `/metrics` text whose labels include every pair of
+/// `filter` (written `name="value"`), as `sum(metric{filter})` would compute it; `None` when
+/// no sample matches.
+pub fn metric_sum(metrics: &str, metric: &str, filter: &[&str]) -> Option<f64> {
+    let mut sum = None;
+    for line in metrics.lines().filter(|l| !l.starts_with('#')) {
+        let Some((series, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let (name, labels) = series.split_once('{').unwrap_or((series, ""));
+        let labels: Vec<&str> = labels.trim_end_matches('}').split(',').collect();
+        if name == metric && filter.iter().all(|pair| labels.contains(pair)) {
+            *sum.get_or_insert(0.0) += value.parse::<f64>().ok()?;
+        }
+    }
+    sum
+}
+
 /// The value of the series `series` (name and labels, as written) in `/metrics` text.
 pub fn metric_value(metrics: &str, series: &str) -> Option<f64> {
     metrics

@@ -1,15 +1,19 @@
 //! `/metrics`: the [`Report`] in the Prometheus text exposition format, version 0.0.4.
 //!
-//! Where a CoreDNS metric means the same thing, its name is CoreDNS's, so that dashboards and
-//! alerts written for CoreDNS keep working (without CoreDNS's `server`, `zone` and `to` labels,
-//! which skyline does not split by); everything else is named `skyline_*`. Every counter counts
-//! since the process started.
-
+//! Where a CoreDNS metric means the same thing, its name and labels are CoreDNS's, so that
+//! dashboards and alerts written for CoreDNS keep working: `server` names the listen addresses
+//! as CoreDNS writes a server (`dns://ADDR`), `zone` (`zones` for the cache) is `.`, since
+//! skyline answers every name from one server; the forwarder's series are per upstream (`to`).
+//! Everything else is named `skyline_*`. Every counter counts since the process started.
 use super::report::{Loads, Persisted, Reloads, Report, Status};
-use crate::source::{Family, Kind};
+use crate::source::{Family, HistogramFamily, Kind};
 use skyline_dataplane::io::QueueTotals;
 use skyline_dataplane::observe::topk::TopTalkers;
-use skyline_dataplane::stats::{Histogram, Totals, DURATION_BOUNDS, SIZE_BOUNDS};
+use skyline_dataplane::stats::{
+    AddressFamily, CacheKind, Histogram, Totals, UpstreamTotals, DURATION_BOUNDS, DURATION_SLOTS, OTHER_TYPE,
+    QUESTION_TYPES, RCODE_NAMES, SIZE_BOUNDS, SIZE_SLOTS,
+};
+use skyline_dataplane::Transport;
 use std::fmt::{self, Display, Formatter};
 
 /// The `Content-Type` of the exposition.
@@ -20,7 +24,8 @@ pub(crate) struct Metrics<'a>(pub(crate) &'a Report);
 
 impl Display for Metrics<'_> {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        dns(f, &self.0.dns)?;
+        dns(f, &self.0.dns, &self.0.server)?;
+        upstreams(f, &self.0.upstreams)?;
         xdp(f, &self.0.xdp)?;
         if let Some(top) = &self.0.top_talkers {
             top_talkers(f, top)?;
@@ -30,13 +35,13 @@ impl Display for Metrics<'_> {
     }
 }
 
-/// The data plane's counters. Destructured without `..`, so that a counter added to
-/// [`Totals`] does not compile until it is exported here.
-fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
+/// The data plane's counters, the listen addresses as the `server` label names them.
+/// Destructured without `..`, so that a counter added to [`Totals`] does not compile until it
+/// is exported here.
+fn dns(f: &mut Formatter<'_>, totals: &Totals, server: &str) -> fmt::Result {
     use Kind::{Counter, Gauge};
     let Totals {
-        queries_udp,
-        queries_tcp,
+        requests,
         udp_batches,
         replies_noerror,
         replies_nxdomain,
@@ -65,6 +70,7 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         cache_stale_answers,
         cache_misses,
         cache_refreshes,
+        cache_prefetches,
         cache_inserts,
         cache_evictions,
         cache_entries,
@@ -78,6 +84,7 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         upstream_mismatched_question,
         upstream_probes,
         upstreams_marked_down,
+        upstreams_all_down,
         forward_merged,
         forward_busy,
         forward_client_limited,
@@ -93,17 +100,28 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         request_duration,
         request_size,
         response_size,
-        forward_duration,
     } = *totals;
 
-    labelled(
+    let zone = format!("server=\"{server}\",zone=\".\"");
+    header(
         f,
         "coredns_dns_requests_total",
         Counter,
-        "DNS messages received, answered or dropped, by transport.",
-        "proto",
-        &[("udp", queries_udp), ("tcp", queries_tcp)],
+        "DNS messages received, by transport, client address family (1: IPv4, 2: IPv6) and question type (other: a type CoreDNS does not name, or no readable question).",
     )?;
+    for family in [AddressFamily::V4, AddressFamily::V6] {
+        for (proto, transport) in [("udp", Transport::Udp), ("tcp", Transport::Tcp)] {
+            let types = QUESTION_TYPES.iter().map(|&(_, name)| name).chain([OTHER_TYPE]);
+            for (slot, qtype) in types.enumerate() {
+                writeln!(
+                    f,
+                    "coredns_dns_requests_total{{{zone},proto=\"{proto}\",family=\"{}\",type=\"{qtype}\"}} {}",
+                    family.label(),
+                    requests.get(family, transport, slot)
+                )?;
+            }
+        }
+    }
     let seconds = |nanos: u64| nanos as f64 / 1e9;
     let durations: Vec<String> = DURATION_BOUNDS.iter().map(|&b| seconds(b).to_string()).collect();
     let sizes: Vec<String> = SIZE_BOUNDS.iter().map(ToString::to_string).collect();
@@ -112,52 +130,60 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         "coredns_dns_request_duration_seconds",
         "Time from a query's arrival to its reply's send.",
         &durations,
-        &[("", &request_duration)],
+        &[(zone.clone(), &request_duration)],
         seconds,
     )?;
     let bytes = |sum: u64| sum as f64;
+    let by_proto = |sizes: &[Histogram<SIZE_SLOTS>; 2]| {
+        [
+            (format!("{zone},proto=\"udp\""), sizes[0]),
+            (format!("{zone},proto=\"tcp\""), sizes[1]),
+        ]
+    };
+    let [udp, tcp] = by_proto(&request_size);
     histogram(
         f,
         "coredns_dns_request_size_bytes",
         "Sizes of the DNS queries received, by transport.",
         &sizes,
-        &[("udp", &request_size[0]), ("tcp", &request_size[1])],
+        &[(udp.0, &udp.1), (tcp.0, &tcp.1)],
         bytes,
     )?;
+    let [udp, tcp] = by_proto(&response_size);
     histogram(
         f,
         "coredns_dns_response_size_bytes",
         "Sizes of the DNS responses sent, by transport.",
         &sizes,
-        &[("udp", &response_size[0]), ("tcp", &response_size[1])],
+        &[(udp.0, &udp.1), (tcp.0, &tcp.1)],
         bytes,
     )?;
-    histogram(
-        f,
-        "coredns_forward_request_duration_seconds",
-        "Time from a query's send to an upstream to its answer, per try.",
-        &durations,
-        &[("", &forward_duration)],
-        seconds,
-    )?;
     // CoreDNS names an unknown rcode by its number; skyline does not keep those apart.
-    labelled(
+    header(
         f,
         "coredns_dns_responses_total",
         Counter,
         "DNS responses sent, by rcode (OTHER: any rcode not named); replies rate limiting slipped (sent truncated) included.",
-        "rcode",
-        &[
-            ("NOERROR", replies_noerror),
-            ("NXDOMAIN", replies_nxdomain),
-            ("SERVFAIL", replies_servfail),
-            ("FORMERR", replies_formerr),
-            ("NOTIMP", replies_notimp),
-            ("REFUSED", replies_refused),
-            ("BADVERS", replies_badvers),
-            ("BADCOOKIE", replies_badcookie),
-            ("OTHER", replies_other),
-        ],
+    )?;
+    for (rcode, value) in [
+        ("NOERROR", replies_noerror),
+        ("NXDOMAIN", replies_nxdomain),
+        ("SERVFAIL", replies_servfail),
+        ("FORMERR", replies_formerr),
+        ("NOTIMP", replies_notimp),
+        ("REFUSED", replies_refused),
+        ("BADVERS", replies_badvers),
+        ("BADCOOKIE", replies_badcookie),
+        ("OTHER", replies_other),
+    ] {
+        writeln!(f, "coredns_dns_responses_total{{{zone},rcode=\"{rcode}\"}} {value}")?;
+    }
+    single(
+        f,
+        "coredns_panics_total",
+        Counter,
+        "Panics recovered from: none ever, since a panic ends the process (it is built to abort); a restart is what shows one.",
+        0,
     )?;
     single(
         f,
@@ -246,41 +272,72 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         ],
     )?;
 
-    single(
-        f,
-        "coredns_cache_hits_total",
-        Counter,
-        "Queries for names outside the zones answered from the cache, stale answers included.",
-        cache_hits,
-    )?;
-    single(
-        f,
-        "coredns_cache_misses_total",
-        Counter,
-        "Queries for names outside the zones the cache could not answer, hence forwarded.",
-        cache_misses,
-    )?;
-    single(
-        f,
-        "coredns_cache_served_stale_total",
-        Counter,
-        "Answers served past their TTL because upstreams failed (RFC 8767).",
-        cache_stale_answers,
-    )?;
-    single(
-        f,
-        "coredns_cache_evictions_total",
-        Counter,
-        "Cache entries evicted to keep the cache within its memory bound.",
-        cache_evictions,
-    )?;
-    single(
+    let zones = format!("server=\"{server}\",zones=\".\"");
+    let kinds = [CacheKind::Success, CacheKind::Denial];
+    header(
         f,
         "coredns_cache_entries",
         Gauge,
-        "Entries in the cache now, all workers together.",
-        cache_entries,
+        "Entries in the cache now, all workers together, by what they hold (success: records; denial: NXDOMAIN or NODATA).",
     )?;
+    for kind in kinds {
+        writeln!(
+            f,
+            "coredns_cache_entries{{{zones},type=\"{}\"}} {}",
+            kind.label(),
+            cache_entries[kind as usize]
+        )?;
+    }
+    header(
+        f,
+        "coredns_cache_requests_total",
+        Counter,
+        "Queries for names outside the zones looked up in the cache: hits and misses.",
+    )?;
+    writeln!(
+        f,
+        "coredns_cache_requests_total{{{zones}}} {}",
+        cache_hits.iter().sum::<u64>() + cache_misses
+    )?;
+    header(
+        f,
+        "coredns_cache_hits_total",
+        Counter,
+        "Queries for names outside the zones answered from the cache, stale answers included, by what the answer says (success: records; denial: NXDOMAIN, NODATA or another failure).",
+    )?;
+    for kind in kinds {
+        writeln!(
+            f,
+            "coredns_cache_hits_total{{{zones},type=\"{}\"}} {}",
+            kind.label(),
+            cache_hits[kind as usize]
+        )?;
+    }
+    for (name, help, value) in [
+        (
+            "coredns_cache_misses_total",
+            "Queries for names outside the zones the cache could not answer, hence forwarded.",
+            cache_misses,
+        ),
+        (
+            "coredns_cache_prefetch_total",
+            "Popular entries fetched again before they expired.",
+            cache_prefetches,
+        ),
+        (
+            "coredns_cache_served_stale_total",
+            "Answers served past their TTL because upstreams failed (RFC 8767).",
+            cache_stale_answers,
+        ),
+        (
+            "coredns_cache_evictions_total",
+            "Cache entries evicted to keep the cache within its memory bound.",
+            cache_evictions,
+        ),
+    ] {
+        header(f, name, Counter, help)?;
+        writeln!(f, "{name}{{{zones}}} {value}")?;
+    }
     single(
         f,
         "skyline_cache_bytes",
@@ -305,17 +362,24 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
 
     single(
         f,
-        "coredns_forward_requests_total",
-        Counter,
-        "Queries sent to upstreams: each try, each TCP retry, each health probe.",
-        upstream_queries,
-    )?;
-    single(
-        f,
         "coredns_forward_max_concurrent_rejects_total",
         Counter,
         "Questions refused at once because too many were in flight upstream.",
         forward_busy,
+    )?;
+    single(
+        f,
+        "coredns_forward_healthcheck_broken_total",
+        Counter,
+        "Health probes sent while every upstream of their route was down: grows for as long as a route has no upstream left.",
+        upstreams_all_down,
+    )?;
+    single(
+        f,
+        "skyline_forward_queries_sent_total",
+        Counter,
+        "Queries that left for upstreams: each try, each TCP retry, each health probe.",
+        upstream_queries,
     )?;
     labelled(
         f,
@@ -441,6 +505,99 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals) -> fmt::Result {
         "Query log lines left out: past the rate limit, or their queue was full.",
         query_log_suppressed,
     )
+}
+
+/// The forwarder's series per upstream (`to`), under CoreDNS's current names (its `proxy`
+/// plugin's, `proxy_name="forward"`) and under the names of CoreDNS before 1.11, which the
+/// CoreDNS alerts in wide use still query; both are read from the same counters. Nothing at
+/// all without forwarding.
+fn upstreams(f: &mut Formatter<'_>, upstreams: &[UpstreamTotals]) -> fmt::Result {
+    use Kind::Counter;
+    if upstreams.is_empty() {
+        return Ok(());
+    }
+    let seconds = |nanos: u64| nanos as f64 / 1e9;
+    let durations: Vec<String> = DURATION_BOUNDS.iter().map(|&b| seconds(b).to_string()).collect();
+    let answered = |prefix: &str| -> Vec<(String, &Histogram<DURATION_SLOTS>)> {
+        upstreams
+            .iter()
+            .flat_map(|u| {
+                u.answers
+                    .iter()
+                    .zip(RCODE_NAMES)
+                    .filter(|(h, _)| h.count() > 0)
+                    .map(move |(h, rcode)| (format!("{prefix}to=\"{}\",rcode=\"{rcode}\"", u.addr), h))
+            })
+            .collect()
+    };
+    histogram(
+        f,
+        "coredns_proxy_request_duration_seconds",
+        "Time from a query's send to an upstream to its answer, per upstream and rcode of the answer.",
+        &durations,
+        &answered("proxy_name=\"forward\","),
+        seconds,
+    )?;
+    header(
+        f,
+        "coredns_proxy_healthcheck_failures_total",
+        Counter,
+        "Failures held against an upstream's health: tries that timed out, were refused or reset, health probes included.",
+    )?;
+    for u in upstreams {
+        writeln!(
+            f,
+            "coredns_proxy_healthcheck_failures_total{{proxy_name=\"forward\",to=\"{}\"}} {}",
+            u.addr, u.failures
+        )?;
+    }
+    histogram(
+        f,
+        "coredns_forward_request_duration_seconds",
+        "As coredns_proxy_request_duration_seconds, under the name CoreDNS used before 1.11.",
+        &durations,
+        &answered(""),
+        seconds,
+    )?;
+    header(
+        f,
+        "coredns_forward_requests_total",
+        Counter,
+        "Queries sent to each upstream: each try, each TCP retry, each health probe (the name CoreDNS used before 1.11).",
+    )?;
+    for u in upstreams {
+        writeln!(f, "coredns_forward_requests_total{{to=\"{}\"}} {}", u.addr, u.sent)?;
+    }
+    header(
+        f,
+        "coredns_forward_responses_total",
+        Counter,
+        "Answers of each upstream by rcode (the name CoreDNS used before 1.11).",
+    )?;
+    for u in upstreams {
+        for (h, rcode) in u.answers.iter().zip(RCODE_NAMES).filter(|(h, _)| h.count() > 0) {
+            writeln!(
+                f,
+                "coredns_forward_responses_total{{to=\"{}\",rcode=\"{rcode}\"}} {}",
+                u.addr,
+                h.count()
+            )?;
+        }
+    }
+    header(
+        f,
+        "coredns_forward_healthcheck_failures_total",
+        Counter,
+        "As coredns_proxy_healthcheck_failures_total, under the name CoreDNS used before 1.11.",
+    )?;
+    for u in upstreams {
+        writeln!(
+            f,
+            "coredns_forward_healthcheck_failures_total{{to=\"{}\"}} {}",
+            u.addr, u.failures
+        )?;
+    }
+    Ok(())
 }
 
 /// The top talkers: at most K series per family, ranked, whatever the traffic, so that the
@@ -697,6 +854,33 @@ fn sources(f: &mut Formatter<'_>, report: &Report) -> fmt::Result {
     for family in report.sources.iter().flat_map(|source| &source.families) {
         single(f, family.name, family.kind, family.help, family.value)?;
     }
+    for family in report.sources.iter().flat_map(|source| &source.histograms) {
+        source_histogram(f, family)?;
+    }
+    Ok(())
+}
+
+/// A source's histogram family, its buckets cumulative up to `+Inf`.
+fn source_histogram(f: &mut Formatter<'_>, family: &HistogramFamily) -> fmt::Result {
+    let HistogramFamily {
+        name,
+        help,
+        label,
+        bounds,
+        series,
+    } = family;
+    writeln!(f, "# HELP {name} {help}")?;
+    writeln!(f, "# TYPE {name} histogram")?;
+    for (value, counts, sum) in series {
+        let mut cumulative = 0;
+        let bounds = bounds.iter().map(ToString::to_string).chain(["+Inf".to_owned()]);
+        for (bound, count) in bounds.zip(counts) {
+            cumulative += count;
+            writeln!(f, "{name}_bucket{{{label}=\"{value}\",le=\"{bound}\"}} {cumulative}")?;
+        }
+        writeln!(f, "{name}_sum{{{label}=\"{value}\"}} {sum}")?;
+        writeln!(f, "{name}_count{{{label}=\"{value}\"}} {cumulative}")?;
+    }
     Ok(())
 }
 
@@ -818,23 +1002,24 @@ fn labelled(
     Ok(())
 }
 
-/// A histogram family: one series per `(proto, histogram)` (unlabelled when the label value is
-/// empty), its buckets cumulative up to `+Inf`, its sum converted by `sum`.
+/// A histogram family: one series per `(labels, histogram)`, `labels` written out as
+/// `a="x",b="y"` (unlabelled when empty), its buckets cumulative up to `+Inf`, its sum
+/// converted by `sum`.
 fn histogram<const S: usize>(
     f: &mut Formatter<'_>,
     name: &str,
     help: &str,
     bounds: &[String],
-    series: &[(&str, &Histogram<S>)],
+    series: &[(String, &Histogram<S>)],
     sum: impl Fn(u64) -> f64,
 ) -> fmt::Result {
     writeln!(f, "# HELP {name} {help}")?;
     writeln!(f, "# TYPE {name} histogram")?;
-    for (proto, h) in series {
-        let label = if proto.is_empty() {
+    for (labels, h) in series {
+        let label = if labels.is_empty() {
             String::new()
         } else {
-            format!("proto=\"{proto}\",")
+            format!("{labels},")
         };
         let mut cumulative = 0;
         for (bound, count) in bounds.iter().zip(&h.counts) {
@@ -858,6 +1043,7 @@ fn histogram<const S: usize>(
 mod tests {
     use super::*;
     use crate::source::Family;
+    use skyline_dataplane::stats::Requests;
     use std::collections::{BTreeMap, HashSet};
     use std::time::Duration;
 
@@ -940,6 +1126,7 @@ mod tests {
             loads: None,
             persisted: None,
             families: Vec::new(),
+            histograms: Vec::new(),
         }
     }
 
@@ -980,8 +1167,29 @@ mod tests {
                 last_write: None,
             }),
             families: vec![Family::counter("skyline_kubernetes_lists_total", "Lists.", 3_u64)],
+            histograms: vec![HistogramFamily {
+                name: "coredns_kubernetes_dns_programming_duration_seconds",
+                help: "Programming.",
+                label: "service_kind",
+                bounds: &[0.001, 0.002],
+                series: vec![
+                    ("cluster_ip", vec![1, 0, 2], 7.5),
+                    ("headless_with_selector", vec![0, 0, 0], 0.0),
+                ],
+            }],
             ..source("kubernetes", false)
         };
+        let mut requests = Requests::default();
+        requests.add(AddressFamily::V4, Transport::Udp, 1, 9);
+        requests.add(AddressFamily::V6, Transport::Udp, 99, 1);
+        requests.add(AddressFamily::V4, Transport::Tcp, 33, 2);
+        let mut upstream = UpstreamTotals::new("192.0.2.53:53".parse().unwrap());
+        upstream.sent = 6;
+        upstream.failures = 1;
+        upstream.answers[0].counts[3] = 4;
+        upstream.answers[0].sum = 300_000;
+        upstream.answers[2].counts[20] = 1;
+        upstream.answers[2].sum = 6_000_000_000;
         Report {
             draining: false,
             reloads: Reloads {
@@ -991,18 +1199,21 @@ mod tests {
                 restart_pending: true,
             },
             dns: Totals {
-                queries_udp: 10,
-                queries_tcp: 2,
+                requests,
                 replies_noerror: 7,
                 replies_nxdomain: 3,
                 replies_other: 1,
-                cache_hits: 4,
+                cache_hits: [4, 2],
                 cache_misses: 5,
+                cache_prefetches: 3,
                 upstream_queries: 6,
+                upstreams_all_down: 2,
                 forward_busy: 1,
-                cache_entries: 9,
+                cache_entries: [9, 1],
                 ..Totals::default()
             },
+            upstreams: vec![upstream],
+            server: "dns://127.0.0.1:53".to_owned(),
             top_talkers: None,
             xdp: Vec::new(),
             generation: 12,
@@ -1101,24 +1312,123 @@ mod tests {
         assert_eq!(samples["skyline_reload_restart_pending"], 1.0);
     }
 
+    const ZONE: &str = r#"server="dns://127.0.0.1:53",zone=".""#;
+    const ZONES: &str = r#"server="dns://127.0.0.1:53",zones=".""#;
+
     #[test]
     fn dns_counters_use_coredns_names_and_labels() {
         let samples = parse(&Metrics(&full_report()).to_string());
+        let requests = |labels: &str| format!("coredns_dns_requests_total{{{ZONE},{labels}}}");
         let expected = [
-            ("coredns_dns_requests_total{proto=\"udp\"}", 10.0),
-            ("coredns_dns_requests_total{proto=\"tcp\"}", 2.0),
-            ("coredns_dns_responses_total{rcode=\"NOERROR\"}", 7.0),
-            ("coredns_dns_responses_total{rcode=\"NXDOMAIN\"}", 3.0),
-            ("coredns_dns_responses_total{rcode=\"SERVFAIL\"}", 0.0),
-            ("coredns_dns_responses_total{rcode=\"OTHER\"}", 1.0),
-            ("coredns_cache_hits_total", 4.0),
-            ("coredns_cache_misses_total", 5.0),
-            ("coredns_cache_entries", 9.0),
-            ("coredns_forward_requests_total", 6.0),
-            ("coredns_forward_max_concurrent_rejects_total", 1.0),
+            (requests(r#"proto="udp",family="1",type="A""#), 9.0),
+            (requests(r#"proto="udp",family="2",type="other""#), 1.0),
+            (requests(r#"proto="tcp",family="1",type="SRV""#), 2.0),
+            (requests(r#"proto="tcp",family="2",type="HTTPS""#), 0.0),
+            (format!(r#"coredns_dns_responses_total{{{ZONE},rcode="NOERROR"}}"#), 7.0),
+            (
+                format!(r#"coredns_dns_responses_total{{{ZONE},rcode="NXDOMAIN"}}"#),
+                3.0,
+            ),
+            (
+                format!(r#"coredns_dns_responses_total{{{ZONE},rcode="SERVFAIL"}}"#),
+                0.0,
+            ),
+            (format!(r#"coredns_dns_responses_total{{{ZONE},rcode="OTHER"}}"#), 1.0),
+            (format!(r#"coredns_cache_hits_total{{{ZONES},type="success"}}"#), 4.0),
+            (format!(r#"coredns_cache_hits_total{{{ZONES},type="denial"}}"#), 2.0),
+            (format!(r#"coredns_cache_requests_total{{{ZONES}}}"#), 11.0),
+            (format!(r#"coredns_cache_misses_total{{{ZONES}}}"#), 5.0),
+            (format!(r#"coredns_cache_prefetch_total{{{ZONES}}}"#), 3.0),
+            (format!(r#"coredns_cache_entries{{{ZONES},type="success"}}"#), 9.0),
+            (format!(r#"coredns_cache_entries{{{ZONES},type="denial"}}"#), 1.0),
+            ("coredns_forward_max_concurrent_rejects_total".to_owned(), 1.0),
+            ("coredns_forward_healthcheck_broken_total".to_owned(), 2.0),
+            ("coredns_panics_total".to_owned(), 0.0),
+            ("skyline_forward_queries_sent_total".to_owned(), 6.0),
         ];
         for (series, value) in expected {
-            assert_eq!(samples.get(series), Some(&value), "{series}");
+            assert_eq!(samples.get(&series), Some(&value), "{series}");
+        }
+        let types = samples
+            .keys()
+            .filter(|k| k.starts_with("coredns_dns_requests_total{"))
+            .count();
+        assert_eq!(
+            types,
+            2 * 2 * (QUESTION_TYPES.len() + 1),
+            "every family, transport and type"
+        );
+    }
+
+    #[test]
+    fn upstreams_have_coredns_current_and_earlier_series_per_address() {
+        let samples = parse(&Metrics(&full_report()).to_string());
+        let to = r#"to="192.0.2.53:53""#;
+        let expected = [
+            (
+                format!(r#"coredns_proxy_request_duration_seconds_count{{proxy_name="forward",{to},rcode="NOERROR"}}"#),
+                4.0,
+            ),
+            (
+                format!(r#"coredns_proxy_request_duration_seconds_sum{{proxy_name="forward",{to},rcode="NOERROR"}}"#),
+                0.0003,
+            ),
+            (
+                format!(
+                    r#"coredns_proxy_request_duration_seconds_bucket{{proxy_name="forward",{to},rcode="SERVFAIL",le="+Inf"}}"#
+                ),
+                1.0,
+            ),
+            (
+                format!(r#"coredns_proxy_healthcheck_failures_total{{proxy_name="forward",{to}}}"#),
+                1.0,
+            ),
+            (
+                format!(r#"coredns_forward_request_duration_seconds_count{{{to},rcode="NOERROR"}}"#),
+                4.0,
+            ),
+            (format!(r#"coredns_forward_requests_total{{{to}}}"#), 6.0),
+            (
+                format!(r#"coredns_forward_responses_total{{{to},rcode="NOERROR"}}"#),
+                4.0,
+            ),
+            (
+                format!(r#"coredns_forward_responses_total{{{to},rcode="SERVFAIL"}}"#),
+                1.0,
+            ),
+            (format!(r#"coredns_forward_healthcheck_failures_total{{{to}}}"#), 1.0),
+        ];
+        for (series, value) in expected {
+            assert_eq!(samples.get(&series), Some(&value), "{series}");
+        }
+        assert!(
+            !samples
+                .keys()
+                .any(|k| k.contains(r#"rcode="NXDOMAIN""#) && k.contains("forward")),
+            "an rcode no upstream answered has no series"
+        );
+        let without = Report {
+            upstreams: Vec::new(),
+            ..full_report()
+        };
+        let text = Metrics(&without).to_string();
+        assert!(!text.contains("coredns_proxy_") && !text.contains("coredns_forward_requests_total"));
+    }
+
+    #[test]
+    fn a_sources_histograms_are_cumulative_per_label_value() {
+        let samples = parse(&Metrics(&full_report()).to_string());
+        let name = "coredns_kubernetes_dns_programming_duration_seconds";
+        let expected = [
+            (format!(r#"{name}_bucket{{service_kind="cluster_ip",le="0.001"}}"#), 1.0),
+            (format!(r#"{name}_bucket{{service_kind="cluster_ip",le="0.002"}}"#), 1.0),
+            (format!(r#"{name}_bucket{{service_kind="cluster_ip",le="+Inf"}}"#), 3.0),
+            (format!(r#"{name}_sum{{service_kind="cluster_ip"}}"#), 7.5),
+            (format!(r#"{name}_count{{service_kind="cluster_ip"}}"#), 3.0),
+            (format!(r#"{name}_count{{service_kind="headless_with_selector"}}"#), 0.0),
+        ];
+        for (series, value) in expected {
+            assert_eq!(samples.get(&series), Some(&value), "{series}");
         }
     }
 
@@ -1143,21 +1453,30 @@ mod tests {
         report.dns.response_size[1].sum = 1500;
         let samples = parse(&Metrics(&report).to_string());
         let expected = [
-            ("coredns_dns_request_duration_seconds_bucket{le=\"0.00001\"}", 5.0),
-            ("coredns_dns_request_duration_seconds_bucket{le=\"0.00002\"}", 5.0),
-            ("coredns_dns_request_duration_seconds_bucket{le=\"0.00004\"}", 8.0),
-            ("coredns_dns_request_duration_seconds_bucket{le=\"+Inf\"}", 8.0),
-            ("coredns_dns_request_duration_seconds_sum", 0.00009),
-            ("coredns_dns_request_duration_seconds_count", 8.0),
-            ("coredns_dns_response_size_bytes_bucket{proto=\"tcp\",le=\"511\"}", 0.0),
-            ("coredns_dns_response_size_bytes_bucket{proto=\"tcp\",le=\"1023\"}", 2.0),
-            ("coredns_dns_response_size_bytes_sum{proto=\"tcp\"}", 1500.0),
-            ("coredns_dns_response_size_bytes_count{proto=\"udp\"}", 0.0),
-            ("coredns_dns_request_size_bytes_bucket{proto=\"udp\",le=\"64000\"}", 0.0),
-            ("coredns_forward_request_duration_seconds_count", 0.0),
+            ("coredns_dns_request_duration_seconds_bucket{Z,le=\"0.00001\"}", 5.0),
+            ("coredns_dns_request_duration_seconds_bucket{Z,le=\"0.00002\"}", 5.0),
+            ("coredns_dns_request_duration_seconds_bucket{Z,le=\"0.00004\"}", 8.0),
+            ("coredns_dns_request_duration_seconds_bucket{Z,le=\"+Inf\"}", 8.0),
+            ("coredns_dns_request_duration_seconds_sum{Z}", 0.00009),
+            ("coredns_dns_request_duration_seconds_count{Z}", 8.0),
+            (
+                "coredns_dns_response_size_bytes_bucket{Z,proto=\"tcp\",le=\"511\"}",
+                0.0,
+            ),
+            (
+                "coredns_dns_response_size_bytes_bucket{Z,proto=\"tcp\",le=\"1023\"}",
+                2.0,
+            ),
+            ("coredns_dns_response_size_bytes_sum{Z,proto=\"tcp\"}", 1500.0),
+            ("coredns_dns_response_size_bytes_count{Z,proto=\"udp\"}", 0.0),
+            (
+                "coredns_dns_request_size_bytes_bucket{Z,proto=\"udp\",le=\"64000\"}",
+                0.0,
+            ),
         ];
         for (series, value) in expected {
-            assert_eq!(samples.get(series), Some(&value), "{series}");
+            let series = series.replace('Z', ZONE);
+            assert_eq!(samples.get(&series), Some(&value), "{series}");
         }
     }
 
@@ -1253,7 +1572,8 @@ mod tests {
     #[test]
     fn no_source_at_all_still_renders_valid_text() {
         let samples = parse(&Metrics(&Report::default()).to_string());
-        assert_eq!(samples.get("coredns_dns_requests_total{proto=\"udp\"}"), Some(&0.0));
+        let a_over_udp = r#"coredns_dns_requests_total{server="",zone=".",proto="udp",family="1",type="A"}"#;
+        assert_eq!(samples.get(a_over_udp), Some(&0.0));
         assert!(!samples.keys().any(|k| k.starts_with("skyline_source_")));
     }
 }

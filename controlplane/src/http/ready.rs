@@ -75,6 +75,7 @@ mod tests {
             loads: None,
             persisted: None,
             families: Vec::new(),
+            histograms: Vec::new(),
         }
     }
 

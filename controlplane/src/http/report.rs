@@ -2,12 +2,13 @@
 //! plain values read from them at one moment ([`Report`]), which `/ready` and `/metrics` are
 //! pure functions of.
 
-use crate::source::{Family, SourceReport, SourceStats};
+use crate::source::{Family, HistogramFamily, SourceReport, SourceStats};
 use crate::state::StateHealth;
 use skyline_dataplane::io::QueueTotals;
 use skyline_dataplane::observe::topk::TopTalkers;
-use skyline_dataplane::stats::{StatsReader, Totals};
+use skyline_dataplane::stats::{StatsReader, Totals, UpstreamTotals};
 use skyline_dataplane::SnapshotCell;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -21,6 +22,7 @@ pub struct Observed {
     sources: Vec<Arc<dyn SourceReport>>,
     draining: Arc<AtomicBool>,
     reloads: Arc<ReloadStats>,
+    server: String,
 }
 
 /// What came of the SIGHUP reloads of the configuration, kept by whoever reloads.
@@ -83,7 +85,16 @@ impl Observed {
             sources,
             draining: Arc::new(AtomicBool::new(false)),
             reloads: Arc::default(),
+            server: String::new(),
         }
+    }
+
+    /// Names the DNS listen addresses in the metrics' `server` label, as CoreDNS names a
+    /// server (`dns://127.0.0.1:53`; several separated by spaces), so that dashboards that group
+    /// or filter by server find one.
+    pub fn serving(mut self, addrs: &[SocketAddr]) -> Observed {
+        self.server = addrs.iter().map(|a| format!("dns://{a}")).collect::<Vec<_>>().join(" ");
+        self
     }
 
     /// Where reloads of the configuration are counted (the process start counts as the first
@@ -105,6 +116,8 @@ impl Observed {
             draining: self.draining.load(Ordering::Acquire),
             reloads: self.reloads.read(),
             dns: self.dns.totals(),
+            upstreams: self.dns.upstreams(),
+            server: self.server.clone(),
             top_talkers: self.dns.top_talkers(),
             xdp: self.dns.xdp_queues(),
             generation: self.served.load().generation,
@@ -122,6 +135,10 @@ pub(crate) struct Report {
     pub(crate) reloads: Reloads,
     /// The data plane's counters, summed over the workers.
     pub(crate) dns: Totals,
+    /// The forwarder's counters per upstream, summed over the workers.
+    pub(crate) upstreams: Vec<UpstreamTotals>,
+    /// The DNS listen addresses as the `server` label names them.
+    pub(crate) server: String,
     /// The heaviest clients and names over every worker, when they are counted.
     pub(crate) top_talkers: Option<TopTalkers>,
     /// The AF_XDP receive queues served, in queue order; none without `--xdp`.
@@ -145,6 +162,8 @@ pub(crate) struct Status {
     pub(crate) persisted: Option<Persisted>,
     /// The families only it has.
     pub(crate) families: Vec<Family>,
+    /// The histograms only it has.
+    pub(crate) histograms: Vec<HistogramFamily>,
 }
 
 impl Status {
@@ -155,6 +174,7 @@ impl Status {
             loads: source.loads().map(Loads::read),
             persisted: source.persisted().map(|health| Persisted::read(health, now)),
             families: source.families(now),
+            histograms: source.histograms(),
         }
     }
 }

@@ -123,6 +123,10 @@ impl std::fmt::Debug for HttpServer {
     }
 }
 
+/// How often a held HTTP port is tried again ([`HttpServer::serve_once_free`]): its holder
+/// drains within seconds, and a probe period is 10 s.
+const HELD_PORT_RETRY: Duration = Duration::from_millis(500);
+
 impl HttpServer {
     /// Binds `addr` now, so that a bad address is a start error rather than a log line later.
     /// Unlike the DNS ports the listener is never shared (no `SO_REUSEPORT`): a `/ready` probe
@@ -150,6 +154,23 @@ impl HttpServer {
             local_addr,
             endpoints: Arc::new(endpoints),
         })
+    }
+
+    /// Binds `addr` as soon as no other process holds it, then serves, forever: for a process
+    /// started beside another on purpose (`--reuse-port`, a surge update), whose HTTP port it
+    /// takes over once that process exits, never sharing it. Any other bind error is logged and
+    /// ends the future. Spawn it on a tokio runtime with time enabled.
+    pub async fn serve_once_free(addr: SocketAddr, endpoints: impl Endpoints + Clone) {
+        loop {
+            match HttpServer::bind(addr, endpoints.clone()).await {
+                Ok(server) => {
+                    tracing::info!("http on http://{}", server.local_addr());
+                    return server.serve().await;
+                }
+                Err(HttpError::Held { .. }) => tokio::time::sleep(HELD_PORT_RETRY).await,
+                Err(e) => return tracing::error!(error = %e, "no HTTP listener"),
+            }
+        }
     }
 
     /// Serves on a listener bound elsewhere: the one a replaced skyline handed over. Must run
@@ -328,6 +349,7 @@ mod tests {
                 loads: None,
                 persisted: None,
                 families: Vec::new(),
+                histograms: Vec::new(),
             }],
             ..Report::default()
         }
@@ -358,9 +380,9 @@ mod tests {
             response.headers()[header::CONTENT_TYPE],
             "text/plain; version=0.0.4; charset=utf-8"
         );
-        assert!(body(response)
-            .await
-            .contains("\ncoredns_dns_requests_total{proto=\"udp\"} 0\n"));
+        assert!(body(response).await.contains(
+            "\ncoredns_dns_requests_total{server=\"\",zone=\".\",proto=\"udp\",family=\"1\",type=\"A\"} 0\n"
+        ));
     }
 
     #[test]
@@ -401,6 +423,37 @@ mod tests {
             HttpServer::bind(free.local_addr(), Report::default()).await,
             Err(HttpError::Held { .. })
         ));
+    }
+
+    #[tokio::test]
+    async fn a_held_port_is_served_once_its_holder_lets_it_go() {
+        let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = holder.local_addr().unwrap();
+        let serving = tokio::spawn(HttpServer::serve_once_free(addr, Report::default()));
+        tokio::time::sleep(HELD_PORT_RETRY * 2).await;
+        assert!(!serving.is_finished(), "it waits while the port is held");
+        let refused_or_holder = tokio::net::TcpStream::connect(addr).await;
+        assert!(refused_or_holder.is_ok(), "the holder still accepts");
+        drop(refused_or_holder);
+        drop(holder);
+        let mut answered = None;
+        for _ in 0..40 {
+            tokio::time::sleep(HELD_PORT_RETRY / 4).await;
+            if let Ok(mut stream) = tokio::net::TcpStream::connect(addr).await {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                stream
+                    .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                    .await
+                    .unwrap();
+                let mut reply = String::new();
+                let _ = stream.read_to_string(&mut reply).await;
+                answered = Some(reply);
+                break;
+            }
+        }
+        let reply = answered.expect("the port is served within 10 s of its release");
+        assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+        serving.abort();
     }
 
     #[test]

@@ -7,6 +7,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use skyline_dataplane::snapshot::kubernetes as model;
 use std::net::IpAddr;
+use std::time::SystemTime;
 
 /// The label naming the Service an EndpointSlice belongs to.
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
@@ -113,6 +114,19 @@ pub fn slice(slice: &EndpointSlice, pod_names: bool) -> Option<model::EndpointSl
     })
 }
 
+/// The annotation in which the endpoints controller records when the change an EndpointSlice
+/// carries happened (a pod became ready, a Service changed).
+const LAST_CHANGE_TRIGGER_TIME: &str = "endpoints.kubernetes.io/last-change-trigger-time";
+
+/// When the change an EndpointSlice carries happened, as its controller records it; `None`
+/// without the annotation (a selectorless Service's slices, the initial state) or when it is
+/// not an RFC 3339 time.
+pub fn last_change_trigger(slice: &EndpointSlice) -> Option<SystemTime> {
+    let stamp = slice.metadata.annotations.as_ref()?.get(LAST_CHANGE_TRIGGER_TIME)?;
+    let at: k8s_openapi::jiff::Timestamp = stamp.parse().ok()?;
+    Some(SystemTime::from(at))
+}
+
 /// A Pod's primary address; `None` for a pod without one, terminating, or over.
 pub fn pod(pod: &Pod) -> Option<model::Pod> {
     if pod.metadata.deletion_timestamp.is_some() {
@@ -196,6 +210,23 @@ mod tests {
         assert!(super::slice(&fqdn, true).is_none());
         let orphan: EndpointSlice = decode(r#"{"metadata":{"name":"o"},"addressType":"IPv4","endpoints":[]}"#);
         assert!(super::slice(&orphan, true).is_none());
+    }
+
+    #[test]
+    fn a_slices_trigger_time_is_read_from_the_endpoints_controllers_annotation() {
+        let s: EndpointSlice = decode(
+            r#"{"metadata":{"name":"web-abc","annotations":{"endpoints.kubernetes.io/last-change-trigger-time":"2024-05-01T12:00:00.5Z"}},
+                "addressType":"IPv4","endpoints":[]}"#,
+        );
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_714_564_800_500);
+        assert_eq!(last_change_trigger(&s), Some(at));
+        let bad: EndpointSlice = decode(
+            r#"{"metadata":{"name":"b","annotations":{"endpoints.kubernetes.io/last-change-trigger-time":"yesterday"}},
+                "addressType":"IPv4","endpoints":[]}"#,
+        );
+        assert_eq!(last_change_trigger(&bad), None);
+        let none: EndpointSlice = decode(r#"{"metadata":{"name":"n"},"addressType":"IPv4","endpoints":[]}"#);
+        assert_eq!(last_change_trigger(&none), None);
     }
 
     #[test]

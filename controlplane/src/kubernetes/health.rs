@@ -1,10 +1,57 @@
 //! What the Kubernetes source reports about itself, readable from any thread while it runs.
 
-use crate::source::{Family, SourceReport};
+use crate::source::{Family, HistogramFamily, SourceReport};
 use crate::state::StateHealth;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
+
+/// The kinds of Service whose DNS programming is timed, with the `service_kind` label CoreDNS
+/// gives them. A selectorless headless Service's EndpointSlices carry no trigger time, so
+/// CoreDNS's third kind (`headless_without_selector`) is never measured, there as here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ServiceKind {
+    /// A Service with a cluster IP.
+    ClusterIp = 0,
+    /// A headless Service (with a selector: its slices are the endpoints controller's).
+    Headless = 1,
+}
+
+const SERVICE_KINDS: [(ServiceKind, &str); 2] = [
+    (ServiceKind::ClusterIp, "cluster_ip"),
+    (ServiceKind::Headless, "headless_with_selector"),
+];
+
+/// Upper bounds of the programming-duration buckets, in seconds: CoreDNS's, 1 ms doubling 20
+/// times (to about 524 s).
+const PROGRAMMING_BOUNDS: [f64; 20] = {
+    let mut bounds = [0.0; 20];
+    let mut i = 0;
+    let mut bound = 0.001;
+    while i < bounds.len() {
+        bounds[i] = bound;
+        bound *= 2.0;
+        i += 1;
+    }
+    bounds
+};
+
+/// One service kind's programming durations: a count per bucket (the last `+Inf`) and their
+/// sum in nanoseconds.
+#[derive(Debug)]
+struct Programming {
+    buckets: [AtomicU64; PROGRAMMING_BOUNDS.len() + 1],
+    sum_nanos: AtomicU64,
+}
+
+impl Default for Programming {
+    fn default() -> Programming {
+        Programming {
+            buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+            sum_nanos: AtomicU64::new(0),
+        }
+    }
+}
 
 /// The source's state. Updated with `Relaxed` stores: it is for reporting (`/ready`, metrics,
 /// tests), not for synchronisation (the snapshot cell is that).
@@ -16,6 +63,7 @@ pub struct KubernetesHealth {
     errors: AtomicU64,
     builds: AtomicU64,
     full_builds: AtomicU64,
+    programming: [Programming; 2],
 }
 
 impl KubernetesHealth {
@@ -53,6 +101,40 @@ impl KubernetesHealth {
     /// since a whole build costs a large cluster a hundred times more.
     pub fn full_builds(&self) -> u64 {
         self.full_builds.load(Ordering::Relaxed)
+    }
+
+    /// Counts the DNS programming of a Service of `kind`: `took` from the change its
+    /// EndpointSlice records (`endpoints.kubernetes.io/last-change-trigger-time`) to the
+    /// publication of the snapshot that answers with it.
+    pub(super) fn programmed(&self, kind: ServiceKind, took: Duration) {
+        let seconds = took.as_secs_f64();
+        let slot = PROGRAMMING_BOUNDS
+            .iter()
+            .position(|&bound| seconds <= bound)
+            .unwrap_or(PROGRAMMING_BOUNDS.len());
+        let programming = &self.programming[kind as usize];
+        programming.buckets[slot].fetch_add(1, Ordering::Relaxed);
+        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        programming.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// `coredns_kubernetes_dns_programming_duration_seconds`, both service kinds.
+    fn programming(&self) -> HistogramFamily {
+        HistogramFamily {
+            name: "coredns_kubernetes_dns_programming_duration_seconds",
+            help: "Time from the change an EndpointSlice records (its last-change-trigger-time) to the publication of the snapshot that answers with it, by kind of Service.",
+            label: "service_kind",
+            bounds: &PROGRAMMING_BOUNDS,
+            series: SERVICE_KINDS
+                .iter()
+                .map(|&(kind, label)| {
+                    let programming = &self.programming[kind as usize];
+                    let counts = programming.buckets.iter().map(|b| b.load(Ordering::Relaxed)).collect();
+                    let sum = programming.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+                    (label, counts, sum)
+                })
+                .collect(),
+        }
     }
 
     pub(super) fn set_ready(&self) {
@@ -103,6 +185,10 @@ impl SourceReport for KubernetesReport {
 
     fn persisted(&self) -> Option<&StateHealth> {
         Some(&self.state)
+    }
+
+    fn histograms(&self) -> Vec<HistogramFamily> {
+        vec![self.health.programming()]
     }
 
     fn families(&self, _now: SystemTime) -> Vec<Family> {
@@ -160,5 +246,27 @@ mod tests {
         assert_eq!(value("skyline_kubernetes_lists_total"), Some(Value::Unsigned(1)));
         assert_eq!(value("skyline_kubernetes_full_builds_total"), Some(Value::Unsigned(1)));
         assert_eq!(value("skyline_kubernetes_errors_total"), Some(Value::Unsigned(0)));
+    }
+
+    #[test]
+    fn programming_durations_fall_in_coredns_buckets_by_service_kind() {
+        let health = KubernetesHealth::default();
+        health.programmed(ServiceKind::ClusterIp, Duration::from_millis(1));
+        health.programmed(ServiceKind::ClusterIp, Duration::from_millis(3));
+        health.programmed(ServiceKind::Headless, Duration::from_secs(600));
+        let family = health.programming();
+        assert_eq!(family.name, "coredns_kubernetes_dns_programming_duration_seconds");
+        assert_eq!((family.bounds[0], family.bounds[19]), (0.001, 524.288));
+        let (label, counts, sum) = &family.series[0];
+        assert_eq!(*label, "cluster_ip");
+        assert_eq!(
+            (counts[0], counts[2], counts.iter().sum::<u64>()),
+            (1, 1, 2),
+            "1 ms and 3 ms"
+        );
+        assert!((sum - 0.004).abs() < 1e-9);
+        let (label, counts, _) = &family.series[1];
+        assert_eq!(*label, "headless_with_selector");
+        assert_eq!(counts[20], 1, "past the last bound: +Inf");
     }
 }

@@ -2,15 +2,15 @@
 //! `pods verified`), a slim [`Mirror`] of them, and snapshots of the cluster zones published over
 //! the SkyDNS snapshot.
 
-use super::health::{KubernetesHealth, KubernetesReport};
+use super::health::{KubernetesHealth, KubernetesReport, ServiceKind};
 use super::mirror::Mirror;
 use super::options::{ConnectError, KubernetesOptions};
-use super::watch::{self, Change, Failures};
+use super::watch::{self, Change, Failures, Payload};
 use crate::source::{Source, SourceReport};
 use crate::state::{self, Persist, StateDir, StateHealth};
 use futures::future::BoxFuture;
 use futures::stream::{self, StreamExt};
-use skyline_dataplane::snapshot::kubernetes::{self as model, Changes, Cluster, Served};
+use skyline_dataplane::snapshot::kubernetes::{self as model, Changes, Cluster, ObjectKey, Served};
 use skyline_dataplane::snapshot::skydns::Config;
 use skyline_dataplane::snapshot::{compose, publish, Snapshot};
 use skyline_dataplane::SnapshotCell;
@@ -49,6 +49,9 @@ pub struct KubernetesSource {
     restored: Option<(Cluster, SystemTime)>,
     /// The served cluster zones were built from persisted data current at this time.
     stale: Option<SystemTime>,
+    /// EndpointSlice changes watched since the last publication, each with when its change
+    /// happened and the Service it belongs to: timed once a snapshot answers with them.
+    programming: Vec<(SystemTime, ObjectKey)>,
 }
 
 impl std::fmt::Debug for KubernetesSource {
@@ -115,6 +118,7 @@ impl KubernetesSource {
             state_health: Arc::default(),
             restored: None,
             stale: None,
+            programming: Vec::new(),
         })
     }
 
@@ -165,6 +169,14 @@ impl KubernetesSource {
 
     /// Applies one change to the mirror; true when answers may have changed.
     fn apply(&mut self, change: Change) -> bool {
+        // Changes listed at start or re-listed happened before this process could serve them:
+        // only watched ones are timed, as CoreDNS times them.
+        if let Change::Put(key, Payload::Slice(Some(slice), Some(trigger))) = &change {
+            if self.synced() && self.mirror.is_settled() {
+                let service = ObjectKey::new(&key.namespace, &slice.service);
+                self.programming.push((*trigger, service));
+            }
+        }
         match &change {
             Change::Put(..) | Change::Remove(..) => self.health.event(),
             Change::End(kind) => {
@@ -211,6 +223,24 @@ impl KubernetesSource {
 
     fn synced(&self) -> bool {
         watch::kinds(&self.options).all(|kind| self.mirror.is_listed(kind))
+    }
+
+    /// Counts the DNS programming of the slice changes the snapshot just published answers
+    /// with (a Service gone since has nothing to count).
+    fn time_programming(&mut self, synced: bool) {
+        if !synced {
+            return self.programming.clear();
+        }
+        let published = SystemTime::now();
+        for (trigger, service) in self.programming.drain(..) {
+            let kind = match self.mirror.cluster.services.get(&service).map(|s| &s.kind) {
+                Some(model::ServiceKind::Headless) => ServiceKind::Headless,
+                Some(model::ServiceKind::ClusterIp(_)) => ServiceKind::ClusterIp,
+                Some(model::ServiceKind::ExternalName(_)) | None => continue,
+            };
+            let took = published.duration_since(trigger).unwrap_or_default();
+            self.health.programmed(kind, took);
+        }
     }
 
     /// Publishes the cluster zones (SERVFAIL until every watch has listed, or the persisted data
@@ -260,6 +290,7 @@ impl KubernetesSource {
             None => compose(&base, model::syncing(&self.config, generation, now), generation),
         };
         publish(&self.cell, Arc::new(served));
+        self.time_programming(synced);
         self.base = Some(base);
         self.state_health.serving(stale);
         let was_stale = std::mem::replace(&mut self.stale, stale);

@@ -15,7 +15,7 @@ use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
 use skyline_dataplane::snapshot::kubernetes::{self as model, ObjectKey};
 use std::fmt::Debug;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// First pause after a failed list or watch.
 const RETRY_FIRST: Duration = Duration::from_millis(200);
@@ -48,7 +48,8 @@ impl kube::runtime::utils::Backoff for WatchBackoff {
 pub(crate) enum Payload {
     Namespace,
     Service(Option<model::Service>),
-    Slice(Option<model::EndpointSlice>),
+    /// The slice, and when the change it carries happened (for the programming duration).
+    Slice(Option<model::EndpointSlice>, Option<SystemTime>),
     Pod(Option<model::Pod>),
 }
 
@@ -108,7 +109,7 @@ pub(crate) fn all(
                 Api::<EndpointSlice>::all(client.clone()),
                 watcher::Config::default().page_size(LARGE_OBJECT_PAGE),
                 kind,
-                move |s| Payload::Slice(convert::slice(s, pod_names)),
+                move |s| Payload::Slice(convert::slice(s, pod_names), convert::last_change_trigger(s)),
             ),
             Kind::Pod => watch(
                 Api::<Pod>::all(client.clone()),
@@ -133,7 +134,7 @@ pub(crate) fn apply(mirror: &mut Mirror, change: Change) -> bool {
         Change::Put(key, payload) => match payload {
             Payload::Namespace => mirror.put_namespace(key.name),
             Payload::Service(service) => mirror.put_service(key, service),
-            Payload::Slice(slice) => mirror.put_slice(key, slice),
+            Payload::Slice(slice, _) => mirror.put_slice(key, slice),
             Payload::Pod(pod) => mirror.put_pod(key, pod),
         },
         Change::Remove(kind, key) => mirror.remove(kind, &key),

@@ -11,5 +11,5 @@ pub mod stats;
 
 pub use file::FileSource;
 pub use overrides::{Overrides, OverridesSender};
-pub use seam::{Family, Kind, Source, SourceReport, StartError, Value};
+pub use seam::{Family, HistogramFamily, Kind, Source, SourceReport, StartError, Value};
 pub use stats::SourceStats;

@@ -93,6 +93,28 @@ pub trait SourceReport: Send + Sync + fmt::Debug {
     fn families(&self, _now: SystemTime) -> Vec<Family> {
         Vec::new()
     }
+
+    /// The histograms only this source has, read now. By default none.
+    fn histograms(&self) -> Vec<HistogramFamily> {
+        Vec::new()
+    }
+}
+
+/// A histogram family of a source's own: durations in seconds, one series per value of its
+/// one label.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistogramFamily {
+    /// The family's name.
+    pub name: &'static str,
+    /// The `# HELP` text, as [`Family::help`].
+    pub help: &'static str,
+    /// The label that tells the series apart.
+    pub label: &'static str,
+    /// The buckets' upper bounds, in seconds, without `+Inf`.
+    pub bounds: &'static [f64],
+    /// Each series: its label's value, its observations per bucket (not cumulative; one more
+    /// than `bounds`, the last `+Inf`), and their sum in seconds.
+    pub series: Vec<(&'static str, Vec<u64>, f64)>,
 }
 
 /// One metric family of a source's own, with its one sample, as `/metrics` writes it.

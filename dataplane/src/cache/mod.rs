@@ -320,6 +320,8 @@ pub struct Cache {
     ghosts: HashSet<u64, PreHashed>,
     bytes: usize,
     small_bytes: usize,
+    /// Entries whose answer is negative (NXDOMAIN, NODATA), for the metrics' `denial` kind.
+    denials: usize,
     clock: Clock,
 }
 
@@ -341,6 +343,7 @@ impl Cache {
             ghosts: HashSet::default(),
             bytes: 0,
             small_bytes: 0,
+            denials: 0,
             clock: Clock::new(Instant::now()),
         }
     }
@@ -365,6 +368,11 @@ impl Cache {
     /// Whether the cache holds nothing.
     pub fn is_empty(&self) -> bool {
         self.index.is_empty()
+    }
+
+    /// Entries held whose answer is negative (NXDOMAIN, NODATA), stale ones included.
+    pub fn denials(&self) -> usize {
+        self.denials
     }
 
     /// Bytes accounted against the memory bound.
@@ -492,6 +500,8 @@ impl Cache {
         if let Some(slot) = self.slot_of(hash) {
             if let Some(stored) = self.slots[slot as usize].as_mut() {
                 let (old, in_main) = (stored.cost, stored.in_main);
+                self.denials =
+                    self.denials + usize::from(entry.is_negative()) - usize::from(stored.entry.is_negative());
                 stored.key = key.into();
                 stored.stored_at = stored_at;
                 stored.entry = entry;
@@ -509,6 +519,7 @@ impl Cache {
             }
         }
         let in_main = self.ghosts.remove(&hash);
+        self.denials += usize::from(entry.is_negative());
         let stored = Stored {
             key: key.into(),
             hash,
@@ -612,6 +623,7 @@ impl Cache {
     fn remove(&mut self, slot: u32) {
         if let Some(stored) = self.slots[slot as usize].take() {
             self.bytes -= stored.cost;
+            self.denials -= usize::from(stored.entry.is_negative());
             if let Ok(found) = self
                 .index
                 .find_entry(stored.hash, |&(h, s)| h == stored.hash && s == slot)

@@ -36,7 +36,7 @@ use crate::cookie::CookieSecrets;
 use crate::io::Peer;
 use crate::observe::Tap;
 use crate::snapshot::Snapshot;
-use crate::stats::WorkerStats;
+use crate::stats::{AddressFamily, Asked, WorkerStats};
 use crate::wire::types::MAX_MESSAGE_LEN;
 use crate::wire::{LowerName, Name};
 use flight::{Done, Forwarder, Kind, Waiter};
@@ -146,6 +146,14 @@ impl<P: Borrow<Peer>> Client<P> {
         match self {
             Client::Udp { peer, .. } => peer.borrow().ip(),
             Client::Tcp { peer, .. } => *peer,
+        }
+    }
+
+    /// The client's address family, for the request counters.
+    fn family(&self) -> AddressFamily {
+        match self {
+            Client::Udp { peer, .. } => AddressFamily::of_peer(peer.borrow()),
+            Client::Tcp { peer, .. } => AddressFamily::of(*peer),
         }
     }
 
@@ -264,12 +272,15 @@ impl Resolver {
                 stale,
                 refresh,
             } => {
-                self.stats.cache_hits.incr();
+                self.stats.cache_hit(&outcome, out);
                 if stale {
                     self.stats.cache_stale_answers.incr();
                 }
                 if let Some(refresh) = refresh {
                     self.stats.cache_refreshes.incr();
+                    if !stale {
+                        self.stats.cache_prefetches.incr();
+                    }
                     let _ = self
                         .forwarder
                         .submit(&refresh.key, refresh.route, None, Kind::Refresh, now);
@@ -361,6 +372,7 @@ impl Resolver {
     pub(crate) fn tidy(&mut self, now: Instant) {
         settle(&mut self.cache, &self.stats, &mut self.done);
         self.stats.cache_entries.set(self.cache.len() as u64);
+        self.stats.cache_denials.set(self.cache.denials() as u64);
         self.stats.cache_bytes.set(self.cache.bytes() as u64);
         self.forwarder.tidy(now);
     }
@@ -452,11 +464,25 @@ impl Resolver {
                         }
                         outcome
                     }
-                    Resolution::Forward(_) | Resolution::Looped => continue,
+                    Resolution::Forward(_) | Resolution::Looped => {
+                        stats.requested(
+                            waiter.ctx.transport,
+                            waiter.client.family(),
+                            Asked::Query(waiter.query.bytes()),
+                        );
+                        continue;
+                    }
                 };
                 match outcome {
                     Outcome::Reply(reply) => send(waiter.client, &scratch[..reply.len], &reply, waiter.since),
-                    Outcome::Drop(_) => stats.outcome(waiter.ctx.transport, &outcome),
+                    Outcome::Drop(_) => {
+                        stats.requested(
+                            waiter.ctx.transport,
+                            waiter.client.family(),
+                            Asked::Query(waiter.query.bytes()),
+                        );
+                        stats.outcome(waiter.ctx.transport, &outcome);
+                    }
                 }
             }
             forwarder.recycle(std::mem::take(waiters));

@@ -10,6 +10,8 @@
 //! Health is shared so that once one worker has found an upstream dead, no worker makes its
 //! clients wait for it; it changes only on upstream failures and answers, never on a cache hit.
 
+use crate::stats::{UpstreamCounters, UpstreamTable};
+use crossbeam_utils::CachePadded;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -125,10 +127,12 @@ pub struct Upstream {
     pub(crate) probing: bool,
     /// When this worker last gave it a first try while it was outside the band.
     explored: Option<Instant>,
+    /// This worker's counts of its tries, answers and failures.
+    pub(crate) counters: Arc<CachePadded<UpstreamCounters>>,
 }
 
 impl Upstream {
-    fn new(addr: SocketAddr, health: Arc<Health>) -> Upstream {
+    fn new(addr: SocketAddr, health: Arc<Health>, counters: Arc<CachePadded<UpstreamCounters>>) -> Upstream {
         Upstream {
             addr,
             srtt: None,
@@ -136,6 +140,7 @@ impl Upstream {
             health,
             probing: false,
             explored: None,
+            counters,
         }
     }
 
@@ -236,14 +241,21 @@ pub struct Group {
 }
 
 impl Group {
-    /// A group of `addrs` (route `route` of `health`); with `rotate`, successive questions
-    /// start at successive servers (SkyDNS `ns_rotate`), otherwise always at the first.
-    pub fn new(addrs: &[SocketAddr], route: usize, health: &SharedHealth, rotate: bool) -> Group {
+    /// A group of `addrs` (route `route` of `health`), counting into the worker's `counters`;
+    /// with `rotate`, successive questions start at successive servers (SkyDNS `ns_rotate`),
+    /// otherwise always at the first.
+    pub(crate) fn new(
+        addrs: &[SocketAddr],
+        route: usize,
+        health: &SharedHealth,
+        rotate: bool,
+        counters: &UpstreamTable,
+    ) -> Group {
         Group {
             upstreams: addrs
                 .iter()
                 .enumerate()
-                .map(|(i, &a)| Upstream::new(a, health.get(route, i)))
+                .map(|(i, &a)| Upstream::new(a, health.get(route, i), counters.get(a)))
                 .collect(),
             rotate,
             next: 0,
@@ -326,7 +338,13 @@ mod tests {
 
     fn group(n: u16, rotate: bool) -> Group {
         let addrs: Vec<SocketAddr> = (0..n).map(|i| SocketAddr::from(([127, 0, 0, 1], 5300 + i))).collect();
-        Group::new(&addrs, 0, &SharedHealth::new([n as usize], Instant::now()), rotate)
+        Group::new(
+            &addrs,
+            0,
+            &SharedHealth::new([n as usize], Instant::now()),
+            rotate,
+            &UpstreamTable::default(),
+        )
     }
 
     /// Fails `u` [`MAX_FAILS`] times, the first at `from` and the last [`SILENCE`] later;
@@ -435,8 +453,8 @@ mod tests {
         let epoch = Instant::now();
         let shared = SharedHealth::new([1], epoch);
         let addrs = [SocketAddr::from(([127, 0, 0, 1], 53))];
-        let mut one = Group::new(&addrs, 0, &shared, true);
-        let mut two = Group::new(&addrs, 0, &shared, true);
+        let mut one = Group::new(&addrs, 0, &shared, true, &UpstreamTable::default());
+        let mut two = Group::new(&addrs, 0, &shared, true, &UpstreamTable::default());
         assert!(!one.upstreams[0].failed(epoch));
         assert!(!two.upstreams[0].failed(epoch + SILENCE / 2));
         assert!(one.upstreams[0].failed(epoch + SILENCE), "the run spans both workers");
@@ -476,6 +494,7 @@ mod tests {
         let mut u = Upstream::new(
             SocketAddr::from(([127, 0, 0, 1], 53)),
             Arc::new(Health::new(Instant::now())),
+            Arc::default(),
         );
         let start = Instant::now();
         assert!(!u.failed(start + SILENCE));
@@ -498,6 +517,7 @@ mod tests {
         let mut u = Upstream::new(
             SocketAddr::from(([127, 0, 0, 1], 53)),
             Arc::new(Health::new(Instant::now())),
+            Arc::default(),
         );
         assert_eq!(u.rto(0), INITIAL_RTO);
         u.succeeded(Duration::from_micros(100));

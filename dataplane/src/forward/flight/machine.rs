@@ -258,7 +258,7 @@ impl<W> Machine<W> {
         let groups: Vec<Group> = groups
             .iter()
             .enumerate()
-            .map(|(route, g)| Group::new(g, route, health, config.rotate))
+            .map(|(route, g)| Group::new(g, route, health, config.rotate, &stats.upstreams))
             .collect();
         Machine {
             down: groups.iter().map(Group::all_down).collect(),
@@ -323,7 +323,7 @@ impl<W> Machine<W> {
             let previous = old.next();
             self.groups.push(match previous {
                 Some(group) if kept[route] => group,
-                _ => Group::new(servers, route, health, config.rotate),
+                _ => Group::new(servers, route, health, config.rotate, &self.stats.upstreams),
             });
         }
         self.down = self.groups.iter().map(Group::all_down).collect();
@@ -590,6 +590,7 @@ impl<W> Machine<W> {
         flight.tries += 1;
         flight.last = upstream;
         let server = &self.groups[flight.route].upstreams[upstream];
+        server.counters.sent();
         flight.attempts[k] = Some(Attempt {
             upstream,
             id,
@@ -642,7 +643,8 @@ impl<W> Machine<W> {
             }
             return;
         }
-        self.stats.upstream_answered(rtt);
+        let code = msg.get(3).map_or(0, |flags| u16::from(flags & 0x0f));
+        self.groups[route].upstreams[upstream].counters.answered(code, rtt);
         if self.groups[route].upstreams[upstream].succeeded(rtt) {
             tracing::info!(upstream = %self.groups[route].upstreams[upstream].addr, "upstream answers again");
         }
@@ -734,6 +736,7 @@ impl<W> Machine<W> {
         self.actions
             .push_back(Action::Close(TryId::new(slot, k, attempt.serial)));
         let server = &self.groups[flight.route].upstreams[attempt.upstream];
+        server.counters.sent();
         let timeout = server.rto(1).max(MIN_TCP_TIMEOUT);
         attempt.id = id;
         attempt.serial = serial;
@@ -788,6 +791,7 @@ impl<W> Machine<W> {
         flight.failures += 1;
         let route = flight.route;
         let server = &mut self.groups[route].upstreams[upstream];
+        server.counters.failed();
         if server.failed(now) {
             self.stats.upstreams_marked_down.incr();
             tracing::warn!(upstream = %server.addr, "upstream marked down after repeated failures");
@@ -919,6 +923,9 @@ impl<W> Machine<W> {
                     continue;
                 }
                 self.stats.upstream_probes.incr();
+                if self.down.get(route).copied().unwrap_or(false) {
+                    self.stats.upstreams_all_down.incr();
+                }
                 let root = Key::new(&LowerName::default(), rtype::NS, class::IN, false, false);
                 if self
                     .submit_to(&root, route, None, Purpose::Probe(upstream), now)

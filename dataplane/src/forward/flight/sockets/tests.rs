@@ -113,6 +113,12 @@ impl Rig {
         totals
     }
 
+    fn upstreams(&self) -> Vec<crate::stats::UpstreamTotals> {
+        let mut totals = Vec::new();
+        self.stats.upstreams.add_to(&mut totals);
+        totals
+    }
+
     fn spare_ports(&self) -> HashSet<u16> {
         self.sockets
             .spares
@@ -170,7 +176,8 @@ fn every_try_has_a_socket_of_its_own_and_spares_wait_for_the_next_tries() {
     assert_eq!(rig.spare_ports().len(), 2, "a spare serves one try");
     let totals = rig.totals();
     assert_eq!(totals.upstream_queries, 4);
-    assert_eq!(totals.forward_duration.count(), 3, "each answered try is timed");
+    let answered: u64 = rig.upstreams().iter().flat_map(|u| &u.answers).map(|h| h.count()).sum();
+    assert_eq!(answered, 3, "each answered try is timed");
 }
 
 #[test]

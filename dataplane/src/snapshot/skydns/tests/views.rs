@@ -196,9 +196,9 @@ fn forwarded_from(snap: &Snapshot, client: &str, name: &str, allowed: bool) -> O
         routes: &routes,
         down: &[false],
         allowed,
+        prohibited: false,
         now: std::time::Instant::now(),
         resolved: None,
-        prohibited: false,
     };
     let ctx = Context::new(Transport::Udp).with_client(client.parse().unwrap());
     let mut out = vec![0; 65535];
