@@ -809,7 +809,14 @@ fn a_skydns_name_pointing_into_the_cluster_zone_answers_the_services_addresses()
     let answers: Vec<(String, RecordType, u32, String)> = reply
         .answers()
         .iter()
-        .map(|r| (r.name().to_ascii(), r.record_type(), r.ttl(), r.data().unwrap().to_string()))
+        .map(|r| {
+            (
+                r.name().to_ascii(),
+                r.record_type(),
+                r.ttl(),
+                r.data().unwrap().to_string(),
+            )
+        })
         .collect();
     assert_eq!(
         answers,
