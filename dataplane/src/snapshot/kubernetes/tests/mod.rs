@@ -799,7 +799,7 @@ fn a_skydns_name_pointing_into_the_cluster_zone_answers_the_services_addresses()
         )
     };
     let records = vec![
-        record("api", &n("svc1.testns.svc"), 7),
+        record("api", &n("svc1.testns.svc"), 3),
         record("both/svc", &n("svc1.testns.svc"), 0),
         record("both/own", "192.0.2.9", 0),
     ];
@@ -820,7 +820,7 @@ fn a_skydns_name_pointing_into_the_cluster_zone_answers_the_services_addresses()
         .collect();
     assert_eq!(
         answers,
-        [("api.skydns.test.".to_owned(), RecordType::A, 7, "10.0.0.1".to_owned())],
+        [("api.skydns.test.".to_owned(), RecordType::A, 3, "10.0.0.1".to_owned())],
         "at the query name, the record's TTL capping the service's"
     );
     let mut both = data(&s, "both.skydns.test.", RecordType::A);
