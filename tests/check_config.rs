@@ -203,7 +203,7 @@ fn what_the_check_prints_is_a_configuration_file_that_gives_the_same_settings() 
     let (code, messages, first) = check(
         &[
             "--config",
-            "examples/skyline.toml",
+            "examples/skyline-full.toml",
             "--drain",
             "1500ms",
             "--cookies=false",
