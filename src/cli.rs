@@ -17,8 +17,8 @@ use std::path::PathBuf;
 ///
 /// In the --config file a setting's key is its long flag in snake_case: the top-level keys
 /// (before any table) are those of the "Serving and etcd" section below; the others live in the table
-/// their section names, without its prefix (--forward-timeout is `timeout` in [forward],
-/// --cache-size is `size` in [cache]). `skyline --check-config` prints every setting in force in
+/// their section names, without its prefix (--forward-timeout is `timeout` in `[forward]`,
+/// --cache-size is `size` in `[cache]`). `skyline --check-config` prints every setting in force in
 /// that form.
 ///
 /// `skyline kube2etcd --help`: the mirror of a Kubernetes cluster's DNS records into etcd.
@@ -37,7 +37,7 @@ pub struct Cli {
     pub etcd: EtcdArgs,
 
     /// TOML configuration file: each setting's key is its long flag in snake_case, at the top
-    /// level or in the [table] its section of this help names
+    /// level or in the table its section of this help names
     #[arg(long, value_name = "FILE", help_heading = "The configuration file")]
     pub config: Option<PathBuf>,
 
