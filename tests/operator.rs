@@ -111,16 +111,22 @@ fn with_reuse_port_two_processes_serve_one_address() {
 }
 
 #[test]
-fn an_http_addr_another_process_holds_fails_even_with_reuse_port() {
+fn an_http_addr_another_process_holds_is_never_shared() {
     // The other process's DNS over TCP listener: SO_REUSEPORT, as an HTTP listener once had too.
     let dns = Skyline::start(RECORDS, &[], &[]);
     let held = dns.addr.to_string();
-    let stderr = failed(run_to_exit(
-        &["--addr", "127.0.0.1:0", "--http-addr", &held, "--reuse-port"],
-        &[],
-    ));
+    let stderr = failed(run_to_exit(&["--addr", "127.0.0.1:0", "--http-addr", &held], &[]));
     assert!(stderr.contains(&format!("cannot serve HTTP on {held}")), "{stderr}");
     assert!(stderr.contains("another process holds"), "{stderr}");
+    // A surge pod (--reuse-port) serves DNS at once and waits for the HTTP port: it keeps
+    // running, and the holder still has its port to itself.
+    let (status, stderr) = run_to_exit(&["--addr", "127.0.0.1:0", "--http-addr", &held, "--reuse-port"], &[]);
+    assert!(status.is_none(), "exited {status:?}; log:\n{stderr}");
+    assert!(stderr.contains("another process holds the HTTP address"), "{stderr}");
+    for _ in 0..8 {
+        let reply = dns.tcp("web.skydns.local.", RecordType::A);
+        assert_eq!(reply.response_code(), ResponseCode::NoError, "{reply:?}");
+    }
 }
 
 #[test]
