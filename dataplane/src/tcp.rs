@@ -139,7 +139,7 @@ pub(crate) struct Turn<'a> {
     /// The wall clock at [`Turn::now`], for cookies and signatures.
     pub(crate) wall: SystemTime,
     /// The worker's records signed per query name, lent to every answer.
-    pub(crate) signing: &'a RefCell<Signing>,
+    pub(crate) signing: &'a mut RefCell<Signing>,
     /// The worker's forwarding side, if it forwards.
     pub(crate) resolver: Option<&'a mut Resolver>,
     /// dnstap, the query log and the top talkers, if anything is observed.
@@ -602,7 +602,7 @@ impl Conn {
             client: self.peer,
             cookies: turn.cookies,
             now: turn.wall,
-            signing: Some(turn.signing),
+            signing: Some(&*turn.signing),
         };
         *turn.rotation = turn.rotation.wrapping_add(1);
         let query = &self.input[message];
@@ -650,7 +650,7 @@ impl Conn {
             self.output.extend_from_slice(&scratch[..PREFIX_LEN + len]);
             let read = Instant::now();
             turn.stats.took(read.saturating_duration_since(turn.now), 1);
-            let mut signing = turn.signing.borrow_mut();
+            let signing = turn.signing.get_mut();
             if signing.signed() {
                 signing.charge(read.saturating_duration_since(turn.read));
             }

@@ -749,7 +749,7 @@ impl<P: PacketIo> Worker<P> {
                 now,
                 read: now,
                 wall,
-                signing: &self.signing,
+                signing: &mut self.signing,
                 resolver: self.resolver.as_mut(),
                 observer: self.observer.as_deref_mut(),
                 cookies: self.cookies.as_mut().map(|c| &**c.load()),
