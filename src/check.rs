@@ -2,8 +2,8 @@
 //! a deployment can test a configuration (and a records file) before it rolls out. It makes the
 //! validation a start makes (`crate::validate`), with the same messages, reports every problem
 //! it finds rather than the first, and prints the settings that would be in force as a
-//! `--config` file. It is stricter than a start in one place: records a start would skip as
-//! invalid fail the check.
+//! `--config` file. It fails exactly where a start fails: records a start would skip as invalid
+//! (and serve the others) are a warning that names how many, not a failure.
 
 use crate::cli::Cli;
 use crate::config::{self, ConfigError, FileConfig};
@@ -63,14 +63,18 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
     let mut data = None;
     if let Some(path) = &records {
         match validate::records(path, &prefix) {
-            Ok(read) if read.rejected > 0 => problems.push(format!(
-                "records file {}: {} of {} records are not valid and would be skipped (the log \
-                 of a start names each)",
-                path.display(),
-                read.rejected,
-                read.records + read.rejected
-            )),
-            Ok(read) => data = read.config,
+            Ok(read) => {
+                if read.rejected > 0 {
+                    eprintln!(
+                        "skyline: warning: records file {}: {} of {} records are not valid and would be \
+                         skipped, the others served (the log of a start names each)",
+                        path.display(),
+                        read.rejected,
+                        read.records + read.rejected
+                    );
+                }
+                data = read.config;
+            }
             Err(e) => problems.push(e.to_string()),
         }
     }

@@ -188,6 +188,14 @@ fn check_config_names_every_problem_and_exits_one() {
     );
     assert!(stderr.contains("tcp_max_connections"), "{stderr}");
     assert!(stderr.contains("1 of 1 records are not valid"), "{stderr}");
+    // A start serves beside records it skips: the check warns of them and passes.
+    let (code, stdout, stderr) = check_config(&["--records", records, "--no-rec"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("warning") && stderr.contains("1 of 1 records are not valid"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("records = "), "{stdout}");
     let (code, _, stderr) = check_config(&["--records", "/nonexistent/records.json"]);
     assert_eq!(code, Some(1));
     assert!(stderr.contains("/nonexistent/records.json"), "{stderr}");
