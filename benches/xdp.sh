@@ -22,8 +22,10 @@
 # QUERIES [100000], SERVER_CPU [1], CLIENT_CPU [0], SKYLINE_BIN [target/release/skyline],
 # SKYLINE_FLAGS ["--workers 1 --no-pin"], XDP_FLAGS [""] (more flags for skyline-xdp, e.g.
 # "--xdp-mode native"), CALLGRIND_RATE [2000], CALLGRIND_SECONDS [5], BUILD [1] (0: use the
-# binaries as they are), RESULTS [benches/results/xdp], PRIORITY [1] (0: the servers and
-# kxdpgun at normal priority; 1: as root, both at real-time priority, chrt -f 1), RPS [0] (1:
+# binaries as they are), RESULTS [benches/results/xdp], PRIORITY [1] (0: the servers at
+# normal priority; 1: as root, at real-time priority, chrt -f 1), CLIENT_PRIORITY [1] (0: the
+# generator at normal priority while the servers keep PRIORITY's; see "The generator's
+# priority" below), RPS [0] (1:
 # the server namespace's kernel receive path on SERVER_CPU instead of the generator's core),
 # CLIENT_NAPI [0] (1: the generator's receive of the replies on CLIENT_CPU, in a NAPI thread
 # above kxdpgun's priority, instead of on the server's core), GENERATOR [kxdpgun] (flood:
@@ -37,6 +39,13 @@
 # when it exits. The kernel sends on transmit queue 0 of both ends (XPS): kxdpgun and Knot bind
 # one AF_XDP socket, to queue 0, because a veth reports no combined channels, and a reply sent
 # on queue 1 would reach the generator's XDP program on a queue no socket reads.
+#
+# The generator's priority: a generator spins on its core, and a task at real-time priority that
+# never sleeps is stopped by the kernel for 40-54 ms once a second whenever a normal task waits
+# on that core (Linux 6.12 and later: the fair server); at normal priority it shares the core
+# with that task instead (`perf sched`, benches/results/xdp/README.md). kxdpgun sends the
+# queries it owes after a stop at once: a burst of up to 8,000 at 150,000 q/s, more than a
+# server's receive ring holds. Only two otherwise idle cores give a steady offered load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -61,6 +70,7 @@ RESULTS="${RESULTS:-benches/results/xdp}"
 PRIORITY="${PRIORITY:-1}"
 RPS="${RPS:-0}"
 CLIENT_NAPI="${CLIENT_NAPI:-0}"
+CLIENT_PRIORITY="${CLIENT_PRIORITY:-1}"
 GENERATOR="${GENERATOR:-kxdpgun}"
 DOMAIN=skydns.local
 BIN=target/release
@@ -74,7 +84,9 @@ esac
 # shellcheck source=benches/lib.sh
 source benches/lib.sh
 tick=$(getconf CLK_TCK)
+cprio=("${prio[@]}")
 [ "$PRIORITY" = 1 ] || prio=()
+[ "$CLIENT_PRIORITY" = 1 ] || cprio=()
 
 NS_S="skyline-xdp-srv-$$"
 NS_C="skyline-xdp-cli-$$"
@@ -282,13 +294,13 @@ kxdpgun_run() { # rate seconds output
   if [ "$GENERATOR" = flood ]; then
     local source=$V4_C
     [ "$FAMILY" = 6 ] && source=$V6_C
-    in_c taskset -c "$CLIENT_CPU" "${prio[@]}" "$BIN/skyline-flood" -s "$(addr_port "$TARGET")" -d "$work/data/a.txt" \
+    in_c taskset -c "$CLIENT_CPU" "${cprio[@]}" "$BIN/skyline-flood" -s "$(addr_port "$TARGET")" -d "$work/data/a.txt" \
       -l "$2" -Q "$1" --source "$source" >"$3.flood" 2>&1 || { cat "$3.flood" >"$3"; return 1; }
     awk '/^RESULT/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
       print "total queries: " v["sent"]; print "total replies: " v["replies"] }' "$3.flood" >"$3"
     return 0
   fi
-  in_c taskset -c "$CLIENT_CPU" "${prio[@]}" kxdpgun -t "$2" -Q "$1" -b "$KXDPGUN_BATCH" -F "${CLIENT_CPU}s1" \
+  in_c taskset -c "$CLIENT_CPU" "${cprio[@]}" kxdpgun -t "$2" -Q "$1" -b "$KXDPGUN_BATCH" -F "${CLIENT_CPU}s1" \
     -i "$work/data/a.txt" "$TARGET" >"$3" 2>&1
 }
 
@@ -398,7 +410,7 @@ environment() {
     echo "kxdpgun: $(kxdpgun -V 2>&1 | head -1)"
     echo "generator: $GENERATOR"
     echo "skyline: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo '+changes')"
-    echo "rounds=$ROUNDS duration=$DURATION rates=$RATES kxdpgun_batch=$KXDPGUN_BATCH family=$FAMILY services=$SERVICES priority=${prio[*]:-none}"
+    echo "rounds=$ROUNDS duration=$DURATION rates=$RATES kxdpgun_batch=$KXDPGUN_BATCH family=$FAMILY services=$SERVICES priority=${prio[*]:-none} generator priority=${cprio[*]:-none}"
     echo "server cpu=$SERVER_CPU client cpu=$CLIENT_CPU skyline=$SKYLINE_BIN $SKYLINE_FLAGS xdp_flags=$XDP_FLAGS"
   } >"$RESULTS/environment.txt"
 }
