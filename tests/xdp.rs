@@ -1119,7 +1119,7 @@ fn an_upgrade_under_load_hands_af_xdp_over_and_loses_nothing() {
     assert!(before.received > 0 && before.received == before.sent, "{before:?}");
     let metrics = net.metrics();
     assert_eq!(
-        metric_value(&metrics, "coredns_dns_requests_total{proto=\"udp\"}"),
+        metric_sum(&metrics, "coredns_dns_requests_total", &["proto=\"udp\""]),
         Some(before.received as f64),
         "every UDP query the new process answered came through AF_XDP:\n{metrics}"
     );
