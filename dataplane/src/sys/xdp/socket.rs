@@ -4,10 +4,9 @@
 //! The UMEM is split in two, most of it for receiving (see [`receive_frames`]). Receive frames
 //! circulate between the fill ring, the receive ring and the batch of queries they are lent
 //! to; each goes back to the fill ring when the next batch is received, so the kernel always
-//! has all of them but one batch's worth. Transmit
-//! frames circulate between a free list, the batch of replies they are lent to (the answer is
-//! written straight into them), the transmit ring and the completion ring, which hands them
-//! back to the free list. No frame is ever in two of those places at once: that is what makes
+//! has all of them but one batch's worth. Transmit frames circulate between a free list, the
+//! batch of replies they are lent to (the answer is written straight into them), the transmit
+//! ring and the completion ring, which hands them back to the free list. No frame is ever in two of those places at once: that is what makes
 //! the slices the batches lend out of the shared mapping safe (see `sys/frames.rs`).
 
 use super::ring::Ring;
