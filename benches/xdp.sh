@@ -22,11 +22,15 @@
 # QUERIES [100000], SERVER_CPU [1], CLIENT_CPU [0], SKYLINE_BIN [target/release/skyline],
 # SKYLINE_FLAGS ["--workers 1 --no-pin"], XDP_FLAGS [""] (more flags for skyline-xdp, e.g.
 # "--xdp-mode native"), CALLGRIND_RATE [2000], CALLGRIND_SECONDS [5], BUILD [1] (0: use the
-# binaries as they are), RESULTS [benches/results/xdp], PRIORITY [1] (0: the servers and
-# kxdpgun at normal priority; 1: as root, both at real-time priority, chrt -f 1), RPS [0] (1:
+# binaries as they are), RESULTS [benches/results/xdp], PRIORITY [1] (0: the servers at
+# normal priority; 1: as root, at real-time priority, chrt -f 1), CLIENT_PRIORITY [1] (0: the
+# generator at normal priority while the servers keep PRIORITY's; see "The generator's
+# priority" below), RPS [0] (1:
 # the server namespace's kernel receive path on SERVER_CPU instead of the generator's core),
 # CLIENT_NAPI [0] (1: the generator's receive of the replies on CLIENT_CPU, in a NAPI thread
-# above kxdpgun's priority, instead of on the server's core).
+# above kxdpgun's priority, instead of on the server's core), GENERATOR [kxdpgun] (flood:
+# skyline-flood on a kernel UDP socket in the client namespace instead, for a kernel whose
+# verifier refuses kxdpgun's XDP program; the server side of the wire is the same).
 # A quick look: ROUNDS=1 DURATION=3 SERVERS="skyline knot" benches/xdp.sh flood
 #
 # Needs root (network namespaces, XDP). The two namespaces, joined by a veth pair with two
@@ -35,6 +39,13 @@
 # when it exits. The kernel sends on transmit queue 0 of both ends (XPS): kxdpgun and Knot bind
 # one AF_XDP socket, to queue 0, because a veth reports no combined channels, and a reply sent
 # on queue 1 would reach the generator's XDP program on a queue no socket reads.
+#
+# The generator's priority: a generator spins on its core, and a task at real-time priority that
+# never sleeps is stopped by the kernel for 40-54 ms once a second whenever a normal task waits
+# on that core (Linux 6.12 and later: the fair server); at normal priority it shares the core
+# with that task instead (`perf sched`, benches/results/xdp/README.md). kxdpgun sends the
+# queries it owes after a stop at once: a burst of up to 8,000 at 150,000 q/s, more than a
+# server's receive ring holds. Only two otherwise idle cores give a steady offered load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,6 +70,8 @@ RESULTS="${RESULTS:-benches/results/xdp}"
 PRIORITY="${PRIORITY:-1}"
 RPS="${RPS:-0}"
 CLIENT_NAPI="${CLIENT_NAPI:-0}"
+CLIENT_PRIORITY="${CLIENT_PRIORITY:-1}"
+GENERATOR="${GENERATOR:-kxdpgun}"
 DOMAIN=skydns.local
 BIN=target/release
 
@@ -71,7 +84,9 @@ esac
 # shellcheck source=benches/lib.sh
 source benches/lib.sh
 tick=$(getconf CLK_TCK)
+cprio=("${prio[@]}")
 [ "$PRIORITY" = 1 ] || prio=()
+[ "$CLIENT_PRIORITY" = 1 ] || cprio=()
 
 NS_S="skyline-xdp-srv-$$"
 NS_C="skyline-xdp-cli-$$"
@@ -145,7 +160,9 @@ prepare() {
   [ "$MODE" = report ] && { mkdir -p "$RESULTS"; return 0; }
   if [ "$(id -u)" -ne 0 ]; then log "needs root: network namespaces and XDP"; exit 1; fi
   scripts/setup.sh bench
-  command -v kxdpgun >/dev/null || [ -x /usr/sbin/kxdpgun ] || { log "kxdpgun missing (Debian package knot-dnsutils)"; exit 1; }
+  if [ "$GENERATOR" = kxdpgun ]; then
+    command -v kxdpgun >/dev/null || [ -x /usr/sbin/kxdpgun ] || { log "kxdpgun missing (Debian package knot-dnsutils)"; exit 1; }
+  fi
   if [ "$BUILD" = 1 ]; then
     log "building release binaries"
     cargo build --release --locked -p skyline -p skyline-bench --bins >&2
@@ -259,21 +276,35 @@ counters() { # server
     awk '
       /^skyline_udp_send_failures_total/ { failed += $NF }
       /^coredns_dns_requests_total/ && /proto="udp"/ { queries += $NF }
-      END { printf " sky_queries=%d sky_send_failed=%d", queries, failed }' "$work/metrics"
+      /^skyline_xdp_fill_ring_empty_total/ { empty += $NF }
+      END { printf " sky_queries=%d sky_send_failed=%d sky_fill_empty=%d", queries, failed, empty }' "$work/metrics"
   else
-    printf ' sky_queries=0 sky_send_failed=0'
+    printf ' sky_queries=0 sky_send_failed=0 sky_fill_empty=0'
   fi
 }
 
 field() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2" | head -1; }
 delta() { echo $(($(field "$1" "$3") - $(field "$1" "$2"))); }
 
-RUNS_HEADER=round,rate,server,sent,answered,answered_pps,udp_in,udp_rcvbuf_errors,udp_out,udp_sndbuf_errors,srv_rx_dropped,srv_tx_dropped,cli_rx_dropped,cli_tx_dropped,skyline_queries,skyline_send_failures,server_cpu_s,load1
+RUNS_HEADER=round,rate,server,sent,answered,answered_pps,udp_in,udp_rcvbuf_errors,udp_out,udp_sndbuf_errors,srv_rx_dropped,srv_tx_dropped,cli_rx_dropped,cli_tx_dropped,skyline_queries,skyline_send_failures,server_cpu_s,load1,fill_ring_empty
 
+# Floods the server at `rate` for `seconds`; the output holds kxdpgun's `total queries:` and
+# `total replies:` lines, written from skyline-flood's counts when GENERATOR=flood.
 kxdpgun_run() { # rate seconds output
-  in_c taskset -c "$CLIENT_CPU" "${prio[@]}" kxdpgun -t "$2" -Q "$1" -b "$KXDPGUN_BATCH" -F "${CLIENT_CPU}s1" \
+  if [ "$GENERATOR" = flood ]; then
+    local source=$V4_C
+    [ "$FAMILY" = 6 ] && source=$V6_C
+    in_c taskset -c "$CLIENT_CPU" "${cprio[@]}" "$BIN/skyline-flood" -s "$(addr_port "$TARGET")" -d "$work/data/a.txt" \
+      -l "$2" -Q "$1" --source "$source" >"$3.flood" 2>&1 || { cat "$3.flood" >"$3"; return 1; }
+    awk '/^RESULT/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+      print "total queries: " v["sent"]; print "total replies: " v["replies"] }' "$3.flood" >"$3"
+    return 0
+  fi
+  in_c taskset -c "$CLIENT_CPU" "${cprio[@]}" kxdpgun -t "$2" -Q "$1" -b "$KXDPGUN_BATCH" -F "${CLIENT_CPU}s1" \
     -i "$work/data/a.txt" "$TARGET" >"$3" 2>&1
 }
+
+addr_port() { if [[ "$1" == *:* ]]; then echo "[$1]:53"; else echo "$1:53"; fi; }
 
 leg() { # round rate server
   local round=$1 rate=$2 s=$3 out="$work/kxdpgun.out" before after load t0 t1
@@ -308,11 +339,11 @@ leg() { # round rate server
   answered=${answered:-0}
   pps=$(awk -v n="$answered" -v d="$DURATION" 'BEGIN {printf "%.0f", n / d}')
   cpu=$(awk -v t=$((t1 - t0)) -v hz="$tick" 'BEGIN {printf "%.2f", t / hz}')
-  echo "$round,$rate,$s,$sent,$answered,$pps,$(delta in "$before" "$after"),$(delta rcvbuf "$before" "$after"),$(delta out "$before" "$after"),$(delta sndbuf "$before" "$after"),$(delta srv_rx_drop "$before" "$after"),$(delta srv_tx_drop "$before" "$after"),$(delta cli_rx_drop "$before" "$after"),$(delta cli_tx_drop "$before" "$after"),$(delta sky_queries "$before" "$after"),$(delta sky_send_failed "$before" "$after"),$cpu,$load" >>"$RESULTS/runs.csv"
-  log "$(printf 'r%s %-8s %-11s sent=%-8s answered=%-8s (%s/s) udp_in=%s rcvbuf_err=%s udp_out=%s sndbuf_err=%s srv_tx_drop=%s cli_rx_drop=%s load=%s' \
+  echo "$round,$rate,$s,$sent,$answered,$pps,$(delta in "$before" "$after"),$(delta rcvbuf "$before" "$after"),$(delta out "$before" "$after"),$(delta sndbuf "$before" "$after"),$(delta srv_rx_drop "$before" "$after"),$(delta srv_tx_drop "$before" "$after"),$(delta cli_rx_drop "$before" "$after"),$(delta cli_tx_drop "$before" "$after"),$(delta sky_queries "$before" "$after"),$(delta sky_send_failed "$before" "$after"),$cpu,$load,$(delta sky_fill_empty "$before" "$after")" >>"$RESULTS/runs.csv"
+  log "$(printf 'r%s %-8s %-11s sent=%-8s answered=%-8s (%s/s) udp_in=%s rcvbuf_err=%s udp_out=%s sndbuf_err=%s srv_tx_drop=%s cli_rx_drop=%s fill_ring_empty=%s load=%s' \
     "$round" "$rate" "$s" "$sent" "$answered" "$pps" "$(delta in "$before" "$after")" "$(delta rcvbuf "$before" "$after")" \
     "$(delta out "$before" "$after")" "$(delta sndbuf "$before" "$after")" "$(delta srv_tx_drop "$before" "$after")" \
-    "$(delta cli_rx_drop "$before" "$after")" "$load")"
+    "$(delta cli_rx_drop "$before" "$after")" "$(delta sky_fill_empty "$before" "$after")" "$load")"
 }
 
 # Server order for a round: as given in odd rounds, reversed in even ones.
@@ -377,8 +408,9 @@ environment() {
     echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "knotd: $(knotd -V 2>&1 | head -1)"
     echo "kxdpgun: $(kxdpgun -V 2>&1 | head -1)"
+    echo "generator: $GENERATOR"
     echo "skyline: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo '+changes')"
-    echo "rounds=$ROUNDS duration=$DURATION rates=$RATES kxdpgun_batch=$KXDPGUN_BATCH family=$FAMILY services=$SERVICES priority=${prio[*]:-none}"
+    echo "rounds=$ROUNDS duration=$DURATION rates=$RATES kxdpgun_batch=$KXDPGUN_BATCH family=$FAMILY services=$SERVICES priority=${prio[*]:-none} generator priority=${cprio[*]:-none}"
     echo "server cpu=$SERVER_CPU client cpu=$CLIENT_CPU skyline=$SKYLINE_BIN $SKYLINE_FLAGS xdp_flags=$XDP_FLAGS"
   } >"$RESULTS/environment.txt"
 }

@@ -371,7 +371,7 @@ settings! {
         #[arg(long, value_name = "MODE")]
         restart xdp_mode: XdpMode = XdpMode::Auto, file String => xdp_mode;
 
-        /// UMEM frames of 4 KiB per receive queue with --xdp, half for queries, half for replies
+        /// UMEM frames of 4 KiB per receive queue with --xdp, seven eighths for queries, an eighth for replies
         /// [default: 4096]
         #[arg(long, value_name = "N")]
         restart xdp_frames: u32 = 4096;

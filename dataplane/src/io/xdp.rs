@@ -127,6 +127,8 @@ struct Queue {
 #[derive(Debug)]
 struct QueueHandover {
     queue: u32,
+    /// How many of its UMEM's frames receive queries.
+    receive_frames: u32,
     socket: OwnedFd,
     umem: OwnedFd,
     released: PipeReader,
@@ -183,6 +185,7 @@ impl XdpAttachment {
                 handed.socket,
                 handed.umem,
                 attachment.socket_config(handed.queue, config.frames),
+                handover.receive_frames,
             )
             .map_err(|source| XdpStartError::Socket { iface: name(), source })?;
             let predecessor = PipeReader::from(handed.released);
@@ -230,6 +233,7 @@ impl XdpAttachment {
         let (released, successor) = io::pipe()?;
         self.handover.push(QueueHandover {
             queue,
+            receive_frames: socket.receiving(),
             socket: socket.as_fd().try_clone_to_owned()?,
             umem: socket.umem_file().try_clone_to_owned()?,
             released,
@@ -279,12 +283,15 @@ impl XdpAttachment {
         for fd in fds {
             crate::sys::set_inheritable(fd, inheritable)?;
         }
+        // Every queue's socket is opened, or was taken over, alike.
+        let receive_frames = self.handover.first().map_or(0, |q| q.receive_frames);
         Ok(xdp::encode(
             &self.iface,
             self.program.mode(),
             self.addr,
             link,
             map,
+            receive_frames,
             &queues,
         ))
     }

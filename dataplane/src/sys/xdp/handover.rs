@@ -44,6 +44,9 @@ pub struct Handover {
     pub link: OwnedFd,
     /// The XSKMAP.
     pub map: OwnedFd,
+    /// How many of each UMEM's frames receive queries; `None` from a skyline that split them in
+    /// halves and did not say so.
+    pub receive_frames: Option<u32>,
     /// Every queue served, in order.
     pub queues: Vec<HandedQueue>,
 }
@@ -75,13 +78,15 @@ pub enum HandoverError {
 }
 
 /// Writes the variable's value for the attachment on `iface` in `mode` steering `addr`, whose
-/// link, map and queues' descriptors the new process inherits under the same numbers.
+/// link, map and queues' descriptors the new process inherits under the same numbers, and whose
+/// UMEMs have `receive_frames` frames each for queries.
 pub fn encode(
     iface: &Interface,
     mode: Mode,
     addr: SocketAddr,
     link: BorrowedFd<'_>,
     map: BorrowedFd<'_>,
+    receive_frames: u32,
     queues: &[QueueFds<'_>],
 ) -> String {
     let mut words = vec![
@@ -91,6 +96,7 @@ pub fn encode(
         format!("addr={addr}"),
         format!("link={}", link.as_raw_fd()),
         format!("map={}", map.as_raw_fd()),
+        format!("receive={receive_frames}"),
     ];
     for q in queues {
         words.push(format!(
@@ -116,6 +122,7 @@ pub fn take_handover() -> Result<Option<Handover>, HandoverError> {
         reason,
     };
     let (mut iface, mut ifindex, mut mode, mut addr, mut link, mut map) = (None, None, None, None, None, None);
+    let mut receive_frames = None;
     let mut queues = Vec::new();
     for word in value.split_whitespace() {
         let (key, val) = word.split_once('=').ok_or_else(|| malformed("a word without '='"))?;
@@ -126,6 +133,7 @@ pub fn take_handover() -> Result<Option<Handover>, HandoverError> {
             "addr" => addr = Some(val.parse().map_err(|_| malformed("addr is not an address and port"))?),
             "link" => link = Some(descriptor(val).ok_or_else(|| malformed("link is not a descriptor"))?),
             "map" => map = Some(descriptor(val).ok_or_else(|| malformed("map is not a descriptor"))?),
+            "receive" => receive_frames = Some(val.parse().map_err(|_| malformed("receive is not a number"))?),
             "queue" => {
                 let parts: Vec<&str> = val.split('/').collect();
                 let [queue, socket, umem, released] = parts[..] else {
@@ -188,6 +196,7 @@ pub fn take_handover() -> Result<Option<Handover>, HandoverError> {
         addr,
         link,
         map,
+        receive_frames,
         queues: handed,
     }))
 }

@@ -1,12 +1,12 @@
 //! An AF_XDP socket on one receive queue: its UMEM (the frames the kernel and skyline share),
 //! its four rings, and the frames' bookkeeping.
 //!
-//! The UMEM is split in two. Receive frames circulate between the fill ring, the receive ring
-//! and the batch of queries they are lent to; each goes back to the fill ring when the next
-//! batch is received, so the kernel always has all of them but one batch's worth. Transmit
-//! frames circulate between a free list, the batch of replies they are lent to (the answer is
-//! written straight into them), the transmit ring and the completion ring, which hands them
-//! back to the free list. No frame is ever in two of those places at once: that is what makes
+//! The UMEM is split in two, most of it for receiving (see [`receive_frames`]). Receive frames
+//! circulate between the fill ring, the receive ring and the batch of queries they are lent
+//! to; each goes back to the fill ring when the next batch is received, so the kernel always
+//! has all of them but one batch's worth. Transmit frames circulate between a free list, the
+//! batch of replies they are lent to (the answer is written straight into them), the transmit
+//! ring and the completion ring, which hands them back to the free list. No frame is ever in two of those places at once: that is what makes
 //! the slices the batches lend out of the shared mapping safe (see `sys/frames.rs`).
 
 use super::ring::Ring;
@@ -40,6 +40,22 @@ const TTL: u8 = 64;
 /// The fewest frames a socket may have: a batch of each kind lent out, and as much again for
 /// the rings.
 const MIN_FRAMES: u32 = 4 * BATCH_SIZE as u32;
+/// The fewest transmit frames: a batch of replies being written and one being sent.
+const MIN_TX_FRAMES: u32 = 2 * BATCH_SIZE as u32;
+
+/// How many of a UMEM's `frames` (a power of two, at least [`MIN_FRAMES`]) receive queries:
+/// all but an eighth, and never fewer than half.
+///
+/// Received frames wait in the receive ring until the worker reads them, so they are what
+/// rides out a burst that comes faster than the worker answers, or a stretch in which it does
+/// not run: 3,584 of the default 4,096 frames are 24 ms at 150,000 q/s, where halves gave
+/// 13.4 ms, and a flood's generator stopped and resumed by the kernel's scheduler bursts that
+/// much (benches/results/xdp/README.md). Transmit frames come back as soon as the kernel has
+/// sent them, within the `sendto` that has it send in copy mode, after the NIC's completion in
+/// zero-copy mode, so an eighth (512 of 4,096: sixteen batches in flight) is plenty.
+pub fn receive_frames(frames: u32) -> u32 {
+    frames - (frames / 8).max(MIN_TX_FRAMES).min(frames / 2)
+}
 
 /// Why an AF_XDP socket could not be opened. Each names the cause for the operator.
 #[derive(Debug, thiserror::Error)]
@@ -95,8 +111,8 @@ pub struct SocketConfig {
     pub ifindex: u32,
     /// Receive queue.
     pub queue: u32,
-    /// UMEM frames ([`FRAME_LEN`] bytes each), half for receiving, half for sending; at least
-    /// [`MIN_FRAMES`], rounded up to a power of two.
+    /// UMEM frames ([`FRAME_LEN`] bytes each), split between receiving and sending by
+    /// [`receive_frames`]; at least [`MIN_FRAMES`], rounded up to a power of two.
     pub frames: u32,
     /// Copy mode forced (generic XDP can only copy); otherwise zero-copy where the driver
     /// offers it.
@@ -158,6 +174,8 @@ pub struct XdpSocket {
     /// a frame that is, so no frame enters the free list twice, whatever the completion ring
     /// holds after a takeover.
     sending: Vec<bool>,
+    /// Frames `0..receive` receive queries, the rest carry replies.
+    receive: u32,
     zero_copy: bool,
     config: SocketConfig,
     /// Identification field of the next IPv4 reply.
@@ -228,7 +246,7 @@ impl XdpSocket {
         // SAFETY: `raw` is a descriptor just created and owned by nothing else.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let frames = config.frames.max(MIN_FRAMES).next_power_of_two();
-        let half = frames / 2;
+        let receive = receive_frames(frames);
         let (umem_file, umem) =
             Mapping::memory_file(frames as usize * FRAME_LEN, c"skyline-umem").map_err(os("mapping the UMEM"))?;
         let reg = libc::xdp_umem_reg {
@@ -240,21 +258,26 @@ impl XdpSocket {
             tx_metadata_len: 0,
         };
         setsockopt(fd.as_fd(), libc::XDP_UMEM_REG, &reg).map_err(os("registering the UMEM"))?;
-        for (name, what) in [
-            (libc::XDP_UMEM_FILL_RING, "sizing the fill ring"),
-            (libc::XDP_UMEM_COMPLETION_RING, "sizing the completion ring"),
-            (libc::XDP_RX_RING, "sizing the receive ring"),
-            (libc::XDP_TX_RING, "sizing the transmit ring"),
+        let sizes = RingSizes::of(frames, receive);
+        for (name, size, what) in [
+            (libc::XDP_UMEM_FILL_RING, sizes.receive, "sizing the fill ring"),
+            (
+                libc::XDP_UMEM_COMPLETION_RING,
+                sizes.transmit,
+                "sizing the completion ring",
+            ),
+            (libc::XDP_RX_RING, sizes.receive, "sizing the receive ring"),
+            (libc::XDP_TX_RING, sizes.transmit, "sizing the transmit ring"),
         ] {
-            setsockopt(fd.as_fd(), name, &half).map_err(os(what))?;
+            setsockopt(fd.as_fd(), name, &size).map_err(os(what))?;
         }
-        let (mut fill, completion, rx, tx) = map_rings(fd.as_fd(), half)?;
-        let room = fill.free(half);
+        let (mut fill, completion, rx, tx) = map_rings(fd.as_fd(), sizes)?;
+        let room = fill.free(receive);
         for frame in 0..room {
             fill.push(u64::from(frame) * FRAME_LEN as u64);
         }
         fill.publish();
-        let free = (half..frames)
+        let free = (receive..frames)
             .map(|frame| u64::from(frame) * FRAME_LEN as u64)
             .collect();
         let mut flags = libc::XDP_USE_NEED_WAKEUP;
@@ -299,7 +322,8 @@ impl XdpSocket {
             tx,
             free,
             in_flight: 0,
-            sending: vec![false; half as usize],
+            sending: vec![false; (frames - receive) as usize],
+            receive,
             zero_copy: options.flags & libc::XDP_OPTIONS_ZEROCOPY != 0,
             config: SocketConfig { frames, ..config },
             ip_id: 0,
@@ -311,8 +335,14 @@ impl XdpSocket {
     /// the memory file `umem_file` its UMEM was registered from: maps both as that process
     /// did. The socket is not to be used before [`XdpSocket::resume`], which follows once
     /// that process has let go of its rings ([`XdpSocket::release`]). `config` says how replies
-    /// are written; the frames are the UMEM's.
-    pub fn adopt(fd: OwnedFd, umem_file: OwnedFd, config: SocketConfig) -> Result<XdpSocket, SocketError> {
+    /// are written; the frames are the UMEM's, of which `receive` receive queries as that
+    /// process had it (`None`: half of them, as a skyline that did not say split them).
+    pub fn adopt(
+        fd: OwnedFd,
+        umem_file: OwnedFd,
+        config: SocketConfig,
+        receive: Option<u32>,
+    ) -> Result<XdpSocket, SocketError> {
         let umem = Mapping::of_file(umem_file.as_fd()).map_err(os("mapping the handed-over UMEM"))?;
         let frames = u32::try_from(umem.len() / FRAME_LEN).unwrap_or(0);
         if frames < MIN_FRAMES || !frames.is_power_of_two() || umem.len() != frames as usize * FRAME_LEN {
@@ -321,8 +351,16 @@ impl XdpSocket {
                 source: io::Error::other(format!("its UMEM of {} bytes is not one skyline made", umem.len())),
             });
         }
-        let half = frames / 2;
-        let (fill, completion, rx, tx) = map_rings(fd.as_fd(), half)?;
+        let receive = receive.unwrap_or(frames / 2);
+        if receive < frames / 2 || receive >= frames || !(frames - receive).is_power_of_two() {
+            return Err(SocketError::Os {
+                what: "taking over an AF_XDP socket",
+                source: io::Error::other(format!(
+                    "{receive} of its {frames} frames receiving is not a split skyline makes"
+                )),
+            });
+        }
+        let (fill, completion, rx, tx) = map_rings(fd.as_fd(), RingSizes::of(frames, receive))?;
         let options = getsockopt(fd.as_fd(), libc::XDP_OPTIONS, libc::xdp_options { flags: 0 })
             .map_err(os("reading the handed-over socket's options"))?;
         Ok(XdpSocket {
@@ -335,7 +373,8 @@ impl XdpSocket {
             tx,
             free: Vec::new(),
             in_flight: 0,
-            sending: vec![false; half as usize],
+            sending: vec![false; (frames - receive) as usize],
+            receive,
             zero_copy: options.flags & libc::XDP_OPTIONS_ZEROCOPY != 0,
             config: SocketConfig { frames, ..config },
             ip_id: 0,
@@ -353,8 +392,12 @@ impl XdpSocket {
         self.completion.resync(false);
         self.rx.resync(false);
         self.tx.resync(true);
-        let half = self.config.frames / 2;
-        let owed = self.tx.index().wrapping_sub(self.completion.index()).min(half);
+        let (receive, frames) = (self.receive, self.config.frames);
+        let owed = self
+            .tx
+            .index()
+            .wrapping_sub(self.completion.index())
+            .min(frames - receive);
         for back in 1..=owed {
             let frame = frame_of(self.tx.pushed(back).addr);
             if let Some(sending) = self.tx_slot(frame).and_then(|i| self.sending.get_mut(i)) {
@@ -363,8 +406,8 @@ impl XdpSocket {
         }
         self.in_flight = self.sending.iter().filter(|&&s| s).count() as u32;
         let sending = &self.sending;
-        self.free = (half..self.config.frames)
-            .filter(|&frame| !sending[(frame - half) as usize])
+        self.free = (receive..frames)
+            .filter(|&frame| !sending[(frame - receive) as usize])
             .map(|frame| u64::from(frame) * FRAME_LEN as u64)
             .collect();
     }
@@ -375,7 +418,7 @@ impl XdpSocket {
     /// the kernel to complete, so that the next process finds every transmit frame free.
     /// Returns whether they all did. Afterwards the socket must not be used again.
     pub fn release(&mut self, lent: &mut [&mut Datagrams], patience: std::time::Duration) -> bool {
-        let receive_end = u64::from(self.config.frames / 2) * FRAME_LEN as u64;
+        let receive_end = u64::from(self.receive) * FRAME_LEN as u64;
         let (fill, free) = (&mut self.fill, &mut self.free);
         for batch in lent {
             batch.take_back(|start| {
@@ -407,10 +450,15 @@ impl XdpSocket {
         self.umem_file.as_fd()
     }
 
+    /// How many of the UMEM's frames receive queries, for handing the socket over.
+    pub fn receiving(&self) -> u32 {
+        self.receive
+    }
+
     /// The index among the transmit frames of the frame at `frame`, if it is one.
     fn tx_slot(&self, frame: u64) -> Option<usize> {
         let index = usize::try_from(frame / FRAME_LEN as u64).ok()?;
-        index.checked_sub(self.config.frames as usize / 2)
+        index.checked_sub(self.receive as usize)
     }
 
     /// Whether the driver moves frames without a copy.
@@ -789,8 +837,25 @@ impl AsFd for XdpSocket {
     }
 }
 
-/// Maps the fill, completion, receive and transmit rings of `fd`, each of `size` entries.
-fn map_rings(fd: BorrowedFd<'_>, size: u32) -> Result<RingSet, SocketError> {
+/// Entries of the rings of a socket: the fill and receive rings hold every receive frame, the
+/// transmit and completion rings every transmit frame; the kernel wants powers of two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RingSizes {
+    receive: u32,
+    transmit: u32,
+}
+
+impl RingSizes {
+    fn of(frames: u32, receive: u32) -> RingSizes {
+        RingSizes {
+            receive: receive.next_power_of_two(),
+            transmit: (frames - receive).next_power_of_two(),
+        }
+    }
+}
+
+/// Maps the fill, completion, receive and transmit rings of `fd`, of the sizes they were set to.
+fn map_rings(fd: BorrowedFd<'_>, sizes: RingSizes) -> Result<RingSet, SocketError> {
     let zero_ring = libc::xdp_ring_offset {
         producer: 0,
         consumer: 0,
@@ -808,13 +873,14 @@ fn map_rings(fd: BorrowedFd<'_>, size: u32) -> Result<RingSet, SocketError> {
         },
     )
     .map_err(os("reading the ring offsets"))?;
-    let fill =
-        Ring::map(fd, libc::XDP_UMEM_PGOFF_FILL_RING, &offsets.fr, size, true).map_err(os("mapping the fill ring"))?;
-    let completion = Ring::map(fd, libc::XDP_UMEM_PGOFF_COMPLETION_RING, &offsets.cr, size, false)
+    let RingSizes { receive, transmit } = sizes;
+    let fill = Ring::map(fd, libc::XDP_UMEM_PGOFF_FILL_RING, &offsets.fr, receive, true)
+        .map_err(os("mapping the fill ring"))?;
+    let completion = Ring::map(fd, libc::XDP_UMEM_PGOFF_COMPLETION_RING, &offsets.cr, transmit, false)
         .map_err(os("mapping the completion ring"))?;
-    let rx = Ring::map(fd, libc::XDP_PGOFF_RX_RING as u64, &offsets.rx, size, false)
+    let rx = Ring::map(fd, libc::XDP_PGOFF_RX_RING as u64, &offsets.rx, receive, false)
         .map_err(os("mapping the receive ring"))?;
-    let tx = Ring::map(fd, libc::XDP_PGOFF_TX_RING as u64, &offsets.tx, size, true)
+    let tx = Ring::map(fd, libc::XDP_PGOFF_TX_RING as u64, &offsets.tx, transmit, true)
         .map_err(os("mapping the transmit ring"))?;
     Ok((fill, completion, rx, tx))
 }
@@ -926,6 +992,44 @@ mod tests {
         assert_eq!(fold(sum(&ones)).to_ne_bytes(), reference(&ones).to_be_bytes());
         let mixed: Vec<u8> = (0..1500u32).map(|i| (i * 7 + 3) as u8).collect();
         assert_eq!(fold(sum(&mixed)).to_ne_bytes(), reference(&mixed).to_be_bytes());
+    }
+
+    #[test]
+    fn most_frames_receive_and_an_eighth_transmit() {
+        assert_eq!(receive_frames(4096), 3584);
+        assert_eq!(receive_frames(16384), 14336);
+        // Small UMEMs keep a batch being written and one being sent, and never go below half.
+        assert_eq!(receive_frames(1024), 896);
+        assert_eq!(receive_frames(256), 192);
+        assert_eq!(receive_frames(MIN_FRAMES), MIN_FRAMES / 2);
+        for shift in 7..20 {
+            let frames = 1u32 << shift;
+            let receive = receive_frames(frames);
+            assert!(
+                (frames - receive).is_power_of_two(),
+                "{frames}: the transmit ring is exactly full"
+            );
+            assert!(receive >= frames / 2 && frames - receive >= MIN_TX_FRAMES);
+        }
+    }
+
+    #[test]
+    fn the_fill_ring_holds_every_receive_frame() {
+        assert_eq!(
+            RingSizes::of(4096, 3584),
+            RingSizes {
+                receive: 4096,
+                transmit: 512
+            }
+        );
+        // As a skyline that split in halves set them: an upgrade from one maps its rings alike.
+        assert_eq!(
+            RingSizes::of(4096, 2048),
+            RingSizes {
+                receive: 2048,
+                transmit: 2048
+            }
+        );
     }
 
     #[test]
