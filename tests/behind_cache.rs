@@ -79,11 +79,11 @@ impl Drop for Resolver {
 }
 
 impl Resolver {
-    /// Waits until the resolver answers on its port (any reply to a query of the root's SOA,
-    /// which it cannot resolve here, shows it is up).
+    /// Waits until the resolver answers on its port: a name of 10.in-addr.arpa, which both
+    /// resolvers answer from their own empty zone (RFC 6303), without asking anyone.
     fn ready(self) -> Resolver {
         let deadline = Instant::now() + Duration::from_secs(15);
-        let q = query(".", RecordType::SOA, Some(1232));
+        let q = query("1.0.0.10.in-addr.arpa.", RecordType::PTR, Some(1232));
         while Instant::now() < deadline {
             let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
             socket.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
