@@ -198,11 +198,10 @@ impl Verdict {
     }
 }
 
-/// The current time as a server cookie timestamp: seconds since the epoch, modulo 2^32.
-pub fn timestamp() -> u32 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_secs() as u32)
+/// `now` as a server cookie timestamp: seconds since the epoch, modulo 2^32. The caller reads
+/// the clock: answering takes the time from its [`crate::answer::Context`].
+pub fn timestamp(now: SystemTime) -> u32 {
+    now.duration_since(UNIX_EPOCH).map_or(0, |since| since.as_secs() as u32)
 }
 
 /// The RFC 9018 server cookie for `client_cookie` from `client` at `now`, reserved bytes zero.

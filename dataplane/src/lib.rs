@@ -1,8 +1,9 @@
 //! skyline's data plane: the DNS wire format, the immutable snapshot, the sans-I/O answer
 //! function, and the per-core workers that feed it packets.
 //!
-//! Layering: [`wire`] never touches sockets; [`answer()`] is a pure function over bytes and a
-//! [`snapshot::Snapshot`] (and, for names outside the zones, a worker's [`cache::Cache`]); the
+//! Layering: [`wire`] never touches sockets; [`answer()`] is a pure function over bytes, a
+//! [`snapshot::Snapshot`] and a [`Context`] that carries the time and the state the caller keeps
+//! between queries (and, for names outside the zones, a worker's [`cache::Cache`]); the
 //! [`forward`] side owns each worker's upstream sockets; only `sys` talks to the kernel, and only
 //! it holds `unsafe` code.
 

@@ -21,6 +21,7 @@
 
 use crate::answer::{answer, Context, Outcome, Transport};
 use crate::cookie::CookieSecrets;
+use crate::dnssec::denial::Signing;
 use crate::forward::{Answered, Client, Resolver};
 use crate::io::Peer;
 use crate::observe::Observer;
@@ -29,11 +30,12 @@ use crate::stats::{AddressFamily, Asked, RateLimitedWarning, WorkerStats};
 use crate::wire::types::MAX_MESSAGE_LEN;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry, Token};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::ops::Range;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Limits and timeouts of DNS over TCP. The caps are per worker: the kernel spreads connections
 /// over the workers' listeners, so the server as a whole holds up to `workers` times as many.
@@ -131,6 +133,13 @@ pub(crate) struct Turn<'a> {
     pub(crate) rotation: &'a mut u32,
     /// The time of this turn.
     pub(crate) now: Instant,
+    /// The clock's last reading in this turn: a message whose answer signed records is charged
+    /// the time from there to the reading after it.
+    pub(crate) read: Instant,
+    /// The wall clock at [`Turn::now`], for cookies and signatures.
+    pub(crate) wall: SystemTime,
+    /// The worker's records signed per query name, lent to every answer.
+    pub(crate) signing: &'a mut RefCell<Signing>,
     /// The worker's forwarding side, if it forwards.
     pub(crate) resolver: Option<&'a mut Resolver>,
     /// dnstap, the query log and the top talkers, if anything is observed.
@@ -592,6 +601,8 @@ impl Conn {
             keepalive,
             client: self.peer,
             cookies: turn.cookies,
+            now: turn.wall,
+            signing: Some(&*turn.signing),
         };
         *turn.rotation = turn.rotation.wrapping_add(1);
         let query = &self.input[message];
@@ -637,7 +648,13 @@ impl Conn {
             let len = reply.len.min(MAX_MESSAGE_LEN);
             scratch[..PREFIX_LEN].copy_from_slice(&(len as u16).to_be_bytes());
             self.output.extend_from_slice(&scratch[..PREFIX_LEN + len]);
-            turn.stats.took(turn.now.elapsed(), 1);
+            let read = Instant::now();
+            turn.stats.took(read.saturating_duration_since(turn.now), 1);
+            let signing = turn.signing.get_mut();
+            if signing.signed() {
+                signing.charge(read.saturating_duration_since(turn.read));
+            }
+            turn.read = read;
         }
         self.last_active = turn.now;
     }

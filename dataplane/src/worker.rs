@@ -11,6 +11,7 @@
 
 use crate::answer::{answer, Context, Outcome, Transport};
 use crate::cookie::{CookieCell, CookieSecrets};
+use crate::dnssec::denial::Signing;
 use crate::forward::{Answered, Client, ForwardConfig, Forwarding, Resolver};
 use crate::io::{Datagrams, KernelUdp, PacketIo, Path, XdpConfig};
 use crate::observe::{Observation, ObserveConfig, Observer};
@@ -22,12 +23,13 @@ use crate::tcp::{TcpServer, Turn};
 use arc_swap::Cache;
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token, Waker};
+use std::cell::RefCell;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 pub use crate::tcp::TcpConfig;
 
@@ -51,6 +53,9 @@ const RETIRE_QUIET: Duration = Duration::from_millis(20);
 
 /// UDP batches handled per turn before TCP gets its go (`BATCH_SIZE` datagrams each).
 const UDP_BATCHES_PER_TURN: usize = 16;
+/// How long a worker derives the wall clock from its monotonic readings before it reads the
+/// wall clock again (see [`WallClock`]).
+const WALL_CLOCK_REREAD: Duration = Duration::from_secs(1);
 /// Readiness events taken per poll.
 const EVENTS_PER_POLL: usize = 1024;
 /// How many times binding to an ephemeral port is tried: the port the kernel picked for UDP
@@ -609,6 +614,11 @@ struct Worker<P: PacketIo> {
     /// When the retired UDP sockets close, if they have been retired.
     retired_until: Option<Instant>,
     rotation: u32,
+    /// The wall clock the answers of a batch are given.
+    wall: WallClock,
+    /// The records the worker signed per query name and its budget for signing them, lent to
+    /// every answer it gives (UDP, TCP and the replies that waited for an upstream).
+    signing: RefCell<Signing>,
     recv_warning: RateLimitedWarning,
     send_warning: RateLimitedWarning,
     /// dnstap, the query log and the top talkers: `None` unless something is observed.
@@ -669,6 +679,8 @@ impl<P: PacketIo> Worker<P> {
             closed: false,
             retired_until: None,
             rotation: 0,
+            wall: WallClock::new(Instant::now()),
+            signing: RefCell::new(Signing::new()),
             recv_warning: RateLimitedWarning::default(),
             send_warning: RateLimitedWarning::default(),
             observer: None,
@@ -728,17 +740,27 @@ impl<P: PacketIo> Worker<P> {
                 }
             }
             let now = Instant::now();
-            self.resolver_turn(now);
+            let wall = self.wall.at(now);
+            self.resolver_turn(now, wall);
             let mut turn = Turn {
                 snapshot: self.snapshots.load(),
                 stats: &self.stats,
                 rotation: &mut self.rotation,
                 now,
+                read: now,
+                wall,
+                signing: &mut self.signing,
                 resolver: self.resolver.as_mut(),
                 observer: self.observer.as_deref_mut(),
                 cookies: self.cookies.as_mut().map(|c| &**c.load()),
             };
             self.tcp.turn(self.poll.registry(), &mut turn);
+            let signing = self.signing.get_mut();
+            if signing.signed() {
+                // A reply that waited for an upstream signed, and no TCP reply since read the
+                // clock: the turn is charged as one batch.
+                signing.charge(now.elapsed());
+            }
             self.tcp.sweep(self.poll.registry(), &self.stats, now);
             if let Some(observer) = self.observer.as_mut() {
                 observer.publish(now);
@@ -849,6 +871,8 @@ impl<P: PacketIo> Worker<P> {
             resolver,
             observer,
             send_warning,
+            wall,
+            signing,
             ..
         } = self;
         let Listening {
@@ -857,6 +881,7 @@ impl<P: PacketIo> Worker<P> {
         let snapshot = snapshots.load();
         let cookies = cookies.as_mut().map(|c| &**c.load());
         let now = Instant::now();
+        let wall_now = wall.at(now);
         if let Some(observer) = observer.as_deref_mut() {
             observer.batch_received();
         }
@@ -874,6 +899,8 @@ impl<P: PacketIo> Worker<P> {
                 keepalive: 0,
                 client: *peer,
                 cookies,
+                now: wall_now,
+                signing: Some(&*signing),
             };
             *rotation = rotation.wrapping_add(1);
             if replies.is_full() {
@@ -944,15 +971,22 @@ impl<P: PacketIo> Worker<P> {
         if !replies.is_empty() {
             send(io, replies, stats, send_warning);
         }
-        if answered > 0 {
-            stats.took(now.elapsed(), answered as u64);
+        let signing = signing.get_mut();
+        if answered > 0 || signing.signed() {
+            // One clock read serves the latency counter and the signing budget: a batch whose
+            // answers signed is charged whole (docs/dnssec.md, "Cost").
+            let took = now.elapsed();
+            if answered > 0 {
+                stats.took(took, answered as u64);
+            }
+            signing.charge(took);
         }
         forwarded
     }
 
     /// Lets the resolver read upstream answers and fire its timers, and sends the replies that
     /// waited for them: UDP ones in batches per listening socket, TCP ones to their connection.
-    fn resolver_turn(&mut self, now: Instant) {
+    fn resolver_turn(&mut self, now: Instant, wall: SystemTime) {
         let Worker {
             resolver: Some(resolver),
             snapshots,
@@ -963,15 +997,19 @@ impl<P: PacketIo> Worker<P> {
             send_warning,
             observer,
             rrl,
+            signing,
             ..
         } = self
         else {
             return;
         };
         let snapshot = snapshots.load();
-        let cookies = cookies.as_mut().map(|c| &**c.load());
+        let lent = Context {
+            cookies: cookies.as_mut().map(|c| &**c.load()),
+            ..Context::new(Transport::Udp).at(wall).with_signing(signing)
+        };
         let second = rrl.as_ref().map_or(0, |limiter| limiter.second(now));
-        resolver.turn(snapshot, cookies, now, |client, reply, facts, since| {
+        resolver.turn(snapshot, lent, now, |client, reply, facts, since| {
             let action = match (&client, rrl.as_mut()) {
                 (Client::Udp { peer, .. }, Some(limiter)) if !facts.valid_cookie => {
                     limiter.judge(peer, reply, facts, second)
@@ -1033,6 +1071,35 @@ impl<P: PacketIo> Worker<P> {
             }
         }
         resolver.tidy(now);
+    }
+}
+
+/// The wall clock as a worker's answers see it (cookie timestamps, signature validity): derived
+/// from the monotonic reading each batch already takes, and read again once
+/// [`WALL_CLOCK_REREAD`] has passed, so that a batch pays no second clock read and a clock the
+/// operator sets is followed within that time.
+struct WallClock {
+    /// The monotonic reading `wall` was read with.
+    read_at: Instant,
+    wall: SystemTime,
+}
+
+impl WallClock {
+    fn new(now: Instant) -> WallClock {
+        WallClock {
+            read_at: now,
+            wall: SystemTime::now(),
+        }
+    }
+
+    /// The wall clock at the monotonic reading `now`.
+    fn at(&mut self, now: Instant) -> SystemTime {
+        let since = now.saturating_duration_since(self.read_at);
+        if since < WALL_CLOCK_REREAD {
+            return self.wall + since;
+        }
+        *self = WallClock::new(now);
+        self.wall
     }
 }
 

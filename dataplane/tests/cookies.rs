@@ -10,6 +10,7 @@ use hickory_proto::rr::rdata::opt::{EdnsCode, EdnsOption};
 use skyline_dataplane::cookie::{CookieCell, CookieSecrets, Secret};
 use skyline_dataplane::snapshot::empty_cell;
 use skyline_dataplane::worker::{Options, Server, ServerConfig, TcpConfig};
+use skyline_dataplane::{answer, Context, Outcome, Transport};
 use std::hash::Hasher as _;
 use std::io::{Read as _, Write as _};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
@@ -222,4 +223,43 @@ fn queries_without_a_cookie_are_answered_as_before() {
     let reply = udp(&server, &query(1, None));
     answered(&reply);
     assert!(reply.extensions().as_ref().unwrap().option(EdnsCode::Cookie).is_none());
+}
+
+#[test]
+fn cookies_are_made_and_checked_at_the_time_the_context_gives_and_nothing_else() {
+    let secrets = secrets(SECRET_A, None);
+    let snapshot = snapshot();
+    let ask = |cookie: &[u8], stamp: u32| {
+        let ctx = Context::new(Transport::Udp)
+            .with_client(Ipv4Addr::LOCALHOST.into())
+            .with_cookies(&secrets)
+            .at(UNIX_EPOCH + Duration::from_secs(stamp.into()));
+        let mut out = vec![0u8; 65535];
+        let Outcome::Reply(reply) = answer(&query(7, Some(cookie)), &snapshot, &ctx, &mut out) else {
+            panic!("dropped");
+        };
+        out.truncate(reply.len);
+        out
+    };
+    let stamp = 1_800_000_000;
+    let first = ask(&CLIENT_COOKIE, stamp);
+    assert_eq!(ask(&CLIENT_COOKIE, stamp), first, "the same inputs give the same reply");
+    let reply = Message::from_vec(&first).unwrap();
+    answered(&reply);
+    let made = cookie_of(&reply);
+    assert_eq!(
+        made[8..],
+        server_cookie(&SECRET_A, &CLIENT_COOKIE, stamp),
+        "made at the given time"
+    );
+    let reply = Message::from_vec(&ask(&made, stamp + 60)).unwrap();
+    answered(&reply);
+    assert_eq!(cookie_of(&reply), made, "a minute later by the context, echoed");
+    let reply = Message::from_vec(&ask(&made, stamp + 7200)).unwrap();
+    assert_eq!(reply.response_code(), ResponseCode::BADCOOKIE, "two hours later, stale");
+    assert_eq!(
+        cookie_of(&reply)[8..],
+        server_cookie(&SECRET_A, &CLIENT_COOKIE, stamp + 7200),
+        "and a fresh one made then"
+    );
 }

@@ -6,7 +6,9 @@
 //! and the precompiled RRsets are copied after the client's question by the one message builder,
 //! [`Responder`]. What the zones leave open (names outside every zone, answers leading out of the
 //! SkyDNS domain) goes to an [`Outside`]: none here, forwarding in [`crate::forward`], which this
-//! module knows nothing of.
+//! module knows nothing of. It reads no clock and keeps nothing between queries: the time, the
+//! cookie secrets and the records signed per query name come in the [`Context`], from the caller
+//! that owns them (a worker), so that an answer is a function of its inputs.
 
 mod responder;
 mod signed;
@@ -14,6 +16,7 @@ mod signed;
 pub(crate) use responder::{Responder, OPT_LEN};
 
 use crate::cookie::{CookieSecrets, Verdict};
+use crate::dnssec::denial::Signing;
 use crate::io::Peer;
 use crate::snapshot::kubernetes::{Host, MAX_ANSWER};
 use crate::snapshot::rrset::{Beyond, CompiledAnswer};
@@ -24,7 +27,9 @@ use crate::wire::query::parse_query_into;
 use crate::wire::types::{class, flags, rcode, rtype};
 use crate::wire::writer::Shift;
 use crate::wire::{DropReason, LowerName, Name, Query, Question};
+use std::cell::RefCell;
 use std::net::IpAddr;
+use std::time::SystemTime;
 
 /// The transport a query arrived on; it sets the reply size limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +40,9 @@ pub enum Transport {
     Tcp,
 }
 
-/// Per-query facts from the caller, who owns sockets, clocks and the cookie secrets.
+/// Per-query facts from the caller, who owns sockets, clocks, the cookie secrets and the
+/// records signed per query name: everything an answer depends on besides the query and the
+/// snapshot is here, so that answering reads no clock and keeps no state of its own.
 #[derive(Debug, Clone, Copy)]
 pub struct Context<'k> {
     /// Transport of the query.
@@ -51,11 +58,20 @@ pub struct Context<'k> {
     /// The secrets DNS Cookies are checked and made with; `None` ignores COOKIE options, as a
     /// server without cookies does. Read only for a query that carries one.
     pub cookies: Option<&'k CookieSecrets>,
+    /// The wall clock as the caller read it for this query (a worker: once per batch): the
+    /// timestamp of the server cookies checked and made (RFC 9018), the validity of the
+    /// signatures made per query name and the signing time earned. Read only by a query that
+    /// carries a cookie or needs records signed.
+    pub now: SystemTime,
+    /// The records signed per query name with the budget for signing them, which the caller
+    /// keeps from query to query (a worker: one for all its queries); `None` signs with a fresh
+    /// one, kept for this query alone. Borrowed only while a query needs records signed.
+    pub signing: Option<&'k RefCell<Signing>>,
 }
 
 impl<'k> Context<'k> {
-    /// A context for `transport` with no rotation, a 10 s keepalive, the client `0.0.0.0`
-    /// and no cookies.
+    /// A context for `transport` with no rotation, a 10 s keepalive, the client `0.0.0.0`, no
+    /// cookies, the time the Unix epoch (see [`Context::at`]) and no signing state kept.
     pub fn new(transport: Transport) -> Context<'k> {
         Context {
             transport,
@@ -63,6 +79,8 @@ impl<'k> Context<'k> {
             keepalive: 100,
             client: Peer::default(),
             cookies: None,
+            now: SystemTime::UNIX_EPOCH,
+            signing: None,
         }
     }
 
@@ -78,6 +96,19 @@ impl<'k> Context<'k> {
     pub fn with_cookies(self, cookies: &'k CookieSecrets) -> Context<'k> {
         Context {
             cookies: Some(cookies),
+            ..self
+        }
+    }
+
+    /// This context at the wall-clock time `now`.
+    pub fn at(self, now: SystemTime) -> Context<'k> {
+        Context { now, ..self }
+    }
+
+    /// This context signing per query name with, and into, `signing`.
+    pub fn with_signing(self, signing: &'k RefCell<Signing>) -> Context<'k> {
+        Context {
+            signing: Some(signing),
             ..self
         }
     }

@@ -111,7 +111,7 @@ impl<'a> Responder<'a> {
         let verdict = secrets.check(
             at.data(self.query),
             self.ctx.client.ip(),
-            cookie::timestamp(),
+            cookie::timestamp(self.ctx.now),
             &mut reply,
         );
         self.limit = self.limit.saturating_sub(COOKIE_OPT_LEN);

@@ -1,20 +1,19 @@
 //! Answers to queries with DO set in the signed SkyDNS domain (docs/dnssec.md): the signed
 //! answers and denials the snapshot holds, copied as unsigned answers are; only a name that
 //! does not exist and a query wildcard cost signatures, made per query name within the
-//! worker's budget.
+//! worker's budget. The cache, the budget and the room a wildcard answer is made in are the
+//! caller's [`Signing`], lent in the [`Context`]; the time is the context's too.
 
 use super::{completable, viewed, Outside, Responder, Transport};
-use crate::dnssec::denial::{self, Covered};
+use crate::dnssec::denial::{Covered, Signing};
 use crate::dnssec::nsec3::HASH_LEN;
 use crate::dnssec::zone::{self, sign_query};
 use crate::dnssec::{Signed, SigningKey};
 use crate::snapshot::rrset::Beyond;
 use crate::snapshot::{Found, Slot, Snapshot, Zone};
-use crate::wire::types::MAX_MESSAGE_LEN;
 use crate::wire::types::{flags, rcode, rtype};
 use crate::wire::{LowerName, Query, Question};
 use ring::digest::{Context, SHA1_FOR_LEGACY_USE_ONLY};
-use std::cell::RefCell;
 
 /// Answers `question` from `signed` when its name lies in the signed zone; `None` leaves the
 /// query to the unsigned path (names outside the zone), which then answers as without DO.
@@ -91,12 +90,14 @@ pub(super) fn respond<O: Outside>(
         }
         Found::Missing(zone) if zone.apex == *signed.apex() => {
             r.flags |= flags::AA;
-            nxdomain(r, qname, signed);
+            lend(r, |r, signing| nxdomain(r, qname, signed, signing));
             Some(O::Flow::default())
         }
         Found::Wildcard(zone) if zone.apex == *signed.apex() => {
             r.flags |= flags::AA;
-            wildcard(r, qname, question.qtype, snapshot, signed);
+            lend(r, |r, signing| {
+                wildcard(r, qname, question.qtype, snapshot, signed, signing)
+            });
             Some(O::Flow::default())
         }
         _ => None,
@@ -140,7 +141,7 @@ fn nodata(r: &mut Responder<'_>, signed: &Signed, matching: &crate::dnssec::zone
 /// NXDOMAIN with the closest-encloser proof of RFC 5155 §7.2.1: the NSEC3 record matching the
 /// closest encloser, one covering the next closer name, one covering the wildcard at the
 /// closest encloser; each "white lie" holds only the hash it is about.
-fn nxdomain(r: &mut Responder<'_>, qname: &LowerName, signed: &Signed) {
+fn nxdomain(r: &mut Responder<'_>, qname: &LowerName, signed: &Signed, signing: &mut Signing) {
     r.set_rcode(rcode::NXDOMAIN);
     let labels = qname.label_count();
     let apex_labels = signed.apex().label_count();
@@ -153,7 +154,8 @@ fn nxdomain(r: &mut Responder<'_>, qname: &LowerName, signed: &Signed) {
     r.signed(signed.soa());
     r.signed(encloser.matching());
     let next_closer = qname.suffix(closest - 1);
-    let covered = denial::covering(signed, next_closer, |records| r.signed(records));
+    let now = r.ctx.now;
+    let covered = signing.covering(signed, next_closer, now, |records| r.signed(records));
     if unsigned(r, covered, mark) {
         return;
     }
@@ -189,43 +191,73 @@ fn unsigned(r: &mut Responder<'_>, covered: Covered, mark: (usize, [u16; 4])) ->
     true
 }
 
-thread_local! {
-    /// Each worker's room for the unsigned reply to a query wildcard, the signed one is made
-    /// from.
-    static UNSIGNED: RefCell<Vec<u8>> = RefCell::new(vec![0; MAX_MESSAGE_LEN]);
+/// Runs `answer` with the caller's [`Signing`], or with a fresh one, kept for this query alone,
+/// when the context lends none. The caller's is borrowed for this one query: were it borrowed
+/// already (an answer inside an answer that signs), nothing is signed and the query gets
+/// SERVFAIL.
+fn lend(r: &mut Responder<'_>, answer: impl FnOnce(&mut Responder<'_>, &mut Signing)) {
+    let Some(cell) = r.ctx.signing else {
+        return answer(r, &mut Signing::new());
+    };
+    match cell.try_borrow_mut() {
+        Ok(mut signing) => answer(r, &mut signing),
+        Err(_) => {
+            r.flags &= !flags::AA;
+            r.set_rcode(rcode::SERVFAIL);
+        }
+    }
 }
 
 /// A query wildcard (`*` or `any` labels; docs/dnssec.md): answered as without DO, then that
 /// answer's records signed, or a denial. Signed per query name and answer, as denials are, in
-/// the worker's cache and within its budget.
+/// the worker's cache and within its budget; the unsigned answer is written in room
+/// `signing` keeps.
 #[cold]
 #[inline(never)]
-fn wildcard(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, snapshot: &Snapshot, signed: &Signed) {
+fn wildcard(
+    r: &mut Responder<'_>,
+    qname: &LowerName,
+    qtype: u16,
+    snapshot: &Snapshot,
+    signed: &Signed,
+    signing: &mut Signing,
+) {
+    let mut out = signing.take_unsigned();
+    signed_wildcard(r, qname, qtype, snapshot, signed, signing, &mut out);
+    signing.put_back(out);
+}
+
+/// [`wildcard`] with the room `out` for the unsigned reply, taken from `signing`.
+fn signed_wildcard(
+    r: &mut Responder<'_>,
+    qname: &LowerName,
+    qtype: u16,
+    snapshot: &Snapshot,
+    signed: &Signed,
+    signing: &mut Signing,
+    out: &mut [u8],
+) {
     let client = r.ctx.client.ip();
-    UNSIGNED.with(|out| {
-        let mut out = out.borrow_mut();
-        let Some(len) = zone::unsigned(snapshot, qname.wire(), qtype, client, &mut out) else {
-            r.flags &= !flags::AA;
-            return r.set_rcode(rcode::SERVFAIL);
-        };
-        let msg = &out[..len];
-        match u16::from(msg[3] & 0x0F) {
-            rcode::NOERROR => {}
-            rcode::NXDOMAIN => return nxdomain(r, qname, signed),
-            code => return r.set_rcode(code),
-        }
-        // The reply less its ID (the flags hold its rcode; the question, its name and type):
-        // what the client gets signed. A leading 0xFF, a label no name starts with, keeps it
-        // apart from the names whose NSEC3 hashes share the cache.
-        let mut digest = Context::new(&SHA1_FOR_LEGACY_USE_ONLY);
-        digest.update(&[0xFF]);
-        digest.update(&msg[2..]);
-        let mut id = [0u8; HASH_LEN];
-        id.copy_from_slice(digest.finish().as_ref());
-        let mark = r.mark();
-        let make =
-            |key: &SigningKey, validity| sign_query(snapshot, signed, key, validity, (qname, qtype, client), msg);
-        let covered = denial::cached(signed, id, make, |records| r.signed(records));
-        unsigned(r, covered, mark);
-    });
+    let Some(len) = zone::unsigned(snapshot, qname.wire(), qtype, client, out) else {
+        r.flags &= !flags::AA;
+        return r.set_rcode(rcode::SERVFAIL);
+    };
+    let msg = &out[..len];
+    match u16::from(msg[3] & 0x0F) {
+        rcode::NOERROR => {}
+        rcode::NXDOMAIN => return nxdomain(r, qname, signed, signing),
+        code => return r.set_rcode(code),
+    }
+    // The reply less its ID (the flags hold its rcode; the question, its name and type):
+    // what the client gets signed. A leading 0xFF, a label no name starts with, keeps it
+    // apart from the names whose NSEC3 hashes share the cache.
+    let mut digest = Context::new(&SHA1_FOR_LEGACY_USE_ONLY);
+    digest.update(&[0xFF]);
+    digest.update(&msg[2..]);
+    let mut id = [0u8; HASH_LEN];
+    id.copy_from_slice(digest.finish().as_ref());
+    let mark = r.mark();
+    let make = |key: &SigningKey, validity| sign_query(snapshot, signed, key, validity, (qname, qtype, client), msg);
+    let covered = signing.cached(signed, id, r.ctx.now, make, |records| r.signed(records));
+    unsigned(r, covered, mark);
 }

@@ -1,12 +1,15 @@
 //! The signer against published test vectors and against ring's verifiers.
 
+use super::denial::Signing;
 use super::key::{algorithm, KeyError, SigningKey};
 use super::rrsig::{self, Validity};
 use super::{base64, nsec3, records, Dnssec};
 use crate::answer::{answer, Context, Outcome, Transport};
 use crate::snapshot::skydns::{build, Config, Service};
 use crate::wire::Name;
+use hickory_proto::op::ResponseCode;
 use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
+use std::cell::RefCell;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -187,13 +190,34 @@ fn signed() -> (crate::snapshot::Snapshot, Arc<SigningKey>) {
 }
 
 fn ask(snapshot: &crate::snapshot::Snapshot, name: &str, qtype: u16, dnssec_ok: bool) -> Vec<u8> {
+    ask_at(
+        &RefCell::new(Signing::new()),
+        SystemTime::now(),
+        snapshot,
+        name,
+        qtype,
+        dnssec_ok,
+    )
+}
+
+/// [`ask`] at `now` over UDP, signing per query name with and into `signing`, as a worker's
+/// answers do.
+fn ask_at(
+    signing: &RefCell<Signing>,
+    now: SystemTime,
+    snapshot: &crate::snapshot::Snapshot,
+    name: &str,
+    qtype: u16,
+    dnssec_ok: bool,
+) -> Vec<u8> {
     let mut query = vec![0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1];
     query.extend_from_slice(Name::from_dotted(name).unwrap().wire());
     query.extend_from_slice(&qtype.to_be_bytes());
     query.extend_from_slice(&[0, 1]);
     query.extend_from_slice(&[0, 0, 41, 0x04, 0xD0, 0, 0, if dnssec_ok { 0x80 } else { 0 }, 0, 0, 0]);
     let mut out = vec![0; 65535];
-    let Outcome::Reply(reply) = answer(&query, snapshot, &Context::new(Transport::Udp), &mut out) else {
+    let ctx = Context::new(Transport::Udp).at(now).with_signing(signing);
+    let Outcome::Reply(reply) = answer(&query, snapshot, &ctx, &mut out) else {
         panic!("dropped");
     };
     out.truncate(reply.len);
@@ -285,11 +309,17 @@ fn query_wildcards_are_signed_per_query() {
         check(&ask(&snapshot, "any.east.skydns.test.", 28, true), &key),
         [(0, 28), (0, 46)]
     );
+    let signing = RefCell::new(Signing::new());
+    let now = SystemTime::now();
+    let first = ask_at(&signing, now, &snapshot, "*.east.skydns.test.", 1, true);
+    assert!(signing.borrow().signed());
+    signing.borrow_mut().charge(Duration::from_secs(1));
     assert_eq!(
-        ask(&snapshot, "*.east.skydns.test.", 1, true),
-        all,
-        "the cache answers again"
+        ask_at(&signing, now, &snapshot, "*.east.skydns.test.", 1, true),
+        first,
+        "the cache answers again, whatever the budget"
     );
+    assert!(!signing.borrow().signed(), "nothing was signed for it");
     let nodata = ask(&snapshot, "*.east.skydns.test.", 16, true);
     assert_eq!(nodata[3] & 0x0F, 0);
     assert_eq!(check(&nodata, &key), [(1, 6), (1, 46), (1, nsec3::NSEC3), (1, 46)]);
@@ -409,4 +439,81 @@ fn the_apex_answers_dnskey_and_nsec3param_with_and_without_do() {
             );
         }
     }
+}
+
+#[test]
+fn a_worker_out_of_signing_time_sends_new_denials_to_tcp_until_it_has_earned_more() {
+    let (snapshot, key) = signed();
+    let signing = RefCell::new(Signing::new());
+    let now = SystemTime::now();
+    let header = |reply: &[u8]| {
+        let message = hickory_proto::op::Message::from_vec(reply).unwrap();
+        (
+            message.response_code(),
+            message.truncated(),
+            message.name_servers().len(),
+        )
+    };
+    let nx = ask_at(&signing, now, &snapshot, "nope.skydns.test.", 1, true);
+    assert_eq!(header(&nx), (ResponseCode::NXDomain, false, 8));
+    check(&nx, &key);
+    assert!(signing.borrow().signed(), "the denial was signed for this name");
+    // The caller measured the signing at a second: the 100 ms budget is spent.
+    signing.borrow_mut().charge(Duration::from_secs(1));
+    assert_eq!(
+        ask_at(&signing, now, &snapshot, "nope.skydns.test.", 1, true),
+        nx,
+        "a denial already signed is served whatever the budget"
+    );
+    assert_eq!(
+        header(&ask_at(&signing, now, &snapshot, "other.skydns.test.", 1, true)),
+        (ResponseCode::NoError, true, 0),
+        "a new name over UDP is sent to TCP"
+    );
+    assert!(!signing.borrow().signed());
+    let later = now + Duration::from_secs(1);
+    let earned = ask_at(&signing, later, &snapshot, "other.skydns.test.", 1, true);
+    assert_eq!(
+        header(&earned),
+        (ResponseCode::NXDomain, false, 8),
+        "a second later it has 100 ms"
+    );
+    check(&earned, &key);
+}
+
+#[test]
+fn signatures_made_per_query_start_at_the_time_the_caller_gives() {
+    let (snapshot, _) = signed();
+    let inceptions = |now: SystemTime| -> Vec<u32> {
+        let nx = ask_at(
+            &RefCell::new(Signing::new()),
+            now,
+            &snapshot,
+            "nope.skydns.test.",
+            1,
+            true,
+        );
+        records::sets(&nx)
+            .unwrap()
+            .iter()
+            .filter(|set| set.rtype == rrsig::RRSIG)
+            .map(|set| u32::from_be_bytes(set.rdatas[0][12..16].try_into().unwrap()))
+            .collect()
+    };
+    let given = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    let made_now = Validity::from(given).inception;
+    let at_given = inceptions(given);
+    assert_eq!(at_given.len(), 4);
+    assert!(
+        at_given.contains(&made_now),
+        "the NSEC3 record covering the name is signed at the time given: {at_given:?}"
+    );
+    assert_eq!(
+        inceptions(given + Duration::from_secs(3600)),
+        at_given
+            .iter()
+            .map(|&t| if t == made_now { t + 3600 } else { t })
+            .collect::<Vec<_>>(),
+        "an hour later, only what was signed per query moved"
+    );
 }

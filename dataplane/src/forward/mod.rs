@@ -32,14 +32,13 @@ pub use upstream::{SharedHealth, MAX_FAILS, PROBE_INTERVAL};
 
 use crate::answer::{Context, Outcome, Reply};
 use crate::cache::{Cache, CacheConfig};
-use crate::cookie::CookieSecrets;
 use crate::io::Peer;
 use crate::observe::Tap;
 use crate::snapshot::Snapshot;
 use crate::stats::{AddressFamily, Asked, WorkerStats};
 use crate::wire::types::MAX_MESSAGE_LEN;
 use crate::wire::{LowerName, Name};
-use flight::{Done, Forwarder, Kind, Waiter};
+use flight::{Done, Forwarder, Kind, Waiter, Waiting};
 use mio::{Registry, Token};
 use std::borrow::Borrow;
 use std::collections::HashMap;
@@ -298,7 +297,7 @@ impl Resolver {
                 } else {
                     let waiter = Waiter {
                         client: client.owned(),
-                        ctx: Context { cookies: None, ..*ctx },
+                        ctx: Waiting::of(ctx),
                         query: forward.query,
                         since: now,
                     };
@@ -407,14 +406,15 @@ impl Resolver {
     }
 
     /// Reads upstream replies, handles timeouts and probes, and hands every reply now due to
-    /// a waiting client to `send`, with its facts and the time its query arrived. `send`
-    /// counts the reply as it leaves (response rate limiting may drop it or send it truncated,
-    /// which only the sender knows). Once those replies are sent, [`Resolver::tidy`] must
-    /// follow: it stores the last answer.
+    /// a waiting client to `send`, with its facts and the time its query arrived. Each reply is
+    /// made in the client's own context with what the worker `lent` now (its cookie secrets,
+    /// wall clock and signing state). `send` counts the reply as it leaves (response rate
+    /// limiting may drop it or send it truncated, which only the sender knows). Once those
+    /// replies are sent, [`Resolver::tidy`] must follow: it stores the last answer.
     pub(crate) fn turn(
         &mut self,
         snapshot: &Snapshot,
-        cookies: Option<&CookieSecrets>,
+        lent: Context<'_>,
         now: Instant,
         mut send: impl FnMut(Client, &[u8], &Reply, Instant),
     ) {
@@ -454,7 +454,7 @@ impl Resolver {
                     now,
                     resolved: Some(resolved),
                 };
-                let ctx = Context { cookies, ..waiter.ctx };
+                let ctx = waiter.ctx.context(lent);
                 let outcome = match answer_recursive(waiter.query.bytes(), snapshot, &ctx, &mut rec, qname, scratch) {
                     // A waiter asked an address or an outside name: no glue to fetch.
                     Resolution::Done(outcome) | Resolution::Fetch { outcome, .. } => outcome,

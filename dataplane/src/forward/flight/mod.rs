@@ -10,11 +10,12 @@ mod timers;
 pub(crate) use machine::Kind;
 
 use super::{Client, ForwardConfig, Route};
-use crate::answer::Context;
+use crate::answer::{Context, Transport};
 use crate::cache::{Cache, Key};
 use crate::forward::upstream::SharedHealth;
 use crate::forward::ClientQuery;
 use crate::forward::Failure;
+use crate::io::Peer;
 use crate::observe::Tap;
 use crate::stats::WorkerStats;
 use machine::{Entropy, Machine};
@@ -29,13 +30,51 @@ use std::time::Instant;
 pub(crate) struct Waiter {
     /// Where the answer goes.
     pub(crate) client: Client,
-    /// The client's transport and keepalive; the cookie secrets are the worker's when the
-    /// reply is made.
-    pub(crate) ctx: Context<'static>,
+    /// The client's transport and keepalive; the cookie secrets, the time and the signing
+    /// state are the worker's when the reply is made (see [`Waiting::context`]).
+    pub(crate) ctx: Waiting,
     /// The client's query, reduced.
     pub(crate) query: ClientQuery,
     /// When the query arrived: its reply's duration counts from here.
     pub(crate) since: Instant,
+}
+
+/// What a waiting client's [`Context`] holds of its own; the rest is the worker's when the
+/// client is answered.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Waiting {
+    /// Transport of the query.
+    pub(crate) transport: Transport,
+    /// The rotation of round-robin RRsets the query drew.
+    pub(crate) rotation: u32,
+    /// The edns-tcp-keepalive timeout to advertise.
+    pub(crate) keepalive: u16,
+    /// The client's address.
+    pub(crate) client: Peer,
+}
+
+impl Waiting {
+    /// What of `ctx` a client keeps while it waits.
+    pub(crate) fn of(ctx: &Context) -> Waiting {
+        Waiting {
+            transport: ctx.transport,
+            rotation: ctx.rotation,
+            keepalive: ctx.keepalive,
+            client: ctx.client,
+        }
+    }
+
+    /// The context its reply is made in: the client's own facts with the worker's `lent`
+    /// (cookie secrets, time, signing state).
+    pub(crate) fn context<'k>(&self, lent: Context<'k>) -> Context<'k> {
+        Context {
+            transport: self.transport,
+            rotation: self.rotation,
+            keepalive: self.keepalive,
+            client: self.client,
+            ..lent
+        }
+    }
 }
 
 /// A question that ended, with the clients that waited for it.
