@@ -196,8 +196,15 @@ impl Outside for NoRecursion {
         beyond: &Beyond,
         snapshot: &Snapshot,
     ) -> Option<()> {
-        (!leaves_domain(question, beyond, snapshot) && !emptied(r, question, beyond)).then_some(())
+        stands_alone(r, question, beyond, snapshot).then_some(())
     }
+}
+
+/// Whether an answer leading outside the SkyDNS domain stands with what the zones alone gave
+/// it, for a client nothing is forwarded for: a CNAME chain leaving the zones cannot, nor a
+/// flattened answer left with no record.
+pub(crate) fn stands_alone(r: &Responder<'_>, question: Question, beyond: &Beyond, snapshot: &Snapshot) -> bool {
+    !leaves_domain(question, beyond, snapshot) && !emptied(r, question, beyond)
 }
 
 /// Writes the records of the query's type that another zone of this server holds for the
@@ -215,7 +222,7 @@ fn within(r: &mut Responder<'_>, question: Question, beyond: &Beyond, snapshot: 
             continue;
         };
         if let Found::Node(node, _) = snapshot.find(&target) {
-            if let Some(compiled) = node.answer(slot).or_else(|| viewed(node, slot, r.ctx)) {
+            if let Some(compiled) = answer_of(node, slot, r.ctx) {
                 r.flattened(compiled, question.qtype, alias.ttl);
             }
         }
@@ -464,6 +471,11 @@ fn by_class<O: Outside>(
         }
     }
     O::Flow::default()
+}
+
+/// The answer of `node` to `slot` for this client: its own, else its views'.
+fn answer_of<'n>(node: &'n Node, slot: Slot, ctx: &Context) -> Option<&'n CompiledAnswer> {
+    node.answer(slot).or_else(|| viewed(node, slot, ctx))
 }
 
 /// The answer for `slot` to this client where a node's slot has no answer of its own: the

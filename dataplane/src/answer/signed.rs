@@ -4,7 +4,7 @@
 //! worker's budget. The cache, the budget and the room a wildcard answer is made in are the
 //! caller's [`Signing`], lent in the [`Context`]; the time is the context's too.
 
-use super::{completable, viewed, Outside, Responder, Transport};
+use super::{answer_of, completable, Outside, Responder, Transport};
 use crate::dnssec::denial::{Covered, Signing};
 use crate::dnssec::nsec3::HASH_LEN;
 use crate::dnssec::zone::{self, sign_query};
@@ -47,8 +47,7 @@ pub(super) fn respond<O: Outside>(
             };
             let mark = r.mark();
             r.signed(records);
-            let compiled = Slot::for_qtype(question.qtype)
-                .and_then(|slot| node.answer(slot).or_else(|| viewed(node, slot, r.ctx)));
+            let compiled = Slot::for_qtype(question.qtype).and_then(|slot| answer_of(node, slot, r.ctx));
             if let Some(beyond) = compiled
                 .and_then(|c| c.beyond())
                 .filter(|_| completable(r, zone, snapshot))
