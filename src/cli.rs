@@ -186,11 +186,16 @@ mod tests {
         Cli::command().debug_assert();
     }
 
-    /// The `--flag` tokens and environment variable names written in the README's tables.
+    /// The `--flag` tokens and environment variable names written in the tables of README.md
+    /// and `docs/settings.md`, where every flag is listed.
     fn readme_table_words() -> (BTreeSet<String>, BTreeSet<String>) {
-        let readme = include_str!("../README.md");
+        let docs = [include_str!("../README.md"), include_str!("../docs/settings.md")];
         let (mut flags, mut env) = (BTreeSet::new(), BTreeSet::new());
-        for row in readme.lines().filter(|line| line.starts_with('|')) {
+        for row in docs
+            .iter()
+            .flat_map(|doc| doc.lines())
+            .filter(|line| line.starts_with('|'))
+        {
             for word in row.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_')) {
                 if let Some(flag) = word
                     .strip_prefix("--")
@@ -229,21 +234,21 @@ mod tests {
         let unknown: Vec<_> = readme_flags.difference(&cli_flags).collect();
         assert!(
             undocumented.is_empty(),
-            "flags missing from README's tables: {undocumented:?}"
+            "flags missing from docs/settings.md's tables: {undocumented:?}"
         );
         assert!(
             unknown.is_empty(),
-            "README's tables name flags skyline lacks: {unknown:?}"
+            "the tables of README.md or docs/settings.md name flags skyline lacks: {unknown:?}"
         );
         let undocumented: Vec<_> = cli_env.difference(&readme_env).collect();
         let unknown: Vec<_> = readme_env.difference(&cli_env).collect();
         assert!(
             undocumented.is_empty(),
-            "variables missing from README's tables: {undocumented:?}"
+            "variables missing from docs/settings.md's tables: {undocumented:?}"
         );
         assert!(
             unknown.is_empty(),
-            "README's tables name variables skyline lacks: {unknown:?}"
+            "the tables of README.md or docs/settings.md name variables skyline lacks: {unknown:?}"
         );
     }
 

@@ -367,7 +367,7 @@ fn unknown_key(path: &Path, table: Option<&'static str>, key: &str) -> ConfigErr
         };
         match known.iter().find(|k| edit_distance(k, key) <= 2) {
             Some(close) => format!("did you mean {close}?"),
-            None => "README's configuration tables list every key and its table".to_owned(),
+            None => "docs/settings.md lists every key and its table".to_owned(),
         }
     };
     ConfigError::UnknownKey {

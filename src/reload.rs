@@ -7,7 +7,7 @@
 //! configuration, or a records file that cannot be read or parsed, changes nothing (it is logged
 //! and counted, and readiness does not move). A changed setting that only a restart applies is named in one log line and left as it
 //! is; each setting's declaration in `src/settings.rs` says which it is (`applied` or
-//! `restart`), and README's tables show it.
+//! `restart`), and the tables of `docs/settings.md` show it.
 
 use crate::cli::Cli;
 use crate::config::{ConfigError, FileConfig};

@@ -1,7 +1,8 @@
 //! Every setting of the server, each declared once: its flag and environment variable (the
 //! `#[arg]` attribute), its TOML key (the field's name, inside its group's table), its type, its
 //! default, its `/<prefix>/config` key where SkyDNS's data has one, what a SIGHUP does with it,
-//! and its documentation (the doc comment, which is both `--help` and README's tables).
+//! and its documentation (the doc comment, which is both `--help` and the tables of
+//! `docs/settings.md`).
 //!
 //! Each `settings!` block is one group, one table of the configuration file (the top-level
 //! keys are two groups, [`Main`] and [`Etcd`], so that `skyline kube2etcd` can take the etcd
@@ -14,7 +15,7 @@
 //! An entry reads
 //!
 //! ```text
-//! /// What it is for, as --help and README show it [default: what the default is]
+//! /// What it is for, as --help and docs/settings.md show it [default: what the default is]
 //! #[arg(long, env = "SKYDNS_NAME", value_name = "N")]
 //! restart name: Type = default, file FileType => conversion, data "json_key";
 //! ```
@@ -26,8 +27,8 @@
 //! when the file spells the value differently from the flag (a duration as a string, a path
 //! relative to the file); `data "key"` when the setting has a `/<prefix>/config` key, which
 //! `crate::config::operator` hands to the sources. The long flag is the field's name unless the
-//! `#[arg]` says otherwise; the doc comment ends with `[default: …]`, which README's tables show.
-//! A test checks README's tables against these declarations.
+//! `#[arg]` says otherwise; the doc comment ends with `[default: …]`, which the tables of
+//! `docs/settings.md` show. A test checks those tables against these declarations.
 
 use crate::cli::{parse_addr, parse_domain, parse_go_bool, parse_hostmaster, Cli};
 use crate::config::{Addrs, FileConfig};
@@ -197,7 +198,7 @@ macro_rules! settings {
                 changed
             }
 
-            /// The group's settings as README's tables show them.
+            /// The group's settings as the tables of `docs/settings.md` show them.
             #[cfg(test)]
             const SETTINGS: &'static [tests::Setting] = &[
                 $(
@@ -923,7 +924,7 @@ pub(crate) mod tests {
         }
     }
 
-    /// One setting as README's tables show it, beside what clap knows of its flag.
+    /// One setting as the tables of `docs/settings.md` show it, beside what clap knows of its flag.
     pub struct Setting {
         /// The clap argument's id: the field's name.
         pub id: &'static str,
@@ -935,7 +936,7 @@ pub(crate) mod tests {
         pub restart: bool,
     }
 
-    /// Each group's name in README's markers, and its settings.
+    /// Each group's name in the markers of `docs/settings.md`, and its settings.
     const GROUPS: &[(&str, &[Setting])] = &[
         ("main", Main::SETTINGS),
         ("etcd", Etcd::SETTINGS),
@@ -995,7 +996,7 @@ pub(crate) mod tests {
         out
     }
 
-    /// `--help`'s capital letter lowered, as in the README's prose: "Domain to" but "IP:port".
+    /// `--help`'s capital letter lowered, as in the prose of `docs/settings.md`: "Domain to" but "IP:port".
     fn sentence(text: &str) -> String {
         let mut chars = text.chars();
         match (chars.next(), chars.next()) {
@@ -1011,11 +1012,11 @@ pub(crate) mod tests {
         text.replace('|', "\\|").replace('<', "&lt;")
     }
 
-    /// README's text between `<!-- settings: NAME -->` and `<!-- end of settings -->` for every
-    /// group, replaced with `replace(name)`.
-    fn rewrite(readme: &str, mut replace: impl FnMut(&str) -> String) -> String {
+    /// The text between `<!-- settings: NAME -->` and `<!-- end of settings -->` for every group,
+    /// replaced with `replace(name)`.
+    fn rewrite(doc: &str, mut replace: impl FnMut(&str) -> String) -> String {
         let mut out = String::new();
-        let mut rest = readme;
+        let mut rest = doc;
         while let Some(start) = rest.find("<!-- settings: ") {
             let (before, marked) = rest.split_at(start);
             let (marker, after) = marked.split_once("-->\n").expect("a closed marker");
@@ -1032,38 +1033,50 @@ pub(crate) mod tests {
         out
     }
 
-    /// README's configuration tables are made from the declarations above, so that they cannot
-    /// drift from the flags. After changing a setting, `SKYLINE_WRITE_README=1 cargo test -p
-    /// skyline --bin skyline readme` writes them.
+    /// The settings tables of `docs/settings.md` are made from the declarations above, so that
+    /// they cannot drift from the flags. After changing a setting, `SKYLINE_WRITE_README=1 cargo
+    /// test -p skyline --bin skyline readme` writes them.
     #[test]
     fn the_readme_tables_are_the_declared_settings() {
         let mut command = Cli::command();
         command.build();
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
-        let readme = std::fs::read_to_string(&path).unwrap();
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/settings.md");
+        let doc = std::fs::read_to_string(&path).unwrap();
         let mut seen = Vec::new();
-        let generated = rewrite(&readme, |name| {
+        let generated = rewrite(&doc, |name| {
             seen.push(name.to_owned());
             let (_, settings) = GROUPS
                 .iter()
                 .find(|(group, _)| *group == name)
-                .unwrap_or_else(|| panic!("README names a group {name:?} there is not"));
+                .unwrap_or_else(|| panic!("docs/settings.md names a group {name:?} there is not"));
             table(&command, settings)
         });
         let missing: Vec<_> = GROUPS.iter().filter(|(g, _)| !seen.iter().any(|s| s == g)).collect();
         assert!(
             missing.is_empty(),
-            "README has no table for {:?}",
+            "docs/settings.md has no table for {:?}",
             missing.iter().map(|(g, _)| g).collect::<Vec<_>>()
         );
-        if generated != readme && std::env::var_os("SKYLINE_WRITE_README").is_some() {
+        if generated != doc && std::env::var_os("SKYLINE_WRITE_README").is_some() {
             std::fs::write(&path, &generated).unwrap();
             return;
         }
         assert!(
-            generated == readme,
-            "README's settings tables differ from the declarations in src/settings.rs; \
+            generated == doc,
+            "docs/settings.md's tables differ from the declarations in src/settings.rs; \
              SKYLINE_WRITE_README=1 cargo test -p skyline --bin skyline readme rewrites them"
+        );
+    }
+
+    /// README.md is what a newcomer reads in minutes: what skyline is, how to run it and the
+    /// common configurations, with the reference in `docs/`. 20 KiB is the promise that keeps it so.
+    #[test]
+    fn the_readme_stays_within_20_kib() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert!(
+            len <= 20 * 1024,
+            "README.md is {len} bytes, over 20,480: move reference text into docs/"
         );
     }
 

@@ -11,7 +11,7 @@
 //! on the `--http-addr` port; every container port is an `--addr` port (UDP or TCP) or the HTTP
 //! port; every Service port targets one of those; `terminationGracePeriodSeconds` exceeds the
 //! drain plus the forwarding timeout plus the time to finish; the ClusterRole of the identity
-//! running `--kubernetes` has exactly the rules README.md's "Kubernetes" section lists; the
+//! running `--kubernetes` has exactly the rules docs/kubernetes.md's "Permissions" lists; the
 //! node-local init container configures exactly the `--addr` addresses. Each check counts what
 //! it looked at and fails when that is nothing.
 //!
@@ -896,28 +896,31 @@ fn rule_triples(rules: &Value, what: &str) -> BTreeSet<(String, String, String)>
     out
 }
 
-/// The rules in the first YAML block of README.md's "Kubernetes" section.
-fn readme_rules() -> BTreeSet<(String, String, String)> {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let section = readme
+/// The rules in the first YAML block of docs/kubernetes.md's "Permissions" section.
+fn documented_rules() -> BTreeSet<(String, String, String)> {
+    let doc = std::fs::read_to_string(root().join("docs/kubernetes.md")).unwrap();
+    let section = doc
         .split("\n## ")
-        .find(|s| s.starts_with("Kubernetes\n"))
-        .expect("README.md has no Kubernetes section");
+        .find(|s| s.starts_with("Permissions\n"))
+        .expect("docs/kubernetes.md has no Permissions section");
     let block = section
         .split("```yaml\n")
         .nth(1)
         .and_then(|s| s.split("```").next())
-        .expect("README.md's Kubernetes section has no yaml block");
-    let value: Value = serde_yaml_ng::from_str(block).expect("README.md's rules are not YAML");
-    let rules = rule_triples(&value["rules"], "README.md");
-    assert!(!rules.is_empty(), "README.md's Kubernetes section lists no rule");
+        .expect("docs/kubernetes.md's Permissions section has no yaml block");
+    let value: Value = serde_yaml_ng::from_str(block).expect("docs/kubernetes.md's rules are not YAML");
+    let rules = rule_triples(&value["rules"], "docs/kubernetes.md");
+    assert!(
+        !rules.is_empty(),
+        "docs/kubernetes.md's Permissions section lists no rule"
+    );
     rules
 }
 
 #[test]
 fn the_cluster_role_grants_exactly_what_the_readme_lists() {
     let docs = manifests();
-    let expected = readme_rules();
+    let expected = documented_rules();
     let mut identities = 0;
     for c in checked(&docs) {
         let spec = pod_spec(c.workload);
@@ -965,7 +968,7 @@ fn the_cluster_role_grants_exactly_what_the_readme_lists() {
         );
         assert_eq!(
             granted, expected,
-            "{namespace}/{account}: the rules differ from README.md's"
+            "{namespace}/{account}: the rules differ from docs/kubernetes.md's"
         );
         identities += 1;
     }

@@ -420,10 +420,11 @@ fn reload_and_upgrade_signal_the_main_process_alone() {
     let words: Vec<&str> = upgrade[0].trim_start_matches('#').split_whitespace().collect();
     assert!(words.contains(&"--kill-whom=main"), "{words:?}");
     assert!(words.contains(&"skyline.service"), "{words:?}");
-    let readme = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let deploy_doc =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/deploy.md")).unwrap();
     assert!(
-        readme.contains(&format!("`{}`", words.join(" "))),
-        "README.md should give the unit's upgrade command, {words:?}"
+        deploy_doc.contains(&format!("`{}`", words.join(" "))),
+        "docs/deploy.md should give the unit's upgrade command, {words:?}"
     );
 }
 
