@@ -285,7 +285,7 @@ pub fn sign(
 /// The signed records of the reply `msg` (made by [`unsigned`]) to a query wildcard `qname`
 /// (`*` or `any` labels) and `qtype` asked by `client`: its RRsets with their RRSIGs, or for a
 /// NODATA reply the SOA and an NSEC3 record matching `qname` whose bitmap lists the types the
-/// query wildcard answers that client. Signed per query name (see [`super::denial::cached`]).
+/// query wildcard answers that client. Signed per query name (see [`super::denial::Signing::cached`]).
 pub fn sign_query(
     snapshot: &Snapshot,
     signed: &Signed,
