@@ -36,12 +36,7 @@ pub fn check(cli: &Cli) -> ExitCode {
 /// The settings in force as a configuration file, or every problem found.
 fn effective(cli: &Cli) -> Result<String, Vec<String>> {
     let strings = |problems: Vec<ConfigError>| problems.iter().map(ToString::to_string).collect::<Vec<_>>();
-    let file = cli
-        .config
-        .as_deref()
-        .map(FileConfig::load)
-        .transpose()
-        .map_err(strings)?;
+    let file = FileConfig::given(cli).map_err(strings)?;
     let valid = validate::validate(cli, file.as_ref());
     // The records file is read even when a setting is wrong, so that its problems are named
     // in the same run.
@@ -83,7 +78,10 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
         _ => return Err(problems),
     };
     let over = valid.over_data(data.as_ref()).map_err(|e| vec![e.to_string()])?;
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = file
+        .iter()
+        .flat_map(|f| f.notes.iter().map(|note| format!("Corefile: {note}")))
+        .collect();
     if let Some(xdp) = config::xdp(&valid.given.main) {
         match skyline_dataplane::io::check_xdp(&xdp, over.settings.addr, over.settings.workers) {
             Ok(queues) => notes.push(format!(

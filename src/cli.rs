@@ -41,6 +41,18 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", help_heading = "The configuration file")]
     pub config: Option<PathBuf>,
 
+    /// CoreDNS Corefile to run (docs/corefile.md): its server blocks and plugins become
+    /// skyline's settings, under the flags and environment; in a --config file the key
+    /// `corefile`, whose other keys then win over the Corefile's
+    #[arg(
+        long,
+        env = "SKYLINE_COREFILE",
+        value_name = "FILE",
+        help_heading = "The configuration file",
+        conflicts_with = "config"
+    )]
+    pub corefile: Option<PathBuf>,
+
     /// Validate the configuration, the records file and the files it names included, print the
     /// settings in force as a --config file and exit: 0 when a start would accept them, 1 with
     /// every problem named

@@ -90,6 +90,9 @@ pub enum ConfigError {
     /// A value of the file that does not convert to its setting's type.
     #[error(transparent)]
     Invalid(#[from] Invalid),
+    /// A Corefile that cannot run: its file, line and plugin named.
+    #[error(transparent)]
+    Corefile(#[from] crate::corefile::Problem),
     /// A setting's value is not valid.
     #[error(transparent)]
     Setting(#[from] skydns_config::ConfigError),
@@ -216,6 +219,9 @@ pub struct FileConfig {
     pub rrl: Option<RrlFile>,
     /// The file's directory, which relative paths in it are relative to.
     pub dir: PathBuf,
+    /// What a Corefile runs differently from CoreDNS: logged at start, printed by
+    /// `--check-config`.
+    pub notes: Vec<String>,
 }
 
 /// The Kubernetes source's settings, resolved.
@@ -252,6 +258,20 @@ impl FileConfig {
             invalid: Vec::new(),
             problems: Vec::new(),
         };
+        let corefile = match top.remove("corefile") {
+            Some(toml::Value::String(name)) => {
+                let dir = path.parent().unwrap_or(Path::new(""));
+                Some(dir.join(name))
+            }
+            Some(other) => {
+                reading.invalid.push(Invalid {
+                    key: "corefile",
+                    reason: format!("{} is not a path", other.type_str()),
+                });
+                None
+            }
+            None => None,
+        };
         let file = FileConfig {
             forward: reading.table(&mut top, "forward", ForwardFile::take),
             cache: reading.table(&mut top, "cache", CacheFile::take),
@@ -262,6 +282,7 @@ impl FileConfig {
             main: MainFile::take(&mut top, &mut reading.invalid),
             etcd: EtcdFile::take(&mut top, &mut reading.invalid),
             dir: path.parent().map(Path::to_owned).unwrap_or_default(),
+            notes: Vec::new(),
         };
         let mut problems: Vec<ConfigError> = reading
             .invalid
@@ -273,10 +294,50 @@ impl FileConfig {
             .collect();
         problems.extend(reading.problems);
         problems.extend(top.keys().map(|key| unknown_key(path, None, key)));
-        if problems.is_empty() {
-            Ok(file)
-        } else {
-            Err(problems)
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        match corefile {
+            Some(corefile) => Ok(file.over(FileConfig::corefile(&corefile)?)),
+            None => Ok(file),
+        }
+    }
+
+    /// Reads and translates the Corefile at `path`.
+    pub fn corefile(path: &Path) -> Result<FileConfig, Vec<ConfigError>> {
+        let (file, notes) = crate::corefile::load(path)
+            .map_err(|problems| problems.into_iter().map(ConfigError::from).collect::<Vec<_>>())?;
+        Ok(FileConfig { notes, ..file })
+    }
+
+    /// The configuration `cli` names: its `--config` file or its `--corefile`, if any.
+    pub fn given(cli: &crate::cli::Cli) -> Result<Option<FileConfig>, Vec<ConfigError>> {
+        match (&cli.config, &cli.corefile) {
+            (Some(path), _) => FileConfig::load(path).map(Some),
+            (None, Some(path)) => FileConfig::corefile(path).map(Some),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// This file's keys over `under`'s, table by table.
+    fn over(self, under: FileConfig) -> FileConfig {
+        fn table<T>(over: Option<T>, under: Option<T>, or: fn(T, T) -> T) -> Option<T> {
+            match (over, under) {
+                (Some(over), Some(under)) => Some(or(over, under)),
+                (over, under) => over.or(under),
+            }
+        }
+        FileConfig {
+            main: self.main.or(under.main),
+            etcd: self.etcd.or(under.etcd),
+            forward: table(self.forward, under.forward, ForwardFile::or),
+            cache: table(self.cache, under.cache, CacheFile::or),
+            kubernetes: table(self.kubernetes, under.kubernetes, KubernetesFile::or),
+            observe: table(self.observe, under.observe, ObserveFile::or),
+            cookies: table(self.cookies, under.cookies, CookiesFile::or),
+            rrl: table(self.rrl, under.rrl, RrlFile::or),
+            dir: self.dir,
+            notes: under.notes,
         }
     }
 
@@ -591,9 +652,18 @@ pub fn kubernetes(given: &Given) -> Result<Option<KubernetesSettings>, ConfigErr
         fallthrough,
         openshift_names: k.openshift_names,
     };
+    if let Some(url) = &k.endpoint {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(ConfigError::Kubernetes {
+                key: "endpoint",
+                message: format!("{url:?} is not a URL such as https://10.96.0.1:443"),
+            });
+        }
+    }
     let options = KubernetesOptions {
         kubeconfig: k.kubeconfig.clone(),
         context: k.context.clone(),
+        endpoint: k.endpoint.clone(),
         labels: k.labels.clone(),
         namespace_labels: k.namespace_labels.clone(),
         noendpoints: k.noendpoints,
@@ -1077,7 +1147,7 @@ mod tests {
     fn the_http_listener_is_off_unless_asked_for() {
         assert_eq!(given(&cli(&[], &[]).unwrap(), None).main.http_addr, None);
         let file = toml("http_addr = \"127.0.0.1:9153\"");
-        let addr = |text: &str| Some(text.parse::<SocketAddr>().unwrap());
+        let addr = |text: &str| Some(vec![text.parse::<SocketAddr>().unwrap()]);
         assert_eq!(
             given(&cli(&[], &[]).unwrap(), Some(&file)).main.http_addr,
             addr("127.0.0.1:9153")
@@ -1091,6 +1161,8 @@ mod tests {
         assert_eq!(given(&flag, Some(&file)).main.http_addr, addr("[::1]:0"));
         assert!(cli(&["--http-addr", "localhost:9153"], &[]).is_err());
         assert!(FileConfig::parse("http_addr = \"9153\"\n", Path::new("x.toml")).is_err());
+        let several = cli(&["--http-addr", "127.0.0.1:8080,127.0.0.1:8181"], &[]).unwrap();
+        assert_eq!(given(&several, None).main.http_addr.map(|a| a.len()), Some(2));
     }
 
     #[test]
@@ -1217,6 +1289,11 @@ mod tests {
                 "{args:?}"
             );
         }
-        assert!(FileConfig::parse("[kubernetes]\nendpoint = \"x\"\n", Path::new("x.toml")).is_err());
+        assert!(FileConfig::parse("[kubernetes]\nendpoints = \"x\"\n", Path::new("x.toml")).is_err());
+        let file = toml("[kubernetes]\nendpoint = \"10.96.0.1\"\n");
+        assert!(matches!(
+            kubernetes(&given(&cli(&[], &[]).unwrap(), Some(&file))),
+            Err(ConfigError::Kubernetes { key: "endpoint", .. })
+        ));
     }
 }

@@ -145,6 +145,7 @@ fn run(cli: &Kube2EtcdCli) -> Result<(), Error> {
     let options = KubernetesOptions {
         kubeconfig: k.kubeconfig,
         context: k.context,
+        endpoint: k.endpoint,
         labels: k.labels,
         namespace_labels: k.namespace_labels,
         noendpoints: k.noendpoints,

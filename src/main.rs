@@ -7,6 +7,7 @@
 mod check;
 mod cli;
 mod config;
+mod corefile;
 mod file_value;
 mod forwarding;
 mod in_force;
@@ -138,12 +139,10 @@ pub(crate) fn init_logging(verbose: bool) {
 }
 
 fn run(cli: &Cli) -> Result<(), StartError> {
-    let file = cli
-        .config
-        .as_deref()
-        .map(FileConfig::load)
-        .transpose()
-        .map_err(StartError::Invalid)?;
+    let file = FileConfig::given(cli).map_err(StartError::Invalid)?;
+    for note in file.iter().flat_map(|f| &f.notes) {
+        tracing::warn!("Corefile: {note}");
+    }
     let valid = validate::validate(cli, file.as_ref()).map_err(StartError::Invalid)?;
     let given = &valid.given;
     let operator = valid.operator.clone();
@@ -350,11 +349,12 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     }
     let mut draining = Arc::new(AtomicBool::new(false));
     let mut reload_stats = Arc::default();
-    let mut http_task = None;
+    let mut http_tasks = Vec::new();
     let mut http_handover = None;
     let mut http_runtime = None;
     let served = Arc::clone(&cell);
-    if let Some(addr) = given.main.http_addr {
+    let mut http_addrs = given.main.http_addr.iter().flatten().copied();
+    if let Some(addr) = http_addrs.next() {
         // A thread of its own: a source's snapshot build on the control runtime (a few hundred
         // ms of CPU for a large cluster, far more on a busy node) must not hold up a probe.
         let endpoints_runtime = tokio::runtime::Builder::new_multi_thread()
@@ -366,10 +366,11 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         let observed = http::Observed::new(server.stats_reader(), cell, reported).serving(server.local_addrs());
         draining = observed.draining();
         reload_stats = observed.reloads();
+        let upgrading = upgraded_http.is_some();
         let endpoints = match upgraded_http {
             Some(listener) => {
                 let _within = endpoints_runtime.enter();
-                Some(HttpServer::from_std(listener, observed)?)
+                Some(HttpServer::from_std(listener, observed.clone())?)
             }
             None => match endpoints_runtime.block_on(HttpServer::bind(addr, observed.clone())) {
                 Ok(endpoints) => Some(endpoints),
@@ -377,7 +378,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
                 // taken once it exits, never shared.
                 Err(HttpError::Held { addr }) if given.main.reuse_port => {
                     tracing::warn!(%addr, "another process holds the HTTP address: serving DNS now, HTTP once it is free");
-                    http_task = Some(endpoints_runtime.spawn(HttpServer::serve_once_free(addr, observed)));
+                    http_tasks.push(endpoints_runtime.spawn(HttpServer::serve_once_free(addr, observed.clone())));
                     None
                 }
                 Err(e) => return Err(e.into()),
@@ -389,7 +390,23 @@ fn run(cli: &Cli) -> Result<(), StartError> {
                 .handover()
                 .inspect_err(|e| tracing::warn!(error = %e, "the HTTP listener cannot be handed over in an upgrade"))
                 .ok();
-            http_task = Some(endpoints_runtime.spawn(endpoints.serve()));
+            http_tasks.push(endpoints_runtime.spawn(endpoints.serve()));
+        }
+        // The other addresses (a Corefile's health, ready and prometheus ports each have one)
+        // serve the same endpoints; they are bound again by an upgrade's new process, once
+        // the old one lets them go.
+        for addr in http_addrs {
+            match endpoints_runtime.block_on(HttpServer::bind(addr, observed.clone())) {
+                Ok(endpoints) => {
+                    tracing::info!("http on http://{}", endpoints.local_addr());
+                    http_tasks.push(endpoints_runtime.spawn(endpoints.serve()));
+                }
+                Err(HttpError::Held { addr }) if given.main.reuse_port || upgrading => {
+                    tracing::warn!(%addr, "another process holds the HTTP address: serving DNS now, HTTP once it is free");
+                    http_tasks.push(endpoints_runtime.spawn(HttpServer::serve_once_free(addr, observed.clone())));
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
         http_runtime = Some(endpoints_runtime);
     }
@@ -441,7 +458,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             // The new process serves on the same sockets: this one stops taking HTTP requests
             // (they would reach the old process's view) and finishes what it holds at once.
             notifier.main_pid(pid);
-            if let Some(task) = http_task {
+            for task in http_tasks {
                 task.abort();
             }
             drop(http_handover);

@@ -22,6 +22,7 @@ use skyline_controlplane::source::OverridesSender;
 use skyline_dataplane::cookie::CookieCell;
 use skyline_dataplane::forward::{ForwardConfig, Forwarding};
 use skyline_dataplane::SnapshotCell;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::signal::unix::Signal;
@@ -82,7 +83,7 @@ impl Resolved {
 /// `/<prefix>/config`: the records file's, read again, or `data_config`, etcd's as read at
 /// start. It is the validation a start makes, so that what would stop a start is refused here.
 fn resolve(cli: &Cli, data_config: Option<&ConfigPatch>) -> Result<Resolved, Vec<ConfigError>> {
-    let file = cli.config.as_deref().map(FileConfig::load).transpose()?;
+    let file = FileConfig::given(cli)?;
     let valid = validate::validate(cli, file.as_ref())?;
     let records = match &valid.operator.records {
         Some(path) => Some(validate::records(path, &valid.operator.path_prefix).map_err(|e| vec![e])?),
@@ -125,7 +126,15 @@ impl Reloader {
 
     /// The future that reloads on each SIGHUP `hangup` receives, forever.
     pub async fn on_hangup(mut self, mut hangup: Signal) {
-        while hangup.recv().await.is_some() {
+        let mut watched = Watched::new(&self.cli, self.started.main.reload);
+        loop {
+            tokio::select! {
+                signal = hangup.recv() => if signal.is_none() { return },
+                () = watched.changed() => tracing::info!(
+                    file = %watched.path.display(),
+                    "the configuration file changed: reloading as on SIGHUP"
+                ),
+            }
             self.targets.notifier.reloading();
             let before = self.targets.served.load().generation;
             self.reload();
@@ -183,4 +192,46 @@ impl Reloader {
             "SIGHUP: configuration reloaded"
         );
     }
+}
+
+/// The configuration file as last read, for `--reload`: a change of its bytes is a reload.
+struct Watched {
+    path: PathBuf,
+    every: Option<Duration>,
+    seen: Option<u64>,
+}
+
+impl Watched {
+    fn new(cli: &Cli, every: Option<Duration>) -> Watched {
+        let path = cli.corefile.clone().or_else(|| cli.config.clone()).unwrap_or_default();
+        let every = every.filter(|_| !path.as_os_str().is_empty());
+        let seen = fingerprint(&path);
+        Watched { path, every, seen }
+    }
+
+    /// Returns once the file's bytes differ from the last seen, looking every `every`; never
+    /// without a file or an interval.
+    async fn changed(&mut self) {
+        let Some(every) = self.every else {
+            return std::future::pending().await;
+        };
+        loop {
+            tokio::time::sleep(every).await;
+            let now = fingerprint(&self.path);
+            // An unreadable file is no change: the reload would only be refused.
+            if now.is_some() && now != self.seen {
+                self.seen = now;
+                return;
+            }
+        }
+    }
+}
+
+/// A hash of the file's bytes, `None` when it cannot be read.
+fn fingerprint(path: &Path) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let bytes = std::fs::read(path).ok()?;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    Some(hasher.finish())
 }

@@ -134,6 +134,13 @@ macro_rules! settings {
             /// The keys of the group's table, as the file spells them.
             pub const KEYS: &'static [&'static str] = &[$(stringify!($name)),*];
 
+            /// These keys over `under`'s: each key this file does not set is `under`'s.
+            pub fn or(self, under: $file) -> $file {
+                $file {
+                    $($name: self.$name.or(under.$name),)*
+                }
+            }
+
             /// Takes the group's keys out of `table`, each value converted on its own, so that
             /// every value of the wrong type is added to `problems`, not only the first; what
             /// is left in `table` is no key of the group.
@@ -423,10 +430,17 @@ settings! {
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         restart state_max_age: Duration = skyline_controlplane::state::DEFAULT_MAX_AGE, file String => duration;
 
-        /// IP:port to serve /health, /ready and /metrics on over HTTP; port 0 picks a free one
-        /// [default: none, no HTTP listener]
-        #[arg(long, env = "SKYLINE_HTTP_ADDR", value_name = "IP:PORT", value_parser = parse_addr)]
-        restart http_addr: SocketAddr;
+        /// IP:port to serve /health, /ready and /metrics on over HTTP; port 0 picks a free one;
+        /// repeat or comma-separate to serve on several (a Corefile's health, ready and
+        /// prometheus ports); in the file one address or a list [default: none, no HTTP listener]
+        #[arg(long, env = "SKYLINE_HTTP_ADDR", value_name = "IP:PORT", value_delimiter = ',', value_parser = parse_addr)]
+        restart http_addr: Vec<SocketAddr>, file Addrs => addrs;
+
+        /// Read the --config file or --corefile again every DURATION and, when it changed, put
+        /// it in force as a SIGHUP does (CoreDNS `reload`), e.g. 30s [default: none, only on
+        /// SIGHUP]
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        restart reload: Duration, file String => duration;
     }
 }
 
@@ -580,6 +594,12 @@ settings! {
         /// KUBECONFIG, else ~/.kube/config, else the in-cluster service account]
         #[arg(long = "kubeconfig", value_name = "FILE")]
         restart kubeconfig: PathBuf, file PathBuf => relative;
+
+        /// URL of the API server (CoreDNS `endpoint`), in place of the kubeconfig's; the
+        /// in-cluster service account's token is sent when there is one, else nothing [default:
+        /// the kubeconfig's]
+        #[arg(long = "kubernetes-endpoint", value_name = "URL")]
+        restart endpoint: String;
 
         /// kubeconfig context to use instead of the current one [default: the current one]
         #[arg(long = "kubernetes-context", value_name = "NAME")]

@@ -214,6 +214,9 @@ fn kubeconfig(kubernetes: &KubernetesSettings) -> Result<(), ConfigError> {
     if let Some(path) = &options.kubeconfig {
         return readable("kubernetes.kubeconfig (--kubeconfig)", path);
     }
+    if options.endpoint.is_some() {
+        return Ok(());
+    }
     let listed: Vec<PathBuf> = std::env::var_os("KUBECONFIG")
         .map(|value| {
             std::env::split_paths(&value)

@@ -128,7 +128,7 @@ fn check_config_prints_the_settings_in_force_and_exits_zero() {
         "# source: the records file ",
         "drain = \"2s\"",
         "tcp_max_per_client = 0",
-        "http_addr = \"127.0.0.1:9153\"",
+        "http_addr = [\"127.0.0.1:9153\"]",
         "\n[forward]\n",
         "timeout = \"1500ms\"",
         "# state_dir: not set",

@@ -15,6 +15,9 @@ pub struct KubernetesOptions {
     pub kubeconfig: Option<PathBuf>,
     /// The kubeconfig context to use instead of its current one.
     pub context: Option<String>,
+    /// The API server's URL (CoreDNS `endpoint`), over the kubeconfig's; without a kubeconfig
+    /// or the in-cluster service account, requests carry no credentials.
+    pub endpoint: Option<String>,
     /// Label selector of the Service (and Pod) watches (`labels`): other services do not exist.
     pub labels: Option<String>,
     /// Label selector of the Namespace watch (`namespace_labels`): services of other namespaces
@@ -33,6 +36,12 @@ pub struct KubernetesOptions {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectError {
+    /// The `endpoint` is not a URL.
+    #[error("kubernetes endpoint {url:?} is not a URL such as https://10.96.0.1:443")]
+    Endpoint {
+        /// What was given.
+        url: String,
+    },
     /// The kubeconfig file cannot be read or used.
     #[error("kubeconfig {path}: {source}")]
     Kubeconfig {
@@ -55,6 +64,11 @@ pub enum ConnectError {
     /// The settings were read but make no client (a bad certificate, an unsupported proxy).
     #[error("Kubernetes client: {0}")]
     Client(#[from] kube::Error),
+}
+
+/// The `endpoint` URL, checked.
+fn endpoint_url(url: &str) -> Result<hyper::Uri, ConnectError> {
+    url.parse().map_err(|_| ConnectError::Endpoint { url: url.to_owned() })
 }
 
 impl KubernetesOptions {
@@ -85,8 +99,18 @@ impl KubernetesOptions {
                         source,
                     })?
             }
-            (None, None) => kube::Config::infer().await?,
+            (None, None) => match &self.endpoint {
+                Some(url) => match kube::Config::infer().await {
+                    Ok(config) => config,
+                    Err(_) => kube::Config::new(endpoint_url(url)?),
+                },
+                None => kube::Config::infer().await?,
+            },
         };
+        let mut config = config;
+        if let Some(url) = &self.endpoint {
+            config.cluster_url = endpoint_url(url)?;
+        }
         let server = config.cluster_url.to_string();
         let builder = kube::client::ClientBuilder::try_from(config)?;
         let client = match self.qps.filter(|&qps| qps > 0) {

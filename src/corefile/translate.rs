@@ -1,0 +1,912 @@
+//! A Corefile's server blocks turned into skyline's own settings: the same [`FileConfig`] a
+//! `--config` file gives, so that everything after (flags and environment over it, the
+//! validation, `--check-config`'s listing, SIGHUP) is one code path.
+//!
+//! skyline is one server: every address it listens on serves every zone of the Corefile, and a
+//! block's plugins set the settings of its zones (a `forward` in the `cluster.local` block is a
+//! stub zone, in the `.` block the upstreams of everything else). What cannot be said that way is
+//! an error naming the file, line and plugin, never silently dropped.
+
+use super::lex::{Place, Token};
+use super::parse::{Directive, ServerBlock};
+use crate::config::{Addrs, FileConfig};
+use crate::forwarding::StubZoneFile;
+use crate::settings::{CacheFile, EtcdFile, ForwardFile, KubernetesFile, MainFile, ObserveFile};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A Corefile that skyline cannot run as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct CorefileError {
+    /// Where.
+    pub place: Place,
+    /// The plugin at fault, when the problem is in one.
+    pub plugin: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for CorefileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.plugin {
+            Some(plugin) => write!(f, "{}: plugin {plugin}: {}", self.place, self.message),
+            None => write!(f, "{}: {}", self.place, self.message),
+        }
+    }
+}
+
+/// The plugins skyline runs; any other name in a server block is refused by name.
+pub const PLUGINS: &[&str] = &[
+    "bind",
+    "cache",
+    "debug",
+    "errors",
+    "etcd",
+    "forward",
+    "health",
+    "kubernetes",
+    "loadbalance",
+    "log",
+    "prometheus",
+    "ready",
+    "reload",
+];
+
+/// Where CoreDNS's `health` serves by default.
+const HEALTH_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 8080);
+/// Where CoreDNS's `ready` serves by default.
+const READY_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 8181);
+/// Where CoreDNS's `prometheus` serves by default (`localhost:9153`).
+const PROMETHEUS_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 9153);
+/// CoreDNS's `reload` interval when none is written.
+const RELOAD_INTERVAL: Duration = Duration::from_secs(30);
+/// CoreDNS's cache capacity, entries, when none is written.
+const CACHE_CAPACITY: u64 = 9984;
+/// The memory skyline's cache gives one entry, to turn a CoreDNS capacity into a size: a
+/// reply of a few records and its key.
+const CACHE_ENTRY_BYTES: u64 = 1024;
+
+/// What a Corefile says, as settings.
+#[derive(Debug, Default)]
+pub struct Translated {
+    /// The settings, as a configuration file would give them.
+    pub file: FileConfig,
+    /// Things that run, but not quite as CoreDNS runs them: logged at start and printed by
+    /// `--check-config`.
+    pub notes: Vec<String>,
+}
+
+/// One zone of a server block.
+#[derive(Debug, Clone)]
+struct Key {
+    zone: String,
+    port: u16,
+    place: Place,
+}
+
+/// Translates `blocks`; every problem is returned, not only the first.
+pub fn translate(blocks: &[ServerBlock]) -> Result<Translated, Vec<CorefileError>> {
+    let mut t = Translator::default();
+    let mut seen: BTreeMap<(String, u16), Place> = BTreeMap::new();
+    let mut parsed = Vec::new();
+    for block in blocks {
+        let mut keys = Vec::new();
+        for token in &block.keys {
+            match key(token) {
+                Ok(k) => {
+                    if let Some(first) = seen.insert((k.zone.clone(), k.port), k.place.clone()) {
+                        t.error(
+                            &k.place,
+                            None,
+                            format!("zone {} on port {} is already a key at {first}", k.zone, k.port),
+                        );
+                    }
+                    keys.push(k);
+                }
+                Err(message) => t.error(&token.place, None, message),
+            }
+        }
+        parsed.push(keys);
+    }
+    // The root zone's block gives the settings that are the whole server's.
+    let mut order: Vec<usize> = (0..blocks.len()).collect();
+    order.sort_by_key(|&i| !parsed[i].iter().any(|k| k.zone == "."));
+    for i in order {
+        t.block(&blocks[i], &parsed[i]);
+    }
+    t.finish()
+}
+
+/// A server block key: `[dns://]ZONE[:PORT]`, or a CIDR of a reverse zone.
+fn key(token: &Token) -> Result<Key, String> {
+    let text = token.text.as_str();
+    let rest = match text.split_once("://") {
+        Some(("dns", rest)) => rest,
+        Some((scheme, _)) => {
+            return Err(format!(
+                "server block key {text}: skyline serves DNS over UDP and TCP only (dns://), not {scheme}://"
+            ))
+        }
+        None => text,
+    };
+    let (zone, port) = match rest.rsplit_once(':') {
+        Some((zone, port)) if !zone.contains(':') || zone.starts_with('[') => {
+            let port = port
+                .parse::<u16>()
+                .map_err(|_| format!("server block key {text}: {port:?} is not a port"))?;
+            (zone, port)
+        }
+        _ => (rest, 53),
+    };
+    let zone = if zone.is_empty() { "." } else { zone };
+    Ok(Key {
+        zone: fqdn(zone)?,
+        port,
+        place: token.place.clone(),
+    })
+}
+
+/// `name` lower-cased with its final dot; a CIDR (`10.0.0.0/8`) becomes its reverse zone.
+fn fqdn(name: &str) -> Result<String, String> {
+    if let Some((addr, bits)) = name.split_once('/') {
+        return reverse_zone(addr, bits).ok_or_else(|| format!("{name} is not a CIDR on an octet or nibble boundary"));
+    }
+    if name == "." {
+        return Ok(".".into());
+    }
+    let lower = name.to_ascii_lowercase();
+    if lower.starts_with('.') || lower.contains("..") || lower.contains(char::is_whitespace) {
+        return Err(format!("{name:?} is not a domain name"));
+    }
+    Ok(if lower.ends_with('.') {
+        lower
+    } else {
+        format!("{lower}.")
+    })
+}
+
+/// The reverse zone of `addr/bits`, whose bits end on a label (8 for IPv4, 4 for IPv6).
+fn reverse_zone(addr: &str, bits: &str) -> Option<String> {
+    let bits: u32 = bits.parse().ok()?;
+    match addr.parse::<IpAddr>().ok()? {
+        IpAddr::V4(v4) if bits <= 32 && bits.is_multiple_of(8) => {
+            let octets = v4.octets();
+            let mut labels: Vec<String> = octets[..(bits / 8) as usize].iter().map(u8::to_string).collect();
+            labels.reverse();
+            labels.push("in-addr.arpa.".into());
+            Some(labels.join("."))
+        }
+        IpAddr::V6(v6) if bits <= 128 && bits.is_multiple_of(4) => {
+            let nibbles: Vec<String> = v6
+                .octets()
+                .iter()
+                .flat_map(|o| [o >> 4, o & 0xf])
+                .take((bits / 4) as usize)
+                .map(|n| format!("{n:x}"))
+                .collect();
+            let mut labels = nibbles;
+            labels.reverse();
+            labels.push("ip6.arpa.".into());
+            Some(labels.join("."))
+        }
+        _ => None,
+    }
+}
+
+/// A Go duration as CoreDNS writes them: `5s`, `500ms`, `1m30s`, `1h`.
+fn go_duration(text: &str) -> Result<Duration, String> {
+    let bad = || format!("{text:?} is not a duration such as 5s, 500ms or 1m30s");
+    if text == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit() && c != '.').ok_or_else(bad)?;
+        let number: f64 = rest[..digits].parse().map_err(|_| bad())?;
+        let unit_len = rest[digits..]
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len() - digits);
+        let unit = &rest[digits..digits + unit_len];
+        let seconds = match unit {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(bad()),
+        };
+        total += Duration::from_secs_f64(number * seconds);
+        rest = &rest[digits + unit_len..];
+    }
+    Ok(total)
+}
+
+/// `duration` as the configuration file writes one.
+fn file_duration(duration: Duration) -> String {
+    format!("{}ms", duration.as_millis())
+}
+
+/// An address `[IP]:PORT`, `IP:PORT` or `:PORT` (every address), as `health`, `ready` and
+/// `prometheus` take one.
+fn listen_addr(text: &str, default: SocketAddr) -> Result<SocketAddr, String> {
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let (host, port) = text
+        .rsplit_once(':')
+        .ok_or_else(|| format!("{text:?} is not an address HOST:PORT"))?;
+    let port: u16 = port.parse().map_err(|_| format!("{text:?}: {port:?} is not a port"))?;
+    let ip = match host {
+        "" => default.ip(),
+        "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        host => host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse()
+            .map_err(|_| {
+                format!("{text:?}: {host:?} is not an IP address (skyline does not look up host names here)")
+            })?,
+    };
+    Ok(SocketAddr::new(ip, port))
+}
+
+/// What the root zone's `forward` (or a zone's) sends to.
+#[derive(Debug, Default)]
+struct Upstreams {
+    servers: Vec<SocketAddr>,
+    resolv_conf: Option<PathBuf>,
+}
+
+#[derive(Default)]
+struct Translator {
+    errors: Vec<CorefileError>,
+    notes: Vec<String>,
+    main: MainFile,
+    etcd: EtcdFile,
+    forward: ForwardFile,
+    cache: CacheFile,
+    kubernetes: Option<KubernetesFile>,
+    observe: ObserveFile,
+    /// DNS addresses, in the order written.
+    addrs: Vec<SocketAddr>,
+    http: Vec<SocketAddr>,
+    stub_zones: Vec<StubZoneFile>,
+    negative_zones: BTreeMap<String, u32>,
+    root_cache: bool,
+    round_robin: bool,
+    etcd_place: Option<Place>,
+    kubernetes_place: Option<Place>,
+    root_forward: bool,
+}
+
+impl Translator {
+    fn error(&mut self, place: &Place, plugin: Option<&str>, message: impl Into<String>) {
+        self.errors.push(CorefileError {
+            place: place.clone(),
+            plugin: plugin.map(str::to_owned),
+            message: message.into(),
+        });
+    }
+
+    fn block(&mut self, block: &ServerBlock, keys: &[Key]) {
+        let zones: Vec<String> = keys.iter().map(|k| k.zone.clone()).collect();
+        let is_root = zones.iter().any(|z| z == ".");
+        let mut binds: Vec<IpAddr> = Vec::new();
+        let mut has_cache = false;
+        for d in &block.directives {
+            let name = d.name.text.as_str();
+            let plugin = Some(name);
+            let r = match name {
+                "bind" => self.bind(d, &mut binds),
+                "cache" => {
+                    has_cache = true;
+                    self.cache(d, &zones, is_root)
+                }
+                "debug" => no_args(d),
+                "errors" => self.errors_plugin(d),
+                "etcd" => self.etcd(d, &zones),
+                "forward" => self.forward(d, &zones, is_root),
+                "health" => self.health(d),
+                "kubernetes" => self.kubernetes(d, &zones),
+                "loadbalance" => self.loadbalance(d),
+                "log" => self.log(d),
+                "prometheus" => self.listener(d, PROMETHEUS_ADDR),
+                "ready" => self.listener(d, READY_ADDR),
+                "reload" => self.reload(d),
+                _ => Err((
+                    d.name.place.clone(),
+                    format!("not supported by skyline (it runs: {})", PLUGINS.join(", ")),
+                )),
+            };
+            if let Err((place, message)) = r {
+                self.error(&place, plugin, message);
+            }
+        }
+        if !has_cache && is_root {
+            self.notes.push(format!(
+                "{}: the root zone's block has no cache: skyline still caches what it forwards, with its defaults",
+                keys[0].place
+            ));
+        }
+        if is_root {
+            self.root_cache = has_cache;
+        }
+        let ips = if binds.is_empty() {
+            vec![IpAddr::V4(Ipv4Addr::UNSPECIFIED), IpAddr::V6(Ipv6Addr::UNSPECIFIED)]
+        } else {
+            binds
+        };
+        for k in keys {
+            for ip in &ips {
+                let addr = SocketAddr::new(*ip, k.port);
+                if !self.addrs.contains(&addr) {
+                    self.addrs.push(addr);
+                }
+            }
+        }
+    }
+
+    fn bind(&mut self, d: &Directive, binds: &mut Vec<IpAddr>) -> Result<(), (Place, String)> {
+        no_block(d)?;
+        if d.args.is_empty() {
+            return Err((d.name.place.clone(), "names no address".into()));
+        }
+        for arg in &d.args {
+            let ip = arg.text.parse::<IpAddr>().map_err(|_| {
+                (
+                    arg.place.clone(),
+                    format!(
+                        "{:?} is not an IP address (skyline binds addresses, not interface names)",
+                        arg.text
+                    ),
+                )
+            })?;
+            if !binds.contains(&ip) {
+                binds.push(ip);
+            }
+        }
+        Ok(())
+    }
+
+    fn errors_plugin(&mut self, d: &Directive) -> Result<(), (Place, String)> {
+        if let Some(arg) = d.args.first().filter(|a| a.text != "stdout") {
+            return Err((
+                arg.place.clone(),
+                format!("{:?}: errors go to the log; only `stdout` is taken", arg.text),
+            ));
+        }
+        for line in &d.block {
+            match line.name.text.as_str() {
+                "consolidate" | "stacktrace" => self.notes.push(format!(
+                    "{}: errors {}: skyline logs each error once with its cause; the option changes nothing",
+                    line.name.place, line.name.text
+                )),
+                other => return Err((line.name.place.clone(), format!("unknown option {other}"))),
+            }
+        }
+        Ok(())
+    }
+
+    fn log(&mut self, d: &Directive) -> Result<(), (Place, String)> {
+        no_block(d)?;
+        if let Some(arg) = d.args.iter().find(|a| a.text != ".") {
+            return Err((
+                arg.place.clone(),
+                format!(
+                    "{:?}: skyline's query log covers every name in one format; write `log` alone",
+                    arg.text
+                ),
+            ));
+        }
+        self.observe.query_log = Some(PathBuf::from("-"));
+        Ok(())
+    }
+
+    fn loadbalance(&mut self, d: &Directive) -> Result<(), (Place, String)> {
+        no_block(d)?;
+        match d.args.first() {
+            None => {}
+            Some(a) if a.text == "round_robin" => {}
+            Some(a) => return Err((a.place.clone(), format!("{:?}: the policy is round_robin", a.text))),
+        }
+        self.round_robin = true;
+        Ok(())
+    }
+
+    fn listener(&mut self, d: &Directive, default: SocketAddr) -> Result<(), (Place, String)> {
+        no_block(d)?;
+        let addr = match d.args.as_slice() {
+            [] => default,
+            [a] => listen_addr(&a.text, default).map_err(|m| (a.place.clone(), m))?,
+            [_, extra, ..] => return Err((extra.place.clone(), "takes one address".into())),
+        };
+        if !self.http.contains(&addr) {
+            self.http.push(addr);
+        }
+        Ok(())
+    }
+
+    fn health(&mut self, d: &Directive) -> Result<(), (Place, String)> {
+        let plain = Directive {
+            name: d.name.clone(),
+            args: d.args.clone(),
+            block: Vec::new(),
+        };
+        self.listener(&plain, HEALTH_ADDR)?;
+        for line in &d.block {
+            match (line.name.text.as_str(), line.args.as_slice()) {
+                ("lameduck", [value]) => {
+                    let duration = go_duration(&value.text).map_err(|m| (value.place.clone(), m))?;
+                    self.main.drain = Some(file_duration(duration));
+                }
+                ("lameduck", _) => return Err((line.name.place.clone(), "lameduck takes one duration".into())),
+                (other, _) => return Err((line.name.place.clone(), format!("unknown option {other}"))),
+            }
+        }
+        Ok(())
+    }
+
+    fn reload(&mut self, d: &Directive) -> Result<(), (Place, String)> {
+        no_block(d)?;
+        let interval = match d.args.first() {
+            Some(a) => go_duration(&a.text).map_err(|m| (a.place.clone(), m))?,
+            None => RELOAD_INTERVAL,
+        };
+        if interval < Duration::from_secs(2) {
+            return Err((d.name.place.clone(), "the interval is at least 2s, as CoreDNS's".into()));
+        }
+        self.main.reload = Some(file_duration(interval));
+        Ok(())
+    }
+
+    fn cache(&mut self, d: &Directive, zones: &[String], is_root: bool) -> Result<(), (Place, String)> {
+        let mut max_ttl: Option<u32> = None;
+        let mut denial_ttl: Option<u32> = None;
+        let mut min_ttl: Option<u32> = None;
+        let (mut success, mut denial) = (CACHE_CAPACITY, CACHE_CAPACITY);
+        if let Some(first) = d.args.first() {
+            max_ttl = Some(seconds(first)?);
+            denial_ttl = max_ttl;
+            if let Some(zone) = d.args.get(1) {
+                return Err((
+                    zone.place.clone(),
+                    "zones of a cache are the block's in skyline: write the cache in the zone's block".into(),
+                ));
+            }
+        }
+        for line in &d.block {
+            let args = line.args.as_slice();
+            match line.name.text.as_str() {
+                kind @ ("success" | "denial") => {
+                    let [cap, rest @ ..] = args else {
+                        return Err((line.name.place.clone(), format!("{kind} CAPACITY [TTL] [MINTTL]")));
+                    };
+                    let cap: u64 = cap
+                        .text
+                        .parse()
+                        .map_err(|_| (cap.place.clone(), format!("{:?} is not a capacity", cap.text)))?;
+                    let ttl = rest.first().map(seconds).transpose()?;
+                    let min = rest.get(1).map(seconds).transpose()?;
+                    if kind == "success" {
+                        success = cap;
+                        if ttl.is_some() {
+                            max_ttl = ttl;
+                        }
+                        if min.is_some() {
+                            min_ttl = min;
+                        }
+                    } else {
+                        denial = cap;
+                        if ttl.is_some() {
+                            denial_ttl = ttl;
+                        }
+                    }
+                }
+                "prefetch" => self.cache.prefetch = Some(true),
+                "serve_stale" => {
+                    let duration = match args.first() {
+                        Some(a) => go_duration(&a.text).map_err(|m| (a.place.clone(), m))?,
+                        None => Duration::from_secs(3600),
+                    };
+                    if let Some(mode) = args.get(1).filter(|m| m.text != "immediate") {
+                        return Err((
+                            mode.place.clone(),
+                            format!(
+                                "{:?}: skyline serves a stale answer when the upstreams fail, then refreshes it (immediate)",
+                                mode.text
+                            ),
+                        ));
+                    }
+                    self.cache.serve_stale = Some(duration.as_secs() as u32);
+                }
+                other @ ("servfail" | "disable" | "keepttl") => {
+                    return Err((
+                        line.name.place.clone(),
+                        format!("option {other} is not supported by skyline"),
+                    ))
+                }
+                other => return Err((line.name.place.clone(), format!("unknown option {other}"))),
+            }
+        }
+        if is_root {
+            if let Some(ttl) = max_ttl {
+                self.cache.max_ttl = Some(ttl);
+            }
+            if let Some(ttl) = min_ttl {
+                self.cache.min_ttl = Some(ttl);
+            }
+            if let Some(ttl) = denial_ttl {
+                self.cache.negative_ttl = Some(ttl);
+            }
+            let bytes = success.saturating_add(denial).saturating_mul(CACHE_ENTRY_BYTES);
+            self.cache.size = Some(format!("{}KiB", bytes / 1024));
+        } else {
+            if let Some(ttl) = denial_ttl {
+                for zone in zones {
+                    self.negative_zones.insert(zone.clone(), ttl);
+                }
+            }
+            if max_ttl.is_some_and(|t| Some(t) != self.cache.max_ttl) {
+                self.notes.push(format!(
+                    "{}: cache: skyline has one cache; this block's success TTL is not applied to its zones alone (its denial TTL is)",
+                    d.name.place
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn forward(&mut self, d: &Directive, zones: &[String], is_root: bool) -> Result<(), (Place, String)> {
+        let [from, to @ ..] = d.args.as_slice() else {
+            return Err((d.name.place.clone(), "forward FROM TO...".into()));
+        };
+        if to.is_empty() {
+            return Err((from.place.clone(), "names no upstream".into()));
+        }
+        let from_zone = fqdn(&from.text).map_err(|m| (from.place.clone(), m))?;
+        let mut upstreams = Upstreams::default();
+        for arg in to {
+            let text = arg.text.as_str();
+            let (scheme, rest) = match text.split_once("://") {
+                Some((scheme, rest)) => (scheme, rest),
+                None => ("dns", text),
+            };
+            if scheme != "dns" {
+                return Err((
+                    arg.place.clone(),
+                    format!("{text}: upstreams over {scheme}:// are not supported"),
+                ));
+            }
+            if rest.contains('/') {
+                if upstreams.resolv_conf.is_some() {
+                    return Err((arg.place.clone(), "one resolv.conf file per forward".into()));
+                }
+                upstreams.resolv_conf = Some(PathBuf::from(rest));
+                continue;
+            }
+            let addr = upstream_addr(rest, 53).map_err(|m| (arg.place.clone(), m))?;
+            upstreams.servers.push(addr);
+        }
+        for line in &d.block {
+            match line.name.text.as_str() {
+                "prefer_udp" => {}
+                other => {
+                    return Err((
+                        line.name.place.clone(),
+                        format!("option {other} is not supported by skyline"),
+                    ))
+                }
+            }
+        }
+        // The zones this forward serves: its FROM where that is inside the block's zones,
+        // else the block's zones.
+        let targets: Vec<String> = if from_zone == "." {
+            zones.to_vec()
+        } else if zones.iter().any(|z| z == "." || within(&from_zone, z)) {
+            vec![from_zone]
+        } else {
+            return Err((
+                from.place.clone(),
+                format!("{} is outside the block's zones", from.text),
+            ));
+        };
+        for zone in targets {
+            if zone == "." && is_root {
+                if self.root_forward {
+                    return Err((d.name.place.clone(), "the root zone is forwarded twice".into()));
+                }
+                self.root_forward = true;
+                if !upstreams.servers.is_empty() {
+                    self.main.nameservers = Some(upstreams.servers.clone());
+                }
+                if let Some(path) = &upstreams.resolv_conf {
+                    if !upstreams.servers.is_empty() {
+                        return Err((
+                            d.name.place.clone(),
+                            "either addresses or a resolv.conf file, not both".into(),
+                        ));
+                    }
+                    self.forward.resolv_conf = Some(path.clone());
+                }
+            } else {
+                let mut servers = upstreams.servers.clone();
+                if let Some(path) = &upstreams.resolv_conf {
+                    servers.extend(nameservers_of(path).map_err(|m| (d.name.place.clone(), m))?);
+                }
+                self.stub_zones.push(StubZoneFile { zone, servers });
+            }
+        }
+        Ok(())
+    }
+
+    fn kubernetes(&mut self, d: &Directive, zones: &[String]) -> Result<(), (Place, String)> {
+        if let Some(first) = &self.kubernetes_place {
+            return Err((
+                d.name.place.clone(),
+                format!("skyline serves one cluster; the first is at {first}"),
+            ));
+        }
+        self.kubernetes_place = Some(d.name.place.clone());
+        let mut k = KubernetesFile::default();
+        let own: Vec<String> = if d.args.is_empty() {
+            zones.to_vec()
+        } else {
+            d.args
+                .iter()
+                .map(|a| fqdn(&a.text).map_err(|m| (a.place.clone(), m)))
+                .collect::<Result<_, _>>()?
+        };
+        k.zones = Some(own.clone());
+        for line in &d.block {
+            let args = line.args.as_slice();
+            let place = || line.name.place.clone();
+            let one = || match args {
+                [a] => Ok(a),
+                _ => Err((place(), format!("{} takes one value", line.name.text))),
+            };
+            match line.name.text.as_str() {
+                "endpoint" => {
+                    let url = one()?;
+                    k.endpoint = Some(url.text.clone());
+                }
+                "kubeconfig" => match args {
+                    [path] => k.kubeconfig = Some(PathBuf::from(&path.text)),
+                    [path, context] => {
+                        k.kubeconfig = Some(PathBuf::from(&path.text));
+                        k.context = Some(context.text.clone());
+                    }
+                    _ => return Err((place(), "kubeconfig FILE [CONTEXT]".into())),
+                },
+                "namespaces" => k.namespaces = Some(args.iter().map(|a| a.text.clone()).collect()),
+                "labels" => k.labels = Some(joined(args)),
+                "namespace_labels" => k.namespace_labels = Some(joined(args)),
+                "pods" => {
+                    let mode = one()?;
+                    if !matches!(mode.text.as_str(), "disabled" | "insecure" | "verified") {
+                        return Err((mode.place.clone(), "pods disabled|insecure|verified".into()));
+                    }
+                    k.pods = Some(mode.text.clone());
+                }
+                "endpoint_pod_names" => k.endpoint_pod_names = Some(true),
+                "ttl" => k.ttl = Some(seconds(one()?)?),
+                "noendpoints" => k.noendpoints = Some(true),
+                "fallthrough" => {
+                    let ft: Vec<String> = if args.is_empty() {
+                        own.clone()
+                    } else {
+                        args.iter()
+                            .map(|a| fqdn(&a.text).map_err(|m| (a.place.clone(), m)))
+                            .collect::<Result<_, _>>()?
+                    };
+                    k.fallthrough = Some(ft);
+                }
+                "ignore" => match args {
+                    [a] if a.text == "empty_service" => k.ignore_empty_service = Some(true),
+                    _ => return Err((place(), "ignore empty_service".into())),
+                },
+                "apiserver_qps" => {
+                    let v = one()?;
+                    k.apiserver_qps = Some(
+                        v.text
+                            .parse()
+                            .map_err(|_| (v.place.clone(), format!("{:?} is not a number", v.text)))?,
+                    );
+                }
+                other @ ("apiserver_burst" | "apiserver_max_inflight") => self.notes.push(format!(
+                    "{}: kubernetes {other}: skyline paces the API server with apiserver_qps alone",
+                    line.name.place
+                )),
+                other @ ("tls" | "multicluster" | "transfer") => {
+                    return Err((place(), format!("option {other} is not supported by skyline")))
+                }
+                other => return Err((place(), format!("unknown option {other}"))),
+            }
+        }
+        self.kubernetes = Some(k);
+        Ok(())
+    }
+
+    fn etcd(&mut self, d: &Directive, zones: &[String]) -> Result<(), (Place, String)> {
+        if let Some(first) = &self.etcd_place {
+            return Err((
+                d.name.place.clone(),
+                format!("skyline serves one etcd domain; the first is at {first}"),
+            ));
+        }
+        self.etcd_place = Some(d.name.place.clone());
+        let own: Vec<String> = if d.args.is_empty() {
+            zones.to_vec()
+        } else {
+            d.args
+                .iter()
+                .map(|a| fqdn(&a.text).map_err(|m| (a.place.clone(), m)))
+                .collect::<Result<_, _>>()?
+        };
+        match own.as_slice() {
+            [zone] if zone != "." => self.main.domain = Some(zone.clone()),
+            _ => {
+                return Err((
+                    d.name.place.clone(),
+                    "skyline serves one etcd zone, which is not the root".into(),
+                ))
+            }
+        }
+        self.main.path_prefix = Some("skydns".into());
+        for line in &d.block {
+            let args = line.args.as_slice();
+            let place = line.name.place.clone();
+            match line.name.text.as_str() {
+                "path" => match args {
+                    [p] => {
+                        let prefix = p.text.trim_matches('/');
+                        if prefix.is_empty() || prefix.contains('/') {
+                            return Err((
+                                p.place.clone(),
+                                "skyline takes a path of one element, such as /skydns".into(),
+                            ));
+                        }
+                        self.main.path_prefix = Some(prefix.to_owned());
+                    }
+                    _ => return Err((place, "path PATH".into())),
+                },
+                "endpoint" => {
+                    if args.is_empty() {
+                        return Err((place, "endpoint URL...".into()));
+                    }
+                    self.etcd.machines = Some(args.iter().map(|a| a.text.clone()).collect());
+                }
+                "credentials" => match args {
+                    [user, password] => {
+                        self.etcd.username = Some(user.text.clone());
+                        self.etcd.password = Some(password.text.clone());
+                    }
+                    _ => return Err((place, "credentials USERNAME PASSWORD".into())),
+                },
+                "tls" => match args {
+                    [ca] => self.etcd.ca_cert = Some(PathBuf::from(&ca.text)),
+                    [cert, key] => {
+                        self.etcd.tls_pem = Some(PathBuf::from(&cert.text));
+                        self.etcd.tls_key = Some(PathBuf::from(&key.text));
+                    }
+                    [cert, key, ca] => {
+                        self.etcd.tls_pem = Some(PathBuf::from(&cert.text));
+                        self.etcd.tls_key = Some(PathBuf::from(&key.text));
+                        self.etcd.ca_cert = Some(PathBuf::from(&ca.text));
+                    }
+                    _ => return Err((place, "tls [CERT KEY] [CACERT]".into())),
+                },
+                other => return Err((place, format!("option {other} is not supported by skyline"))),
+            }
+        }
+        if self.etcd.machines.is_none() {
+            self.etcd.machines = Some(vec!["http://localhost:2379".into()]);
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Translated, Vec<CorefileError>> {
+        if !self.errors.is_empty() {
+            return Err(self.errors);
+        }
+        self.main.addr = Some(Addrs::Many(std::mem::take(&mut self.addrs)));
+        self.main.round_robin = Some(self.round_robin);
+        self.main.http_addr = (!self.http.is_empty()).then(|| Addrs::Many(std::mem::take(&mut self.http)));
+        if !self.root_forward {
+            self.forward.resolv_conf = Some(PathBuf::from("none"));
+        }
+        if !self.stub_zones.is_empty() {
+            self.forward.stub_zones = Some(std::mem::take(&mut self.stub_zones));
+        }
+        // CoreDNS's cache neither prefetches nor serves stale answers unless told to.
+        self.cache.prefetch.get_or_insert(false);
+        self.cache.serve_stale.get_or_insert(0);
+        if !self.negative_zones.is_empty() {
+            self.cache.negative_ttl_zones = Some(std::mem::take(&mut self.negative_zones));
+        }
+        let file = FileConfig {
+            main: self.main,
+            etcd: self.etcd,
+            forward: Some(self.forward),
+            cache: Some(self.cache),
+            kubernetes: self.kubernetes,
+            observe: Some(self.observe),
+            ..FileConfig::default()
+        };
+        Ok(Translated {
+            file,
+            notes: self.notes,
+        })
+    }
+}
+
+/// Whether `name` is `zone` or below it (both absolute, lower-case).
+fn within(name: &str, zone: &str) -> bool {
+    zone == "." || name == zone || name.ends_with(&format!(".{zone}"))
+}
+
+fn joined(args: &[Token]) -> String {
+    args.iter().map(|a| a.text.as_str()).collect::<Vec<_>>().join(" ")
+}
+
+fn seconds(token: &Token) -> Result<u32, (Place, String)> {
+    token.text.parse().map_err(|_| {
+        (
+            token.place.clone(),
+            format!("{:?} is not a number of seconds", token.text),
+        )
+    })
+}
+
+fn no_args(d: &Directive) -> Result<(), (Place, String)> {
+    no_block(d)?;
+    match d.args.first() {
+        Some(a) => Err((a.place.clone(), format!("takes no argument, not {:?}", a.text))),
+        None => Ok(()),
+    }
+}
+
+fn no_block(d: &Directive) -> Result<(), (Place, String)> {
+    match d.block.first() {
+        Some(line) => Err((line.name.place.clone(), "takes no block of options".into())),
+        None => Ok(()),
+    }
+}
+
+/// An upstream `IP`, `IP:PORT` or `[IPv6]:PORT`, with `default_port` when none is written.
+fn upstream_addr(text: &str, default_port: u16) -> Result<SocketAddr, String> {
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    if let Ok(ip) = text.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
+        return Ok(SocketAddr::new(ip, default_port));
+    }
+    Err(format!(
+        "{text:?} is not an upstream IP[:PORT] (a resolv.conf is written as a path with a '/')"
+    ))
+}
+
+/// The nameserver lines of the resolv.conf at `path`, on port 53.
+fn nameservers_of(path: &std::path::Path) -> Result<Vec<SocketAddr>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let servers: Vec<SocketAddr> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("nameserver"))
+        .filter_map(|rest| rest.trim().split('%').next()?.parse::<IpAddr>().ok())
+        .map(|ip| SocketAddr::new(ip, 53))
+        .collect();
+    if servers.is_empty() {
+        return Err(format!("{} lists no nameserver", path.display()));
+    }
+    Ok(servers)
+}
+
+#[cfg(test)]
+mod tests;

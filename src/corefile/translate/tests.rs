@@ -1,0 +1,157 @@
+use super::*;
+use crate::corefile::parse::parse;
+use std::path::Path;
+use std::sync::Arc;
+
+fn translated(text: &str) -> Translated {
+    let blocks = parse(text, Path::new("Corefile"), &|_| None).unwrap();
+    translate(&blocks).unwrap()
+}
+
+fn errors(text: &str) -> Vec<String> {
+    let blocks = parse(text, Path::new("Corefile"), &|_| None).unwrap();
+    translate(&blocks)
+        .unwrap_err()
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn keys_zones_ports_and_reverse_cidrs() {
+    let token = |text: &str| Token {
+        text: text.into(),
+        quoted: false,
+        place: Place {
+            file: Arc::from(Path::new("Corefile")),
+            line: 1,
+        },
+    };
+    let k = key(&token("dns://Cluster.Local:1053")).unwrap();
+    assert_eq!((k.zone.as_str(), k.port), ("cluster.local.", 1053));
+    assert_eq!(key(&token(".")).unwrap().port, 53);
+    assert_eq!(key(&token("10.0.0.0/8")).unwrap().zone, "10.in-addr.arpa.");
+    assert_eq!(key(&token("fd00::/8")).unwrap().zone, "d.f.ip6.arpa.");
+    assert!(key(&token("10.0.0.0/9")).is_err());
+    assert!(key(&token("https://.:443")).is_err());
+}
+
+#[test]
+fn go_durations() {
+    assert_eq!(go_duration("1m30s").unwrap(), Duration::from_secs(90));
+    assert_eq!(go_duration("500ms").unwrap(), Duration::from_millis(500));
+    assert!(go_duration("5").is_err());
+    assert!(go_duration("5x").is_err());
+}
+
+#[test]
+fn blocks_on_one_port_are_the_server_and_its_stub_zones() {
+    let t = translated(
+        "cluster.local:53 {\n bind 169.254.20.10 10.96.0.10\n cache {\n  success 9984 30\n  denial 9984 5\n }\n forward . 10.96.0.11\n}\n\
+         .:53 {\n bind 169.254.20.10 10.96.0.10\n cache 30\n forward . /etc/resolv.conf\n}\n",
+    );
+    let addrs = match &t.file.main.addr {
+        Some(Addrs::Many(addrs)) => addrs.clone(),
+        other => panic!("{other:?}"),
+    };
+    let want: Vec<SocketAddr> = ["169.254.20.10:53", "10.96.0.10:53"]
+        .iter()
+        .map(|a| a.parse().unwrap())
+        .collect();
+    assert_eq!(addrs, want);
+    let forward = t.file.forward.as_ref().unwrap();
+    assert_eq!(forward.resolv_conf.as_deref(), Some(Path::new("/etc/resolv.conf")));
+    let stubs = forward.stub_zones.as_ref().unwrap();
+    assert_eq!(stubs.len(), 1);
+    assert_eq!(stubs[0].zone, "cluster.local.");
+    assert_eq!(stubs[0].servers, ["10.96.0.11:53".parse::<SocketAddr>().unwrap()]);
+    let cache = t.file.cache.as_ref().unwrap();
+    assert_eq!(cache.max_ttl, Some(30));
+    assert_eq!(
+        cache.negative_ttl_zones.as_ref().unwrap().get("cluster.local."),
+        Some(&5)
+    );
+    assert_eq!(t.file.main.round_robin, Some(false), "no loadbalance, no shuffling");
+}
+
+#[test]
+fn a_forward_from_a_subzone_is_a_stub_zone_of_it() {
+    let t = translated(".:53 {\n forward corp.example 10.0.0.1:5353\n forward . 1.1.1.1\n}\n");
+    let forward = t.file.forward.as_ref().unwrap();
+    assert_eq!(forward.stub_zones.as_ref().unwrap()[0].zone, "corp.example.");
+    assert_eq!(t.file.main.nameservers, Some(vec!["1.1.1.1:53".parse().unwrap()]));
+}
+
+#[test]
+fn the_kubernetes_block_lines_map_onto_the_kubernetes_settings() {
+    let t = translated(
+        ".:53 {\n kubernetes cluster.local in-addr.arpa {\n  endpoint https://10.96.0.1:443\n  namespaces a b\n  labels env in (prod, test)\n  pods verified\n  endpoint_pod_names\n  ttl 10\n  noendpoints\n  fallthrough\n  ignore empty_service\n }\n}\n",
+    );
+    let k = t.file.kubernetes.unwrap();
+    assert_eq!(k.zones, Some(vec!["cluster.local.".into(), "in-addr.arpa.".into()]));
+    assert_eq!(k.endpoint.as_deref(), Some("https://10.96.0.1:443"));
+    assert_eq!(k.namespaces, Some(vec!["a".into(), "b".into()]));
+    assert_eq!(k.labels.as_deref(), Some("env in (prod, test)"));
+    assert_eq!(k.pods.as_deref(), Some("verified"));
+    assert_eq!(k.ttl, Some(10));
+    assert_eq!(k.fallthrough, k.zones, "fallthrough without zones: all of the plugin's");
+    assert_eq!(
+        (k.endpoint_pod_names, k.noendpoints, k.ignore_empty_service),
+        (Some(true), Some(true), Some(true))
+    );
+}
+
+#[test]
+fn etcd_gives_the_domain_prefix_and_connection() {
+    let t = translated(
+        "skydns.local {\n etcd {\n  path /skydns\n  endpoint http://127.0.0.1:2379 http://127.0.0.2:2379\n  credentials user secret\n }\n}\n",
+    );
+    assert_eq!(t.file.main.domain.as_deref(), Some("skydns.local."));
+    assert_eq!(t.file.main.path_prefix.as_deref(), Some("skydns"));
+    assert_eq!(t.file.etcd.machines.as_ref().map(Vec::len), Some(2));
+    assert_eq!(t.file.etcd.username.as_deref(), Some("user"));
+}
+
+#[test]
+fn every_unsupported_plugin_and_option_is_named_with_its_line() {
+    let got =
+        errors(".:53 {\n dnssec\n cache {\n  keepttl\n }\n kubernetes {\n  tls a b c\n }\n nonsense\n}\n.:53 {\n}\n");
+    assert_eq!(got.len(), 5, "{got:#?}");
+    assert!(
+        got[0].starts_with("Corefile:11: zone . on port 53 is already a key at Corefile:1"),
+        "{got:#?}"
+    );
+    assert!(
+        got[1].starts_with("Corefile:2: plugin dnssec: not supported by skyline"),
+        "{got:#?}"
+    );
+    assert!(
+        got[2].starts_with("Corefile:4: plugin cache: option keepttl"),
+        "{got:#?}"
+    );
+    assert!(
+        got[3].starts_with("Corefile:7: plugin kubernetes: option tls"),
+        "{got:#?}"
+    );
+    assert!(
+        got[4].starts_with("Corefile:9: plugin nonsense: not supported by skyline"),
+        "{got:#?}"
+    );
+}
+
+#[test]
+fn health_ready_and_prometheus_each_get_their_address() {
+    let t = translated(".:53 {\n health {\n  lameduck 5s\n }\n ready\n prometheus :9153\n reload 10s\n log\n}\n");
+    let http = match t.file.main.http_addr {
+        Some(Addrs::Many(addrs)) => addrs,
+        other => panic!("{other:?}"),
+    };
+    let want: Vec<SocketAddr> = ["0.0.0.0:8080", "0.0.0.0:8181", "127.0.0.1:9153"]
+        .iter()
+        .map(|a| a.parse().unwrap())
+        .collect();
+    assert_eq!(http, want);
+    assert_eq!(t.file.main.drain.as_deref(), Some("5000ms"));
+    assert_eq!(t.file.main.reload.as_deref(), Some("10000ms"));
+    assert_eq!(t.file.observe.unwrap().query_log, Some(PathBuf::from("-")));
+}
