@@ -43,6 +43,7 @@ pub const PLUGINS: &[&str] = &[
     "bind",
     "cache",
     "debug",
+    "dnstap",
     "errors",
     "etcd",
     "forward",
@@ -311,6 +312,7 @@ impl Translator {
                     self.cache(d, &zones, is_root)
                 }
                 "debug" => no_args(d),
+                "dnstap" => self.dnstap(d),
                 "errors" => self.errors_plugin(d),
                 "etcd" => self.etcd(d, &zones),
                 "forward" => self.forward(d, &zones, is_root),
@@ -395,6 +397,30 @@ impl Translator {
         Ok(())
     }
 
+    fn dnstap(&mut self, d: &Directive) -> Result<(), (Place, String)> {
+        no_block(d)?;
+        let [target, rest @ ..] = d.args.as_slice() else {
+            return Err((d.name.place.clone(), "dnstap unix:///PATH [full]".into()));
+        };
+        let Some(path) = target.text.strip_prefix("unix://") else {
+            return Err((
+                target.place.clone(),
+                format!(
+                    "{:?}: skyline writes dnstap to a unix socket, unix:///PATH",
+                    target.text
+                ),
+            ));
+        };
+        if let Some(extra) = rest.iter().find(|a| a.text != "full") {
+            return Err((
+                extra.place.clone(),
+                format!("{:?}: dnstap unix:///PATH [full]", extra.text),
+            ));
+        }
+        self.observe.dnstap = Some(PathBuf::from(path));
+        Ok(())
+    }
+
     fn log(&mut self, d: &Directive) -> Result<(), (Place, String)> {
         no_block(d)?;
         if let Some(arg) = d.args.iter().find(|a| a.text != ".") {
@@ -460,6 +486,12 @@ impl Translator {
             Some(a) => go_duration(&a.text).map_err(|m| (a.place.clone(), m))?,
             None => RELOAD_INTERVAL,
         };
+        if let Some(jitter) = d.args.get(1) {
+            go_duration(&jitter.text).map_err(|m| (jitter.place.clone(), m))?;
+        }
+        if let Some(extra) = d.args.get(2) {
+            return Err((extra.place.clone(), "reload [INTERVAL] [JITTER]".into()));
+        }
         if interval < Duration::from_secs(2) {
             return Err((d.name.place.clone(), "the interval is at least 2s, as CoreDNS's".into()));
         }
@@ -507,6 +539,12 @@ impl Translator {
                         denial = cap;
                         if ttl.is_some() {
                             denial_ttl = ttl;
+                        }
+                        if min.is_some() {
+                            self.notes.push(format!(
+                                "{}: cache denial MINTTL: skyline keeps a negative answer for its SOA's TTL, capped, never raised",
+                                line.name.place
+                            ));
                         }
                     }
                 }
