@@ -9,7 +9,7 @@ mod upstream;
 use common::{eventually, free_port, http_get, Skyline};
 use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::{RData, RecordType};
-use kubernetes_api::objects::{cluster_ip, namespace};
+use kubernetes_api::objects::{cluster_ip, external, headless, namespace, slice};
 use kubernetes_api::FakeApi;
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -301,4 +301,100 @@ fn flags_win_over_the_corefile() {
     assert!(out.status.success());
     assert!(text.contains("nameservers = [\"127.0.0.1:9999\"]"), "{text}");
     assert!(text.contains("addr = [\"127.0.0.1:5300\"]"), "{text}");
+}
+
+/// One reply as a comparable text: rcode, flags that matter, and each section's records sorted
+/// (the order of shuffled addresses aside).
+fn shape(reply: &Message) -> String {
+    let section = |records: &[hickory_proto::rr::Record]| {
+        let mut lines: Vec<String> = records.iter().map(ToString::to_string).collect();
+        lines.sort();
+        lines.join(" | ")
+    };
+    format!(
+        "{:?} aa={} answer=[{}] authority=[{}]",
+        reply.response_code(),
+        reply.authoritative(),
+        section(reply.answers()),
+        section(reply.name_servers())
+    )
+}
+
+#[test]
+fn the_kubeadm_corefile_answers_as_the_same_settings_given_as_flags() {
+    let api = FakeApi::start();
+    populate(&api);
+    api.apply(namespace("testns"));
+    api.apply(cluster_ip("testns", "svc1", &["10.96.1.1"], &[("http", 80, "TCP"), ("", 53, "UDP")]));
+    api.apply(headless("testns", "web", &[("http", 80, "TCP")]));
+    api.apply(slice(
+        "testns",
+        "web-v4",
+        "web",
+        &[("http", 8080, "TCP")],
+        &[("10.1.0.20", true, Some("web-0")), ("10.1.0.21", true, None)],
+    ));
+    api.apply(external("testns", "ext", "example.net"));
+    let corefile = format!(
+        ".:53 {{
+    errors
+    kubernetes cluster.local in-addr.arpa ip6.arpa {{
+       endpoint http://{api}
+       pods insecure
+       fallthrough in-addr.arpa ip6.arpa
+       ttl 30
+    }}
+    cache 30
+    loadbalance
+}}
+",
+        api = api.addr
+    );
+    let (from_corefile, _dir) = run(&corefile, &[]);
+    let endpoint = format!("http://{}", api.addr);
+    let from_flags = Skyline::start_with(
+        &[
+            "--kubernetes-endpoint",
+            &endpoint,
+            "--kubernetes-pods",
+            "insecure",
+            "--kubernetes-ttl",
+            "30",
+            "--kubernetes-fallthrough",
+            "in-addr.arpa.,ip6.arpa.",
+            "--cache-max-ttl",
+            "30",
+        ],
+        &[("SKYLINE_RESOLV_CONF", "none")],
+    );
+    for s in [&from_corefile, &from_flags] {
+        eventually(SETTLE, "the cluster zone to sync", || {
+            s.udp("web.testns.svc.cluster.local.", RecordType::A).response_code() == ResponseCode::NoError
+        });
+    }
+    let questions = [
+        ("dns-version.cluster.local.", RecordType::TXT),
+        ("kubernetes.default.svc.cluster.local.", RecordType::A),
+        ("svc1.testns.svc.cluster.local.", RecordType::A),
+        ("svc1.testns.svc.cluster.local.", RecordType::AAAA),
+        ("_http._tcp.svc1.testns.svc.cluster.local.", RecordType::SRV),
+        ("web.testns.svc.cluster.local.", RecordType::A),
+        ("web-0.web.testns.svc.cluster.local.", RecordType::A),
+        ("_http._tcp.web.testns.svc.cluster.local.", RecordType::SRV),
+        ("ext.testns.svc.cluster.local.", RecordType::CNAME),
+        ("10-1-0-20.testns.pod.cluster.local.", RecordType::A),
+        ("1.1.96.10.in-addr.arpa.", RecordType::PTR),
+        ("20.0.1.10.in-addr.arpa.", RecordType::PTR),
+        ("missing.testns.svc.cluster.local.", RecordType::A),
+        ("testns.svc.cluster.local.", RecordType::A),
+        ("cluster.local.", RecordType::SOA),
+        ("cluster.local.", RecordType::NS),
+    ];
+    for (name, rtype) in questions {
+        assert_eq!(
+            shape(&from_corefile.udp(name, rtype)),
+            shape(&from_flags.udp(name, rtype)),
+            "{name} {rtype}"
+        );
+    }
 }
