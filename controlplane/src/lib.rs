@@ -11,6 +11,7 @@
 
 pub mod backoff;
 pub mod etcd;
+pub mod hosts;
 pub mod http;
 pub mod kube2etcd;
 pub mod kubernetes;
