@@ -13,7 +13,7 @@ use hickory_proto::op::{Message, ResponseCode};
 use hickory_proto::rr::RecordType;
 use kubernetes_api::objects::{cluster_ip, namespace};
 use kubernetes_api::FakeApi;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use upstream::{Script, Scripted, GOOD};
 
@@ -34,7 +34,7 @@ fn hosts_file(text: &str) -> (tempfile::TempDir, PathBuf) {
 }
 
 /// Replaces the file as an editor or a ConfigMap update does: written aside, renamed over.
-fn rewrite(path: &PathBuf, text: &str) {
+fn rewrite(path: &Path, text: &str) {
     let aside = path.with_extension("new");
     std::fs::write(&aside, text).unwrap();
     std::fs::rename(&aside, path).unwrap();
@@ -50,7 +50,7 @@ fn records(reply: &Message) -> Vec<String> {
         .collect()
 }
 
-fn skyline(path: &PathBuf, args: &[&str]) -> Skyline {
+fn skyline(path: &Path, args: &[&str]) -> Skyline {
     let mut all = vec!["--hosts", path.to_str().unwrap()];
     all.extend_from_slice(args);
     Skyline::start(RECORDS, &all, &[])
