@@ -246,3 +246,21 @@ fn the_cluster_answers_its_own_names_and_hosts_the_rest() {
     );
     assert_eq!(records(&s.udp("node-b.", RecordType::A)), ["3600 192.168.1.11"]);
 }
+
+#[test]
+fn a_sighup_refuses_a_broken_hosts_file_as_a_start_does() {
+    let (_dir, path) = hosts_file(NODE_HOSTS);
+    let s = skyline(&path, &["--hosts-reload", "0s"]);
+    rewrite(&path, "192.168.1.10 node-a\n10.0.0.1\n");
+    s.hup();
+    eventually(RELOADED, "the reload to be refused", || {
+        s.log.lock().unwrap().iter().any(|l| {
+            l.contains("SIGHUP: configuration not reloaded") && l.contains("line 2: address 10.0.0.1 has no name")
+        })
+    });
+    assert_eq!(
+        records(&s.udp("node-b.", RecordType::A)),
+        ["3600 192.168.1.11"],
+        "with reload 0 the file is never read again: the data of the start serves"
+    );
+}
