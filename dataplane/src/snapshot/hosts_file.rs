@@ -75,7 +75,8 @@ pub fn layer(config: &Config, entries: &[Entry]) -> Layer {
     let mut names_in_order: Vec<&Name> = Vec::new();
     let mut addresses_in_order: Vec<IpAddr> = Vec::new();
     for entry in entries {
-        let address = canonical(entry.address);
+        let address = entry.address;
+        let pointed = reverse_of(address);
         for name in entry.names.iter().filter(|name| config.serves(name)) {
             let addresses = by_name.entry(name).or_insert_with(|| {
                 names_in_order.push(name);
@@ -84,8 +85,8 @@ pub fn layer(config: &Config, entries: &[Entry]) -> Layer {
             if !addresses.contains(&address) {
                 addresses.push(address);
             }
-            let names = by_address.entry(address).or_insert_with(|| {
-                addresses_in_order.push(address);
+            let names = by_address.entry(pointed).or_insert_with(|| {
+                addresses_in_order.push(pointed);
                 Vec::new()
             });
             if !names.contains(&name) {
@@ -131,14 +132,14 @@ pub fn records(config: &Config, entries: &[Entry]) -> usize {
     let mut seen: std::collections::HashSet<(&Name, IpAddr)> = std::collections::HashSet::new();
     for entry in entries {
         for name in entry.names.iter().filter(|name| config.serves(name)) {
-            seen.insert((name, canonical(entry.address)));
+            seen.insert((name, entry.address));
         }
     }
     seen.len()
 }
 
-/// The plugin's zones (a miss passed on under `fallthrough`, SERVFAIL elsewhere), and with
-/// PTRs the two reverse trees, whose misses are always passed on.
+/// The plugin's zones (a miss passed on under `fallthrough`, SERVFAIL elsewhere), and the two
+/// reverse trees, whose misses are always passed on, `no_reverse` or not.
 fn zones(config: &Config) -> Vec<Zone> {
     let zone = |apex: Name, kind| Zone::new(apex, kind, ZoneState::Ready, None, config.ttl, config.ttl);
     let mut zones: Vec<Zone> = Vec::new();
@@ -158,19 +159,19 @@ fn zones(config: &Config) -> Vec<Zone> {
             zones.push(zone(apex.clone(), ZoneKind::Reverse));
         }
     }
-    if config.reverse {
-        for apex in ["in-addr.arpa.", "ip6.arpa."] {
-            let apex = Name::from_dotted(apex).unwrap_or_else(|_| Name::root());
-            if !zones.iter().any(|z| z.apex == apex) {
-                zones.push(zone(apex, ZoneKind::Reverse));
-            }
+    for apex in ["in-addr.arpa.", "ip6.arpa."] {
+        let apex = Name::from_dotted(apex).unwrap_or_else(|_| Name::root());
+        if !zones.iter().any(|z| z.apex == apex) {
+            zones.push(zone(apex, ZoneKind::Reverse));
         }
     }
     zones
 }
 
-/// An IPv4-mapped IPv6 address is the IPv4 address, as CoreDNS reads it.
-fn canonical(address: IpAddr) -> IpAddr {
+/// The address whose reverse name points to an entry's names: an IPv4-mapped IPv6 address
+/// answers AAAA as written, but its PTR is the IPv4 address's, as CoreDNS keys addresses by
+/// Go's spelling of them (`::ffff:10.0.0.1` is `10.0.0.1`).
+fn reverse_of(address: IpAddr) -> IpAddr {
     match address {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(address, IpAddr::V4),
         v4 => v4,

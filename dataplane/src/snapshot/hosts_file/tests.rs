@@ -222,3 +222,30 @@ fn repeated_entries_count_once() {
     assert_eq!(records(&s, "node-a.", RecordType::A), ["3600 192.168.1.10"]);
     assert_eq!(super::records(&Config::default(), &doubled), 4);
 }
+
+#[test]
+fn an_ipv4_mapped_address_answers_aaaa_and_the_ipv4_ptr() {
+    let s = laid(&Config::default(), &[entry("::ffff:10.0.0.5", &["mapped."])]);
+    assert_eq!(records(&s, "mapped.", RecordType::AAAA), ["3600 ::ffff:10.0.0.5"]);
+    assert!(records(&s, "mapped.", RecordType::A).is_empty());
+    assert_eq!(records(&s, "5.0.0.10.in-addr.arpa.", RecordType::PTR), ["3600 mapped."]);
+}
+
+#[test]
+fn a_missing_reverse_name_is_passed_on_even_without_ptrs() {
+    let below = crate::snapshot::Snapshot::default();
+    let config = Config {
+        reverse: false,
+        ..Config::default()
+    };
+    let s = lay_under(&below, &layer(&config, &entries()), 2);
+    assert_eq!(
+        ask(&s, "10.1.168.192.in-addr.arpa.", RecordType::PTR).response_code(),
+        ResponseCode::Refused,
+        "CoreDNS passes on every PTR question it has no answer for"
+    );
+    assert_eq!(
+        ask(&s, "node-c.", RecordType::A).response_code(),
+        ResponseCode::ServFail
+    );
+}
