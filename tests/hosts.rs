@@ -179,6 +179,12 @@ fn an_edited_file_is_served_within_the_reload_interval_and_a_broken_one_is_not()
         s.log_count("keeping the last good data") >= 2
     });
     assert_eq!(records(&s.udp("node-c.", RecordType::A)), ["3600 192.168.1.12"]);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        s.log_count("keeping the last good data"),
+        2,
+        "said once per change of the file, not at every check"
+    );
 
     rewrite(&path, "192.168.1.40 node-a\n");
     eventually(RELOADED, "the restored file to be served", || {

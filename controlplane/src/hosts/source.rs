@@ -62,8 +62,9 @@ pub struct HostsSource {
     health: Arc<HostsHealth>,
     /// The file's entries now served.
     file_entries: Vec<Entry>,
-    /// The version of the file last looked at (`Err` when it could not be), read or not.
-    seen: Result<Stamp, ()>,
+    /// The version of the file last looked at (`Err` when it could not be), read or not;
+    /// `None` before the first look.
+    seen: Option<Result<Stamp, ()>>,
     layer: Layer,
     /// The snapshot below the one last published.
     laid_over: Option<Arc<Snapshot>>,
@@ -79,7 +80,7 @@ impl HostsSource {
             cell,
             health: Arc::default(),
             file_entries: Vec::new(),
-            seen: Err(()),
+            seen: None,
             layer: Layer::default(),
             laid_over: None,
         }
@@ -90,8 +91,8 @@ impl HostsSource {
     async fn read(&mut self) -> Option<Result<Vec<Entry>, HostsError>> {
         let path = self.options.file.as_ref()?;
         let stamp = tokio::fs::metadata(path).await.map(|m| Stamp::of(&m));
-        let seen = stamp.as_ref().map(|s| *s).map_err(|_| ());
-        if self.seen.is_ok() && seen == self.seen {
+        let seen = Some(stamp.as_ref().copied().map_err(drop));
+        if seen == self.seen {
             return None;
         }
         self.seen = seen;
