@@ -1,5 +1,5 @@
 //! The hosts source, CoreDNS's `hosts` plugin: names from a hosts(5) file and inline entries
-//! ([`parse`]), compiled by `skyline_dataplane::snapshot::hosts_file` and laid under the
+//! ([`parse()`]), compiled by `skyline_dataplane::snapshot::hosts_file` and laid under the
 //! snapshot of the sources before it ([`HostsSource`]); the file is read again when it changes.
 
 mod health;
