@@ -67,3 +67,73 @@ pub fn lay_under(base: &Snapshot, layer: &Layer, generation: u64) -> Snapshot {
         dnssec: base.dnssec.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::kubernetes::{build, Cluster, Config};
+    use crate::snapshot::{Below, ZoneState};
+    use std::time::UNIX_EPOCH;
+
+    fn name(text: &str) -> Name {
+        Name::from_dotted(text).unwrap()
+    }
+
+    fn zone(apex: &str, kind: ZoneKind) -> Zone {
+        Zone::new(name(apex), kind, ZoneState::Ready, None, 60, 60)
+    }
+
+    #[test]
+    fn the_layer_answers_only_where_the_snapshot_below_leaves_it_room() {
+        let config = Config {
+            fallthrough: Some(vec![name("in-addr.arpa.")]),
+            ..Config::default()
+        };
+        let base = build(&config, &Cluster::default(), 1, UNIX_EPOCH);
+        let node = || Node::new(0, Below::Nothing);
+        let layer = Layer {
+            zones: vec![
+                zone(".", ZoneKind::Listed),
+                zone("in-addr.arpa.", ZoneKind::Reverse),
+                zone("lan.", ZoneKind::Reverse),
+            ],
+            names: vec![
+                (name("x.cluster.local."), node()),
+                (name("1.0.0.10.in-addr.arpa."), node()),
+                (name("1.0.0.10.ip6.arpa."), node()),
+                (name("node.lan."), node()),
+                (name("node."), node()),
+            ],
+        };
+        let laid = lay_under(&base, &layer, 2);
+        let apexes: Vec<String> = laid.zones.iter().map(|z| z.apex.to_string()).collect();
+        let below: Vec<String> = base.zones.iter().map(|z| z.apex.to_string()).collect();
+        assert_eq!(apexes[..below.len()], below[..], "the zones below keep their places");
+        assert_eq!(
+            apexes[below.len()..],
+            ["lan.", "."],
+            "the layer's own after, longest first"
+        );
+        assert!(
+            !laid.contains(&name("x.cluster.local.")),
+            "the cluster zone is the cluster's"
+        );
+        assert!(
+            !laid.contains(&name("1.0.0.10.ip6.arpa.")),
+            "ip6.arpa. denies its misses"
+        );
+        let zone_of = |n: &str| {
+            laid.zones[usize::from(laid.node(name(n).wire()).unwrap().zone())]
+                .apex
+                .to_string()
+        };
+        assert_eq!(
+            zone_of("1.0.0.10.in-addr.arpa."),
+            "in-addr.arpa.",
+            "a zone passing misses on"
+        );
+        assert_eq!(zone_of("node.lan."), "lan.");
+        assert_eq!(zone_of("node."), ".");
+        assert_eq!(laid.generation, 2);
+    }
+}
