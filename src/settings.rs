@@ -671,7 +671,7 @@ settings! {
         #[arg(id = "hosts_inline", long = "hosts-entry", value_name = "LINE")]
         restart inline: Vec<String>;
 
-        /// TTL of the hosts records, forward and reverse (CoreDNS `ttl`) [default: 3600]
+        /// TTL of the hosts records, forward and reverse, 1-65535 (CoreDNS `ttl`) [default: 3600]
         #[arg(id = "hosts_ttl", long = "hosts-ttl", value_name = "SECONDS")]
         restart ttl: u32 = HOSTS_TTL;
 
