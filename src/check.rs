@@ -195,6 +195,14 @@ fn write(valid: &Valid, over: &OverData, notes: Vec<String>) -> String {
     } else {
         let _ = writeln!(out, "\n# [kubernetes]: off (the table's presence turns cluster DNS on)");
     }
+    if given.hosts_given {
+        group(&mut out, "hosts", given.hosts.in_force());
+    } else {
+        let _ = writeln!(
+            out,
+            "\n# [hosts]: off (a file or an inline entry turns the hosts source on)"
+        );
+    }
     group(&mut out, "observe", given.observe.in_force());
     group(&mut out, "cookies", given.cookies.in_force());
     group(&mut out, "rrl", given.rrl.in_force());

@@ -2,7 +2,9 @@
 //! skyline's own. The settings' flags are declared in [`crate::settings`], group by group; this
 //! is the command they make, with the few options that are not settings.
 
-use crate::settings::{CacheArgs, CookiesArgs, EtcdArgs, ForwardArgs, KubernetesArgs, MainArgs, ObserveArgs, RrlArgs};
+use crate::settings::{
+    CacheArgs, CookiesArgs, EtcdArgs, ForwardArgs, HostsArgs, KubernetesArgs, MainArgs, ObserveArgs, RrlArgs,
+};
 use clap::{CommandFactory, FromArgMatches, Parser};
 use skyline_controlplane::skydns::config;
 use skyline_dataplane::wire::Name;
@@ -88,6 +90,10 @@ pub struct Cli {
     /// Kubernetes cluster DNS.
     #[command(flatten, next_help_heading = "Kubernetes cluster DNS ([kubernetes] table)")]
     pub kubernetes: KubernetesArgs,
+
+    /// Names from a hosts file and inline entries.
+    #[command(flatten, next_help_heading = "Hosts ([hosts] table)")]
+    pub hosts: HostsArgs,
 
     /// dnstap, the query log and the top talkers.
     #[command(flatten, next_help_heading = "Observation ([observe] table)")]

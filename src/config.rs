@@ -22,14 +22,17 @@
 use crate::observe::ObserveError;
 use crate::protection::ProtectionError;
 use crate::settings::{
-    CacheFile, CookiesFile, EtcdFile, ForwardFile, Given, Invalid, KubernetesFile, Main, MainFile, ObserveFile, RrlFile,
+    CacheFile, CookiesFile, EtcdFile, ForwardFile, Given, HostsFile, Invalid, KubernetesFile, Main, MainFile,
+    ObserveFile, RrlFile,
 };
 use serde::Deserialize;
 use skyline_controlplane::etcd::EtcdOptions;
+use skyline_controlplane::hosts::{parse_inline, HostsOptions};
 use skyline_controlplane::kubernetes::KubernetesOptions;
 use skyline_controlplane::skydns::config::{self as skydns_config, ConfigPatch};
 use skyline_controlplane::state::StateDir;
 use skyline_dataplane::io::XdpConfig;
+use skyline_dataplane::snapshot::hosts_file;
 use skyline_dataplane::snapshot::kubernetes::{self, PodMode};
 use skyline_dataplane::snapshot::skydns::Config;
 use skyline_dataplane::wire::Name;
@@ -115,6 +118,22 @@ pub enum ConfigError {
         key: &'static str,
         /// What is wrong.
         message: String,
+    },
+    /// A `[hosts]` setting or `--hosts*` flag is not valid.
+    #[error("hosts.{key}: {message}")]
+    Hosts {
+        /// The setting.
+        key: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// The hosts file cannot be read, or a line of it is not an entry.
+    #[error("hosts.file {path}: {source}")]
+    HostsFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: skyline_controlplane::hosts::HostsError,
     },
     /// A DNS over TCP connection cap is not usable.
     #[error("tcp_max_connections: a worker must be able to hold at least one connection")]
@@ -211,6 +230,8 @@ pub struct FileConfig {
     pub cache: Option<CacheFile>,
     /// The `[kubernetes]` table: its presence serves Kubernetes cluster DNS.
     pub kubernetes: Option<KubernetesFile>,
+    /// The `[hosts]` table: names from a hosts file and inline entries.
+    pub hosts: Option<HostsFile>,
     /// The `[observe]` table: dnstap, the query log, the top talkers.
     pub observe: Option<ObserveFile>,
     /// The `[cookies]` table.
@@ -238,6 +259,7 @@ const TABLES: &[(&str, &[&str])] = &[
     ("forward", ForwardFile::KEYS),
     ("cache", CacheFile::KEYS),
     ("kubernetes", KubernetesFile::KEYS),
+    ("hosts", HostsFile::KEYS),
     ("observe", ObserveFile::KEYS),
     ("cookies", CookiesFile::KEYS),
     ("rrl", RrlFile::KEYS),
@@ -276,6 +298,7 @@ impl FileConfig {
             forward: reading.table(&mut top, "forward", ForwardFile::take),
             cache: reading.table(&mut top, "cache", CacheFile::take),
             kubernetes: reading.table(&mut top, "kubernetes", KubernetesFile::take),
+            hosts: reading.table(&mut top, "hosts", HostsFile::take),
             observe: reading.table(&mut top, "observe", ObserveFile::take),
             cookies: reading.table(&mut top, "cookies", CookiesFile::take),
             rrl: reading.table(&mut top, "rrl", RrlFile::take),
@@ -678,6 +701,61 @@ fn kube_zone(key: &'static str, text: &str) -> Result<Name, ConfigError> {
         key,
         message: format!("{text:?} is not a domain name"),
     })
+}
+
+/// The largest `ttl` CoreDNS's `hosts` accepts.
+const HOSTS_MAX_TTL: u32 = 65535;
+
+/// The hosts source's settings over CoreDNS's defaults, the inline entries read; `None` when
+/// neither a file nor an inline entry is given.
+pub fn hosts(given: &Given) -> Result<Option<HostsOptions>, ConfigError> {
+    let h = &given.hosts;
+    let lines = h.inline.clone().unwrap_or_default();
+    if h.file.is_none() && lines.is_empty() {
+        if given.hosts_given {
+            return Err(ConfigError::Hosts {
+                key: "file",
+                message: "hosts settings are given without a file (--hosts) or an inline entry (--hosts-entry)".into(),
+            });
+        }
+        return Ok(None);
+    }
+    let zone = |key: &'static str, text: &String| {
+        Name::from_dotted(text).map_err(|_| ConfigError::Hosts {
+            key,
+            message: format!("{text:?} is not a domain name"),
+        })
+    };
+    let zones = match &h.zones {
+        Some(zones) if !zones.is_empty() => zones.iter().map(|z| zone("zones", z)).collect::<Result<_, _>>()?,
+        _ => hosts_file::Config::default().zones,
+    };
+    let fallthrough = h
+        .fallthrough
+        .as_ref()
+        .map(|zones| zones.iter().map(|z| zone("fallthrough", z)).collect())
+        .transpose()?;
+    if h.ttl == 0 || h.ttl > HOSTS_MAX_TTL {
+        return Err(ConfigError::Hosts {
+            key: "ttl",
+            message: format!("{} is not from 1 to {HOSTS_MAX_TTL}", h.ttl),
+        });
+    }
+    let inline = parse_inline(&lines).map_err(|e| ConfigError::Hosts {
+        key: "inline",
+        message: e.to_string(),
+    })?;
+    Ok(Some(HostsOptions {
+        file: h.file.clone(),
+        inline,
+        config: hosts_file::Config {
+            zones,
+            ttl: h.ttl,
+            reverse: !h.no_reverse,
+            fallthrough,
+        },
+        reload: h.reload,
+    }))
 }
 
 /// Stacks the operator's settings over the data's `/<prefix>/config` (from the records file or
@@ -1224,6 +1302,92 @@ mod tests {
             tcp(&given(&none, None).main),
             Err(ConfigError::NoTcpConnections)
         ));
+    }
+
+    #[test]
+    fn hosts_is_off_unless_a_file_or_an_entry_is_given() {
+        assert_eq!(hosts(&given(&cli(&[], &[]).unwrap(), None)).unwrap(), None);
+        let entry = hosts(&given(&cli(&["--hosts-entry", "10.0.0.1 Node-A"], &[]).unwrap(), None))
+            .unwrap()
+            .unwrap();
+        assert_eq!(entry.file, None);
+        assert_eq!(entry.inline[0].names, [Name::from_dotted("node-a.").unwrap()]);
+        assert_eq!(entry.config, hosts_file::Config::default());
+        assert_eq!(entry.reload, Duration::from_secs(5));
+        let bare = cli(&["--hosts-ttl", "60"], &[]).unwrap();
+        assert!(
+            matches!(hosts(&given(&bare, None)), Err(ConfigError::Hosts { key: "file", .. })),
+            "a setting without data is a mistake, not ignored"
+        );
+        assert!(matches!(
+            hosts(&given(&cli(&[], &[]).unwrap(), Some(&toml("[hosts]\nttl = 60\n")))),
+            Err(ConfigError::Hosts { key: "file", .. })
+        ));
+    }
+
+    #[test]
+    fn hosts_flags_win_over_the_table() {
+        let table = toml(
+            "[hosts]\nfile = \"NodeHosts\"\ninline = [\"10.0.0.1 a\", \"10.0.0.2 b\"]\nttl = 60\n\
+             zones = [\"lan\"]\nno_reverse = true\nreload = \"15s\"\nfallthrough = []\n",
+        );
+        let h = hosts(&given(&cli(&[], &[]).unwrap(), Some(&table))).unwrap().unwrap();
+        assert_eq!(
+            h.file,
+            Some(PathBuf::from("/etc/skyline/NodeHosts")),
+            "relative to the file"
+        );
+        assert_eq!(h.inline.len(), 2);
+        assert_eq!(
+            h.config,
+            hosts_file::Config {
+                zones: vec![Name::from_dotted("lan.").unwrap()],
+                ttl: 60,
+                reverse: false,
+                fallthrough: Some(vec![]),
+            }
+        );
+        assert_eq!(h.reload, Duration::from_secs(15));
+        let flags = cli(
+            &[
+                "--hosts",
+                "/etc/hosts",
+                "--hosts-ttl",
+                "30",
+                "--hosts-reload",
+                "0s",
+                "--hosts-fallthrough",
+                "in-addr.arpa",
+            ],
+            &[],
+        )
+        .unwrap();
+        let h = hosts(&given(&flags, Some(&table))).unwrap().unwrap();
+        assert_eq!(h.file, Some(PathBuf::from("/etc/hosts")));
+        assert_eq!((h.config.ttl, h.reload), (30, Duration::ZERO));
+        assert_eq!(
+            h.config.fallthrough,
+            Some(vec![Name::from_dotted("in-addr.arpa.").unwrap()])
+        );
+    }
+
+    #[test]
+    fn invalid_hosts_settings_are_rejected() {
+        for args in [
+            &["--hosts-entry", "10.0.0.1"][..],
+            &["--hosts-entry", "ten a"],
+            &["--hosts", "h", "--hosts-ttl", "0"],
+            &["--hosts", "h", "--hosts-ttl", "65536"],
+            &["--hosts", "h", "--hosts-zones", "a..b"],
+            &["--hosts", "h", "--hosts-fallthrough", "a..b"],
+        ] {
+            let parsed = cli(args, &[]).unwrap();
+            assert!(
+                matches!(hosts(&given(&parsed, None)), Err(ConfigError::Hosts { .. })),
+                "{args:?}"
+            );
+        }
+        assert!(FileConfig::parse("[hosts]\nfiles = \"x\"\n", Path::new("x.toml")).is_err());
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The `skyline` server: resolves the configuration, opens its data sources (the records file or
-//! etcd, and the Kubernetes API when cluster DNS is on), starts the data plane workers on the
+//! etcd, the Kubernetes API when cluster DNS is on, a hosts file when one is given), starts the data plane workers on the
 //! snapshot cell, and runs the control plane (the sources' watches, the signal handling) on a
 //! small tokio runtime of its own beside them, and the HTTP endpoints, when asked for, on
 //! another.
@@ -25,6 +25,7 @@ use cli::Cli;
 use config::{ConfigError, FileConfig, Settings};
 use settings::Given;
 use skyline_controlplane::etcd::{EtcdSource, OptionsError};
+use skyline_controlplane::hosts::HostsSource;
 use skyline_controlplane::http::{self, HttpError, HttpServer};
 use skyline_controlplane::kubernetes::{ConnectError, KubernetesSource};
 use skyline_controlplane::source::{self, FileSource, Overrides, Source};
@@ -199,14 +200,19 @@ fn run(cli: &Cli) -> Result<(), StartError> {
     let entered = runtime.enter();
 
     let kubernetes = valid.kubernetes.clone();
+    let hosts = valid.hosts.clone();
     let cell = snapshot::empty_cell();
     // The configured sources, in the order they start and serve: the SkyDNS source (the records
-    // file or etcd), then the Kubernetes source, which composes its cluster zones over it. With
-    // cluster DNS on, the SkyDNS source publishes aside and the Kubernetes source serves the two
-    // composed; otherwise the SkyDNS source publishes what is served.
-    let skydns_cell = match kubernetes {
+    // file or etcd), then the Kubernetes source, which composes its cluster zones over it, then
+    // the hosts source, which lays its names under what those publish. Each source publishes
+    // into the cell the next one reads, and the last into the cell that is served.
+    let cluster_cell = match hosts {
         Some(_) => snapshot::empty_cell(),
         None => Arc::clone(&cell),
+    };
+    let skydns_cell = match kubernetes {
+        Some(_) => snapshot::empty_cell(),
+        None => Arc::clone(&cluster_cell),
     };
     let (reload_overrides, overrides) = Overrides::channel(operator.overrides.clone());
     let mut sources: Vec<Box<dyn Source>> = Vec::new();
@@ -229,13 +235,16 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             kubernetes.options,
             kubernetes.zones,
             Arc::clone(&skydns_cell),
-            Arc::clone(&cell),
+            Arc::clone(&cluster_cell),
         );
         let mut cluster = runtime.block_on(connect).map_err(StartError::Kubernetes)?;
         if let Some(state) = &state {
             cluster.persist_to(state);
         }
         sources.push(Box::new(cluster));
+    }
+    if let Some(hosts) = hosts {
+        sources.push(Box::new(HostsSource::new(hosts, cluster_cell, Arc::clone(&cell))));
     }
     // The settings the SkyDNS source's data carries (`/<prefix>/config`), under the operator's.
     let mut data_config = None;

@@ -28,7 +28,9 @@
 //! relative to the file); `data "key"` when the setting has a `/<prefix>/config` key, which
 //! `crate::config::operator` hands to the sources. The long flag is the field's name unless the
 //! `#[arg]` says otherwise; the doc comment ends with `[default: …]`, which the tables of
-//! `docs/settings.md` show. A test checks those tables against these declarations.
+//! `docs/settings.md` show. A test checks those tables against these declarations. A group
+//! whose keys repeat another group's (`ttl`, `zones`) gives its flags ids of their own, each
+//! `#[arg(id = "prefix_key", …)]`, and says `ids "prefix_"` after its `keys`.
 
 use crate::cli::{parse_addr, parse_domain, parse_go_bool, parse_hostmaster, Cli};
 use crate::config::{Addrs, FileConfig};
@@ -40,6 +42,7 @@ use skyline_dataplane::cache::CacheConfig;
 use skyline_dataplane::forward::{ForwardConfig, Prefix, StubZone};
 use skyline_dataplane::io::XdpMode;
 use skyline_dataplane::rrl::RrlConfig;
+use skyline_dataplane::snapshot::hosts_file::DEFAULT_TTL as HOSTS_TTL;
 use skyline_dataplane::snapshot::kubernetes::DEFAULT_TTL as KUBERNETES_TTL;
 use skyline_dataplane::wire::Name;
 use skyline_dataplane::worker::TcpConfig;
@@ -50,6 +53,9 @@ use std::time::Duration;
 
 /// The default path prefix: records live under `/skydns/`.
 pub const DEFAULT_PATH_PREFIX: &str = "skydns";
+
+/// How often the hosts file is checked for a change when nothing says (CoreDNS's `reload`).
+pub const HOSTS_RELOAD: Duration = Duration::from_secs(5);
 
 /// How long a stopping process keeps answering before its listeners close.
 pub const DEFAULT_DRAIN: Duration = Duration::from_secs(5);
@@ -86,7 +92,16 @@ macro_rules! settings {
     (@data $data:literal) => { Some($data) };
     (
         $(#[doc = $group_doc:literal])*
-        $group:ident ($args:ident, $file:ident) keys $prefix:literal {
+        $group:ident ($args:ident, $file:ident) keys $prefix:literal { $($entries:tt)* }
+    ) => {
+        settings! {
+            $(#[doc = $group_doc])*
+            $group ($args, $file) keys $prefix ids "" { $($entries)* }
+        }
+    };
+    (
+        $(#[doc = $group_doc:literal])*
+        $group:ident ($args:ident, $file:ident) keys $prefix:literal ids $ids:literal {
             $(
                 $(#[doc = $doc:literal])*
                 #[arg($($arg:tt)*)]
@@ -210,7 +225,7 @@ macro_rules! settings {
             const SETTINGS: &'static [tests::Setting] = &[
                 $(
                     tests::Setting {
-                        id: stringify!($name),
+                        id: concat!($ids, stringify!($name)),
                         key: concat!($prefix, stringify!($name)),
                         data: settings!(@data $($data)?),
                         restart: settings!(@restart $reload),
@@ -662,6 +677,47 @@ settings! {
 }
 
 settings! {
+    /// Names from a hosts(5) file and inline entries: the `[hosts]` table, CoreDNS's `hosts`
+    /// plugin options under the same names, so that a Corefile block translates line by line.
+    /// A file or an inline entry turns the hosts source on (docs/hosts.md).
+    Hosts (HostsArgs, HostsFile) keys "hosts." ids "hosts_" {
+        /// hosts(5) file whose names answer A, AAAA and PTR (CoreDNS `hosts FILE`); read again
+        /// when it changes [default: none]
+        #[arg(id = "hosts_file", long = "hosts", value_name = "FILE")]
+        restart file: PathBuf, file PathBuf => relative;
+
+        /// An entry "ADDRESS NAME..." served beside the file's, as a line of it (CoreDNS's
+        /// inline lines); repeat the flag for more [default: none]
+        #[arg(id = "hosts_inline", long = "hosts-entry", value_name = "LINE")]
+        restart inline: Vec<String>;
+
+        /// TTL of the hosts records, forward and reverse, 1-65535 (CoreDNS `ttl`) [default: 3600]
+        #[arg(id = "hosts_ttl", long = "hosts-ttl", value_name = "SECONDS")]
+        restart ttl: u32 = HOSTS_TTL;
+
+        /// Comma-separated zones the hosts names must be in to be served (CoreDNS `hosts FILE
+        /// ZONES...`) [default: ., every name]
+        #[arg(id = "hosts_zones", long = "hosts-zones", value_name = "ZONE,...", value_delimiter = ',')]
+        restart zones: Vec<String>;
+
+        /// No PTR records for the hosts addresses (CoreDNS `no_reverse`) [default: false]
+        #[arg(id = "hosts_no_reverse", long = "hosts-no-reverse", num_args = 0, default_missing_value = "true")]
+        restart no_reverse: bool = false;
+
+        /// How often the file is checked for a change, e.g. 5s or 500ms; 0 never (CoreDNS
+        /// `reload`) [default: 5s]
+        #[arg(id = "hosts_reload", long = "hosts-reload", value_name = "DURATION", value_parser = parse_duration)]
+        restart reload: Duration = HOSTS_RELOAD, file String => duration;
+
+        /// Comma-separated zones whose names the hosts data lacks are passed on (to the other
+        /// zones, then forwarding) instead of SERVFAIL; without a value, every hosts zone
+        /// (CoreDNS `fallthrough`) [default: none]
+        #[arg(id = "hosts_fallthrough", long = "hosts-fallthrough", value_name = "ZONE,...", value_delimiter = ',', num_args = 0..)]
+        restart fallthrough: Vec<String>;
+    }
+}
+
+settings! {
     /// What the workers let others see of the queries, all off by default: dnstap, the query log
     /// and the top talkers (docs/observability.md): the `[observe]` table.
     Observe (ObserveArgs, ObserveFile) keys "observe." {
@@ -788,6 +844,11 @@ pub struct Given {
     /// Whether Kubernetes cluster DNS is served: `--kubernetes`, any of its flags, or a
     /// `[kubernetes]` table.
     pub kubernetes_on: bool,
+    /// `[hosts]`.
+    pub hosts: Hosts,
+    /// Whether a `--hosts*` flag or a `[hosts]` table was given: the hosts source then needs a
+    /// file or an inline entry.
+    pub hosts_given: bool,
     /// `[observe]`.
     pub observe: Observe,
     /// `[cookies]`.
@@ -810,6 +871,8 @@ impl Given {
             kubernetes_on: cli.kubernetes_on
                 || cli.kubernetes != KubernetesArgs::default()
                 || file.is_some_and(|f| f.kubernetes.is_some()),
+            hosts: Hosts::merge(&cli.hosts, file.and_then(|f| f.hosts.as_ref()), dir, problems),
+            hosts_given: cli.hosts != HostsArgs::default() || file.is_some_and(|f| f.hosts.is_some()),
             observe: Observe::merge(&cli.observe, file.and_then(|f| f.observe.as_ref()), dir, problems),
             cookies: Cookies::merge(&cli.cookies, file.and_then(|f| f.cookies.as_ref()), dir, problems),
             rrl: Rrl::merge(&cli.rrl, file.and_then(|f| f.rrl.as_ref()), dir, problems),
@@ -838,6 +901,7 @@ impl Given {
         if self.kubernetes_on != started.kubernetes_on {
             changed.push("[kubernetes]");
         }
+        changed.extend(self.hosts.restart_changes(&started.hosts));
         changed.extend(self.observe.restart_changes(&started.observe));
         changed.extend(self.cookies.restart_changes(&started.cookies));
         changed.extend(self.rrl.restart_changes(&started.rrl));
@@ -963,6 +1027,7 @@ pub(crate) mod tests {
         ("forward", Forward::SETTINGS),
         ("cache", Cache::SETTINGS),
         ("kubernetes", Kubernetes::SETTINGS),
+        ("hosts", Hosts::SETTINGS),
         ("observe", Observe::SETTINGS),
         ("cookies", Cookies::SETTINGS),
         ("rrl", Rrl::SETTINGS),

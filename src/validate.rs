@@ -4,8 +4,9 @@
 //! is a start that passes, and a reload is refused for what would stop a start.
 //!
 //! Beside the values, it checks what a start touches on disk before it serves: the records file
-//! (where the caller reads it), the kubeconfig, the state directory, the directories of the PID
-//! file and the query log, and the etcd TLS files. It creates and writes nothing.
+//! (where the caller reads it), the hosts file, the kubeconfig, the state directory, the
+//! directories of the PID file and the query log, and the etcd TLS files. It creates and writes
+//! nothing.
 
 use crate::cli::Cli;
 use crate::config::{self, ConfigError, FileConfig, KubernetesSettings, Operator, Settings};
@@ -13,6 +14,7 @@ use crate::forwarding;
 use crate::protection::{self, CookieSettings};
 use crate::settings::Given;
 use skyline_controlplane::etcd::EtcdSource;
+use skyline_controlplane::hosts::{parse as parse_hosts, HostsError, HostsOptions};
 use skyline_controlplane::skydns::config::ConfigPatch;
 use skyline_controlplane::source::records_file::parse_records_file;
 use skyline_controlplane::state::StateDir;
@@ -35,6 +37,8 @@ pub struct Valid {
     pub state: Option<StateDir>,
     /// Kubernetes cluster DNS, when on.
     pub kubernetes: Option<KubernetesSettings>,
+    /// The hosts source, when a file or inline entries are given.
+    pub hosts: Option<HostsOptions>,
     /// dnstap, the query log, the top talkers.
     pub observe: ObserveConfig,
     /// DNS Cookies.
@@ -82,6 +86,10 @@ pub fn validate(cli: &Cli, file: Option<&FileConfig>) -> Result<Valid, Vec<Confi
     if let Some(Some(kubernetes)) = &kubernetes {
         keep(&mut problems, kubeconfig(kubernetes));
     }
+    let hosts = keep(&mut problems, config::hosts(&given));
+    if let Some(Some(HostsOptions { file: Some(path), .. })) = &hosts {
+        keep(&mut problems, hosts_file(path));
+    }
     let observe = keep(
         &mut problems,
         crate::observe::observe_config(&given.observe).map_err(ConfigError::from),
@@ -97,8 +105,8 @@ pub fn validate(cli: &Cli, file: Option<&FileConfig>) -> Result<Valid, Vec<Confi
         &mut problems,
         protection::rrl_config(&given.rrl).map_err(ConfigError::from),
     );
-    match (operator, tcp, kubernetes, observe, cookies, rrl) {
-        (Some(operator), Some(tcp), Some(kubernetes), Some(observe), Some(cookies), Some(rrl))
+    match (operator, tcp, kubernetes, hosts, observe, cookies, rrl) {
+        (Some(operator), Some(tcp), Some(kubernetes), Some(hosts), Some(observe), Some(cookies), Some(rrl))
             if problems.is_empty() =>
         {
             Ok(Valid {
@@ -107,6 +115,7 @@ pub fn validate(cli: &Cli, file: Option<&FileConfig>) -> Result<Valid, Vec<Confi
                 tcp,
                 state,
                 kubernetes,
+                hosts,
                 observe,
                 cookies,
                 rrl,
@@ -151,6 +160,16 @@ pub fn records(path: &Path, path_prefix: &str) -> Result<RecordsRead, ConfigErro
         records: file.records.len(),
         rejected: file.rejected.len(),
     })
+}
+
+/// The hosts file reads and every line of it is an entry, as the hosts source reads it.
+fn hosts_file(path: &Path) -> Result<(), ConfigError> {
+    let wrap = |source| ConfigError::HostsFile {
+        path: path.to_owned(),
+        source,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| wrap(HostsError::Read(e)))?;
+    parse_hosts(&text).map(drop).map_err(wrap)
 }
 
 /// The value, or `None` with the error noted among the problems.

@@ -426,3 +426,21 @@ fn a_bad_value_from_the_environment_names_its_variable() {
     let stderr = String::from_utf8_lossy(&typed.stderr);
     assert!(!stderr.contains("environment variable"), "the flag gave it: {stderr}");
 }
+
+#[test]
+fn a_hosts_file_with_a_bad_line_fails_the_check_as_it_fails_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hosts");
+    std::fs::write(&path, "127.0.0.1 localhost\n10.0.0.300 node-a\n").unwrap();
+    let path = path.to_str().unwrap();
+    both_refuse(
+        &["--hosts", path],
+        &[],
+        &format!("hosts.file {path}: line 2: \"10.0.0.300\" is not an IPv4 or IPv6 address"),
+    );
+    both_refuse(
+        &["--hosts", "/nonexistent/hosts"],
+        &[],
+        "hosts.file /nonexistent/hosts: cannot read it",
+    );
+}

@@ -1,6 +1,6 @@
 //! Sources of records: each turns what it reads into typed records and publishes snapshots.
-//! Every source (the records file here, [`crate::etcd`], [`crate::kubernetes`]) is a
-//! [`Source`] and reports through a [`SourceReport`] ([`seam`]).
+//! Every source (the records file here, [`crate::etcd`], [`crate::kubernetes`],
+//! [`crate::hosts`]) is a [`Source`] and reports through a [`SourceReport`] ([`seam`]).
 
 pub mod file;
 pub mod overrides;

@@ -58,6 +58,14 @@ pub enum StartError {
         /// Why.
         source: FileError,
     },
+    /// The hosts file cannot be read or has a line that is not an entry.
+    #[error("hosts file {path}: {source}")]
+    Hosts {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: crate::hosts::HostsError,
+    },
 }
 
 /// What the HTTP endpoints read of one source: atomics the source writes as it runs, read with

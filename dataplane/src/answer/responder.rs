@@ -59,11 +59,11 @@ pub(crate) struct Responder<'a> {
 }
 
 impl<'a> Responder<'a> {
-    /// Sets AA when `zone` is one skyline is authoritative for (not a reverse zone it only
-    /// holds some names of).
+    /// Sets AA when `zone` is one skyline answers for (not a zone it only holds some names of
+    /// and passes the others on).
     #[inline(always)]
     pub(crate) fn authority(&mut self, zone: &Zone) {
-        if zone.kind == ZoneKind::Authoritative {
+        if zone.kind != ZoneKind::Reverse {
             self.flags |= flags::AA;
         }
     }

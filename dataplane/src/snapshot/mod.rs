@@ -4,7 +4,9 @@
 //! A snapshot is built off the hot path (see [`skydns`]) and published through a [`SnapshotCell`];
 //! workers load it once per batch and never see a half-built zone.
 
+pub mod hosts_file;
 pub mod kubernetes;
+mod layer;
 pub mod nodes;
 mod retire;
 pub mod rrset;
@@ -20,6 +22,7 @@ use crate::wire::types::rtype;
 use crate::wire::writer::Shift;
 use crate::wire::{LowerName, Name};
 use arc_swap::ArcSwap;
+pub use layer::{lay_under, Layer};
 pub use nodes::Nodes;
 pub use retire::publish;
 use rrset::CompiledAnswer;
@@ -324,8 +327,13 @@ pub enum ZoneKind {
     Authoritative,
     /// Reverse names skyline happens to hold PTRs for (`in-addr.arpa.`, `ip6.arpa.`): it does not
     /// own the zone, so missing names are not its to deny and are passed on (forwarded, or
-    /// REFUSED while no forwarding is offered), and answers carry AA=0 as SkyDNS's do.
+    /// REFUSED while no forwarding is offered), and answers carry AA=0 as SkyDNS's do. Also any
+    /// zone whose missing names a source passes on (a `fallthrough` zone).
     Reverse,
+    /// A list of names without a SOA (CoreDNS's `hosts` without `fallthrough`): the names it
+    /// holds answer with AA=1, and a missing name is SERVFAIL, as CoreDNS answers when it has
+    /// no SOA to deny the name with.
+    Listed,
 }
 
 /// Whether a zone's source has completed its first full sync.
@@ -424,7 +432,8 @@ pub enum Found<'a> {
     /// Outside every zone, or a reverse zone's name without data: answered beyond the zones
     /// (forwarded) or refused.
     Outside,
-    /// In a zone whose source has not synced yet: SERVFAIL, never a denial from missing data.
+    /// SERVFAIL: in a zone whose source has not synced yet (never a denial from missing data),
+    /// or a name a [`ZoneKind::Listed`] zone does not hold.
     Syncing(&'a Zone),
     /// A query wildcard (a `*` or `any` label) in the SkyDNS domain.
     Wildcard(&'a Zone),
@@ -483,6 +492,7 @@ impl Snapshot {
         match zone.kind {
             ZoneKind::Authoritative => Found::Missing(zone),
             ZoneKind::Reverse => Found::Outside,
+            ZoneKind::Listed => Found::Syncing(zone),
         }
     }
 
