@@ -1487,6 +1487,141 @@ fn the_dockerfile_builds_in_one_stage_and_runs_unprivileged_in_another() {
     );
 }
 
+/// The Corefile kubeadm writes into the `coredns` ConfigMap for the cluster domain
+/// `cluster.local`.
+const KUBEADM_COREFILE: &str = "\
+.:53 {
+    errors
+    health {
+       lameduck 5s
+    }
+    ready
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+       pods insecure
+       fallthrough in-addr.arpa ip6.arpa
+       ttl 30
+    }
+    prometheus :9153
+    forward . /etc/resolv.conf {
+       max_concurrent 1000
+    }
+    cache 30
+    loop
+    reload
+    loadbalance
+}
+";
+
+/// The path of the first field of `expected` that `actual` lacks or holds otherwise (arrays
+/// compared whole).
+fn unmet(expected: &Value, actual: &Value, path: String) -> Option<String> {
+    match (expected, actual) {
+        (Value::Object(want), Value::Object(have)) => want.iter().find_map(|(k, v)| {
+            let path = format!("{path}.{k}");
+            match have.get(k) {
+                Some(w) => unmet(v, w, path),
+                None => Some(path),
+            }
+        }),
+        _ => (expected != actual).then_some(path),
+    }
+}
+
+/// CoreDNS's layout is the objects kubeadm installs for CoreDNS, with their names, labels,
+/// ports, probes, volume and securityContext, so that what knows CoreDNS's objects finds them;
+/// only the container's image and args differ. The args run the ConfigMap's Corefile, which is
+/// kubeadm's, and what skyline makes of it is what the rest of the layout expects.
+#[test]
+fn the_coredns_layout_is_kubeadms_objects_running_its_corefile() {
+    use serde_json::json;
+    let docs = manifests_in(&[COREDNS_LAYOUT]);
+    let objects: BTreeSet<(&str, &str)> = docs.iter().map(|d| (d.kind(), d.name())).collect();
+    assert_eq!(
+        objects,
+        BTreeSet::from([
+            ("ServiceAccount", "coredns"),
+            ("ClusterRole", "system:coredns"),
+            ("ClusterRoleBinding", "system:coredns"),
+            ("ConfigMap", "coredns"),
+            ("Deployment", "coredns"),
+            ("Service", "kube-dns"),
+        ])
+    );
+    let expected = [
+        json!({"kind": "ServiceAccount", "metadata": {"namespace": "kube-system"}}),
+        json!({"kind": "ClusterRoleBinding",
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:coredns"},
+            "subjects": [{"kind": "ServiceAccount", "name": "coredns", "namespace": "kube-system"}]}),
+        json!({"kind": "ConfigMap", "metadata": {"namespace": "kube-system"},
+            "data": {"Corefile": KUBEADM_COREFILE}}),
+        json!({"kind": "Deployment", "metadata": {"namespace": "kube-system", "labels": {"k8s-app": "kube-dns"}},
+            "spec": {"selector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                "template": {"metadata": {"labels": {"k8s-app": "kube-dns"}},
+                    "spec": {"serviceAccountName": "coredns", "dnsPolicy": "Default",
+                        "volumes": [{"name": "config-volume",
+                            "configMap": {"name": "coredns", "items": [{"key": "Corefile", "path": "Corefile"}]}}]}}}}),
+        json!({"kind": "Service", "metadata": {"namespace": "kube-system", "labels": {"k8s-app": "kube-dns"},
+                "annotations": {"prometheus.io/port": "9153", "prometheus.io/scrape": "true"}},
+            "spec": {"clusterIP": "10.96.0.10", "selector": {"k8s-app": "kube-dns"},
+                "ports": [
+                    {"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
+                    {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 53},
+                    {"name": "metrics", "port": 9153, "protocol": "TCP", "targetPort": 9153}]}}),
+    ];
+    for want in &expected {
+        let doc = docs.iter().find(|d| d.value["kind"] == want["kind"]).unwrap();
+        if let Some(path) = unmet(want, &doc.value, String::new()) {
+            panic!("{}: {path} is not CoreDNS's", doc.what());
+        }
+    }
+    let container = json!({
+        "name": "coredns",
+        "args": ["--corefile", "/etc/coredns/Corefile"],
+        "volumeMounts": [{"name": "config-volume", "mountPath": "/etc/coredns", "readOnly": true}],
+        "ports": [
+            {"containerPort": 53, "name": "dns", "protocol": "UDP"},
+            {"containerPort": 53, "name": "dns-tcp", "protocol": "TCP"},
+            {"containerPort": 9153, "name": "metrics", "protocol": "TCP"}],
+        "livenessProbe": {"httpGet": {"path": "/health", "port": 8080, "scheme": "HTTP"}},
+        "readinessProbe": {"httpGet": {"path": "/ready", "port": 8181, "scheme": "HTTP"}},
+        "securityContext": {"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+            "capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]}},
+    });
+    let checked = checked(&docs);
+    let [c] = checked.as_slice() else {
+        panic!("CoreDNS's layout runs one container")
+    };
+    if let Some(path) = unmet(&container, c.container, String::new()) {
+        panic!("{}: {path} is not CoreDNS's", c.what());
+    }
+    assert!(
+        c.container["command"].is_null(),
+        "{}: the image's entrypoint runs",
+        c.what()
+    );
+
+    let what = c.what();
+    let settings = &c.settings;
+    assert_eq!(c.dns_ports(), BTreeSet::from([53]), "{what}: .:53");
+    assert!(
+        settings.addrs.iter().all(|a| a.ip().is_unspecified()),
+        "{what}: .:53 on every address, not {:?}",
+        settings.addrs
+    );
+    assert!(settings.kubernetes, "{what}: the kubernetes plugin");
+    assert_eq!(
+        settings.http_ports(),
+        BTreeSet::from([8080, 8181, 9153]),
+        "{what}: health, ready, prometheus"
+    );
+    assert_eq!(settings.drain, Duration::from_secs(5), "{what}: lameduck 5s");
+    assert_eq!(
+        settings.upstreams,
+        [SocketAddr::new(POD_NAMESERVER.parse().unwrap(), 53)],
+        "{what}: forward . /etc/resolv.conf, the pod's"
+    );
+}
+
 #[test]
 fn expansion_follows_kubernetes() {
     let vars = BTreeMap::from([("A".to_owned(), "1".to_owned())]);
