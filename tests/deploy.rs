@@ -6,7 +6,7 @@
 //! (k8s-openapi), so that no field is misspelled, misplaced or of the wrong type. The two cluster
 //! DNS directories are alternatives: each is checked together with the node-local cache, as one
 //! installation, never with the other. Each container of each Deployment and DaemonSet runs the
-//! image's entrypoint; its `command` and `args` (with `$(VAR)` expanded as Kubernetes does, from
+//! image's entrypoint (named as its `command`, or left to the image); its `command` and `args` (with `$(VAR)` expanded as Kubernetes does, from
 //! the container's literal `env` values and the Service variables of its namespace) must pass
 //! `skyline --check-config`, run as this build's binary with that environment and with the
 //! files the pod would see: each ConfigMap volume it mounts written into a temporary directory,
@@ -18,9 +18,9 @@
 //! (UDP or TCP) or an HTTP port; every Service port targets one of those;
 //! `terminationGracePeriodSeconds` exceeds the drain plus the forwarding timeout plus the time to
 //! finish; the ClusterRole of the identity running `--kubernetes` has exactly the rules
-//! docs/kubernetes.md's "Permissions" lists (CoreDNS's layout: at least those); the node-local
-//! init container configures exactly the `--addr` addresses. Each check counts what it looked at
-//! and fails when that is nothing. What skyline's own layouts choose beyond CoreDNS's (a
+//! docs/kubernetes.md's "Permissions" lists (CoreDNS's layout: those and CoreDNS's Endpoints
+//! rule); the node-local init container configures exactly the `--addr` addresses. Each check
+//! counts what it looked at and fails when that is nothing. What skyline's own layouts choose beyond CoreDNS's (a
 //! PodDisruptionBudget, surging updates, probes that tolerate a busy node, a non-root user set in
 //! the pod) is not asked of CoreDNS's layout, which is held to CoreDNS's objects instead.
 //!
@@ -388,8 +388,6 @@ struct PodFiles {
     kubeconfig: PathBuf,
     /// `(path in the pod, path here)`, longest pod path first.
     stand_ins: Vec<(String, PathBuf)>,
-    /// Whether a mounted file names the pod's resolv.conf.
-    files_name_resolv_conf: bool,
 }
 
 impl PodFiles {
@@ -446,12 +444,11 @@ impl PodFiles {
             mounted.push((here, files));
         }
         stand_ins.sort_by_key(|(pod, _)| std::cmp::Reverse(pod.len()));
-        let mut pod = PodFiles {
+        let pod = PodFiles {
             dir,
             resolv_conf,
             kubeconfig,
             stand_ins,
-            files_name_resolv_conf: false,
         };
         // A mounted file may name another file of the pod (a Corefile its resolv.conf, an
         // import): it names the stand-in here.
@@ -459,27 +456,22 @@ impl PodFiles {
             for (path, text) in files {
                 let file = here.join(&path);
                 std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-                let (text, names_resolv_conf) = pod.stand_in(&text);
-                pod.files_name_resolv_conf |= names_resolv_conf;
-                std::fs::write(&file, text).unwrap();
+                std::fs::write(&file, pod.stand_in(&text)).unwrap();
             }
         }
         pod
     }
 
-    /// `text` with every path of the pod that has a stand-in replaced by it, and whether the
-    /// pod's resolv.conf was among them.
-    fn stand_in(&self, text: &str) -> (String, bool) {
+    /// `text` with every path of the pod that has a stand-in replaced by it.
+    fn stand_in(&self, text: &str) -> String {
         let mut out = String::new();
         let mut rest = text;
-        let mut names_resolv_conf = false;
         'scan: while !rest.is_empty() {
             for (pod, here) in &self.stand_ins {
                 if let Some(tail) = rest.strip_prefix(pod.as_str()) {
                     // A path, not the start of a longer name.
                     if tail.is_empty() || tail.starts_with(['/', '"', ' ', '\n', '\t', ',', '}']) {
                         out.push_str(&here.display().to_string());
-                        names_resolv_conf |= pod == POD_RESOLV_CONF;
                         rest = tail;
                         continue 'scan;
                     }
@@ -489,7 +481,7 @@ impl PodFiles {
             out.push(next);
             rest = &rest[next.len_utf8()..];
         }
-        (out, names_resolv_conf)
+        out
     }
 }
 
@@ -497,32 +489,30 @@ impl PodFiles {
 /// environment (nothing of this process's environment) among the files `pod` makes, and parses
 /// the settings it prints.
 fn check_config(what: &str, pod: &PodFiles, args: &[String], env: &[(String, String)]) -> Settings {
-    let mut names_resolv_conf = pod.files_name_resolv_conf;
-    let args: Vec<String> = args
-        .iter()
-        .map(|arg| {
-            let (arg, names) = pod.stand_in(arg);
-            names_resolv_conf |= names;
-            arg
-        })
-        .collect();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_skyline"));
-    command
-        .arg("--check-config")
-        .args(&args)
-        .env_clear()
-        .env("KUBECONFIG", &pod.kubeconfig)
-        .env("NO_COLOR", "1");
-    // Forwarding without a resolv.conf configured reads /etc/resolv.conf: the variable points
-    // it at the pod's. Where the configuration names the file, it names the stand-in, which the
-    // variable would override.
-    if !names_resolv_conf {
-        command.env("SKYLINE_RESOLV_CONF", &pod.resolv_conf);
+    let args: Vec<String> = args.iter().map(|arg| pod.stand_in(arg)).collect();
+    let run = |resolv_conf: Option<&PathBuf>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_skyline"));
+        command
+            .arg("--check-config")
+            .args(&args)
+            .env_clear()
+            .env("KUBECONFIG", &pod.kubeconfig)
+            .env("NO_COLOR", "1");
+        if let Some(path) = resolv_conf {
+            command.env("SKYLINE_RESOLV_CONF", path);
+        }
+        command
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .output()
+            .unwrap()
+    };
+    // A configuration that names a resolv.conf is checked with the file it names. One that
+    // names none reads skyline's default, /etc/resolv.conf: the variable points that at the
+    // pod's (it would override a named one, so it is not given at first).
+    let mut output = run(None);
+    if output.status.success() && !String::from_utf8_lossy(&output.stdout).contains("\nresolv_conf = ") {
+        output = run(Some(&pod.resolv_conf));
     }
-    let output = command
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .output()
-        .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
