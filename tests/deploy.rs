@@ -1,19 +1,28 @@
 //! Checks of the deployment files: the Kubernetes manifests under `deploy/kubernetes/` (cluster
-//! DNS) and `deploy/node-local/` (the node-local cache), and the `Dockerfile`.
+//! DNS in skyline's layout), `deploy/coredns/` (cluster DNS in CoreDNS's layout, running its
+//! Corefile) and `deploy/node-local/` (the node-local cache), and the `Dockerfile`.
 //!
 //! Every YAML document must parse, and read back unchanged through its Kubernetes API type
-//! (k8s-openapi), so that no field is misspelled, misplaced or of the wrong type. Each container of each Deployment and DaemonSet runs the
-//! image's entrypoint; its `command` and `args` (with `$(VAR)` expanded as Kubernetes does, from
+//! (k8s-openapi), so that no field is misspelled, misplaced or of the wrong type. The two cluster
+//! DNS directories are alternatives: each is checked together with the node-local cache, as one
+//! installation, never with the other. Each container of each Deployment and DaemonSet runs the
+//! image's entrypoint (named as its `command`, or left to the image); its `command` and `args` (with `$(VAR)` expanded as Kubernetes does, from
 //! the container's literal `env` values and the Service variables of its namespace) must pass
-//! `skyline --check-config`, run as this build's binary with that environment. What the check
-//! prints (the listen addresses, the HTTP address, the drain and the forwarding timeout) is then
-//! held against the rest of the manifest: liveness and readiness probes ask `/health` and `/ready`
-//! on the `--http-addr` port; every container port is an `--addr` port (UDP or TCP) or the HTTP
-//! port; every Service port targets one of those; `terminationGracePeriodSeconds` exceeds the
-//! drain plus the forwarding timeout plus the time to finish; the ClusterRole of the identity
-//! running `--kubernetes` has exactly the rules docs/kubernetes.md's "Permissions" lists; the
-//! node-local init container configures exactly the `--addr` addresses. Each check counts what
-//! it looked at and fails when that is nothing.
+//! `skyline --check-config`, run as this build's binary with that environment and with the
+//! files the pod would see: each ConfigMap volume it mounts written into a temporary directory,
+//! and the pod's `/etc/resolv.conf`, each named by its stand-in path wherever the command line
+//! or a mounted file names it. What the check prints (the listen addresses, the HTTP addresses,
+//! the drain and the forwarding timeout) is then held against the rest of the manifest: liveness
+//! and readiness probes ask `/health` and `/ready` on an `--http-addr` port; Prometheus scrapes
+//! an `--http-addr` port that answers beyond loopback; every container port is an `--addr` port
+//! (UDP or TCP) or an HTTP port; every Service port targets one of those;
+//! `terminationGracePeriodSeconds` exceeds the drain plus the forwarding timeout plus the time to
+//! finish; the ClusterRole of the identity running `--kubernetes` has exactly the rules
+//! docs/kubernetes.md's "Permissions" lists (CoreDNS's layout: those and CoreDNS's Endpoints
+//! rule); the node-local init container configures exactly the `--addr` addresses. Each check
+//! counts what it looked at and fails when that is nothing. What skyline's own layouts choose beyond CoreDNS's (a
+//! PodDisruptionBudget, surging updates, probes that tolerate a busy node, a non-root user set in
+//! the pod) is not asked of CoreDNS's layout, which is held to CoreDNS's objects instead.
 //!
 //! One test runs the node-local DaemonSet's update end to end inside a network namespace it
 //! makes (the init script and skyline's command line taken from the manifest, a second skyline
@@ -36,7 +45,14 @@ use std::process::Command;
 use std::time::Duration;
 
 /// The directories whose manifests are checked, relative to the repository root.
-const MANIFEST_DIRS: [&str; 2] = ["deploy/kubernetes", "deploy/node-local"];
+const MANIFEST_DIRS: [&str; 3] = ["deploy/kubernetes", "deploy/coredns", "deploy/node-local"];
+
+/// The directories of which a cluster applies one: both deploy cluster DNS behind the same
+/// `kube-dns` Service.
+const CLUSTER_DNS_DIRS: [&str; 2] = ["deploy/kubernetes", "deploy/coredns"];
+
+/// The directory of cluster DNS in CoreDNS's layout: kubeadm's objects, names and settings.
+const COREDNS_LAYOUT: &str = "deploy/coredns";
 
 /// What skyline needs after the forwarding timeout to finish what it holds and exit.
 const FINISH: Duration = Duration::from_secs(2);
@@ -47,11 +63,17 @@ fn root() -> PathBuf {
 
 /// One YAML document of one manifest file.
 struct Doc {
+    dir: &'static str,
     file: PathBuf,
     value: Value,
 }
 
 impl Doc {
+    /// Whether the document belongs to CoreDNS's layout rather than one skyline designs.
+    fn in_coredns_layout(&self) -> bool {
+        self.dir == COREDNS_LAYOUT
+    }
+
     fn kind(&self) -> &str {
         self.value["kind"].as_str().unwrap_or("")
     }
@@ -77,8 +99,28 @@ impl Doc {
 
 /// Every document of every `.yaml`/`.yml` file under the manifest directories, in file order.
 fn manifests() -> Vec<Doc> {
+    manifests_in(&MANIFEST_DIRS)
+}
+
+/// What a cluster applies: the documents of every manifest directory but the cluster DNS
+/// directories other than one, for each of [`CLUSTER_DNS_DIRS`].
+fn installations() -> Vec<Vec<Doc>> {
+    CLUSTER_DNS_DIRS
+        .iter()
+        .map(|chosen| {
+            let dirs: Vec<&'static str> = MANIFEST_DIRS
+                .into_iter()
+                .filter(|dir| dir == chosen || !CLUSTER_DNS_DIRS.contains(dir))
+                .collect();
+            manifests_in(&dirs)
+        })
+        .collect()
+}
+
+/// Every document of every `.yaml`/`.yml` file under `dirs`, in file order.
+fn manifests_in(dirs: &[&'static str]) -> Vec<Doc> {
     let mut docs = Vec::new();
-    for dir in MANIFEST_DIRS {
+    for &dir in dirs {
         let mut files: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
             .unwrap_or_else(|e| panic!("{dir}: {e}"))
             .map(|entry| entry.unwrap().path())
@@ -93,6 +135,7 @@ fn manifests() -> Vec<Doc> {
                 let value =
                     Value::deserialize(document).unwrap_or_else(|e| panic!("{}: not valid YAML: {e}", file.display()));
                 let doc = Doc {
+                    dir,
                     file: file.clone(),
                     value,
                 };
@@ -293,11 +336,18 @@ fn literal_env(container: &Value) -> Vec<(String, String)> {
 #[derive(Debug)]
 struct Settings {
     addrs: Vec<SocketAddr>,
-    http: Option<SocketAddr>,
+    /// Every `--http-addr` address: each serves /health, /ready and /metrics alike.
+    http: Vec<SocketAddr>,
     drain: Duration,
     forward_timeout: Duration,
     upstreams: Vec<SocketAddr>,
     kubernetes: bool,
+}
+
+impl Settings {
+    fn http_ports(&self) -> BTreeSet<u16> {
+        self.http.iter().map(SocketAddr::port).collect()
+    }
 }
 
 fn duration(text: &str) -> Duration {
@@ -322,27 +372,147 @@ fn socket_addrs(text: &str) -> Vec<SocketAddr> {
         .collect()
 }
 
+/// The nameserver of the pod's resolv.conf as the test writes it.
+const POD_NAMESERVER: &str = "192.0.2.53";
+
+/// The pod's resolv.conf, which `dnsPolicy: Default` gives it from its node.
+const POD_RESOLV_CONF: &str = "/etc/resolv.conf";
+
+/// The files a container would see, made in a temporary directory: the pod's resolv.conf (not
+/// this machine's), a kubeconfig standing in for the pod's service account (which this machine
+/// lacks, while the check, like a start, requires a connection), and the data of each ConfigMap
+/// volume it mounts. Each stands in for a path of the pod.
+struct PodFiles {
+    dir: tempfile::TempDir,
+    resolv_conf: PathBuf,
+    kubeconfig: PathBuf,
+    /// `(path in the pod, path here)`, longest pod path first.
+    stand_ins: Vec<(String, PathBuf)>,
+}
+
+impl PodFiles {
+    fn new(docs: &[Doc], workload: &Doc, container: &Value) -> PodFiles {
+        let what = format!(
+            "container {} of {}",
+            container["name"].as_str().unwrap_or("?"),
+            workload.what()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let resolv_conf = dir.path().join("resolv.conf");
+        std::fs::write(&resolv_conf, format!("nameserver {POD_NAMESERVER}\n")).unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        std::fs::write(&kubeconfig, "apiVersion: v1\nkind: Config\n").unwrap();
+        let mut stand_ins = vec![(POD_RESOLV_CONF.to_owned(), resolv_conf.clone())];
+        let volumes = array(&pod_spec(workload)["volumes"]);
+        let mut mounted = Vec::new();
+        for (i, mount) in array(&container["volumeMounts"]).iter().enumerate() {
+            let volume = volumes
+                .iter()
+                .find(|v| v["name"] == mount["name"])
+                .unwrap_or_else(|| panic!("{what}: mounts volume {}, which the pod lacks", mount["name"]));
+            let config_map = &volume["configMap"];
+            if config_map.is_null() {
+                continue;
+            }
+            assert!(
+                mount["subPath"].is_null(),
+                "{what}: a ConfigMap mounted by subPath, which this test does not stand in for"
+            );
+            let name = config_map["name"].as_str().unwrap();
+            let data = of_kind(docs, "ConfigMap")
+                .into_iter()
+                .find(|m| m.name() == name && m.namespace() == workload.namespace())
+                .map(|m| string_map(&m.value["data"]))
+                .unwrap_or_else(|| panic!("{what}: no ConfigMap {}/{name}", workload.namespace()));
+            // Without items every key is a file of its own name.
+            let files: Vec<(String, String)> = match config_map["items"].as_array() {
+                Some(items) => items
+                    .iter()
+                    .map(|item| {
+                        let key = item["key"].as_str().unwrap();
+                        let text = data
+                            .get(key)
+                            .unwrap_or_else(|| panic!("{what}: ConfigMap {name} has no key {key}"));
+                        (item["path"].as_str().unwrap().to_owned(), text.clone())
+                    })
+                    .collect(),
+                None => data.into_iter().collect(),
+            };
+            let here = dir.path().join(format!("volume-{i}"));
+            let pod_path = mount["mountPath"].as_str().unwrap().trim_end_matches('/').to_owned();
+            stand_ins.push((pod_path, here.clone()));
+            mounted.push((here, files));
+        }
+        stand_ins.sort_by_key(|(pod, _)| std::cmp::Reverse(pod.len()));
+        let pod = PodFiles {
+            dir,
+            resolv_conf,
+            kubeconfig,
+            stand_ins,
+        };
+        // A mounted file may name another file of the pod (a Corefile its resolv.conf, an
+        // import): it names the stand-in here.
+        for (here, files) in mounted {
+            for (path, text) in files {
+                let file = here.join(&path);
+                std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+                std::fs::write(&file, pod.stand_in(&text)).unwrap();
+            }
+        }
+        pod
+    }
+
+    /// `text` with every path of the pod that has a stand-in replaced by it.
+    fn stand_in(&self, text: &str) -> String {
+        let mut out = String::new();
+        let mut rest = text;
+        'scan: while !rest.is_empty() {
+            for (pod, here) in &self.stand_ins {
+                if let Some(tail) = rest.strip_prefix(pod.as_str()) {
+                    // A path, not the start of a longer name.
+                    if tail.is_empty() || tail.starts_with(['/', '"', ' ', '\n', '\t', ',', '}']) {
+                        out.push_str(&here.display().to_string());
+                        rest = tail;
+                        continue 'scan;
+                    }
+                }
+            }
+            let next = rest.chars().next().unwrap();
+            out.push(next);
+            rest = &rest[next.len_utf8()..];
+        }
+        out
+    }
+}
+
 /// Runs this build's skyline with `--check-config` and the container's arguments and
-/// environment (nothing of this process's environment), and parses the settings it prints.
-fn check_config(what: &str, args: &[String], env: &[(String, String)]) -> Settings {
-    let dir = tempfile::tempdir().unwrap();
-    // Forwarding without --nameservers reads resolv.conf: the pod's, not this machine's.
-    let resolv = dir.path().join("resolv.conf");
-    std::fs::write(&resolv, "nameserver 192.0.2.53\n").unwrap();
-    // Cluster DNS connects with the pod's service account, which this machine lacks: a
-    // kubeconfig stands in for it, as the check (like a start) requires a connection.
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(&kubeconfig, "apiVersion: v1\nkind: Config\n").unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_skyline"))
-        .arg("--check-config")
-        .args(args)
-        .env_clear()
-        .env("SKYLINE_RESOLV_CONF", &resolv)
-        .env("KUBECONFIG", &kubeconfig)
-        .env("NO_COLOR", "1")
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .output()
-        .unwrap();
+/// environment (nothing of this process's environment) among the files `pod` makes, and parses
+/// the settings it prints.
+fn check_config(what: &str, pod: &PodFiles, args: &[String], env: &[(String, String)]) -> Settings {
+    let args: Vec<String> = args.iter().map(|arg| pod.stand_in(arg)).collect();
+    let run = |resolv_conf: Option<&PathBuf>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_skyline"));
+        command
+            .arg("--check-config")
+            .args(&args)
+            .env_clear()
+            .env("KUBECONFIG", &pod.kubeconfig)
+            .env("NO_COLOR", "1");
+        if let Some(path) = resolv_conf {
+            command.env("SKYLINE_RESOLV_CONF", path);
+        }
+        command
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .output()
+            .unwrap()
+    };
+    // A configuration that names a resolv.conf is checked with the file it names. One that
+    // names none reads skyline's default, /etc/resolv.conf: the variable points that at the
+    // pod's (it would override a named one, so it is not given at first).
+    let mut output = run(None);
+    if output.status.success() && !String::from_utf8_lossy(&output.stdout).contains("\nresolv_conf = ") {
+        output = run(Some(&pod.resolv_conf));
+    }
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -364,18 +534,32 @@ fn check_config(what: &str, args: &[String], env: &[(String, String)]) -> Settin
     };
     let forwarding = stdout.lines().find_map(|line| line.strip_prefix("# forwarding to "));
     let forward = values.get("forward").and_then(toml::Value::as_table);
-    Settings {
-        addrs: values
-            .get("addr")
+    if let Some(resolv_conf) = forward.and_then(|f| f.get("resolv_conf")).and_then(toml::Value::as_str) {
+        assert!(
+            resolv_conf == "none" || std::path::Path::new(resolv_conf).starts_with(pod.dir.path()),
+            "{what}: reads {resolv_conf}, a file of this machine rather than one the pod has"
+        );
+    }
+    let strings_of = |key: &str| -> Vec<String> {
+        values
+            .get(key)
             .and_then(toml::Value::as_array)
-            .unwrap_or_else(|| panic!("{what}: --check-config printed no addr:\n{stdout}"))
+            .unwrap_or_else(|| panic!("{what}: --check-config printed no {key} list:\n{stdout}"))
             .iter()
-            .flat_map(|a| socket_addrs(a.as_str().unwrap_or_default()))
-            .collect(),
-        http: values
-            .get("http_addr")
-            .and_then(toml::Value::as_str)
-            .map(|addr| addr.parse().unwrap_or_else(|_| panic!("http_addr {addr:?}"))),
+            .map(|a| {
+                a.as_str()
+                    .unwrap_or_else(|| panic!("{what}: {key}: {a} is not a string"))
+                    .to_owned()
+            })
+            .collect()
+    };
+    Settings {
+        addrs: strings_of("addr").iter().flat_map(|a| socket_addrs(a)).collect(),
+        http: if values.contains_key("http_addr") {
+            strings_of("http_addr").iter().flat_map(|a| socket_addrs(a)).collect()
+        } else {
+            Vec::new()
+        },
         drain: duration(&text(&values, "drain")),
         // Without forwarding nothing waits on an upstream.
         forward_timeout: match (forwarding, forward) {
@@ -408,6 +592,22 @@ impl Checked<'_> {
     }
 }
 
+/// The command line a container runs: its `command`, or the image's entrypoint where it has
+/// none, then its `args`, with `$(VAR)` expanded from `vars`.
+fn command_line(container: &Value, vars: &BTreeMap<String, String>) -> Vec<String> {
+    let command = strings(&container["command"]);
+    let command = if command.is_empty() {
+        vec![image_entrypoint()]
+    } else {
+        command
+    };
+    command
+        .into_iter()
+        .chain(strings(&container["args"]))
+        .map(|a| expand(&a, vars))
+        .collect()
+}
+
 /// Runs the check of every container of every workload.
 fn checked(docs: &[Doc]) -> Vec<Checked<'_>> {
     let entrypoint = image_entrypoint();
@@ -420,28 +620,23 @@ fn checked(docs: &[Doc]) -> Vec<Checked<'_>> {
         for container in containers {
             let name = container["name"].as_str().unwrap_or("?");
             let what = format!("container {name} of {}", workload.what());
-            let command = strings(&container["command"]);
-            assert_eq!(
-                command.first(),
-                Some(&entrypoint),
-                "{what}: command should start with the image's entrypoint"
-            );
             let env = literal_env(container);
             let mut vars = service_variables(docs, workload.namespace(), links);
             vars.extend(env.iter().cloned());
-            let args: Vec<String> = command[1..]
-                .iter()
-                .cloned()
-                .chain(strings(&container["args"]))
-                .map(|a| expand(&a, &vars))
-                .collect();
-            for arg in &args {
+            let line = command_line(container, &vars);
+            assert_eq!(
+                line[0], entrypoint,
+                "{what}: command should start with the image's entrypoint"
+            );
+            let args = &line[1..];
+            for arg in args {
                 assert!(
                     !arg.contains("$("),
                     "{what}: {arg:?} names a variable the pod does not have"
                 );
             }
-            let settings = check_config(&what, &args, &env);
+            let pod = PodFiles::new(docs, workload, container);
+            let settings = check_config(&what, &pod, args, &env);
             out.push(Checked {
                 workload,
                 container,
@@ -464,16 +659,19 @@ fn every_manifest_parses_and_names_what_it_deploys() {
         "ClusterRole",
         "ClusterRoleBinding",
         "PodDisruptionBudget",
+        "ConfigMap",
     ] {
         assert!(kinds.contains(kind), "no {kind} among {kinds:?}");
     }
-    let mut seen = BTreeSet::new();
-    for doc in &docs {
-        assert!(
-            seen.insert((doc.kind(), doc.namespace(), doc.name())),
-            "{} is defined twice",
-            doc.what()
-        );
+    for docs in installations() {
+        let mut seen = BTreeSet::new();
+        for doc in &docs {
+            assert!(
+                seen.insert((doc.kind(), doc.namespace(), doc.name())),
+                "{} is defined twice",
+                doc.what()
+            );
+        }
     }
 }
 
@@ -525,6 +723,7 @@ fn every_manifest_is_made_of_api_fields() {
             "DaemonSet" => round_trip::<apps::v1::DaemonSet>(doc),
             "Service" => round_trip::<core::v1::Service>(doc),
             "ServiceAccount" => round_trip::<core::v1::ServiceAccount>(doc),
+            "ConfigMap" => round_trip::<core::v1::ConfigMap>(doc),
             "ClusterRole" => round_trip::<rbac::v1::ClusterRole>(doc),
             "ClusterRoleBinding" => round_trip::<rbac::v1::ClusterRoleBinding>(doc),
             "PodDisruptionBudget" => round_trip::<policy::v1::PodDisruptionBudget>(doc),
@@ -536,20 +735,21 @@ fn every_manifest_is_made_of_api_fields() {
 
 #[test]
 fn every_container_command_line_passes_check_config() {
-    let docs = manifests();
-    let checked = checked(&docs);
-    assert!(
-        checked.len() >= 2,
-        "expected skyline containers in both the Deployment and the DaemonSet"
-    );
-    for kind in ["Deployment", "DaemonSet"] {
+    for docs in installations() {
+        let checked = checked(&docs);
         assert!(
-            checked.iter().any(|c| c.workload.kind() == kind),
-            "no skyline container in a {kind}"
+            checked.len() >= 2,
+            "expected skyline containers in both the Deployment and the DaemonSet"
         );
-    }
-    for c in &checked {
-        assert!(!c.settings.addrs.is_empty(), "{}: no --addr", c.what());
+        for kind in ["Deployment", "DaemonSet"] {
+            assert!(
+                checked.iter().any(|c| c.workload.kind() == kind),
+                "no skyline container in a {kind}"
+            );
+        }
+        for c in &checked {
+            assert!(!c.settings.addrs.is_empty(), "{}: no --addr", c.what());
+        }
     }
 }
 
@@ -567,7 +767,7 @@ fn resolve_port(value: &Value, container: &Value, protocol: &str) -> Option<u16>
 }
 
 #[test]
-fn probes_ask_health_and_ready_on_the_http_port() {
+fn probes_ask_health_and_ready_on_an_http_port() {
     let docs = manifests();
     let mut probes = 0;
     for c in checked(&docs) {
@@ -591,10 +791,10 @@ fn probes_ask_health_and_ready_on_the_http_port() {
                 get.is_object(),
                 "{what}: {probe} is not an httpGet of skyline's HTTP endpoints"
             );
-            let http = c
-                .settings
-                .http
-                .unwrap_or_else(|| panic!("{what}: {probe} but no --http-addr: nothing answers it"));
+            assert!(
+                !c.settings.http.is_empty(),
+                "{what}: {probe} but no --http-addr: nothing answers it"
+            );
             assert_eq!(get["path"].as_str(), Some(path), "{what}: {probe} path");
             assert_eq!(
                 get["scheme"].as_str().unwrap_or("HTTP"),
@@ -603,7 +803,12 @@ fn probes_ask_health_and_ready_on_the_http_port() {
             );
             let port = resolve_port(&get["port"], c.container, "TCP")
                 .unwrap_or_else(|| panic!("{what}: {probe} port {} is not a container port", get["port"]));
-            assert_eq!(port, http.port(), "{what}: {probe} port against --http-addr {http}");
+            let http = c
+                .settings
+                .http
+                .iter()
+                .find(|h| h.port() == port)
+                .unwrap_or_else(|| panic!("{what}: {probe} port {port} against --http-addr {:?}", c.settings.http));
             // The kubelet asks the pod's IP unless the probe names a host.
             let host: Option<IpAddr> = get["host"].as_str().map(|h| h.parse().unwrap());
             if !http.ip().is_unspecified() {
@@ -611,10 +816,13 @@ fn probes_ask_health_and_ready_on_the_http_port() {
             }
             probes += 1;
         }
-        for probe in ["livenessProbe", "readinessProbe"] {
-            let spec = &c.container[probe];
-            if spec.is_object() {
-                busy_node_tolerant(&what, probe, spec);
+        // CoreDNS's layout keeps CoreDNS's probes (its readiness probe gives up after 1 s).
+        if !c.workload.in_coredns_layout() {
+            for probe in ["livenessProbe", "readinessProbe"] {
+                let spec = &c.container[probe];
+                if spec.is_object() {
+                    busy_node_tolerant(&what, probe, spec);
+                }
             }
         }
     }
@@ -662,9 +870,10 @@ fn container_ports_are_what_skyline_listens_on() {
     for c in checked(&docs) {
         let what = c.what();
         let dns = c.dns_ports();
+        let http = c.settings.http_ports();
         let host_network = pod_spec(c.workload)["hostNetwork"].as_bool().unwrap_or(false);
-        if let Some(http) = c.settings.http {
-            assert!(!dns.contains(&http.port()), "{what}: --http-addr {http} on a DNS port");
+        for addr in &c.settings.http {
+            assert!(!dns.contains(&addr.port()), "{what}: --http-addr {addr} on a DNS port");
         }
         let declared = array(&c.container["ports"]);
         let surge = &c.workload.value["spec"]["updateStrategy"]["rollingUpdate"]["maxSurge"];
@@ -688,10 +897,10 @@ fn container_ports_are_what_skyline_listens_on() {
                     matches!(protocol, "UDP" | "TCP"),
                     "{what}: DNS port {number}/{protocol}"
                 );
-            } else if c.settings.http.map(|h| h.port()) == Some(number) {
+            } else if http.contains(&number) {
                 assert_eq!(protocol, "TCP", "{what}: HTTP port {number}/{protocol}");
             } else {
-                panic!("{what}: container port {number}/{protocol} is neither an --addr nor the --http-addr port");
+                panic!("{what}: container port {number}/{protocol} is neither an --addr nor an --http-addr port");
             }
             if host_network {
                 if let Some(host) = port["hostPort"].as_u64() {
@@ -713,27 +922,39 @@ fn container_ports_are_what_skyline_listens_on() {
                     );
                 }
             }
-            if let Some(http) = c.settings.http {
+            // Probes may name a port by number; what other pods reach is declared.
+            if !http.is_empty() {
                 assert!(
-                    found.contains(&(http.port(), "TCP")),
-                    "{what}: HTTP port {} not declared",
-                    http.port()
+                    http.iter().any(|port| found.contains(&(*port, "TCP"))),
+                    "{what}: none of the HTTP ports {http:?} declared"
                 );
             }
         }
     }
     assert!(
         ports >= 3,
-        "expected DNS over UDP and TCP and the HTTP port declared, found {ports}"
+        "expected DNS over UDP and TCP and an HTTP port declared, found {ports}"
     );
 }
 
 #[test]
 fn services_target_the_ports_skyline_listens_on() {
-    let docs = manifests();
-    let checked = checked(&docs);
     let mut targets = 0;
-    for service in of_kind(&docs, "Service") {
+    for docs in installations() {
+        targets += service_targets(&docs);
+    }
+    assert!(
+        targets >= 3,
+        "expected Service ports for DNS over UDP and TCP and metrics, found {targets}"
+    );
+}
+
+/// Checks that every Service port of `docs` targets a port its backends listen on; returns how
+/// many targets it checked.
+fn service_targets(docs: &[Doc]) -> usize {
+    let checked = checked(docs);
+    let mut targets = 0;
+    for service in of_kind(docs, "Service") {
         let what = service.what();
         let selector = string_map(&service.value["spec"]["selector"]);
         let backends: Vec<&Checked> = checked
@@ -756,9 +977,8 @@ fn services_target_the_ports_skyline_listens_on() {
             for c in &backends {
                 let number = resolve_port(target, c.container, protocol)
                     .unwrap_or_else(|| panic!("{what}: targetPort {target}/{protocol} is not a port of {}", c.what()));
-                let http = c.settings.http.map(|h| h.port());
                 assert!(
-                    c.dns_ports().contains(&number) || (protocol == "TCP" && http == Some(number)),
+                    c.dns_ports().contains(&number) || (protocol == "TCP" && c.settings.http_ports().contains(&number)),
                     "{what}: {number}/{protocol} is not a port {} listens on",
                     c.what()
                 );
@@ -766,10 +986,7 @@ fn services_target_the_ports_skyline_listens_on() {
             }
         }
     }
-    assert!(
-        targets >= 3,
-        "expected Service ports for DNS over UDP and TCP and metrics, found {targets}"
-    );
+    targets
 }
 
 /// The port a pod asks Prometheus to scrape, if its template or `service` says to scrape it.
@@ -784,10 +1001,22 @@ fn scrape_port(annotations: &Value) -> Option<u16> {
 
 #[test]
 fn prometheus_scrapes_each_pod_once_on_its_metrics_port() {
-    let docs = manifests();
-    let services = of_kind(&docs, "Service");
     let mut scraped = 0;
-    for c in checked(&docs) {
+    for docs in installations() {
+        scraped += scrapes(&docs);
+    }
+    assert!(
+        scraped >= 2,
+        "the cluster DNS and the node-local cache are both scraped"
+    );
+}
+
+/// Checks that Prometheus is asked to scrape each skyline pod of `docs` once, on a port that
+/// serves /metrics to other pods; returns how many pods it checked.
+fn scrapes(docs: &[Doc]) -> usize {
+    let services = of_kind(docs, "Service");
+    let mut scraped = 0;
+    for c in checked(docs) {
         let what = c.what();
         let labels = pod_labels(c.workload);
         let by_pod = scrape_port(&c.workload.value["spec"]["template"]["metadata"]["annotations"]);
@@ -803,20 +1032,23 @@ fn prometheus_scrapes_each_pod_once_on_its_metrics_port() {
             "{what}: scraped {} times: its pod template and {by_services:?} each ask Prometheus to",
             ports.len()
         );
-        let http = c
-            .settings
-            .http
-            .unwrap_or_else(|| panic!("{what}: no --http-addr, so no /metrics"));
-        match ports.first() {
-            Some(&port) => assert_eq!(port, http.port(), "{what}: scraped on {port}, /metrics on {http}"),
-            None => panic!("{what}: serves /metrics on {http}, which nothing asks Prometheus to scrape"),
-        }
+        let http = &c.settings.http;
+        assert!(!http.is_empty(), "{what}: no --http-addr, so no /metrics");
+        let Some(&port) = ports.first() else {
+            panic!("{what}: serves /metrics on {http:?}, which nothing asks Prometheus to scrape")
+        };
+        let addr = http
+            .iter()
+            .find(|h| h.port() == port)
+            .unwrap_or_else(|| panic!("{what}: scraped on {port}, /metrics on {http:?}"));
+        // Prometheus asks the pod's IP (through the Service's endpoints or the pod's own).
+        assert!(
+            !addr.ip().is_loopback(),
+            "{what}: scraped on port {port}, where /metrics answers on loopback alone ({addr})"
+        );
         scraped += 1;
     }
-    assert!(
-        scraped >= 2,
-        "the cluster DNS and the node-local cache are both scraped"
-    );
+    scraped
 }
 
 #[test]
@@ -825,8 +1057,11 @@ fn the_node_local_cache_serves_metrics_and_health_on_nodelocal_dnscaches_port() 
     let mut caches = 0;
     for c in checked(&docs).into_iter().filter(|c| c.workload.kind() == "DaemonSet") {
         let what = c.what();
-        let http = c.settings.http.unwrap_or_else(|| panic!("{what}: no --http-addr"));
-        assert_eq!(http.port(), 9253, "{what}: NodeLocal DNSCache's metrics port");
+        assert_eq!(
+            c.settings.http_ports(),
+            BTreeSet::from([9253]),
+            "{what}: NodeLocal DNSCache's metrics port"
+        );
         assert!(
             strings(&c.container["args"]).iter().any(|a| a == "--reuse-port"),
             "{what}: without --reuse-port the surge pod would fail on the HTTP port the old one holds"
@@ -859,9 +1094,10 @@ fn the_grace_period_covers_the_drain_and_what_follows() {
     let docs = manifests();
     let checked = checked(&docs);
     for c in &checked {
+        // Kubernetes's default where the pod sets none, as CoreDNS's layout does.
         let grace = pod_spec(c.workload)["terminationGracePeriodSeconds"]
             .as_u64()
-            .unwrap_or_else(|| panic!("{}: no terminationGracePeriodSeconds", c.workload.what()));
+            .unwrap_or(30);
         let needed = c.settings.drain + c.settings.forward_timeout + FINISH;
         assert!(
             Duration::from_secs(grace) > needed,
@@ -966,8 +1202,17 @@ fn the_cluster_role_grants_exactly_what_the_readme_lists() {
             bindings > 0,
             "no ClusterRoleBinding for ServiceAccount {namespace}/{account}"
         );
+        // CoreDNS's ClusterRole also lets it read Endpoints, which skyline does not watch.
+        let extra: BTreeSet<(String, String, String)> = if c.workload.in_coredns_layout() {
+            ["list", "watch"]
+                .map(|verb| (String::new(), "endpoints".to_owned(), verb.to_owned()))
+                .into()
+        } else {
+            BTreeSet::new()
+        };
         assert_eq!(
-            granted, expected,
+            granted,
+            &expected | &extra,
             "{namespace}/{account}: the rules differ from docs/kubernetes.md's"
         );
         identities += 1;
@@ -989,6 +1234,10 @@ fn cluster_dns_survives_disruption_and_updates() {
         );
         let selector = string_map(&deployment.value["spec"]["selector"]["matchLabels"]);
         assert!(selects(&selector, &labels), "{what}: the selector misses its own pods");
+        // CoreDNS's layout has CoreDNS's updates (one replica down at a time) and no budget.
+        if deployment.in_coredns_layout() {
+            continue;
+        }
         let budgets: Vec<&Doc> = of_kind(&docs, "PodDisruptionBudget")
             .into_iter()
             .filter(|b| {
@@ -1118,17 +1367,34 @@ fn containers_run_unprivileged_with_at_most_the_capability_for_port_53() {
         .iter()
         .flat_map(|(_, instructions)| instructions)
         .any(|i| i.contains("setcap cap_net_bind_service=+ep"));
+    let image_user: Option<u64> = stages
+        .last()
+        .and_then(|(_, instructions)| instructions.iter().rev().find_map(|i| i.strip_prefix("USER ")))
+        .and_then(|user| user.split(':').next()?.parse().ok());
     for c in &checked {
         let what = c.what();
         let spec = pod_spec(c.workload);
         let security = &c.container["securityContext"];
         let pod_security = &spec["securityContext"];
-        let non_root = security["runAsNonRoot"]
-            .as_bool()
-            .or(pod_security["runAsNonRoot"].as_bool());
-        assert_eq!(non_root, Some(true), "{what}: runAsNonRoot");
+        let coredns_layout = c.workload.in_coredns_layout();
         let user = security["runAsUser"].as_u64().or(pod_security["runAsUser"].as_u64());
-        assert!(user.is_some_and(|u| u != 0), "{what}: runAsUser {user:?}");
+        if coredns_layout {
+            // CoreDNS's layout sets no user: the image's runs.
+            assert_eq!(
+                user, None,
+                "{what}: runAsUser, which CoreDNS's layout leaves to the image"
+            );
+            assert!(
+                image_user.is_some_and(|u| u != 0),
+                "{what}: the image's user {image_user:?}"
+            );
+        } else {
+            let non_root = security["runAsNonRoot"]
+                .as_bool()
+                .or(pod_security["runAsNonRoot"].as_bool());
+            assert_eq!(non_root, Some(true), "{what}: runAsNonRoot");
+            assert!(user.is_some_and(|u| u != 0), "{what}: runAsUser {user:?}");
+        }
         assert_eq!(
             security["readOnlyRootFilesystem"].as_bool(),
             Some(true),
@@ -1149,12 +1415,7 @@ fn containers_run_unprivileged_with_at_most_the_capability_for_port_53() {
                 "{what}: the image's binary needs it in the bounding set"
             );
         }
-        let privileged_port = c
-            .dns_ports()
-            .into_iter()
-            .chain(c.settings.http.map(|h| h.port()))
-            .min()
-            .unwrap();
+        let privileged_port = c.dns_ports().into_iter().chain(c.settings.http_ports()).min().unwrap();
         if privileged_port < 1024 {
             let unprivileged_from = array(&pod_security["sysctls"])
                 .iter()
@@ -1163,8 +1424,13 @@ fn containers_run_unprivileged_with_at_most_the_capability_for_port_53() {
                 .map(|v| v.parse::<u16>().unwrap());
             let by_sysctl = unprivileged_from.is_some_and(|from| from <= privileged_port);
             let by_capability = file_capability && security["allowPrivilegeEscalation"].as_bool() != Some(false);
+            // allowPrivilegeEscalation: false (no_new_privs) keeps an exec from gaining more than
+            // the permitted set its process had. CoreDNS's layout relies on the container
+            // runtime putting the added capability in that set, as runc does, so that the
+            // file capability still takes effect; skyline's own layouts do not rely on it.
+            let by_runtime = coredns_layout && file_capability && added == ["NET_BIND_SERVICE"];
             assert!(
-                by_sysctl || by_capability,
+                by_sysctl || by_capability || by_runtime,
                 "{what}: nothing lets the unprivileged user bind port {privileged_port}"
             );
         }
@@ -1208,6 +1474,141 @@ fn the_dockerfile_builds_in_one_stage_and_runs_unprivileged_in_another() {
     assert!(
         ignore.lines().any(|l| l.trim() == "target"),
         ".dockerignore: target/ goes into the context"
+    );
+}
+
+/// The Corefile kubeadm writes into the `coredns` ConfigMap for the cluster domain
+/// `cluster.local`.
+const KUBEADM_COREFILE: &str = "\
+.:53 {
+    errors
+    health {
+       lameduck 5s
+    }
+    ready
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+       pods insecure
+       fallthrough in-addr.arpa ip6.arpa
+       ttl 30
+    }
+    prometheus :9153
+    forward . /etc/resolv.conf {
+       max_concurrent 1000
+    }
+    cache 30
+    loop
+    reload
+    loadbalance
+}
+";
+
+/// The path of the first field of `expected` that `actual` lacks or holds otherwise (arrays
+/// compared whole).
+fn unmet(expected: &Value, actual: &Value, path: String) -> Option<String> {
+    match (expected, actual) {
+        (Value::Object(want), Value::Object(have)) => want.iter().find_map(|(k, v)| {
+            let path = format!("{path}.{k}");
+            match have.get(k) {
+                Some(w) => unmet(v, w, path),
+                None => Some(path),
+            }
+        }),
+        _ => (expected != actual).then_some(path),
+    }
+}
+
+/// CoreDNS's layout is the objects kubeadm installs for CoreDNS, with their names, labels,
+/// ports, probes, volume and securityContext, so that what knows CoreDNS's objects finds them;
+/// only the container's image and args differ. The args run the ConfigMap's Corefile, which is
+/// kubeadm's, and what skyline makes of it is what the rest of the layout expects.
+#[test]
+fn the_coredns_layout_is_kubeadms_objects_running_its_corefile() {
+    use serde_json::json;
+    let docs = manifests_in(&[COREDNS_LAYOUT]);
+    let objects: BTreeSet<(&str, &str)> = docs.iter().map(|d| (d.kind(), d.name())).collect();
+    assert_eq!(
+        objects,
+        BTreeSet::from([
+            ("ServiceAccount", "coredns"),
+            ("ClusterRole", "system:coredns"),
+            ("ClusterRoleBinding", "system:coredns"),
+            ("ConfigMap", "coredns"),
+            ("Deployment", "coredns"),
+            ("Service", "kube-dns"),
+        ])
+    );
+    let expected = [
+        json!({"kind": "ServiceAccount", "metadata": {"namespace": "kube-system"}}),
+        json!({"kind": "ClusterRoleBinding",
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:coredns"},
+            "subjects": [{"kind": "ServiceAccount", "name": "coredns", "namespace": "kube-system"}]}),
+        json!({"kind": "ConfigMap", "metadata": {"namespace": "kube-system"},
+            "data": {"Corefile": KUBEADM_COREFILE}}),
+        json!({"kind": "Deployment", "metadata": {"namespace": "kube-system", "labels": {"k8s-app": "kube-dns"}},
+            "spec": {"selector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                "template": {"metadata": {"labels": {"k8s-app": "kube-dns"}},
+                    "spec": {"serviceAccountName": "coredns", "dnsPolicy": "Default",
+                        "volumes": [{"name": "config-volume",
+                            "configMap": {"name": "coredns", "items": [{"key": "Corefile", "path": "Corefile"}]}}]}}}}),
+        json!({"kind": "Service", "metadata": {"namespace": "kube-system", "labels": {"k8s-app": "kube-dns"},
+                "annotations": {"prometheus.io/port": "9153", "prometheus.io/scrape": "true"}},
+            "spec": {"clusterIP": "10.96.0.10", "selector": {"k8s-app": "kube-dns"},
+                "ports": [
+                    {"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
+                    {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 53},
+                    {"name": "metrics", "port": 9153, "protocol": "TCP", "targetPort": 9153}]}}),
+    ];
+    for want in &expected {
+        let doc = docs.iter().find(|d| d.value["kind"] == want["kind"]).unwrap();
+        if let Some(path) = unmet(want, &doc.value, String::new()) {
+            panic!("{}: {path} is not CoreDNS's", doc.what());
+        }
+    }
+    let container = json!({
+        "name": "coredns",
+        "args": ["--corefile", "/etc/coredns/Corefile"],
+        "volumeMounts": [{"name": "config-volume", "mountPath": "/etc/coredns", "readOnly": true}],
+        "ports": [
+            {"containerPort": 53, "name": "dns", "protocol": "UDP"},
+            {"containerPort": 53, "name": "dns-tcp", "protocol": "TCP"},
+            {"containerPort": 9153, "name": "metrics", "protocol": "TCP"}],
+        "livenessProbe": {"httpGet": {"path": "/health", "port": 8080, "scheme": "HTTP"}},
+        "readinessProbe": {"httpGet": {"path": "/ready", "port": 8181, "scheme": "HTTP"}},
+        "securityContext": {"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+            "capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]}},
+    });
+    let checked = checked(&docs);
+    let [c] = checked.as_slice() else {
+        panic!("CoreDNS's layout runs one container")
+    };
+    if let Some(path) = unmet(&container, c.container, String::new()) {
+        panic!("{}: {path} is not CoreDNS's", c.what());
+    }
+    assert!(
+        c.container["command"].is_null(),
+        "{}: the image's entrypoint runs",
+        c.what()
+    );
+
+    let what = c.what();
+    let settings = &c.settings;
+    assert_eq!(c.dns_ports(), BTreeSet::from([53]), "{what}: .:53");
+    assert!(
+        settings.addrs.iter().all(|a| a.ip().is_unspecified()),
+        "{what}: .:53 on every address, not {:?}",
+        settings.addrs
+    );
+    assert!(settings.kubernetes, "{what}: the kubernetes plugin");
+    assert_eq!(
+        settings.http_ports(),
+        BTreeSet::from([8080, 8181, 9153]),
+        "{what}: health, ready, prometheus"
+    );
+    assert_eq!(settings.drain, Duration::from_secs(5), "{what}: lameduck 5s");
+    assert_eq!(
+        settings.upstreams,
+        [SocketAddr::new(POD_NAMESERVER.parse().unwrap(), 53)],
+        "{what}: forward . /etc/resolv.conf, the pod's"
     );
 }
 
@@ -1419,13 +1820,9 @@ fn a_node_local_update_by_surge_loses_no_query() {
         }
     }
     vars.extend(literal_env(container));
-    let args: Vec<String> = strings(&container["command"])[1..]
-        .iter()
-        .cloned()
-        .chain(strings(&container["args"]))
-        .map(|a| expand(&a, &vars))
-        .collect();
-    let settings = check_config("the DaemonSet's container", &args, &literal_env(container));
+    let args: Vec<String> = command_line(container, &vars)[1..].to_vec();
+    let pod = PodFiles::new(&docs, daemonset, container);
+    let settings = check_config("the DaemonSet's container", &pod, &args, &literal_env(container));
     assert_eq!(settings.upstreams, [SocketAddr::new(UPSTREAM.parse().unwrap(), 53)]);
     let interface = init_env
         .iter()
