@@ -356,6 +356,7 @@ impl FileConfig {
             forward: table(self.forward, under.forward, ForwardFile::or),
             cache: table(self.cache, under.cache, CacheFile::or),
             kubernetes: table(self.kubernetes, under.kubernetes, KubernetesFile::or),
+            hosts: table(self.hosts, under.hosts, HostsFile::or),
             observe: table(self.observe, under.observe, ObserveFile::or),
             cookies: table(self.cookies, under.cookies, CookiesFile::or),
             rrl: table(self.rrl, under.rrl, RrlFile::or),

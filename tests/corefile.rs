@@ -325,7 +325,12 @@ fn the_kubeadm_corefile_answers_as_the_same_settings_given_as_flags() {
     let api = FakeApi::start();
     populate(&api);
     api.apply(namespace("testns"));
-    api.apply(cluster_ip("testns", "svc1", &["10.96.1.1"], &[("http", 80, "TCP"), ("", 53, "UDP")]));
+    api.apply(cluster_ip(
+        "testns",
+        "svc1",
+        &["10.96.1.1"],
+        &[("http", 80, "TCP"), ("", 53, "UDP")],
+    ));
     api.apply(headless("testns", "web", &[("http", 80, "TCP")]));
     api.apply(slice(
         "testns",

@@ -11,7 +11,7 @@ use super::lex::{Place, Token};
 use super::parse::{Directive, ServerBlock};
 use crate::config::{Addrs, FileConfig};
 use crate::forwarding::StubZoneFile;
-use crate::settings::{CacheFile, EtcdFile, ForwardFile, KubernetesFile, MainFile, ObserveFile};
+use crate::settings::{CacheFile, EtcdFile, ForwardFile, HostsFile, KubernetesFile, MainFile, ObserveFile};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -48,6 +48,7 @@ pub const PLUGINS: &[&str] = &[
     "etcd",
     "forward",
     "health",
+    "hosts",
     "kubernetes",
     "loadbalance",
     "log",
@@ -246,7 +247,7 @@ fn listen_addr(text: &str, default: SocketAddr) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("{text:?} is not an address HOST:PORT"))?;
     let port: u16 = port.parse().map_err(|_| format!("{text:?}: {port:?} is not a port"))?;
     let ip = match host {
-        "" => default.ip(),
+        "" => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
         host => host
             .trim_start_matches('[')
@@ -275,6 +276,8 @@ struct Translator {
     forward: ForwardFile,
     cache: CacheFile,
     kubernetes: Option<KubernetesFile>,
+    hosts: Option<HostsFile>,
+    hosts_place: Option<Place>,
     observe: ObserveFile,
     /// DNS addresses, in the order written.
     addrs: Vec<SocketAddr>,
@@ -317,6 +320,7 @@ impl Translator {
                 "etcd" => self.etcd(d, &zones),
                 "forward" => self.forward(d, &zones, is_root),
                 "health" => self.health(d),
+                "hosts" => self.hosts(d, &zones),
                 "kubernetes" => self.kubernetes(d, &zones),
                 "loadbalance" => self.loadbalance(d),
                 "log" => self.log(d),
@@ -772,6 +776,71 @@ impl Translator {
         Ok(())
     }
 
+    fn hosts(&mut self, d: &Directive, zones: &[String]) -> Result<(), (Place, String)> {
+        if let Some(first) = &self.hosts_place {
+            return Err((
+                d.name.place.clone(),
+                format!("skyline runs one hosts source; the first is at {first}"),
+            ));
+        }
+        self.hosts_place = Some(d.name.place.clone());
+        let mut h = HostsFile::default();
+        let (file, own) = match d.args.split_first() {
+            Some((file, rest)) => (PathBuf::from(&file.text), rest),
+            None => (PathBuf::from("/etc/hosts"), &[][..]),
+        };
+        h.file = Some(file);
+        h.zones = Some(if own.is_empty() {
+            zones.to_vec()
+        } else {
+            own.iter()
+                .map(|a| fqdn(&a.text).map_err(|m| (a.place.clone(), m)))
+                .collect::<Result<_, _>>()?
+        });
+        let mut inline = Vec::new();
+        for line in &d.block {
+            let args = line.args.as_slice();
+            let place = line.name.place.clone();
+            match line.name.text.as_str() {
+                "ttl" => match args {
+                    [ttl] => h.ttl = Some(seconds(ttl)?),
+                    _ => return Err((place, "ttl SECONDS".into())),
+                },
+                "no_reverse" => h.no_reverse = Some(true),
+                "reload" => match args {
+                    [every] => {
+                        let duration = go_duration(&every.text).map_err(|m| (every.place.clone(), m))?;
+                        h.reload = Some(file_duration(duration));
+                    }
+                    _ => return Err((place, "reload DURATION".into())),
+                },
+                "fallthrough" => {
+                    h.fallthrough = Some(
+                        args.iter()
+                            .map(|a| fqdn(&a.text).map_err(|m| (a.place.clone(), m)))
+                            .collect::<Result<_, _>>()?,
+                    );
+                }
+                first if first.parse::<IpAddr>().is_ok() => {
+                    let mut entry = vec![first.to_owned()];
+                    entry.extend(args.iter().map(|a| a.text.clone()));
+                    inline.push(entry.join(" "));
+                }
+                other => {
+                    return Err((
+                        place,
+                        format!("unknown option {other} (an inline entry starts with an address)"),
+                    ))
+                }
+            }
+        }
+        if !inline.is_empty() {
+            h.inline = Some(inline);
+        }
+        self.hosts = Some(h);
+        Ok(())
+    }
+
     fn etcd(&mut self, d: &Directive, zones: &[String]) -> Result<(), (Place, String)> {
         if let Some(first) = &self.etcd_place {
             return Err((
@@ -856,7 +925,17 @@ impl Translator {
         }
         self.main.addr = Some(Addrs::Many(std::mem::take(&mut self.addrs)));
         self.main.round_robin = Some(self.round_robin);
-        self.main.http_addr = (!self.http.is_empty()).then(|| Addrs::Many(std::mem::take(&mut self.http)));
+        // An address of every interface already serves a port's specific ones (which could
+        // not be bound beside it).
+        let http = std::mem::take(&mut self.http);
+        let covered = |a: &SocketAddr| {
+            !a.ip().is_unspecified()
+                && http
+                    .iter()
+                    .any(|b| b.ip().is_unspecified() && b.port() == a.port() && b.is_ipv4() == a.is_ipv4())
+        };
+        let http: Vec<SocketAddr> = http.iter().copied().filter(|a| !covered(a)).collect();
+        self.main.http_addr = (!http.is_empty()).then_some(Addrs::Many(http));
         if !self.root_forward {
             self.forward.resolv_conf = Some(PathBuf::from("none"));
         }
@@ -875,6 +954,7 @@ impl Translator {
             forward: Some(self.forward),
             cache: Some(self.cache),
             kubernetes: self.kubernetes,
+            hosts: self.hosts,
             observe: Some(self.observe),
             ..FileConfig::default()
         };

@@ -141,17 +141,28 @@ fn every_unsupported_plugin_and_option_is_named_with_its_line() {
 
 #[test]
 fn health_ready_and_prometheus_each_get_their_address() {
-    let t = translated(".:53 {\n health {\n  lameduck 5s\n }\n ready\n prometheus :9153\n reload 10s\n log\n}\n");
+    let t = translated(
+        ".:53 {\n health {\n  lameduck 5s\n }\n ready\n prometheus :9153\n prometheus\n reload 10s\n log\n}\n",
+    );
     let http = match t.file.main.http_addr {
         Some(Addrs::Many(addrs)) => addrs,
         other => panic!("{other:?}"),
     };
-    let want: Vec<SocketAddr> = ["0.0.0.0:8080", "0.0.0.0:8181", "127.0.0.1:9153"]
+    let want: Vec<SocketAddr> = ["0.0.0.0:8080", "0.0.0.0:8181", "0.0.0.0:9153"]
         .iter()
         .map(|a| a.parse().unwrap())
         .collect();
-    assert_eq!(http, want);
+    assert_eq!(http, want, ":PORT is every address, which covers localhost's");
     assert_eq!(t.file.main.drain.as_deref(), Some("5000ms"));
     assert_eq!(t.file.main.reload.as_deref(), Some("10000ms"));
     assert_eq!(t.file.observe.unwrap().query_log, Some(PathBuf::from("-")));
+    let t = translated(".:53 {\n prometheus\n}\n");
+    let Some(Addrs::Many(http)) = t.file.main.http_addr else {
+        panic!()
+    };
+    assert_eq!(
+        http,
+        ["127.0.0.1:9153".parse::<SocketAddr>().unwrap()],
+        "no address at all: localhost"
+    );
 }
