@@ -6,7 +6,9 @@ use crate::settings::{Cache, Forward};
 use serde::Deserialize;
 use skyline_controlplane::etcd::SourceHealth;
 use skyline_dataplane::cache::CacheConfig;
-use skyline_dataplane::forward::{resolv_conf, Acl, ForwardConfig, Forwarding, Prefix, StubZone};
+use skyline_dataplane::forward::{
+    resolv_conf, Acl, ForwardConfig, ForwardOptions, Forwarding, HealthCheck, Policy, Prefix, StubZone,
+};
 use skyline_dataplane::wire::Name;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -53,7 +55,9 @@ pub struct Resolved {
     pub default_unusable: Option<ResolvConfError>,
 }
 
-/// One stub zone in the TOML file.
+/// One stub zone in the TOML file: the zone, its servers, and how they are used, with the
+/// keys and meanings of the `[forward]` table's options (each left out takes its default, not
+/// the `[forward]` table's value: a stub zone is a `forward` block of its own).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct StubZoneFile {
@@ -61,6 +65,75 @@ pub struct StubZoneFile {
     pub zone: String,
     /// Its servers, IP:port.
     pub servers: Vec<SocketAddr>,
+    /// `policy`.
+    pub policy: Option<String>,
+    /// `max_fails`.
+    pub max_fails: Option<u32>,
+    /// `health_check`.
+    pub health_check: Option<String>,
+    /// `health_check_no_rec`.
+    pub health_check_no_rec: Option<bool>,
+    /// `health_check_domain`.
+    pub health_check_domain: Option<String>,
+    /// `except`.
+    pub except: Option<Vec<String>>,
+    /// `max_concurrent`.
+    pub max_concurrent: Option<usize>,
+}
+
+impl StubZoneFile {
+    /// The stub zone the table describes.
+    pub fn stub_zone(self) -> Result<StubZone, String> {
+        let defaults = ForwardOptions::default();
+        let health_check = self
+            .health_check
+            .as_deref()
+            .map(parse_duration)
+            .transpose()?
+            .map(|interval| {
+                Ok::<_, String>(HealthCheck {
+                    interval,
+                    recursion_desired: !self.health_check_no_rec.unwrap_or(false),
+                    domain: match &self.health_check_domain {
+                        Some(name) => parse_zone("health_check_domain", name)?,
+                        None => Name::root(),
+                    },
+                })
+            })
+            .transpose()?;
+        let options = ForwardOptions {
+            policy: self.policy.as_deref().map(parse_policy).transpose()?.unwrap_or_default(),
+            max_fails: self.max_fails.unwrap_or(defaults.max_fails),
+            health_check,
+            except: self
+                .except
+                .unwrap_or_default()
+                .iter()
+                .map(|z| parse_zone("except", z))
+                .collect::<Result<_, _>>()?,
+            max_concurrent: self.max_concurrent.unwrap_or(defaults.max_concurrent),
+        };
+        Ok(StubZone {
+            zone: parse_zone("zone", &self.zone)?,
+            servers: self.servers,
+            options,
+        })
+    }
+}
+
+/// The options of the default resolvers from the `[forward]` settings.
+fn options(forward: &Forward) -> ForwardOptions {
+    ForwardOptions {
+        policy: forward.policy,
+        max_fails: forward.max_fails,
+        health_check: forward.health_check.map(|interval| HealthCheck {
+            interval,
+            recursion_desired: !forward.health_check_no_rec,
+            domain: forward.health_check_domain.clone().unwrap_or_else(Name::root),
+        }),
+        except: forward.except.clone(),
+        max_concurrent: forward.max_concurrent,
+    }
 }
 
 /// The SkyDNS settings that decide forwarding, already stacked (flags, file, data, defaults).
@@ -112,6 +185,8 @@ pub fn forward_config(
     };
     let config = ForwardConfig {
         upstreams,
+        options: options(forward),
+        loop_detect: forward.loop_detect,
         stub_zones: forward.stub_zones.clone(),
         rotate: stacked.ns_rotate,
         ndots: stacked.ndots,
@@ -172,10 +247,7 @@ pub async fn follow_stub_records(source: Arc<SourceHealth>, zones: Forwarding) {
             zones.set_learnt_stubs(
                 current
                     .iter()
-                    .map(|z| StubZone {
-                        zone: z.zone.clone(),
-                        servers: z.nameservers.clone(),
-                    })
+                    .map(|z| StubZone::new(z.zone.clone(), z.nameservers.clone()))
                     .collect(),
             );
             if applied.is_some() || !current.is_empty() {
@@ -253,7 +325,17 @@ pub(crate) fn parse_stub_zone(text: &str) -> Result<StubZone, String> {
         .map(|s| s.trim().parse::<SocketAddr>())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| format!("{text:?}: servers must be IP:port"))?;
-    Ok(StubZone { zone, servers })
+    Ok(StubZone::new(zone, servers))
+}
+
+/// A forwarding policy: fastest, random, round_robin or sequential.
+pub(crate) fn parse_policy(text: &str) -> Result<Policy, String> {
+    text.parse().map_err(|e: skyline_dataplane::forward::UnknownPolicy| e.to_string())
+}
+
+/// A domain name, as a zone or a name to ask.
+pub(crate) fn parse_name(text: &str) -> Result<Name, String> {
+    parse_zone("name", text)
 }
 
 #[cfg(test)]
