@@ -621,6 +621,181 @@ mod tests {
         )
     }
 
+    /// A group of `n` upstreams whose set has `options`, with loop probes if `loops`.
+    fn group_with(n: u16, options: ForwardOptions, loops: bool) -> Group {
+        let addrs: Vec<SocketAddr> = (0..n).map(|i| SocketAddr::from(([127, 0, 0, 1], 5300 + i))).collect();
+        let set = UpstreamSet {
+            zone: None,
+            servers: &addrs,
+            options: &options,
+        };
+        let token = loops.then(loop_token);
+        let health = SharedHealth::with_options([set], None, token.as_ref(), Instant::now());
+        Group::new(&addrs, 0, &health, true, &UpstreamTable::default())
+    }
+
+    fn with_policy(policy: Policy) -> ForwardOptions {
+        ForwardOptions {
+            policy,
+            ..ForwardOptions::default()
+        }
+    }
+
+    fn check_every(interval: Duration, recursion_desired: bool) -> ForwardOptions {
+        ForwardOptions {
+            health_check: Some(HealthCheck {
+                interval,
+                recursion_desired,
+                domain: Name::root(),
+            }),
+            ..ForwardOptions::default()
+        }
+    }
+
+    #[test]
+    fn sequential_always_starts_at_the_first_up() {
+        let mut g = group_with(3, with_policy(Policy::Sequential), false);
+        let now = Instant::now();
+        assert_eq!((0..5).filter_map(|_| g.first(false, now)).collect::<Vec<_>>(), [0; 5]);
+        fail_silently(&mut g.upstreams[0], now);
+        assert_eq!((0..3).filter_map(|_| g.first(false, now)).collect::<Vec<_>>(), [1; 3]);
+        assert_eq!(g.after(1), Some(2), "a retry goes to the next one up");
+    }
+
+    #[test]
+    fn round_robin_takes_turns_blind_to_speed() {
+        let mut g = group_with(3, with_policy(Policy::RoundRobin), false);
+        for (u, rtt) in g.upstreams.iter_mut().zip([1, 2, 300]) {
+            u.succeeded(Duration::from_millis(rtt));
+        }
+        let now = Instant::now();
+        let firsts: Vec<_> = (0..6).filter_map(|_| g.first(false, now)).collect();
+        assert_eq!(firsts, [1, 2, 0, 1, 2, 0], "the slow one keeps its turn");
+    }
+
+    #[test]
+    fn random_spreads_first_tries_over_every_upstream_up() {
+        let mut g = group_with(4, with_policy(Policy::Random), false);
+        let now = Instant::now();
+        let mut per_server = [0u32; 4];
+        for _ in 0..4000 {
+            per_server[g.first(false, now).unwrap()] += 1;
+        }
+        assert!(per_server.iter().all(|&n| (800..1200).contains(&n)), "{per_server:?}");
+        let firsts: Vec<_> = (0..8).filter_map(|_| g.first(false, now)).collect();
+        assert_ne!(firsts, [firsts[0]; 8], "not one server: {firsts:?}");
+        fail_silently(&mut g.upstreams[2], now);
+        assert!((0..400).all(|_| g.first(false, now) != Some(2)), "never a down one");
+    }
+
+    #[test]
+    fn the_default_policy_is_fastest_and_without_rotation_sequential() {
+        assert_eq!(group_with(2, ForwardOptions::default(), false).policy, Policy::Fastest);
+        assert_eq!(group(2, false).policy, Policy::Sequential);
+    }
+
+    #[test]
+    fn max_fails_sets_how_many_failures_mark_an_upstream_down_and_zero_never_does() {
+        let five = ForwardOptions {
+            max_fails: 5,
+            ..ForwardOptions::default()
+        };
+        let mut g = group_with(1, five, false);
+        let start = Instant::now();
+        let went_down: Vec<bool> = (0..5)
+            .map(|i| g.upstreams[0].failed(start + SILENCE * i))
+            .collect();
+        assert_eq!(went_down, [false, false, false, false, true]);
+        let never = ForwardOptions {
+            max_fails: 0,
+            ..ForwardOptions::default()
+        };
+        let mut g = group_with(1, never, false);
+        assert!((0..100).all(|i| !g.upstreams[0].failed(start + SILENCE * i)));
+        assert!((0..100).all(|i| !g.upstreams[0].check_failed(start + SILENCE * i)));
+        assert!(!g.all_down());
+    }
+
+    #[test]
+    fn failed_health_checks_mark_down_after_max_fails_without_waiting_for_silence() {
+        let two = ForwardOptions {
+            max_fails: 2,
+            ..check_every(Duration::from_millis(100), true)
+        };
+        let mut g = group_with(1, two, false);
+        let start = Instant::now();
+        assert!(!g.upstreams[0].check_failed(start));
+        assert!(g.upstreams[0].check_failed(start + Duration::from_millis(100)));
+        assert!(g.all_down());
+        assert!(g.upstreams[0].succeeded(Duration::from_millis(1)), "an answered check marks it up");
+        assert!(!g.all_down());
+    }
+
+    #[test]
+    fn health_checks_are_due_from_the_start_and_every_interval_up_or_down() {
+        let interval = Duration::from_millis(200);
+        let mut g = group_with(2, check_every(interval, false), false);
+        let u = &mut g.upstreams[0];
+        let epoch = u.health.epoch;
+        assert_eq!(u.next_probe(), Some(epoch), "due at once, while up");
+        assert!(u.claim_probe(epoch));
+        u.probing = false;
+        assert!(!u.claim_probe(epoch + interval / 2));
+        assert_eq!(u.next_probe(), Some(epoch + interval));
+        assert!(u.claim_probe(epoch + interval));
+        let key = u.probe_key();
+        assert_eq!((key.qtype(), key.name_wire()), (rtype::NS, &[0u8][..]));
+        assert!(!u.probe_recursion_desired(&key), "no_rec");
+        let without = &mut group_with(1, ForwardOptions::default(), false).upstreams[0];
+        assert_eq!(without.next_probe(), None, "without health checks, an upstream up is not probed");
+        assert!(!without.claim_probe(Instant::now()));
+    }
+
+    #[test]
+    fn a_loop_probe_is_sent_once_and_an_upstream_found_looping_stays_out() {
+        let mut g = group_with(2, ForwardOptions::default(), true);
+        let key = g.upstreams[0].claim_loop_probe().expect("a loop probe to send");
+        assert_eq!(key.qtype(), rtype::HINFO);
+        assert!(g.upstreams[0].probe_recursion_desired(&key));
+        g.upstreams[0].probing = false;
+        assert!(g.upstreams[0].claim_loop_probe().is_none(), "once");
+        let health = SharedHealth::with_options(
+            [UpstreamSet {
+                zone: None,
+                servers: &[],
+                options: &ForwardOptions::default(),
+            }],
+            None,
+            Some(&loop_token()),
+            Instant::now(),
+        );
+        assert!(health.loop_probe_of(key.name_wire()).is_none(), "another server's probe is no loop");
+        assert!(mark_looping(&g.upstreams[0].health));
+        assert!(!mark_looping(&g.upstreams[0].health), "reported once");
+        assert!(g.upstreams[0].is_down());
+        assert!(!g.upstreams[0].succeeded(Duration::from_millis(1)), "an answer does not bring it back");
+        assert!(g.upstreams[0].is_down());
+        assert!(!g.upstreams[0].claim_probe(Instant::now() + Duration::from_secs(5)), "nor is it probed");
+        assert_eq!(g.first(false, Instant::now()), Some(1));
+    }
+
+    #[test]
+    fn a_plan_with_the_same_servers_and_options_keeps_the_health_of_the_one_before() {
+        let servers = [SocketAddr::from(([127, 0, 0, 1], 53))];
+        let set = |options| UpstreamSet {
+            zone: None,
+            servers: &servers,
+            options,
+        };
+        let default = ForwardOptions::default();
+        let first = SharedHealth::with_options([set(&default)], None, None, Instant::now());
+        let same = SharedHealth::with_options([set(&default)], Some(&first), None, Instant::now());
+        assert!(Arc::ptr_eq(&first.get(0, 0), &same.get(0, 0)));
+        let sequential = with_policy(Policy::Sequential);
+        let changed = SharedHealth::with_options([set(&sequential)], Some(&first), None, Instant::now());
+        assert!(!Arc::ptr_eq(&first.get(0, 0), &changed.get(0, 0)));
+    }
+
     /// Fails `u` [`MAX_FAILS`] times, the first at `from` and the last [`SILENCE`] later;
     /// returns whether it went down and when the last failure was.
     fn fail_silently(u: &mut Upstream, from: Instant) -> (bool, Instant) {
