@@ -751,6 +751,37 @@ mod tests {
         assert!(!without.claim_probe(Instant::now()));
     }
 
+    /// The forwarder's machine, started with health checks every 200 ms without RD: its first
+    /// turn sends one `. NS` check to each upstream, RD clear, before any client asked.
+    #[test]
+    fn the_machine_sends_health_checks_from_its_first_turn() {
+        use crate::cache::{Cache, CacheConfig};
+        use crate::forward::machine::{Action, Entropy, Machine};
+        use crate::forward::ForwardConfig;
+        let addrs = [SocketAddr::from(([192, 0, 2, 1], 53)), SocketAddr::from(([192, 0, 2, 2], 53))];
+        let config = ForwardConfig {
+            upstreams: addrs.to_vec(),
+            options: check_every(Duration::from_millis(200), false),
+            ..ForwardConfig::default()
+        };
+        let start = Instant::now();
+        let health = config.health(start);
+        let mut machine: Machine<()> = Machine::new(&[&addrs], &config, &health, Entropy::seeded(1));
+        let cache = Cache::new(CacheConfig::default());
+        assert!(machine.poll_timeout().is_some_and(|at| at <= start), "due at once");
+        machine.handle_timeout(&cache, start);
+        let mut checked = Vec::new();
+        while let Some(action) = machine.poll_action() {
+            if let Action::Transmit(t) = action {
+                let query = t.query();
+                assert_eq!(query[2] & 0x01, 0, "RD clear (no_rec)");
+                assert_eq!(&query[12..17], &[0, 0, rtype::NS as u8, 0, 1], ". NS IN");
+                checked.push(t.upstream);
+            }
+        }
+        assert_eq!(checked, addrs);
+    }
+
     #[test]
     fn a_loop_probe_is_sent_once_and_an_upstream_found_looping_stays_out() {
         let mut g = group_with(2, ForwardOptions::default(), true);
