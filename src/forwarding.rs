@@ -102,7 +102,12 @@ impl StubZoneFile {
             })
             .transpose()?;
         let options = ForwardOptions {
-            policy: self.policy.as_deref().map(parse_policy).transpose()?.unwrap_or_default(),
+            policy: self
+                .policy
+                .as_deref()
+                .map(parse_policy)
+                .transpose()?
+                .unwrap_or_default(),
             max_fails: self.max_fails.unwrap_or(defaults.max_fails),
             health_check,
             except: self
@@ -330,7 +335,8 @@ pub(crate) fn parse_stub_zone(text: &str) -> Result<StubZone, String> {
 
 /// A forwarding policy: fastest, random, round_robin or sequential.
 pub(crate) fn parse_policy(text: &str) -> Result<Policy, String> {
-    text.parse().map_err(|e: skyline_dataplane::forward::UnknownPolicy| e.to_string())
+    text.parse()
+        .map_err(|e: skyline_dataplane::forward::UnknownPolicy| e.to_string())
 }
 
 /// A domain name, as a zone or a name to ask.

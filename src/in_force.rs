@@ -157,15 +157,38 @@ impl InForce for StubZone {
                 table.insert(key.to_owned(), value);
             }
         };
-        set("policy", (options.policy != defaults.policy).then(|| options.policy.in_force()).flatten());
-        set("max_fails", (options.max_fails != defaults.max_fails).then(|| options.max_fails.in_force()).flatten());
+        set(
+            "policy",
+            (options.policy != defaults.policy)
+                .then(|| options.policy.in_force())
+                .flatten(),
+        );
+        set(
+            "max_fails",
+            (options.max_fails != defaults.max_fails)
+                .then(|| options.max_fails.in_force())
+                .flatten(),
+        );
         if let Some(check) = &options.health_check {
             set("health_check", check.interval.in_force());
-            set("health_check_no_rec", Some(toml::Value::Boolean(!check.recursion_desired)));
+            set(
+                "health_check_no_rec",
+                Some(toml::Value::Boolean(!check.recursion_desired)),
+            );
             set("health_check_domain", check.domain.in_force());
         }
-        set("except", (!options.except.is_empty()).then(|| options.except.in_force()).flatten());
-        set("max_concurrent", (options.max_concurrent != 0).then(|| options.max_concurrent.in_force()).flatten());
+        set(
+            "except",
+            (!options.except.is_empty())
+                .then(|| options.except.in_force())
+                .flatten(),
+        );
+        set(
+            "max_concurrent",
+            (options.max_concurrent != 0)
+                .then(|| options.max_concurrent.in_force())
+                .flatten(),
+        );
         Some(toml::Value::Table(table))
     }
 }

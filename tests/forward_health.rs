@@ -174,7 +174,11 @@ fn addresses(reply: &Message) -> Vec<Ipv4Addr> {
 }
 
 fn list(upstreams: &[&Upstream]) -> String {
-    upstreams.iter().map(|u| u.addr.to_string()).collect::<Vec<_>>().join(",")
+    upstreams
+        .iter()
+        .map(|u| u.addr.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn metrics(s: &Skyline) -> String {
@@ -212,7 +216,9 @@ fn health_checks_arrive_at_the_configured_interval_with_rd_as_configured() {
             "{} checks in 1.6 s at 200 ms: {checks:?}",
             checks.len()
         );
-        assert!(checks.iter().all(|c| c.name == "." && c.recursion_desired == recursion_desired));
+        assert!(checks
+            .iter()
+            .all(|c| c.name == "." && c.recursion_desired == recursion_desired));
         let mut gaps: Vec<Duration> = checks.windows(2).map(|w| w[1].at - w[0].at).collect();
         gaps.sort();
         let median = gaps[gaps.len() / 2];
@@ -258,9 +264,16 @@ fn a_silent_upstream_is_marked_down_after_max_fails_checks_and_up_again_once_it_
     for i in 1..=5 {
         let (reply, took) = client.ask(&s, &format!("a{i}.example.org."));
         assert_eq!(addresses(&reply), [second.answer()]);
-        assert!(took < Duration::from_millis(100), "not made to wait for the down one: {took:?}");
+        assert!(
+            took < Duration::from_millis(100),
+            "not made to wait for the down one: {took:?}"
+        );
     }
-    assert_eq!(first.seen(RecordType::A).len(), before, "no client query to the down one");
+    assert_eq!(
+        first.seen(RecordType::A).len(),
+        before,
+        "no client query to the down one"
+    );
 
     second.silence(true);
     eventually(Duration::from_secs(3), "every upstream down: the set is broken", || {
@@ -273,10 +286,14 @@ fn a_silent_upstream_is_marked_down_after_max_fails_checks_and_up_again_once_it_
     first.silence(false);
     second.silence(false);
     let mut asked = 0;
-    eventually(Duration::from_secs(3), "the first one answers a check and is up again", || {
-        asked += 1;
-        addresses(&client.ask(&s, &format!("b{asked}.example.org.")).0) == [first.answer()]
-    });
+    eventually(
+        Duration::from_secs(3),
+        "the first one answers a check and is up again",
+        || {
+            asked += 1;
+            addresses(&client.ask(&s, &format!("b{asked}.example.org.")).0) == [first.answer()]
+        },
+    );
 }
 
 #[test]
@@ -295,7 +312,11 @@ fn sequential_always_tries_the_first_first() {
 fn round_robin_alternates_between_the_nameservers() {
     let (one, two) = (Upstream::start(1), Upstream::start(2));
     let nameservers = list(&[&one, &two]);
-    let s = Skyline::start(RECORDS, &["--nameservers", &nameservers, "--policy", "round_robin"], &[]);
+    let s = Skyline::start(
+        RECORDS,
+        &["--nameservers", &nameservers, "--policy", "round_robin"],
+        &[],
+    );
     let client = Client::new();
     let answers: Vec<Vec<Ipv4Addr>> = (0..6)
         .map(|i| addresses(&client.ask(&s, &format!("r{i}.example.org.")).0))
@@ -312,7 +333,12 @@ fn names_under_an_except_zone_are_not_forwarded() {
     let nameservers = list(&[&upstream]);
     let s = Skyline::start(
         RECORDS,
-        &["--nameservers", &nameservers, "--except", "internal.example.,lab.example."],
+        &[
+            "--nameservers",
+            &nameservers,
+            "--except",
+            "internal.example.,lab.example.",
+        ],
         &[],
     );
     let client = Client::new();
@@ -410,32 +436,36 @@ fn a_forwarding_loop_is_detected_logged_and_cut_and_the_rest_is_still_served() {
     let relay = Relay::start(own);
     let stub = Upstream::start(7);
     let (nameservers, zone) = (relay.addr.to_string(), format!("corp.example.={}", stub.addr));
-    let mut args = vec![
-        "--nameservers",
-        &nameservers,
-        "--stub-zone",
-        &zone,
-        "--loop-detect",
-    ];
+    let mut args = vec!["--nameservers", &nameservers, "--stub-zone", &zone, "--loop-detect"];
     args.extend(HTTP_ANY_PORT);
     let s = Skyline::start_at(&own.to_string(), RECORDS, &args, &[]);
     let logged = format!("{}", relay.addr);
-    eventually(Duration::from_secs(5), "the loop is logged as an ERROR naming the upstream", || {
-        s.log
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|l| l.contains("ERROR") && l.contains("forwarding loop") && l.contains(&logged))
-    });
+    eventually(
+        Duration::from_secs(5),
+        "the loop is logged as an ERROR naming the upstream",
+        || {
+            s.log
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.contains("ERROR") && l.contains("forwarding loop") && l.contains(&logged))
+        },
+    );
     let series = format!("skyline_forward_loop_detected{{to=\"{}\"}}", relay.addr);
     assert_eq!(metric_value(&metrics(&s), &series), Some(1.0));
     assert_eq!(
-        metric_value(&metrics(&s), &format!("skyline_forward_loop_detected{{to=\"{}\"}}", stub.addr)),
+        metric_value(
+            &metrics(&s),
+            &format!("skyline_forward_loop_detected{{to=\"{}\"}}", stub.addr)
+        ),
         Some(0.0),
         "the stub zone's server answered its probe: no loop"
     );
     let probes = relay.relayed.lock().unwrap().len();
-    assert!(probes <= 2, "the probe went round once, not on and on: {probes} relayed");
+    assert!(
+        probes <= 2,
+        "the probe went round once, not on and on: {probes} relayed"
+    );
 
     let client = Client::new();
     let (reply, took) = client.ask(&s, "www.example.org.");

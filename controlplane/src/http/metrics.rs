@@ -604,7 +604,12 @@ fn upstreams(f: &mut Formatter<'_>, upstreams: &[UpstreamTotals]) -> fmt::Result
         "1 for an upstream that handed this server's loop probe back to it: forwarding there loops, and it is no longer forwarded to.",
     )?;
     for u in upstreams {
-        writeln!(f, "skyline_forward_loop_detected{{to=\"{}\"}} {}", u.addr, u.loops.min(1))?;
+        writeln!(
+            f,
+            "skyline_forward_loop_detected{{to=\"{}\"}} {}",
+            u.addr,
+            u.loops.min(1)
+        )?;
     }
     Ok(())
 }

@@ -163,10 +163,8 @@ mod tests {
     #[test]
     fn names_under_an_except_zone_of_their_route_have_no_route() {
         let name = |s: &str| Name::from_dotted(s).unwrap();
-        let routes = Routes::new(2, true, vec![name("corp.example.")]).with_except(vec![
-            vec![name("internal.example.")],
-            vec![name("lab.corp.example.")],
-        ]);
+        let routes = Routes::new(2, true, vec![name("corp.example.")])
+            .with_except(vec![vec![name("internal.example.")], vec![name("lab.corp.example.")]]);
         assert_eq!(routes.route(&lower("www.internal.example.")), None);
         assert_eq!(routes.route(&lower("internal.example.")), None);
         assert_eq!(routes.route(&lower("www.example.")), Some(Route::DEFAULT));

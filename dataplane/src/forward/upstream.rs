@@ -285,7 +285,9 @@ fn probe_name(token: &[u8], id: &[u8], zone: Option<&Name>) -> Option<LowerName>
 /// A random label for the loop probes of one server.
 pub(crate) fn loop_token() -> Arc<[u8]> {
     let random = std::collections::hash_map::RandomState::new();
-    format!("{:016x}", random.hash_one(std::process::id())).into_bytes().into()
+    format!("{:016x}", random.hash_one(std::process::id()))
+        .into_bytes()
+        .into()
 }
 
 /// Marks the upstream whose health is `health` as looping; returns whether it was not yet.
@@ -702,9 +704,7 @@ mod tests {
         };
         let mut g = group_with(1, five, false);
         let start = Instant::now();
-        let went_down: Vec<bool> = (0..5)
-            .map(|i| g.upstreams[0].failed(start + SILENCE * i))
-            .collect();
+        let went_down: Vec<bool> = (0..5).map(|i| g.upstreams[0].failed(start + SILENCE * i)).collect();
         assert_eq!(went_down, [false, false, false, false, true]);
         let never = ForwardOptions {
             max_fails: 0,
@@ -727,7 +727,10 @@ mod tests {
         assert!(!g.upstreams[0].check_failed(start));
         assert!(g.upstreams[0].check_failed(start + Duration::from_millis(100)));
         assert!(g.all_down());
-        assert!(g.upstreams[0].succeeded(Duration::from_millis(1)), "an answered check marks it up");
+        assert!(
+            g.upstreams[0].succeeded(Duration::from_millis(1)),
+            "an answered check marks it up"
+        );
         assert!(!g.all_down());
     }
 
@@ -747,7 +750,11 @@ mod tests {
         assert_eq!((key.qtype(), key.name_wire()), (rtype::NS, &[0u8][..]));
         assert!(!u.probe_recursion_desired(&key), "no_rec");
         let without = &mut group_with(1, ForwardOptions::default(), false).upstreams[0];
-        assert_eq!(without.next_probe(), None, "without health checks, an upstream up is not probed");
+        assert_eq!(
+            without.next_probe(),
+            None,
+            "without health checks, an upstream up is not probed"
+        );
         assert!(!without.claim_probe(Instant::now()));
     }
 
@@ -758,7 +765,10 @@ mod tests {
         use crate::cache::{Cache, CacheConfig};
         use crate::forward::machine::{Action, Entropy, Machine};
         use crate::forward::ForwardConfig;
-        let addrs = [SocketAddr::from(([192, 0, 2, 1], 53)), SocketAddr::from(([192, 0, 2, 2], 53))];
+        let addrs = [
+            SocketAddr::from(([192, 0, 2, 1], 53)),
+            SocketAddr::from(([192, 0, 2, 2], 53)),
+        ];
         let config = ForwardConfig {
             upstreams: addrs.to_vec(),
             options: check_every(Duration::from_millis(200), false),
@@ -800,13 +810,22 @@ mod tests {
             Some(&loop_token()),
             Instant::now(),
         );
-        assert!(health.loop_probe_of(key.name_wire()).is_none(), "another server's probe is no loop");
+        assert!(
+            health.loop_probe_of(key.name_wire()).is_none(),
+            "another server's probe is no loop"
+        );
         assert!(mark_looping(&g.upstreams[0].health));
         assert!(!mark_looping(&g.upstreams[0].health), "reported once");
         assert!(g.upstreams[0].is_down());
-        assert!(!g.upstreams[0].succeeded(Duration::from_millis(1)), "an answer does not bring it back");
+        assert!(
+            !g.upstreams[0].succeeded(Duration::from_millis(1)),
+            "an answer does not bring it back"
+        );
         assert!(g.upstreams[0].is_down());
-        assert!(!g.upstreams[0].claim_probe(Instant::now() + Duration::from_secs(5)), "nor is it probed");
+        assert!(
+            !g.upstreams[0].claim_probe(Instant::now() + Duration::from_secs(5)),
+            "nor is it probed"
+        );
         assert_eq!(g.first(false, Instant::now()), Some(1));
     }
 

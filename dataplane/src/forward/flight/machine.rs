@@ -292,11 +292,7 @@ impl<W> Machine<W> {
             .iter()
             .enumerate()
             .map(|(route, servers)| {
-                !rotate_changed
-                    && self
-                        .groups
-                        .get(route)
-                        .is_some_and(|g| g.serves(servers, route, health))
+                !rotate_changed && self.groups.get(route).is_some_and(|g| g.serves(servers, route, health))
             })
             .collect();
         let mut again = Vec::new();
