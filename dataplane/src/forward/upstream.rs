@@ -547,7 +547,7 @@ impl Group {
     /// slowed upstream would add its delay to every other miss). [`Policy::RoundRobin`]: the
     /// next in rotation that is up; [`Policy::Random`]: the first up from a random one;
     /// [`Policy::Sequential`]: the first that is up. When all are down, any (in rotation) if
-    /// `even_down`, which is how a stale recheck doubles as a probe.
+    /// `even_down`, which is how a stale recheck doubles as a probe, unless it loops.
     pub fn first(&mut self, even_down: bool, now: Instant) -> Option<usize> {
         let n = self.upstreams.len();
         if n == 0 {
@@ -589,7 +589,8 @@ impl Group {
         } else {
             up.next()
         };
-        let chosen = chosen.or(even_down.then_some(start));
+        // A looping upstream gets nothing, not even a recheck: it would come back here.
+        let chosen = chosen.or(even_down.then_some(start).filter(|&i| !self.upstreams[i].is_looping()));
         if rotate {
             // The next question starts after this one's server, so that servers passed over
             // do not hand their turns to one neighbour.
@@ -827,6 +828,9 @@ mod tests {
             "nor is it probed"
         );
         assert_eq!(g.first(false, Instant::now()), Some(1));
+        let mut alone = group_with(1, ForwardOptions::default(), true);
+        mark_looping(&alone.upstreams[0].health);
+        assert_eq!(alone.first(true, Instant::now()), None, "not even a recheck");
     }
 
     #[test]
