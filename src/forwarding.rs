@@ -517,6 +517,66 @@ mod tests {
         assert!(from_flags.acl.allows("8.8.8.8".parse().unwrap()));
     }
 
+    /// The `[forward]` options reach the nameservers' set and a stub zone table's own keys
+    /// its set, each key left out there taking its default rather than the table's.
+    #[test]
+    fn the_options_of_each_set_of_upstreams_come_from_their_own_table() {
+        let table = r#"
+            policy = "round_robin"
+            max_fails = 2
+            health_check = "250ms"
+            health_check_no_rec = true
+            except = ["internal.example."]
+            max_concurrent = 100
+            loop_detect = true
+            [[stub_zones]]
+            zone = "corp.example."
+            servers = ["10.1.0.53:53"]
+            policy = "sequential"
+            health_check = "1s"
+            health_check_domain = "corp.example."
+        "#;
+        let c = resolve(&Default::default(), Some(table), None, &stacked(&["10.0.0.53:53"])).unwrap();
+        let name = |s: &str| Name::from_dotted(s).unwrap();
+        assert_eq!(
+            c.options,
+            ForwardOptions {
+                policy: Policy::RoundRobin,
+                max_fails: 2,
+                health_check: Some(HealthCheck {
+                    interval: Duration::from_millis(250),
+                    recursion_desired: false,
+                    domain: Name::root(),
+                }),
+                except: vec![name("internal.example.")],
+                max_concurrent: 100,
+            }
+        );
+        assert!(c.loop_detect);
+        assert_eq!(
+            c.stub_zones[0].options,
+            ForwardOptions {
+                policy: Policy::Sequential,
+                health_check: Some(HealthCheck {
+                    interval: Duration::from_secs(1),
+                    recursion_desired: true,
+                    domain: name("corp.example."),
+                }),
+                ..ForwardOptions::default()
+            }
+        );
+        let bad = r#"
+            [[stub_zones]]
+            zone = "corp.example."
+            servers = ["10.1.0.53:53"]
+            policy = "least_used"
+        "#;
+        let forward: ForwardFile = crate::settings::tests::parse_group(bad, ForwardFile::take).unwrap();
+        let mut problems = Vec::new();
+        Forward::merge(&ForwardArgs::default(), Some(&forward), Path::new(""), &mut problems);
+        assert!(problems[0].to_string().contains("least_used"), "{problems:?}");
+    }
+
     #[test]
     fn skydns_read_timeout_sets_the_budget_when_nothing_else_does() {
         let s = Stacked {
