@@ -6,7 +6,9 @@ use crate::settings::{Cache, Forward};
 use serde::Deserialize;
 use skyline_controlplane::etcd::SourceHealth;
 use skyline_dataplane::cache::CacheConfig;
-use skyline_dataplane::forward::{resolv_conf, Acl, ForwardConfig, Forwarding, Prefix, StubZone};
+use skyline_dataplane::forward::{
+    resolv_conf, Acl, ForwardConfig, ForwardOptions, Forwarding, HealthCheck, Policy, Prefix, StubZone,
+};
 use skyline_dataplane::wire::Name;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -53,14 +55,90 @@ pub struct Resolved {
     pub default_unusable: Option<ResolvConfError>,
 }
 
-/// One stub zone in the TOML file.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+/// One stub zone in the TOML file: the zone, its servers, and how they are used, with the
+/// keys and meanings of the `[forward]` table's options (each left out takes its default, not
+/// the `[forward]` table's value: a stub zone is a `forward` block of its own).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct StubZoneFile {
     /// The zone.
     pub zone: String,
     /// Its servers, IP:port.
     pub servers: Vec<SocketAddr>,
+    /// `policy`.
+    pub policy: Option<String>,
+    /// `max_fails`.
+    pub max_fails: Option<u32>,
+    /// `health_check`.
+    pub health_check: Option<String>,
+    /// `health_check_no_rec`.
+    pub health_check_no_rec: Option<bool>,
+    /// `health_check_domain`.
+    pub health_check_domain: Option<String>,
+    /// `except`.
+    pub except: Option<Vec<String>>,
+    /// `max_concurrent`.
+    pub max_concurrent: Option<usize>,
+}
+
+impl StubZoneFile {
+    /// The stub zone the table describes.
+    pub fn stub_zone(self) -> Result<StubZone, String> {
+        let defaults = ForwardOptions::default();
+        let health_check = self
+            .health_check
+            .as_deref()
+            .map(parse_duration)
+            .transpose()?
+            .map(|interval| {
+                Ok::<_, String>(HealthCheck {
+                    interval,
+                    recursion_desired: !self.health_check_no_rec.unwrap_or(false),
+                    domain: match &self.health_check_domain {
+                        Some(name) => parse_zone("health_check_domain", name)?,
+                        None => Name::root(),
+                    },
+                })
+            })
+            .transpose()?;
+        let options = ForwardOptions {
+            policy: self
+                .policy
+                .as_deref()
+                .map(parse_policy)
+                .transpose()?
+                .unwrap_or_default(),
+            max_fails: self.max_fails.unwrap_or(defaults.max_fails),
+            health_check,
+            except: self
+                .except
+                .unwrap_or_default()
+                .iter()
+                .map(|z| parse_zone("except", z))
+                .collect::<Result<_, _>>()?,
+            max_concurrent: self.max_concurrent.unwrap_or(defaults.max_concurrent),
+        };
+        Ok(StubZone {
+            zone: parse_zone("zone", &self.zone)?,
+            servers: self.servers,
+            options,
+        })
+    }
+}
+
+/// The options of the default resolvers from the `[forward]` settings.
+fn options(forward: &Forward) -> ForwardOptions {
+    ForwardOptions {
+        policy: forward.policy,
+        max_fails: forward.max_fails,
+        health_check: forward.health_check.map(|interval| HealthCheck {
+            interval,
+            recursion_desired: !forward.health_check_no_rec,
+            domain: forward.health_check_domain.clone().unwrap_or_else(Name::root),
+        }),
+        except: forward.except.clone(),
+        max_concurrent: forward.max_concurrent,
+    }
 }
 
 /// The SkyDNS settings that decide forwarding, already stacked (flags, file, data, defaults).
@@ -112,6 +190,8 @@ pub fn forward_config(
     };
     let config = ForwardConfig {
         upstreams,
+        options: options(forward),
+        loop_detect: forward.loop_detect,
         stub_zones: forward.stub_zones.clone(),
         rotate: stacked.ns_rotate,
         ndots: stacked.ndots,
@@ -172,10 +252,7 @@ pub async fn follow_stub_records(source: Arc<SourceHealth>, zones: Forwarding) {
             zones.set_learnt_stubs(
                 current
                     .iter()
-                    .map(|z| StubZone {
-                        zone: z.zone.clone(),
-                        servers: z.nameservers.clone(),
-                    })
+                    .map(|z| StubZone::new(z.zone.clone(), z.nameservers.clone()))
                     .collect(),
             );
             if applied.is_some() || !current.is_empty() {
@@ -253,7 +330,18 @@ pub(crate) fn parse_stub_zone(text: &str) -> Result<StubZone, String> {
         .map(|s| s.trim().parse::<SocketAddr>())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| format!("{text:?}: servers must be IP:port"))?;
-    Ok(StubZone { zone, servers })
+    Ok(StubZone::new(zone, servers))
+}
+
+/// A forwarding policy: fastest, random, round_robin or sequential.
+pub(crate) fn parse_policy(text: &str) -> Result<Policy, String> {
+    text.parse()
+        .map_err(|e: skyline_dataplane::forward::UnknownPolicy| e.to_string())
+}
+
+/// A domain name, as a zone or a name to ask.
+pub(crate) fn parse_name(text: &str) -> Result<Name, String> {
+    parse_zone("name", text)
 }
 
 #[cfg(test)]
@@ -427,6 +515,66 @@ mod tests {
         assert_eq!(from_flags.timeout, Duration::from_millis(700));
         assert_eq!(from_flags.cache.max_bytes, 4096);
         assert!(from_flags.acl.allows("8.8.8.8".parse().unwrap()));
+    }
+
+    /// The `[forward]` options reach the nameservers' set and a stub zone table's own keys
+    /// its set, each key left out there taking its default rather than the table's.
+    #[test]
+    fn the_options_of_each_set_of_upstreams_come_from_their_own_table() {
+        let table = r#"
+            policy = "round_robin"
+            max_fails = 2
+            health_check = "250ms"
+            health_check_no_rec = true
+            except = ["internal.example."]
+            max_concurrent = 100
+            loop_detect = true
+            [[stub_zones]]
+            zone = "corp.example."
+            servers = ["10.1.0.53:53"]
+            policy = "sequential"
+            health_check = "1s"
+            health_check_domain = "corp.example."
+        "#;
+        let c = resolve(&Default::default(), Some(table), None, &stacked(&["10.0.0.53:53"])).unwrap();
+        let name = |s: &str| Name::from_dotted(s).unwrap();
+        assert_eq!(
+            c.options,
+            ForwardOptions {
+                policy: Policy::RoundRobin,
+                max_fails: 2,
+                health_check: Some(HealthCheck {
+                    interval: Duration::from_millis(250),
+                    recursion_desired: false,
+                    domain: Name::root(),
+                }),
+                except: vec![name("internal.example.")],
+                max_concurrent: 100,
+            }
+        );
+        assert!(c.loop_detect);
+        assert_eq!(
+            c.stub_zones[0].options,
+            ForwardOptions {
+                policy: Policy::Sequential,
+                health_check: Some(HealthCheck {
+                    interval: Duration::from_secs(1),
+                    recursion_desired: true,
+                    domain: name("corp.example."),
+                }),
+                ..ForwardOptions::default()
+            }
+        );
+        let bad = r#"
+            [[stub_zones]]
+            zone = "corp.example."
+            servers = ["10.1.0.53:53"]
+            policy = "least_used"
+        "#;
+        let forward: ForwardFile = crate::settings::tests::parse_group(bad, ForwardFile::take).unwrap();
+        let mut problems = Vec::new();
+        Forward::merge(&ForwardArgs::default(), Some(&forward), Path::new(""), &mut problems);
+        assert!(problems[0].to_string().contains("least_used"), "{problems:?}");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use crate::config::Addrs;
 use crate::forwarding::StubZoneFile;
-use skyline_dataplane::forward::{Prefix, StubZone};
+use skyline_dataplane::forward::{ForwardOptions, Policy, Prefix, StubZone};
 use skyline_dataplane::io::XdpMode;
 use skyline_dataplane::wire::Name;
 use std::collections::BTreeMap;
@@ -105,7 +105,7 @@ macro_rules! texts {
         }
     )*};
 }
-texts!(String, SocketAddr, Name, XdpMode, Prefix);
+texts!(String, SocketAddr, Name, XdpMode, Prefix, Policy);
 
 /// Paths are written absolute, so that the text means the same files wherever it is saved;
 /// the words that name no file (`-`, stderr, for the query log; `none` for resolv.conf) stay
@@ -150,6 +150,45 @@ impl InForce for StubZone {
         let mut table = toml::Table::new();
         table.insert("zone".to_owned(), toml::Value::String(self.zone.to_string()));
         table.insert("servers".to_owned(), self.servers.in_force()?);
+        let options = &self.options;
+        let defaults = ForwardOptions::default();
+        let mut set = |key: &str, value: Option<toml::Value>| {
+            if let Some(value) = value {
+                table.insert(key.to_owned(), value);
+            }
+        };
+        set(
+            "policy",
+            (options.policy != defaults.policy)
+                .then(|| options.policy.in_force())
+                .flatten(),
+        );
+        set(
+            "max_fails",
+            (options.max_fails != defaults.max_fails)
+                .then(|| options.max_fails.in_force())
+                .flatten(),
+        );
+        if let Some(check) = &options.health_check {
+            set("health_check", check.interval.in_force());
+            set(
+                "health_check_no_rec",
+                Some(toml::Value::Boolean(!check.recursion_desired)),
+            );
+            set("health_check_domain", check.domain.in_force());
+        }
+        set(
+            "except",
+            (!options.except.is_empty())
+                .then(|| options.except.in_force())
+                .flatten(),
+        );
+        set(
+            "max_concurrent",
+            (options.max_concurrent != 0)
+                .then(|| options.max_concurrent.in_force())
+                .flatten(),
+        );
         Some(toml::Value::Table(table))
     }
 }

@@ -35,11 +35,13 @@
 use crate::cli::{parse_addr, parse_domain, parse_go_bool, parse_hostmaster, Cli};
 use crate::config::{Addrs, FileConfig};
 use crate::forwarding::StubZoneFile;
-use crate::forwarding::{parse_duration, parse_prefix, parse_size, parse_stub_zone, parse_zone_ttl};
+use crate::forwarding::{
+    parse_duration, parse_name, parse_policy, parse_prefix, parse_size, parse_stub_zone, parse_zone_ttl,
+};
 use crate::observe::{DEFAULT_QUERY_LOG_RATE, DEFAULT_TOP_K};
 use skyline_controlplane::skydns::config as skydns_config;
 use skyline_dataplane::cache::CacheConfig;
-use skyline_dataplane::forward::{ForwardConfig, Prefix, StubZone};
+use skyline_dataplane::forward::{ForwardConfig, Policy, Prefix, StubZone, MAX_FAILS};
 use skyline_dataplane::io::XdpMode;
 use skyline_dataplane::rrl::RrlConfig;
 use skyline_dataplane::snapshot::hosts_file::DEFAULT_TTL as HOSTS_TTL;
@@ -544,8 +546,68 @@ settings! {
         #[arg(long, value_name = "N")]
         applied max_in_flight_per_client: usize = ForwardConfig::default().max_in_flight_per_client;
 
+        /// Which nameserver a question's first try goes to: fastest (rotate, passing over any
+        /// much slower than the fastest), random, round_robin or sequential (the first that is
+        /// up); retries go to the next one up (CoreDNS policy) [default: fastest]
+        #[arg(long, value_name = "POLICY", value_parser = parse_policy)]
+        applied policy: Policy = Policy::default(), file String => policy;
+
+        /// Failures in a row (tries, over 500ms without an answer, or health checks) that mark
+        /// a nameserver down; 0 never does (CoreDNS max_fails) [default: 3]
+        #[arg(long, value_name = "N")]
+        applied max_fails: u32 = MAX_FAILS;
+
+        /// Check every nameserver with a `. NS` query at this interval from the start, up or
+        /// down; a failed check counts toward --max-fails, an answer brings it up (CoreDNS
+        /// health_check) [default: none, only down nameservers are probed, every 500ms]
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        applied health_check: Duration, file String => duration;
+
+        /// Send the health checks without RD, for nameservers that do not recurse (CoreDNS
+        /// health_check no_rec) [default: false]
+        #[arg(
+            long,
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true",
+            value_parser = parse_go_bool
+        )]
+        applied health_check_no_rec: bool = false;
+
+        /// The name the health checks ask, type NS (CoreDNS health_check domain) [default: .]
+        #[arg(long, value_name = "NAME", value_parser = parse_name)]
+        applied health_check_domain: Name, file String => name;
+
+        /// Comma-separated zones whose names are not sent to the nameservers: they get REFUSED,
+        /// as names with no upstream do (CoreDNS except) [default: none]
+        #[arg(long, value_name = "ZONE,...", value_delimiter = ',', value_parser = parse_name)]
+        applied except: Vec<Name> = Vec::new(), file Vec<String> => names;
+
+        /// Client queries waiting on the nameservers at once, all workers together; more get
+        /// REFUSED at once (coredns_forward_max_concurrent_rejects_total); 0: no limit but
+        /// --max-in-flight (CoreDNS max_concurrent) [default: 0]
+        #[arg(long, value_name = "N")]
+        applied max_concurrent: usize = 0;
+
+        /// Send every nameserver (and stub zone server) a query for a random name of its own at
+        /// start; one that hands it back to this server forwards in a loop: it is logged,
+        /// counted (skyline_forward_loop_detected) and no longer forwarded to (CoreDNS loop,
+        /// without the exit) [default: false]
+        #[arg(
+            long,
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true",
+            value_parser = parse_go_bool
+        )]
+        restart loop_detect: bool = false;
+
         /// A stub zone and its servers, ZONE=IP:PORT[,IP:PORT...]; repeat for more zones; in the
-        /// file a list of tables with `zone` and `servers` [default: none]
+        /// file a list of tables with `zone` and `servers`, and optionally the options of the
+        /// nameservers for the zone's servers: `policy`, `max_fails`, `health_check`,
+        /// `health_check_no_rec`, `health_check_domain`, `except`, `max_concurrent` [default: none]
         #[arg(long = "stub-zone", value_name = "ZONE=IP:PORT,...", value_parser = parse_stub_zone)]
         applied stub_zones: Vec<StubZone> = Vec::new(), file Vec<StubZoneFile> => stub_zones;
 
@@ -968,17 +1030,19 @@ fn prefixes(texts: Vec<String>, _: &Path) -> Result<Vec<Prefix>, String> {
     texts.iter().map(|text| parse_prefix(text)).collect()
 }
 
-/// Stub zones as tables of `zone` and `servers`.
+/// Stub zones as tables of `zone` and `servers`, and the options of their servers.
 fn stub_zones(zones: Vec<StubZoneFile>, _: &Path) -> Result<Vec<StubZone>, String> {
-    zones
-        .into_iter()
-        .map(|s| {
-            Ok(StubZone {
-                zone: zone(&s.zone)?,
-                servers: s.servers,
-            })
-        })
-        .collect()
+    zones.into_iter().map(StubZoneFile::stub_zone).collect()
+}
+
+/// A forwarding policy's name.
+fn policy(text: String, _: &Path) -> Result<Policy, String> {
+    parse_policy(&text)
+}
+
+/// Zones given as a list of names.
+fn names(texts: Vec<String>, _: &Path) -> Result<Vec<Name>, String> {
+    texts.iter().map(|text| zone(text)).collect()
 }
 
 /// Negative TTL caps as a table of zone = seconds.

@@ -502,6 +502,7 @@ pub(crate) struct UpstreamCounters {
     sent: Counter,
     failures: Counter,
     answers: [Counts<DURATION_SLOTS>; RCODE_BUCKETS],
+    loops: Counter,
 }
 
 impl UpstreamCounters {
@@ -514,6 +515,12 @@ impl UpstreamCounters {
     /// Counts a failure held against the upstream's health (a timeout, a refusal, a reset).
     pub(crate) fn failed(&self) {
         self.failures.incr();
+    }
+
+    /// Counts the detection of a forwarding loop through the upstream (once per server,
+    /// whichever worker received the probe back).
+    pub(crate) fn looped(&self) {
+        self.loops.incr();
     }
 
     /// Counts an answer with rcode `code`, `rtt` after its try was sent.
@@ -555,6 +562,7 @@ impl UpstreamTable {
             let total = &mut totals[at];
             total.sent += counters.sent.get();
             total.failures += counters.failures.get();
+            total.loops += counters.loops.get();
             for (answers, counts) in total.answers.iter_mut().zip(&counters.answers) {
                 answers.add(counts);
             }
@@ -585,6 +593,8 @@ pub struct UpstreamTotals {
     pub sent: u64,
     /// Failures held against its health: tries that timed out, were refused or reset.
     pub failures: u64,
+    /// Forwarding loops detected through it: 1 once its loop probe came back.
+    pub loops: u64,
     /// Its answers by rcode bucket (named by [`RCODE_NAMES`]), each with how long the try
     /// waited for it.
     pub answers: [Histogram<DURATION_SLOTS>; RCODE_BUCKETS],
@@ -597,6 +607,7 @@ impl UpstreamTotals {
             addr,
             sent: 0,
             failures: 0,
+            loops: 0,
             answers: Default::default(),
         }
     }

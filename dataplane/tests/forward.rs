@@ -257,10 +257,10 @@ fn stub_zones_handed_in_while_serving_take_effect() {
     };
     assert_eq!(ask("a.corp.example."), [192, 0, 2, 1]);
     let zones = server.forwarding().expect("a forwarding server takes stub zones");
-    zones.set_learnt_stubs(vec![StubZone {
-        zone: Name::from_dotted("corp.example.").unwrap(),
-        servers: vec![stub.addr],
-    }]);
+    zones.set_learnt_stubs(vec![StubZone::new(
+        Name::from_dotted("corp.example.").unwrap(),
+        vec![stub.addr],
+    )]);
     assert_eq!(
         ask("b.corp.example."),
         [198, 51, 100, 1],

@@ -605,10 +605,7 @@ fuzz_target!(|data: &[u8]| {
     let corp = Name::from_dotted("corp.example.").expect("static name");
     let config = ForwardConfig {
         upstreams: vec![server(1), server(2)],
-        stub_zones: vec![StubZone {
-            zone: corp.clone(),
-            servers: vec![server(3)],
-        }],
+        stub_zones: vec![StubZone::new(corp.clone(), vec![server(3)])],
         rotate: control[2] & 0x80 != 0,
         timeout: BUDGET,
         max_in_flight: MAX_IN_FLIGHT,

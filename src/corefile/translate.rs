@@ -52,6 +52,7 @@ pub const PLUGINS: &[&str] = &[
     "kubernetes",
     "loadbalance",
     "log",
+    "loop",
     "prometheus",
     "ready",
     "reload",
@@ -238,7 +239,7 @@ fn file_duration(duration: Duration) -> String {
 
 /// An address `[IP]:PORT`, `IP:PORT` or `:PORT` (every address), as `health`, `ready` and
 /// `prometheus` take one.
-fn listen_addr(text: &str, default: SocketAddr) -> Result<SocketAddr, String> {
+fn listen_addr(text: &str) -> Result<SocketAddr, String> {
     if let Ok(addr) = text.parse::<SocketAddr>() {
         return Ok(addr);
     }
@@ -324,6 +325,7 @@ impl Translator {
                 "kubernetes" => self.kubernetes(d, &zones),
                 "loadbalance" => self.loadbalance(d),
                 "log" => self.log(d),
+                "loop" => no_args(d).map(|()| self.forward.loop_detect = Some(true)),
                 "prometheus" => self.listener(d, PROMETHEUS_ADDR),
                 "ready" => self.listener(d, READY_ADDR),
                 "reload" => self.reload(d),
@@ -455,7 +457,7 @@ impl Translator {
         no_block(d)?;
         let addr = match d.args.as_slice() {
             [] => default,
-            [a] => listen_addr(&a.text, default).map_err(|m| (a.place.clone(), m))?,
+            [a] => listen_addr(&a.text).map_err(|m| (a.place.clone(), m))?,
             [_, extra, ..] => return Err((extra.place.clone(), "takes one address".into())),
         };
         if !self.http.contains(&addr) {
@@ -637,17 +639,7 @@ impl Translator {
             let addr = upstream_addr(rest, 53).map_err(|m| (arg.place.clone(), m))?;
             upstreams.servers.push(addr);
         }
-        for line in &d.block {
-            match line.name.text.as_str() {
-                "prefer_udp" => {}
-                other => {
-                    return Err((
-                        line.name.place.clone(),
-                        format!("option {other} is not supported by skyline"),
-                    ))
-                }
-            }
-        }
+        let tuning = forward_options(d)?;
         // The zones this forward serves: its FROM where that is inside the block's zones,
         // else the block's zones.
         let targets: Vec<String> = if from_zone == "." {
@@ -678,12 +670,24 @@ impl Translator {
                     }
                     self.forward.resolv_conf = Some(path.clone());
                 }
+                let f = &mut self.forward;
+                f.policy = tuning.policy.clone();
+                f.max_fails = tuning.max_fails;
+                f.health_check = tuning.health_check.clone();
+                f.health_check_no_rec = tuning.health_check_no_rec;
+                f.health_check_domain = tuning.health_check_domain.clone();
+                f.except = tuning.except.clone();
+                f.max_concurrent = tuning.max_concurrent;
             } else {
                 let mut servers = upstreams.servers.clone();
                 if let Some(path) = &upstreams.resolv_conf {
                     servers.extend(nameservers_of(path).map_err(|m| (d.name.place.clone(), m))?);
                 }
-                self.stub_zones.push(StubZoneFile { zone, servers });
+                self.stub_zones.push(StubZoneFile {
+                    zone,
+                    servers,
+                    ..tuning.clone()
+                });
             }
         }
         Ok(())
@@ -999,6 +1003,76 @@ fn no_block(d: &Directive) -> Result<(), (Place, String)> {
 }
 
 /// An upstream `IP`, `IP:PORT` or `[IPv6]:PORT`, with `default_port` when none is written.
+/// The options of a `forward` block, as the stub zone file keys that carry them (zone and
+/// servers left empty). CoreDNS's defaults where they differ from skyline's: policy `random`
+/// and `max_fails 2`.
+fn forward_options(d: &Directive) -> Result<StubZoneFile, (Place, String)> {
+    let mut o = StubZoneFile {
+        policy: Some("random".into()),
+        max_fails: Some(2),
+        ..StubZoneFile::default()
+    };
+    for line in &d.block {
+        let place = || line.name.place.clone();
+        let args: Vec<&str> = line.args.iter().map(|a| a.text.as_str()).collect();
+        let one = || match args.as_slice() {
+            [value] => Ok(*value),
+            _ => Err((place(), format!("{} takes one value", line.name.text))),
+        };
+        match line.name.text.as_str() {
+            "prefer_udp" => no_args(line)?,
+            "policy" => {
+                let policy = one()?;
+                if !matches!(policy, "random" | "round_robin" | "sequential") {
+                    return Err((place(), format!("unknown policy {policy:?}")));
+                }
+                o.policy = Some(policy.into());
+            }
+            "max_fails" => {
+                let n = one()?;
+                o.max_fails = Some(n.parse().map_err(|_| (place(), format!("{n:?} is not a count")))?);
+            }
+            "max_concurrent" => {
+                let n = one()?;
+                o.max_concurrent = Some(n.parse().map_err(|_| (place(), format!("{n:?} is not a count")))?);
+            }
+            "except" => {
+                if args.is_empty() {
+                    return Err((place(), "except names no zone".into()));
+                }
+                let zones = args
+                    .iter()
+                    .map(|z| fqdn(z))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|m| (place(), m))?;
+                o.except = Some(zones);
+            }
+            "health_check" => {
+                let (interval, rest) = match args.as_slice() {
+                    [first, rest @ ..] if !matches!(*first, "no_rec" | "domain") => {
+                        (go_duration(first).map_err(|m| (place(), m))?, rest)
+                    }
+                    rest => (Duration::from_millis(500), rest),
+                };
+                o.health_check = Some(file_duration(interval));
+                let mut rest = rest.iter();
+                while let Some(word) = rest.next() {
+                    match *word {
+                        "no_rec" => o.health_check_no_rec = Some(true),
+                        "domain" => {
+                            let name = rest.next().ok_or_else(|| (place(), "domain names no name".into()))?;
+                            o.health_check_domain = Some(fqdn(name).map_err(|m| (place(), m))?);
+                        }
+                        other => return Err((place(), format!("health_check: unknown word {other:?}"))),
+                    }
+                }
+            }
+            other => return Err((place(), format!("option {other} is not supported by skyline"))),
+        }
+    }
+    Ok(o)
+}
+
 fn upstream_addr(text: &str, default_port: u16) -> Result<SocketAddr, String> {
     if let Ok(addr) = text.parse::<SocketAddr>() {
         return Ok(addr);

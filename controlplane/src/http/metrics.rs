@@ -446,7 +446,7 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals, server: &str) -> fmt::Result {
         f,
         "skyline_forward_probes_total",
         Counter,
-        "Health probes sent to upstreams marked down.",
+        "Health probes sent to upstreams marked down, and health checks of sets configured with them.",
         upstream_probes,
     )?;
     single(
@@ -595,6 +595,20 @@ fn upstreams(f: &mut Formatter<'_>, upstreams: &[UpstreamTotals]) -> fmt::Result
             f,
             "coredns_forward_healthcheck_failures_total{{to=\"{}\"}} {}",
             u.addr, u.failures
+        )?;
+    }
+    header(
+        f,
+        "skyline_forward_loop_detected",
+        Kind::Gauge,
+        "1 for an upstream that handed this server's loop probe back to it: forwarding there loops, and it is no longer forwarded to.",
+    )?;
+    for u in upstreams {
+        writeln!(
+            f,
+            "skyline_forward_loop_detected{{to=\"{}\"}} {}",
+            u.addr,
+            u.loops.min(1)
         )?;
     }
     Ok(())
@@ -1397,6 +1411,7 @@ mod tests {
                 1.0,
             ),
             (format!(r#"coredns_forward_healthcheck_failures_total{{{to}}}"#), 1.0),
+            (format!(r#"skyline_forward_loop_detected{{{to}}}"#), 0.0),
         ];
         for (series, value) in expected {
             assert_eq!(samples.get(&series), Some(&value), "{series}");

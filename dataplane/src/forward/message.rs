@@ -70,6 +70,12 @@ pub fn write_query(out: &mut [u8; MAX_QUERY_LEN], id: u16, key: &Key, stub_guard
     pos + options.len()
 }
 
+/// Clears the RD flag of a query [`write_query`] wrote: a health check of an upstream that
+/// answers only what it holds (CoreDNS `health_check ... no_rec`).
+pub fn without_recursion(query: &mut [u8; MAX_QUERY_LEN]) {
+    query[2] &= !((flags::RD >> 8) as u8);
+}
+
 /// Checks that `msg` answers the query with ID `id` for `key`: a response, same ID, one
 /// question equal to the one asked (name compared case-insensitively, written without
 /// compression so that record offsets line up with replies built from it).

@@ -16,6 +16,7 @@ mod acl;
 mod entropy;
 mod flight;
 mod message;
+mod options;
 mod plan;
 mod recursive;
 pub mod resolv_conf;
@@ -25,10 +26,11 @@ mod upstream;
 pub use acl::{Acl, Prefix, PrefixError};
 pub use flight::machine;
 pub use message::{read_reply, Mismatch, Verdict};
+pub use options::{ForwardOptions, HealthCheck, Policy, UnknownPolicy};
 pub use plan::Forwarding;
 pub use recursive::{answer_recursive, ClientQuery, Forward, Recursion, Refresh, Resolution, Resolved};
 pub use route::{Failure, Route, Routes};
-pub use upstream::{SharedHealth, MAX_FAILS, PROBE_INTERVAL};
+pub use upstream::{SharedHealth, UpstreamSet, MAX_FAILS, PROBE_INTERVAL};
 
 use crate::answer::{Context, Outcome, Reply};
 use crate::cache::{Cache, CacheConfig};
@@ -44,6 +46,7 @@ use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -55,6 +58,19 @@ pub struct StubZone {
     pub zone: Name,
     /// Its servers.
     pub servers: Vec<SocketAddr>,
+    /// How they are used.
+    pub options: ForwardOptions,
+}
+
+impl StubZone {
+    /// A zone forwarded to `servers` with the default options.
+    pub fn new(zone: Name, servers: Vec<SocketAddr>) -> StubZone {
+        StubZone {
+            zone,
+            servers,
+            options: ForwardOptions::default(),
+        }
+    }
 }
 
 /// How names outside the zones are resolved.
@@ -67,10 +83,16 @@ pub struct StubZone {
 /// | `acl` | loopback, link-local, private | a node-local cache must not be an open resolver |
 /// | `ndots` | 2 | SkyDNS |
 /// | `rotate` | on | SkyDNS `ns_rotate` |
+/// | `loop_detect` | off | CoreDNS `loop` is a plugin of its own, configured apart |
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ForwardConfig {
     /// Default resolvers.
     pub upstreams: Vec<SocketAddr>,
+    /// How the default resolvers are used (stub zones have their own).
+    pub options: ForwardOptions,
+    /// Send every upstream a probe for a random name of its own once, and stop forwarding to
+    /// an upstream that hands it back to this server (CoreDNS `loop`, without the exit).
+    pub loop_detect: bool,
     /// Stub zones with their own servers.
     pub stub_zones: Vec<StubZone>,
     /// Start successive questions at successive upstreams.
@@ -96,6 +118,8 @@ impl Default for ForwardConfig {
     fn default() -> ForwardConfig {
         ForwardConfig {
             upstreams: Vec::new(),
+            options: ForwardOptions::default(),
+            loop_detect: false,
             stub_zones: Vec::new(),
             rotate: true,
             ndots: 2,
@@ -116,8 +140,43 @@ impl ForwardConfig {
 
     /// Fresh health state for these upstreams, to be shared by every worker's resolver.
     pub fn health(&self, now: Instant) -> SharedHealth {
-        let sizes = std::iter::once(self.upstreams.len()).chain(self.stub_zones.iter().map(|s| s.servers.len()));
-        SharedHealth::new(sizes, now)
+        let token = self.loop_detect.then(upstream::loop_token);
+        SharedHealth::with_options(self.sets(&self.stub_zones), None, token.as_ref(), now)
+    }
+
+    /// Every set of upstreams: the default resolvers, then `zones`' servers.
+    pub(crate) fn sets<'a>(&'a self, zones: &'a [StubZone]) -> impl Iterator<Item = UpstreamSet<'a>> {
+        std::iter::once(UpstreamSet {
+            zone: None,
+            servers: &self.upstreams,
+            options: &self.options,
+        })
+        .chain(zones.iter().map(|z| UpstreamSet {
+            zone: Some(&z.zone),
+            servers: &z.servers,
+            options: &z.options,
+        }))
+    }
+}
+
+/// A client query counted against its route's `max_concurrent` until it is answered: the
+/// count goes down when the waiter holding it is dropped, however its question ended.
+#[derive(Debug)]
+pub(crate) struct Held(Arc<AtomicUsize>);
+
+impl Held {
+    /// One more query on `count`, unless it holds `limit` already.
+    fn take(count: &Arc<AtomicUsize>, limit: usize) -> Option<Held> {
+        count
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < limit).then_some(n + 1))
+            .ok()
+            .map(|_| Held(Arc::clone(count)))
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -291,15 +350,25 @@ impl Resolver {
                 let ip = client.ip();
                 let held = self.waiting.get(&ip).copied().unwrap_or(0);
                 let limit = self.plan.config.max_in_flight_per_client;
-                let submitted = if limit != 0 && held >= limit {
+                let concurrent = match self.plan.concurrency.get(forward.route.index()) {
+                    Some(Some((count, limit))) => Some(Held::take(count, *limit)),
+                    _ => None,
+                };
+                let submitted = if self.plan.health.detects_loops() && self.came_back(forward.key.name_wire()) {
+                    Err(Failure::Unreachable)
+                } else if limit != 0 && held >= limit {
                     self.stats.forward_client_limited.incr();
                     Err(Failure::Busy)
+                } else if let Some(None) = concurrent {
+                    self.stats.forward_busy.incr();
+                    Err(Failure::OverConcurrent)
                 } else {
                     let waiter = Waiter {
                         client: client.owned(),
                         ctx: Waiting::of(ctx),
                         query: forward.query,
                         since: now,
+                        _held: concurrent.flatten(),
                     };
                     self.forwarder.submit(
                         &forward.key,
@@ -334,6 +403,9 @@ impl Resolver {
                 }
             }
             Resolution::Looped => {
+                if self.plan.health.detects_loops() {
+                    self.came_back(self.qname.wire());
+                }
                 self.stats.stub_loops_dropped.incr();
                 Answered::Dropped
             }
@@ -347,6 +419,28 @@ impl Resolver {
                 Answered::Now(outcome)
             }
         }
+    }
+
+    /// Whether `qname` (wire form) is the loop probe of one of the upstreams: this server
+    /// sent it to that upstream only, so receiving it means forwarding there comes back here.
+    /// The upstream is cut for good (until its set's servers change), and the probe is answered
+    /// SERVFAIL, never forwarded again, which breaks the loop.
+    #[cold]
+    fn came_back(&self, qname: &[u8]) -> bool {
+        let Some((route, upstream, health)) = self.plan.health.loop_probe_of(qname) else {
+            return false;
+        };
+        if upstream::mark_looping(&health) {
+            let addr = self.plan.health.addr(route, upstream);
+            if let Some(addr) = addr {
+                self.stats.upstreams.get(addr).looped();
+            }
+            tracing::error!(
+                upstream = ?addr,
+                "forwarding loop: queries sent to this upstream come back to this server; no longer forwarding to it"
+            );
+        }
+        true
     }
 
     /// Whether `token` belongs to one of the resolver's upstream sockets.

@@ -3,9 +3,10 @@
 //! `dns/stub/` records), handed to every worker without stopping it. Configured stub zones stay
 //! in every plan and win over a learnt one for the same zone.
 
-use super::{ForwardConfig, Routes, SharedHealth, StubZone};
+use super::{upstream, ForwardConfig, Routes, SharedHealth, StubZone};
 use arc_swap::ArcSwap;
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -16,9 +17,13 @@ pub(crate) struct Plan {
     pub(crate) config: Arc<ForwardConfig>,
     /// The stub zones, configured ones first; route `i + 1` each.
     pub(crate) zones: Vec<StubZone>,
-    /// Health of every route's upstreams for this generation. A worker keeps the health it has
-    /// for a route whose servers did not change.
+    /// Health of every route's upstreams for this generation: a route whose servers and
+    /// options did not change keeps the health of the generation before, as every worker
+    /// keeps its view of it.
     pub(crate) health: SharedHealth,
+    /// Per route with a `max_concurrent`: the client queries waiting on it, all workers
+    /// together, and the limit.
+    pub(crate) concurrency: Vec<Option<(Arc<AtomicUsize>, usize)>>,
 }
 
 impl Plan {
@@ -32,7 +37,12 @@ impl Plan {
     /// Which route each name takes.
     pub(crate) fn routes(&self) -> Routes {
         let names = self.zones.iter().map(|z| z.zone.clone()).collect();
-        Routes::new(self.config.ndots, !self.config.upstreams.is_empty(), names)
+        let except = self
+            .config
+            .sets(&self.zones)
+            .map(|set| set.options.except.clone())
+            .collect();
+        Routes::new(self.config.ndots, !self.config.upstreams.is_empty(), names).with_except(except)
     }
 }
 
@@ -48,14 +58,20 @@ pub struct Forwarding {
 struct Inputs {
     config: Arc<ForwardConfig>,
     learnt: Vec<StubZone>,
+    /// The health of the generation in force, carried over where the routes are the same.
+    health: Option<SharedHealth>,
+    /// The first label of this server's loop probes.
+    loop_token: Arc<[u8]>,
 }
 
 impl Forwarding {
     /// `config` as the first generation.
     pub(crate) fn new(config: &ForwardConfig, now: Instant) -> Forwarding {
-        let inputs = Inputs {
+        let mut inputs = Inputs {
             config: Arc::new(config.clone()),
             learnt: Vec::new(),
+            health: None,
+            loop_token: upstream::loop_token(),
         };
         let plan = inputs.plan(now);
         Forwarding {
@@ -80,6 +96,7 @@ impl Forwarding {
     fn update(&self, change: impl FnOnce(&mut Inputs)) {
         let mut inputs = self.inputs.lock().unwrap_or_else(PoisonError::into_inner);
         change(&mut inputs);
+        inputs.health = Some(self.cell.load().health.clone());
         self.cell.store(Arc::new(inputs.plan(Instant::now())));
     }
 
@@ -95,7 +112,7 @@ impl Forwarding {
 }
 
 impl Inputs {
-    fn plan(&self, now: Instant) -> Plan {
+    fn plan(&mut self, now: Instant) -> Plan {
         let configured = &self.config.stub_zones;
         let mut zones = configured.clone();
         zones.extend(
@@ -104,13 +121,21 @@ impl Inputs {
                 .filter(|z| !z.servers.is_empty() && !configured.iter().any(|c| c.zone == z.zone))
                 .cloned(),
         );
-        let sizes: Vec<usize> = std::iter::once(self.config.upstreams.len())
-            .chain(zones.iter().map(|z| z.servers.len()))
+        let token = self.config.loop_detect.then_some(&self.loop_token);
+        let health = SharedHealth::with_options(self.config.sets(&zones), self.health.take().as_ref(), token, now);
+        let concurrency = self
+            .config
+            .sets(&zones)
+            .map(|set| {
+                let limit = set.options.max_concurrent;
+                (limit != 0).then(|| (Arc::default(), limit))
+            })
             .collect();
         Plan {
             config: Arc::clone(&self.config),
             zones,
-            health: SharedHealth::new(sizes, now),
+            health,
+            concurrency,
         }
     }
 }
@@ -121,10 +146,7 @@ mod tests {
     use crate::wire::Name;
 
     fn zone(name: &str, port: u16) -> StubZone {
-        StubZone {
-            zone: Name::from_dotted(name).unwrap(),
-            servers: vec![([127, 0, 0, 1], port).into()],
-        }
+        StubZone::new(Name::from_dotted(name).unwrap(), vec![([127, 0, 0, 1], port).into()])
     }
 
     #[test]
@@ -138,10 +160,7 @@ mod tests {
         forwarding.set_learnt_stubs(vec![
             zone("corp.example.", 2),
             zone("lab.example.", 3),
-            StubZone {
-                zone: Name::from_dotted("empty.example.").unwrap(),
-                servers: vec![],
-            },
+            StubZone::new(Name::from_dotted("empty.example.").unwrap(), vec![]),
         ]);
         assert_eq!(
             forwarding.current().zones,

@@ -308,6 +308,11 @@ fn beyond(r: &mut Responder<'_>, q: &Query, qname: &LowerName, question: Questio
                     refresh: None,
                 }
             }
+            Lookup::Miss if failure == Failure::OverConcurrent => {
+                r.set_rcode(rcode::REFUSED);
+                r.set_ede(failure.ede());
+                Flow::Written
+            }
             Lookup::Miss => {
                 r.fail(failure.ede());
                 Flow::Written

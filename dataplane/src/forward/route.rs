@@ -30,6 +30,9 @@ pub struct Routes {
     ndots: u32,
     default: bool,
     stubs: Vec<Name>,
+    /// Zones each route does not forward (`except`), by route index; empty when no route has
+    /// any, so that routing without them costs one test.
+    except: Vec<Vec<Name>>,
 }
 
 impl Routes {
@@ -37,13 +40,43 @@ impl Routes {
     /// not; names of fewer than `ndots` labels are not sent to the default resolvers (SkyDNS).
     pub fn new(ndots: u32, default: bool, stubs: Vec<Name>) -> Routes {
         let stubs = stubs.into_iter().take(usize::from(u16::MAX) - 1).collect();
-        Routes { ndots, default, stubs }
+        Routes {
+            ndots,
+            default,
+            stubs,
+            except: Vec::new(),
+        }
+    }
+
+    /// The rules with `except[i]`, the zones route `i` does not forward (CoreDNS `except`):
+    /// their names have no route, as if no upstream were configured for them.
+    pub fn with_except(mut self, except: Vec<Vec<Name>>) -> Routes {
+        self.except = if except.iter().any(|zones| !zones.is_empty()) {
+            except
+        } else {
+            Vec::new()
+        };
+        self
     }
 
     /// The route of a lower-cased name: the most specific stub zone holding it, else the
-    /// default resolvers if there are any.
+    /// default resolvers if there are any; none for a name under one of its route's `except`
+    /// zones.
     #[inline(always)]
     pub fn route(&self, qname: &LowerName) -> Option<Route> {
+        let route = self.route_of(qname)?;
+        if self.except.is_empty() {
+            return Some(route);
+        }
+        let excepted = self
+            .except
+            .get(route.index())
+            .is_some_and(|zones| zones.iter().any(|zone| is_within(qname.wire(), zone.wire())));
+        (!excepted).then_some(route)
+    }
+
+    #[inline(always)]
+    fn route_of(&self, qname: &LowerName) -> Option<Route> {
         if self.stubs.is_empty() {
             return self.default.then_some(Route::DEFAULT);
         }
@@ -85,6 +118,9 @@ pub enum Failure {
     BadAnswers,
     /// The worker has as many questions in flight as it may: failing fast beats queueing.
     Busy,
+    /// The route has as many client queries waiting as its `max_concurrent` allows: REFUSED,
+    /// as CoreDNS answers.
+    OverConcurrent,
 }
 
 impl Failure {
@@ -93,7 +129,7 @@ impl Failure {
         match self {
             Failure::Unreachable => ede::NO_REACHABLE_AUTHORITY,
             Failure::BadAnswers => ede::NETWORK_ERROR,
-            Failure::Busy => ede::OTHER,
+            Failure::Busy | Failure::OverConcurrent => ede::OTHER,
         }
     }
 }
@@ -122,6 +158,20 @@ mod tests {
         assert_eq!(routes.route(&lower("example.org.")), Some(Route::DEFAULT));
         assert!(routes.route(&lower("a.corp.example.")).unwrap().is_stub());
         assert_eq!(routes.len(), 3);
+    }
+
+    #[test]
+    fn names_under_an_except_zone_of_their_route_have_no_route() {
+        let name = |s: &str| Name::from_dotted(s).unwrap();
+        let routes = Routes::new(2, true, vec![name("corp.example.")])
+            .with_except(vec![vec![name("internal.example.")], vec![name("lab.corp.example.")]]);
+        assert_eq!(routes.route(&lower("www.internal.example.")), None);
+        assert_eq!(routes.route(&lower("internal.example.")), None);
+        assert_eq!(routes.route(&lower("www.example.")), Some(Route::DEFAULT));
+        assert_eq!(routes.route(&lower("x.lab.corp.example.")), None);
+        assert_eq!(routes.route(&lower("www.corp.example.")), Some(Route(1)));
+        let no_except = Routes::new(2, true, vec![]).with_except(vec![vec![]]);
+        assert_eq!(no_except, Routes::new(2, true, vec![]));
     }
 
     #[test]

@@ -83,6 +83,35 @@ fn a_forward_from_a_subzone_is_a_stub_zone_of_it() {
 }
 
 #[test]
+fn forward_options_apply_to_their_own_set_with_coredns_defaults() {
+    let t = translated(
+        ".:53 {\n loop\n forward . 10.0.0.1 10.0.0.2 {\n  policy sequential\n  max_fails 5\n  health_check 2s no_rec domain example.org\n  except internal.example\n  max_concurrent 1000\n }\n}\n\
+         corp:53 {\n forward . 10.1.0.1 {\n  health_check\n }\n}\n",
+    );
+    let forward = t.file.forward.as_ref().unwrap();
+    assert_eq!(forward.policy.as_deref(), Some("sequential"));
+    assert_eq!(forward.max_fails, Some(5));
+    assert_eq!(forward.health_check.as_deref(), Some("2000ms"));
+    assert_eq!(forward.health_check_no_rec, Some(true));
+    assert_eq!(forward.health_check_domain.as_deref(), Some("example.org."));
+    assert_eq!(forward.except, Some(vec!["internal.example.".to_string()]));
+    assert_eq!(forward.max_concurrent, Some(1000));
+    assert_eq!(forward.loop_detect, Some(true));
+    let stub = &forward.stub_zones.as_ref().unwrap()[0];
+    assert_eq!(stub.zone, "corp.");
+    assert_eq!(stub.policy.as_deref(), Some("random"), "CoreDNS's default policy");
+    assert_eq!(stub.max_fails, Some(2), "CoreDNS's default max_fails");
+    assert_eq!(stub.health_check.as_deref(), Some("500ms"));
+    assert_eq!(stub.except, None);
+    let wrong = errors(".:53 {\n forward . 10.0.0.1 {\n  policy fastest\n  max_fails many\n }\n}\n");
+    assert_eq!(wrong.len(), 1, "{wrong:?}");
+    assert!(
+        wrong[0].contains("Corefile:3") && wrong[0].contains("fastest"),
+        "{wrong:?}"
+    );
+}
+
+#[test]
 fn the_kubernetes_block_lines_map_onto_the_kubernetes_settings() {
     let t = translated(
         ".:53 {\n kubernetes cluster.local in-addr.arpa {\n  endpoint https://10.96.0.1:443\n  namespaces a b\n  labels env in (prod, test)\n  pods verified\n  endpoint_pod_names\n  ttl 10\n  noendpoints\n  fallthrough\n  ignore empty_service\n }\n}\n",

@@ -23,12 +23,10 @@ pub use crate::forward::entropy::Entropy;
 
 use super::timers::{Timer, Timers};
 use crate::cache::{Cache, Entry, Key};
-use crate::forward::message::{read_reply, write_query, Mismatch, Verdict, MAX_QUERY_LEN};
-use crate::forward::upstream::{had_a_chance, Group, SharedHealth};
+use crate::forward::message::{read_reply, without_recursion, write_query, Mismatch, Verdict, MAX_QUERY_LEN};
+use crate::forward::upstream::{had_a_chance, Group, SharedHealth, Upstream};
 use crate::forward::{Failure, ForwardConfig, Route};
 use crate::stats::{RateLimitedWarning, WorkerStats};
-use crate::wire::types::{class, rtype};
-use crate::wire::LowerName;
 use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasher;
 use std::io;
@@ -294,11 +292,7 @@ impl<W> Machine<W> {
             .iter()
             .enumerate()
             .map(|(route, servers)| {
-                !rotate_changed
-                    && self
-                        .groups
-                        .get(route)
-                        .is_some_and(|g| g.addrs().eq(servers.iter().copied()))
+                !rotate_changed && self.groups.get(route).is_some_and(|g| g.serves(servers, route, health))
             })
             .collect();
         let mut again = Vec::new();
@@ -601,7 +595,7 @@ impl<W> Machine<W> {
         });
         self.actions.push_back(Action::Transmit(transmit(
             TryId::new(slot, k, serial),
-            server.addr,
+            server,
             Protocol::Udp,
             id,
             flight,
@@ -745,7 +739,7 @@ impl<W> Machine<W> {
         attempt.protocol = Protocol::Tcp;
         self.actions.push_back(Action::Transmit(transmit(
             TryId::new(slot, k, serial),
-            server.addr,
+            server,
             Protocol::Tcp,
             id,
             flight,
@@ -790,9 +784,15 @@ impl<W> Machine<W> {
         };
         flight.failures += 1;
         let route = flight.route;
+        let checked = matches!(flight.purpose, Purpose::Probe(_));
         let server = &mut self.groups[route].upstreams[upstream];
         server.counters.failed();
-        if server.failed(now) {
+        let went_down = if checked {
+            server.check_failed(now)
+        } else {
+            server.failed(now)
+        };
+        if went_down {
             self.stats.upstreams_marked_down.incr();
             tracing::warn!(upstream = %server.addr, "upstream marked down after repeated failures");
         }
@@ -915,10 +915,21 @@ impl<W> Machine<W> {
         }
     }
 
-    /// Sends a `. NS` probe to every down upstream whose probe is due.
+    /// Sends its loop probe to every upstream that has one to send, and a health probe (`. NS`,
+    /// or the set's health check) to every upstream whose probe is due: down ones, and every
+    /// one of a set with health checks.
     fn probe(&mut self, now: Instant) {
         for route in 0..self.groups.len() {
             for upstream in 0..self.groups[route].upstreams.len() {
+                if let Some(key) = self.groups[route].upstreams[upstream].claim_loop_probe() {
+                    if self
+                        .submit_to(&key, route, None, Purpose::Probe(upstream), now)
+                        .is_err()
+                    {
+                        self.groups[route].upstreams[upstream].probing = false;
+                    }
+                    continue;
+                }
                 if !self.groups[route].upstreams[upstream].claim_probe(now) {
                     continue;
                 }
@@ -926,9 +937,9 @@ impl<W> Machine<W> {
                 if self.down.get(route).copied().unwrap_or(false) {
                     self.stats.upstreams_all_down.incr();
                 }
-                let root = Key::new(&LowerName::default(), rtype::NS, class::IN, false, false);
+                let key = self.groups[route].upstreams[upstream].probe_key();
                 if self
-                    .submit_to(&root, route, None, Purpose::Probe(upstream), now)
+                    .submit_to(&key, route, None, Purpose::Probe(upstream), now)
                     .is_err()
                 {
                     self.groups[route].upstreams[upstream].probing = false;
@@ -951,13 +962,16 @@ impl<W> Machine<W> {
 }
 
 /// The transmit of try `id` of `flight` to `upstream`, with query ID `query_id`; queries to a
-/// stub zone's servers carry the loop guard.
-fn transmit<W>(id: TryId, upstream: SocketAddr, protocol: Protocol, query_id: u16, flight: &Flight<W>) -> Transmit {
+/// stub zone's servers carry the loop guard; a health check of a `no_rec` set goes without RD.
+fn transmit<W>(id: TryId, upstream: &Upstream, protocol: Protocol, query_id: u16, flight: &Flight<W>) -> Transmit {
     let mut query = [0u8; MAX_QUERY_LEN];
     let len = write_query(&mut query, query_id, &flight.key, flight.route != 0);
+    if matches!(flight.purpose, Purpose::Probe(_)) && !upstream.probe_recursion_desired(&flight.key) {
+        without_recursion(&mut query);
+    }
     Transmit {
         id,
-        upstream,
+        upstream: upstream.addr,
         protocol,
         query,
         len,

@@ -37,6 +37,8 @@ pub(crate) struct Waiter {
     pub(crate) query: ClientQuery,
     /// When the query arrived: its reply's duration counts from here.
     pub(crate) since: Instant,
+    /// Its place under its route's `max_concurrent`, given back when the waiter is dropped.
+    pub(crate) _held: Option<super::Held>,
 }
 
 /// What a waiting client's [`Context`] holds of its own; the rest is the worker's when the

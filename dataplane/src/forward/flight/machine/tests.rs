@@ -7,7 +7,8 @@ use crate::forward::upstream::MAX_FAILS;
 use crate::forward::PROBE_INTERVAL;
 use crate::stats::Totals;
 use crate::wire::name::skip_name;
-use crate::wire::Name;
+use crate::wire::types::{class, rtype};
+use crate::wire::{LowerName, Name};
 
 const A: &str = "192.0.2.1:53";
 const B: &str = "192.0.2.2:53";
