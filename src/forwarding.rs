@@ -175,6 +175,7 @@ pub async fn follow_stub_records(source: Arc<SourceHealth>, zones: Forwarding) {
                     .map(|z| StubZone {
                         zone: z.zone.clone(),
                         servers: z.nameservers.clone(),
+                        transport: Default::default(),
                     })
                     .collect(),
             );

@@ -260,6 +260,7 @@ fn stub_zones_handed_in_while_serving_take_effect() {
     zones.set_learnt_stubs(vec![StubZone {
         zone: Name::from_dotted("corp.example.").unwrap(),
         servers: vec![stub.addr],
+        transport: Default::default(),
     }]);
     assert_eq!(
         ask("b.corp.example."),

@@ -20,6 +20,7 @@ mod plan;
 mod recursive;
 pub mod resolv_conf;
 mod route;
+mod transport;
 mod upstream;
 
 pub use acl::{Acl, Prefix, PrefixError};
@@ -28,6 +29,7 @@ pub use message::{read_reply, Mismatch, Verdict};
 pub use plan::Forwarding;
 pub use recursive::{answer_recursive, ClientQuery, Forward, Recursion, Refresh, Resolution, Resolved};
 pub use route::{Failure, Route, Routes};
+pub use transport::{Tls, TlsError, Transport, TLS_PORT};
 pub use upstream::{SharedHealth, MAX_FAILS, PROBE_INTERVAL};
 
 use crate::answer::{Context, Outcome, Reply};
@@ -55,6 +57,8 @@ pub struct StubZone {
     pub zone: Name,
     /// Its servers.
     pub servers: Vec<SocketAddr>,
+    /// How its servers are asked.
+    pub transport: Transport,
 }
 
 /// How names outside the zones are resolved.
@@ -67,10 +71,14 @@ pub struct StubZone {
 /// | `acl` | loopback, link-local, private | a node-local cache must not be an open resolver |
 /// | `ndots` | 2 | SkyDNS |
 /// | `rotate` | on | SkyDNS `ns_rotate` |
+/// | `transport` | UDP, TCP after truncation | CoreDNS `prefer_udp`: the cheapest for an upstream near by |
+/// | `expire` | 10 s | CoreDNS `expire`: an idle connection to an upstream is closed after it |
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ForwardConfig {
     /// Default resolvers.
     pub upstreams: Vec<SocketAddr>,
+    /// How the default resolvers are asked.
+    pub transport: Transport,
     /// Stub zones with their own servers.
     pub stub_zones: Vec<StubZone>,
     /// Start successive questions at successive upstreams.
@@ -87,6 +95,8 @@ pub struct ForwardConfig {
     pub max_in_flight_per_client: usize,
     /// Who may use forwarding.
     pub acl: Acl,
+    /// How long a persistent connection to an upstream stays open without a query in flight.
+    pub expire: Duration,
     /// The response cache, for the whole server: each worker gets an equal share of its
     /// memory bound.
     pub cache: CacheConfig,
@@ -96,6 +106,7 @@ impl Default for ForwardConfig {
     fn default() -> ForwardConfig {
         ForwardConfig {
             upstreams: Vec::new(),
+            transport: Transport::PreferUdp,
             stub_zones: Vec::new(),
             rotate: true,
             ndots: 2,
@@ -103,6 +114,7 @@ impl Default for ForwardConfig {
             max_in_flight: 512,
             max_in_flight_per_client: 128,
             acl: Acl::default(),
+            expire: Duration::from_secs(10),
             cache: CacheConfig::default(),
         }
     }
@@ -112,6 +124,17 @@ impl ForwardConfig {
     /// Whether there is anywhere to forward to.
     pub fn is_enabled(&self) -> bool {
         !self.upstreams.is_empty() || self.stub_zones.iter().any(|s| !s.servers.is_empty())
+    }
+
+    /// How the upstreams of `route` are asked: route 0 is the default resolvers, `i + 1` the
+    /// `i`-th configured stub zone; stub zones learnt from records (after the configured ones)
+    /// are asked over UDP.
+    pub fn transport_of(&self, route: usize) -> &Transport {
+        const UDP: &Transport = &Transport::PreferUdp;
+        match route.checked_sub(1) {
+            None => &self.transport,
+            Some(i) => self.stub_zones.get(i).map_or(UDP, |z| &z.transport),
+        }
     }
 
     /// Fresh health state for these upstreams, to be shared by every worker's resolver.

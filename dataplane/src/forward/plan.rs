@@ -118,12 +118,14 @@ impl Inputs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::forward::Transport;
     use crate::wire::Name;
 
     fn zone(name: &str, port: u16) -> StubZone {
         StubZone {
             zone: Name::from_dotted(name).unwrap(),
             servers: vec![([127, 0, 0, 1], port).into()],
+            transport: Transport::PreferUdp,
         }
     }
 
@@ -141,6 +143,7 @@ mod tests {
             StubZone {
                 zone: Name::from_dotted("empty.example.").unwrap(),
                 servers: vec![],
+                transport: Transport::PreferUdp,
             },
         ]);
         assert_eq!(
