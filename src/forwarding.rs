@@ -23,14 +23,15 @@ pub const DEFAULT_RESOLV_CONF: &str = "/etc/resolv.conf";
 /// error.
 pub const NO_RESOLV_CONF: &str = "none";
 
-/// Why a resolv.conf gives no upstream. For the file the operator named it stops the start
+/// Why forwarding cannot be set up: a resolv.conf that gives no upstream, or TLS upstreams
+/// without a usable name or CA file. For the file the operator named it stops the start
 /// (or the reload); for the default one it is a warning, since a host without resolv.conf is
 /// an ordinary place to serve only the zones.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ResolvConfError {
     /// The file cannot be read (missing, a directory, not permitted).
-    #[error("resolv.conf {path} cannot be read: {source}")]
+    #[error("forward.resolv_conf (--resolv-conf): resolv.conf {path} cannot be read: {source}")]
     Unreadable {
         /// The file.
         path: PathBuf,
@@ -38,13 +39,13 @@ pub enum ResolvConfError {
         source: std::io::Error,
     },
     /// The file has no nameserver line, or names only skyline's own addresses.
-    #[error("resolv.conf {path} lists no nameserver (other than skyline's own addresses)")]
+    #[error("forward.resolv_conf (--resolv-conf): resolv.conf {path} lists no nameserver (other than skyline's own addresses)")]
     NoNameserver {
         /// The file.
         path: PathBuf,
     },
     /// The CA file of a set of TLS upstreams cannot be read.
-    #[error("{set}: the CA file {path} cannot be read: {source}")]
+    #[error("{set}: tls_ca {path} cannot be read: {source}")]
     TlsCa {
         /// `forward`, or the stub zone.
         set: String,
@@ -214,7 +215,7 @@ pub fn forward_config(
         transport: if upstreams.is_empty() {
             Transport::PreferUdp
         } else {
-            ask.transport("forward")?
+            ask.transport("forward.tls")?
         },
         upstreams,
         stub_zones,
@@ -359,10 +360,7 @@ pub(crate) fn parse_stub_zone(text: &str) -> Result<StubZoneSetting, String> {
     Ok(StubZoneSetting {
         zone,
         servers,
-        ask: Ask {
-            tls,
-            ..Ask::default()
-        },
+        ask: Ask { tls, ..Ask::default() },
     })
 }
 
@@ -573,7 +571,10 @@ mod tests {
 
     #[test]
     fn each_set_of_upstreams_is_asked_its_own_way() {
-        let ca = concat!(env!("CARGO_MANIFEST_DIR"), "/dataplane/src/forward/transport/test-ca.pem");
+        let ca = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/dataplane/src/forward/transport/test-ca.pem"
+        );
         let forward = format!(
             "force_tcp = true\nexpire = \"3s\"\n\
              [[stub_zones]]\nzone = \"cluster.local.\"\nservers = [\"10.1.1.1:53\"]\n\
@@ -583,7 +584,11 @@ mod tests {
         let c = resolve(&Default::default(), Some(&forward), None, &stacked(&["192.0.2.1:53"])).unwrap();
         assert_eq!(c.transport, Transport::ForceTcp);
         assert_eq!(c.expire, Duration::from_secs(3));
-        assert_eq!(c.stub_zones[0].transport, Transport::PreferUdp, "a stub zone does not inherit");
+        assert_eq!(
+            c.stub_zones[0].transport,
+            Transport::PreferUdp,
+            "a stub zone does not inherit"
+        );
         assert!(matches!(c.stub_zones[1].transport, Transport::Tls(_)));
         assert_eq!(c.stub_zones[1].servers, ["10.1.1.2:853".parse::<SocketAddr>().unwrap()]);
 

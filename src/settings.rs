@@ -32,8 +32,8 @@
 
 use crate::cli::{parse_addr, parse_domain, parse_go_bool, parse_hostmaster, Cli};
 use crate::config::{Addrs, FileConfig};
-use crate::forwarding::{StubZoneFile, StubZoneSetting};
 use crate::forwarding::{parse_duration, parse_prefix, parse_size, parse_stub_zone, parse_zone_ttl};
+use crate::forwarding::{StubZoneFile, StubZoneSetting};
 use crate::observe::{DEFAULT_QUERY_LOG_RATE, DEFAULT_TOP_K};
 use skyline_controlplane::skydns::config as skydns_config;
 use skyline_dataplane::cache::CacheConfig;

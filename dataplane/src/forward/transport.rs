@@ -136,10 +136,7 @@ mod tests {
 
     #[test]
     fn a_ca_file_without_certificates_is_refused() {
-        assert!(matches!(
-            Tls::new(None, Some(b"no pem here\n")),
-            Err(TlsError::Ca(_))
-        ));
+        assert!(matches!(Tls::new(None, Some(b"no pem here\n")), Err(TlsError::Ca(_))));
     }
 
     #[test]

@@ -31,9 +31,9 @@
 
 use super::machine::{Action, Machine, Protocol, SendError, Transmit, TryId};
 use super::stream::{take_frame, Progress, Stream};
-use crate::forward::Tls;
 use crate::answer::Transport;
 use crate::cache::Cache;
+use crate::forward::Tls;
 use crate::observe::dnstap::Kind;
 use crate::observe::Tap;
 use crate::stats::WorkerStats;

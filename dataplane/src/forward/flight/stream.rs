@@ -130,7 +130,11 @@ impl Stream {
         match self.tls.as_mut() {
             Some(tls) => {
                 let mut writer = tls.writer();
-                if writer.write_all(&prefix).and_then(|()| writer.write_all(query)).is_err() {
+                if writer
+                    .write_all(&prefix)
+                    .and_then(|()| writer.write_all(query))
+                    .is_err()
+                {
                     self.broken = true;
                 }
             }

@@ -741,7 +741,11 @@ fn each_set_of_upstreams_keeps_its_own_transport() {
     sim.ask(2, stub, Some(2), Kind::Clients { stale: false }).unwrap();
     assert_eq!(sim.one_sent().protocol, Protocol::PooledTcp, "the stub zone forces TCP");
     sim.submit(1, 1).unwrap();
-    assert_eq!(sim.one_sent().protocol, Protocol::Udp, "the default resolvers prefer UDP");
+    assert_eq!(
+        sim.one_sent().protocol,
+        Protocol::Udp,
+        "the default resolvers prefer UDP"
+    );
 }
 
 #[test]

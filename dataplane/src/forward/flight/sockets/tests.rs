@@ -472,7 +472,10 @@ fn force_tcp_pipelines_the_tries_on_one_connection_and_takes_replies_in_any_orde
     assert_eq!(keys.len(), N as usize, "each reply went to its own question");
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
     let totals = rig.totals();
-    assert_eq!((totals.upstream_conn_opened, totals.upstream_conn_reused), ([1, 0], [N as u64 - 1, 0]));
+    assert_eq!(
+        (totals.upstream_conn_opened, totals.upstream_conn_reused),
+        ([1, 0], [N as u64 - 1, 0])
+    );
     assert_eq!(totals.upstream_tcp_retries, 0, "TC over TCP is the answer");
 }
 
@@ -493,12 +496,20 @@ fn a_connection_is_reused_until_it_has_been_idle_for_expire() {
         rig.until_done(i as usize + 1);
         rig.sockets.tidy(rig.machine.in_flight(), Instant::now());
     }
-    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1, "one connection for all three");
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "one connection for all three"
+    );
     rig.sockets.tidy(0, Instant::now() + Duration::from_millis(200));
     assert!(rig.sockets.pools.is_empty(), "the idle connection is closed");
     rig.submit(3);
     rig.until_done(4);
-    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2, "the next try opens another");
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "the next try opens another"
+    );
     assert_eq!(rig.totals().upstream_conn_opened, [2, 0]);
 }
 
@@ -517,11 +528,19 @@ fn tries_waiting_on_a_connection_the_upstream_closes_are_sent_again_on_a_new_one
     rig.submit(0);
     rig.submit(1);
     rig.until_done(2);
-    assert!(rig.done.iter().all(|d| d.result.is_ok()), "both answered: {:?}", rig.done);
+    assert!(
+        rig.done.iter().all(|d| d.result.is_ok()),
+        "both answered: {:?}",
+        rig.done
+    );
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
     let totals = rig.totals();
     assert_eq!((totals.upstream_resent, totals.upstream_errors), (1, 0));
-    assert_eq!(rig.upstreams()[0].failures, 0, "an upstream closing a connection is not at fault");
+    assert_eq!(
+        rig.upstreams()[0].failures,
+        0,
+        "an upstream closing a connection is not at fault"
+    );
 }
 
 #[test]
