@@ -384,8 +384,10 @@ pub(crate) fn parse_servers<'a>(texts: impl Iterator<Item = &'a str>) -> Result<
             }
             None => (
                 false,
-                text.parse::<SocketAddr>()
-                    .map_err(|_| format!("{text:?} is not IP:PORT (or tls://IP[:PORT])"))?,
+                text.parse::<SocketAddr>().map_err(|_| {
+                    crate::file_value::missing_port(text)
+                        .unwrap_or_else(|| format!("{text:?} is not IP:PORT (or tls://IP[:PORT])"))
+                })?,
             ),
         };
         if *tls.get_or_insert(is_tls) != is_tls {
