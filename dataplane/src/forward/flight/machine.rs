@@ -1030,7 +1030,8 @@ impl<W> Machine<W> {
 }
 
 /// The transmit of try `id` of `flight` to `upstream`, with query ID `query_id`; queries to a
-/// stub zone's servers carry the loop guard.
+/// stub zone's servers carry the loop guard, and those on persistent connections
+/// edns-tcp-keepalive.
 fn transmit<W>(
     id: TryId,
     upstream: SocketAddr,
@@ -1040,7 +1041,8 @@ fn transmit<W>(
     flight: &Flight<W>,
 ) -> Transmit {
     let mut query = [0u8; MAX_QUERY_LEN];
-    let len = write_query(&mut query, query_id, &flight.key, flight.route != 0);
+    let keepalive = matches!(protocol, Protocol::PooledTcp | Protocol::Tls);
+    let len = write_query(&mut query, query_id, &flight.key, flight.route != 0, keepalive);
     Transmit {
         id,
         upstream,

@@ -275,7 +275,7 @@ fn a_question_no_upstream_answers_fails_within_its_budget() {
 fn a_client_with_a_stale_answer_gets_it_after_one_failed_try_while_the_question_refreshes_the_cache() {
     let mut sim = Sim::new(&[&[A, B]], Duration::from_millis(1500));
     let mut query = [0u8; MAX_QUERY_LEN];
-    let len = write_query(&mut query, 9, &question(1), false);
+    let len = write_query(&mut query, 9, &question(1), false, false);
     let Verdict::Answer(entry) = read_reply(&answer(&query[..len], 1), 9, &question(1), false, &sim.cache, sim.now)
     else {
         panic!("a one-second answer");
@@ -423,7 +423,7 @@ fn replies_that_are_not_the_one_awaited_are_counted_and_the_try_listens_on() {
     wrong_id[1] ^= 1;
     sim.reply(&t, &wrong_id);
     let mut query = [0u8; MAX_QUERY_LEN];
-    let len = write_query(&mut query, ids(&t), &question(2), false);
+    let len = write_query(&mut query, ids(&t), &question(2), false, false);
     sim.reply(&t, &answer(&query[..len], 60));
     sim.reply(&t, t.query());
     assert!(sim.done().is_empty() && sim.is_open(&t));
