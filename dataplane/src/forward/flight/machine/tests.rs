@@ -715,6 +715,10 @@ fn force_tcp_sends_every_try_on_a_persistent_connection_and_takes_a_truncated_re
     let first = sim.one_sent();
     assert_eq!((first.upstream, first.protocol), (addr(A), Protocol::PooledTcp));
     assert!(first.tls.is_none());
+    assert!(
+        first.query().ends_with(&[0, 11, 0, 0]),
+        "edns-tcp-keepalive on a persistent connection"
+    );
     assert_eq!(
         sim.machine.poll_timeout(),
         Some(sim.ms(500)),
@@ -741,10 +745,11 @@ fn each_set_of_upstreams_keeps_its_own_transport() {
     sim.ask(2, stub, Some(2), Kind::Clients { stale: false }).unwrap();
     assert_eq!(sim.one_sent().protocol, Protocol::PooledTcp, "the stub zone forces TCP");
     sim.submit(1, 1).unwrap();
-    assert_eq!(
-        sim.one_sent().protocol,
-        Protocol::Udp,
-        "the default resolvers prefer UDP"
+    let udp = sim.one_sent();
+    assert_eq!(udp.protocol, Protocol::Udp, "the default resolvers prefer UDP");
+    assert!(
+        !udp.query().ends_with(&[0, 11, 0, 0]),
+        "never edns-tcp-keepalive over UDP"
     );
 }
 
