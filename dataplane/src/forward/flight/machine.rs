@@ -786,7 +786,7 @@ impl<W> Machine<W> {
         let Some(attempt) = flight.attempts[k].as_mut() else {
             return;
         };
-        if attempt.resent || !attempt.protocol.is_stream() || attempt.protocol == Protocol::Tcp {
+        if attempt.resent || !matches!(attempt.protocol, Protocol::PooledTcp | Protocol::Tls) {
             return self.on_receive_error(id, cache, now);
         }
         attempt.resent = true;

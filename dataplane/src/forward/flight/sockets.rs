@@ -25,7 +25,8 @@
 //! ([`Stream`]), a small pool per upstream and transport: a try takes the connection with the
 //! fewest tries waiting, and another is opened only when every one has [`PIPELINE`] (up to
 //! [`STREAMS_PER_UPSTREAM`]). A connection with no try waiting is closed after the configured
-//! idle time (`expire`); one that fails or that its upstream closes is dropped, and the tries
+//! idle time (`expire`); one that fails, that its upstream closes, or on which tries waited
+//! seconds without a byte from the upstream is dropped, and the tries
 //! that waited on it go back to the machine: sent again on a new connection when the upstream
 //! had answered on it, else held against the upstream.
 
@@ -247,14 +248,22 @@ impl Sockets {
         self.expire_streams(now);
     }
 
-    /// Closes the persistent connections that had no try waiting for [`Sockets::set_expire`].
+    /// Closes the persistent connections that had no try waiting for [`Sockets::set_expire`],
+    /// and gives up those whose upstream left tries waiting without a byte for a while: their
+    /// tries go back to the machine at the next [`Sockets::receive`].
     fn expire_streams(&mut self, now: Instant) {
         for p in 0..self.pools.len() {
             let mut i = 0;
             while i < self.pools[p].streams.len() {
                 let socket = self.pools[p].streams[i];
-                let idle = match self.open.get(socket).and_then(Option::as_ref).map(|o| &o.link) {
-                    Some(Link::Stream(stream)) => stream.idle_for(now).is_some_and(|idle| idle >= self.expire),
+                let idle = match self.open.get_mut(socket).and_then(Option::as_mut).map(|o| &mut o.link) {
+                    Some(Link::Stream(stream)) => {
+                        if stream.is_stalled(now) && !stream.is_broken() {
+                            stream.give_up();
+                            self.kicked.push(socket);
+                        }
+                        stream.idle_for(now).is_some_and(|idle| idle >= self.expire)
+                    }
                     _ => true,
                 };
                 if idle {

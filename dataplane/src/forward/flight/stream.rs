@@ -20,6 +20,12 @@ use std::time::{Duration, Instant};
 
 /// Bytes read from a connection per read call.
 const READ_LEN: usize = 4096;
+/// How long tries may wait on a connection that sends nothing before it is given up: twice the
+/// default forwarding timeout, so that only a connection whose upstream stopped reading or
+/// answering on it (a handshake that never ends, a server wedged on one connection) reaches
+/// it, and its tries (health probes among them) go to a new connection instead of waiting on
+/// it for ever.
+const STALL: Duration = Duration::from_secs(3);
 
 /// A persistent connection to an upstream and the tries waiting on it.
 pub(super) struct Stream {
@@ -37,6 +43,8 @@ pub(super) struct Stream {
     answered: u64,
     /// When a query last went out or a reply last came in.
     active: Instant,
+    /// When the upstream last sent bytes, or tries began to wait on a connection that had none.
+    heard: Instant,
     /// A write failed: the connection is of no more use.
     broken: bool,
 }
@@ -84,6 +92,7 @@ impl Stream {
             waiting: Vec::new(),
             answered: 0,
             active: now,
+            heard: now,
             broken: false,
         })
     }
@@ -122,8 +131,21 @@ impl Stream {
             .then(|| now.saturating_duration_since(self.active))
     }
 
+    /// Whether tries have waited on it for [`STALL`] while the upstream sent nothing.
+    pub(super) fn is_stalled(&self, now: Instant) -> bool {
+        !self.waiting.is_empty() && now.saturating_duration_since(self.heard) >= STALL
+    }
+
+    /// Gives it up: the next [`Stream::progress`] finds it closed.
+    pub(super) fn give_up(&mut self) {
+        self.broken = true;
+    }
+
     /// Queues try `id`'s `query` (ID `query_id`) and writes what it can.
     pub(super) fn send(&mut self, id: TryId, query_id: u16, query: &[u8], now: Instant) {
+        if self.waiting.is_empty() {
+            self.heard = now;
+        }
         self.waiting.push((id, query_id));
         self.active = now;
         let prefix = (query.len() as u16).to_be_bytes();
@@ -192,7 +214,7 @@ impl Stream {
                 return Progress::Message(len);
             }
             match self.fill() {
-                Fill::More => {}
+                Fill::More => self.heard = now,
                 Fill::Blocked => return Progress::Pending,
                 Fill::Closed => return Progress::Closed,
             }
