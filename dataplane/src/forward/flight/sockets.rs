@@ -256,17 +256,17 @@ impl Sockets {
             let mut i = 0;
             while i < self.pools[p].streams.len() {
                 let socket = self.pools[p].streams[i];
-                let idle = match self.open.get_mut(socket).and_then(Option::as_mut).map(|o| &mut o.link) {
-                    Some(Link::Stream(stream)) => {
-                        if stream.is_stalled(now) && !stream.is_broken() {
-                            stream.give_up();
-                            self.kicked.push(socket);
-                        }
-                        stream.idle_for(now).is_some_and(|idle| idle >= self.expire)
-                    }
-                    _ => true,
+                let Some(Link::Stream(stream)) =
+                    self.open.get_mut(socket).and_then(Option::as_mut).map(|o| &mut o.link)
+                else {
+                    self.pools[p].streams.swap_remove(i);
+                    continue;
                 };
-                if idle {
+                if stream.is_stalled(now) && !stream.is_broken() {
+                    stream.give_up();
+                    self.kicked.push(socket);
+                }
+                if stream.idle_for(now).is_some_and(|idle| idle >= self.expire) {
                     self.pools[p].streams.swap_remove(i);
                     self.close(socket);
                 } else {
