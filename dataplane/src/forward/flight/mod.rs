@@ -101,7 +101,7 @@ impl Forwarder {
         tap: Option<Tap>,
     ) -> Forwarder {
         let mut sockets = Sockets::new(registry, stats.clone(), tap);
-        sockets.set_expire(config.expire);
+        sockets.set_timeouts(config.expire, config.timeout);
         Forwarder {
             machine: Machine::with_stats(groups, config, health, Entropy::default(), stats),
             sockets,
@@ -118,7 +118,7 @@ impl Forwarder {
         now: Instant,
     ) {
         self.machine.replace(groups, config, health, now);
-        self.sockets.set_expire(config.expire);
+        self.sockets.set_timeouts(config.expire, config.timeout);
         self.sockets.flush(&mut self.machine, now);
     }
 

@@ -94,6 +94,10 @@ pub(crate) struct Sockets {
     pools: Vec<Pool>,
     /// How long a persistent connection stays open with no try waiting.
     expire: Duration,
+    /// How long the upstream may send nothing on a persistent connection that has queries out
+    /// before it is given up: twice the forwarding timeout, by when every try on it has
+    /// timed out, so that a slow upstream is not cut off while its tries still wait.
+    stall: Duration,
     /// Persistent connections to read at the next [`Sockets::receive`] whatever the
     /// readiness: a write to them failed.
     kicked: Vec<usize>,
@@ -170,14 +174,18 @@ impl Sockets {
             tap,
             pools: Vec::new(),
             expire: crate::forward::ForwardConfig::default().expire,
+            stall: 2 * crate::forward::ForwardConfig::default().timeout,
             kicked: Vec::new(),
             orphans: Vec::new(),
         }
     }
 
-    /// Persistent connections close after `expire` with no try waiting.
-    pub(crate) fn set_expire(&mut self, expire: Duration) {
+    /// Persistent connections close after `expire` with no try waiting, and are given up
+    /// after twice the forwarding `timeout` without a byte from their upstream while queries
+    /// are out on them.
+    pub(crate) fn set_timeouts(&mut self, expire: Duration, timeout: Duration) {
         self.expire = expire;
+        self.stall = 2 * timeout;
     }
 
     /// Whether connections wait to be read whatever their readiness.
@@ -262,7 +270,7 @@ impl Sockets {
                     self.pools[p].streams.swap_remove(i);
                     continue;
                 };
-                if stream.is_stalled(now) && !stream.is_broken() {
+                if stream.is_stalled(now, self.stall) && !stream.is_broken() {
                     stream.give_up();
                     self.kicked.push(socket);
                 }

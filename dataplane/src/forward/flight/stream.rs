@@ -20,12 +20,6 @@ use std::time::{Duration, Instant};
 
 /// Bytes read from a connection per read call.
 const READ_LEN: usize = 4096;
-/// How long tries may wait on a connection that sends nothing before it is given up: twice the
-/// default forwarding timeout, so that only a connection whose upstream stopped reading or
-/// answering on it (a handshake that never ends, a server wedged on one connection) reaches
-/// it, and its tries (health probes among them) go to a new connection instead of waiting on
-/// it for ever.
-const STALL: Duration = Duration::from_secs(3);
 
 /// A persistent connection to an upstream and the tries waiting on it.
 pub(super) struct Stream {
@@ -43,8 +37,8 @@ pub(super) struct Stream {
     answered: u64,
     /// When a query last went out or a reply last came in.
     active: Instant,
-    /// When the upstream last sent bytes, or tries began to wait on a connection that had none.
-    heard: Instant,
+    /// When the first query went out that the upstream has sent no byte since.
+    unheard_since: Option<Instant>,
     /// A write failed: the connection is of no more use.
     broken: bool,
 }
@@ -92,7 +86,7 @@ impl Stream {
             waiting: Vec::new(),
             answered: 0,
             active: now,
-            heard: now,
+            unheard_since: None,
             broken: false,
         })
     }
@@ -131,9 +125,13 @@ impl Stream {
             .then(|| now.saturating_duration_since(self.active))
     }
 
-    /// Whether tries have waited on it for [`STALL`] while the upstream sent nothing.
-    pub(super) fn is_stalled(&self, now: Instant) -> bool {
-        !self.waiting.is_empty() && now.saturating_duration_since(self.heard) >= STALL
+    /// Whether the upstream has sent nothing for `stall` since a query went out on it: a
+    /// handshake that never ends, a server wedged on this connection. Tries that time out
+    /// one after the other leave it without one waiting now and then, so the time counts from
+    /// the first query not heard back from, not from the tries waiting now.
+    pub(super) fn is_stalled(&self, now: Instant, stall: Duration) -> bool {
+        self.unheard_since
+            .is_some_and(|since| now.saturating_duration_since(since) >= stall)
     }
 
     /// Gives it up: the next [`Stream::progress`] finds it closed.
@@ -143,9 +141,7 @@ impl Stream {
 
     /// Queues try `id`'s `query` (ID `query_id`) and writes what it can.
     pub(super) fn send(&mut self, id: TryId, query_id: u16, query: &[u8], now: Instant) {
-        if self.waiting.is_empty() {
-            self.heard = now;
-        }
+        self.unheard_since.get_or_insert(now);
         self.waiting.push((id, query_id));
         self.active = now;
         let prefix = (query.len() as u16).to_be_bytes();
@@ -214,7 +210,7 @@ impl Stream {
                 return Progress::Message(len);
             }
             match self.fill() {
-                Fill::More => self.heard = now,
+                Fill::More => self.unheard_since = None,
                 Fill::Blocked => return Progress::Pending,
                 Fill::Closed => return Progress::Closed,
             }

@@ -490,7 +490,8 @@ fn echo_tcp(_: usize, mut conn: std::net::TcpStream) {
 fn a_connection_is_reused_until_it_has_been_idle_for_expire() {
     let (addr, accepted) = tcp_upstream(echo_tcp);
     let mut rig = Rig::over(addr, crate::forward::Transport::ForceTcp);
-    rig.sockets.set_expire(Duration::from_millis(200));
+    rig.sockets
+        .set_timeouts(Duration::from_millis(200), Duration::from_secs(1));
     for i in 0..3 {
         rig.submit(i);
         rig.until_done(i as usize + 1);
@@ -541,6 +542,34 @@ fn tries_waiting_on_a_connection_the_upstream_closes_are_sent_again_on_a_new_one
         0,
         "an upstream closing a connection is not at fault"
     );
+}
+
+#[test]
+fn a_connection_on_which_the_upstream_sends_nothing_is_given_up() {
+    let (addr, accepted) = tcp_upstream(|_, mut conn| while read_framed(&mut conn).is_some() {});
+    let mut rig = Rig::over(addr, crate::forward::Transport::ForceTcp);
+    rig.sockets
+        .set_timeouts(Duration::from_secs(10), Duration::from_secs(1));
+    let sent = Instant::now();
+    rig.submit(0);
+    let soon = sent + Duration::from_millis(1900);
+    rig.sockets.tidy(rig.machine.in_flight(), soon);
+    assert!(rig.sockets.kicked.is_empty(), "not given up within twice the timeout");
+    let later = sent + Duration::from_millis(2100);
+    rig.sockets.tidy(rig.machine.in_flight(), later);
+    rig.sockets.receive(&[], &mut rig.machine, &rig.cache, later);
+    rig.sockets.flush(&mut rig.machine, later);
+    assert!(
+        rig.totals().upstream_errors >= 1,
+        "its try is handed back as a failure of the upstream"
+    );
+    assert!(
+        rig.sockets.pools.iter().all(|p| p.streams.is_empty()),
+        "the connection is closed"
+    );
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+    rig.submit(1);
+    rig.until(|_| accepted.load(std::sync::atomic::Ordering::SeqCst) == 2);
 }
 
 #[test]
