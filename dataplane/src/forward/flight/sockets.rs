@@ -99,7 +99,7 @@ pub(crate) struct Sockets {
     /// timed out, so that a slow upstream is not cut off while its tries still wait.
     stall: Duration,
     /// Persistent connections to read at the next [`Sockets::receive`] whatever the
-    /// readiness: a write to them failed.
+    /// readiness: a write to them failed, or their upstream went silent.
     kicked: Vec<usize>,
     /// Tries of a connection that closed, handed back to the machine one by one.
     orphans: Vec<TryId>,
@@ -256,7 +256,7 @@ impl Sockets {
         self.expire_streams(now);
     }
 
-    /// Closes the persistent connections that had no try waiting for [`Sockets::set_expire`],
+    /// Closes the persistent connections that had no try waiting for `expire`,
     /// and gives up those whose upstream left tries waiting without a byte for a while: their
     /// tries go back to the machine at the next [`Sockets::receive`].
     fn expire_streams(&mut self, now: Instant) {
