@@ -102,8 +102,8 @@ pub enum ConfigError {
     /// The path prefix cannot be a key's first element.
     #[error("path_prefix: {0:?} must be one non-empty key element, without '/'")]
     PathPrefix(String),
-    /// The resolv.conf given gives no upstream.
-    #[error("forward.resolv_conf (--resolv-conf): {0}")]
+    /// The resolv.conf given gives no upstream, or a set of TLS upstreams cannot be set up.
+    #[error("{0}")]
     ResolvConf(#[from] crate::forwarding::ResolvConfError),
     /// A dnstap, query-log or top-talker setting is not valid.
     #[error("observe.{0}")]

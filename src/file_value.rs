@@ -115,7 +115,7 @@ impl FileValue for Addrs {
 
 impl FileValue for Vec<StubZoneFile> {
     const EXPECTED: &'static str =
-        "a list of tables, each with zone = \"name\" and servers = [\"IP:port\", ...] and nothing else";
+        "a list of tables, each with zone = \"name\", servers = [\"IP:port\", ...] (or [\"tls://IP:port\", ...]), and optionally force_tcp, tls_servername and tls_ca";
 
     fn hint(value: &toml::Value) -> Option<String> {
         address_hint(&value.as_array()?.iter().find_map(|t| t.get("servers"))?.clone())

@@ -7,10 +7,11 @@ use serde::Deserialize;
 use skyline_controlplane::etcd::SourceHealth;
 use skyline_dataplane::cache::CacheConfig;
 use skyline_dataplane::forward::{
-    resolv_conf, Acl, ForwardConfig, ForwardOptions, Forwarding, HealthCheck, Policy, Prefix, StubZone,
+    resolv_conf, Acl, ForwardConfig, ForwardOptions, Forwarding, HealthCheck, Policy, Prefix, StubZone, Tls, TlsError,
+    Transport, TLS_PORT,
 };
 use skyline_dataplane::wire::Name;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,14 +24,15 @@ pub const DEFAULT_RESOLV_CONF: &str = "/etc/resolv.conf";
 /// error.
 pub const NO_RESOLV_CONF: &str = "none";
 
-/// Why a resolv.conf gives no upstream. For the file the operator named it stops the start
+/// Why forwarding cannot be set up: a resolv.conf that gives no upstream, or TLS upstreams
+/// without a usable name or CA file. For the file the operator named it stops the start
 /// (or the reload); for the default one it is a warning, since a host without resolv.conf is
 /// an ordinary place to serve only the zones.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ResolvConfError {
     /// The file cannot be read (missing, a directory, not permitted).
-    #[error("resolv.conf {path} cannot be read: {source}")]
+    #[error("forward.resolv_conf (--resolv-conf): resolv.conf {path} cannot be read: {source}")]
     Unreadable {
         /// The file.
         path: PathBuf,
@@ -38,10 +40,28 @@ pub enum ResolvConfError {
         source: std::io::Error,
     },
     /// The file has no nameserver line, or names only skyline's own addresses.
-    #[error("resolv.conf {path} lists no nameserver (other than skyline's own addresses)")]
+    #[error("forward.resolv_conf (--resolv-conf): resolv.conf {path} lists no nameserver (other than skyline's own addresses)")]
     NoNameserver {
         /// The file.
         path: PathBuf,
+    },
+    /// The CA file of a set of TLS upstreams cannot be read.
+    #[error("{set}: tls_ca {path} cannot be read: {source}")]
+    TlsCa {
+        /// `forward`, or the stub zone.
+        set: String,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A set of TLS upstreams cannot be set up (its server name, its CA file's contents).
+    #[error("{set}: {source}")]
+    Tls {
+        /// `forward`, or the stub zone.
+        set: String,
+        /// Why.
+        source: TlsError,
     },
 }
 
@@ -63,8 +83,17 @@ pub struct Resolved {
 pub struct StubZoneFile {
     /// The zone.
     pub zone: String,
-    /// Its servers, IP:port.
-    pub servers: Vec<SocketAddr>,
+    /// Its servers, `IP:port`, or all `tls://IP[:port]` for DNS over TLS.
+    pub servers: Vec<String>,
+    /// Every query over TCP (CoreDNS `force_tcp`).
+    #[serde(default)]
+    pub force_tcp: bool,
+    /// The name the servers' certificates must carry (CoreDNS `tls_servername`).
+    #[serde(default)]
+    pub tls_servername: Option<String>,
+    /// Certificate authorities trusted besides the platform's.
+    #[serde(default)]
+    pub tls_ca: Option<PathBuf>,
     /// `policy`.
     pub policy: Option<String>,
     /// `max_fails`.
@@ -82,8 +111,8 @@ pub struct StubZoneFile {
 }
 
 impl StubZoneFile {
-    /// The stub zone the table describes.
-    pub fn stub_zone(self) -> Result<StubZone, String> {
+    /// The options of the zone's servers the table gives, the others at their defaults.
+    pub fn options(&self) -> Result<ForwardOptions, String> {
         let defaults = ForwardOptions::default();
         let health_check = self
             .health_check
@@ -101,7 +130,7 @@ impl StubZoneFile {
                 })
             })
             .transpose()?;
-        let options = ForwardOptions {
+        Ok(ForwardOptions {
             policy: self
                 .policy
                 .as_deref()
@@ -112,16 +141,11 @@ impl StubZoneFile {
             health_check,
             except: self
                 .except
-                .unwrap_or_default()
                 .iter()
+                .flatten()
                 .map(|z| parse_zone("except", z))
                 .collect::<Result<_, _>>()?,
             max_concurrent: self.max_concurrent.unwrap_or(defaults.max_concurrent),
-        };
-        Ok(StubZone {
-            zone: parse_zone("zone", &self.zone)?,
-            servers: self.servers,
-            options,
         })
     }
 }
@@ -139,6 +163,62 @@ fn options(forward: &Forward) -> ForwardOptions {
         except: forward.except.clone(),
         max_concurrent: forward.max_concurrent,
     }
+}
+
+/// How a set of upstreams is asked, as configured: CoreDNS `forward`'s options, kept apart
+/// from the set's servers so that the default resolvers and each stub zone have their own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ask {
+    /// Every query over TCP, on persistent connections (`force_tcp`).
+    pub force_tcp: bool,
+    /// Every query over TLS (`tls://` servers).
+    pub tls: bool,
+    /// The name the servers' certificates must carry; their IP addresses without it.
+    pub tls_servername: Option<String>,
+    /// Certificate authorities trusted besides the platform's root store.
+    pub tls_ca: Option<PathBuf>,
+}
+
+impl Ask {
+    /// The data plane's transport for the set named `set` in errors; reads the CA file.
+    fn transport(&self, set: &str) -> Result<Transport, ResolvConfError> {
+        if !self.tls {
+            return Ok(if self.force_tcp {
+                Transport::ForceTcp
+            } else {
+                Transport::PreferUdp
+            });
+        }
+        let ca = self
+            .tls_ca
+            .as_ref()
+            .map(|path| {
+                std::fs::read(path).map_err(|source| ResolvConfError::TlsCa {
+                    set: set.to_owned(),
+                    path: path.clone(),
+                    source,
+                })
+            })
+            .transpose()?;
+        let tls = Tls::new(self.tls_servername.as_deref(), ca.as_deref()).map_err(|source| ResolvConfError::Tls {
+            set: set.to_owned(),
+            source,
+        })?;
+        Ok(Transport::Tls(Arc::new(tls)))
+    }
+}
+
+/// A stub zone as configured: its servers, how they are used and how they are asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StubZoneSetting {
+    /// The zone apex.
+    pub zone: Name,
+    /// Its servers.
+    pub servers: Vec<SocketAddr>,
+    /// How they are used.
+    pub options: ForwardOptions,
+    /// How they are asked.
+    pub ask: Ask,
 }
 
 /// The SkyDNS settings that decide forwarding, already stacked (flags, file, data, defaults).
@@ -188,11 +268,35 @@ pub fn forward_config(
             }),
         }
     };
+    let ask = Ask {
+        force_tcp: forward.force_tcp,
+        tls: forward.tls,
+        tls_servername: forward.tls_servername.clone(),
+        tls_ca: forward.tls_ca.clone(),
+    };
+    let stub_zones = forward
+        .stub_zones
+        .iter()
+        .map(|s| {
+            Ok(StubZone {
+                zone: s.zone.clone(),
+                servers: s.servers.clone(),
+                options: s.options.clone(),
+                transport: s.ask.transport(&format!("forward.stub_zones {}", s.zone))?,
+            })
+        })
+        .collect::<Result<Vec<_>, ResolvConfError>>()?;
     let config = ForwardConfig {
+        transport: if upstreams.is_empty() {
+            Transport::PreferUdp
+        } else {
+            ask.transport("forward.tls")?
+        },
         upstreams,
         options: options(forward),
         loop_detect: forward.loop_detect,
-        stub_zones: forward.stub_zones.clone(),
+        stub_zones,
+        expire: forward.expire,
         rotate: stacked.ns_rotate,
         ndots: stacked.ndots,
         timeout: forward
@@ -319,18 +423,53 @@ pub(crate) fn parse_zone_ttl(text: &str) -> Result<(Name, u32), String> {
     Ok((zone, secs))
 }
 
-/// `ZONE=IP:PORT[,IP:PORT...]`.
-pub(crate) fn parse_stub_zone(text: &str) -> Result<StubZone, String> {
+/// `ZONE=IP:PORT[,IP:PORT...]`, or `ZONE=tls://IP[:PORT][,...]`.
+pub(crate) fn parse_stub_zone(text: &str) -> Result<StubZoneSetting, String> {
     let (zone, servers) = text
         .split_once('=')
         .ok_or_else(|| format!("{text:?} is not ZONE=IP:PORT[,IP:PORT...]"))?;
     let zone = parse_zone("--stub-zone", zone)?;
-    let servers = servers
-        .split(',')
-        .map(|s| s.trim().parse::<SocketAddr>())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|_| format!("{text:?}: servers must be IP:port"))?;
-    Ok(StubZone::new(zone, servers))
+    let (servers, tls) = parse_servers(servers.split(',')).map_err(|e| format!("{text:?}: {e}"))?;
+    Ok(StubZoneSetting {
+        zone,
+        servers,
+        options: ForwardOptions::default(),
+        ask: Ask { tls, ..Ask::default() },
+    })
+}
+
+/// Servers as `IP:PORT`, or all as `tls://IP[:PORT]` (port 853 when none is given, as
+/// CoreDNS takes them); whether they are TLS ones. A set is asked one way: TLS and plain
+/// servers mixed are refused.
+pub(crate) fn parse_servers<'a>(texts: impl Iterator<Item = &'a str>) -> Result<(Vec<SocketAddr>, bool), String> {
+    let mut servers = Vec::new();
+    let mut tls = None;
+    for text in texts {
+        let text = text.trim();
+        let (is_tls, addr) = match text.strip_prefix("tls://") {
+            Some(rest) => {
+                let addr = rest.parse::<SocketAddr>().or_else(|_| {
+                    rest.trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .parse::<IpAddr>()
+                        .map(|ip| SocketAddr::new(ip, TLS_PORT))
+                });
+                (true, addr.map_err(|_| format!("{text:?} is not tls://IP[:PORT]"))?)
+            }
+            None => (
+                false,
+                text.parse::<SocketAddr>().map_err(|_| {
+                    crate::file_value::missing_port(text)
+                        .unwrap_or_else(|| format!("{text:?} is not IP:PORT (or tls://IP[:PORT])"))
+                })?,
+            ),
+        };
+        if *tls.get_or_insert(is_tls) != is_tls {
+            return Err("the servers of a set are all tls:// or none are".to_owned());
+        }
+        servers.push(addr);
+    }
+    Ok((servers, tls.unwrap_or(false)))
 }
 
 /// A forwarding policy: fastest, random, round_robin or sequential.
@@ -578,6 +717,38 @@ mod tests {
     }
 
     #[test]
+    fn each_set_of_upstreams_is_asked_its_own_way() {
+        let ca = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/dataplane/src/forward/transport/test-ca.pem"
+        );
+        let forward = format!(
+            "force_tcp = true\nexpire = \"3s\"\n\
+             [[stub_zones]]\nzone = \"cluster.local.\"\nservers = [\"10.1.1.1:53\"]\n\
+             [[stub_zones]]\nzone = \"dot.example.\"\nservers = [\"tls://10.1.1.2\"]\n\
+             tls_servername = \"dns.example\"\ntls_ca = \"{ca}\"\n"
+        );
+        let c = resolve(&Default::default(), Some(&forward), None, &stacked(&["192.0.2.1:53"])).unwrap();
+        assert_eq!(c.transport, Transport::ForceTcp);
+        assert_eq!(c.expire, Duration::from_secs(3));
+        assert_eq!(
+            c.stub_zones[0].transport,
+            Transport::PreferUdp,
+            "a stub zone does not inherit"
+        );
+        assert!(matches!(c.stub_zones[1].transport, Transport::Tls(_)));
+        assert_eq!(c.stub_zones[1].servers, ["10.1.1.2:853".parse::<SocketAddr>().unwrap()]);
+
+        let missing_ca = "tls = true\ntls_ca = \"/nonexistent/ca.pem\"\n";
+        let args = Default::default();
+        let forward: ForwardFile = crate::settings::tests::parse_group(missing_ca, ForwardFile::take).unwrap();
+        let forward = Forward::merge(&args, Some(&forward), Path::new(""), &mut Vec::new());
+        let (_, cache) = defaults();
+        let err = forward_config(&forward, &cache, &stacked(&["192.0.2.1:853"]), missing).unwrap_err();
+        assert!(matches!(err, ResolvConfError::TlsCa { .. }), "{err}");
+    }
+
+    #[test]
     fn skydns_read_timeout_sets_the_budget_when_nothing_else_does() {
         let s = Stacked {
             read_timeout: Some(Duration::from_secs(3)),
@@ -602,7 +773,18 @@ mod tests {
         assert_eq!((zone.to_string(), secs), ("cluster.local.".to_owned(), 5));
         let stub = parse_stub_zone("corp.example=10.0.0.1:53,10.0.0.2:5353").unwrap();
         assert_eq!(stub.servers.len(), 2);
+        assert!(!stub.ask.tls);
         assert!(parse_stub_zone("corp.example=10.0.0.1").is_err());
+        let tls = parse_stub_zone("corp.example=tls://10.0.0.1,tls://[2001:db8::1]:8853").unwrap();
+        assert!(tls.ask.tls);
+        assert_eq!(
+            tls.servers,
+            [
+                "10.0.0.1:853".parse::<SocketAddr>().unwrap(),
+                "[2001:db8::1]:8853".parse().unwrap()
+            ]
+        );
+        assert!(parse_stub_zone("corp.example=tls://10.0.0.1,10.0.0.2:53").is_err());
         assert!(parse_prefix("10.0.0.0/33").is_err());
     }
 

@@ -4,8 +4,8 @@
 //! edits.
 
 use crate::config::Addrs;
-use crate::forwarding::StubZoneFile;
-use skyline_dataplane::forward::{ForwardOptions, Policy, Prefix, StubZone};
+use crate::forwarding::{StubZoneFile, StubZoneSetting};
+use skyline_dataplane::forward::{ForwardOptions, Policy, Prefix};
 use skyline_dataplane::io::XdpMode;
 use skyline_dataplane::wire::Name;
 use std::collections::BTreeMap;
@@ -145,11 +145,26 @@ impl<T: InForce> InForce for Vec<T> {
     }
 }
 
-impl InForce for StubZone {
+impl InForce for StubZoneSetting {
     fn in_force(&self) -> Option<toml::Value> {
         let mut table = toml::Table::new();
         table.insert("zone".to_owned(), toml::Value::String(self.zone.to_string()));
-        table.insert("servers".to_owned(), self.servers.in_force()?);
+        let scheme = if self.ask.tls { "tls://" } else { "" };
+        let servers = self
+            .servers
+            .iter()
+            .map(|s| toml::Value::String(format!("{scheme}{s}")))
+            .collect();
+        table.insert("servers".to_owned(), toml::Value::Array(servers));
+        if self.ask.force_tcp {
+            table.insert("force_tcp".to_owned(), toml::Value::Boolean(true));
+        }
+        if let Some(name) = &self.ask.tls_servername {
+            table.insert("tls_servername".to_owned(), toml::Value::String(name.clone()));
+        }
+        if let Some(ca) = &self.ask.tls_ca {
+            table.insert("tls_ca".to_owned(), ca.in_force()?);
+        }
         let options = &self.options;
         let defaults = ForwardOptions::default();
         let mut set = |key: &str, value: Option<toml::Value>| {

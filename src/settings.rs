@@ -34,14 +34,14 @@
 
 use crate::cli::{parse_addr, parse_domain, parse_go_bool, parse_hostmaster, Cli};
 use crate::config::{Addrs, FileConfig};
-use crate::forwarding::StubZoneFile;
 use crate::forwarding::{
     parse_duration, parse_name, parse_policy, parse_prefix, parse_size, parse_stub_zone, parse_zone_ttl,
 };
+use crate::forwarding::{StubZoneFile, StubZoneSetting};
 use crate::observe::{DEFAULT_QUERY_LOG_RATE, DEFAULT_TOP_K};
 use skyline_controlplane::skydns::config as skydns_config;
 use skyline_dataplane::cache::CacheConfig;
-use skyline_dataplane::forward::{ForwardConfig, Policy, Prefix, StubZone, MAX_FAILS};
+use skyline_dataplane::forward::{ForwardConfig, Policy, Prefix, MAX_FAILS};
 use skyline_dataplane::io::XdpMode;
 use skyline_dataplane::rrl::RrlConfig;
 use skyline_dataplane::snapshot::hosts_file::DEFAULT_TTL as HOSTS_TTL;
@@ -604,12 +604,53 @@ settings! {
         )]
         restart loop_detect: bool = false;
 
-        /// A stub zone and its servers, ZONE=IP:PORT[,IP:PORT...]; repeat for more zones; in the
-        /// file a list of tables with `zone` and `servers`, and optionally the options of the
-        /// nameservers for the zone's servers: `policy`, `max_fails`, `health_check`,
-        /// `health_check_no_rec`, `health_check_domain`, `except`, `max_concurrent` [default: none]
+        /// Ask the nameservers over TCP only, on persistent connections each worker reuses for
+        /// many queries (CoreDNS force_tcp); without it, UDP first and TCP after a truncated
+        /// answer (CoreDNS prefer_udp) [default: false]
+        #[arg(
+            long = "forward-force-tcp",
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true",
+            value_parser = parse_go_bool
+        )]
+        applied force_tcp: bool = false;
+
+        /// Ask the nameservers over DNS over TLS (RFC 7858, CoreDNS tls://), on persistent
+        /// connections; give them with port 853 [default: false]
+        #[arg(
+            long = "forward-tls",
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true",
+            value_parser = parse_go_bool
+        )]
+        applied tls: bool = false;
+
+        /// The name the TLS nameservers' certificates must carry (CoreDNS tls_servername);
+        /// without it, each nameserver's IP address [default: none]
+        #[arg(long = "forward-tls-servername", value_name = "NAME")]
+        applied tls_servername: String;
+
+        /// PEM file of certificate authorities trusted for TLS nameservers, besides the
+        /// platform's root store [default: none]
+        #[arg(long = "forward-tls-ca", value_name = "FILE")]
+        applied tls_ca: PathBuf, file PathBuf => relative;
+
+        /// How long a persistent upstream connection (force_tcp, TLS) stays open with no query
+        /// waiting on it (CoreDNS expire), e.g. 10s [default: 10s]
+        #[arg(long = "forward-expire", value_name = "DURATION", value_parser = parse_duration)]
+        applied expire: Duration = ForwardConfig::default().expire, file String => duration;
+
+        /// A stub zone and its servers, ZONE=IP:PORT[,IP:PORT...], or ZONE=tls://IP[:PORT],...
+        /// for DNS over TLS; repeat for more zones; in the file a list of tables with `zone`,
+        /// `servers` and, optionally, how they are asked (`force_tcp`, `tls_servername`,
+        /// `tls_ca`) and used (`policy`, `max_fails`, `health_check`, `health_check_no_rec`,
+        /// `health_check_domain`, `except`, `max_concurrent`) [default: none]
         #[arg(long = "stub-zone", value_name = "ZONE=IP:PORT,...", value_parser = parse_stub_zone)]
-        applied stub_zones: Vec<StubZone> = Vec::new(), file Vec<StubZoneFile> => stub_zones;
+        applied stub_zones: Vec<StubZoneSetting> = Vec::new(), file Vec<StubZoneFile> => stub_zones;
 
         /// Follow the stub zones of the records under dns/stub/ of the domain in etcd, as they
         /// change (SkyDNS -stubzones) [default: false]
@@ -1030,9 +1071,26 @@ fn prefixes(texts: Vec<String>, _: &Path) -> Result<Vec<Prefix>, String> {
     texts.iter().map(|text| parse_prefix(text)).collect()
 }
 
-/// Stub zones as tables of `zone` and `servers`, and the options of their servers.
-fn stub_zones(zones: Vec<StubZoneFile>, _: &Path) -> Result<Vec<StubZone>, String> {
-    zones.into_iter().map(StubZoneFile::stub_zone).collect()
+/// Stub zones as tables of `zone`, `servers`, how they are used and how they are asked; a CA
+/// file relative to `dir`.
+fn stub_zones(zones: Vec<StubZoneFile>, dir: &Path) -> Result<Vec<StubZoneSetting>, String> {
+    zones
+        .into_iter()
+        .map(|s| {
+            let (servers, tls) = crate::forwarding::parse_servers(s.servers.iter().map(String::as_str))?;
+            Ok(StubZoneSetting {
+                zone: zone(&s.zone)?,
+                servers,
+                options: s.options()?,
+                ask: crate::forwarding::Ask {
+                    force_tcp: s.force_tcp,
+                    tls,
+                    tls_servername: s.tls_servername,
+                    tls_ca: s.tls_ca.map(|ca| relative(ca, dir)).transpose()?,
+                },
+            })
+        })
+        .collect()
 }
 
 /// A forwarding policy's name.

@@ -102,6 +102,14 @@ pub struct Totals {
     pub upstream_queries: u64,
     /// Truncated upstream answers asked again over TCP.
     pub upstream_tcp_retries: u64,
+    /// Persistent upstream connections opened, plain TCP `[0]` and TLS `[1]`.
+    pub upstream_conn_opened: [u64; 2],
+    /// Upstream tries that went on a persistent connection already open, plain TCP `[0]` and
+    /// TLS `[1]`.
+    pub upstream_conn_reused: [u64; 2],
+    /// Upstream tries sent again because the upstream closed their connection after answering
+    /// on it.
+    pub upstream_resent: u64,
     /// Upstream tries that timed out.
     pub upstream_timeouts: u64,
     /// Upstream tries that failed outright (refused, reset, socket errors).
@@ -690,6 +698,9 @@ pub(crate) struct Counters {
     pub(crate) cache_bytes: Counter,
     pub(crate) upstream_queries: Counter,
     pub(crate) upstream_tcp_retries: Counter,
+    pub(crate) upstream_conn_opened: [Counter; 2],
+    pub(crate) upstream_conn_reused: [Counter; 2],
+    pub(crate) upstream_resent: Counter,
     pub(crate) upstream_timeouts: Counter,
     pub(crate) upstream_errors: Counter,
     pub(crate) upstream_bad_answers: Counter,
@@ -852,6 +863,11 @@ impl Counters {
         totals.cache_bytes += self.cache_bytes.get();
         totals.upstream_queries += self.upstream_queries.get();
         totals.upstream_tcp_retries += self.upstream_tcp_retries.get();
+        for proto in 0..2 {
+            totals.upstream_conn_opened[proto] += self.upstream_conn_opened[proto].get();
+            totals.upstream_conn_reused[proto] += self.upstream_conn_reused[proto].get();
+        }
+        totals.upstream_resent += self.upstream_resent.get();
         totals.upstream_timeouts += self.upstream_timeouts.get();
         totals.upstream_errors += self.upstream_errors.get();
         totals.upstream_bad_answers += self.upstream_bad_answers.get();

@@ -5,7 +5,7 @@
 
 use skyline_dataplane::cache::{Cache, CacheConfig, Key};
 use skyline_dataplane::forward::machine::{Action, Done, Entropy, Kind, Machine, TryId};
-use skyline_dataplane::forward::{ForwardConfig, Route};
+use skyline_dataplane::forward::{ForwardConfig, Route, Transport};
 use skyline_dataplane::wire::{LowerName, Name};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 use std::alloc::System;
@@ -81,11 +81,19 @@ fn round(
     answered
 }
 
+/// Over UDP, then over persistent connections (force_tcp), one after the other: the
+/// allocator counts every thread, so two such tests must not run at once.
 #[test]
 fn a_miss_allocates_its_cache_entry_and_nothing_else() {
+    misses_allocate_their_cache_entries_and_nothing_else(Transport::PreferUdp);
+    misses_allocate_their_cache_entries_and_nothing_else(Transport::ForceTcp);
+}
+
+fn misses_allocate_their_cache_entries_and_nothing_else(transport: Transport) {
     let upstream: SocketAddr = "127.0.0.1:53".parse().unwrap();
     let config = ForwardConfig {
         upstreams: vec![upstream],
+        transport,
         ..ForwardConfig::default()
     };
     let start = Instant::now();

@@ -58,7 +58,9 @@ use hickory_proto::rr::{DNSClass, RecordType};
 use libfuzzer_sys::fuzz_target;
 use skyline_dataplane::cache::{Cache, CacheConfig, Entry, Key, STALE_TTL};
 use skyline_dataplane::forward::machine::{Entropy, Kind, Machine, Protocol, Transmit};
-use skyline_dataplane::forward::{read_reply, Failure, ForwardConfig, Resolved, Route, Routes, StubZone, Verdict};
+use skyline_dataplane::forward::{
+    read_reply, Failure, ForwardConfig, Resolved, Route, Routes, StubZone, Verdict,
+};
 use skyline_dataplane::wire::types::{ede, rcode, rtype, MAX_MESSAGE_LEN};
 use skyline_dataplane::wire::{LowerName, Name};
 use skyline_dataplane::{answer_recursive, Context, Outcome, Recursion, Resolution, Transport};
@@ -440,7 +442,7 @@ impl Sim<'_> {
                     let delivery = self.delivery.as_ref().expect("an answer arrives with a reply");
                     let first = self.key.as_ref().is_some_and(|k| k.bytes() == finished.key.bytes());
                     if delivery.fuzzed && first {
-                        let over_tcp = delivery.protocol == Protocol::Tcp;
+                        let over_tcp = delivery.protocol.is_stream();
                         assert!(self.takes[usize::from(over_tcp)], "an answer read_reply does not take");
                     }
                     assert!(matches!(entry.rcode(), rcode::NOERROR | rcode::NXDOMAIN));

@@ -12,6 +12,7 @@ use super::parse::{Directive, ServerBlock};
 use crate::config::{Addrs, FileConfig};
 use crate::forwarding::StubZoneFile;
 use crate::settings::{CacheFile, EtcdFile, ForwardFile, HostsFile, KubernetesFile, MainFile, ObserveFile};
+use skyline_dataplane::forward::TLS_PORT;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -617,29 +618,57 @@ impl Translator {
         }
         let from_zone = fqdn(&from.text).map_err(|m| (from.place.clone(), m))?;
         let mut upstreams = Upstreams::default();
+        let mut tls = None;
         for arg in to {
             let text = arg.text.as_str();
             let (scheme, rest) = match text.split_once("://") {
                 Some((scheme, rest)) => (scheme, rest),
                 None => ("dns", text),
             };
-            if scheme != "dns" {
+            let is_tls = match scheme {
+                "dns" => false,
+                "tls" => true,
+                _ => {
+                    return Err((
+                        arg.place.clone(),
+                        format!("{text}: upstreams over {scheme}:// are not supported (dns:// and tls:// are)"),
+                    ))
+                }
+            };
+            if *tls.get_or_insert(is_tls) != is_tls {
                 return Err((
                     arg.place.clone(),
-                    format!("{text}: upstreams over {scheme}:// are not supported"),
+                    "skyline asks a forward's upstreams one way: all tls:// or none".into(),
                 ));
             }
             if rest.contains('/') {
+                if is_tls {
+                    return Err((
+                        arg.place.clone(),
+                        "a resolv.conf file is read for dns:// upstreams only".into(),
+                    ));
+                }
                 if upstreams.resolv_conf.is_some() {
                     return Err((arg.place.clone(), "one resolv.conf file per forward".into()));
                 }
                 upstreams.resolv_conf = Some(PathBuf::from(rest));
                 continue;
             }
-            let addr = upstream_addr(rest, 53).map_err(|m| (arg.place.clone(), m))?;
+            let port = if is_tls { TLS_PORT } else { 53 };
+            let addr = upstream_addr(rest, port).map_err(|m| (arg.place.clone(), m))?;
             upstreams.servers.push(addr);
         }
-        let tuning = forward_options(d)?;
+        let tls = tls.unwrap_or(false);
+        let (tuning, expire) = forward_options(d, tls)?;
+        if let Some(expire) = expire {
+            if self.forward.expire.as_ref().is_some_and(|e| *e != expire) {
+                return Err((
+                    d.name.place.clone(),
+                    "skyline closes idle upstream connections after one expire for every forward".into(),
+                ));
+            }
+            self.forward.expire = Some(expire);
+        }
         // The zones this forward serves: its FROM where that is inside the block's zones,
         // else the block's zones.
         let targets: Vec<String> = if from_zone == "." {
@@ -671,6 +700,10 @@ impl Translator {
                     self.forward.resolv_conf = Some(path.clone());
                 }
                 let f = &mut self.forward;
+                f.force_tcp = Some(tuning.force_tcp);
+                f.tls = Some(tls);
+                f.tls_servername = tuning.tls_servername.clone();
+                f.tls_ca = tuning.tls_ca.clone();
                 f.policy = tuning.policy.clone();
                 f.max_fails = tuning.max_fails;
                 f.health_check = tuning.health_check.clone();
@@ -679,10 +712,12 @@ impl Translator {
                 f.except = tuning.except.clone();
                 f.max_concurrent = tuning.max_concurrent;
             } else {
-                let mut servers = upstreams.servers.clone();
+                let mut addrs = upstreams.servers.clone();
                 if let Some(path) = &upstreams.resolv_conf {
-                    servers.extend(nameservers_of(path).map_err(|m| (d.name.place.clone(), m))?);
+                    addrs.extend(nameservers_of(path).map_err(|m| (d.name.place.clone(), m))?);
                 }
+                let scheme = if tls { "tls://" } else { "" };
+                let servers = addrs.iter().map(|a| format!("{scheme}{a}")).collect();
                 self.stub_zones.push(StubZoneFile {
                     zone,
                     servers,
@@ -1004,9 +1039,11 @@ fn no_block(d: &Directive) -> Result<(), (Place, String)> {
 
 /// An upstream `IP`, `IP:PORT` or `[IPv6]:PORT`, with `default_port` when none is written.
 /// The options of a `forward` block, as the stub zone file keys that carry them (zone and
-/// servers left empty). CoreDNS's defaults where they differ from skyline's: policy `random`
-/// and `max_fails 2`.
-fn forward_options(d: &Directive) -> Result<StubZoneFile, (Place, String)> {
+/// servers left empty), and its `expire`. CoreDNS's defaults where they differ from skyline's:
+/// policy `random` and `max_fails 2`. The TLS options count for `tls://` upstreams only, as
+/// in CoreDNS.
+fn forward_options(d: &Directive, tls: bool) -> Result<(StubZoneFile, Option<String>), (Place, String)> {
+    let mut expire = None;
     let mut o = StubZoneFile {
         policy: Some("random".into()),
         max_fails: Some(2),
@@ -1021,6 +1058,28 @@ fn forward_options(d: &Directive) -> Result<StubZoneFile, (Place, String)> {
         };
         match line.name.text.as_str() {
             "prefer_udp" => no_args(line)?,
+            "force_tcp" => {
+                no_args(line)?;
+                o.force_tcp = true;
+            }
+            "expire" => {
+                let value = go_duration(one()?).map_err(|m| (place(), m))?;
+                expire = Some(file_duration(value));
+            }
+            "tls_servername" => {
+                let name = one()?;
+                o.tls_servername = tls.then(|| name.to_owned());
+            }
+            "tls" => match args.as_slice() {
+                [] => {}
+                [ca] => o.tls_ca = tls.then(|| PathBuf::from(ca)),
+                _ => {
+                    return Err((
+                        place(),
+                        "skyline has no client certificate for upstreams: tls takes a CA file or nothing".into(),
+                    ))
+                }
+            },
             "policy" => {
                 let policy = one()?;
                 if !matches!(policy, "random" | "round_robin" | "sequential") {
@@ -1070,7 +1129,7 @@ fn forward_options(d: &Directive) -> Result<StubZoneFile, (Place, String)> {
             other => return Err((place(), format!("option {other} is not supported by skyline"))),
         }
     }
-    Ok(o)
+    Ok((o, expire))
 }
 
 fn upstream_addr(text: &str, default_port: u16) -> Result<SocketAddr, String> {

@@ -77,6 +77,9 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals, server: &str) -> fmt::Result {
         cache_bytes,
         upstream_queries,
         upstream_tcp_retries,
+        upstream_conn_opened,
+        upstream_conn_reused,
+        upstream_resent,
         upstream_timeouts,
         upstream_errors,
         upstream_bad_answers,
@@ -409,6 +412,29 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals, server: &str) -> fmt::Result {
         Counter,
         "Truncated upstream answers asked again over TCP.",
         upstream_tcp_retries,
+    )?;
+    labelled(
+        f,
+        "skyline_forward_connections_opened_total",
+        Counter,
+        "Persistent upstream connections opened (force_tcp, tls), by protocol.",
+        "proto",
+        &[("tcp", upstream_conn_opened[0]), ("tls", upstream_conn_opened[1])],
+    )?;
+    labelled(
+        f,
+        "skyline_forward_connections_reused_total",
+        Counter,
+        "Upstream queries sent on a persistent connection already open, by protocol.",
+        "proto",
+        &[("tcp", upstream_conn_reused[0]), ("tls", upstream_conn_reused[1])],
+    )?;
+    single(
+        f,
+        "skyline_forward_resent_total",
+        Counter,
+        "Upstream queries sent again because their upstream closed the connection after answering on it.",
+        upstream_resent,
     )?;
     single(
         f,

@@ -6,7 +6,7 @@ use crate::wire::types::{flags, option, rcode, rtype, ADVERTISED_UDP_LEN, HEADER
 use std::time::Instant;
 
 /// Longest upstream query: header, question, OPT with the loop guard option.
-pub const MAX_QUERY_LEN: usize = HEADER_LEN + 255 + 4 + 11 + 5;
+pub const MAX_QUERY_LEN: usize = HEADER_LEN + 255 + 4 + 11 + 5 + 4;
 
 /// Why a datagram on an upstream socket is not the reply awaited. Each is counted: a stream of
 /// them is what a spoofing attempt looks like.
@@ -31,8 +31,10 @@ pub struct ReplyShape {
 
 /// Writes the upstream query for `key` with message ID `id` into `out` and returns its length.
 /// RD is set, CD and DO follow the client's; the OPT advertises 1232 bytes. `stub_guard` adds
-/// SkyDNS's loop guard option so that a SkyDNS-compatible stub server does not forward it back.
-pub fn write_query(out: &mut [u8; MAX_QUERY_LEN], id: u16, key: &Key, stub_guard: bool) -> usize {
+/// SkyDNS's loop guard option so that a SkyDNS-compatible stub server does not forward it back;
+/// `keepalive` an empty edns-tcp-keepalive option, which a query on a persistent connection
+/// carries so that the upstream keeps it open while idle (RFC 7828 §3.2.1; never over UDP).
+pub fn write_query(out: &mut [u8; MAX_QUERY_LEN], id: u16, key: &Key, stub_guard: bool, keepalive: bool) -> usize {
     let name = key.name_wire();
     let mut flag_word = flags::RD;
     if key.checking_disabled() {
@@ -47,17 +49,23 @@ pub fn write_query(out: &mut [u8; MAX_QUERY_LEN], id: u16, key: &Key, stub_guard
     out[pos..pos + 2].copy_from_slice(&key.qtype().to_be_bytes());
     out[pos + 2..pos + 4].copy_from_slice(&key.qclass().to_be_bytes());
     pos += 4;
-    let options: &[u8] = if stub_guard {
-        &[
+    let mut space = [0u8; 9];
+    let mut len = 0;
+    if stub_guard {
+        space[..5].copy_from_slice(&[
             (option::SKYDNS_STUB_LOOP >> 8) as u8,
             option::SKYDNS_STUB_LOOP as u8,
             0,
             1,
             1,
-        ]
-    } else {
-        &[]
-    };
+        ]);
+        len = 5;
+    }
+    if keepalive {
+        space[len..len + 2].copy_from_slice(&option::TCP_KEEPALIVE.to_be_bytes());
+        len += 4;
+    }
+    let options = &space[..len];
     let opt_flags: u16 = if key.dnssec_ok() { 0x8000 } else { 0 };
     out[pos] = 0;
     out[pos + 1..pos + 3].copy_from_slice(&rtype::OPT.to_be_bytes());
@@ -177,21 +185,27 @@ mod tests {
     #[test]
     fn queries_carry_the_question_rd_and_an_opt() {
         let mut out = [0u8; MAX_QUERY_LEN];
-        let len = write_query(&mut out, 0xABCD, &key("www.example.", true), false);
+        let len = write_query(&mut out, 0xABCD, &key("www.example.", true), false, false);
         let q = &out[..len];
         assert_eq!(&q[0..4], &[0xAB, 0xCD, 0x01, 0x00]);
         assert_eq!(&q[4..12], &[0, 1, 0, 0, 0, 0, 0, 1]);
         assert_eq!(&q[12..25], b"\x03www\x07example\x00");
         assert_eq!(&q[len - 11..], &[0, 0, 41, 4, 0xD0, 0, 0, 0x80, 0, 0, 0]);
-        let guarded = write_query(&mut out, 1, &key("www.example.", false), true);
+        let guarded = write_query(&mut out, 1, &key("www.example.", false), true, false);
         assert_eq!(&out[guarded - 5..guarded], &[0xFD, 0xF3, 0, 1, 1]);
+        let kept = write_query(&mut out, 1, &key("www.example.", false), true, true);
+        assert_eq!(
+            &out[kept - 20..kept],
+            &[0, 0, 41, 4, 0xD0, 0, 0, 0, 0, 0, 9, 0xFD, 0xF3, 0, 1, 1, 0, 11, 0, 0],
+            "the loop guard, then an empty edns-tcp-keepalive"
+        );
     }
 
     #[test]
     fn a_reply_must_match_id_and_question() {
         let k = key("www.example.", false);
         let mut out = [0u8; MAX_QUERY_LEN];
-        let len = write_query(&mut out, 7, &k, false);
+        let len = write_query(&mut out, 7, &k, false, false);
         let good = reply_to(&out[..len], |b| b.to_ascii_uppercase());
         let shape = check_reply(&good, 7, &k).unwrap();
         assert_eq!(shape.body_start, 12 + 13 + 4);
@@ -225,7 +239,7 @@ mod tests {
         let cache = Cache::new(crate::cache::CacheConfig::default());
         let now = Instant::now();
         let mut out = [0u8; MAX_QUERY_LEN];
-        let len = write_query(&mut out, 7, &k, false);
+        let len = write_query(&mut out, 7, &k, false, false);
         let mut answer = reply_to(&out[..len], |b| b);
         answer[3] = 0x80;
         let opt_ttl = answer.len() - 6;

@@ -21,6 +21,7 @@ mod plan;
 mod recursive;
 pub mod resolv_conf;
 mod route;
+mod transport;
 mod upstream;
 
 pub use acl::{Acl, Prefix, PrefixError};
@@ -30,6 +31,7 @@ pub use options::{ForwardOptions, HealthCheck, Policy, UnknownPolicy};
 pub use plan::Forwarding;
 pub use recursive::{answer_recursive, ClientQuery, Forward, Recursion, Refresh, Resolution, Resolved};
 pub use route::{Failure, Route, Routes};
+pub use transport::{Tls, TlsError, Transport, TLS_PORT};
 pub use upstream::{SharedHealth, UpstreamSet, MAX_FAILS, PROBE_INTERVAL};
 
 use crate::answer::{Context, Outcome, Reply};
@@ -60,15 +62,18 @@ pub struct StubZone {
     pub servers: Vec<SocketAddr>,
     /// How they are used.
     pub options: ForwardOptions,
+    /// How they are asked.
+    pub transport: Transport,
 }
 
 impl StubZone {
-    /// A zone forwarded to `servers` with the default options.
+    /// A zone forwarded to `servers` over UDP with the default options.
     pub fn new(zone: Name, servers: Vec<SocketAddr>) -> StubZone {
         StubZone {
             zone,
             servers,
             options: ForwardOptions::default(),
+            transport: Transport::PreferUdp,
         }
     }
 }
@@ -84,6 +89,8 @@ impl StubZone {
 /// | `ndots` | 2 | SkyDNS |
 /// | `rotate` | on | SkyDNS `ns_rotate` |
 /// | `loop_detect` | off | CoreDNS `loop` is a plugin of its own, configured apart |
+/// | `transport` | UDP, TCP after truncation | CoreDNS `prefer_udp`: the cheapest for an upstream near by |
+/// | `expire` | 10 s | CoreDNS `expire`: an idle connection to an upstream is closed after it |
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ForwardConfig {
     /// Default resolvers.
@@ -93,6 +100,8 @@ pub struct ForwardConfig {
     /// Send every upstream a probe for a random name of its own once, and stop forwarding to
     /// an upstream that hands it back to this server (CoreDNS `loop`, without the exit).
     pub loop_detect: bool,
+    /// How the default resolvers are asked.
+    pub transport: Transport,
     /// Stub zones with their own servers.
     pub stub_zones: Vec<StubZone>,
     /// Start successive questions at successive upstreams.
@@ -109,6 +118,8 @@ pub struct ForwardConfig {
     pub max_in_flight_per_client: usize,
     /// Who may use forwarding.
     pub acl: Acl,
+    /// How long a persistent connection to an upstream stays open without a query in flight.
+    pub expire: Duration,
     /// The response cache, for the whole server: each worker gets an equal share of its
     /// memory bound.
     pub cache: CacheConfig,
@@ -120,6 +131,7 @@ impl Default for ForwardConfig {
             upstreams: Vec::new(),
             options: ForwardOptions::default(),
             loop_detect: false,
+            transport: Transport::PreferUdp,
             stub_zones: Vec::new(),
             rotate: true,
             ndots: 2,
@@ -127,6 +139,7 @@ impl Default for ForwardConfig {
             max_in_flight: 512,
             max_in_flight_per_client: 128,
             acl: Acl::default(),
+            expire: Duration::from_secs(10),
             cache: CacheConfig::default(),
         }
     }
@@ -136,6 +149,17 @@ impl ForwardConfig {
     /// Whether there is anywhere to forward to.
     pub fn is_enabled(&self) -> bool {
         !self.upstreams.is_empty() || self.stub_zones.iter().any(|s| !s.servers.is_empty())
+    }
+
+    /// How the upstreams of `route` are asked: route 0 is the default resolvers, `i + 1` the
+    /// `i`-th configured stub zone; stub zones learnt from records (after the configured ones)
+    /// are asked over UDP.
+    pub fn transport_of(&self, route: usize) -> &Transport {
+        const UDP: &Transport = &Transport::PreferUdp;
+        match route.checked_sub(1) {
+            None => &self.transport,
+            Some(i) => self.stub_zones.get(i).map_or(UDP, |z| &z.transport),
+        }
     }
 
     /// Fresh health state for these upstreams, to be shared by every worker's resolver.

@@ -64,7 +64,7 @@ fn blocks_on_one_port_are_the_server_and_its_stub_zones() {
     let stubs = forward.stub_zones.as_ref().unwrap();
     assert_eq!(stubs.len(), 1);
     assert_eq!(stubs[0].zone, "cluster.local.");
-    assert_eq!(stubs[0].servers, ["10.96.0.11:53".parse::<SocketAddr>().unwrap()]);
+    assert_eq!(stubs[0].servers, ["10.96.0.11:53"]);
     let cache = t.file.cache.as_ref().unwrap();
     assert_eq!(cache.max_ttl, Some(30));
     assert_eq!(
@@ -103,6 +103,28 @@ fn forward_options_apply_to_their_own_set_with_coredns_defaults() {
     assert_eq!(stub.max_fails, Some(2), "CoreDNS's default max_fails");
     assert_eq!(stub.health_check.as_deref(), Some("500ms"));
     assert_eq!(stub.except, None);
+    let t = translated(
+        ".:53 {\n forward . tls://9.9.9.9 tls://[2620:fe::fe]:8853 {\n  tls_servername dns.quad9.net\n  tls ca.pem\n  expire 30s\n }\n}\n\
+         cluster.local:53 {\n forward . 10.96.0.10 {\n  force_tcp\n  tls_servername ignored.example\n }\n}\n",
+    );
+    let forward = t.file.forward.as_ref().unwrap();
+    assert_eq!(forward.tls, Some(true));
+    assert_eq!(forward.tls_servername.as_deref(), Some("dns.quad9.net"));
+    assert_eq!(forward.tls_ca.as_deref(), Some(Path::new("ca.pem")));
+    assert_eq!(forward.expire.as_deref(), Some("30000ms"));
+    assert_eq!(
+        t.file.main.nameservers,
+        Some(vec![
+            "9.9.9.9:853".parse().unwrap(),
+            "[2620:fe::fe]:8853".parse().unwrap()
+        ])
+    );
+    let stub = &forward.stub_zones.as_ref().unwrap()[0];
+    assert_eq!(stub.servers, ["10.96.0.10:53"]);
+    assert!(stub.force_tcp);
+    assert_eq!(stub.tls_servername, None, "TLS options count for tls:// upstreams only");
+    let mixed = errors(".:53 {\n forward . 10.0.0.1 tls://10.0.0.2\n}\n");
+    assert!(mixed[0].contains("one way"), "{mixed:?}");
     let wrong = errors(".:53 {\n forward . 10.0.0.1 {\n  policy fastest\n  max_fails many\n }\n}\n");
     assert_eq!(wrong.len(), 1, "{wrong:?}");
     assert!(

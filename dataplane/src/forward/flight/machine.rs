@@ -14,7 +14,11 @@
 //! timed out stays open until the question ends, so that a late answer still counts (and tells
 //! that the upstream is alive). A try that failed outright (a refused datagram, a reset
 //! connection) makes way for the next upstream at once. A truncated answer is asked again over
-//! TCP of the same upstream.
+//! TCP of the same upstream. A set of upstreams whose transport is a stream
+//! ([`Transport::ForceTcp`], [`Transport::Tls`]) is asked over the worker's persistent
+//! connections instead: the socket layer pipelines the tries on them and matches replies by ID,
+//! and a try whose connection its upstream closed after answering others is sent once more on
+//! a new one ([`Machine::on_connection_lost`]).
 
 #[cfg(test)]
 mod tests;
@@ -25,7 +29,7 @@ use super::timers::{Timer, Timers};
 use crate::cache::{Cache, Entry, Key};
 use crate::forward::message::{read_reply, without_recursion, write_query, Mismatch, Verdict, MAX_QUERY_LEN};
 use crate::forward::upstream::{had_a_chance, Group, SharedHealth, Upstream};
-use crate::forward::{Failure, ForwardConfig, Route};
+use crate::forward::{Failure, ForwardConfig, Route, Tls, Transport};
 use crate::stats::{RateLimitedWarning, WorkerStats};
 use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasher;
@@ -132,6 +136,19 @@ pub enum Protocol {
     Udp,
     /// A connection of its own, the query and the reply framed by a 2-byte length (RFC 7766).
     Tcp,
+    /// A persistent TCP connection to the upstream shared with other tries, which are
+    /// pipelined on it and told apart by ID (RFC 7766 §6.2.1.1).
+    PooledTcp,
+    /// The same under TLS (RFC 7858).
+    Tls,
+}
+
+impl Protocol {
+    /// Whether replies come framed over a stream, where truncation means nothing more is to
+    /// be had.
+    pub fn is_stream(self) -> bool {
+        self != Protocol::Udp
+    }
 }
 
 /// A try to send: its query, to `upstream` over `protocol`.
@@ -143,6 +160,8 @@ pub struct Transmit {
     pub upstream: SocketAddr,
     /// How.
     pub protocol: Protocol,
+    /// Whom to trust and which name to check, over [`Protocol::Tls`].
+    pub tls: Option<Arc<Tls>>,
     query: [u8; MAX_QUERY_LEN],
     len: usize,
 }
@@ -151,6 +170,11 @@ impl Transmit {
     /// The query, unframed.
     pub fn query(&self) -> &[u8] {
         &self.query[..self.len]
+    }
+
+    /// The query's ID, which its reply carries back.
+    pub fn query_id(&self) -> u16 {
+        u16::from_be_bytes([self.query[0], self.query[1]])
     }
 }
 
@@ -209,12 +233,16 @@ struct Attempt {
     sent: Instant,
     timed_out: bool,
     protocol: Protocol,
+    /// Sent again after its connection was lost ([`Machine::on_connection_lost`]).
+    resent: bool,
 }
 
 /// One worker's questions in flight and its view of the upstreams, generic over what waits
 /// for an answer (`W`: a client to answer, in the worker).
 pub struct Machine<W> {
     groups: Vec<Group>,
+    /// How each route's upstreams are asked.
+    transports: Vec<Transport>,
     down: Vec<bool>,
     flights: Vec<Option<Flight<W>>>,
     free: Vec<usize>,
@@ -260,6 +288,7 @@ impl<W> Machine<W> {
             .collect();
         Machine {
             down: groups.iter().map(Group::all_down).collect(),
+            transports: (0..groups.len()).map(|r| config.transport_of(r).clone()).collect(),
             groups,
             flights: Vec::new(),
             free: Vec::new(),
@@ -282,8 +311,8 @@ impl<W> Machine<W> {
     }
 
     /// Switches to `groups` of upstreams (route index → servers) under `config`, their servers'
-    /// health in `health`. A route whose servers are the same keeps its group, health and
-    /// questions in flight. A question in flight on a route whose servers changed is asked
+    /// health in `health`. A route whose servers and transport are the same keeps its group,
+    /// health and questions in flight. A question in flight on a route whose servers changed is asked
     /// again of the new servers within what is left of its budget, its clients still waiting;
     /// one on a route that is gone, or a probe of a server that is gone, ends unanswered.
     pub fn replace(&mut self, groups: &[&[SocketAddr]], config: &ForwardConfig, health: &SharedHealth, now: Instant) {
@@ -292,7 +321,9 @@ impl<W> Machine<W> {
             .iter()
             .enumerate()
             .map(|(route, servers)| {
-                !rotate_changed && self.groups.get(route).is_some_and(|g| g.serves(servers, route, health))
+                !rotate_changed
+                    && self.transports.get(route) == Some(config.transport_of(route))
+                    && self.groups.get(route).is_some_and(|g| g.serves(servers, route, health))
             })
             .collect();
         let mut again = Vec::new();
@@ -321,6 +352,7 @@ impl<W> Machine<W> {
             });
         }
         self.down = self.groups.iter().map(Group::all_down).collect();
+        self.transports = (0..groups.len()).map(|r| config.transport_of(r).clone()).collect();
         self.rotate = config.rotate;
         self.budget = config.timeout;
         self.max_in_flight = config.max_in_flight.max(1);
@@ -568,13 +600,14 @@ impl<W> Machine<W> {
             },
         };
         match upstream {
-            Some(upstream) => self.start_udp(slot, upstream, now),
+            Some(upstream) => self.start_try(slot, upstream, now),
             None => self.give_up(slot),
         }
     }
 
-    /// Sends try number `flight.tries` of question `slot` to `upstream`, over UDP.
-    fn start_udp(&mut self, slot: usize, upstream: usize, now: Instant) {
+    /// Sends try number `flight.tries` of question `slot` to `upstream`, over UDP or the
+    /// route's persistent connections.
+    fn start_try(&mut self, slot: usize, upstream: usize, now: Instant) {
         let id = self.ids.u16();
         let serial = self.next_serial();
         let Some(flight) = self.flights.get_mut(slot).and_then(Option::as_mut) else {
@@ -585,23 +618,34 @@ impl<W> Machine<W> {
         flight.last = upstream;
         let server = &self.groups[flight.route].upstreams[upstream];
         server.counters.sent();
+        let (protocol, tls) = match &self.transports[flight.route] {
+            Transport::PreferUdp => (Protocol::Udp, None),
+            Transport::ForceTcp => (Protocol::PooledTcp, None),
+            Transport::Tls(tls) => (Protocol::Tls, Some(Arc::clone(tls))),
+        };
+        let mut timeout = server.rto(k as u32);
+        if protocol.is_stream() {
+            timeout = timeout.max(MIN_TCP_TIMEOUT);
+        }
         flight.attempts[k] = Some(Attempt {
             upstream,
             id,
             serial,
             sent: now,
             timed_out: false,
-            protocol: Protocol::Udp,
+            protocol,
+            resent: false,
         });
         self.actions.push_back(Action::Transmit(transmit(
             TryId::new(slot, k, serial),
             server,
-            Protocol::Udp,
+            protocol,
+            tls,
             id,
             flight,
         )));
         self.timers.push(Timer {
-            at: (now + server.rto(k as u32)).min(flight.deadline),
+            at: (now + timeout).min(flight.deadline),
             serial,
             slot,
             attempt: Some(k),
@@ -622,7 +666,7 @@ impl<W> Machine<W> {
         let Some(attempt) = flight.attempts[k].as_ref() else {
             return;
         };
-        let via_tcp = attempt.protocol == Protocol::Tcp;
+        let via_tcp = attempt.protocol.is_stream();
         let verdict = read_reply(msg, attempt.id, &flight.key, via_tcp, cache, now);
         let probe = matches!(flight.purpose, Purpose::Probe(_));
         let (route, upstream, rtt) = (
@@ -699,11 +743,11 @@ impl<W> Machine<W> {
         };
         match (attempt.protocol, error) {
             (Protocol::Tcp, _) => {}
-            (Protocol::Udp, SendError::Upstream(e)) => {
+            (_, SendError::Upstream(e)) => {
                 tracing::debug!(error = %e, "sending an upstream query failed");
                 self.note_failure(slot, attempt.upstream, now);
             }
-            (Protocol::Udp, SendError::Local(e)) => {
+            (_, SendError::Local(e)) => {
                 if let Some(suppressed) = self.socket_warning.allow(now) {
                     tracing::warn!(error = %e, suppressed, "cannot open an upstream socket");
                 }
@@ -713,6 +757,40 @@ impl<W> Machine<W> {
         if self.flights[slot].as_ref().is_some_and(|f| !f.has_live_attempt()) {
             self.advance(slot, None, now);
         }
+    }
+
+    /// Try `id`'s persistent connection closed under it after carrying other replies: an
+    /// upstream may close a connection at any time (RFC 7766 §6.2.3: idle, or busy), which
+    /// says nothing against it. The query goes out once more, under the same ID, on another
+    /// connection; a try whose second connection is lost as well fails
+    /// ([`Machine::on_receive_error`]).
+    pub fn on_connection_lost(&mut self, id: TryId, cache: &Cache, now: Instant) {
+        let Some((slot, k)) = self.open(id) else {
+            return;
+        };
+        let tls = match &self.flights[slot] {
+            Some(flight) => match &self.transports[flight.route] {
+                Transport::Tls(tls) => Some(Arc::clone(tls)),
+                Transport::PreferUdp | Transport::ForceTcp => None,
+            },
+            None => return,
+        };
+        let Some(flight) = self.flights[slot].as_mut() else {
+            return;
+        };
+        let Some(attempt) = flight.attempts[k].as_mut() else {
+            return;
+        };
+        if attempt.resent || !matches!(attempt.protocol, Protocol::PooledTcp | Protocol::Tls) {
+            return self.on_receive_error(id, cache, now);
+        }
+        attempt.resent = true;
+        self.stats.upstream_resent.incr();
+        let (protocol, query_id) = (attempt.protocol, attempt.id);
+        let server = &self.groups[flight.route].upstreams[attempt.upstream];
+        let flight = &*flight;
+        self.actions
+            .push_back(Action::Transmit(transmit(id, server, protocol, tls, query_id, flight)));
     }
 
     /// Asks try `k`'s question again over TCP, of the same upstream, with a new ID; the UDP
@@ -737,10 +815,12 @@ impl<W> Machine<W> {
         attempt.sent = now;
         attempt.timed_out = false;
         attempt.protocol = Protocol::Tcp;
+        attempt.resent = false;
         self.actions.push_back(Action::Transmit(transmit(
             TryId::new(slot, k, serial),
             server,
             Protocol::Tcp,
+            None,
             id,
             flight,
         )));
@@ -962,10 +1042,19 @@ impl<W> Machine<W> {
 }
 
 /// The transmit of try `id` of `flight` to `upstream`, with query ID `query_id`; queries to a
-/// stub zone's servers carry the loop guard; a health check of a `no_rec` set goes without RD.
-fn transmit<W>(id: TryId, upstream: &Upstream, protocol: Protocol, query_id: u16, flight: &Flight<W>) -> Transmit {
+/// stub zone's servers carry the loop guard, and those on persistent connections
+/// edns-tcp-keepalive; a health check of a `no_rec` set goes without RD.
+fn transmit<W>(
+    id: TryId,
+    upstream: &Upstream,
+    protocol: Protocol,
+    tls: Option<Arc<Tls>>,
+    query_id: u16,
+    flight: &Flight<W>,
+) -> Transmit {
     let mut query = [0u8; MAX_QUERY_LEN];
-    let len = write_query(&mut query, query_id, &flight.key, flight.route != 0);
+    let keepalive = matches!(protocol, Protocol::PooledTcp | Protocol::Tls);
+    let len = write_query(&mut query, query_id, &flight.key, flight.route != 0, keepalive);
     if matches!(flight.purpose, Purpose::Probe(_)) && !upstream.probe_recursion_desired(&flight.key) {
         without_recursion(&mut query);
     }
@@ -973,6 +1062,7 @@ fn transmit<W>(id: TryId, upstream: &Upstream, protocol: Protocol, query_id: u16
         id,
         upstream: upstream.addr,
         protocol,
+        tls,
         query,
         len,
     }

@@ -5,6 +5,7 @@
 
 pub mod machine;
 mod sockets;
+mod stream;
 mod timers;
 
 pub(crate) use machine::Kind;
@@ -101,9 +102,11 @@ impl Forwarder {
         stats: Arc<WorkerStats>,
         tap: Option<Tap>,
     ) -> Forwarder {
+        let mut sockets = Sockets::new(registry, stats.clone(), tap);
+        sockets.set_timeouts(config.expire, config.timeout);
         Forwarder {
-            machine: Machine::with_stats(groups, config, health, Entropy::default(), Arc::clone(&stats)),
-            sockets: Sockets::new(registry, stats, tap),
+            machine: Machine::with_stats(groups, config, health, Entropy::default(), stats),
+            sockets,
             ready: Vec::new(),
         }
     }
@@ -117,6 +120,7 @@ impl Forwarder {
         now: Instant,
     ) {
         self.machine.replace(groups, config, health, now);
+        self.sockets.set_timeouts(config.expire, config.timeout);
         self.sockets.flush(&mut self.machine, now);
     }
 
@@ -145,7 +149,7 @@ impl Forwarder {
     /// Whether a turn has something to do without waiting: readiness to handle, or questions
     /// that ended to hand over.
     pub(crate) fn has_work(&self) -> bool {
-        !self.ready.is_empty() || self.machine.has_done()
+        !self.ready.is_empty() || self.machine.has_done() || self.sockets.has_work()
     }
 
     /// When the next timeout or health probe is due.

@@ -20,10 +20,21 @@
 //! got between two top-ups (at most [`SPARES_PER_UPSTREAM`], [`SPARE_SOCKETS`] in all, and as
 //! many released sockets kept), and closed after [`SPARE_IDLE`] without a try to their
 //! upstream. A try that finds none connects a released socket, or opens one, then.
+//!
+//! Tries over [`Protocol::PooledTcp`] and [`Protocol::Tls`] go on persistent connections
+//! ([`Stream`]), a small pool per upstream and transport: a try takes the connection with the
+//! fewest tries waiting, and another is opened only when every one has [`PIPELINE`] (up to
+//! [`STREAMS_PER_UPSTREAM`]). A connection with no try waiting is closed after the configured
+//! idle time (`expire`); one that fails, that its upstream closes, or on which tries waited
+//! seconds without a byte from the upstream is dropped, and the tries
+//! that waited on it go back to the machine: sent again on a new connection when the upstream
+//! had answered on it, else held against the upstream.
 
 use super::machine::{Action, Machine, Protocol, SendError, Transmit, TryId};
+use super::stream::{take_frame, Progress, Stream};
 use crate::answer::Transport;
 use crate::cache::Cache;
+use crate::forward::Tls;
 use crate::observe::dnstap::Kind;
 use crate::observe::Tap;
 use crate::stats::WorkerStats;
@@ -51,6 +62,12 @@ const NO_SOCKET: usize = usize::MAX;
 /// Tries that opened their own socket, for want of a spare, before spares are opened while
 /// other tries are in flight.
 const INLINE_OPENS: usize = 4;
+/// Tries waiting on one persistent connection before another one to the same upstream is
+/// opened: enough that one connection carries an ordinary load, few enough that a connection
+/// lost costs few tries.
+const PIPELINE: usize = 64;
+/// Persistent connections kept to one upstream over one transport.
+const STREAMS_PER_UPSTREAM: usize = 8;
 
 /// One worker's upstream sockets.
 pub(crate) struct Sockets {
@@ -73,6 +90,37 @@ pub(crate) struct Sockets {
     stats: Arc<WorkerStats>,
     /// Where queries and replies go to dnstap, when it is on.
     tap: Option<Tap>,
+    /// Persistent connections, by upstream and transport.
+    pools: Vec<Pool>,
+    /// How long a persistent connection stays open with no try waiting.
+    expire: Duration,
+    /// How long the upstream may send nothing on a persistent connection that has queries out
+    /// before it is given up: twice the forwarding timeout, by when every try on it has
+    /// timed out, so that a slow upstream is not cut off while its tries still wait.
+    stall: Duration,
+    /// Persistent connections to read at the next [`Sockets::receive`] whatever the
+    /// readiness: a write to them failed, or their upstream went silent.
+    kicked: Vec<usize>,
+    /// Tries of a connection that closed, handed back to the machine one by one.
+    orphans: Vec<TryId>,
+}
+
+/// The persistent connections to one upstream over one transport.
+struct Pool {
+    upstream: SocketAddr,
+    tls: Option<Arc<Tls>>,
+    streams: Vec<usize>,
+}
+
+impl Pool {
+    fn is_for(&self, upstream: SocketAddr, tls: Option<&Arc<Tls>>) -> bool {
+        self.upstream == upstream
+            && match (&self.tls, tls) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+                _ => false,
+            }
+    }
 }
 
 struct Open {
@@ -86,6 +134,7 @@ struct Open {
 enum Link {
     Udp(UdpSocket),
     Tcp(TcpLink),
+    Stream(Box<Stream>),
 }
 
 /// A UDP socket whose port was given up ([`sys::release_udp_port`]), still registered under
@@ -123,7 +172,25 @@ impl Sockets {
             buf: vec![0; MAX_MESSAGE_LEN].into_boxed_slice(),
             stats,
             tap,
+            pools: Vec::new(),
+            expire: crate::forward::ForwardConfig::default().expire,
+            stall: 2 * crate::forward::ForwardConfig::default().timeout,
+            kicked: Vec::new(),
+            orphans: Vec::new(),
         }
+    }
+
+    /// Persistent connections close after `expire` with no try waiting, and are given up
+    /// after twice the forwarding `timeout` without a byte from their upstream while queries
+    /// are out on them.
+    pub(crate) fn set_timeouts(&mut self, expire: Duration, timeout: Duration) {
+        self.expire = expire;
+        self.stall = 2 * timeout;
+    }
+
+    /// Whether connections wait to be read whatever their readiness.
+    pub(crate) fn has_work(&self) -> bool {
+        !self.kicked.is_empty()
     }
 
     /// Whether `token` belongs to an upstream socket.
@@ -156,6 +223,9 @@ impl Sockets {
         for &socket in sockets {
             self.service(socket, machine, cache, now);
         }
+        while let Some(socket) = self.kicked.pop() {
+            self.service(socket, machine, cache, now);
+        }
     }
 
     /// What waits until the clients of a turn are answered: releases the ports of ended UDP
@@ -183,6 +253,36 @@ impl Sockets {
         if in_flight == 0 || self.inline_opens >= INLINE_OPENS {
             self.top_up(now);
         }
+        self.expire_streams(now);
+    }
+
+    /// Closes the persistent connections that had no try waiting for `expire`,
+    /// and gives up those whose upstream left tries waiting without a byte for a while: their
+    /// tries go back to the machine at the next [`Sockets::receive`].
+    fn expire_streams(&mut self, now: Instant) {
+        for p in 0..self.pools.len() {
+            let mut i = 0;
+            while i < self.pools[p].streams.len() {
+                let socket = self.pools[p].streams[i];
+                let Some(Link::Stream(stream)) =
+                    self.open.get_mut(socket).and_then(Option::as_mut).map(|o| &mut o.link)
+                else {
+                    self.pools[p].streams.swap_remove(i);
+                    continue;
+                };
+                if stream.is_stalled(now, self.stall) && !stream.is_broken() {
+                    stream.give_up();
+                    self.kicked.push(socket);
+                }
+                if stream.idle_for(now).is_some_and(|idle| idle >= self.expire) {
+                    self.pools[p].streams.swap_remove(i);
+                    self.close(socket);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        self.pools.retain(|pool| !pool.streams.is_empty());
     }
 
     /// Closes the spare sockets of upstreams no try went to for [`SPARE_IDLE`], and opens
@@ -220,9 +320,12 @@ impl Sockets {
         let socket = match transmit.protocol {
             Protocol::Udp => self.send_udp(transmit, now)?,
             Protocol::Tcp => self.connect_tcp(transmit)?,
+            Protocol::PooledTcp | Protocol::Tls => self.send_stream(transmit, now)?,
         };
         if let Some(open) = self.open[socket].as_mut() {
-            open.serves = Some(transmit.id);
+            if !matches!(open.link, Link::Stream(_)) {
+                open.serves = Some(transmit.id);
+            }
         }
         let index = transmit.id.index();
         if self.tries.len() <= index {
@@ -233,7 +336,8 @@ impl Sockets {
         if let Some(tap) = self.tap.as_mut() {
             let transport = match transmit.protocol {
                 Protocol::Udp => Transport::Udp,
-                Protocol::Tcp => Transport::Tcp,
+                // dnstap's transport is the layer below DNS: TLS runs over TCP.
+                Protocol::Tcp | Protocol::PooledTcp | Protocol::Tls => Transport::Tcp,
             };
             tap.forwarder(Kind::ForwarderQuery, transport, transmit.upstream, transmit.query());
         }
@@ -259,6 +363,72 @@ impl Sockets {
                 Err(SendError::Upstream(e))
             }
         }
+    }
+
+    /// Puts `transmit` on a persistent connection to its upstream: the one with the fewest
+    /// tries waiting that has none with the same query ID, or a new one when each has
+    /// [`PIPELINE`] tries waiting and the pool has room.
+    fn send_stream(&mut self, transmit: &Transmit, now: Instant) -> Result<usize, SendError> {
+        let query_id = transmit.query_id();
+        let tls = transmit.tls.as_ref();
+        let pool = match self.pools.iter().position(|p| p.is_for(transmit.upstream, tls)) {
+            Some(p) => p,
+            None => {
+                self.pools.push(Pool {
+                    upstream: transmit.upstream,
+                    tls: tls.cloned(),
+                    streams: Vec::new(),
+                });
+                self.pools.len() - 1
+            }
+        };
+        let mut best: Option<(usize, usize)> = None;
+        for &socket in &self.pools[pool].streams {
+            if let Some(Open {
+                link: Link::Stream(stream),
+                ..
+            }) = self.open.get(socket).and_then(Option::as_ref)
+            {
+                if stream.can_take(query_id) && best.is_none_or(|(_, load)| stream.load() < load) {
+                    best = Some((socket, stream.load()));
+                }
+            }
+        }
+        let room = self.pools[pool].streams.len() < STREAMS_PER_UPSTREAM;
+        let proto = usize::from(transmit.protocol == Protocol::Tls);
+        let socket = match best {
+            Some((socket, load)) if load < PIPELINE || !room => {
+                self.stats.upstream_conn_reused[proto].incr();
+                socket
+            }
+            None if !room => {
+                return Err(SendError::Local(io::Error::other(
+                    "every connection to the upstream has a query with this ID",
+                )))
+            }
+            _ => {
+                let stream = Stream::open(transmit.upstream, tls.map(|t| &**t), now)?;
+                let socket = self.register(
+                    Link::Stream(Box::new(stream)),
+                    transmit.upstream,
+                    Interest::READABLE | Interest::WRITABLE,
+                )?;
+                self.pools[pool].streams.push(socket);
+                self.stats.upstream_conn_opened[proto].incr();
+                socket
+            }
+        };
+        if let Some(Open {
+            link: Link::Stream(stream),
+            ..
+        }) = self.open[socket].as_mut()
+        {
+            stream.send(transmit.id, query_id, transmit.query(), now);
+            if stream.is_broken() {
+                self.kicked.push(socket);
+            }
+        }
+        Ok(socket)
     }
 
     /// A spare socket to `upstream`, noting the try either way.
@@ -344,6 +514,7 @@ impl Sockets {
         let registered = match &mut link {
             Link::Udp(udp) => self.registry.register(udp, token, interest),
             Link::Tcp(tcp) => self.registry.register(&mut tcp.stream, token, interest),
+            Link::Stream(stream) => self.registry.register(stream.socket(), token, interest),
         };
         if let Err(e) = registered {
             self.free.push(socket);
@@ -361,6 +532,15 @@ impl Sockets {
         let Some(&socket) = self.tries.get(id.index()) else {
             return;
         };
+        if let Some(Open {
+            link: Link::Stream(stream),
+            ..
+        }) = self.open.get_mut(socket).and_then(Option::as_mut)
+        {
+            stream.forget(id);
+            self.tries[id.index()] = NO_SOCKET;
+            return;
+        }
         if self.open.get(socket).and_then(Option::as_ref).and_then(|o| o.serves) == Some(id) {
             self.tries[id.index()] = NO_SOCKET;
             // Out of the table at once, so that nothing more is read from it; closed later.
@@ -383,6 +563,7 @@ impl Sockets {
         let _ = match link {
             Link::Udp(mut udp) => self.registry.deregister(&mut udp),
             Link::Tcp(mut tcp) => self.registry.deregister(&mut tcp.stream),
+            Link::Stream(mut stream) => self.registry.deregister(stream.socket()),
         };
     }
 
@@ -393,6 +574,9 @@ impl Sockets {
             let Some(open) = open.get_mut(socket).and_then(Option::as_mut) else {
                 return;
             };
+            if matches!(open.link, Link::Stream(_)) {
+                return self.service_stream(socket, machine, cache, now);
+            }
             let Some(id) = open.serves else {
                 return self.drain_spare(socket);
             };
@@ -420,6 +604,7 @@ impl Sockets {
                     }
                     TcpProgress::Failed => true,
                 },
+                Link::Stream(_) => return,
             };
             if failed {
                 machine.on_receive_error(id, cache, now);
@@ -429,6 +614,60 @@ impl Sockets {
             let still = self.open.get(socket).and_then(Option::as_ref).and_then(|o| o.serves);
             if still != Some(id) {
                 return;
+            }
+        }
+    }
+
+    /// Reads every reply persistent connection `socket` has, handing each to the try waiting
+    /// for its ID; once it closes, hands its waiting tries back to the machine.
+    fn service_stream<W>(&mut self, socket: usize, machine: &mut Machine<W>, cache: &Cache, now: Instant) {
+        loop {
+            let Sockets {
+                open, buf, tap, stats, ..
+            } = self;
+            let Some(Open {
+                link: Link::Stream(stream),
+                upstream,
+                ..
+            }) = open.get_mut(socket).and_then(Option::as_mut)
+            else {
+                return;
+            };
+            match stream.progress(buf, now) {
+                Progress::Pending => return,
+                Progress::Message(len) => {
+                    let message = &buf[..len];
+                    if let Some(tap) = tap.as_mut() {
+                        tap.forwarder(Kind::ForwarderResponse, Transport::Tcp, *upstream, message);
+                    }
+                    let query_id = u16::from_be_bytes([message[0], message.get(1).copied().unwrap_or(0)]);
+                    match stream.waiting_for(query_id) {
+                        Some(id) => machine.on_reply(id, message, cache, now),
+                        None => stats.upstream_mismatched_id.incr(),
+                    }
+                    self.flush(machine, now);
+                }
+                Progress::Closed => {
+                    let answered = stream.has_answered();
+                    let mut orphans = std::mem::take(&mut self.orphans);
+                    stream.take_waiting(&mut orphans);
+                    for pool in &mut self.pools {
+                        pool.streams.retain(|&s| s != socket);
+                    }
+                    self.close(socket);
+                    for id in orphans.drain(..) {
+                        if let Some(t) = self.tries.get_mut(id.index()) {
+                            *t = NO_SOCKET;
+                        }
+                        if answered {
+                            machine.on_connection_lost(id, cache, now);
+                        } else {
+                            machine.on_receive_error(id, cache, now);
+                        }
+                    }
+                    self.orphans = orphans;
+                    return self.flush(machine, now);
+                }
             }
         }
     }
@@ -516,17 +755,6 @@ impl TcpLink {
             }
         }
     }
-}
-
-/// Moves the first whole length-prefixed message of `input` into `message` and returns its
-/// length; `None` while it is not all in. What follows it stays in `input` for the next call.
-fn take_frame(input: &mut Vec<u8>, message: &mut [u8]) -> Option<usize> {
-    let prefix = input.get(..2)?;
-    let len = usize::from(u16::from_be_bytes([prefix[0], prefix[1]]));
-    let body = input.get(2..2 + len)?;
-    message.get_mut(..len)?.copy_from_slice(body);
-    input.drain(..2 + len);
-    Some(len)
 }
 
 #[cfg(test)]

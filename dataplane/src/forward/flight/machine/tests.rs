@@ -107,6 +107,10 @@ impl Sim {
         while let Some(action) = self.machine.poll_action() {
             match action {
                 Action::Transmit(t) => {
+                    // A try sent again on a new connection keeps its ID.
+                    if let Some(at) = self.open.iter().position(|o| o.id == t.id) {
+                        self.open.remove(at);
+                    }
                     assert!(
                         self.open.iter().all(|o| o.id.index() != t.id.index()),
                         "{:?} takes the index of a try still open",
@@ -272,7 +276,7 @@ fn a_question_no_upstream_answers_fails_within_its_budget() {
 fn a_client_with_a_stale_answer_gets_it_after_one_failed_try_while_the_question_refreshes_the_cache() {
     let mut sim = Sim::new(&[&[A, B]], Duration::from_millis(1500));
     let mut query = [0u8; MAX_QUERY_LEN];
-    let len = write_query(&mut query, 9, &question(1), false);
+    let len = write_query(&mut query, 9, &question(1), false, false);
     let Verdict::Answer(entry) = read_reply(&answer(&query[..len], 1), 9, &question(1), false, &sim.cache, sim.now)
     else {
         panic!("a one-second answer");
@@ -420,7 +424,7 @@ fn replies_that_are_not_the_one_awaited_are_counted_and_the_try_listens_on() {
     wrong_id[1] ^= 1;
     sim.reply(&t, &wrong_id);
     let mut query = [0u8; MAX_QUERY_LEN];
-    let len = write_query(&mut query, ids(&t), &question(2), false);
+    let len = write_query(&mut query, ids(&t), &question(2), false, false);
     sim.reply(&t, &answer(&query[..len], 60));
     sim.reply(&t, t.query());
     assert!(sim.done().is_empty() && sim.is_open(&t));
@@ -699,4 +703,110 @@ fn a_question_asked_again_after_a_reload_keeps_its_deadline() {
             ..
         }]
     ));
+}
+
+fn force_tcp(config: &mut ForwardConfig) {
+    config.transport = Transport::ForceTcp;
+}
+
+#[test]
+fn force_tcp_sends_every_try_on_a_persistent_connection_and_takes_a_truncated_reply_as_the_answer() {
+    let mut sim = Sim::with(&[&[A, B]], force_tcp);
+    sim.submit(1, 7).unwrap();
+    let first = sim.one_sent();
+    assert_eq!((first.upstream, first.protocol), (addr(A), Protocol::PooledTcp));
+    assert!(first.tls.is_none());
+    assert!(
+        first.query().ends_with(&[0, 11, 0, 0]),
+        "edns-tcp-keepalive on a persistent connection"
+    );
+    assert_eq!(
+        sim.machine.poll_timeout(),
+        Some(sim.ms(500)),
+        "a try over a stream waits at least the TCP floor"
+    );
+    sim.reply(&first, &truncated(first.query()));
+    assert!(sim.sent().is_empty(), "no retry: TCP has nothing more to give");
+    assert!(matches!(sim.done().as_slice(), [Done { result: Ok(_), .. }]));
+    assert_eq!(sim.totals().upstream_tcp_retries, 0);
+}
+
+#[test]
+fn each_set_of_upstreams_keeps_its_own_transport() {
+    let mut sim = Sim::with(&[&[A], &[S]], |c| {
+        c.stub_zones = vec![crate::forward::StubZone {
+            zone: Name::from_dotted("example.org.").unwrap(),
+            servers: vec![addr(S)],
+            options: Default::default(),
+            transport: Transport::ForceTcp,
+        }];
+    });
+    let stub = crate::forward::Routes::new(0, true, vec![Name::from_dotted("example.org.").unwrap()])
+        .route(&LowerName::from_wire(question(2).name_wire()).unwrap())
+        .unwrap();
+    sim.ask(2, stub, Some(2), Kind::Clients { stale: false }).unwrap();
+    assert_eq!(sim.one_sent().protocol, Protocol::PooledTcp, "the stub zone forces TCP");
+    sim.submit(1, 1).unwrap();
+    let udp = sim.one_sent();
+    assert_eq!(udp.protocol, Protocol::Udp, "the default resolvers prefer UDP");
+    assert!(
+        !udp.query().ends_with(&[0, 11, 0, 0]),
+        "never edns-tcp-keepalive over UDP"
+    );
+}
+
+#[test]
+fn a_try_whose_connection_the_upstream_closed_is_sent_again_once_then_held_against_it() {
+    let mut sim = Sim::with(&[&[A, B]], force_tcp);
+    sim.submit(1, 7).unwrap();
+    let first = sim.one_sent();
+    sim.machine.on_connection_lost(first.id, &sim.cache, sim.now);
+    sim.step();
+    let again = sim.one_sent();
+    assert_eq!(
+        (again.id, again.upstream, again.query()),
+        (first.id, addr(A), first.query()),
+        "the same query, under the same ID, to the same upstream"
+    );
+    assert_eq!((sim.totals().upstream_errors, sim.totals().upstream_resent), (0, 1));
+    sim.machine.on_connection_lost(again.id, &sim.cache, sim.now);
+    sim.step();
+    let next = sim.one_sent();
+    assert_eq!(next.upstream, addr(B), "a second loss fails over");
+    assert_ne!(next.id, first.id);
+    assert_eq!(sim.totals().upstream_errors, 1);
+    sim.reply(&next, &answer(next.query(), 60));
+    assert!(matches!(sim.done().as_slice(), [Done { result: Ok(_), .. }]));
+}
+
+#[test]
+fn a_connection_refused_counts_against_the_upstream_and_moves_on() {
+    let mut sim = Sim::with(&[&[A, B]], force_tcp);
+    sim.submit(1, 7).unwrap();
+    let first = sim.one_sent();
+    sim.machine.on_send_error(
+        first.id,
+        SendError::Upstream(io::ErrorKind::ConnectionRefused.into()),
+        sim.now,
+    );
+    sim.step();
+    assert_eq!(sim.one_sent().upstream, addr(B));
+    assert_eq!(sim.totals().upstream_errors, 1);
+}
+
+#[test]
+fn a_reload_that_changes_a_routes_transport_asks_its_questions_again() {
+    let mut sim = Sim::with(&[&[A]], |_| {});
+    sim.submit(1, 1).unwrap();
+    let udp = sim.one_sent();
+    let config = ForwardConfig {
+        transport: Transport::ForceTcp,
+        ..sim.config.clone()
+    };
+    let health = sim.health.clone();
+    sim.machine.replace(&[&[addr(A)]], &config, &health, sim.now);
+    sim.step();
+    let tcp = sim.one_sent();
+    assert_eq!(tcp.protocol, Protocol::PooledTcp);
+    assert!(!sim.is_open(&udp));
 }

@@ -46,9 +46,14 @@ struct Rig {
 
 impl Rig {
     fn new(upstream: SocketAddr) -> Rig {
+        Rig::over(upstream, crate::forward::Transport::PreferUdp)
+    }
+
+    fn over(upstream: SocketAddr, transport: crate::forward::Transport) -> Rig {
         let poll = mio::Poll::new().unwrap();
         let config = ForwardConfig {
             upstreams: vec![upstream],
+            transport,
             ..ForwardConfig::default()
         };
         let stats = Arc::new(WorkerStats::default());
@@ -401,4 +406,184 @@ fn under_a_load_that_never_leaves_the_forwarder_idle_spares_open_all_the_same() 
         INLINE_OPENS,
         "once {INLINE_OPENS} tries opened their own, as many spares as they were"
     );
+}
+
+/// A TCP upstream on loopback that answers every connection it accepts with `serve`, which gets
+/// the connection's number (from 0); the count of connections accepted.
+fn tcp_upstream(
+    serve: impl Fn(usize, std::net::TcpStream) + Send + Sync + 'static,
+) -> (SocketAddr, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&accepted);
+    let serve = Arc::new(serve);
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { return };
+            conn.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+            let n = count.fetch_add(1, Ordering::SeqCst);
+            let serve = Arc::clone(&serve);
+            std::thread::spawn(move || serve(n, conn));
+        }
+    });
+    (addr, accepted)
+}
+
+/// The next length-prefixed query on `conn`.
+fn read_framed(conn: &mut std::net::TcpStream) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut len = [0u8; 2];
+    conn.read_exact(&mut len).ok()?;
+    let mut query = vec![0; usize::from(u16::from_be_bytes(len))];
+    conn.read_exact(&mut query).ok()?;
+    Some(query)
+}
+
+fn write_framed(conn: &mut std::net::TcpStream, msg: &[u8]) {
+    use std::io::Write;
+    let mut framed = (msg.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(msg);
+    conn.write_all(&framed).unwrap();
+}
+
+#[test]
+fn force_tcp_pipelines_the_tries_on_one_connection_and_takes_replies_in_any_order() {
+    const N: u32 = 8;
+    let (addr, accepted) = tcp_upstream(|_, mut conn| {
+        // Every query is in before the first reply goes out, and the replies go back last
+        // query first.
+        let queries: Vec<Vec<u8>> = (0..N).map_while(|_| read_framed(&mut conn)).collect();
+        for query in queries.iter().rev() {
+            write_framed(&mut conn, &answer(query, true));
+        }
+        while read_framed(&mut conn).is_some() {}
+    });
+    let mut rig = Rig::over(addr, crate::forward::Transport::ForceTcp);
+    for i in 0..N {
+        rig.submit(i);
+    }
+    rig.until_done(N as usize);
+    assert!(rig.done.iter().all(|d| d.result.is_ok()), "every question answered");
+    let mut keys: Vec<_> = rig.done.iter().map(|d| d.key.bytes().to_vec()).collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), N as usize, "each reply went to its own question");
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let totals = rig.totals();
+    assert_eq!(
+        (totals.upstream_conn_opened, totals.upstream_conn_reused),
+        ([1, 0], [N as u64 - 1, 0])
+    );
+    assert_eq!(totals.upstream_tcp_retries, 0, "TC over TCP is the answer");
+}
+
+/// An upstream that answers each query at once, on as many connections as it is given.
+fn echo_tcp(_: usize, mut conn: std::net::TcpStream) {
+    while let Some(query) = read_framed(&mut conn) {
+        write_framed(&mut conn, &answer(&query, false));
+    }
+}
+
+#[test]
+fn a_connection_is_reused_until_it_has_been_idle_for_expire() {
+    let (addr, accepted) = tcp_upstream(echo_tcp);
+    let mut rig = Rig::over(addr, crate::forward::Transport::ForceTcp);
+    rig.sockets
+        .set_timeouts(Duration::from_millis(200), Duration::from_secs(1));
+    for i in 0..3 {
+        rig.submit(i);
+        rig.until_done(i as usize + 1);
+        rig.sockets.tidy(rig.machine.in_flight(), Instant::now());
+    }
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "one connection for all three"
+    );
+    rig.sockets.tidy(0, Instant::now() + Duration::from_millis(200));
+    assert!(rig.sockets.pools.is_empty(), "the idle connection is closed");
+    rig.submit(3);
+    rig.until_done(4);
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "the next try opens another"
+    );
+    assert_eq!(rig.totals().upstream_conn_opened, [2, 0]);
+}
+
+#[test]
+fn tries_waiting_on_a_connection_the_upstream_closes_are_sent_again_on_a_new_one() {
+    let (addr, accepted) = tcp_upstream(|n, mut conn| {
+        if n > 0 {
+            return echo_tcp(n, conn);
+        }
+        // The first connection answers one query of two, then closes.
+        let first = read_framed(&mut conn).unwrap();
+        let _second = read_framed(&mut conn).unwrap();
+        write_framed(&mut conn, &answer(&first, false));
+    });
+    let mut rig = Rig::over(addr, crate::forward::Transport::ForceTcp);
+    rig.submit(0);
+    rig.submit(1);
+    rig.until_done(2);
+    assert!(
+        rig.done.iter().all(|d| d.result.is_ok()),
+        "both answered: {:?}",
+        rig.done
+    );
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
+    let totals = rig.totals();
+    assert_eq!((totals.upstream_resent, totals.upstream_errors), (1, 0));
+    assert_eq!(
+        rig.upstreams()[0].failures,
+        0,
+        "an upstream closing a connection is not at fault"
+    );
+}
+
+#[test]
+fn a_connection_on_which_the_upstream_sends_nothing_is_given_up() {
+    let (addr, accepted) = tcp_upstream(|_, mut conn| while read_framed(&mut conn).is_some() {});
+    let mut rig = Rig::over(addr, crate::forward::Transport::ForceTcp);
+    rig.sockets
+        .set_timeouts(Duration::from_secs(10), Duration::from_secs(1));
+    let sent = Instant::now();
+    rig.submit(0);
+    let soon = sent + Duration::from_millis(1900);
+    rig.sockets.tidy(rig.machine.in_flight(), soon);
+    assert!(rig.sockets.kicked.is_empty(), "not given up within twice the timeout");
+    let later = sent + Duration::from_millis(2100);
+    rig.sockets.tidy(rig.machine.in_flight(), later);
+    rig.sockets.receive(&[], &mut rig.machine, &rig.cache, later);
+    rig.sockets.flush(&mut rig.machine, later);
+    assert!(
+        rig.totals().upstream_errors >= 1,
+        "its try is handed back as a failure of the upstream"
+    );
+    assert!(
+        rig.sockets.pools.iter().all(|p| p.streams.is_empty()),
+        "the connection is closed"
+    );
+    let accepted_by = Instant::now() + Duration::from_secs(5);
+    while accepted.load(std::sync::atomic::Ordering::SeqCst) == 0 && Instant::now() < accepted_by {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+    rig.submit(1);
+    rig.until(|_| accepted.load(std::sync::atomic::Ordering::SeqCst) == 2);
+}
+
+#[test]
+fn a_connection_that_closes_before_answering_fails_its_tries() {
+    let (addr, _) = tcp_upstream(|_, conn| drop(conn));
+    let mut rig = Rig::over(addr, crate::forward::Transport::ForceTcp);
+    rig.submit(0);
+    rig.until_done(1);
+    assert!(rig.done[0].result.is_err());
+    let totals = rig.totals();
+    assert!(totals.upstream_errors >= 1, "held against the upstream");
+    assert_eq!(totals.upstream_resent, 0);
 }
