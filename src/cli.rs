@@ -2,7 +2,10 @@
 //! skyline's own. The settings' flags are declared in [`crate::settings`], group by group; this
 //! is the command they make, with the few options that are not settings.
 
-use crate::settings::{CacheArgs, CookiesArgs, EtcdArgs, ForwardArgs, KubernetesArgs, MainArgs, ObserveArgs, RrlArgs};
+use crate::settings::{
+    CacheArgs, CookiesArgs, EtcdArgs, ForwardArgs, IdentityArgs, KubernetesArgs, MainArgs, ObserveArgs, RewriteArgs,
+    RrlArgs, TemplateArgs,
+};
 use clap::{CommandFactory, FromArgMatches, Parser};
 use skyline_controlplane::skydns::config;
 use skyline_dataplane::wire::Name;
@@ -66,6 +69,18 @@ pub struct Cli {
     /// Response rate limiting.
     #[command(flatten, next_help_heading = "Response rate limiting ([rrl] table)")]
     pub rrl: RrlArgs,
+
+    /// CoreDNS's rewrite plugin.
+    #[command(flatten, next_help_heading = "Rewriting questions ([rewrite] table)")]
+    pub rewrite: RewriteArgs,
+
+    /// CoreDNS's template plugin.
+    #[command(flatten, next_help_heading = "Answers from templates ([template] table)")]
+    pub template: TemplateArgs,
+
+    /// CoreDNS's whoami and chaos plugins.
+    #[command(flatten, next_help_heading = "whoami and CHAOS identity (top-level keys)")]
+    pub identity: IdentityArgs,
 
     /// Serve Kubernetes cluster DNS from the API server (connection from --kubeconfig, else
     /// KUBECONFIG or ~/.kube/config, else the in-cluster service account); so does any

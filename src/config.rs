@@ -22,7 +22,8 @@
 use crate::observe::ObserveError;
 use crate::protection::ProtectionError;
 use crate::settings::{
-    CacheFile, CookiesFile, EtcdFile, ForwardFile, Given, Invalid, KubernetesFile, Main, MainFile, ObserveFile, RrlFile,
+    CacheFile, CookiesFile, EtcdFile, ForwardFile, Given, IdentityFile, Invalid, KubernetesFile, Main, MainFile,
+    ObserveFile, RewriteFile, RrlFile, TemplateFile,
 };
 use serde::Deserialize;
 use skyline_controlplane::etcd::EtcdOptions;
@@ -105,6 +106,9 @@ pub enum ConfigError {
     /// A cookie or rate-limiting setting is not valid.
     #[error(transparent)]
     Protection(#[from] ProtectionError),
+    /// A `rewrite` rule, `template` or `whoami` zone is not valid.
+    #[error(transparent)]
+    Plugins(#[from] skyline_dataplane::rewrite::PluginError),
     /// A `[kubernetes]` setting or `--kubernetes-*` flag is not valid.
     #[error("kubernetes.{key}: {message}")]
     Kubernetes {
@@ -214,6 +218,12 @@ pub struct FileConfig {
     pub cookies: Option<CookiesFile>,
     /// The `[rrl]` table.
     pub rrl: Option<RrlFile>,
+    /// The `[rewrite]` table.
+    pub rewrite: Option<RewriteFile>,
+    /// The `[template]` table.
+    pub template: Option<TemplateFile>,
+    /// The top-level keys of `whoami` and `chaos`.
+    pub identity: IdentityFile,
     /// The file's directory, which relative paths in it are relative to.
     pub dir: PathBuf,
 }
@@ -235,6 +245,8 @@ const TABLES: &[(&str, &[&str])] = &[
     ("observe", ObserveFile::KEYS),
     ("cookies", CookiesFile::KEYS),
     ("rrl", RrlFile::KEYS),
+    ("rewrite", RewriteFile::KEYS),
+    ("template", TemplateFile::KEYS),
 ];
 
 impl FileConfig {
@@ -259,8 +271,11 @@ impl FileConfig {
             observe: reading.table(&mut top, "observe", ObserveFile::take),
             cookies: reading.table(&mut top, "cookies", CookiesFile::take),
             rrl: reading.table(&mut top, "rrl", RrlFile::take),
+            rewrite: reading.table(&mut top, "rewrite", RewriteFile::take),
+            template: reading.table(&mut top, "template", TemplateFile::take),
             main: MainFile::take(&mut top, &mut reading.invalid),
             etcd: EtcdFile::take(&mut top, &mut reading.invalid),
+            identity: IdentityFile::take(&mut top, &mut reading.invalid),
             dir: path.parent().map(Path::to_owned).unwrap_or_default(),
         };
         let mut problems: Vec<ConfigError> = reading

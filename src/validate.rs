@@ -17,10 +17,12 @@ use skyline_controlplane::skydns::config::ConfigPatch;
 use skyline_controlplane::source::records_file::parse_records_file;
 use skyline_controlplane::state::StateDir;
 use skyline_dataplane::observe::{ObserveConfig, QueryLogTarget};
+use skyline_dataplane::rewrite::Plugins;
 use skyline_dataplane::rrl::RrlConfig;
 use skyline_dataplane::snapshot;
 use skyline_dataplane::worker::TcpConfig;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Everything the operator gave, resolved and checked.
 #[derive(Debug)]
@@ -41,6 +43,8 @@ pub struct Valid {
     pub cookies: CookieSettings,
     /// Response rate limiting.
     pub rrl: RrlConfig,
+    /// `rewrite`, `template`, `whoami` and `chaos`, compiled; `None` when none is configured.
+    pub plugins: Option<Arc<Plugins>>,
 }
 
 /// What the settings become over the data's own `/<prefix>/config`.
@@ -97,8 +101,12 @@ pub fn validate(cli: &Cli, file: Option<&FileConfig>) -> Result<Valid, Vec<Confi
         &mut problems,
         protection::rrl_config(&given.rrl).map_err(ConfigError::from),
     );
-    match (operator, tcp, kubernetes, observe, cookies, rrl) {
-        (Some(operator), Some(tcp), Some(kubernetes), Some(observe), Some(cookies), Some(rrl))
+    let plugins = keep(
+        &mut problems,
+        crate::plugins::plugins(&given).map_err(ConfigError::from),
+    );
+    match (operator, tcp, kubernetes, observe, cookies, rrl, plugins) {
+        (Some(operator), Some(tcp), Some(kubernetes), Some(observe), Some(cookies), Some(rrl), Some(plugins))
             if problems.is_empty() =>
         {
             Ok(Valid {
@@ -110,6 +118,7 @@ pub fn validate(cli: &Cli, file: Option<&FileConfig>) -> Result<Valid, Vec<Confi
                 observe,
                 cookies,
                 rrl,
+                plugins,
             })
         }
         _ => Err(problems),
