@@ -347,7 +347,7 @@ impl Reading<'_> {
 /// An unknown key of the table `table` (`None`: the top level), with a hint at where it
 /// belongs: the table that has it, the top level, or the known key it is closest to.
 fn unknown_key(path: &Path, table: Option<&'static str>, key: &str) -> ConfigError {
-    let top_level = || MainFile::KEYS.iter().chain(EtcdFile::KEYS);
+    let top_level = || MainFile::KEYS.iter().chain(EtcdFile::KEYS).chain(IdentityFile::KEYS);
     let homes: Vec<String> = TABLES
         .iter()
         .filter(|(name, keys)| Some(*name) != table && keys.contains(&key))

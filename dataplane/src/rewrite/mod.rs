@@ -362,7 +362,9 @@ impl Plugins {
     }
 }
 
-/// What [`Plugins::before`] made of a query.
+/// What [`Plugins::before`] made of a query. The rewritten query stays on the stack: boxing it
+/// would allocate per rewritten question.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Before<'p> {
     /// Nothing: answer the query as it is.
     Pass,
@@ -375,6 +377,7 @@ pub(crate) enum Before<'p> {
 /// Room for a rewritten query on the stack; a longer one (many EDNS options) goes to the heap.
 const QUERY_ROOM: usize = 1024;
 
+#[allow(clippy::large_enum_variant)]
 enum Buffer {
     Stack([u8; QUERY_ROOM], usize),
     Heap(Vec<u8>),

@@ -8,7 +8,7 @@ use crate::wire::types::{class, rcode, rtype, MAX_LABEL_LEN, MAX_NAME_LEN};
 const TEXT_ROOM: usize = 512;
 
 /// A name as dotted text (`www.example.org.`), or a rule's output on its way to becoming one.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(crate) struct Text {
     bytes: [u8; TEXT_ROOM],
     len: usize,
