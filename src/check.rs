@@ -189,7 +189,7 @@ fn write(valid: &Valid, over: &OverData, notes: Vec<String>) -> String {
     };
     let mut top = given.main.in_force();
     top.extend(given.etcd.in_force());
-    top.extend(given.identity.in_force());
+    top.extend(given.plugins.in_force());
     group(&mut out, "", top);
     group(&mut out, "forward", given.forward.in_force());
     group(&mut out, "cache", given.cache.in_force());

@@ -3,7 +3,7 @@
 //! is the command they make, with the few options that are not settings.
 
 use crate::settings::{
-    CacheArgs, CookiesArgs, EtcdArgs, ForwardArgs, IdentityArgs, KubernetesArgs, MainArgs, ObserveArgs, RewriteArgs,
+    CacheArgs, CookiesArgs, EtcdArgs, ForwardArgs, KubernetesArgs, MainArgs, ObserveArgs, PluginsArgs, RewriteArgs,
     RrlArgs, TemplateArgs,
 };
 use clap::{CommandFactory, FromArgMatches, Parser};
@@ -78,9 +78,9 @@ pub struct Cli {
     #[command(flatten, next_help_heading = "Answers from templates ([template] table)")]
     pub template: TemplateArgs,
 
-    /// CoreDNS's whoami and chaos plugins.
-    #[command(flatten, next_help_heading = "whoami and CHAOS identity (top-level keys)")]
-    pub identity: IdentityArgs,
+    /// CoreDNS's whoami, chaos and any plugins.
+    #[command(flatten, next_help_heading = "whoami, CHAOS identity and ANY (top-level keys)")]
+    pub plugins: PluginsArgs,
 
     /// Serve Kubernetes cluster DNS from the API server (connection from --kubeconfig, else
     /// KUBECONFIG or ~/.kube/config, else the in-cluster service account); so does any

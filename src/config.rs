@@ -22,8 +22,8 @@
 use crate::observe::ObserveError;
 use crate::protection::ProtectionError;
 use crate::settings::{
-    CacheFile, CookiesFile, EtcdFile, ForwardFile, Given, IdentityFile, Invalid, KubernetesFile, Main, MainFile,
-    ObserveFile, RewriteFile, RrlFile, TemplateFile,
+    CacheFile, CookiesFile, EtcdFile, ForwardFile, Given, Invalid, KubernetesFile, Main, MainFile, ObserveFile,
+    PluginsFile, RewriteFile, RrlFile, TemplateFile,
 };
 use serde::Deserialize;
 use skyline_controlplane::etcd::EtcdOptions;
@@ -222,8 +222,8 @@ pub struct FileConfig {
     pub rewrite: Option<RewriteFile>,
     /// The `[template]` table.
     pub template: Option<TemplateFile>,
-    /// The top-level keys of `whoami` and `chaos`.
-    pub identity: IdentityFile,
+    /// The top-level keys of `whoami`, `chaos` and `any`.
+    pub plugins: PluginsFile,
     /// The file's directory, which relative paths in it are relative to.
     pub dir: PathBuf,
 }
@@ -275,7 +275,7 @@ impl FileConfig {
             template: reading.table(&mut top, "template", TemplateFile::take),
             main: MainFile::take(&mut top, &mut reading.invalid),
             etcd: EtcdFile::take(&mut top, &mut reading.invalid),
-            identity: IdentityFile::take(&mut top, &mut reading.invalid),
+            plugins: PluginsFile::take(&mut top, &mut reading.invalid),
             dir: path.parent().map(Path::to_owned).unwrap_or_default(),
         };
         let mut problems: Vec<ConfigError> = reading
@@ -347,7 +347,7 @@ impl Reading<'_> {
 /// An unknown key of the table `table` (`None`: the top level), with a hint at where it
 /// belongs: the table that has it, the top level, or the known key it is closest to.
 fn unknown_key(path: &Path, table: Option<&'static str>, key: &str) -> ConfigError {
-    let top_level = || MainFile::KEYS.iter().chain(EtcdFile::KEYS).chain(IdentityFile::KEYS);
+    let top_level = || MainFile::KEYS.iter().chain(EtcdFile::KEYS).chain(PluginsFile::KEYS);
     let homes: Vec<String> = TABLES
         .iter()
         .filter(|(name, keys)| Some(*name) != table && keys.contains(&key))

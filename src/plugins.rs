@@ -1,4 +1,4 @@
-//! The `[rewrite]` and `[template]` tables and the `whoami` and `chaos*` keys (declared in
+//! The `[rewrite]` and `[template]` tables and the `whoami`, `chaos*` and `any` keys (declared in
 //! [`crate::settings`]) turned into the data plane's [`Plugins`], compiled once so that a bad
 //! rule stops a start, `--check-config` and a reload alike (docs/rewrite.md).
 
@@ -12,7 +12,7 @@ const VERSION: &str = concat!("skyline-", env!("CARGO_PKG_VERSION"));
 /// The plugins the settings configure, compiled; `None` when none is, so that answering is
 /// left as it is.
 pub fn plugins(given: &Given) -> Result<Option<Arc<Plugins>>, PluginError> {
-    let id = &given.identity;
+    let id = &given.plugins;
     let chaos_on = id.chaos || id.chaos_version.is_some() || id.chaos_authors.is_some() || id.chaos_hostname.is_some();
     let config = PluginsConfig {
         rewrite: given.rewrite.rules.clone(),
@@ -23,6 +23,7 @@ pub fn plugins(given: &Given) -> Result<Option<Arc<Plugins>>, PluginError> {
             authors: id.chaos_authors.clone().unwrap_or_else(|| vec!["skyline".to_owned()]),
             hostname: id.chaos_hostname.clone().unwrap_or_else(crate::observe::host_name),
         }),
+        any: id.any,
     };
     if config.is_empty() {
         return Ok(None);

@@ -776,9 +776,9 @@ settings! {
 }
 
 settings! {
-    /// CoreDNS's `whoami` and `chaos` plugins (`chaos VERSION AUTHORS...`): top-level keys
-    /// (docs/rewrite.md).
-    Identity (IdentityArgs, IdentityFile) keys "" {
+    /// CoreDNS's `whoami`, `chaos` (`chaos VERSION AUTHORS...`) and `any` plugins: top-level
+    /// keys (docs/rewrite.md).
+    Plugins (PluginsArgs, PluginsFile) keys "" {
         /// Comma-separated zones whose names answer with the client's address and port (A or
         /// AAAA and an SRV record at _udp. or _tcp., in the additional section) [default: none]
         #[arg(long, value_name = "ZONE,...", value_delimiter = ',')]
@@ -800,6 +800,11 @@ settings! {
         /// TXT of hostname.bind and id.server [default: the host name]
         #[arg(long, value_name = "NAME")]
         restart chaos_hostname: String;
+
+        /// Answer every ANY question, in the zones or not, with CoreDNS's RFC 8482 HINFO (`ANY
+        /// obsoleted`, TTL 8482) instead of the zones' HINFO or forwarding it [default: false]
+        #[arg(long, num_args = 0, default_missing_value = "true")]
+        restart any: bool = false;
     }
 }
 
@@ -830,8 +835,8 @@ pub struct Given {
     pub rewrite: Rewrite,
     /// `[template]`.
     pub template: Template,
-    /// `whoami` and `chaos`, top-level keys.
-    pub identity: Identity,
+    /// `whoami`, `chaos` and `any`, top-level keys.
+    pub plugins: Plugins,
 }
 
 impl Given {
@@ -853,7 +858,7 @@ impl Given {
             rrl: Rrl::merge(&cli.rrl, file.and_then(|f| f.rrl.as_ref()), dir, problems),
             rewrite: Rewrite::merge(&cli.rewrite, file.and_then(|f| f.rewrite.as_ref()), dir, problems),
             template: Template::merge(&cli.template, file.and_then(|f| f.template.as_ref()), dir, problems),
-            identity: Identity::merge(&cli.identity, file.map(|f| &f.identity), dir, problems),
+            plugins: Plugins::merge(&cli.plugins, file.map(|f| &f.plugins), dir, problems),
         }
     }
 
@@ -884,7 +889,7 @@ impl Given {
         changed.extend(self.rrl.restart_changes(&started.rrl));
         changed.extend(self.rewrite.restart_changes(&started.rewrite));
         changed.extend(self.template.restart_changes(&started.template));
-        changed.extend(self.identity.restart_changes(&started.identity));
+        changed.extend(self.plugins.restart_changes(&started.plugins));
         changed
     }
 }
@@ -1012,7 +1017,7 @@ pub(crate) mod tests {
         ("rrl", Rrl::SETTINGS),
         ("rewrite", Rewrite::SETTINGS),
         ("template", Template::SETTINGS),
-        ("identity", Identity::SETTINGS),
+        ("plugins", Plugins::SETTINGS),
     ];
 
     /// The Markdown table of one group, from the declarations and the flags clap made of them.

@@ -261,3 +261,20 @@ fn a_rule_that_does_not_parse_stops_the_start() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("rewrite rule \"name regex ( x.\""), "{stderr}");
 }
+
+#[test]
+fn any_answers_every_any_question_with_coredns_hinfo() {
+    let hinfo = |reply: &Message| match reply.answers().first().and_then(|r| r.data()) {
+        Some(RData::HINFO(h)) => (h.cpu().to_vec(), reply.answers()[0].ttl()),
+        other => panic!("no HINFO: {other:?}"),
+    };
+    let plain = start(&[]);
+    let (cpu, _) = hinfo(&plain.udp("web.skydns.local.", RecordType::ANY));
+    assert_eq!(cpu, b"RFC8482", "without any, the zones' own RFC 8482 answer");
+    let s = start(&["--any"]);
+    for name in ["web.skydns.local.", "outside.example."] {
+        let reply = s.udp(name, RecordType::ANY);
+        assert_eq!(reply.response_code(), ResponseCode::NoError);
+        assert_eq!(hinfo(&reply), (b"ANY obsoleted".to_vec(), 8482));
+    }
+}

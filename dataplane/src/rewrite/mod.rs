@@ -133,12 +133,19 @@ pub struct PluginsConfig {
     pub whoami: Vec<String>,
     /// CHAOS identity; `None` leaves class CH REFUSED.
     pub chaos: Option<Chaos>,
+    /// `any`: every ANY question, in the zones or outside them, gets CoreDNS's RFC 8482 HINFO
+    /// (`ANY obsoleted`, `See RFC 8482`) instead of the zones' or the upstream's answer.
+    pub any: bool,
 }
 
 impl PluginsConfig {
     /// Whether no plugin is configured: the answer path is then left as it is.
     pub fn is_empty(&self) -> bool {
-        self.rewrite.is_empty() && self.templates.is_empty() && self.whoami.is_empty() && self.chaos.is_none()
+        self.rewrite.is_empty()
+            && self.templates.is_empty()
+            && self.whoami.is_empty()
+            && self.chaos.is_none()
+            && !self.any
     }
 }
 
@@ -229,6 +236,9 @@ impl Plugins {
         else {
             return Before::Pass;
         };
+        if self.config.any && question.qtype == rtype::ANY {
+            return Before::Answered(any(query, &q, &qname, ctx, out));
+        }
         let Some(mut name) = Text::of_wire(qname.wire()) else {
             return Before::Pass;
         };
@@ -501,6 +511,27 @@ fn written(
     Outcome::Reply(r.finish(q))
 }
 
+/// `any`'s answer to an ANY question (RFC 8482 §4.2), as CoreDNS writes it: one HINFO record
+/// at the query name, TTL 8482.
+fn any(query: &[u8], q: &Query, qname: &LowerName, ctx: &Context<'_>, out: &mut [u8]) -> Outcome {
+    const CPU: &[u8] = b"ANY obsoleted";
+    const OS: &[u8] = b"See RFC 8482";
+    let mut record = [0u8; 12 + 2 + CPU.len() + OS.len()];
+    record[..2].copy_from_slice(&[0xC0, HEADER_LEN as u8]);
+    record[2..4].copy_from_slice(&rtype::HINFO.to_be_bytes());
+    record[4..6].copy_from_slice(&class::IN.to_be_bytes());
+    record[6..10].copy_from_slice(&8482u32.to_be_bytes());
+    record[10..12].copy_from_slice(&((2 + CPU.len() + OS.len()) as u16).to_be_bytes());
+    record[12] = CPU.len() as u8;
+    record[13..13 + CPU.len()].copy_from_slice(CPU);
+    record[13 + CPU.len()] = OS.len() as u8;
+    record[14 + CPU.len()..].copy_from_slice(OS);
+    let mut r = Responder::new(query, q, ctx, out);
+    r.copy_question(q, qname);
+    r.records(1, &record, 1);
+    Outcome::Reply(r.finish(q))
+}
+
 /// `whoami`'s answer, as CoreDNS writes it: in the additional section, the client's address
 /// (A or AAAA) at the query name, and an SRV record at `_udp.` or `_tcp.` and the query name
 /// whose port is the client's, TTL 0.
@@ -663,6 +694,31 @@ mod tests {
         };
         assert_eq!(srv.port(), 5353);
         assert_eq!(extra[1].dns_class(), DNSClass::IN);
+    }
+
+    #[test]
+    fn any_answers_every_any_question_with_the_rfc_8482_hinfo() {
+        let p = plugins(PluginsConfig {
+            any: true,
+            ..Default::default()
+        });
+        let mut out = [0u8; 512];
+        let ctx = Context::new(Transport::Udp);
+        let Before::Answered(Outcome::Reply(reply)) =
+            p.before(&query("outside.example.", RecordType::ANY), &ctx, &mut out)
+        else {
+            panic!("not answered");
+        };
+        let m = Message::from_vec(&out[..reply.len]).unwrap();
+        let Some(RData::HINFO(hinfo)) = m.answers()[0].data() else {
+            panic!("no HINFO: {m:?}");
+        };
+        assert_eq!((hinfo.cpu(), hinfo.os()), (&b"ANY obsoleted"[..], &b"See RFC 8482"[..]));
+        assert_eq!(m.answers()[0].ttl(), 8482);
+        assert!(matches!(
+            p.before(&query("outside.example.", RecordType::A), &ctx, &mut out),
+            Before::Pass
+        ));
     }
 
     #[test]
