@@ -5,9 +5,9 @@
 //!
 //! Everything is parsed and compiled once, at configuration ([`Plugins::new`]). The answer path
 //! reaches them through [`crate::Context::plugins`]: without any configured, a query pays one
-//! branch on that `None`. With them, [`Plugins::before`] runs ahead of answering: it rewrites
+//! branch on that `None`. With them, `Plugins::before` runs ahead of answering: it rewrites
 //! the question, answers it from a template or `whoami`, or lets it through; a rewritten
-//! question is answered as any other, then [`Rewritten::restore`] writes the reply the client
+//! question is answered as any other, then `Rewritten::restore` writes the reply the client
 //! gets. A rule that does not match a name allocates nothing; a regex rule that matches, and a
 //! template that writes records, allocate for their groups and records.
 
@@ -239,9 +239,10 @@ impl Plugins {
         if self.config.any && question.qtype == rtype::ANY {
             return Before::Answered(any(query, &q, &qname, ctx, out));
         }
-        let Some(mut name) = Text::of_wire(qname.wire()) else {
+        let Some(asked) = Text::of_wire(qname.wire()) else {
             return Before::Pass;
         };
+        let mut name = asked.clone();
         let (mut qtype, mut qclass) = (question.qtype, question.qclass);
         let mut fired = [0u16; MAX_FIRED];
         let mut count = 0;
@@ -259,12 +260,13 @@ impl Plugins {
         let mut wire = [0u8; MAX_NAME_LEN];
         let wire_len = match name.to_wire(&mut wire) {
             Some(len) if count > 0 => len,
+            // No rule matched, or the rules made no name of it: the question stays as asked.
             _ => {
                 return match self.synthesize(
                     query,
                     &q,
                     &qname,
-                    name.as_str(),
+                    asked.as_str(),
                     (question.qtype, question.qclass),
                     ctx,
                     out,
