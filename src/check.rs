@@ -187,6 +187,7 @@ fn write(valid: &Valid, over: &OverData, notes: Vec<String>) -> String {
     };
     let mut top = given.main.in_force();
     top.extend(given.etcd.in_force());
+    top.extend(given.plugins.in_force());
     group(&mut out, "", top);
     group(&mut out, "forward", given.forward.in_force());
     group(&mut out, "cache", given.cache.in_force());
@@ -206,5 +207,7 @@ fn write(valid: &Valid, over: &OverData, notes: Vec<String>) -> String {
     group(&mut out, "observe", given.observe.in_force());
     group(&mut out, "cookies", given.cookies.in_force());
     group(&mut out, "rrl", given.rrl.in_force());
+    group(&mut out, "rewrite", given.rewrite.in_force());
+    group(&mut out, "template", given.template.in_force());
     out
 }

@@ -3,7 +3,8 @@
 //! is the command they make, with the few options that are not settings.
 
 use crate::settings::{
-    CacheArgs, CookiesArgs, EtcdArgs, ForwardArgs, HostsArgs, KubernetesArgs, MainArgs, ObserveArgs, RrlArgs,
+    CacheArgs, CookiesArgs, EtcdArgs, ForwardArgs, HostsArgs, KubernetesArgs, MainArgs, ObserveArgs, PluginsArgs,
+    RewriteArgs, RrlArgs, TemplateArgs,
 };
 use clap::{CommandFactory, FromArgMatches, Parser};
 use skyline_controlplane::skydns::config;
@@ -80,6 +81,18 @@ pub struct Cli {
     /// Response rate limiting.
     #[command(flatten, next_help_heading = "Response rate limiting ([rrl] table)")]
     pub rrl: RrlArgs,
+
+    /// CoreDNS's rewrite plugin.
+    #[command(flatten, next_help_heading = "Rewriting questions ([rewrite] table)")]
+    pub rewrite: RewriteArgs,
+
+    /// CoreDNS's template plugin.
+    #[command(flatten, next_help_heading = "Answers from templates ([template] table)")]
+    pub template: TemplateArgs,
+
+    /// CoreDNS's whoami, chaos and any plugins.
+    #[command(flatten, next_help_heading = "whoami, CHAOS identity and ANY (top-level keys)")]
+    pub plugins: PluginsArgs,
 
     /// Serve Kubernetes cluster DNS from the API server (connection from --kubeconfig, else
     /// KUBECONFIG or ~/.kube/config, else the in-cluster service account); so does any

@@ -23,7 +23,7 @@ use crate::observe::ObserveError;
 use crate::protection::ProtectionError;
 use crate::settings::{
     CacheFile, CookiesFile, EtcdFile, ForwardFile, Given, HostsFile, Invalid, KubernetesFile, Main, MainFile,
-    ObserveFile, RrlFile,
+    ObserveFile, PluginsFile, RewriteFile, RrlFile, TemplateFile,
 };
 use serde::Deserialize;
 use skyline_controlplane::etcd::EtcdOptions;
@@ -111,6 +111,9 @@ pub enum ConfigError {
     /// A cookie or rate-limiting setting is not valid.
     #[error(transparent)]
     Protection(#[from] ProtectionError),
+    /// A `rewrite` rule, `template` or `whoami` zone is not valid.
+    #[error(transparent)]
+    Plugins(#[from] skyline_dataplane::rewrite::PluginError),
     /// A `[kubernetes]` setting or `--kubernetes-*` flag is not valid.
     #[error("kubernetes.{key}: {message}")]
     Kubernetes {
@@ -238,6 +241,12 @@ pub struct FileConfig {
     pub cookies: Option<CookiesFile>,
     /// The `[rrl]` table.
     pub rrl: Option<RrlFile>,
+    /// The `[rewrite]` table.
+    pub rewrite: Option<RewriteFile>,
+    /// The `[template]` table.
+    pub template: Option<TemplateFile>,
+    /// The top-level keys of `whoami`, `chaos` and `any`.
+    pub plugins: PluginsFile,
     /// The file's directory, which relative paths in it are relative to.
     pub dir: PathBuf,
     /// What a Corefile runs differently from CoreDNS: logged at start, printed by
@@ -263,6 +272,8 @@ const TABLES: &[(&str, &[&str])] = &[
     ("observe", ObserveFile::KEYS),
     ("cookies", CookiesFile::KEYS),
     ("rrl", RrlFile::KEYS),
+    ("rewrite", RewriteFile::KEYS),
+    ("template", TemplateFile::KEYS),
 ];
 
 impl FileConfig {
@@ -302,8 +313,11 @@ impl FileConfig {
             observe: reading.table(&mut top, "observe", ObserveFile::take),
             cookies: reading.table(&mut top, "cookies", CookiesFile::take),
             rrl: reading.table(&mut top, "rrl", RrlFile::take),
+            rewrite: reading.table(&mut top, "rewrite", RewriteFile::take),
+            template: reading.table(&mut top, "template", TemplateFile::take),
             main: MainFile::take(&mut top, &mut reading.invalid),
             etcd: EtcdFile::take(&mut top, &mut reading.invalid),
+            plugins: PluginsFile::take(&mut top, &mut reading.invalid),
             dir: path.parent().map(Path::to_owned).unwrap_or_default(),
             notes: Vec::new(),
         };
@@ -360,6 +374,9 @@ impl FileConfig {
             observe: table(self.observe, under.observe, ObserveFile::or),
             cookies: table(self.cookies, under.cookies, CookiesFile::or),
             rrl: table(self.rrl, under.rrl, RrlFile::or),
+            rewrite: table(self.rewrite, under.rewrite, RewriteFile::or),
+            template: table(self.template, under.template, TemplateFile::or),
+            plugins: self.plugins.or(under.plugins),
             dir: self.dir,
             notes: under.notes,
         }
@@ -417,7 +434,7 @@ impl Reading<'_> {
 /// An unknown key of the table `table` (`None`: the top level), with a hint at where it
 /// belongs: the table that has it, the top level, or the known key it is closest to.
 fn unknown_key(path: &Path, table: Option<&'static str>, key: &str) -> ConfigError {
-    let top_level = || MainFile::KEYS.iter().chain(EtcdFile::KEYS);
+    let top_level = || MainFile::KEYS.iter().chain(EtcdFile::KEYS).chain(PluginsFile::KEYS);
     let homes: Vec<String> = TABLES
         .iter()
         .filter(|(name, keys)| Some(*name) != table && keys.contains(&key))

@@ -15,6 +15,7 @@ mod kube2etcd;
 mod nodelocal;
 mod notify;
 mod observe;
+mod plugins;
 mod protection;
 mod reload;
 mod settings;
@@ -303,6 +304,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         cookies: cookies.map(CookieCell::new),
         rrl: valid.rrl.clone(),
         xdp: config::xdp(&given.main),
+        plugins: valid.plugins.clone(),
     };
     if options.rrl.is_enabled() {
         tracing::info!(

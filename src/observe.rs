@@ -70,7 +70,8 @@ pub fn observe_config(observe: &Observe) -> Result<ObserveConfig, ObserveError> 
 }
 
 /// The host name, which tells apart the dnstap streams of several servers; empty when unknown.
-fn host_name() -> String {
+/// The host name, as dnstap and `chaos` name this server by default.
+pub(crate) fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|name| name.trim().to_owned())
         .unwrap_or_default()

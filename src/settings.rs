@@ -930,6 +930,63 @@ settings! {
     }
 }
 
+settings! {
+    /// CoreDNS's `rewrite` plugin: the `[rewrite]` table (docs/rewrite.md).
+    Rewrite (RewriteArgs, RewriteFile) keys "rewrite." {
+        /// Rewrite rule in CoreDNS's syntax, `[continue|stop] name
+        /// [exact|prefix|suffix|substring|regex] FROM TO [answer auto|answer name FROM TO]`,
+        /// `type FROM TO` or `class FROM TO`; repeat for more, applied in order: the question is
+        /// looked up (zones, cache, forwarding) as rewritten and the client sees its own
+        /// [default: none]
+        #[arg(long = "rewrite", value_name = "RULE")]
+        restart rules: Vec<String> = Vec::new();
+    }
+}
+
+settings! {
+    /// CoreDNS's `template` plugin: the `[template]` table (docs/rewrite.md).
+    Template (TemplateArgs, TemplateFile) keys "template." {
+        /// Template in CoreDNS's syntax, `CLASS TYPE [ZONE...] { match REGEX...; answer RR;
+        /// additional RR; authority RR; rcode CODE; fallthrough [ZONE...] }`; repeat for more,
+        /// tried in order before the zones [default: none]
+        #[arg(long = "template", value_name = "TEMPLATE")]
+        restart blocks: Vec<String> = Vec::new();
+    }
+}
+
+settings! {
+    /// CoreDNS's `whoami`, `chaos` (`chaos VERSION AUTHORS...`) and `any` plugins: top-level
+    /// keys (docs/rewrite.md).
+    Plugins (PluginsArgs, PluginsFile) keys "" {
+        /// Comma-separated zones whose names answer with the client's address and port (A or
+        /// AAAA and an SRV record at _udp. or _tcp., in the additional section) [default: none]
+        #[arg(long, value_name = "ZONE,...", value_delimiter = ',')]
+        restart whoami: Vec<String> = Vec::new();
+
+        /// Answer version.bind, version.server, authors.bind, hostname.bind and id.server in
+        /// class CH, as do the chaos_* settings; without any they are REFUSED [default: false]
+        #[arg(long, num_args = 0, default_missing_value = "true")]
+        restart chaos: bool = false;
+
+        /// TXT of version.bind and version.server [default: skyline-<its version>]
+        #[arg(long, value_name = "TEXT")]
+        restart chaos_version: String;
+
+        /// Comma-separated TXT records of authors.bind, one per author [default: skyline]
+        #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+        restart chaos_authors: Vec<String>;
+
+        /// TXT of hostname.bind and id.server [default: the host name]
+        #[arg(long, value_name = "NAME")]
+        restart chaos_hostname: String;
+
+        /// Answer every ANY question, in the zones or not, with CoreDNS's RFC 8482 HINFO (`ANY
+        /// obsoleted`, TTL 8482) instead of the zones' HINFO or forwarding it [default: false]
+        #[arg(long, num_args = 0, default_missing_value = "true")]
+        restart any: bool = false;
+    }
+}
+
 /// Every setting as the operator gave it: flags, then environment variables, then the
 /// configuration file, then the declared defaults, group by group.
 #[derive(Debug, Clone, PartialEq)]
@@ -958,6 +1015,12 @@ pub struct Given {
     pub cookies: Cookies,
     /// `[rrl]`.
     pub rrl: Rrl,
+    /// `[rewrite]`.
+    pub rewrite: Rewrite,
+    /// `[template]`.
+    pub template: Template,
+    /// `whoami`, `chaos` and `any`, top-level keys.
+    pub plugins: Plugins,
 }
 
 impl Given {
@@ -979,6 +1042,9 @@ impl Given {
             observe: Observe::merge(&cli.observe, file.and_then(|f| f.observe.as_ref()), dir, problems),
             cookies: Cookies::merge(&cli.cookies, file.and_then(|f| f.cookies.as_ref()), dir, problems),
             rrl: Rrl::merge(&cli.rrl, file.and_then(|f| f.rrl.as_ref()), dir, problems),
+            rewrite: Rewrite::merge(&cli.rewrite, file.and_then(|f| f.rewrite.as_ref()), dir, problems),
+            template: Template::merge(&cli.template, file.and_then(|f| f.template.as_ref()), dir, problems),
+            plugins: Plugins::merge(&cli.plugins, file.map(|f| &f.plugins), dir, problems),
         }
     }
 
@@ -1008,6 +1074,9 @@ impl Given {
         changed.extend(self.observe.restart_changes(&started.observe));
         changed.extend(self.cookies.restart_changes(&started.cookies));
         changed.extend(self.rrl.restart_changes(&started.rrl));
+        changed.extend(self.rewrite.restart_changes(&started.rewrite));
+        changed.extend(self.template.restart_changes(&started.template));
+        changed.extend(self.plugins.restart_changes(&started.plugins));
         changed
     }
 }
@@ -1153,6 +1222,9 @@ pub(crate) mod tests {
         ("observe", Observe::SETTINGS),
         ("cookies", Cookies::SETTINGS),
         ("rrl", Rrl::SETTINGS),
+        ("rewrite", Rewrite::SETTINGS),
+        ("template", Template::SETTINGS),
+        ("plugins", Plugins::SETTINGS),
     ];
 
     /// The Markdown table of one group, from the declarations and the flags clap made of them.

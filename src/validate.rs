@@ -19,10 +19,12 @@ use skyline_controlplane::skydns::config::ConfigPatch;
 use skyline_controlplane::source::records_file::parse_records_file;
 use skyline_controlplane::state::StateDir;
 use skyline_dataplane::observe::{ObserveConfig, QueryLogTarget};
+use skyline_dataplane::rewrite::Plugins;
 use skyline_dataplane::rrl::RrlConfig;
 use skyline_dataplane::snapshot;
 use skyline_dataplane::worker::TcpConfig;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Everything the operator gave, resolved and checked.
 #[derive(Debug)]
@@ -45,6 +47,8 @@ pub struct Valid {
     pub cookies: CookieSettings,
     /// Response rate limiting.
     pub rrl: RrlConfig,
+    /// `rewrite`, `template`, `whoami` and `chaos`, compiled; `None` when none is configured.
+    pub plugins: Option<Arc<Plugins>>,
 }
 
 /// What the settings become over the data's own `/<prefix>/config`.
@@ -105,22 +109,32 @@ pub fn validate(cli: &Cli, file: Option<&FileConfig>) -> Result<Valid, Vec<Confi
         &mut problems,
         protection::rrl_config(&given.rrl).map_err(ConfigError::from),
     );
-    match (operator, tcp, kubernetes, hosts, observe, cookies, rrl) {
-        (Some(operator), Some(tcp), Some(kubernetes), Some(hosts), Some(observe), Some(cookies), Some(rrl))
-            if problems.is_empty() =>
-        {
-            Ok(Valid {
-                given,
-                operator,
-                tcp,
-                state,
-                kubernetes,
-                hosts,
-                observe,
-                cookies,
-                rrl,
-            })
-        }
+    let plugins = keep(
+        &mut problems,
+        crate::plugins::plugins(&given).map_err(ConfigError::from),
+    );
+    match (operator, tcp, kubernetes, hosts, observe, cookies, rrl, plugins) {
+        (
+            Some(operator),
+            Some(tcp),
+            Some(kubernetes),
+            Some(hosts),
+            Some(observe),
+            Some(cookies),
+            Some(rrl),
+            Some(plugins),
+        ) if problems.is_empty() => Ok(Valid {
+            given,
+            operator,
+            tcp,
+            state,
+            kubernetes,
+            hosts,
+            observe,
+            cookies,
+            rrl,
+            plugins,
+        }),
         _ => Err(problems),
     }
 }

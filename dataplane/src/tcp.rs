@@ -25,6 +25,7 @@ use crate::dnssec::denial::Signing;
 use crate::forward::{Answered, Client, Resolver};
 use crate::io::Peer;
 use crate::observe::Observer;
+use crate::rewrite::Plugins;
 use crate::snapshot::Snapshot;
 use crate::stats::{AddressFamily, Asked, RateLimitedWarning, WorkerStats};
 use crate::wire::types::MAX_MESSAGE_LEN;
@@ -146,6 +147,8 @@ pub(crate) struct Turn<'a> {
     pub(crate) observer: Option<&'a mut Observer>,
     /// The cookie secrets, when the server does DNS Cookies.
     pub(crate) cookies: Option<&'a CookieSecrets>,
+    /// The plugins, when configured.
+    pub(crate) plugins: Option<&'a Plugins>,
 }
 
 /// What to do with a connection after serving it.
@@ -603,6 +606,7 @@ impl Conn {
             cookies: turn.cookies,
             now: turn.wall,
             signing: Some(&*turn.signing),
+            plugins: turn.plugins,
         };
         *turn.rotation = turn.rotation.wrapping_add(1);
         let query = &self.input[message];

@@ -15,6 +15,7 @@ use crate::dnssec::denial::Signing;
 use crate::forward::{Answered, Client, ForwardConfig, Forwarding, Resolver};
 use crate::io::{Datagrams, KernelUdp, PacketIo, Path, XdpConfig};
 use crate::observe::{Observation, ObserveConfig, Observer};
+use crate::rewrite::Plugins;
 use crate::rrl::{self, Action, Limiter, RrlConfig};
 use crate::snapshot::{Snapshot, SnapshotCell};
 use crate::stats::{AddressFamily, Asked, RateLimitedWarning, StatsReader, Totals, WorkerStats};
@@ -95,6 +96,9 @@ pub struct Options {
     pub rrl: RrlConfig,
     /// UDP to [`ServerConfig::addr`] through AF_XDP sockets instead of the kernel's stack.
     pub xdp: Option<XdpConfig>,
+    /// `rewrite`, `template`, `whoami` and `chaos` (docs/rewrite.md); `None` leaves answering
+    /// as it is.
+    pub plugins: Option<Arc<Plugins>>,
 }
 
 /// An AF_XDP attachment handed over in an upgrade, where the platform has one.
@@ -332,6 +336,7 @@ impl Server {
                         cookies: options.cookies.as_ref().map(CookieCell::reader),
                         orders: Arc::clone(&orders),
                         rrl: Limiter::new(&options.rrl, random_seed(), now),
+                        plugins: options.plugins.clone(),
                     },
                     Arc::clone(worker_stats),
                 )
@@ -487,6 +492,7 @@ struct Shared {
     cookies: Option<CookieReader>,
     orders: Arc<Orders>,
     rrl: Option<Limiter>,
+    plugins: Option<Arc<Plugins>>,
 }
 
 /// A seed for a worker's rate-limiting hash, from the kernel's generator; a fixed one if that
@@ -607,6 +613,8 @@ struct Worker<P: PacketIo> {
     cookies: Option<CookieReader>,
     /// Response rate limiting of UDP replies, when on.
     rrl: Option<Limiter>,
+    /// The plugins lent to every answer, when configured.
+    plugins: Option<Arc<Plugins>>,
     stats: Arc<WorkerStats>,
     orders: Arc<Orders>,
     /// The listeners are closed: the worker finishes what it holds, then ends.
@@ -664,6 +672,7 @@ impl<P: PacketIo> Worker<P> {
             cookies,
             orders,
             rrl,
+            plugins,
         } = shared;
         let forwarding = resolver.is_some();
         Worker {
@@ -674,6 +683,7 @@ impl<P: PacketIo> Worker<P> {
             snapshots,
             cookies,
             rrl,
+            plugins,
             stats,
             orders,
             closed: false,
@@ -753,6 +763,7 @@ impl<P: PacketIo> Worker<P> {
                 resolver: self.resolver.as_mut(),
                 observer: self.observer.as_deref_mut(),
                 cookies: self.cookies.as_mut().map(|c| &**c.load()),
+                plugins: self.plugins.as_deref(),
             };
             self.tcp.turn(self.poll.registry(), &mut turn);
             let signing = self.signing.get_mut();
@@ -873,6 +884,7 @@ impl<P: PacketIo> Worker<P> {
             send_warning,
             wall,
             signing,
+            plugins,
             ..
         } = self;
         let Listening {
@@ -901,6 +913,7 @@ impl<P: PacketIo> Worker<P> {
                 cookies,
                 now: wall_now,
                 signing: Some(&*signing),
+                plugins: plugins.as_deref(),
             };
             *rotation = rotation.wrapping_add(1);
             if replies.is_full() {
@@ -998,6 +1011,7 @@ impl<P: PacketIo> Worker<P> {
             observer,
             rrl,
             signing,
+            plugins,
             ..
         } = self
         else {
@@ -1006,6 +1020,7 @@ impl<P: PacketIo> Worker<P> {
         let snapshot = snapshots.load();
         let lent = Context {
             cookies: cookies.as_mut().map(|c| &**c.load()),
+            plugins: plugins.as_deref(),
             ..Context::new(Transport::Udp).at(wall).with_signing(signing)
         };
         let second = rrl.as_ref().map_or(0, |limiter| limiter.second(now));

@@ -29,6 +29,10 @@ const FORBIDDEN: &[(&str, &str)] = &[
 /// for every `.rs` file below it, test files aside.
 const ANSWER_PATH: &[(&str, &str)] = &[
     ("answer", "`answer`, the message builder and the signed answers"),
+    (
+        "rewrite",
+        "the plugins run ahead of answering: rewrite, template, whoami, chaos",
+    ),
     ("wire", "parsing every query and writing every reply"),
     (
         "cookie.rs",

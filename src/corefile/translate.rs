@@ -11,8 +11,12 @@ use super::lex::{Place, Token};
 use super::parse::{Directive, ServerBlock};
 use crate::config::{Addrs, FileConfig};
 use crate::forwarding::StubZoneFile;
-use crate::settings::{CacheFile, EtcdFile, ForwardFile, HostsFile, KubernetesFile, MainFile, ObserveFile};
+use crate::settings::{
+    CacheFile, EtcdFile, ForwardFile, HostsFile, KubernetesFile, MainFile, ObserveFile, PluginsFile, RewriteFile,
+    TemplateFile,
+};
 use skyline_dataplane::forward::TLS_PORT;
+use skyline_dataplane::rewrite::{Plugins, PluginsConfig};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -41,8 +45,10 @@ impl fmt::Display for CorefileError {
 
 /// The plugins skyline runs; any other name in a server block is refused by name.
 pub const PLUGINS: &[&str] = &[
+    "any",
     "bind",
     "cache",
+    "chaos",
     "debug",
     "dnstap",
     "errors",
@@ -57,6 +63,9 @@ pub const PLUGINS: &[&str] = &[
     "prometheus",
     "ready",
     "reload",
+    "rewrite",
+    "template",
+    "whoami",
 ];
 
 /// Where CoreDNS's `health` serves by default.
@@ -281,6 +290,9 @@ struct Translator {
     hosts: Option<HostsFile>,
     hosts_place: Option<Place>,
     observe: ObserveFile,
+    plugins: PluginsFile,
+    rewrite: Option<Vec<String>>,
+    templates: Option<Vec<String>>,
     /// DNS addresses, in the order written.
     addrs: Vec<SocketAddr>,
     http: Vec<SocketAddr>,
@@ -311,7 +323,17 @@ impl Translator {
             let name = d.name.text.as_str();
             let plugin = Some(name);
             let r = match name {
+                "any" => no_args(d).map(|()| self.plugins.any = Some(true)),
                 "bind" => self.bind(d, &mut binds),
+                "chaos" => self.chaos(d),
+                "rewrite" => self.rewrite(d, is_root),
+                "template" => self.template(d, &zones),
+                "whoami" => no_args(d).map(|()| {
+                    self.plugins
+                        .whoami
+                        .get_or_insert_with(Vec::new)
+                        .extend(zones.iter().cloned())
+                }),
                 "cache" => {
                     has_cache = true;
                     self.cache(d, &zones, is_root)
@@ -440,6 +462,75 @@ impl Translator {
             ));
         }
         self.observe.query_log = Some(PathBuf::from("-"));
+        Ok(())
+    }
+
+    fn chaos(&mut self, d: &Directive) -> Result<(), (Place, String)> {
+        no_block(d)?;
+        self.plugins.chaos = Some(true);
+        if let [version, authors @ ..] = d.args.as_slice() {
+            self.plugins.chaos_version = Some(version.text.clone());
+            if !authors.is_empty() {
+                self.plugins.chaos_authors = Some(authors.iter().map(|a| a.text.clone()).collect());
+            }
+        }
+        Ok(())
+    }
+
+    /// A rule as one line: its words, then those of its block's lines (CoreDNS's block form,
+    /// `rewrite stop { name … ; answer name … }`), checked here so that a bad one is named
+    /// with its line.
+    fn rewrite(&mut self, d: &Directive, is_root: bool) -> Result<(), (Place, String)> {
+        let mut words: Vec<String> = d.args.iter().map(word).collect();
+        for line in &d.block {
+            no_block(line)?;
+            words.push(word(&line.name));
+            words.extend(line.args.iter().map(word));
+        }
+        let rule = words.join(" ");
+        Plugins::new(PluginsConfig {
+            rewrite: vec![rule.clone()],
+            ..PluginsConfig::default()
+        })
+        .map_err(|e| (d.name.place.clone(), e.to_string()))?;
+        if !is_root {
+            self.notes.push(format!(
+                "{}: rewrite: skyline applies rewrite rules to every question, not only the block's zones",
+                d.name.place
+            ));
+        }
+        self.rewrite.get_or_insert_with(Vec::new).push(rule);
+        Ok(())
+    }
+
+    /// A template as its setting spells it: `CLASS TYPE ZONE... { line; … }`, the block's
+    /// zones when it names none, as CoreDNS scopes it.
+    fn template(&mut self, d: &Directive, zones: &[String]) -> Result<(), (Place, String)> {
+        let mut head: Vec<String> = d.args.iter().map(word).collect();
+        if head.len() < 2 {
+            return Err((d.name.place.clone(), "template CLASS TYPE [ZONE...]".into()));
+        }
+        if head.len() == 2 {
+            head.extend(zones.iter().cloned());
+        }
+        let body: Vec<String> = d
+            .block
+            .iter()
+            .map(|line| {
+                no_block(line)?;
+                Ok(std::iter::once(word(&line.name))
+                    .chain(line.args.iter().map(word))
+                    .collect::<Vec<_>>()
+                    .join(" "))
+            })
+            .collect::<Result<_, (Place, String)>>()?;
+        let text = format!("{} {{\n{}\n}}", head.join(" "), body.join("\n"));
+        Plugins::new(PluginsConfig {
+            templates: vec![text.clone()],
+            ..PluginsConfig::default()
+        })
+        .map_err(|e| (d.name.place.clone(), e.to_string()))?;
+        self.templates.get_or_insert_with(Vec::new).push(text);
         Ok(())
     }
 
@@ -995,6 +1086,9 @@ impl Translator {
             kubernetes: self.kubernetes,
             hosts: self.hosts,
             observe: Some(self.observe),
+            rewrite: self.rewrite.map(|rules| RewriteFile { rules: Some(rules) }),
+            template: self.templates.map(|blocks| TemplateFile { blocks: Some(blocks) }),
+            plugins: self.plugins,
             ..FileConfig::default()
         };
         Ok(Translated {
@@ -1020,6 +1114,16 @@ fn seconds(token: &Token) -> Result<u32, (Place, String)> {
             format!("{:?} is not a number of seconds", token.text),
         )
     })
+}
+
+/// A token as the rule and template parsers read it back: quoted again where it was quoted
+/// or holds a space.
+fn word(token: &Token) -> String {
+    if token.quoted || token.text.contains(char::is_whitespace) || token.text.is_empty() {
+        format!("\"{}\"", token.text.replace('"', "\\\""))
+    } else {
+        token.text.clone()
+    }
 }
 
 fn no_args(d: &Directive) -> Result<(), (Place, String)> {

@@ -13,11 +13,12 @@
 mod responder;
 mod signed;
 
-pub(crate) use responder::{Responder, OPT_LEN};
+pub(crate) use responder::{size_limit, Responder, OPT_LEN};
 
 use crate::cookie::{CookieSecrets, Verdict};
 use crate::dnssec::denial::Signing;
 use crate::io::Peer;
+use crate::rewrite::{Before, Plugins};
 use crate::snapshot::kubernetes::{Host, MAX_ANSWER};
 use crate::snapshot::rrset::{Beyond, CompiledAnswer};
 use crate::snapshot::skydns::{self, WildcardAnswer};
@@ -67,6 +68,9 @@ pub struct Context<'k> {
     /// keeps from query to query (a worker: one for all its queries); `None` signs with a fresh
     /// one, kept for this query alone. Borrowed only while a query needs records signed.
     pub signing: Option<&'k RefCell<Signing>>,
+    /// The plugins that rewrite a question or make its answer (`rewrite`, `template`,
+    /// `whoami`, `chaos`, docs/rewrite.md); `None`, the common case, costs a query one branch.
+    pub plugins: Option<&'k Plugins>,
 }
 
 impl<'k> Context<'k> {
@@ -81,6 +85,15 @@ impl<'k> Context<'k> {
             cookies: None,
             now: SystemTime::UNIX_EPOCH,
             signing: None,
+            plugins: None,
+        }
+    }
+
+    /// This context running `plugins` ahead of answering.
+    pub fn with_plugins(self, plugins: &'k Plugins) -> Context<'k> {
+        Context {
+            plugins: Some(plugins),
+            ..self
         }
     }
 
@@ -290,7 +303,24 @@ const RFC8482_HINFO: &[u8] = b"\x07RFC8482\x00";
 /// Answers one query with no forwarding: names outside every zone are REFUSED. `out` should
 /// hold at least 65535 bytes; a smaller buffer caps replies.
 pub fn answer(query: &[u8], snapshot: &Snapshot, ctx: &Context, out: &mut [u8]) -> Outcome {
+    if let Some(plugins) = ctx.plugins {
+        return plugged(plugins, query, snapshot, ctx, out);
+    }
     answer_with(query, snapshot, ctx, out, &mut NoRecursion)
+}
+
+/// [`answer`] with the plugins run ahead of it, out of the way of the common path.
+#[cold]
+#[inline(never)]
+fn plugged(plugins: &Plugins, query: &[u8], snapshot: &Snapshot, ctx: &Context, out: &mut [u8]) -> Outcome {
+    match plugins.before(query, ctx, out) {
+        Before::Pass => answer_with(query, snapshot, ctx, out, &mut NoRecursion),
+        Before::Answered(outcome) => outcome,
+        Before::Rewritten(rewritten) => {
+            let outcome = answer_with(rewritten.query(), snapshot, ctx, out, &mut NoRecursion);
+            rewritten.restore(outcome, out)
+        }
+    }
 }
 
 /// Parses `query` and answers it with `outside` answering what the zones leave open.
@@ -584,8 +614,27 @@ fn wildcard(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, s
     }
 }
 
-/// CHAOS identity queries, answered only when the operator configured them.
+/// CHAOS identity queries, answered only when the operator configured them: by the `chaos`
+/// plugin, else by the snapshot's identity.
 fn chaos(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, snapshot: &Snapshot) {
+    if let Some(chaos) = r.ctx.plugins.and_then(Plugins::chaos) {
+        let texts: &[String] = match qname.wire() {
+            b"\x07version\x04bind\x00" | b"\x07version\x06server\x00" => std::slice::from_ref(&chaos.version),
+            b"\x07authors\x04bind\x00" => &chaos.authors,
+            b"\x02id\x06server\x00" | b"\x08hostname\x04bind\x00" => std::slice::from_ref(&chaos.hostname),
+            _ => &[],
+        };
+        if texts.is_empty() {
+            return r.set_rcode(rcode::REFUSED);
+        }
+        r.flags |= flags::AA;
+        if qtype == rtype::TXT || qtype == rtype::ANY {
+            for text in texts {
+                r.txt_chaos(text.as_bytes());
+            }
+        }
+        return;
+    }
     let id = &snapshot.identity;
     let text = match qname.wire() {
         b"\x07version\x04bind\x00" | b"\x07version\x06server\x00" => id.version.as_deref(),

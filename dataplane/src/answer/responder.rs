@@ -8,7 +8,7 @@ use crate::dnssec::zone::{Records, Section};
 use crate::snapshot::rrset::CompiledAnswer;
 use crate::snapshot::{Written, Zone, ZoneKind};
 use crate::wire::bytes::copy_short;
-use crate::wire::query::CookieAt;
+use crate::wire::query::{CookieAt, Edns};
 use crate::wire::types::{
     class, ede, flags, option, rcode, rtype, ADVERTISED_UDP_LEN, CLASSIC_UDP_LEN, HEADER_LEN, MAX_MESSAGE_LEN,
     MAX_NAME_LEN,
@@ -29,6 +29,17 @@ const QUESTION_NAME: [u8; 2] = [0xC0, HEADER_LEN as u8];
 
 /// Length of a COOKIE option carrying a client cookie and this server's cookie.
 const COOKIE_OPT_LEN: usize = 4 + COOKIE_LEN;
+
+/// The size a reply may take: a message over TCP; over UDP the client's EDNS size, capped at
+/// the size skyline advertises, or 512 bytes without EDNS.
+#[inline(always)]
+pub(crate) fn size_limit(transport: Transport, edns: Option<Edns>) -> usize {
+    match (transport, edns) {
+        (Transport::Tcp, _) => MAX_MESSAGE_LEN,
+        (Transport::Udp, Some(e)) => (e.udp_size as usize).clamp(CLASSIC_UDP_LEN, ADVERTISED_UDP_LEN as usize),
+        (Transport::Udp, None) => CLASSIC_UDP_LEN,
+    }
+}
 
 /// Writes one reply: header, question, sections, and an OPT when the query had one. The one
 /// message builder: authoritative answers and forwarded ones alike are written through it, so
@@ -70,11 +81,7 @@ impl<'a> Responder<'a> {
 
     #[inline(always)]
     pub(crate) fn new(query: &'a [u8], q: &Query, ctx: &'a Context<'a>, out: &'a mut [u8]) -> Responder<'a> {
-        let size = match (ctx.transport, q.edns) {
-            (Transport::Tcp, _) => MAX_MESSAGE_LEN,
-            (Transport::Udp, Some(e)) => (e.udp_size as usize).clamp(CLASSIC_UDP_LEN, ADVERTISED_UDP_LEN as usize),
-            (Transport::Udp, None) => CLASSIC_UDP_LEN,
-        };
+        let size = size_limit(ctx.transport, q.edns);
         let opt_keepalive = ctx.transport == Transport::Tcp && q.edns.is_some_and(|e| e.tcp_keepalive);
         let opt_room = match q.edns {
             Some(_) if opt_keepalive => OPT_LEN + KEEPALIVE_LEN,
@@ -419,6 +426,20 @@ impl<'a> Responder<'a> {
             self.put(additional);
             self.counts[3] += written.additional_count;
         }
+    }
+
+    /// Records already in wire form for section `section` (1 answer, 2 authority, 3
+    /// additional), `count` of them; an answer or authority section that does not fit is
+    /// [`Self::does_not_fit`], an additional one is left out.
+    pub(crate) fn records(&mut self, section: usize, records: &[u8], count: u16) {
+        if records.len() > self.room() {
+            if section < 3 {
+                self.does_not_fit();
+            }
+            return;
+        }
+        self.put(records);
+        self.counts[section] += count;
     }
 
     /// An answer section too large for the reply: TC over UDP, so that the client retries over TCP;

@@ -9,6 +9,7 @@ use crate::answer::{
     emptied, outside_every_zone, respond, stands_alone, Context, Outcome, Outside, Responder, OPT_LEN,
 };
 use crate::cache::{Age, Cache, Entry, Key, KeyRef, Lookup};
+use crate::rewrite::{Before, Plugins};
 use crate::snapshot::rrset::Beyond;
 use crate::snapshot::Snapshot;
 use crate::wire::query::parse_query_into;
@@ -222,6 +223,68 @@ impl Outside for Recursion<'_> {
 /// way to a reply: the calls and the moves of their results were a fifth of a query's cost.
 #[inline(always)]
 pub fn answer_recursive(
+    query: &[u8],
+    snapshot: &Snapshot,
+    ctx: &Context,
+    rec: &mut Recursion<'_>,
+    qname: &mut LowerName,
+    out: &mut [u8],
+) -> Resolution {
+    if let Some(plugins) = ctx.plugins {
+        return plugged(plugins, query, snapshot, ctx, rec, qname, out);
+    }
+    resolve(query, snapshot, ctx, rec, qname, out)
+}
+
+/// [`answer_recursive`] with the plugins run ahead of it (docs/rewrite.md). A rewritten
+/// question is looked up, cached and forwarded as rewritten; a client that waits for the
+/// upstream keeps its own query, which runs through the plugins again when the answer comes,
+/// so that its reply is turned back as one answered at once is.
+#[cold]
+#[inline(never)]
+fn plugged(
+    plugins: &Plugins,
+    query: &[u8],
+    snapshot: &Snapshot,
+    ctx: &Context,
+    rec: &mut Recursion<'_>,
+    qname: &mut LowerName,
+    out: &mut [u8],
+) -> Resolution {
+    let rewritten = match plugins.before(query, ctx, out) {
+        Before::Pass => return resolve(query, snapshot, ctx, rec, qname, out),
+        Before::Answered(outcome) => return Resolution::Done(outcome),
+        Before::Rewritten(rewritten) => rewritten,
+    };
+    match resolve(rewritten.query(), snapshot, ctx, rec, qname, out) {
+        Resolution::Done(outcome) => Resolution::Done(rewritten.restore(outcome, out)),
+        Resolution::Cached {
+            outcome,
+            stale,
+            refresh,
+        } => Resolution::Cached {
+            outcome: rewritten.restore(outcome, out),
+            stale,
+            refresh,
+        },
+        Resolution::Fetch { outcome, fetch } => Resolution::Fetch {
+            outcome: rewritten.restore(outcome, out),
+            fetch,
+        },
+        Resolution::Forward(mut forward) => {
+            let mut q = Query::default();
+            if parse_query_into(query, qname, &mut q).is_ok() {
+                forward.query = ClientQuery::new(query, &q, qname);
+            }
+            Resolution::Forward(forward)
+        }
+        Resolution::Looped => Resolution::Looped,
+    }
+}
+
+/// [`answer_recursive`] of a query as it is.
+#[inline(always)]
+fn resolve(
     query: &[u8],
     snapshot: &Snapshot,
     ctx: &Context,

@@ -217,3 +217,34 @@ fn health_ready_and_prometheus_each_get_their_address() {
         "no address at all: localhost"
     );
 }
+
+#[test]
+fn rewrite_template_whoami_chaos_and_any_carry_over_in_their_own_syntax() {
+    let t = translated(
+        ".:53 {\n any\n chaos skyline-test alice bob\n rewrite name exact a.example. b.example.\n\
+         rewrite stop {\n  name regex (.*)\\.svc\\.example\\. {1}.default.svc.cluster.local.\n  answer name (.*)\\.default\\.svc\\.cluster\\.local\\. {1}.svc.example.\n }\n\
+         template IN A {\n  match ^ip-(\\d+)-(\\d+)-(\\d+)-(\\d+)[.]example[.]$\n  answer \"{{ .Name }} 60 IN A {{ index .Match 1 }}.{{ index .Match 2 }}.{{ index .Match 3 }}.{{ index .Match 4 }}\"\n }\n\
+         forward . 10.0.0.1\n}\n\
+         who.example:53 {\n whoami\n}\n",
+    );
+    let rules = t.file.rewrite.as_ref().unwrap().rules.as_ref().unwrap();
+    assert_eq!(rules[0], "name exact a.example. b.example.");
+    assert!(
+        rules[1].starts_with("stop name regex") && rules[1].contains(" answer name "),
+        "{rules:?}"
+    );
+    let templates = t.file.template.as_ref().unwrap().blocks.as_ref().unwrap();
+    assert!(templates[0].starts_with("IN A . {"), "the block's zone: {templates:?}");
+    assert!(templates[0].contains("\"{{ .Name }} 60 IN A"), "{templates:?}");
+    assert_eq!(t.file.plugins.whoami, Some(vec!["who.example.".to_string()]));
+    assert_eq!(t.file.plugins.any, Some(true));
+    assert_eq!(t.file.plugins.chaos_version.as_deref(), Some("skyline-test"));
+    assert_eq!(
+        t.file.plugins.chaos_authors,
+        Some(vec!["alice".to_string(), "bob".to_string()])
+    );
+    let bad = errors(".:53 {\n rewrite ttl exact a. 5\n template IN A {\n  rcode NOPE\n }\n}\n");
+    assert_eq!(bad.len(), 2, "{bad:?}");
+    assert!(bad[0].contains("Corefile:2: plugin rewrite"), "{bad:?}");
+    assert!(bad[1].contains("Corefile:3: plugin template"), "{bad:?}");
+}
