@@ -642,6 +642,31 @@ pub fn kubernetes(given: &Given) -> Result<Option<KubernetesSettings>, ConfigErr
         .as_ref()
         .map(|zones| zones.iter().map(|z| kube_zone("fallthrough", z)).collect())
         .transpose()?;
+    let autopath = if k.autopath {
+        if pods != PodMode::Verified {
+            return Err(ConfigError::Kubernetes {
+                key: "autopath",
+                message: "autopath needs pods = \"verified\" (--kubernetes-pods verified): only the watched \
+                          Pods say which namespace a client is in"
+                    .into(),
+            });
+        }
+        let search = k.autopath_search.as_deref().unwrap_or_default();
+        Some(
+            search
+                .iter()
+                .map(|d| kube_zone("autopath_search", d))
+                .collect::<Result<_, _>>()?,
+        )
+    } else {
+        if k.autopath_search.is_some() {
+            return Err(ConfigError::Kubernetes {
+                key: "autopath_search",
+                message: "search domains without autopath = true (--kubernetes-autopath) do nothing".into(),
+            });
+        }
+        None
+    };
     let zones = kubernetes::Config {
         zones,
         ttl: k.ttl,
@@ -651,6 +676,7 @@ pub fn kubernetes(given: &Given) -> Result<Option<KubernetesSettings>, ConfigErr
         namespaces: k.namespaces.clone().unwrap_or_default(),
         fallthrough,
         openshift_names: k.openshift_names,
+        autopath,
     };
     if let Some(url) = &k.endpoint {
         if !(url.starts_with("http://") || url.starts_with("https://")) {

@@ -212,6 +212,10 @@ impl Outside for Recursion<'_> {
     ) -> Option<Flow> {
         complete(r, q, question, beyond, snapshot, self)
     }
+
+    fn searched(&mut self, r: &mut Responder<'_>, q: &Query, question: Question, target: &LowerName) -> Option<Flow> {
+        searched(r, q, question, target, self)
+    }
 }
 
 /// Answers one query as [`crate::answer::answer`] does, and names outside the zones from `rec`'s cache; a
@@ -441,18 +445,23 @@ fn forwardable(name: &Name, snapshot: &Snapshot, rec: &Recursion<'_>) -> Option<
     if snapshot.zone_of(&lower).is_some() {
         return None;
     }
-    let route = rec.routes.route(&lower)?;
-    if !route.is_stub() && (lower.label_count() as u64) < u64::from(rec.routes.ndots()) {
-        return None;
-    }
+    let route = route_beyond(&lower, rec)?;
     Some((lower, route))
 }
 
+/// The route of `name`, a name outside every zone, when it may be forwarded.
+fn route_beyond(name: &LowerName, rec: &Recursion<'_>) -> Option<Route> {
+    let route = rec.routes.route(name)?;
+    if !route.is_stub() && (name.label_count() as u64) < u64::from(rec.routes.ndots()) {
+        return None;
+    }
+    Some(route)
+}
+
 /// Appends the records of `key` (a target outside the domain, asked with `qtype`) to the answer
-/// section, at the query name when `flattened` gives their TTL cap: from the question a waiting
-/// client was waiting for, or the cache; a miss is forwarded unless every upstream of the route
-/// is down. No answer at all leaves the target incomplete (`None`); an upstream's NXDOMAIN or
-/// empty answer completes it with nothing more, as SkyDNS keeps the CNAME then.
+/// section, at the query name when `flattened` gives their TTL cap (see [`upstream_answer`]).
+/// No answer at all leaves the target incomplete (`None`); an upstream's NXDOMAIN or empty
+/// answer completes it with nothing more, as SkyDNS keeps the CNAME then.
 fn alias_records(
     r: &mut Responder<'_>,
     target: &LowerName,
@@ -462,47 +471,84 @@ fn alias_records(
     rec: &mut Recursion<'_>,
     flattened: Option<u32>,
 ) -> Option<Flow> {
+    let (entry, age, flow) = match upstream_answer(key, route, rec)? {
+        Ok(answer) => answer,
+        Err(forward) => return Some(forward),
+    };
+    r.alias(target, qtype, entry, age, flattened);
+    Some(flow)
+}
+
+/// Answers with the upstream's answer to `target`, the name outside every zone that a client
+/// pod's search list reached (docs/kubernetes.md, "Autopath"), after a CNAME to it: from the
+/// question the client waited for, or the cache, or forwarded while it waits. `None` when this
+/// client may not use forwarding, no answer will come for this query, or the name does not
+/// exist: the search moves on. A search forwards at most one name per query; a name it reaches
+/// after one that was forwarded is answered only from the cache.
+fn searched(
+    r: &mut Responder<'_>,
+    q: &Query,
+    question: Question,
+    target: &LowerName,
+    rec: &mut Recursion<'_>,
+) -> Option<Flow> {
+    if !rec.allowed {
+        return None;
+    }
+    let route = route_beyond(target, rec)?;
+    let dnssec_ok = q.edns.is_some_and(|e| e.dnssec_ok);
+    let key = KeyRef::new(
+        target,
+        question.qtype,
+        question.qclass,
+        dnssec_ok,
+        q.flags & flags::CD != 0,
+    );
+    let (entry, age, flow) = match upstream_answer(key, route, rec)? {
+        Ok(answer) => answer,
+        Err(forward) => return Some(forward),
+    };
+    (entry.rcode() == rcode::NOERROR && r.searched_beyond(target, question.qtype, entry, age)).then_some(flow)
+}
+
+/// The upstream's answer to `key`, a question for `route`, with what answering from it means
+/// for the worker (`Ok`): from the question a waiting client was waiting for, or the cache; the
+/// question to forward when neither has it (`Err`), unless every upstream of the route is down
+/// or a waiting client is being answered, when nothing will answer it (`None`).
+#[allow(clippy::type_complexity)]
+fn upstream_answer<'r>(
+    key: KeyRef<'_>,
+    route: Route,
+    rec: &'r mut Recursion<'_>,
+) -> Option<Result<(&'r Entry, Age, Flow), Flow>> {
     let down = rec.down.get(route.index()).copied().unwrap_or(true);
     let settled = match rec.resolved {
-        Some(Resolved::Answer(k, entry)) if k == key => {
-            r.alias(target, qtype, entry, Age::Fresh(0), flattened);
-            return Some(Flow::Written);
-        }
+        Some(Resolved::Answer(k, entry)) if k == key => return Some(Ok((entry, Age::Fresh(0), Flow::Written))),
         Some(Resolved::Failed(k, _)) if k == key => true,
         // A waiting client is answered now: what the cache lacks is not asked again.
         Some(_) => true,
         None => false,
     };
+    let refresh = |wanted: bool| {
+        (wanted && !settled).then(|| {
+            Box::new(Refresh {
+                key: key.to_key(),
+                route,
+            })
+        })
+    };
     Some(match rec.cache.lookup(key, rec.now, down || settled) {
         Lookup::Fresh(hit) => {
-            let wanted = hit.refresh;
-            r.alias(target, qtype, hit.entry, hit.age, flattened);
-            Flow::Cached {
-                stale: false,
-                refresh: (wanted && !settled).then(|| {
-                    Box::new(Refresh {
-                        key: key.to_key(),
-                        route,
-                    })
-                }),
-            }
+            let refresh = refresh(hit.refresh);
+            Ok((hit.entry, hit.age, Flow::Cached { stale: false, refresh }))
         }
         Lookup::Stale(hit) if down || settled => {
-            let wanted = hit.refresh;
-            r.alias(target, qtype, hit.entry, Age::Stale, flattened);
-            Flow::Cached {
-                stale: true,
-                refresh: (wanted && !settled).then(|| {
-                    Box::new(Refresh {
-                        key: key.to_key(),
-                        route,
-                    })
-                }),
-            }
+            let refresh = refresh(hit.refresh);
+            Ok((hit.entry, Age::Stale, Flow::Cached { stale: true, refresh }))
         }
         Lookup::Miss if down || settled => return None,
-        Lookup::Stale(_) => Flow::Forward(Box::new(key.to_key()), route, true),
-        Lookup::Miss => Flow::Forward(Box::new(key.to_key()), route, false),
+        Lookup::Stale(_) => Err(Flow::Forward(Box::new(key.to_key()), route, true)),
+        Lookup::Miss => Err(Flow::Forward(Box::new(key.to_key()), route, false)),
     })
 }
 
