@@ -874,4 +874,152 @@ mod tests {
         );
         assert_eq!(lines(reply.unwrap().additionals()), CHAIN[1..]);
     }
+
+    /// The cluster zone `cluster.local.` with autopath on and one pod, `10.1.0.5` in `testns`.
+    fn searching() -> Snapshot {
+        use crate::snapshot::kubernetes::{self, Cluster, ObjectKey, Pod, PodMode};
+        let mut cluster = Cluster::default();
+        cluster.namespaces.insert("testns".into());
+        let address = std::net::IpAddr::from([10, 1, 0, 5]);
+        cluster.pods.insert(ObjectKey::new("testns", "client"), Pod { address });
+        let config = kubernetes::Config {
+            pods: PodMode::Verified,
+            autopath: Some(Vec::new()),
+            ..kubernetes::Config::default()
+        };
+        kubernetes::build(&config, &cluster, 1, std::time::SystemTime::UNIX_EPOCH)
+    }
+
+    /// What the pod of [`searching`] asks: `www.example.org.` under its first search domain.
+    const ASKED: &str = "www.example.org.testns.svc.cluster.local.";
+
+    /// Asks [`ASKED`] A of [`searching`] from the pod, recursion as given; the resolution, the
+    /// reply and whether it was a search's answer.
+    fn ask_searching(
+        cache: &mut Cache,
+        allowed: bool,
+        resolved: Option<Resolved<'_>>,
+    ) -> (Resolution, Option<hickory_proto::op::Message>, bool) {
+        let mut query = hickory_proto::op::Message::new();
+        query
+            .set_id(9)
+            .set_recursion_desired(true)
+            .add_query(hickory_proto::op::Query::query(
+                hickory_proto::rr::Name::from_ascii(ASKED).unwrap(),
+                RecordType::A,
+            ));
+        let routes = crate::forward::Routes::new(2, true, Vec::new());
+        let mut rec = Recursion {
+            cache,
+            routes: &routes,
+            down: &[false],
+            allowed,
+            prohibited: false,
+            now: Instant::now(),
+            resolved,
+        };
+        let mut out = vec![0u8; MAX_MESSAGE_LEN];
+        let ctx = Context::new(Transport::Udp).with_client([10, 1, 0, 5].into());
+        let snapshot = searching();
+        let resolution = answer_recursive(
+            &query.to_vec().unwrap(),
+            &snapshot,
+            &ctx,
+            &mut rec,
+            &mut LowerName::default(),
+            &mut out,
+        );
+        let (reply, searched) = match &resolution {
+            Resolution::Done(Outcome::Reply(r))
+            | Resolution::Cached {
+                outcome: Outcome::Reply(r),
+                ..
+            } => (
+                Some(hickory_proto::op::Message::from_vec(&out[..r.len]).unwrap()),
+                r.searched,
+            ),
+            _ => (None, false),
+        };
+        (resolution, reply, searched)
+    }
+
+    /// An upstream's NXDOMAIN for `www.example.org. A`, with the SOA of `org.`.
+    fn www_nxdomain() -> Entry {
+        let mut m = vec![0x12, 0x34, 0x81, 0x83, 0, 1, 0, 0, 0, 1, 0, 0];
+        m.extend_from_slice(b"\x03www\x07example\x03org\x00\x00\x01\x00\x01");
+        let body_start = m.len();
+        m.extend_from_slice(&[0xC0, 24, 0, 6, 0, 1, 0, 0, 0, 60, 0, 24, 0xC0, 24, 0xC0, 24]);
+        m.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 60, 0, 0, 0, 60, 0, 0, 0, 60, 0, 0, 0, 60]);
+        let caps = crate::cache::TtlCaps {
+            min: 0,
+            max: 86_400,
+            negative_max: 3600,
+        };
+        Entry::from_reply(&m, body_start, caps, Instant::now()).unwrap()
+    }
+
+    #[test]
+    fn a_pods_name_found_only_as_the_bare_name_is_forwarded_bare_and_completed_with_a_cname() {
+        let mut cache = Cache::new(crate::cache::CacheConfig::default());
+        let (resolution, _, _) = ask_searching(&mut cache, true, None);
+        let Resolution::Forward(forward) = resolution else {
+            panic!("not forwarded: {resolution:?}");
+        };
+        assert_eq!(
+            forward.key.bytes(),
+            www_key(rtype::A).bytes(),
+            "the upstream is asked the bare name"
+        );
+        let (entry, key) = (www_entry(), www_key(rtype::A));
+        let (_, reply, searched) = ask_searching(&mut cache, true, Some(Resolved::Answer(key.key_ref(), &entry)));
+        let reply = reply.unwrap();
+        assert!(searched && !reply.authoritative());
+        assert_eq!(reply.response_code(), hickory_proto::op::ResponseCode::NoError);
+        assert_eq!(reply.queries()[0].name().to_ascii(), ASKED);
+        assert_eq!(
+            lines_with_ttl(reply.answers()),
+            [
+                format!("{ASKED} 300 CNAME www.example.org."),
+                "www.example.org. 300 CNAME edge.example.org.".to_owned(),
+                "edge.example.org. 300 A 192.0.2.7".to_owned(),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_pods_bare_name_from_the_cache_is_answered_at_once() {
+        let mut cache = Cache::new(crate::cache::CacheConfig::default());
+        cache.insert(www_key(rtype::A).bytes(), www_entry());
+        let (resolution, reply, searched) = ask_searching(&mut cache, true, None);
+        assert!(matches!(resolution, Resolution::Cached { stale: false, .. }));
+        assert!(searched);
+        assert_eq!(
+            lines(reply.unwrap().answers())[0],
+            format!("{ASKED} CNAME www.example.org.")
+        );
+    }
+
+    #[test]
+    fn a_bare_name_the_upstream_denies_leaves_the_pods_question_denied() {
+        let mut cache = Cache::new(crate::cache::CacheConfig::default());
+        let (entry, key) = (www_nxdomain(), www_key(rtype::A));
+        let (_, reply, searched) = ask_searching(&mut cache, true, Some(Resolved::Answer(key.key_ref(), &entry)));
+        let reply = reply.unwrap();
+        assert!(!searched);
+        assert_eq!(reply.response_code(), hickory_proto::op::ResponseCode::NXDomain);
+        assert!(reply.answers().is_empty());
+        assert_eq!(reply.name_servers()[0].name().to_ascii(), "cluster.local.");
+    }
+
+    #[test]
+    fn a_pod_without_recursion_gets_no_forwarded_search() {
+        let mut cache = Cache::new(crate::cache::CacheConfig::default());
+        cache.insert(www_key(rtype::A).bytes(), www_entry());
+        let (_, reply, searched) = ask_searching(&mut cache, false, None);
+        assert!(!searched);
+        assert_eq!(
+            reply.unwrap().response_code(),
+            hickory_proto::op::ResponseCode::NXDomain
+        );
+    }
 }

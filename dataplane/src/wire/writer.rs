@@ -300,4 +300,33 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn records_compiled_for_another_name_point_at_it_where_it_is_written() {
+        let found = LowerName::from_wire(Name::from_dotted("svc.ns.svc.cluster.local").unwrap().wire()).unwrap();
+        let mut compiled = Vec::new();
+        let mut w = RrWriter::new(&mut compiled, &found);
+        w.name_rr(
+            Owner::Query,
+            rtype::CNAME,
+            5,
+            &Name::from_dotted("x.ns.svc.cluster.local").unwrap(),
+        );
+        let to = 100u16;
+        let mut moved = compiled.clone();
+        relocate_question(&mut moved, 1, found.wire().len(), to);
+        let pointers = |records: &[u8]| -> Vec<u16> {
+            records
+                .windows(2)
+                .filter(|pair| pair[0] & 0xC0 == 0xC0)
+                .map(|pair| u16::from_be_bytes([pair[0], pair[1]]) & 0x3FFF)
+                .collect()
+        };
+        let before = pointers(&compiled);
+        assert!(!before.is_empty());
+        assert_eq!(
+            pointers(&moved),
+            before.iter().map(|p| p - HEADER_LEN as u16 + to).collect::<Vec<_>>()
+        );
+    }
 }

@@ -45,7 +45,7 @@ impl Autopath {
             let wire: Box<[u8]> = [&[label][..], key.namespace.as_bytes()].concat().into();
             pods.entry(pod.address)
                 .and_modify(|kept| {
-                    if wire < *kept {
+                    if wire[1..] < kept[1..] {
                         kept.clone_from(&wire);
                     }
                 })
