@@ -1322,4 +1322,48 @@ mod tests {
             Err(ConfigError::Kubernetes { key: "endpoint", .. })
         ));
     }
+
+    #[test]
+    fn autopath_takes_its_search_domains_and_needs_verified_pods() {
+        let table = toml(
+            "[kubernetes]\npods = \"verified\"\nautopath = true\nautopath_search = [\"corp.example\", \"example.net.\"]\n",
+        );
+        let k = kubernetes(&given(&cli(&[], &[]).unwrap(), Some(&table)))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            k.zones.autopath,
+            Some(vec![name("corp.example."), name("example.net.")])
+        );
+        let flags = cli(&["--kubernetes-pods", "verified", "--kubernetes-autopath"], &[]).unwrap();
+        let k = kubernetes(&given(&flags, None)).unwrap().unwrap();
+        assert_eq!(k.zones.autopath, Some(vec![]), "no host search domains by default");
+        let k = kubernetes(&given(&cli(&["--kubernetes"], &[]).unwrap(), None))
+            .unwrap()
+            .unwrap();
+        assert_eq!(k.zones.autopath, None, "off by default");
+        for (args, key) in [
+            (&["--kubernetes-autopath"][..], "autopath"),
+            (&["--kubernetes-autopath", "--kubernetes-pods", "insecure"], "autopath"),
+            (&["--kubernetes-autopath-search", "corp.example"], "autopath_search"),
+            (
+                &[
+                    "--kubernetes-pods",
+                    "verified",
+                    "--kubernetes-autopath",
+                    "--kubernetes-autopath-search",
+                    "a..b",
+                ],
+                "autopath_search",
+            ),
+        ] {
+            let parsed = cli(args, &[]).unwrap();
+            match kubernetes(&given(&parsed, None)) {
+                Err(ConfigError::Kubernetes { key: found, message }) => {
+                    assert_eq!(found, key, "{args:?}: {message}")
+                }
+                other => panic!("{args:?} accepted: {other:?}"),
+            }
+        }
+    }
 }
