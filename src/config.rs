@@ -683,6 +683,31 @@ pub fn kubernetes(given: &Given) -> Result<Option<KubernetesSettings>, ConfigErr
         .as_ref()
         .map(|zones| zones.iter().map(|z| kube_zone("fallthrough", z)).collect())
         .transpose()?;
+    let autopath = if k.autopath {
+        if pods != PodMode::Verified {
+            return Err(ConfigError::Kubernetes {
+                key: "autopath",
+                message: "autopath needs pods = \"verified\" (--kubernetes-pods verified): only the watched \
+                          Pods say which namespace a client is in"
+                    .into(),
+            });
+        }
+        let search = k.autopath_search.as_deref().unwrap_or_default();
+        Some(
+            search
+                .iter()
+                .map(|d| kube_zone("autopath_search", d))
+                .collect::<Result<_, _>>()?,
+        )
+    } else {
+        if k.autopath_search.is_some() {
+            return Err(ConfigError::Kubernetes {
+                key: "autopath_search",
+                message: "search domains without autopath = true (--kubernetes-autopath) do nothing".into(),
+            });
+        }
+        None
+    };
     let zones = kubernetes::Config {
         zones,
         ttl: k.ttl,
@@ -692,6 +717,7 @@ pub fn kubernetes(given: &Given) -> Result<Option<KubernetesSettings>, ConfigErr
         namespaces: k.namespaces.clone().unwrap_or_default(),
         fallthrough,
         openshift_names: k.openshift_names,
+        autopath,
     };
     if let Some(url) = &k.endpoint {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
@@ -1477,5 +1503,49 @@ mod tests {
             kubernetes(&given(&cli(&[], &[]).unwrap(), Some(&file))),
             Err(ConfigError::Kubernetes { key: "endpoint", .. })
         ));
+    }
+
+    #[test]
+    fn autopath_takes_its_search_domains_and_needs_verified_pods() {
+        let table = toml(
+            "[kubernetes]\npods = \"verified\"\nautopath = true\nautopath_search = [\"corp.example\", \"example.net.\"]\n",
+        );
+        let k = kubernetes(&given(&cli(&[], &[]).unwrap(), Some(&table)))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            k.zones.autopath,
+            Some(vec![name("corp.example."), name("example.net.")])
+        );
+        let flags = cli(&["--kubernetes-pods", "verified", "--kubernetes-autopath"], &[]).unwrap();
+        let k = kubernetes(&given(&flags, None)).unwrap().unwrap();
+        assert_eq!(k.zones.autopath, Some(vec![]), "no host search domains by default");
+        let k = kubernetes(&given(&cli(&["--kubernetes"], &[]).unwrap(), None))
+            .unwrap()
+            .unwrap();
+        assert_eq!(k.zones.autopath, None, "off by default");
+        for (args, key) in [
+            (&["--kubernetes-autopath"][..], "autopath"),
+            (&["--kubernetes-autopath", "--kubernetes-pods", "insecure"], "autopath"),
+            (&["--kubernetes-autopath-search", "corp.example"], "autopath_search"),
+            (
+                &[
+                    "--kubernetes-pods",
+                    "verified",
+                    "--kubernetes-autopath",
+                    "--kubernetes-autopath-search",
+                    "a..b",
+                ],
+                "autopath_search",
+            ),
+        ] {
+            let parsed = cli(args, &[]).unwrap();
+            match kubernetes(&given(&parsed, None)) {
+                Err(ConfigError::Kubernetes { key: found, message }) => {
+                    assert_eq!(found, key, "{args:?}: {message}")
+                }
+                other => panic!("{args:?} accepted: {other:?}"),
+            }
+        }
     }
 }

@@ -102,7 +102,14 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
 
 /// The Kubernetes flags of the server that make no sense for records in etcd: hidden from
 /// `--help`, which lists only what kube2etcd takes, and refused by name when given.
-const INAPPLICABLE: &[&str] = &["zones", "pods", "fallthrough", "openshift_names"];
+const INAPPLICABLE: &[&str] = &[
+    "zones",
+    "pods",
+    "fallthrough",
+    "openshift_names",
+    "autopath",
+    "autopath_search",
+];
 
 /// Parses kube2etcd's command line.
 fn parse(args: Vec<std::ffi::OsString>) -> Result<Kube2EtcdCli, clap::Error> {
@@ -119,6 +126,8 @@ fn run(cli: &Kube2EtcdCli) -> Result<(), Error> {
         (k.pods.is_some(), "--kubernetes-pods"),
         (k.fallthrough.is_some(), "--kubernetes-fallthrough"),
         (k.openshift_names.is_some(), "--kubernetes-openshift-names"),
+        (k.autopath.is_some(), "--kubernetes-autopath"),
+        (k.autopath_search.is_some(), "--kubernetes-autopath-search"),
     ] {
         if given {
             return Err(Error::Inapplicable(flag));
@@ -224,6 +233,7 @@ mod tests {
             "--kubernetes-pods",
             "--kubernetes-fallthrough",
             "--kubernetes-openshift-names",
+            "--kubernetes-autopath",
         ] {
             assert!(!help.contains(refused), "{refused} in:\n{help}");
         }

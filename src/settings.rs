@@ -776,6 +776,17 @@ settings! {
         /// value, every cluster zone (CoreDNS `fallthrough`) [default: none]
         #[arg(long = "kubernetes-fallthrough", value_name = "ZONE,...", value_delimiter = ',', num_args = 0..)]
         restart fallthrough: Vec<String>;
+
+        /// Answer a pod's question for a missing name under its namespace's domain with the
+        /// first name of its search list that exists, after a CNAME (CoreDNS `autopath
+        /// @kubernetes`); needs --kubernetes-pods verified [default: false]
+        #[arg(long = "kubernetes-autopath", num_args = 0, default_missing_value = "true")]
+        restart autopath: bool = false;
+
+        /// Comma-separated search domains of the hosts' resolv.conf, tried by autopath after the
+        /// cluster's own and before the bare name [default: none]
+        #[arg(long = "kubernetes-autopath-search", value_name = "DOMAIN,...", value_delimiter = ',')]
+        restart autopath_search: Vec<String>;
     }
 }
 

@@ -518,6 +518,7 @@ mod tests {
             valid_cookie: false,
             question_end: end as u16,
             name_hash: if end == 0 { 0 } else { name_hash(&name) },
+            searched: false,
         }
     }
 

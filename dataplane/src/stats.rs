@@ -56,6 +56,8 @@ pub struct Totals {
     pub ignored_records: u64,
     /// Queries followed by trailing bytes, which were ignored.
     pub trailing_bytes: u64,
+    /// Answers a pod's search list gave (autopath, docs/kubernetes.md "Autopath").
+    pub autopath_success: u64,
     /// UDP replies dropped because the kernel refused them (send buffer full past the retries,
     /// unreachable peer).
     pub udp_send_failures: u64,
@@ -677,6 +679,7 @@ pub(crate) struct Counters {
     dropped_response: Counter,
     ignored_records: Counter,
     trailing_bytes: Counter,
+    autopath_success: Counter,
     pub(crate) udp_send_failures: Counter,
     pub(crate) udp_send_buffer_full: Counter,
     pub(crate) udp_receive_errors: Counter,
@@ -817,6 +820,9 @@ impl Counters {
         if reply.trailing {
             self.trailing_bytes.incr();
         }
+        if reply.searched {
+            self.autopath_success.incr();
+        }
     }
 
     /// Adds this worker's counters to `totals`.
@@ -840,6 +846,7 @@ impl Counters {
         totals.dropped_response += self.dropped_response.get();
         totals.ignored_records += self.ignored_records.get();
         totals.trailing_bytes += self.trailing_bytes.get();
+        totals.autopath_success += self.autopath_success.get();
         totals.udp_send_failures += self.udp_send_failures.get();
         totals.udp_send_buffer_full += self.udp_send_buffer_full.get();
         totals.udp_receive_errors += self.udp_receive_errors.get();
@@ -1016,6 +1023,7 @@ mod tests {
             valid_cookie: false,
             question_end: 0,
             name_hash: 0,
+            searched: false,
         })
     }
 
@@ -1037,6 +1045,7 @@ mod tests {
                 valid_cookie: false,
                 question_end: 0,
                 name_hash: 0,
+                searched: false,
             }),
         );
         query(&stats, Transport::Udp, &Outcome::Drop(DropReason::TooShort));
@@ -1079,6 +1088,7 @@ mod tests {
             valid_cookie: false,
             question_end: aaaa.len() as u16,
             name_hash: 0,
+            searched: false,
         };
         stats.requested(Transport::Udp, AddressFamily::V4, Asked::Reply(&aaaa, &facts));
         stats.requested(
@@ -1136,6 +1146,7 @@ mod tests {
             valid_cookie: false,
             question_end: 0,
             name_hash: 0,
+            searched: false,
         };
         let (noerror, nxdomain) = (facts(rcode::NOERROR), facts(rcode::NXDOMAIN));
         stats.cache_hit(&Outcome::Reply(noerror), &reply);

@@ -55,6 +55,10 @@ const ANSWER_PATH: &[(&str, &str)] = &[
     ),
     ("snapshot/kubernetes/hosts.rs", "the cluster names answered from tables"),
     (
+        "snapshot/kubernetes/autopath.rs",
+        "the pods and search domains of a search-list (autopath) answer",
+    ),
+    (
         "snapshot/kubernetes/names.rs",
         "the reverse names and port-name spellings of those tables",
     ),

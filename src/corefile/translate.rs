@@ -46,6 +46,7 @@ impl fmt::Display for CorefileError {
 /// The plugins skyline runs; any other name in a server block is refused by name.
 pub const PLUGINS: &[&str] = &[
     "any",
+    "autopath",
     "bind",
     "cache",
     "chaos",
@@ -303,6 +304,8 @@ struct Translator {
     etcd_place: Option<Place>,
     kubernetes_place: Option<Place>,
     root_forward: bool,
+    /// Where `autopath @kubernetes` is, and the host's search domains.
+    autopath: Option<(Place, Vec<String>)>,
 }
 
 impl Translator {
@@ -323,6 +326,7 @@ impl Translator {
             let name = d.name.text.as_str();
             let plugin = Some(name);
             let r = match name {
+                "autopath" => self.autopath(d),
                 "any" => no_args(d).map(|()| self.plugins.any = Some(true)),
                 "bind" => self.bind(d, &mut binds),
                 "chaos" => self.chaos(d),
@@ -1049,7 +1053,45 @@ impl Translator {
         Ok(())
     }
 
+    /// `autopath @kubernetes`: the kubernetes plugin's search list, then the host's search
+    /// domains as CoreDNS reads them from its own resolv.conf at start.
+    fn autopath(&mut self, d: &Directive) -> Result<(), (Place, String)> {
+        no_block(d)?;
+        match d.args.last() {
+            Some(a) if a.text == "@kubernetes" => {}
+            Some(a) => {
+                return Err((
+                    a.place.clone(),
+                    format!(
+                        "{:?}: skyline searches for pods of the kubernetes plugin only, autopath @kubernetes",
+                        a.text
+                    ),
+                ))
+            }
+            None => return Err((d.name.place.clone(), "autopath @kubernetes".into())),
+        }
+        if self.autopath.is_some() {
+            return Err((d.name.place.clone(), "autopath is given twice".into()));
+        }
+        let search = search_domains(std::path::Path::new("/etc/resolv.conf"));
+        self.autopath = Some((d.name.place.clone(), search));
+        Ok(())
+    }
+
     fn finish(mut self) -> Result<Translated, Vec<CorefileError>> {
+        if let Some((place, search)) = self.autopath.take() {
+            match self.kubernetes.as_mut() {
+                Some(k) => {
+                    k.autopath = Some(true);
+                    k.autopath_search = Some(search);
+                }
+                None => self.error(
+                    &place,
+                    Some("autopath"),
+                    "@kubernetes names no kubernetes plugin in the Corefile",
+                ),
+            }
+        }
         if !self.errors.is_empty() {
             return Err(self.errors);
         }
@@ -1246,6 +1288,20 @@ fn upstream_addr(text: &str, default_port: u16) -> Result<SocketAddr, String> {
     Err(format!(
         "{text:?} is not an upstream IP[:PORT] (a resolv.conf is written as a path with a '/')"
     ))
+}
+
+/// The search domains of the resolv.conf at `path` (its last `search` or `domain` line, as
+/// the resolver takes it); none when it cannot be read.
+fn search_domains(path: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut domains = Vec::new();
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        if let Some("search" | "domain") = words.next() {
+            domains = words.filter_map(|w| fqdn(w).ok()).filter(|d| d != ".").collect();
+        }
+    }
+    domains
 }
 
 /// The nameserver lines of the resolv.conf at `path`, on port 53.

@@ -57,6 +57,7 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals, server: &str) -> fmt::Result {
         dropped_response,
         ignored_records,
         trailing_bytes,
+        autopath_success,
         udp_send_failures,
         udp_send_buffer_full,
         udp_receive_errors,
@@ -187,6 +188,16 @@ fn dns(f: &mut Formatter<'_>, totals: &Totals, server: &str) -> fmt::Result {
         Counter,
         "Panics recovered from: none ever, since a panic ends the process (it is built to abort); a restart is what shows one.",
         0,
+    )?;
+    header(
+        f,
+        "coredns_autopath_success_total",
+        Counter,
+        "Questions of pods answered with a name further down their search list (autopath).",
+    )?;
+    writeln!(
+        f,
+        "coredns_autopath_success_total{{server=\"{server}\"}} {autopath_success}"
     )?;
     single(
         f,

@@ -10,6 +10,7 @@
 //! cookie secrets and the records signed per query name come in the [`Context`], from the caller
 //! that owns them (a worker), so that an answer is a function of its inputs.
 
+mod autopath;
 mod responder;
 mod signed;
 
@@ -158,6 +159,9 @@ pub struct Reply {
     /// The question's name's [`crate::wire::LowerName::hash`] (0 without a question): response
     /// rate limiting keys answers on it without hashing the name again.
     pub name_hash: u64,
+    /// The answer is that of a name further down the client pod's search list (CoreDNS's
+    /// `autopath`, docs/kubernetes.md "Autopath"): `coredns_autopath_success_total` counts it.
+    pub searched: bool,
 }
 
 /// What answers the part of a question the zones leave open. The authoritative path hands it
@@ -183,6 +187,17 @@ pub(crate) trait Outside {
         question: Question,
         beyond: &Beyond,
         snapshot: &Snapshot,
+    ) -> Option<Self::Flow>;
+
+    /// Answers with the records of `target`, a name outside every zone that the client pod's
+    /// search list reached (autopath), after a CNAME to it; `None` when nothing answers it now
+    /// or it does not exist, which moves the search on.
+    fn searched(
+        &mut self,
+        r: &mut Responder<'_>,
+        q: &Query,
+        question: Question,
+        target: &LowerName,
     ) -> Option<Self::Flow>;
 }
 
@@ -210,6 +225,10 @@ impl Outside for NoRecursion {
         snapshot: &Snapshot,
     ) -> Option<()> {
         stands_alone(r, question, beyond, snapshot).then_some(())
+    }
+
+    fn searched(&mut self, _: &mut Responder<'_>, _: &Query, _: Question, _: &LowerName) -> Option<()> {
+        None
     }
 }
 
@@ -288,6 +307,10 @@ impl Outside for Inside {
 
     fn complete(&mut self, _: &mut Responder<'_>, _: &Query, _: Question, _: &Beyond, _: &Snapshot) -> Option<()> {
         Some(())
+    }
+
+    fn searched(&mut self, _: &mut Responder<'_>, _: &Query, _: Question, _: &LowerName) -> Option<()> {
+        None
     }
 }
 
@@ -435,7 +458,21 @@ fn by_class<O: Outside>(
             return flow;
         }
     }
-    match snapshot.find(qname) {
+    found(r, q, qname, question, snapshot, outside, snapshot.find(qname))
+}
+
+/// Answers `qname`, which the snapshot found to be `found`.
+#[inline(always)]
+fn found<O: Outside>(
+    r: &mut Responder<'_>,
+    q: &Query,
+    qname: &LowerName,
+    question: Question,
+    snapshot: &Snapshot,
+    outside: &mut O,
+    found: Found<'_>,
+) -> O::Flow {
+    match found {
         Found::Leaf(found, zone) => leaf(r, qname, question.qtype, zone, found),
         Found::Outside => return outside.beyond(r, q, qname, question),
         Found::Syncing(_) => r.set_rcode(rcode::SERVFAIL),
@@ -446,6 +483,11 @@ fn by_class<O: Outside>(
         }
         Found::Missing(zone) => {
             r.flags |= flags::AA;
+            if let Some(autopath) = snapshot.autopath.as_deref() {
+                if let Some(flow) = autopath::search(r, q, qname, question, zone, snapshot, autopath, outside) {
+                    return flow;
+                }
+            }
             r.negative(rcode::NXDOMAIN, qname, zone);
         }
         Found::Node(node, zone) => {

@@ -8,12 +8,13 @@ use crate::dnssec::zone::{Records, Section};
 use crate::snapshot::rrset::CompiledAnswer;
 use crate::snapshot::{Written, Zone, ZoneKind};
 use crate::wire::bytes::copy_short;
+use crate::wire::name::skip_name;
 use crate::wire::query::{CookieAt, Edns};
 use crate::wire::types::{
     class, ede, flags, option, rcode, rtype, ADVERTISED_UDP_LEN, CLASSIC_UDP_LEN, HEADER_LEN, MAX_MESSAGE_LEN,
     MAX_NAME_LEN,
 };
-use crate::wire::writer::{shift_pointers, Shift};
+use crate::wire::writer::{relocate_question, shift_pointers, Shift};
 use crate::wire::{LowerName, Query};
 
 /// Length of an OPT record without options.
@@ -67,6 +68,8 @@ pub(crate) struct Responder<'a> {
     question_end: u16,
     /// The hash of the question's name, once it is written.
     name_hash: u64,
+    /// The answer is a search list's (autopath), counted apart.
+    pub(crate) searched: bool,
 }
 
 impl<'a> Responder<'a> {
@@ -105,6 +108,7 @@ impl<'a> Responder<'a> {
             valid_cookie: false,
             question_end: 0,
             name_hash: 0,
+            searched: false,
         }
     }
 
@@ -253,6 +257,79 @@ impl<'a> Responder<'a> {
             entry.write_answers_elsewhere(&question[..name.len() + 4], &mut self.out[self.pos..], room, age, how)?;
         self.pos += len;
         Some(n)
+    }
+
+    /// Writes `<question name> CNAME <target>` (its TTL set later by [`Self::cname_ttl`]) and
+    /// returns the offset of `target` in the reply, where the records of the name found in a
+    /// search list are pointed ([`Self::relocate`]); `None` when it does not fit.
+    pub(crate) fn search_cname(&mut self, target: &[u8]) -> Option<u16> {
+        if 12 + target.len() > self.room() {
+            return None;
+        }
+        self.put(&QUESTION_NAME);
+        self.put(&rtype::CNAME.to_be_bytes());
+        self.put(&class::IN.to_be_bytes());
+        self.put(&0u32.to_be_bytes());
+        self.put(&(target.len() as u16).to_be_bytes());
+        let at = self.pos as u16;
+        self.put(target);
+        self.counts[1] += 1;
+        Some(at)
+    }
+
+    /// Points every record written since `mark`, compiled for a question name of `len` bytes,
+    /// at that name written at `to` instead ([`Self::search_cname`]).
+    pub(crate) fn relocate(&mut self, (start, counts): (usize, [u16; 4]), len: usize, to: u16) {
+        let written = self.counts[1..]
+            .iter()
+            .zip(&counts[1..])
+            .map(|(now, then)| now - then)
+            .sum::<u16>();
+        relocate_question(&mut self.out[start..self.pos], usize::from(written), len, to);
+    }
+
+    /// Gives the CNAME written at `cname` the TTL of the record written right after it, as
+    /// CoreDNS's autopath does.
+    pub(crate) fn cname_ttl(&mut self, cname: usize) {
+        let Some(next) = self.out.get(cname + 10..cname + 12) else {
+            return;
+        };
+        let first = cname + 12 + usize::from(u16::from_be_bytes([next[0], next[1]]));
+        let Ok(fixed) = skip_name(&self.out[..self.pos], first) else {
+            return;
+        };
+        if let Some(ttl) = self.out.get(fixed + 4..fixed + 8) {
+            let ttl: [u8; 4] = [ttl[0], ttl[1], ttl[2], ttl[3]];
+            self.out[cname + 6..cname + 10].copy_from_slice(&ttl);
+        }
+    }
+
+    /// Answers with an upstream's answer to `target`, the name a search list found beyond the
+    /// zones (`entry`, NOERROR): a CNAME to `target`, then the upstream's answer records under
+    /// their own names; an answer without records is NODATA without the CNAME. Not
+    /// authoritative. `false` when the CNAME does not fit, which leaves the reply as it was.
+    pub(crate) fn searched_beyond(&mut self, target: &LowerName, qtype: u16, entry: &Entry, age: Age) -> bool {
+        let mark = self.mark();
+        if self.search_cname(target.wire()).is_none() {
+            return false;
+        }
+        self.flags &= !flags::AA;
+        if age == Age::Stale {
+            self.set_ede(ede::STALE_ANSWER);
+        }
+        match self.append(target, qtype, entry, age, Relocation::Whole) {
+            Some(0) => self.rewind(mark),
+            Some(n) => {
+                self.counts[1] += n;
+                self.cname_ttl(mark.0);
+            }
+            None => {
+                self.rewind(mark);
+                self.does_not_fit();
+            }
+        }
+        self.searched = true;
+        true
     }
 
     /// SERVFAIL, saying why with the Extended DNS Error `ede`.
@@ -540,6 +617,7 @@ impl<'a> Responder<'a> {
             valid_cookie,
             question_end,
             name_hash,
+            searched,
             ..
         } = self;
         if let Some(edns) = q.edns {
@@ -591,6 +669,7 @@ impl<'a> Responder<'a> {
             valid_cookie,
             question_end,
             name_hash,
+            searched,
         }
     }
 }

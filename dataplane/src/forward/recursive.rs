@@ -213,6 +213,10 @@ impl Outside for Recursion<'_> {
     ) -> Option<Flow> {
         complete(r, q, question, beyond, snapshot, self)
     }
+
+    fn searched(&mut self, r: &mut Responder<'_>, q: &Query, question: Question, target: &LowerName) -> Option<Flow> {
+        searched(r, q, question, target, self)
+    }
 }
 
 /// Answers one query as [`crate::answer::answer`] does, and names outside the zones from `rec`'s cache; a
@@ -509,18 +513,23 @@ fn forwardable(name: &Name, snapshot: &Snapshot, rec: &Recursion<'_>) -> Option<
     if snapshot.zone_of(&lower).is_some() {
         return None;
     }
-    let route = rec.routes.route(&lower)?;
-    if !route.is_stub() && (lower.label_count() as u64) < u64::from(rec.routes.ndots()) {
-        return None;
-    }
+    let route = route_beyond(&lower, rec)?;
     Some((lower, route))
 }
 
+/// The route of `name`, a name outside every zone, when it may be forwarded.
+fn route_beyond(name: &LowerName, rec: &Recursion<'_>) -> Option<Route> {
+    let route = rec.routes.route(name)?;
+    if !route.is_stub() && (name.label_count() as u64) < u64::from(rec.routes.ndots()) {
+        return None;
+    }
+    Some(route)
+}
+
 /// Appends the records of `key` (a target outside the domain, asked with `qtype`) to the answer
-/// section, at the query name when `flattened` gives their TTL cap: from the question a waiting
-/// client was waiting for, or the cache; a miss is forwarded unless every upstream of the route
-/// is down. No answer at all leaves the target incomplete (`None`); an upstream's NXDOMAIN or
-/// empty answer completes it with nothing more, as SkyDNS keeps the CNAME then.
+/// section, at the query name when `flattened` gives their TTL cap (see [`upstream_answer`]).
+/// No answer at all leaves the target incomplete (`None`); an upstream's NXDOMAIN or empty
+/// answer completes it with nothing more, as SkyDNS keeps the CNAME then.
 fn alias_records(
     r: &mut Responder<'_>,
     target: &LowerName,
@@ -530,47 +539,84 @@ fn alias_records(
     rec: &mut Recursion<'_>,
     flattened: Option<u32>,
 ) -> Option<Flow> {
+    let (entry, age, flow) = match upstream_answer(key, route, rec)? {
+        Ok(answer) => answer,
+        Err(forward) => return Some(forward),
+    };
+    r.alias(target, qtype, entry, age, flattened);
+    Some(flow)
+}
+
+/// Answers with the upstream's answer to `target`, the name outside every zone that a client
+/// pod's search list reached (docs/kubernetes.md, "Autopath"), after a CNAME to it: from the
+/// question the client waited for, or the cache, or forwarded while it waits. `None` when this
+/// client may not use forwarding, no answer will come for this query, or the name does not
+/// exist: the search moves on. A search forwards at most one name per query; a name it reaches
+/// after one that was forwarded is answered only from the cache.
+fn searched(
+    r: &mut Responder<'_>,
+    q: &Query,
+    question: Question,
+    target: &LowerName,
+    rec: &mut Recursion<'_>,
+) -> Option<Flow> {
+    if !rec.allowed {
+        return None;
+    }
+    let route = route_beyond(target, rec)?;
+    let dnssec_ok = q.edns.is_some_and(|e| e.dnssec_ok);
+    let key = KeyRef::new(
+        target,
+        question.qtype,
+        question.qclass,
+        dnssec_ok,
+        q.flags & flags::CD != 0,
+    );
+    let (entry, age, flow) = match upstream_answer(key, route, rec)? {
+        Ok(answer) => answer,
+        Err(forward) => return Some(forward),
+    };
+    (entry.rcode() == rcode::NOERROR && r.searched_beyond(target, question.qtype, entry, age)).then_some(flow)
+}
+
+/// The upstream's answer to `key`, a question for `route`, with what answering from it means
+/// for the worker (`Ok`): from the question a waiting client was waiting for, or the cache; the
+/// question to forward when neither has it (`Err`), unless every upstream of the route is down
+/// or a waiting client is being answered, when nothing will answer it (`None`).
+#[allow(clippy::type_complexity)]
+fn upstream_answer<'r>(
+    key: KeyRef<'_>,
+    route: Route,
+    rec: &'r mut Recursion<'_>,
+) -> Option<Result<(&'r Entry, Age, Flow), Flow>> {
     let down = rec.down.get(route.index()).copied().unwrap_or(true);
     let settled = match rec.resolved {
-        Some(Resolved::Answer(k, entry)) if k == key => {
-            r.alias(target, qtype, entry, Age::Fresh(0), flattened);
-            return Some(Flow::Written);
-        }
+        Some(Resolved::Answer(k, entry)) if k == key => return Some(Ok((entry, Age::Fresh(0), Flow::Written))),
         Some(Resolved::Failed(k, _)) if k == key => true,
         // A waiting client is answered now: what the cache lacks is not asked again.
         Some(_) => true,
         None => false,
     };
+    let refresh = |wanted: bool| {
+        (wanted && !settled).then(|| {
+            Box::new(Refresh {
+                key: key.to_key(),
+                route,
+            })
+        })
+    };
     Some(match rec.cache.lookup(key, rec.now, down || settled) {
         Lookup::Fresh(hit) => {
-            let wanted = hit.refresh;
-            r.alias(target, qtype, hit.entry, hit.age, flattened);
-            Flow::Cached {
-                stale: false,
-                refresh: (wanted && !settled).then(|| {
-                    Box::new(Refresh {
-                        key: key.to_key(),
-                        route,
-                    })
-                }),
-            }
+            let refresh = refresh(hit.refresh);
+            Ok((hit.entry, hit.age, Flow::Cached { stale: false, refresh }))
         }
         Lookup::Stale(hit) if down || settled => {
-            let wanted = hit.refresh;
-            r.alias(target, qtype, hit.entry, Age::Stale, flattened);
-            Flow::Cached {
-                stale: true,
-                refresh: (wanted && !settled).then(|| {
-                    Box::new(Refresh {
-                        key: key.to_key(),
-                        route,
-                    })
-                }),
-            }
+            let refresh = refresh(hit.refresh);
+            Ok((hit.entry, Age::Stale, Flow::Cached { stale: true, refresh }))
         }
         Lookup::Miss if down || settled => return None,
-        Lookup::Stale(_) => Flow::Forward(Box::new(key.to_key()), route, true),
-        Lookup::Miss => Flow::Forward(Box::new(key.to_key()), route, false),
+        Lookup::Stale(_) => Err(Flow::Forward(Box::new(key.to_key()), route, true)),
+        Lookup::Miss => Err(Flow::Forward(Box::new(key.to_key()), route, false)),
     })
 }
 
@@ -895,5 +941,153 @@ mod tests {
             "AAAA still missing"
         );
         assert_eq!(lines(reply.unwrap().additionals()), CHAIN[1..]);
+    }
+
+    /// The cluster zone `cluster.local.` with autopath on and one pod, `10.1.0.5` in `testns`.
+    fn searching() -> Snapshot {
+        use crate::snapshot::kubernetes::{self, Cluster, ObjectKey, Pod, PodMode};
+        let mut cluster = Cluster::default();
+        cluster.namespaces.insert("testns".into());
+        let address = std::net::IpAddr::from([10, 1, 0, 5]);
+        cluster.pods.insert(ObjectKey::new("testns", "client"), Pod { address });
+        let config = kubernetes::Config {
+            pods: PodMode::Verified,
+            autopath: Some(Vec::new()),
+            ..kubernetes::Config::default()
+        };
+        kubernetes::build(&config, &cluster, 1, std::time::SystemTime::UNIX_EPOCH)
+    }
+
+    /// What the pod of [`searching`] asks: `www.example.org.` under its first search domain.
+    const ASKED: &str = "www.example.org.testns.svc.cluster.local.";
+
+    /// Asks [`ASKED`] A of [`searching`] from the pod, recursion as given; the resolution, the
+    /// reply and whether it was a search's answer.
+    fn ask_searching(
+        cache: &mut Cache,
+        allowed: bool,
+        resolved: Option<Resolved<'_>>,
+    ) -> (Resolution, Option<hickory_proto::op::Message>, bool) {
+        let mut query = hickory_proto::op::Message::new();
+        query
+            .set_id(9)
+            .set_recursion_desired(true)
+            .add_query(hickory_proto::op::Query::query(
+                hickory_proto::rr::Name::from_ascii(ASKED).unwrap(),
+                RecordType::A,
+            ));
+        let routes = crate::forward::Routes::new(2, true, Vec::new());
+        let mut rec = Recursion {
+            cache,
+            routes: &routes,
+            down: &[false],
+            allowed,
+            prohibited: false,
+            now: Instant::now(),
+            resolved,
+        };
+        let mut out = vec![0u8; MAX_MESSAGE_LEN];
+        let ctx = Context::new(Transport::Udp).with_client([10, 1, 0, 5].into());
+        let snapshot = searching();
+        let resolution = answer_recursive(
+            &query.to_vec().unwrap(),
+            &snapshot,
+            &ctx,
+            &mut rec,
+            &mut LowerName::default(),
+            &mut out,
+        );
+        let (reply, searched) = match &resolution {
+            Resolution::Done(Outcome::Reply(r))
+            | Resolution::Cached {
+                outcome: Outcome::Reply(r),
+                ..
+            } => (
+                Some(hickory_proto::op::Message::from_vec(&out[..r.len]).unwrap()),
+                r.searched,
+            ),
+            _ => (None, false),
+        };
+        (resolution, reply, searched)
+    }
+
+    /// An upstream's NXDOMAIN for `www.example.org. A`, with the SOA of `org.`.
+    fn www_nxdomain() -> Entry {
+        let mut m = vec![0x12, 0x34, 0x81, 0x83, 0, 1, 0, 0, 0, 1, 0, 0];
+        m.extend_from_slice(b"\x03www\x07example\x03org\x00\x00\x01\x00\x01");
+        let body_start = m.len();
+        m.extend_from_slice(&[0xC0, 24, 0, 6, 0, 1, 0, 0, 0, 60, 0, 24, 0xC0, 24, 0xC0, 24]);
+        m.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 60, 0, 0, 0, 60, 0, 0, 0, 60, 0, 0, 0, 60]);
+        let caps = crate::cache::TtlCaps {
+            min: 0,
+            max: 86_400,
+            negative_max: 3600,
+        };
+        Entry::from_reply(&m, body_start, caps, Instant::now()).unwrap()
+    }
+
+    #[test]
+    fn a_pods_name_found_only_as_the_bare_name_is_forwarded_bare_and_completed_with_a_cname() {
+        let mut cache = Cache::new(crate::cache::CacheConfig::default());
+        let (resolution, _, _) = ask_searching(&mut cache, true, None);
+        let Resolution::Forward(forward) = resolution else {
+            panic!("not forwarded: {resolution:?}");
+        };
+        assert_eq!(
+            forward.key.bytes(),
+            www_key(rtype::A).bytes(),
+            "the upstream is asked the bare name"
+        );
+        let (entry, key) = (www_entry(), www_key(rtype::A));
+        let (_, reply, searched) = ask_searching(&mut cache, true, Some(Resolved::Answer(key.key_ref(), &entry)));
+        let reply = reply.unwrap();
+        assert!(searched && !reply.authoritative());
+        assert_eq!(reply.response_code(), hickory_proto::op::ResponseCode::NoError);
+        assert_eq!(reply.queries()[0].name().to_ascii(), ASKED);
+        assert_eq!(
+            lines_with_ttl(reply.answers()),
+            [
+                format!("{ASKED} 300 CNAME www.example.org."),
+                "www.example.org. 300 CNAME edge.example.org.".to_owned(),
+                "edge.example.org. 300 A 192.0.2.7".to_owned(),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_pods_bare_name_from_the_cache_is_answered_at_once() {
+        let mut cache = Cache::new(crate::cache::CacheConfig::default());
+        cache.insert(www_key(rtype::A).bytes(), www_entry());
+        let (resolution, reply, searched) = ask_searching(&mut cache, true, None);
+        assert!(matches!(resolution, Resolution::Cached { stale: false, .. }));
+        assert!(searched);
+        assert_eq!(
+            lines(reply.unwrap().answers())[0],
+            format!("{ASKED} CNAME www.example.org.")
+        );
+    }
+
+    #[test]
+    fn a_bare_name_the_upstream_denies_leaves_the_pods_question_denied() {
+        let mut cache = Cache::new(crate::cache::CacheConfig::default());
+        let (entry, key) = (www_nxdomain(), www_key(rtype::A));
+        let (_, reply, searched) = ask_searching(&mut cache, true, Some(Resolved::Answer(key.key_ref(), &entry)));
+        let reply = reply.unwrap();
+        assert!(!searched);
+        assert_eq!(reply.response_code(), hickory_proto::op::ResponseCode::NXDomain);
+        assert!(reply.answers().is_empty());
+        assert_eq!(reply.name_servers()[0].name().to_ascii(), "cluster.local.");
+    }
+
+    #[test]
+    fn a_pod_without_recursion_gets_no_forwarded_search() {
+        let mut cache = Cache::new(crate::cache::CacheConfig::default());
+        cache.insert(www_key(rtype::A).bytes(), www_entry());
+        let (_, reply, searched) = ask_searching(&mut cache, false, None);
+        assert!(!searched);
+        assert_eq!(
+            reply.unwrap().response_code(),
+            hickory_proto::op::ResponseCode::NXDomain
+        );
     }
 }

@@ -64,6 +64,7 @@ pub fn lay_under(base: &Snapshot, layer: &Layer, generation: u64) -> Snapshot {
         leaves: base.leaves.clone(),
         identity: base.identity.clone(),
         skydns: base.skydns.clone(),
+        autopath: base.autopath.clone(),
         dnssec: base.dnssec.clone(),
     }
 }

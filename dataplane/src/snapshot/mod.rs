@@ -418,6 +418,9 @@ pub struct Snapshot {
     pub identity: Identity,
     /// Typed SkyDNS records, for `*`/`any` wildcard queries answered on the slow path.
     pub skydns: Option<Arc<skydns::Index>>,
+    /// The pods and search domains of CoreDNS's `autopath @kubernetes`, when it is on: read only
+    /// by a question a cluster zone denies (docs/kubernetes.md, "Autopath").
+    pub autopath: Option<Arc<kubernetes::Autopath>>,
     /// The SkyDNS domain signed, with `--dnssec`: what queries with DO set are answered from.
     pub dnssec: Option<Arc<crate::dnssec::Signed>>,
 }
@@ -655,6 +658,7 @@ pub fn compose(base: &Snapshot, overlay: Snapshot, generation: u64) -> Snapshot 
         leaves,
         identity: base.identity.clone(),
         skydns: base.skydns.clone(),
+        autopath: overlay.autopath,
         dnssec: base.dnssec.clone(),
     }
 }

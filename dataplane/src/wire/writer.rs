@@ -173,9 +173,29 @@ pub struct Shift {
 /// MX, SOA). Lengths do not change, so spans and truncation stay as compiled. Stops at the first
 /// record that does not parse, which [`RrWriter`] never writes.
 pub fn shift_pointers(records: &mut [u8], count: usize, shift: Shift) {
+    move_pointers(records, count, |pointer| {
+        (pointer >= shift.from).then(|| pointer - shift.by)
+    });
+}
+
+/// Points the pointers into the question name (of `len` bytes, at offset 12) of the `count`
+/// records at the start of `records` at the same name written at offset `to` instead: an answer
+/// compiled for a name other than the question's, written after a CNAME to that name (a search
+/// list's answer, docs/kubernetes.md "Autopath"). The records [`RrWriter`] writes point into
+/// the question name and nowhere else, so every other pointer stays.
+pub fn relocate_question(records: &mut [u8], count: usize, len: usize, to: u16) {
+    let question = HEADER_LEN as u16..(HEADER_LEN + len) as u16;
+    move_pointers(records, count, |pointer| {
+        question.contains(&pointer).then(|| to + (pointer - question.start))
+    });
+}
+
+/// Rewrites, by `moved`, the pointers of the `count` records at the start of `records` that
+/// `moved` maps: in their owners and in the names of the RDATA that may be compressed.
+fn move_pointers(records: &mut [u8], count: usize, moved: impl Fn(u16) -> Option<u16>) {
     let mut at = 0;
     for _ in 0..count {
-        let Some(fixed) = shift_name(records, at, shift) else {
+        let Some(fixed) = move_name(records, at, &moved) else {
             return;
         };
         let (Some(rtype_), Some(rdlength)) = (be16(records, fixed), be16(records, fixed + 8)) else {
@@ -188,26 +208,26 @@ pub fn shift_pointers(records: &mut [u8], count: usize, shift: Shift) {
             _ => &[],
         };
         for &offset in names {
-            shift_name(records, rdata + offset, shift);
+            move_name(records, rdata + offset, &moved);
         }
         if rtype_ == rtype::SOA {
-            if let Some(rname) = shift_name(records, rdata, shift) {
-                shift_name(records, rname, shift);
+            if let Some(rname) = move_name(records, rdata, &moved) {
+                move_name(records, rname, &moved);
             }
         }
         at = rdata + usize::from(rdlength);
     }
 }
 
-/// Moves the pointer ending the name at `at`, if it has one; returns where the name ends.
-fn shift_name(records: &mut [u8], mut at: usize, shift: Shift) -> Option<usize> {
+/// Moves the pointer ending the name at `at`, if it has one that `moved` maps; returns where
+/// the name ends.
+fn move_name(records: &mut [u8], mut at: usize, moved: &impl Fn(u16) -> Option<u16>) -> Option<usize> {
     loop {
         let len = *records.get(at)?;
         if len & 0xC0 == 0xC0 {
             let pointer = be16(records, at)? & 0x3FFF;
-            if pointer >= shift.from {
-                let moved = 0xC000 | (pointer - shift.by);
-                records[at..at + 2].copy_from_slice(&moved.to_be_bytes());
+            if let Some(to) = moved(pointer) {
+                records[at..at + 2].copy_from_slice(&(0xC000 | to).to_be_bytes());
             }
             return Some(at + 2);
         }
@@ -279,5 +299,34 @@ mod tests {
                 "{spelling}"
             );
         }
+    }
+
+    #[test]
+    fn records_compiled_for_another_name_point_at_it_where_it_is_written() {
+        let found = LowerName::from_wire(Name::from_dotted("svc.ns.svc.cluster.local").unwrap().wire()).unwrap();
+        let mut compiled = Vec::new();
+        let mut w = RrWriter::new(&mut compiled, &found);
+        w.name_rr(
+            Owner::Query,
+            rtype::CNAME,
+            5,
+            &Name::from_dotted("x.ns.svc.cluster.local").unwrap(),
+        );
+        let to = 100u16;
+        let mut moved = compiled.clone();
+        relocate_question(&mut moved, 1, found.wire().len(), to);
+        let pointers = |records: &[u8]| -> Vec<u16> {
+            records
+                .windows(2)
+                .filter(|pair| pair[0] & 0xC0 == 0xC0)
+                .map(|pair| u16::from_be_bytes([pair[0], pair[1]]) & 0x3FFF)
+                .collect()
+        };
+        let before = pointers(&compiled);
+        assert!(!before.is_empty());
+        assert_eq!(
+            pointers(&moved),
+            before.iter().map(|p| p - HEADER_LEN as u16 + to).collect::<Vec<_>>()
+        );
     }
 }

@@ -248,3 +248,17 @@ fn rewrite_template_whoami_chaos_and_any_carry_over_in_their_own_syntax() {
     assert!(bad[0].contains("Corefile:2: plugin rewrite"), "{bad:?}");
     assert!(bad[1].contains("Corefile:3: plugin template"), "{bad:?}");
 }
+
+#[test]
+fn autopath_at_kubernetes_turns_on_the_kubernetes_search() {
+    let t = translated(
+        ".:53 {\n autopath @kubernetes\n kubernetes cluster.local {\n  pods verified\n }\n forward . 10.0.0.1\n}\n",
+    );
+    let k = t.file.kubernetes.as_ref().unwrap();
+    assert_eq!(k.autopath, Some(true));
+    assert!(k.autopath_search.is_some());
+    let alone = errors(".:53 {\n autopath @kubernetes\n forward . 10.0.0.1\n}\n");
+    assert!(alone[0].contains("Corefile:2: plugin autopath"), "{alone:?}");
+    let file = errors(".:53 {\n autopath /etc/resolv.conf\n}\n");
+    assert!(file[0].contains("@kubernetes"), "{file:?}");
+}

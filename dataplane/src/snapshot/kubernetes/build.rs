@@ -22,6 +22,7 @@
 //! ready endpoint address (to `<endpoint>.<base>`, one per distinct target), named in the
 //! primary zone.
 
+use super::autopath::Autopath;
 use super::config::{Config, PodMode, SCHEMA_VERSION, VERSION_TTL};
 use super::hosts::{Compact, Hosts, Named, Pointer};
 use super::model::{Cluster, EndpointSlice, ObjectKey, Service, ServiceKind, ServicePort};
@@ -71,7 +72,9 @@ pub fn build(config: &Config, cluster: &Cluster, generation: u64, now: SystemTim
         }
     }
     let (nodes, hosts) = finish(b, config);
-    snapshot(zones, nodes, hosts, generation, cluster)
+    let mut snapshot = snapshot(zones, nodes, hosts, generation, cluster);
+    snapshot.autopath = Autopath::new(config, cluster).map(Arc::new);
+    snapshot
 }
 
 /// EndpointSlices with their keys by the (namespace, name) of their service.
@@ -180,6 +183,7 @@ fn snapshot(zones: Vec<Zone>, nodes: Nodes, hosts: Hosts, generation: u64, clust
         leaves: Default::default(),
         identity: Identity::default(),
         skydns: None,
+        autopath: None,
         dnssec: None,
     }
 }

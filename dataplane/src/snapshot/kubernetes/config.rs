@@ -50,6 +50,11 @@ pub struct Config {
     /// Also serve OpenShift's `<svc>.<ns>.endpoints.<zone>` and `_endpoints.<svc>.<ns>.svc.<zone>`
     /// names (`openshift_names`).
     pub openshift_names: bool,
+    /// CoreDNS's `autopath @kubernetes`: a pod's question for a name under its first search
+    /// domain that does not exist is answered with the first name of its search list that
+    /// does, these domains (the host's search list) tried after the cluster's own; `None` is
+    /// off. It needs verified pods, which say whose namespace a client is in.
+    pub autopath: Option<Vec<Name>>,
 }
 
 impl Default for Config {
@@ -66,6 +71,7 @@ impl Default for Config {
             namespaces: Vec::new(),
             fallthrough: None,
             openshift_names: false,
+            autopath: None,
         }
     }
 }

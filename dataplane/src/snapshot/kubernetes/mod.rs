@@ -4,6 +4,7 @@
 //! their reverse zones, and kept current by [`update()`], which compiles only what a change
 //! (of the cluster, or of the SkyDNS snapshot composed with it) reaches.
 
+mod autopath;
 mod build;
 mod config;
 mod hosts;
@@ -13,6 +14,7 @@ mod service;
 mod sets;
 mod update;
 
+pub use autopath::Autopath;
 pub use build::{build, service_views, syncing};
 pub use config::{is_reverse, Config, PodMode, DEFAULT_TTL, MAX_TTL, SCHEMA_VERSION, VERSION_TTL};
 pub use hosts::{Compact, Host, Hosts, MAX_ANSWER};

@@ -14,6 +14,7 @@
 //! PTR name is one more touched address, so that the cluster's PTR keeps winning there as in
 //! [`compose`](crate::snapshot::compose).
 
+use super::autopath::Autopath;
 use super::build::{
     exposed, finish, named_service, pod_name, slices_by_service, views, zones, Builder, ServiceIds, SlicesByService,
 };
@@ -27,6 +28,7 @@ use foldhash::fast::RandomState;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// The snapshot served, with the SkyDNS snapshot it was composed with.
@@ -195,6 +197,12 @@ pub fn update(
         "updated cluster zones"
     );
     let leaves = base.leaves.composed(served_zone(base.leaves.zone()));
+    // The pod table follows the pods alone: rebuilt when one changed, shared otherwise.
+    let autopath = if changes.before.pods.is_empty() {
+        previous.autopath.clone()
+    } else {
+        Autopath::new(config, cluster).map(Arc::new)
+    };
     Some(Snapshot {
         generation,
         zones,
@@ -203,6 +211,7 @@ pub fn update(
         leaves,
         identity: base.identity.clone(),
         skydns: base.skydns.clone(),
+        autopath,
         dnssec: base.dnssec.clone(),
     })
 }

@@ -135,6 +135,7 @@ fn build_from(
         leaves,
         identity: Identity::default(),
         skydns: Some(index),
+        autopath: None,
         dnssec: None,
     };
     if let Some(dnssec) = &config.dnssec {

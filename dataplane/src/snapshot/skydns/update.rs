@@ -88,6 +88,7 @@ pub fn update(
             leaves: previous.leaves.clone(),
             identity: Identity::default(),
             skydns: previous.skydns.clone(),
+            autopath: None,
             dnssec: None,
         };
         signed(&mut snapshot, previous, config, &[], now);
@@ -156,6 +157,7 @@ pub fn update(
         leaves,
         identity: Identity::default(),
         skydns: Some(Arc::new(index)),
+        autopath: None,
         dnssec: None,
     };
     if config.dnssec.is_some() {

@@ -2,6 +2,7 @@
 //! through [`crate::answer::answer`], and the reply parsed by hickory-proto. Each test is a line
 //! of docs/kubernetes-dns.md: its table of names or its NXDOMAIN and NODATA lists.
 
+mod autopath;
 mod hosts;
 mod port_names;
 mod update;
