@@ -409,6 +409,12 @@ impl Node {
         for ip in [KUBE_DNS, NODE_RESOLVER, STUB_SERVER] {
             must(Command::new("ip").args(["addr", "add", &format!("{ip}/32"), "dev", "lo"]));
         }
+        // The node's uplink: a route for the kube-dns Service IP once the cache lets it go,
+        // which kube-proxy's DNAT then sends to the kube-dns pods.
+        must(Command::new("ip").args(["link", "add", "uplink0", "type", "veth", "peer", "name", "uplink1"]));
+        must(Command::new("ip").args(["link", "set", "uplink0", "up"]));
+        must(Command::new("ip").args(["link", "set", "uplink1", "up"]));
+        must(Command::new("ip").args(["route", "add", "default", "dev", "uplink0"]));
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("resolv.conf"), format!("nameserver {NODE_RESOLVER}\n")).unwrap();
         std::fs::write(dir.path().join("Corefile.base"), corefile).unwrap();
