@@ -20,7 +20,7 @@ use skyline_dataplane::sys::{send_signal, Signal};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -795,7 +795,7 @@ fn follows_stub_domains(corefile: &str) {
         std::thread::sleep(Duration::from_millis(100));
     }
     let written = std::fs::read_to_string(node.dir.path().join("Corefile")).unwrap();
-    assert!(written.contains(&format!("corp.example:53 {{")), "{written}");
+    assert!(written.contains("corp.example:53 {"), "{written}");
     // Names outside the stub domain still go to the node's resolver.
     cache.wait_answer(LOCAL_DNS, "still.example.org", NODE_RESOLVER);
 }
