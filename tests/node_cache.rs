@@ -218,6 +218,110 @@ fn the_command_line_is_refused_as_node_cache_refuses_it() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("flag provided but not defined: -nosuchflag"));
 }
 
+/// Without `KUBE_DNS_UPSTREAM_SERVICE_HOST` (a pod started before the Service), the cluster IP
+/// of `-upstreamsvc` comes from the API server, in the kubeconfig context's namespace.
+#[test]
+fn without_the_service_variable_the_cluster_ip_comes_from_the_api_server() {
+    let api = TcpListener::bind("127.0.0.1:0").unwrap();
+    let api_addr = api.local_addr().unwrap();
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&requests);
+    std::thread::spawn(move || {
+        for stream in api.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
+                head.push(byte[0]);
+            }
+            let line = String::from_utf8_lossy(&head)
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            let found = line.starts_with("GET /api/v1/namespaces/kube-system/services/kube-dns-upstream ");
+            seen.lock().unwrap().push(line);
+            let (status, body) = if found {
+                (
+                    "200 OK",
+                    r#"{"apiVersion":"v1","kind":"Service","metadata":{"name":"kube-dns-upstream","namespace":"kube-system"},"spec":{"clusterIP":"10.96.0.77"}}"#,
+                )
+            } else {
+                (
+                    "404 Not Found",
+                    r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}"#,
+                )
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: http://{api_addr}\n\
+             users:\n- name: fake\n  user: {{}}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\n\
+             \x20   namespace: kube-system\ncurrent-context: fake\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("Corefile.base"),
+        ".:53 {\n    forward . __PILLAR__CLUSTER__DNS__\n}\n",
+    )
+    .unwrap();
+    let corefile = dir.path().join("Corefile");
+    let port = common::free_port().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skyline"))
+        .args(["node-cache", "-localip", "127.0.0.1", "-dns.port", &port])
+        .args([
+            "-setupinterface=false",
+            "-setupiptables=false",
+            "-upstreamsvc",
+            "kube-dns-upstream",
+        ])
+        .arg("-basecorefile")
+        .arg(dir.path().join("Corefile.base"))
+        .arg("-conf")
+        .arg(&corefile)
+        .env_clear()
+        .env("KUBECONFIG", &kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let written = loop {
+        let text = std::fs::read_to_string(&corefile).unwrap_or_default();
+        if !text.is_empty() {
+            break text;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut log = String::new();
+            child.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+            panic!("node-cache exited with {status}: {log}");
+        }
+        assert!(Instant::now() < deadline, "no Corefile written");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    common::stop_child(&mut child, "skyline node-cache");
+    assert_eq!(written, ".:53 {\n    forward . 10.96.0.77\n}\n");
+    assert!(
+        requests
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|r| r.contains("/namespaces/kube-system/services/kube-dns-upstream")),
+        "{:?}",
+        requests.lock().unwrap()
+    );
+}
+
 // ---- in network namespaces ----
 
 fn can_run() -> bool {

@@ -152,15 +152,24 @@ impl NodeCacheCorefile {
     fn new(flags: &NodeCacheFlags) -> Result<NodeCacheCorefile, NodeCacheError> {
         let base = read_base(&flags.base_corefile)?;
         let variable = service_host_variable(&flags.upstream_service);
-        let cluster_dns = std::env::var(&variable)
+        let mut cluster_dns = std::env::var(&variable)
             .ok()
             .and_then(|v| v.trim().parse::<IpAddr>().ok());
         if cluster_dns.is_none() && base.contains(template::CLUSTER_DNS) {
-            return Err(TemplateError::NoClusterIp {
-                service: flags.upstream_service.clone(),
-                variable,
+            match cluster_ip_from_api(&flags.upstream_service) {
+                Ok(ip) => {
+                    tracing::info!(service = %flags.upstream_service, %ip, "{variable} is not set: the cluster IP is the API server's");
+                    cluster_dns = Some(ip);
+                }
+                Err(why) => {
+                    return Err(TemplateError::NoClusterIp {
+                        service: flags.upstream_service.clone(),
+                        variable,
+                        why,
+                    }
+                    .into())
+                }
             }
-            .into());
         }
         let kube_dns_dir = flags.kube_dns_config.clone().or_else(|| {
             let default = Path::new(DEFAULT_KUBE_DNS_CONFIG);
@@ -257,6 +266,33 @@ fn read_base(path: &Path) -> Result<String, TemplateError> {
     std::fs::read_to_string(path).map_err(|source| TemplateError::Read {
         path: path.to_owned(),
         source,
+    })
+}
+
+/// How long the API server may take to name the upstream Service's cluster IP at start.
+const API_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The cluster IP of the Service `service` in this pod's namespace (the service account's, or
+/// the kubeconfig context's), from the API server reached as the Kubernetes source reaches it;
+/// why not, said in words.
+fn cluster_ip_from_api(service: &str) -> Result<IpAddr, String> {
+    use k8s_openapi::api::core::v1::Service;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let options = skyline_controlplane::kubernetes::KubernetesOptions::default();
+        let (client, server) = options.client().await.map_err(|e| e.to_string())?;
+        let namespace = client.default_namespace().to_owned();
+        let services: kube::Api<Service> = kube::Api::namespaced(client, &namespace);
+        let found = tokio::time::timeout(API_TIMEOUT, services.get(service))
+            .await
+            .map_err(|_| format!("{server} did not answer within {API_TIMEOUT:?}"))?
+            .map_err(|e| format!("{server}: {e}"))?;
+        let ip = found.spec.and_then(|spec| spec.cluster_ip).unwrap_or_default();
+        ip.parse()
+            .map_err(|_| format!("Service {namespace}/{service} has no cluster IP ({ip:?})"))
     })
 }
 

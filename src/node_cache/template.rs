@@ -47,13 +47,16 @@ pub enum TemplateError {
     /// The template uses `__PILLAR__CLUSTER__DNS__` and the Service's IP is not known.
     #[error(
         "the base Corefile uses {CLUSTER_DNS} and the cluster IP of Service {service:?} is unknown: \
-         {variable} is not set (Kubernetes sets it in pods started after the Service, in its namespace)"
+         {variable} is not set (Kubernetes sets it in pods started after the Service, in its \
+         namespace) and the API server did not give it: {why}"
     )]
     NoClusterIp {
         /// `-upstreamsvc`.
         service: String,
         /// The environment variable Kubernetes injects for it.
         variable: String,
+        /// Why the API server did not give it.
+        why: String,
     },
 }
 
