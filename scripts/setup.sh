@@ -8,8 +8,8 @@
 #          bind9 (the caching resolvers tests/behind_cache.rs puts in front of skyline), a C++
 #          compiler (libFuzzer, built by scripts/fuzz.sh), ip (iproute2), nft (nftables) and
 #          iptables (the node-local set-up and skyline node-cache, tested inside network
-#          namespaces), systemd-analyze (systemd), setcap (libcap2-bin) and setpriv (util-linux) (the checks of
-#          deploy/systemd/)
+#          namespaces), systemd-analyze (systemd), setcap (libcap2-bin) and setpriv
+#          (util-linux) (the checks of deploy/systemd/)
 #   bench  the above, plus dnsperf, taskset and chrt, dnsdist (the cache peer), valgrind
 #          (instruction counts), curl (benches/upstream_faults.sh reads /metrics) and sysctl
 #          (benches/knobs.sh)
