@@ -35,6 +35,16 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends iproute2 nftables \
  && rm -rf /var/lib/apt/lists/*
 
+# `skyline node-cache` in NodeLocal DNSCache's place (deploy/nodelocaldns/nodelocaldns.yaml):
+# as node-cache, it runs as root with NET_ADMIN and makes the interface and the NOTRACK rules
+# itself, so the image carries ip, nft and iptables. Build it with --target node-cache.
+FROM debian:bookworm-slim AS node-cache
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends iproute2 nftables iptables \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /out/skyline /usr/local/bin/skyline
+ENTRYPOINT ["/usr/local/bin/skyline", "node-cache"]
+
 FROM gcr.io/distroless/cc-debian12:nonroot AS runtime
 COPY --from=build /out/skyline /usr/local/bin/skyline
 USER 65532:65532

@@ -6,10 +6,10 @@
 #          the independent DNSSEC validator), dnssec-keygen (bind9-utils, the tests' keys),
 #          knot (the reference server of the differential and forwarding tests), unbound and
 #          bind9 (the caching resolvers tests/behind_cache.rs puts in front of skyline), a C++
-#          compiler (libFuzzer, built by scripts/fuzz.sh), ip (iproute2) and nft (nftables)
-#          (the node-local set-up, tested inside a network namespace), systemd-analyze
-#          (systemd), setcap (libcap2-bin) and setpriv (util-linux) (the checks of
-#          deploy/systemd/)
+#          compiler (libFuzzer, built by scripts/fuzz.sh), ip (iproute2), nft (nftables) and
+#          iptables (the node-local set-up and skyline node-cache, tested inside network
+#          namespaces), systemd-analyze (systemd), setcap (libcap2-bin) and setpriv
+#          (util-linux) (the checks of deploy/systemd/)
 #   bench  the above, plus dnsperf, taskset and chrt, dnsdist (the cache peer), valgrind
 #          (instruction counts), curl (benches/upstream_faults.sh reads /metrics) and sysctl
 #          (benches/knobs.sh)
@@ -42,6 +42,7 @@ if [ "$purpose" != build ]; then
   command -v c++ >/dev/null || need+=(g++)
   command -v ip >/dev/null || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || need+=(iproute2)
   command -v nft >/dev/null || [ -x /usr/sbin/nft ] || need+=(nftables)
+  command -v iptables >/dev/null || [ -x /usr/sbin/iptables ] || need+=(iptables)
   command -v systemd-analyze >/dev/null || need+=(systemd)
   command -v setcap >/dev/null || [ -x /usr/sbin/setcap ] || need+=(libcap2-bin)
   command -v setpriv >/dev/null || need+=(util-linux)

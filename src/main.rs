@@ -12,6 +12,7 @@ mod file_value;
 mod forwarding;
 mod in_force;
 mod kube2etcd;
+mod node_cache;
 mod nodelocal;
 mod notify;
 mod observe;
@@ -33,9 +34,11 @@ use skyline_controlplane::source::{self, FileSource, Overrides, Source};
 use skyline_dataplane::cookie::CookieCell;
 use skyline_dataplane::snapshot::{self, skydns};
 use skyline_dataplane::worker::{AfterDrain, Options, Server, ServerConfig};
+use std::future::Future;
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -105,12 +108,26 @@ fn main() -> ExitCode {
         args.remove(1);
         return kube2etcd::main(args);
     }
+    if args.get(1).is_some_and(|first| first == "node-cache") {
+        args.remove(1);
+        return node_cache::main(args);
+    }
     let cli = Cli::try_parse_skydns(args).unwrap_or_else(|e| e.exit());
     init_logging(cli.verbose);
     if cli.check_config {
         return check::check(&cli);
     }
-    match run(&cli) {
+    serve(&cli, nodelocal::Upkeep::default(), None)
+}
+
+/// A task that runs on the control plane's runtime once the server serves and its SIGHUP
+/// handler is installed (`skyline node-cache` follows its ConfigMaps with one).
+pub(crate) type Follower = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Runs the server `cli` describes until it is told to stop; `upkeep` is what the node-local
+/// set-up asks beyond its flags, `follower` a task to run beside the server.
+pub(crate) fn serve(cli: &Cli, upkeep: nodelocal::Upkeep, follower: Option<Follower>) -> ExitCode {
+    match run(cli, upkeep, follower) {
         Ok(()) => ExitCode::SUCCESS,
         Err(StartError::Invalid(problems)) => {
             for problem in problems {
@@ -140,7 +157,7 @@ pub(crate) fn init_logging(verbose: bool) {
         .init();
 }
 
-fn run(cli: &Cli) -> Result<(), StartError> {
+fn run(cli: &Cli, upkeep: nodelocal::Upkeep, follower: Option<Follower>) -> Result<(), StartError> {
     let file = FileConfig::given(cli).map_err(StartError::Invalid)?;
     for note in file.iter().flat_map(|f| &f.notes) {
         tracing::warn!("Corefile: {note}");
@@ -322,7 +339,7 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             setup_interface.as_deref(),
             setup_notrack,
             &addrs,
-            handed_over,
+            handed_over || upkeep.owned,
         )?)
     } else {
         None
@@ -351,6 +368,17 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             }
             return Err(e);
         }
+    };
+    let mut node_local = match (node_local, upkeep.check_every) {
+        (Some(set_up), Some(every)) => match set_up.keep(every) {
+            Ok(keeper) => NodeLocalState::Kept(keeper),
+            Err(e) => {
+                tracing::error!(error = %e, "the node-local set-up is not checked: no thread for it");
+                NodeLocalState::None
+            }
+        },
+        (Some(set_up), None) => NodeLocalState::Made(set_up),
+        (None, _) => NodeLocalState::None,
     };
     for local in server.local_addrs() {
         tracing::info!(
@@ -443,6 +471,9 @@ fn run(cli: &Cli) -> Result<(), StartError> {
         (Some(_), None) => tracing::warn!("stub zone records are not followed: nothing is forwarded"),
         (None, _) => {}
     }
+    if let Some(follower) = follower {
+        runtime.spawn(follower);
+    }
 
     if let Some(path) = &pid_file {
         upgrade::write_pid_file(path)?;
@@ -513,9 +544,23 @@ fn run(cli: &Cli) -> Result<(), StartError> {
             "listeners closed; queries still in flight after the limit are abandoned; exiting"
         );
     }
-    // The interface and rules stay for the process that took this one's sockets.
-    if let Some(node_local) = node_local.filter(|_| !upgraded) {
-        node_local.tear_down();
+    // The interface and rules stay for the process that took this one's sockets, and for one
+    // started beside this one (a surge update) that serves on them now.
+    let set_up = match std::mem::replace(&mut node_local, NodeLocalState::None) {
+        NodeLocalState::Kept(keeper) => keeper.stop(),
+        NodeLocalState::Made(set_up) => Some(set_up),
+        NodeLocalState::None => None,
+    };
+    if let Some(set_up) = set_up.filter(|_| !upgraded) {
+        let mut addrs = vec![settings.addr];
+        addrs.extend(settings.extra_addrs.iter().copied());
+        if upkeep.keep_on_exit {
+            tracing::info!("the node-local interface and rules are left in place, as asked");
+        } else if given.main.reuse_port && served_by_another(&addrs) {
+            tracing::info!("another process serves the node-local addresses: their interface and rules are left to it");
+        } else {
+            set_up.tear_down();
+        }
     }
     drop(entered);
     if let Some(http_runtime) = http_runtime {
@@ -537,6 +582,20 @@ fn held_by_none(addrs: &[SocketAddr]) -> Result<(), StartError> {
         }
     }
     Ok(())
+}
+
+/// Whether another process holds one of `addrs` now that this one closed its sockets.
+fn served_by_another(addrs: &[SocketAddr]) -> bool {
+    addrs.iter().filter(|addr| addr.port() != 0).any(|&addr| {
+        skyline_dataplane::sys::probe_unshared(addr).is_err_and(|e| e.kind() == std::io::ErrorKind::AddrInUse)
+    })
+}
+
+/// The node-local set-up while serving: checked on a thread of its own or not.
+enum NodeLocalState {
+    Kept(nodelocal::Keeper),
+    Made(nodelocal::NodeLocal),
+    None,
 }
 
 /// Why `addr` could not be bound: a privileged port refused says what grants it.

@@ -6,11 +6,35 @@
 //! removed when skyline exits after its drain; a process that hands its sockets to a new one in
 //! an in-place upgrade leaves them to it.
 //!
-//! The work is done by `ip` (iproute2) and `nft` (nftables), as an operator would do it by hand,
-//! so that what skyline changed can be read and undone with the same tools.
+//! The NOTRACK rules go where the node keeps its own: into iptables when `iptables-save` lists
+//! a rule (kube-proxy in iptables mode, a distribution firewall), as NodeLocal DNSCache's
+//! node-cache writes them, otherwise into an nftables table of skyline's own. `skyline
+//! node-cache` also checks both every sync interval and restores what was removed
+//! ([`NodeLocal::keep`]).
+//!
+//! The work is done by `ip` (iproute2), `nft` (nftables) and `iptables`, as an operator would
+//! do it by hand, so that what skyline changed can be read and undone with the same tools.
 
 use std::net::{IpAddr, SocketAddr};
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// The DNS port the NOTRACK rules exempt.
+const DNS_PORT: u16 = 53;
+
+/// What a start asks of the node-local set-up beyond making it: `skyline node-cache`'s
+/// periodic check, `-skipteardown`, and its claim on what a previous pod left.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Upkeep {
+    /// How often the interface and the rules are checked and restored; `None`: never.
+    pub check_every: Option<Duration>,
+    /// Leave the interface and the rules in place at exit.
+    pub keep_on_exit: bool,
+    /// An interface found at start is this process's to remove at exit: node-cache's pods make
+    /// and remove it, and one found was left by a pod that did not finish.
+    pub owned: bool,
+}
 
 /// The nftables table holding the NOTRACK rules of one interface's addresses.
 fn table_name(interface: &str) -> String {
@@ -47,13 +71,67 @@ pub enum SetupError {
     Name(String),
 }
 
-/// What was set up, to be removed again.
+/// What was set up, to be checked, restored and removed again.
 #[derive(Debug)]
 pub struct NodeLocal {
     interface: Option<String>,
     /// The interface existed before: it is left in place on exit.
     interface_found: bool,
-    notrack: Option<String>,
+    /// The addresses held and exempted.
+    ips: Vec<IpAddr>,
+    notrack: Option<Notrack>,
+}
+
+/// Where the NOTRACK rules live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Notrack {
+    /// A table of skyline's own, replaced as a whole by `script`.
+    Nftables { table: String, script: String },
+    /// Rules in the node's iptables chains, node-cache's.
+    Iptables(Vec<IptablesRule>),
+}
+
+/// One iptables rule: its program (`iptables` or `ip6tables`), table, chain and match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct IptablesRule {
+    program: &'static str,
+    table: &'static str,
+    chain: &'static str,
+    spec: Vec<String>,
+}
+
+impl IptablesRule {
+    fn args<'a>(&'a self, action: &'a str) -> Vec<&'a str> {
+        let mut args = vec!["-w", "5", "-t", self.table, action, self.chain];
+        args.extend(self.spec.iter().map(String::as_str));
+        args
+    }
+
+    /// Whether the rule is there.
+    fn exists(&self) -> Result<bool, SetupError> {
+        match run(self.program, "iptables", &self.args("-C"), None) {
+            Ok(_) => Ok(true),
+            Err(SetupError::Failed { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Puts the rule first in its chain unless it is there; whether it was added.
+    fn ensure(&self) -> Result<bool, SetupError> {
+        if self.exists()? {
+            return Ok(false);
+        }
+        run(self.program, "iptables", &self.args("-I"), None)?;
+        Ok(true)
+    }
+
+    /// Deletes every copy of the rule.
+    fn remove(&self) -> Result<(), SetupError> {
+        while self.exists()? {
+            run(self.program, "iptables", &self.args("-D"), None)?;
+        }
+        Ok(())
+    }
 }
 
 impl NodeLocal {
@@ -67,11 +145,6 @@ impl NodeLocal {
         addrs: &[SocketAddr],
         handed_over: bool,
     ) -> Result<NodeLocal, SetupError> {
-        let mut done = NodeLocal {
-            interface: None,
-            interface_found: false,
-            notrack: None,
-        };
         let ips: Vec<IpAddr> = {
             let mut ips: Vec<IpAddr> = addrs
                 .iter()
@@ -82,49 +155,91 @@ impl NodeLocal {
             ips.dedup();
             ips
         };
+        let mut done = NodeLocal {
+            interface: None,
+            interface_found: false,
+            ips,
+            notrack: None,
+        };
+        let listed = done.ips.iter().map(ToString::to_string).collect::<Vec<_>>().join(",");
         if let Some(name) = interface {
             valid_name(name)?;
             let found = ip(&["link", "show", "dev", name]).is_ok();
-            if !found {
-                if let Err(dummy) = ip(&["link", "add", name, "type", "dummy"]) {
-                    // A kernel built without dummy interfaces (CONFIG_DUMMY) still has bridges:
-                    // one without ports holds local addresses just as well.
-                    ip(&["link", "add", name, "type", "bridge"]).map_err(|_| dummy)?;
-                    tracing::warn!(
-                        interface = name,
-                        "the kernel has no dummy interfaces; an empty bridge holds the addresses"
-                    );
-                }
-            }
             done.interface_found = found && !handed_over;
             done.interface = Some(name.to_owned());
-            for addr in &ips {
-                let prefix = if addr.is_ipv4() { 32 } else { 128 };
-                let cidr = format!("{addr}/{prefix}");
-                let listed = ip(&["-o", "addr", "show", "dev", name])?;
-                if !listed.split_whitespace().any(|word| word == cidr) {
-                    ip(&["addr", "add", &cidr, "dev", name])?;
-                }
-            }
-            ip(&["link", "set", "dev", name, "up"])?;
-            tracing::info!(interface = name, addresses = %ips.iter().map(ToString::to_string).collect::<Vec<_>>().join(","), "node-local interface set up");
+            ensure_interface(name, &done.ips)?;
+            tracing::info!(interface = name, addresses = %listed, "node-local interface set up");
         }
         if notrack {
-            let table = table_name(interface.unwrap_or("nodelocal"));
-            nft(&notrack_rules(&table, &ips))?;
-            tracing::info!(table = %table, addresses = %ips.iter().map(ToString::to_string).collect::<Vec<_>>().join(","), "NOTRACK rules for DNS installed");
-            done.notrack = Some(table);
+            let rules = if node_uses_iptables() {
+                Notrack::Iptables(iptables_rules(&done.ips))
+            } else {
+                let table = table_name(interface.unwrap_or("nodelocal"));
+                let script = notrack_rules(&table, &done.ips);
+                Notrack::Nftables { table, script }
+            };
+            let restored = ensure_notrack(&rules);
+            done.notrack = Some(rules);
+            if let Err(e) = restored {
+                done.tear_down();
+                return Err(e);
+            }
+            match &done.notrack {
+                Some(Notrack::Nftables { table, .. }) => {
+                    tracing::info!(table = %table, addresses = %listed, "NOTRACK rules for DNS installed (nftables)");
+                }
+                _ => {
+                    tracing::info!(addresses = %listed, "NOTRACK rules for DNS installed (iptables, as the node's rules)")
+                }
+            }
         }
         Ok(done)
+    }
+
+    /// Makes again what was removed since the set-up (the interface, an address, the link
+    /// state, a NOTRACK rule), logging each; errors are logged, to be retried at the next check.
+    pub fn restore(&self) {
+        if let Some(name) = &self.interface {
+            match ensure_interface(name, &self.ips) {
+                Ok(true) => tracing::warn!(interface = %name, "the node-local interface was changed: restored"),
+                Ok(false) => {}
+                Err(e) => tracing::error!(error = %e, "restoring the node-local interface failed"),
+            }
+        }
+        if let Some(rules) = &self.notrack {
+            match ensure_notrack(rules) {
+                Ok(true) => tracing::warn!("NOTRACK rules for DNS were removed: restored"),
+                Ok(false) => {}
+                Err(e) => tracing::error!(error = %e, "restoring the NOTRACK rules failed"),
+            }
+        }
+    }
+
+    /// Checks and restores the set-up every `every` on a thread of its own, until
+    /// [`Keeper::stop`].
+    pub fn keep(self, every: Duration) -> std::io::Result<Keeper> {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("skyline-nodelocal".to_owned())
+            .spawn(move || {
+                while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
+                    self.restore();
+                }
+                self
+            })?;
+        Ok(Keeper { stop, thread })
     }
 
     /// Removes what [`NodeLocal::set_up`] made; errors are logged, since this runs on the way
     /// out. An interface that existed before is left.
     pub fn tear_down(self) {
-        if let Some(table) = &self.notrack {
-            if let Err(e) = nft(&format!("delete table inet {table}\n")) {
-                tracing::warn!(error = %e, "removing the NOTRACK rules failed");
-            }
+        let removed = match &self.notrack {
+            Some(Notrack::Nftables { table, .. }) => nft(&format!("delete table inet {table}\n")).map(drop),
+            Some(Notrack::Iptables(rules)) => rules.iter().try_for_each(IptablesRule::remove),
+            None => Ok(()),
+        };
+        if let Err(e) = removed {
+            tracing::warn!(error = %e, "removing the NOTRACK rules failed");
         }
         if let Some(name) = self.interface.as_deref().filter(|_| !self.interface_found) {
             if let Err(e) = ip(&["link", "del", "dev", name]) {
@@ -132,6 +247,124 @@ impl NodeLocal {
             }
         }
     }
+}
+
+/// The set-up's periodic check, on its own thread.
+#[derive(Debug)]
+pub struct Keeper {
+    stop: mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<NodeLocal>,
+}
+
+impl Keeper {
+    /// Ends the checks (a check under way finishes first, so none runs after this returns)
+    /// and gives the set-up back, to be torn down or left.
+    pub fn stop(self) -> Option<NodeLocal> {
+        drop(self.stop);
+        self.thread
+            .join()
+            .inspect_err(|_| tracing::error!("the node-local check thread panicked"))
+            .ok()
+    }
+}
+
+/// Whether the node keeps its packet filter rules in iptables: `iptables-save` lists a rule
+/// (kube-proxy in iptables mode always has some). A node without iptables, or whose iptables
+/// is empty, gets an nftables table.
+fn node_uses_iptables() -> bool {
+    run("iptables-save", "iptables", &[], None).is_ok_and(|rules| rules.lines().any(|l| l.starts_with("-A ")))
+}
+
+/// Creates the interface `name` if it is missing, puts each of `ips` on it and sets it up;
+/// whether anything had to be done.
+fn ensure_interface(name: &str, ips: &[IpAddr]) -> Result<bool, SetupError> {
+    let mut changed = false;
+    if ip(&["link", "show", "dev", name]).is_err() {
+        if let Err(dummy) = ip(&["link", "add", name, "type", "dummy"]) {
+            // A kernel built without dummy interfaces (CONFIG_DUMMY) still has bridges: one
+            // without ports holds local addresses just as well.
+            ip(&["link", "add", name, "type", "bridge"]).map_err(|_| dummy)?;
+            tracing::warn!(
+                interface = name,
+                "the kernel has no dummy interfaces; an empty bridge holds the addresses"
+            );
+        }
+        changed = true;
+    }
+    let listed = ip(&["-o", "addr", "show", "dev", name])?;
+    for addr in ips {
+        let prefix = if addr.is_ipv4() { 32 } else { 128 };
+        let cidr = format!("{addr}/{prefix}");
+        if !listed.split_whitespace().any(|word| word == cidr) {
+            ip(&["addr", "add", &cidr, "dev", name])?;
+            changed = true;
+        }
+    }
+    let link = ip(&["-o", "link", "show", "dev", name])?;
+    let up = link
+        .split(['<', '>'])
+        .nth(1)
+        .is_some_and(|flags| flags.split(',').any(|f| f == "UP"));
+    if !up {
+        ip(&["link", "set", "dev", name, "up"])?;
+        changed = true;
+    }
+    Ok(changed)
+}
+
+/// Installs whichever of `rules` is missing; whether any was.
+fn ensure_notrack(rules: &Notrack) -> Result<bool, SetupError> {
+    match rules {
+        Notrack::Nftables { table, script } => {
+            let expected = script.matches(" notrack\n").count();
+            let listed = nft_list_table(table).unwrap_or_default();
+            if listed.matches(" notrack").count() == expected {
+                return Ok(false);
+            }
+            nft(script)?;
+            Ok(true)
+        }
+        Notrack::Iptables(rules) => {
+            let mut added = false;
+            for rule in rules {
+                added |= rule.ensure()?;
+            }
+            Ok(added)
+        }
+    }
+}
+
+/// node-cache's rules for port 53 of each of `ips`: NOTRACK in the raw table for queries
+/// arriving (PREROUTING) and for the answers and the node's own queries (OUTPUT), and ACCEPT in
+/// the filter table, whose rules for tracked connections no longer see these packets as
+/// established.
+fn iptables_rules(ips: &[IpAddr]) -> Vec<IptablesRule> {
+    let mut rules = Vec::new();
+    for ip in ips {
+        let program = if ip.is_ipv4() { "iptables" } else { "ip6tables" };
+        let ip = ip.to_string();
+        let port = DNS_PORT.to_string();
+        let shapes: [(&str, &str, &str, &str, &str); 5] = [
+            ("raw", "PREROUTING", "-d", "--dport", "NOTRACK"),
+            ("filter", "INPUT", "-d", "--dport", "ACCEPT"),
+            ("raw", "OUTPUT", "-s", "--sport", "NOTRACK"),
+            ("filter", "OUTPUT", "-s", "--sport", "ACCEPT"),
+            ("raw", "OUTPUT", "-d", "--dport", "NOTRACK"),
+        ];
+        for (table, chain, direction, port_match, target) in shapes {
+            for proto in ["tcp", "udp"] {
+                rules.push(IptablesRule {
+                    program,
+                    table,
+                    chain,
+                    spec: ["-p", proto, direction, &ip, port_match, &port, "-j", target]
+                        .map(str::to_owned)
+                        .to_vec(),
+                });
+            }
+        }
+    }
+    rules
 }
 
 /// The nftables script that (re)creates `table` with NOTRACK for DNS to and from `ips`, in the
@@ -189,6 +422,11 @@ fn valid_name(name: &str) -> Result<(), SetupError> {
 /// Runs `ip` with `args`; its standard output.
 fn ip(args: &[&str]) -> Result<String, SetupError> {
     run("ip", "iproute2", args, None)
+}
+
+/// `nft list table inet TABLE`, or `None` when there is no such table.
+fn nft_list_table(table: &str) -> Option<String> {
+    run("nft", "nftables", &["list", "table", "inet", table], None).ok()
 }
 
 /// Runs `nft -f -` with `script` on its standard input.
@@ -253,6 +491,46 @@ mod tests {
             assert!(output.contains(line), "{line:?} not in the output chain\n{script}");
         }
         assert!(script.starts_with("table inet skyline_nodelocal\ndelete table inet skyline_nodelocal\n"));
+    }
+
+    #[test]
+    fn iptables_rules_are_node_caches_for_each_address_and_protocol() {
+        let rules = iptables_rules(&["169.254.20.10".parse().unwrap(), "fd00::a".parse().unwrap()]);
+        assert_eq!(rules.len(), 20);
+        let written: Vec<String> = rules
+            .iter()
+            .map(|r| format!("{} -t {} -A {} {}", r.program, r.table, r.chain, r.spec.join(" ")))
+            .collect();
+        for line in [
+            "iptables -t raw -A PREROUTING -p udp -d 169.254.20.10 --dport 53 -j NOTRACK",
+            "iptables -t raw -A PREROUTING -p tcp -d 169.254.20.10 --dport 53 -j NOTRACK",
+            "iptables -t filter -A INPUT -p udp -d 169.254.20.10 --dport 53 -j ACCEPT",
+            "iptables -t raw -A OUTPUT -p udp -s 169.254.20.10 --sport 53 -j NOTRACK",
+            "iptables -t filter -A OUTPUT -p tcp -s 169.254.20.10 --sport 53 -j ACCEPT",
+            "iptables -t raw -A OUTPUT -p udp -d 169.254.20.10 --dport 53 -j NOTRACK",
+            "ip6tables -t raw -A PREROUTING -p udp -d fd00::a --dport 53 -j NOTRACK",
+        ] {
+            assert!(written.contains(&line.to_owned()), "{line:?} not in {written:#?}");
+        }
+        assert_eq!(
+            rules[0].args("-C"),
+            [
+                "-w",
+                "5",
+                "-t",
+                "raw",
+                "-C",
+                "PREROUTING",
+                "-p",
+                "tcp",
+                "-d",
+                "169.254.20.10",
+                "--dport",
+                "53",
+                "-j",
+                "NOTRACK"
+            ]
+        );
     }
 
     #[test]

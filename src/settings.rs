@@ -422,8 +422,9 @@ settings! {
         #[arg(long, value_name = "NAME")]
         restart setup_interface: String;
 
-        /// Install nftables NOTRACK rules for DNS to and from the --addr addresses, removed like
-        /// --setup-interface; needs CAP_NET_ADMIN and `nft` (nftables) [default: false]
+        /// Install NOTRACK rules for DNS to and from the --addr addresses, in iptables when the
+        /// node's rules are there, else in nftables; removed like --setup-interface; needs
+        /// CAP_NET_ADMIN and `iptables` or `nft` [default: false]
         #[arg(long, num_args = 0, default_missing_value = "true")]
         restart setup_notrack: bool = false;
 
