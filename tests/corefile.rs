@@ -124,6 +124,84 @@ fn the_kubeadm_corefile_serves_the_cluster_and_forwards_the_rest() {
     assert!(body.contains("coredns_dns_requests_total"), "{body}");
 }
 
+/// k3s's `coredns` ConfigMap: NodeHosts through `hosts` with fallthrough, `loop`, and imports of
+/// custom `.override` and `.server` files.
+#[test]
+fn the_k3s_corefile_serves_node_hosts_the_cluster_and_custom_servers() {
+    let api = FakeApi::start();
+    populate(&api);
+    let upstream = answering();
+    let consul = answering();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("custom")).unwrap();
+    std::fs::write(
+        dir.path().join("NodeHosts"),
+        "192.168.1.10 k3s-server\n192.168.1.11 k3s-agent\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("custom/log.override"), "log\n").unwrap();
+    std::fs::write(
+        dir.path().join("custom/consul.server"),
+        format!("consul.local:53 {{\n    errors\n    forward . {}\n}}\n", consul.addr),
+    )
+    .unwrap();
+    let corefile = format!(
+        ".:53 {{
+    errors
+    health 127.0.0.1:{health}
+    ready 127.0.0.1:{ready}
+    kubernetes cluster.local in-addr.arpa ip6.arpa {{
+      endpoint http://{api}
+      pods insecure
+      fallthrough in-addr.arpa ip6.arpa
+    }}
+    hosts {dir}/NodeHosts {{
+      ttl 60
+      reload 15s
+      fallthrough
+    }}
+    prometheus 127.0.0.1:{metrics}
+    forward . {upstream}
+    cache 30
+    loop
+    reload
+    loadbalance
+    import {dir}/custom/*.override
+}}
+import {dir}/custom/*.server
+",
+        health = free_port(),
+        ready = free_port(),
+        metrics = free_port(),
+        api = api.addr,
+        upstream = upstream.addr,
+        dir = dir.path().display(),
+    );
+    let path = dir.path().join("Corefile");
+    std::fs::write(&path, corefile).unwrap();
+    let s = Skyline::start_with(&["--corefile", path.to_str().unwrap()], &[]);
+    eventually(SETTLE, "the cluster zone to sync", || {
+        s.udp("kubernetes.default.svc.cluster.local.", RecordType::A)
+            .response_code()
+            == ResponseCode::NoError
+    });
+    let reply = s.udp("k3s-agent.", RecordType::A);
+    assert_eq!(addresses(&reply), [Ipv4Addr::new(192, 168, 1, 11)], "NodeHosts");
+    assert_eq!(reply.answers()[0].ttl(), 60, "hosts ttl");
+    assert_eq!(upstream.count("k3s-agent."), 0);
+    let reply = s.udp("kubernetes.default.svc.cluster.local.", RecordType::A);
+    assert_eq!(addresses(&reply), [Ipv4Addr::new(10, 96, 0, 1)]);
+    assert_eq!(addresses(&s.udp("www.example.org.", RecordType::A)), [GOOD]);
+    assert_eq!(upstream.count("www.example.org."), 1, "hosts falls through to forward");
+    assert_eq!(addresses(&s.udp("db.service.consul.local.", RecordType::A)), [GOOD]);
+    assert_eq!(
+        consul.count("db.service.consul.local."),
+        1,
+        "the imported .server block"
+    );
+    assert_eq!(upstream.count("db.service.consul.local."), 0);
+}
+
 #[test]
 fn node_local_dns_blocks_on_one_port_split_by_zone() {
     let cluster = answering();
