@@ -314,6 +314,8 @@ pub fn forward_config(
             negative_zone_caps: cache.negative_ttl_zones.clone(),
             stale_for: cache.serve_stale,
             prefetch: cache.prefetch,
+            success_zone_caps: cache.success_ttl_zones.clone(),
+            keep_ttl: cache.keep_ttl,
         },
     };
     Ok(Resolved {
@@ -418,7 +420,7 @@ pub(crate) fn parse_zone_ttl(text: &str) -> Result<(Name, u32), String> {
     let (zone, secs) = text
         .split_once('=')
         .ok_or_else(|| format!("{text:?} is not ZONE=SECS"))?;
-    let zone = parse_zone("--cache-negative-ttl-zone", zone)?;
+    let zone = parse_zone("ZONE", zone)?;
     let secs = secs.trim().parse().map_err(|_| format!("{text:?} is not ZONE=SECS"))?;
     Ok((zone, secs))
 }

@@ -701,6 +701,25 @@ settings! {
         /// false` [default: popular entries are refreshed]
         #[arg(long = "no-prefetch", num_args = 0, default_missing_value = "false")]
         applied prefetch: bool = CacheConfig::default().prefetch;
+
+        /// A lower positive-answer cap for one zone, ZONE=SECS; 0 keeps the zone's answers out
+        /// of the cache (CoreDNS disable success); repeat for more zones; in the file a table
+        /// of zone = seconds [default: none]
+        #[arg(long = "cache-success-ttl-zone", value_name = "ZONE=SECS", value_parser = parse_zone_ttl)]
+        applied success_ttl_zones: Vec<(Name, u32)> = Vec::new(),
+            file BTreeMap<String, u32> => zone_ttls;
+
+        /// Answer from the cache with the TTLs as received, not counted down (CoreDNS keepttl)
+        /// [default: false]
+        #[arg(
+            long = "cache-keep-ttl",
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true",
+            value_parser = parse_go_bool
+        )]
+        applied keep_ttl: bool = false;
     }
 }
 
@@ -1184,7 +1203,7 @@ fn names(texts: Vec<String>, _: &Path) -> Result<Vec<Name>, String> {
     texts.iter().map(|text| zone(text)).collect()
 }
 
-/// Negative TTL caps as a table of zone = seconds.
+/// TTL caps as a table of zone = seconds.
 fn zone_ttls(zones: BTreeMap<String, u32>, _: &Path) -> Result<Vec<(Name, u32)>, String> {
     zones.iter().map(|(z, secs)| Ok((zone(z)?, *secs))).collect()
 }

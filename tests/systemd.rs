@@ -504,7 +504,7 @@ fn the_units_command_line_with_the_minimal_example_passes_check_config() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    for line in ["domain = \"skydns.local.\"", "http_addr = \"127.0.0.1:9153\""] {
+    for line in ["domain = \"skydns.local.\"", "http_addr = [\"127.0.0.1:9153\"]"] {
         assert!(stdout.lines().any(|l| l == line), "{line:?} not in:\n{stdout}");
     }
     assert!(

@@ -76,9 +76,15 @@ struct Upstream {
 impl Upstream {
     fn start(mark: u8, pki: &Pki) -> Upstream {
         let seen = Arc::new(Mutex::new(Seen::default()));
-        let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+        // A free UDP port whose TCP twin is free too.
+        let (udp, tcp) = (0..100)
+            .find_map(|_| {
+                let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+                let tcp = TcpListener::bind(udp.local_addr().unwrap()).ok()?;
+                Some((udp, tcp))
+            })
+            .expect("a port free over UDP and TCP");
         let plain = udp.local_addr().unwrap();
-        let tcp = TcpListener::bind(plain).unwrap();
         let tls = TcpListener::bind("127.0.0.1:0").unwrap();
         let tls_addr = tls.local_addr().unwrap();
         let counts = Arc::clone(&seen);

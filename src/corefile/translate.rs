@@ -82,6 +82,10 @@ const CACHE_CAPACITY: u64 = 9984;
 /// The memory skyline's cache gives one entry, to turn a CoreDNS capacity into a size: a
 /// reply of a few records and its key.
 const CACHE_ENTRY_BYTES: u64 = 1024;
+/// CoreDNS's cache TTL caps when none is written: success, denial, and the lowest of both.
+const COREDNS_SUCCESS_TTL: u32 = 3600;
+const COREDNS_DENIAL_TTL: u32 = 1800;
+const COREDNS_MIN_TTL: u32 = 5;
 
 /// What a Corefile says, as settings.
 #[derive(Debug, Default)]
@@ -299,7 +303,7 @@ struct Translator {
     http: Vec<SocketAddr>,
     stub_zones: Vec<StubZoneFile>,
     negative_zones: BTreeMap<String, u32>,
-    root_cache: bool,
+    success_zones: BTreeMap<String, u32>,
     round_robin: bool,
     etcd_place: Option<Place>,
     kubernetes_place: Option<Place>,
@@ -365,14 +369,12 @@ impl Translator {
                 self.error(&place, plugin, message);
             }
         }
-        if !has_cache && is_root {
-            self.notes.push(format!(
-                "{}: the root zone's block has no cache: skyline still caches what it forwards, with its defaults",
-                keys[0].place
-            ));
-        }
-        if is_root {
-            self.root_cache = has_cache;
+        if !has_cache {
+            // As in CoreDNS, a block without `cache` caches nothing for its zones.
+            for zone in &zones {
+                self.success_zones.entry(zone.clone()).or_insert(0);
+                self.negative_zones.entry(zone.clone()).or_insert(0);
+            }
         }
         let ips = if binds.is_empty() {
             vec![IpAddr::V4(Ipv4Addr::UNSPECIFIED), IpAddr::V6(Ipv6Addr::UNSPECIFIED)]
@@ -601,11 +603,14 @@ impl Translator {
         Ok(())
     }
 
+    /// `cache`: CoreDNS's caps (success 3600 s, denial 1800 s, both at least 5 s unless
+    /// written) from the `.` block for the whole cache, another block's for its zones alone.
     fn cache(&mut self, d: &Directive, zones: &[String], is_root: bool) -> Result<(), (Place, String)> {
         let mut max_ttl: Option<u32> = None;
         let mut denial_ttl: Option<u32> = None;
         let mut min_ttl: Option<u32> = None;
         let (mut success, mut denial) = (CACHE_CAPACITY, CACHE_CAPACITY);
+        let mut disabled: Vec<(bool, Vec<String>)> = Vec::new();
         if let Some(first) = d.args.first() {
             max_ttl = Some(seconds(first)?);
             denial_ttl = max_ttl;
@@ -644,7 +649,7 @@ impl Translator {
                         }
                         if min.is_some() {
                             self.notes.push(format!(
-                                "{}: cache denial MINTTL: skyline keeps a negative answer for its SOA's TTL, capped, never raised",
+                                "{}: cache denial MINTTL: skyline raises a negative answer's TTL to the success MINTTL",
                                 line.name.place
                             ));
                         }
@@ -667,38 +672,63 @@ impl Translator {
                     }
                     self.cache.serve_stale = Some(duration.as_secs() as u32);
                 }
-                other @ ("servfail" | "disable" | "keepttl") => {
-                    return Err((
-                        line.name.place.clone(),
-                        format!("option {other} is not supported by skyline"),
-                    ))
+                "keepttl" => {
+                    no_args(line)?;
+                    self.cache.keep_ttl = Some(true);
+                }
+                "servfail" => {
+                    let [value] = args else {
+                        return Err((line.name.place.clone(), "servfail DURATION".into()));
+                    };
+                    let duration = go_duration(&value.text).map_err(|m| (value.place.clone(), m))?;
+                    if !duration.is_zero() {
+                        self.notes.push(format!(
+                            "{}: cache servfail: skyline does not cache SERVFAIL; the name is asked again, or served stale when it was cached",
+                            line.name.place
+                        ));
+                    }
+                }
+                "disable" => {
+                    let [kind, only @ ..] = args else {
+                        return Err((line.name.place.clone(), "disable success|denial [ZONES...]".into()));
+                    };
+                    let success = match kind.text.as_str() {
+                        "success" => true,
+                        "denial" => false,
+                        other => return Err((kind.place.clone(), format!("{other:?}: disable success or denial"))),
+                    };
+                    let only = only
+                        .iter()
+                        .map(|z| fqdn(&z.text).map_err(|m| (z.place.clone(), m)))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    disabled.push((success, if only.is_empty() { zones.to_vec() } else { only }));
                 }
                 other => return Err((line.name.place.clone(), format!("unknown option {other}"))),
             }
         }
+        let max_ttl = max_ttl.unwrap_or(COREDNS_SUCCESS_TTL);
+        let denial_ttl = denial_ttl.unwrap_or(COREDNS_DENIAL_TTL);
+        let min_ttl = min_ttl.unwrap_or(COREDNS_MIN_TTL);
         if is_root {
-            if let Some(ttl) = max_ttl {
-                self.cache.max_ttl = Some(ttl);
-            }
-            if let Some(ttl) = min_ttl {
-                self.cache.min_ttl = Some(ttl);
-            }
-            if let Some(ttl) = denial_ttl {
-                self.cache.negative_ttl = Some(ttl);
-            }
+            self.cache.max_ttl = Some(max_ttl);
+            self.cache.min_ttl = Some(min_ttl);
+            self.cache.negative_ttl = Some(denial_ttl);
             let bytes = success.saturating_add(denial).saturating_mul(CACHE_ENTRY_BYTES);
             self.cache.size = Some(format!("{}KiB", bytes / 1024));
         } else {
-            if let Some(ttl) = denial_ttl {
-                for zone in zones {
-                    self.negative_zones.insert(zone.clone(), ttl);
-                }
+            for zone in zones {
+                self.negative_zones.insert(zone.clone(), denial_ttl);
+                self.success_zones.insert(zone.clone(), max_ttl);
             }
-            if max_ttl.is_some_and(|t| Some(t) != self.cache.max_ttl) {
-                self.notes.push(format!(
-                    "{}: cache: skyline has one cache; this block's success TTL is not applied to its zones alone (its denial TTL is)",
-                    d.name.place
-                ));
+        }
+        for (success, zones) in disabled {
+            let caps = if success {
+                &mut self.success_zones
+            } else {
+                &mut self.negative_zones
+            };
+            for zone in zones {
+                caps.insert(zone, 0);
             }
         }
         Ok(())
@@ -1117,6 +1147,9 @@ impl Translator {
         // CoreDNS's cache neither prefetches nor serves stale answers unless told to.
         self.cache.prefetch.get_or_insert(false);
         self.cache.serve_stale.get_or_insert(0);
+        if !self.success_zones.is_empty() {
+            self.cache.success_ttl_zones = Some(std::mem::take(&mut self.success_zones));
+        }
         if !self.negative_zones.is_empty() {
             self.cache.negative_ttl_zones = Some(std::mem::take(&mut self.negative_zones));
         }

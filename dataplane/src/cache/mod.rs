@@ -67,6 +67,12 @@ pub struct CacheConfig {
     pub stale_for: u32,
     /// Refresh popular entries shortly before they expire, so that they never miss.
     pub prefetch: bool,
+    /// Lower positive caps for names in given zones (the most specific zone wins); 0 keeps the
+    /// zone's answers out of the cache (CoreDNS `disable success`).
+    pub success_zone_caps: Vec<(Name, u32)>,
+    /// Answer from the cache with the TTLs as received instead of counting them down (CoreDNS
+    /// `keepttl`, for clients that do their own caching behind this one).
+    pub keep_ttl: bool,
 }
 
 impl Default for CacheConfig {
@@ -79,6 +85,8 @@ impl Default for CacheConfig {
             negative_zone_caps: vec![(Name::from_dotted("cluster.local.").unwrap_or_else(|_| Name::root()), 5)],
             stale_for: 86_400,
             prefetch: true,
+            success_zone_caps: Vec::new(),
+            keep_ttl: false,
         }
     }
 }
@@ -382,17 +390,18 @@ impl Cache {
 
     /// The TTL caps for an answer about the lower-cased wire name `name`.
     pub fn caps_for(&self, name: &[u8]) -> TtlCaps {
-        let zone_cap = self
-            .config
-            .negative_zone_caps
-            .iter()
-            .filter(|(zone, _)| is_within(name, zone.wire()))
-            .max_by_key(|(zone, _)| zone.wire().len())
-            .map(|&(_, cap)| cap);
+        let zone_cap = |caps: &[(Name, u32)]| {
+            caps.iter()
+                .filter(|(zone, _)| is_within(name, zone.wire()))
+                .max_by_key(|(zone, _)| zone.wire().len())
+                .map(|&(_, cap)| cap)
+        };
+        let max =
+            zone_cap(&self.config.success_zone_caps).map_or(self.config.max_ttl, |cap| cap.min(self.config.max_ttl));
         TtlCaps {
-            min: self.config.min_ttl,
-            max: self.config.max_ttl,
-            negative_max: zone_cap.map_or(self.config.negative_max_ttl, |cap| {
+            min: self.config.min_ttl.min(max),
+            max,
+            negative_max: zone_cap(&self.config.negative_zone_caps).map_or(self.config.negative_max_ttl, |cap| {
                 cap.min(self.config.negative_max_ttl)
             }),
         }
@@ -429,6 +438,7 @@ impl Cache {
         };
         let stale_for = u64::from(self.config.stale_for);
         let prefetch = self.config.prefetch;
+        let keep_ttl = self.config.keep_ttl;
         let Some(stored) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
             return Lookup::Miss;
         };
@@ -454,7 +464,7 @@ impl Cache {
             }
             return Lookup::Fresh(Hit {
                 entry: &stored.entry,
-                age: Age::Fresh(age as u32),
+                age: Age::Fresh(if keep_ttl { 0 } else { age as u32 }),
                 refresh,
             });
         }

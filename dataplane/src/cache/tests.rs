@@ -146,6 +146,52 @@ fn negative_caps_follow_the_most_specific_zone() {
 }
 
 #[test]
+fn success_caps_follow_the_most_specific_zone_and_zero_keeps_answers_out() {
+    let cache = Cache::new(CacheConfig {
+        min_ttl: 5,
+        max_ttl: 3600,
+        success_zone_caps: vec![
+            (Name::from_dotted("cluster.local.").unwrap(), 30),
+            (Name::from_dotted("nocache.cluster.local.").unwrap(), 0),
+        ],
+        ..CacheConfig::default()
+    });
+    let caps = |name: &str| {
+        let c = cache.caps_for(lower(name).wire());
+        (c.min, c.max)
+    };
+    assert_eq!(caps("example.org."), (5, 3600));
+    assert_eq!(caps("a.cluster.local."), (5, 30));
+    assert_eq!(
+        caps("a.nocache.cluster.local."),
+        (0, 0),
+        "the minimum does not raise a zero cap"
+    );
+}
+
+#[test]
+fn keep_ttl_serves_the_ttls_as_received() {
+    let t0 = Instant::now();
+    let mut cache = Cache::new(CacheConfig {
+        keep_ttl: true,
+        ..CacheConfig::default()
+    });
+    let k = key("a.example.");
+    cache.insert(k.bytes(), entry("a.example.", 60, t0));
+    match cache.lookup(k.key_ref(), t0 + Duration::from_secs(20), false) {
+        Lookup::Fresh(hit) => assert_eq!(hit.age, Age::Fresh(0)),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        matches!(
+            cache.lookup(k.key_ref(), t0 + Duration::from_secs(61), false),
+            Lookup::Stale(_)
+        ),
+        "it still expires"
+    );
+}
+
+#[test]
 fn the_memory_bound_holds() {
     let t0 = Instant::now();
     let mut cache = small_cache(20_000);

@@ -166,7 +166,7 @@ fn etcd_gives_the_domain_prefix_and_connection() {
 #[test]
 fn every_unsupported_plugin_and_option_is_named_with_its_line() {
     let got =
-        errors(".:53 {\n dnssec\n cache {\n  keepttl\n }\n kubernetes {\n  tls a b c\n }\n nonsense\n}\n.:53 {\n}\n");
+        errors(".:53 {\n dnssec\n cache {\n  shared\n }\n kubernetes {\n  tls a b c\n }\n nonsense\n}\n.:53 {\n}\n");
     assert_eq!(got.len(), 5, "{got:#?}");
     assert!(
         got[0].starts_with("Corefile:11: zone . on port 53 is already a key at Corefile:1"),
@@ -177,7 +177,7 @@ fn every_unsupported_plugin_and_option_is_named_with_its_line() {
         "{got:#?}"
     );
     assert!(
-        got[2].starts_with("Corefile:4: plugin cache: option keepttl"),
+        got[2].starts_with("Corefile:4: plugin cache: unknown option shared"),
         "{got:#?}"
     );
     assert!(
@@ -261,4 +261,28 @@ fn autopath_at_kubernetes_turns_on_the_kubernetes_search() {
     assert!(alone[0].contains("Corefile:2: plugin autopath"), "{alone:?}");
     let file = errors(".:53 {\n autopath /etc/resolv.conf\n}\n");
     assert!(file[0].contains("@kubernetes"), "{file:?}");
+}
+
+#[test]
+fn cache_caps_per_block_disable_keepttl_and_no_cache_as_coredns() {
+    let t = translated(
+        ".:53 {\n cache {\n  keepttl\n  servfail 0\n  disable success nocache.example\n }\n forward . 10.0.0.1\n}\n\
+         cluster.local:53 {\n cache {\n  success 9984 30\n  denial 9984 5\n  disable denial\n }\n forward . 10.96.0.10\n}\n\
+         consul:53 {\n forward . 10.0.0.2\n}\n",
+    );
+    let cache = t.file.cache.as_ref().unwrap();
+    assert_eq!(cache.keep_ttl, Some(true));
+    assert_eq!(
+        (cache.max_ttl, cache.negative_ttl, cache.min_ttl),
+        (Some(3600), Some(1800), Some(5)),
+        "CoreDNS's caps when none is written"
+    );
+    let success = cache.success_ttl_zones.as_ref().unwrap();
+    assert_eq!(success.get("nocache.example."), Some(&0));
+    assert_eq!(success.get("cluster.local."), Some(&30));
+    assert_eq!(success.get("consul."), Some(&0), "a block without cache caches nothing");
+    let denial = cache.negative_ttl_zones.as_ref().unwrap();
+    assert_eq!(denial.get("cluster.local."), Some(&0), "disable denial");
+    assert_eq!(denial.get("consul."), Some(&0));
+    assert!(t.notes.is_empty(), "{:?}", t.notes);
 }
