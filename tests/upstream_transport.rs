@@ -327,3 +327,38 @@ fn each_set_of_upstreams_is_asked_its_own_way() {
     );
     assert!(cluster.tcp_connections <= 2 && private.tls_connections <= 2);
 }
+
+/// NodeLocal DNSCache's Corefile shape: the cluster zone to the cluster DNS with `force_tcp`,
+/// the rest over DNS over TLS with the server name checked against the test CA.
+#[test]
+fn a_corefile_asks_each_block_over_its_forward_transport() {
+    let pki = Pki::generate();
+    let (cluster, outside) = (Upstream::start(2, &pki), Upstream::start(1, &pki));
+    let dir = tempfile::tempdir().unwrap();
+    let ca = write(dir.path(), "ca.pem", &pki.ca_pem);
+    let corefile = |servername: &str| {
+        format!(
+            "cluster.local:53 {{\n    errors\n    cache {{\n        success 9984 30\n        denial 9984 5\n    }}\n    \
+             forward . {cluster} {{\n        force_tcp\n    }}\n}}\n\
+             .:53 {{\n    errors\n    cache 30\n    forward . tls://{outside} {{\n        tls {ca}\n        tls_servername {servername}\n    }}\n}}\n",
+            cluster = cluster.plain,
+            outside = outside.tls,
+            ca = ca.display(),
+        )
+    };
+    let path = write(dir.path(), "Corefile", &corefile("dns.test"));
+    let s = Skyline::start_with(&["--corefile", path.to_str().unwrap()], &[]);
+    ask_distinct_names(&s, "svc.cluster.local.", 2);
+    ask_distinct_names(&s, "example.org.", 1);
+    let (c, o) = (cluster.seen(), outside.seen());
+    assert_eq!((c.udp, c.tcp, c.tls), (0, N, 0), "cluster.local over TCP only: {c:?}");
+    assert!((1..=2).contains(&c.tcp_connections), "connections reused: {c:?}");
+    assert_eq!((o.udp, o.tcp, o.tls), (0, 0, N), "the rest over TLS: {o:?}");
+    assert!((1..=2).contains(&o.tls_connections), "{o:?}");
+    drop(s);
+
+    let path = write(dir.path(), "Corefile", &corefile("wrong.test"));
+    let s = Skyline::start_with(&["--corefile", path.to_str().unwrap()], &[]);
+    assert_eq!(ask(&s, "www.example.org.").response_code(), ResponseCode::ServFail);
+    assert_eq!(outside.seen().tls, N, "no query to a server that failed the name check");
+}
