@@ -35,7 +35,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends iproute2 nftables \
  && rm -rf /var/lib/apt/lists/*
 
-# `skyline node-cache` in NodeLocal DNSCache's place (deploy/nodelocaldns/nodelocaldns.yaml):
+# `skyline node-cache` in NodeLocal DNSCache's place (deploy/node-local/nodelocaldns.yaml):
 # as node-cache, it runs as root with NET_ADMIN and makes the interface and the NOTRACK rules
 # itself, so the image carries ip, nft and iptables. Build it with --target node-cache.
 FROM debian:bookworm-slim AS node-cache

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Cache hits on a node-local cache: `skyline node-cache` running the node-local-dns ConfigMap of
-# deploy/nodelocaldns/nodelocaldns.yaml as node-cache runs it (its template filled, the kube-dns
+# deploy/node-local/nodelocaldns.yaml as node-cache runs it (its template filled, the kube-dns
 # ConfigMap's upstreamNameservers naming the upstream) against node-cache's shape run by dnsdist
 # (packet cache) and by Unbound (forwarding everything, 30 s cap as the ConfigMap's `cache 30`),
 # each forwarding to Knot serving `* A` under bench.test., each on one CPU. There is no CoreDNS
@@ -44,7 +44,7 @@ knot_conf "${PORT[knot]}" "$ZONE." "$work/zone"
 # The ConfigMap's Corefile as the installation leaves it (cluster.local, the local address, no
 # second address), its metrics and health ports moved off the well-known ones.
 awk '/^  Corefile: \|/ {on = 1; next} on && /^[^ ]/ {on = 0} on {sub(/^    /, ""); print}' \
-  deploy/nodelocaldns/nodelocaldns.yaml |
+  deploy/node-local/nodelocaldns.yaml |
   sed -e 's/__PILLAR__DNS__DOMAIN__/cluster.local/g' -e 's/__PILLAR__LOCAL__DNS__/127.0.0.1/g' \
     -e 's/__PILLAR__DNS__SERVER__//g' -e "s/:9253/:${PORT[metrics]}/" -e "s/:8080/:${PORT[health]}/" \
     >"$work/Corefile.base"

@@ -1,5 +1,5 @@
 //! `skyline node-cache` in NodeLocal DNSCache's place: the upstream-shaped manifest of
-//! `deploy/nodelocaldns/nodelocaldns.yaml`, and the real binary run with that manifest's command
+//! `deploy/node-local/nodelocaldns.yaml`, and the real binary run with that manifest's command
 //! line and ConfigMap in network namespaces these tests make (each test runs itself again inside
 //! one, so that its stand-ins bind there): the cluster DNS (the kube-dns pods behind
 //! `kube-dns-upstream`, and behind the kube-dns Service IP through a DNAT rule as kube-proxy
@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const MANIFEST: &str = "deploy/nodelocaldns/nodelocaldns.yaml";
+const MANIFEST: &str = "deploy/node-local/nodelocaldns.yaml";
 /// Set in the environment of the test run again inside a namespace.
 const IN_NAMESPACE: &str = "SKYLINE_NODE_CACHE_TEST_NAMESPACE";
 

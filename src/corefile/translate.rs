@@ -784,7 +784,7 @@ impl Translator {
             upstreams.servers.push(addr);
         }
         let tls = tls.unwrap_or(false);
-        let (tuning, expire) = forward_options(d, tls)?;
+        let (tuning, expire) = forward_options(d, tls, &mut self.notes)?;
         if let Some(expire) = expire {
             if self.forward.expire.as_ref().is_some_and(|e| *e != expire) {
                 return Err((
@@ -1221,7 +1221,11 @@ fn no_block(d: &Directive) -> Result<(), (Place, String)> {
 /// servers left empty), and its `expire`. CoreDNS's defaults where they differ from skyline's:
 /// policy `random` and `max_fails 2`. The TLS options count for `tls://` upstreams only, as
 /// in CoreDNS.
-fn forward_options(d: &Directive, tls: bool) -> Result<(StubZoneFile, Option<String>), (Place, String)> {
+fn forward_options(
+    d: &Directive,
+    tls: bool,
+    notes: &mut Vec<String>,
+) -> Result<(StubZoneFile, Option<String>), (Place, String)> {
     let mut expire = None;
     let mut o = StubZoneFile {
         policy: Some("random".into()),
@@ -1237,6 +1241,15 @@ fn forward_options(d: &Directive, tls: bool) -> Result<(StubZoneFile, Option<Str
         };
         match line.name.text.as_str() {
             "prefer_udp" => no_args(line)?,
+            "next" => {
+                if args.is_empty() {
+                    return Err((place(), "next RCODE...".into()));
+                }
+                notes.push(format!(
+                    "{}: forward next: skyline has no plugin after forward; the upstream's reply is sent as it is",
+                    line.name.place
+                ));
+            }
             "force_tcp" => {
                 no_args(line)?;
                 o.force_tcp = true;
