@@ -501,3 +501,34 @@ fn a_forwarding_loop_is_detected_logged_and_cut_and_the_rest_is_still_served() {
     assert_eq!(addresses(&own_name), [Ipv4Addr::new(10, 9, 0, 1)]);
     assert!(s.log_count("forwarding loop") == 1, "reported once");
 }
+
+/// The same loop from a Corefile's `loop` plugin: cut and said, and the server stays up, where
+/// CoreDNS would exit.
+#[test]
+fn the_corefile_loop_plugin_cuts_a_loop_without_exiting() {
+    let port = common::free_port();
+    let own = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let relay = Relay::start(own);
+    let dir = tempfile::tempdir().unwrap();
+    let corefile = dir.path().join("Corefile");
+    std::fs::write(
+        &corefile,
+        format!(
+            ".:{port} {{\n    bind 127.0.0.1\n    errors\n    cache 30\n    loop\n    forward . {}\n}}\n",
+            relay.addr
+        ),
+    )
+    .unwrap();
+    let mut args = vec!["--corefile", corefile.to_str().unwrap()];
+    args.extend(HTTP_ANY_PORT);
+    let s = Skyline::start_at(&own.to_string(), RECORDS, &args, &[]);
+    let series = format!("skyline_forward_loop_detected{{to=\"{}\"}}", relay.addr);
+    eventually(Duration::from_secs(5), "the loop is found", || {
+        metric_value(&metrics(&s), &series) == Some(1.0)
+    });
+    let (reply, took) = Client::new().ask(&s, "www.example.org.");
+    assert_eq!(reply.response_code(), ResponseCode::ServFail);
+    assert!(took < Duration::from_millis(100), "not sent round the loop: {took:?}");
+    let own_name = udp_query(s.addr, &query("web.skydns.local.", RecordType::A, None));
+    assert_eq!(own_name.response_code(), ResponseCode::NoError, "still serving");
+}
