@@ -118,6 +118,7 @@ fn write(valid: &Valid, over: &OverData, notes: Vec<String>) -> String {
         ("round_robin", skydns.round_robin.in_force()),
         ("wildcards_marker", skydns.wildcards_marker.in_force()),
         ("cname_chains", skydns.cname_chains.in_force()),
+        ("fallthrough", skydns.fallthrough.in_force()),
         ("nameservers", settings.nameservers.in_force()),
         ("ndots", settings.ndots.in_force()),
         ("forward.no_rec", settings.no_rec.in_force()),

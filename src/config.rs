@@ -569,6 +569,7 @@ pub fn operator(given: &Given) -> Result<Operator, ConfigError> {
         round_robin: main.round_robin,
         wildcards_marker: main.wildcards_marker,
         cname_chains: main.cname_chains,
+        fallthrough: main.fallthrough,
         dnssec: main.dnssec.as_ref().map(|p| p.to_string_lossy().into_owned()),
         scache: main.scache,
         nameservers: main.nameservers.clone(),

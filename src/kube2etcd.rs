@@ -103,12 +103,12 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
 /// The Kubernetes flags of the server that make no sense for records in etcd: hidden from
 /// `--help`, which lists only what kube2etcd takes, and refused by name when given.
 const INAPPLICABLE: &[&str] = &[
-    "zones",
-    "pods",
-    "fallthrough",
-    "openshift_names",
-    "autopath",
-    "autopath_search",
+    "kubernetes_zones",
+    "kubernetes_pods",
+    "kubernetes_fallthrough",
+    "kubernetes_openshift_names",
+    "kubernetes_autopath",
+    "kubernetes_autopath_search",
 ];
 
 /// Parses kube2etcd's command line.

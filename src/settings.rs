@@ -347,6 +347,19 @@ settings! {
         )]
         applied cname_chains: bool;
 
+        /// Pass a name of the domain that has no record on (forwarded, or REFUSED without
+        /// forwarding) instead of denying it with NXDOMAIN, for a server whose upstream holds the
+        /// rest of the domain (CoreDNS etcd fallthrough); answers then carry AA=0 [default: false]
+        #[arg(
+            long,
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true",
+            value_parser = parse_go_bool
+        )]
+        applied fallthrough: bool;
+
         /// Sign the domain (DNSSEC) with the key pair KEYBASE.key and KEYBASE.private that
         /// dnssec-keygen writes (algorithm 8, 13 or 15, its owner the domain); re-read on SIGHUP
         /// (docs/dnssec.md) [default: none, unsigned]
@@ -727,85 +740,85 @@ settings! {
     /// Kubernetes cluster DNS: the `[kubernetes]` table, CoreDNS's `kubernetes` plugin options
     /// under the same names, so that a Corefile block translates line by line. Any of them, the
     /// table or --kubernetes turns the Kubernetes source on.
-    Kubernetes (KubernetesArgs, KubernetesFile) keys "kubernetes." {
+    Kubernetes (KubernetesArgs, KubernetesFile) keys "kubernetes." ids "kubernetes_" {
         /// kubeconfig file of the API server to watch (CoreDNS `kubeconfig`) [default:
         /// KUBECONFIG, else ~/.kube/config, else the in-cluster service account]
-        #[arg(long = "kubeconfig", value_name = "FILE")]
+        #[arg(id = "kubernetes_kubeconfig", long = "kubeconfig", value_name = "FILE")]
         restart kubeconfig: PathBuf, file PathBuf => relative;
 
         /// URL of the API server (CoreDNS `endpoint`), in place of the kubeconfig's; the
         /// in-cluster service account's token is sent when there is one, else nothing [default:
         /// the kubeconfig's]
-        #[arg(long = "kubernetes-endpoint", value_name = "URL")]
+        #[arg(id = "kubernetes_endpoint", long = "kubernetes-endpoint", value_name = "URL")]
         restart endpoint: String;
 
         /// kubeconfig context to use instead of the current one [default: the current one]
-        #[arg(long = "kubernetes-context", value_name = "NAME")]
+        #[arg(id = "kubernetes_context", long = "kubernetes-context", value_name = "NAME")]
         restart context: String;
 
         /// Comma-separated zones of cluster DNS: forward zones (the first names PTR targets) and
         /// reverse zones [default: cluster.local.,in-addr.arpa.,ip6.arpa.]
-        #[arg(long = "kubernetes-zones", value_name = "ZONE,...", value_delimiter = ',')]
+        #[arg(id = "kubernetes_zones", long = "kubernetes-zones", value_name = "ZONE,...", value_delimiter = ',')]
         restart zones: Vec<String>;
 
         /// Pod names <ip>.<ns>.pod.<zone>: disabled, insecure (any address answers with itself)
         /// or verified (existing pods; watches Pods) [default: disabled]
-        #[arg(long = "kubernetes-pods", value_name = "MODE")]
+        #[arg(id = "kubernetes_pods", long = "kubernetes-pods", value_name = "MODE")]
         restart pods: String;
 
         /// Name endpoints without a hostname after their pod rather than their address
         /// [default: false]
-        #[arg(long = "kubernetes-endpoint-pod-names", num_args = 0, default_missing_value = "true")]
+        #[arg(id = "kubernetes_endpoint_pod_names", long = "kubernetes-endpoint-pod-names", num_args = 0, default_missing_value = "true")]
         restart endpoint_pod_names: bool = false;
 
         /// TTL of cluster records, 0-3600 (dns-version stays 28800) [default: 5]
-        #[arg(long = "kubernetes-ttl", value_name = "SECONDS")]
+        #[arg(id = "kubernetes_ttl", long = "kubernetes-ttl", value_name = "SECONDS")]
         restart ttl: u32 = KUBERNETES_TTL;
 
         /// Comma-separated namespaces to serve; others do not exist, PTRs included [default: all]
-        #[arg(long = "kubernetes-namespaces", value_name = "NS,...", value_delimiter = ',')]
+        #[arg(id = "kubernetes_namespaces", long = "kubernetes-namespaces", value_name = "NS,...", value_delimiter = ',')]
         restart namespaces: Vec<String>;
 
         /// Label selector of the watched Services (and Pods) [default: none]
-        #[arg(long = "kubernetes-labels", value_name = "SELECTOR")]
+        #[arg(id = "kubernetes_labels", long = "kubernetes-labels", value_name = "SELECTOR")]
         restart labels: String;
 
         /// Label selector of the watched Namespaces [default: none]
-        #[arg(long = "kubernetes-namespace-labels", value_name = "SELECTOR")]
+        #[arg(id = "kubernetes_namespace_labels", long = "kubernetes-namespace-labels", value_name = "SELECTOR")]
         restart namespace_labels: String;
 
         /// A ClusterIP service without ready endpoints is NXDOMAIN (CoreDNS `ignore
         /// empty_service`) [default: false]
-        #[arg(long = "kubernetes-ignore-empty-service", num_args = 0, default_missing_value = "true")]
+        #[arg(id = "kubernetes_ignore_empty_service", long = "kubernetes-ignore-empty-service", num_args = 0, default_missing_value = "true")]
         restart ignore_empty_service: bool = false;
 
         /// Do not watch EndpointSlices: no headless service or endpoint names [default: false]
-        #[arg(long = "kubernetes-noendpoints", num_args = 0, default_missing_value = "true")]
+        #[arg(id = "kubernetes_noendpoints", long = "kubernetes-noendpoints", num_args = 0, default_missing_value = "true")]
         restart noendpoints: bool = false;
 
         /// Also serve OpenShift's <svc>.<ns>.endpoints.<zone> and
         /// _endpoints.<svc>.<ns>.svc.<zone> [default: false]
-        #[arg(long = "kubernetes-openshift-names", num_args = 0, default_missing_value = "true")]
+        #[arg(id = "kubernetes_openshift_names", long = "kubernetes-openshift-names", num_args = 0, default_missing_value = "true")]
         restart openshift_names: bool = false;
 
         /// Requests per second to the API server at most (CoreDNS `apiserver_qps`) [default: no limit]
-        #[arg(long = "kubernetes-qps", value_name = "N")]
+        #[arg(id = "kubernetes_apiserver_qps", long = "kubernetes-qps", value_name = "N")]
         restart apiserver_qps: u32;
 
         /// Comma-separated zones whose missing names are forwarded instead of denied; without a
         /// value, every cluster zone (CoreDNS `fallthrough`) [default: none]
-        #[arg(long = "kubernetes-fallthrough", value_name = "ZONE,...", value_delimiter = ',', num_args = 0..)]
+        #[arg(id = "kubernetes_fallthrough", long = "kubernetes-fallthrough", value_name = "ZONE,...", value_delimiter = ',', num_args = 0..)]
         restart fallthrough: Vec<String>;
 
         /// Answer a pod's question for a missing name under its namespace's domain with the
         /// first name of its search list that exists, after a CNAME (CoreDNS `autopath
         /// @kubernetes`); needs --kubernetes-pods verified [default: false]
-        #[arg(long = "kubernetes-autopath", num_args = 0, default_missing_value = "true")]
+        #[arg(id = "kubernetes_autopath", long = "kubernetes-autopath", num_args = 0, default_missing_value = "true")]
         restart autopath: bool = false;
 
         /// Comma-separated search domains of the hosts' resolv.conf, tried by autopath after the
         /// cluster's own and before the bare name [default: none]
-        #[arg(long = "kubernetes-autopath-search", value_name = "DOMAIN,...", value_delimiter = ',')]
+        #[arg(id = "kubernetes_autopath_search", long = "kubernetes-autopath-search", value_name = "DOMAIN,...", value_delimiter = ',')]
         restart autopath_search: Vec<String>;
     }
 }

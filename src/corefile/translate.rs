@@ -1021,15 +1021,16 @@ impl Translator {
                 .map(|a| fqdn(&a.text).map_err(|m| (a.place.clone(), m)))
                 .collect::<Result<_, _>>()?
         };
-        match own.as_slice() {
-            [zone] if zone != "." => self.main.domain = Some(zone.clone()),
+        let domain = match own.as_slice() {
+            [zone] if zone != "." => zone.clone(),
             _ => {
                 return Err((
                     d.name.place.clone(),
                     "skyline serves one etcd zone, which is not the root".into(),
                 ))
             }
-        }
+        };
+        self.main.domain = Some(domain.clone());
         self.main.path_prefix = Some("skydns".into());
         for line in &d.block {
             let args = line.args.as_slice();
@@ -1074,6 +1075,26 @@ impl Translator {
                     }
                     _ => return Err((place, "tls [CERT KEY] [CACERT]".into())),
                 },
+                "fallthrough" => {
+                    let ft: Vec<String> = args
+                        .iter()
+                        .map(|a| fqdn(&a.text).map_err(|m| (a.place.clone(), m)))
+                        .collect::<Result<_, _>>()?;
+                    if ft.is_empty() || ft.iter().any(|z| within(&domain, z)) {
+                        self.main.fallthrough = Some(true);
+                    } else if ft.iter().any(|z| within(z, &domain)) {
+                        // The domain is one zone to skyline: it passes on every missing name of
+                        // it or none.
+                        return Err((
+                            place,
+                            format!("skyline falls through for the whole etcd zone {domain} or none of it"),
+                        ));
+                    } else {
+                        self.notes.push(format!(
+                            "{place}: etcd fallthrough: no zone given holds {domain}, so nothing falls through"
+                        ));
+                    }
+                }
                 other => return Err((place, format!("option {other} is not supported by skyline"))),
             }
         }

@@ -133,6 +133,9 @@ pub struct ConfigPatch {
     /// Names pointing to host names answer with SkyDNS's CNAME chains instead of flattened
     /// addresses; skyline's own setting (`--cname-chains`), never read from `/<prefix>/config`.
     pub cname_chains: Option<bool>,
+    /// Names of the domain without records are passed on instead of denied; skyline's own
+    /// setting (`--fallthrough`, CoreDNS etcd `fallthrough`), never read from `/<prefix>/config`.
+    pub fallthrough: Option<bool>,
 }
 
 impl ConfigPatch {
@@ -227,6 +230,7 @@ impl ConfigPatch {
             etcd3: self.etcd3.or(lower.etcd3),
             wildcards_marker: self.wildcards_marker.or(lower.wildcards_marker),
             cname_chains: self.cname_chains.or(lower.cname_chains),
+            fallthrough: self.fallthrough.or(lower.fallthrough),
         }
     }
 
@@ -282,6 +286,7 @@ impl ConfigPatch {
             round_robin: self.round_robin.unwrap_or(defaults.round_robin),
             wildcards_marker: self.wildcards_marker.unwrap_or(defaults.wildcards_marker),
             cname_chains: self.cname_chains.unwrap_or(defaults.cname_chains),
+            fallthrough: self.fallthrough.unwrap_or(defaults.fallthrough),
         })
     }
 }
@@ -370,6 +375,7 @@ mod tests {
                 etcd3: Some(true),
                 wildcards_marker: None,
                 cname_chains: None,
+                fallthrough: None,
             }
         );
     }
@@ -384,6 +390,17 @@ mod tests {
             ..ConfigPatch::default()
         };
         assert!(operator.or(patch).skydns_config("skydns").unwrap().wildcards_marker);
+    }
+
+    #[test]
+    fn fallthrough_is_the_operators_setting_alone() {
+        let patch = ConfigPatch::parse(br#"{"fallthrough":true}"#).unwrap();
+        assert!(!patch.skydns_config("skydns").unwrap().fallthrough);
+        let operator = ConfigPatch {
+            fallthrough: Some(true),
+            ..ConfigPatch::default()
+        };
+        assert!(operator.or(patch).skydns_config("skydns").unwrap().fallthrough);
     }
 
     #[test]

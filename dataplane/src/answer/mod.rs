@@ -477,9 +477,16 @@ fn found<O: Outside>(
         Found::Outside => return outside.beyond(r, q, qname, question),
         Found::Syncing(_) => r.set_rcode(rcode::SERVFAIL),
         Found::Wildcard(zone) => {
-            r.flags |= flags::AA;
             let client = r.ctx.client.ip();
-            wildcard(r, qname, question.qtype, zone, snapshot, client);
+            let answer = snapshot.skydns.as_deref().map_or(WildcardAnswer::NxDomain, |index| {
+                skydns::wildcard(index, qname, question.qtype, client)
+            });
+            // A domain that falls through denies no name, a wildcard matching nothing included.
+            if zone.kind == ZoneKind::Reverse && matches!(answer, WildcardAnswer::NxDomain) {
+                return outside.beyond(r, q, qname, question);
+            }
+            r.authority(zone);
+            wildcard(r, qname, question.qtype, zone, answer);
         }
         Found::Missing(zone) => {
             r.flags |= flags::AA;
@@ -644,11 +651,8 @@ fn port_name(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, 
     }
 }
 
-fn wildcard(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, snapshot: &Snapshot, client: IpAddr) {
-    let Some(index) = snapshot.skydns.as_deref() else {
-        return r.negative(rcode::NXDOMAIN, qname, zone);
-    };
-    match skydns::wildcard(index, qname, qtype, client) {
+fn wildcard(r: &mut Responder<'_>, qname: &LowerName, qtype: u16, zone: &Zone, answer: WildcardAnswer) {
+    match answer {
         WildcardAnswer::NxDomain => r.negative(rcode::NXDOMAIN, qname, zone),
         WildcardAnswer::NoData => r.negative(rcode::NOERROR, qname, zone),
         WildcardAnswer::Answer(_) if qtype == rtype::ANY => r.hinfo(zone.default_ttl),

@@ -477,7 +477,7 @@ impl Snapshot {
         if zone.state == ZoneState::Syncing {
             return Found::Syncing(zone);
         }
-        if zone.kind == ZoneKind::Authoritative && self.is_wildcard(qname, zone) {
+        if zone.kind != ZoneKind::Listed && self.is_wildcard(qname, zone) {
             return Found::Wildcard(zone);
         }
         if let Some(node) = node {

@@ -164,6 +164,33 @@ fn etcd_gives_the_domain_prefix_and_connection() {
 }
 
 #[test]
+fn etcd_fallthrough_passes_on_the_whole_domain_or_nothing() {
+    let fallthrough = |option: &str| {
+        translated(&format!("skydns.local {{\n etcd {{\n  {option}\n }}\n}}\n"))
+            .file
+            .main
+            .fallthrough
+    };
+    assert_eq!(fallthrough("path /skydns"), None);
+    assert_eq!(fallthrough("fallthrough"), Some(true));
+    assert_eq!(fallthrough("fallthrough skydns.local local."), Some(true));
+    assert_eq!(fallthrough("fallthrough ."), Some(true));
+    let elsewhere = translated("skydns.local {\n etcd {\n  fallthrough example.org\n }\n}\n");
+    assert_eq!(elsewhere.file.main.fallthrough, None);
+    assert!(
+        elsewhere.notes.iter().any(|n| n.contains("nothing falls through")),
+        "{:?}",
+        elsewhere.notes
+    );
+    let got = errors("skydns.local {\n etcd {\n  fallthrough a.skydns.local\n }\n}\n");
+    assert!(
+        got.iter()
+            .any(|e| e.starts_with("Corefile:3:") && e.contains("whole etcd zone skydns.local.")),
+        "{got:#?}"
+    );
+}
+
+#[test]
 fn every_unsupported_plugin_and_option_is_named_with_its_line() {
     let got =
         errors(".:53 {\n dnssec\n cache {\n  shared\n }\n kubernetes {\n  tls a b c\n }\n nonsense\n}\n.:53 {\n}\n");

@@ -167,9 +167,16 @@ fn reverse_entries<'r>(config: &Config, entries: &'r [Arc<Entry>], reverse_apexe
 
 /// The domain's zone and the reverse zones, longest apex first.
 pub(super) fn zones(config: &Config, reverse_apexes: &[Name], now: SystemTime) -> Vec<Zone> {
+    // With fallthrough the domain is a zone skyline holds some names of, as a Kubernetes
+    // fallthrough zone is: a name without records is passed on, never denied.
+    let kind = if config.fallthrough {
+        ZoneKind::Reverse
+    } else {
+        ZoneKind::Authoritative
+    };
     let mut zones = vec![Zone::new(
         config.domain.clone(),
-        ZoneKind::Authoritative,
+        kind,
         ZoneState::Ready,
         Some(Soa::new(config, now).wire()),
         config.min_ttl,

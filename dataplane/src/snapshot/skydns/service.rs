@@ -82,6 +82,11 @@ pub struct Config {
     /// name's SRV, MX and TXT records is what a cache then follows for every type (RFC 2181
     /// §10.1), so it suits only clients that ask directly and read the chain.
     pub cname_chains: bool,
+    /// Pass a name of the domain without records on (forwarded, or REFUSED without
+    /// forwarding) instead of NXDOMAIN (`--fallthrough`, CoreDNS etcd `fallthrough`): the
+    /// domain's zone is then one skyline holds some names of, as a reverse zone, and its
+    /// answers carry AA=0.
+    pub fallthrough: bool,
     /// Sign the domain (`--dnssec`): its answers to queries with DO set carry RRSIGs and
     /// NSEC3 denials (docs/dnssec.md).
     pub dnssec: Option<crate::dnssec::Dnssec>,
@@ -101,6 +106,7 @@ impl Default for Config {
             round_robin: true,
             wildcards_marker: false,
             cname_chains: false,
+            fallthrough: false,
             dnssec: None,
         }
     }

@@ -3,6 +3,7 @@
 
 mod address;
 mod apex;
+mod fallthrough;
 mod leaves;
 mod names;
 mod reverse;
