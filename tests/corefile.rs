@@ -320,7 +320,7 @@ fn check_config_names_file_line_and_plugin_of_every_error() {
     let dir = tempfile::tempdir().unwrap();
     let (ok, text) = check(
         dir.path(),
-        ".:53 {\n    errors\n    file db.example.org\n    cache 30 {\n        keepttl\n    }\n    forward . not-an-address\n}\n",
+        ".:53 {\n    errors\n    file db.example.org\n    cache 30 {\n        shared\n    }\n    forward . not-an-address\n}\n",
     );
     assert!(!ok, "{text}");
     let corefile = dir.path().join("Corefile");
@@ -330,7 +330,7 @@ fn check_config_names_file_line_and_plugin_of_every_error() {
         "{text}"
     );
     assert!(
-        text.contains(&format!("{}: plugin cache: option keepttl", at(5))),
+        text.contains(&format!("{}: plugin cache: unknown option shared", at(5))),
         "{text}"
     );
     assert!(
