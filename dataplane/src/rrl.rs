@@ -290,7 +290,7 @@ impl Limiter {
         let answers = u16::from_ne_bytes([reply[6], reply[7]]) != 0;
         if facts.rcode == rcode::NOERROR {
             let class = if answers { Class::Answer } else { Class::NoData };
-            return facts.name_hash ^ class.bits();
+            return u64::from(facts.name_hash) ^ class.bits();
         }
         self.negative_hash(reply, end, answers, facts.rcode)
     }
@@ -517,7 +517,7 @@ mod tests {
             trailing: false,
             valid_cookie: false,
             question_end: end as u16,
-            name_hash: if end == 0 { 0 } else { name_hash(&name) },
+            name_hash: if end == 0 { 0 } else { name_hash(&name) as u32 },
             searched: false,
         }
     }
@@ -538,7 +538,7 @@ mod tests {
         });
         let class = |r: &[u8]| limiter.class_hash(r, &facts(r));
         let name = b"\x01A\x07Example\x04test\x00";
-        let hash = name_hash(b"\x01a\x07example\x04test\x00");
+        let hash = u64::from(name_hash(b"\x01a\x07example\x04test\x00") as u32);
         assert_eq!(class(&reply(name, 0, 1, None)), hash ^ Class::Answer.bits());
         assert_eq!(class(&reply(name, 0, 0, Some(14))), hash ^ Class::NoData.bits());
         let apex = fold_hash(1, b"\x07example\x04test\x00");

@@ -156,9 +156,10 @@ pub struct Reply {
     /// Offset just past the reply's question, 0 when it has none: response rate limiting
     /// finds the zone's SOA after it without walking the name again.
     pub question_end: u16,
-    /// The question's name's [`crate::wire::LowerName::hash`] (0 without a question): response
-    /// rate limiting keys answers on it without hashing the name again.
-    pub name_hash: u64,
+    /// The low 32 bits of the question's name's [`crate::wire::LowerName::hash`] (0 without a
+    /// question): response rate limiting keys answers on it without hashing the name again. 32
+    /// bits keep these facts in 24 bytes, which every answer moves several times.
+    pub name_hash: u32,
     /// The answer is that of a name further down the client pod's search list (CoreDNS's
     /// `autopath`, docs/kubernetes.md "Autopath"): `coredns_autopath_success_total` counts it.
     pub searched: bool,
@@ -703,6 +704,13 @@ mod tests {
     use crate::snapshot::{ZoneKind, ZoneState};
     use crate::wire::types::MAX_MESSAGE_LEN;
     use crate::wire::Name;
+
+    /// Every answer moves its facts several times (into the outcome, the resolution, the
+    /// counters): at 32 bytes instead of 24 a cache hit cost 64 more instructions.
+    #[test]
+    fn a_replys_facts_stay_in_24_bytes() {
+        assert!(std::mem::size_of::<Reply>() <= 24, "{}", std::mem::size_of::<Reply>());
+    }
 
     /// The second message of a TCP stream the `answer` fuzz target found (kept in
     /// `fuzz/corpus/answer/regression-tc-over-tcp`): TXT for `wall.skydns.local.`.

@@ -67,7 +67,7 @@ pub(crate) struct Responder<'a> {
     /// Offset just past the reply's question; 0 while it has none.
     question_end: u16,
     /// The hash of the question's name, once it is written.
-    name_hash: u64,
+    name_hash: u32,
     /// The answer is a search list's (autopath), counted apart.
     pub(crate) searched: bool,
 }
@@ -383,7 +383,8 @@ impl<'a> Responder<'a> {
         }
         self.counts[0] = 1;
         self.question_end = self.pos as u16;
-        self.name_hash = qname.hash();
+        // The low half: enough to key a rate limit, and it keeps a reply's facts in 24 bytes.
+        self.name_hash = qname.hash() as u32;
     }
 
     #[inline(always)]

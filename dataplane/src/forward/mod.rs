@@ -24,12 +24,14 @@ mod route;
 mod transport;
 mod upstream;
 
+use crate::rewrite::Plugins;
 pub use acl::{Acl, Prefix, PrefixError};
 pub use flight::machine;
 pub use message::{read_reply, Mismatch, Verdict};
 pub use options::{ForwardOptions, HealthCheck, Policy, UnknownPolicy};
 pub use plan::Forwarding;
 pub use recursive::{answer_recursive, ClientQuery, Forward, Recursion, Refresh, Resolution, Resolved};
+use recursive::{plugged, resolve};
 pub use route::{Failure, Route, Routes};
 pub use transport::{Tls, TlsError, Transport, TLS_PORT};
 pub use upstream::{SharedHealth, UpstreamSet, MAX_FAILS, PROBE_INTERVAL};
@@ -334,6 +336,9 @@ impl Resolver {
         now: Instant,
         out: &mut [u8],
     ) -> Answered {
+        if let Some(plugins) = ctx.plugins {
+            return self.answer_plugged(plugins, query, snapshot, ctx, client, now, out);
+        }
         let mut rec = Recursion {
             cache: &mut self.cache,
             routes: &self.routes,
@@ -343,8 +348,55 @@ impl Resolver {
             now,
             resolved: None,
         };
-        let resolution = answer_recursive(query, snapshot, ctx, &mut rec, &mut self.qname, out);
-        if rec.prohibited {
+        let resolution = resolve(query, snapshot, ctx, &mut rec, &mut self.qname, out);
+        let prohibited = rec.prohibited;
+        self.answered(resolution, prohibited, query, snapshot, ctx, client, now, out)
+    }
+
+    /// [`Resolver::answer`] with the plugins run ahead (docs/rewrite.md): a path of its own, so
+    /// that the common one builds its resolution where it is used instead of moving it.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn answer_plugged(
+        &mut self,
+        plugins: &Plugins,
+        query: &[u8],
+        snapshot: &Snapshot,
+        ctx: &Context,
+        client: Client<&Peer>,
+        now: Instant,
+        out: &mut [u8],
+    ) -> Answered {
+        let mut rec = Recursion {
+            cache: &mut self.cache,
+            routes: &self.routes,
+            down: self.forwarder.down(),
+            allowed: self.acl.allows(client.ip()),
+            prohibited: false,
+            now,
+            resolved: None,
+        };
+        let resolution = plugged(plugins, query, snapshot, ctx, &mut rec, &mut self.qname, out);
+        let prohibited = rec.prohibited;
+        self.answered(resolution, prohibited, query, snapshot, ctx, client, now, out)
+    }
+
+    /// What becomes of a query's `resolution`: the reply now, or the question sent upstream.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn answered(
+        &mut self,
+        resolution: Resolution,
+        prohibited: bool,
+        query: &[u8],
+        snapshot: &Snapshot,
+        ctx: &Context,
+        client: Client<&Peer>,
+        now: Instant,
+        out: &mut [u8],
+    ) -> Answered {
+        if prohibited {
             self.stats.recursion_refused.incr();
         }
         match resolution {

@@ -246,7 +246,7 @@ pub fn answer_recursive(
 /// so that its reply is turned back as one answered at once is.
 #[cold]
 #[inline(never)]
-fn plugged(
+pub(crate) fn plugged(
     plugins: &Plugins,
     query: &[u8],
     snapshot: &Snapshot,
@@ -286,9 +286,10 @@ fn plugged(
     }
 }
 
-/// [`answer_recursive`] of a query as it is.
+/// [`answer_recursive`] of a query as it is, without the plugins: what a worker with none
+/// calls.
 #[inline(always)]
-fn resolve(
+pub(crate) fn resolve(
     query: &[u8],
     snapshot: &Snapshot,
     ctx: &Context,
