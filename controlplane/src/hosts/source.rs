@@ -19,6 +19,17 @@ use tokio::time::MissedTickBehavior;
 /// Kubernetes source checks the SkyDNS one.
 const BASE_POLL: Duration = Duration::from_millis(20);
 
+/// Why the hosts source cannot start: its file cannot be read or has a line that is not an
+/// entry.
+#[derive(Debug, thiserror::Error)]
+#[error("hosts file {path}: {source}")]
+pub struct HostsStartError {
+    /// The file.
+    pub path: PathBuf,
+    /// Why.
+    pub source: HostsError,
+}
+
 /// What the hosts source serves, as the settings give it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostsOptions {
@@ -185,10 +196,10 @@ impl Source for HostsSource {
             match self.read().await {
                 Some(Ok(entries)) => self.file_entries = entries,
                 Some(Err(source)) => {
-                    return Err(StartError::Hosts {
+                    return Err(StartError::Source(Box::new(HostsStartError {
                         path: self.options.file.clone().unwrap_or_default(),
                         source,
-                    })
+                    })))
                 }
                 None => {}
             }

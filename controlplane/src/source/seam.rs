@@ -45,8 +45,9 @@ pub trait Source: Send {
     fn serve(self: Box<Self>, settings: &Config) -> BoxFuture<'static, ()>;
 }
 
-/// Why a source cannot start: the process stops with this one line. A source whose
-/// [`Source::start`] can fail adds its variant here.
+/// Why a source cannot start: the process stops with this one line. A source of this module
+/// has its variant here; one outside it (the hosts file) gives its own typed error as
+/// [`StartError::Source`], so that the seam knows no source above it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StartError {
@@ -58,14 +59,9 @@ pub enum StartError {
         /// Why.
         source: FileError,
     },
-    /// The hosts file cannot be read or has a line that is not an entry.
-    #[error("hosts file {path}: {source}")]
-    Hosts {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: crate::hosts::HostsError,
-    },
+    /// A source outside this module cannot start; its error says which and why.
+    #[error(transparent)]
+    Source(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// What the HTTP endpoints read of one source: atomics the source writes as it runs, read with
