@@ -58,9 +58,7 @@ use hickory_proto::rr::{DNSClass, RecordType};
 use libfuzzer_sys::fuzz_target;
 use skyline_dataplane::cache::{Cache, CacheConfig, Entry, Key, STALE_TTL};
 use skyline_dataplane::forward::machine::{Entropy, Kind, Machine, Protocol, Transmit};
-use skyline_dataplane::forward::{
-    read_reply, Failure, ForwardConfig, Resolved, Route, Routes, StubZone, Verdict,
-};
+use skyline_dataplane::forward::{read_reply, Failure, ForwardConfig, Resolved, Route, Routes, StubZone, Verdict};
 use skyline_dataplane::wire::types::{ede, rcode, rtype, MAX_MESSAGE_LEN};
 use skyline_dataplane::wire::{LowerName, Name};
 use skyline_dataplane::{answer_recursive, Context, Outcome, Recursion, Resolution, Transport};
