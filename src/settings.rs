@@ -658,7 +658,7 @@ settings! {
         #[arg(long = "forward-expire", value_name = "DURATION", value_parser = parse_duration)]
         applied expire: Duration = ForwardConfig::default().expire, file String => duration;
 
-        /// A stub zone and its servers, ZONE=IP:PORT[,IP:PORT...], or ZONE=tls://IP[:PORT],...
+        /// A stub zone and its servers, ZONE=IP:PORT[,IP:PORT...], or `ZONE=tls://IP[:PORT],...`
         /// for DNS over TLS; repeat for more zones; in the file a list of tables with `zone`,
         /// `servers` and, optionally, how they are asked (`force_tcp`, `tls_servername`,
         /// `tls_ca`) and used (`policy`, `max_fails`, `health_check`, `health_check_no_rec`,

@@ -47,27 +47,27 @@ pub enum FlagError {
 pub struct NodeCacheFlags {
     /// `-localip`: the addresses served and set up, one family.
     pub local_ips: Vec<IpAddr>,
-    /// `-dns.port` (CoreDNS's flag): the port served [53].
+    /// `-dns.port` (CoreDNS's flag): the port served (default 53).
     pub port: u16,
-    /// `-conf` (or node-cache's `-corefile`): where the filled Corefile is written [/etc/Corefile].
+    /// `-conf` (or node-cache's `-corefile`): where the filled Corefile is written (default /etc/Corefile).
     pub corefile: PathBuf,
     /// `-basecorefile`: the template with the `__PILLAR__` placeholders
-    /// [/etc/coredns/Corefile.base].
+    /// (default /etc/coredns/Corefile.base).
     pub base_corefile: PathBuf,
-    /// `-upstreamsvc`: the Service whose cluster IP is `__PILLAR__CLUSTER__DNS__` [kube-dns].
+    /// `-upstreamsvc`: the Service whose cluster IP is `__PILLAR__CLUSTER__DNS__` (default kube-dns).
     pub upstream_service: String,
-    /// `-setupinterface` [true].
+    /// `-setupinterface` (default true).
     pub setup_interface: bool,
-    /// `-interfacename` [nodelocaldns].
+    /// `-interfacename` (default nodelocaldns).
     pub interface: String,
-    /// `-setupiptables` [true]: the NOTRACK rules (iptables or nftables, see `crate::nodelocal`).
+    /// `-setupiptables` (default true): the NOTRACK rules (iptables or nftables, see `crate::nodelocal`).
     pub setup_rules: bool,
-    /// `-skipteardown` [false]: leave the interface and rules at exit.
+    /// `-skipteardown` (default false): leave the interface and rules at exit.
     pub skip_teardown: bool,
-    /// `-syncinterval` [60s]: how often the interface, the rules and the kube-dns ConfigMap are
+    /// `-syncinterval` (default 60s): how often the interface, the rules and the kube-dns ConfigMap are
     /// checked.
     pub sync_interval: Duration,
-    /// `-health-port` [8080]: exempted from connection tracking with the DNS port, as
+    /// `-health-port` (default 8080): exempted from connection tracking with the DNS port, as
     /// node-cache does for its liveness probe.
     pub health_port: u16,
     /// `-kubednscm`: the kube-dns ConfigMap's mounted directory; empty means `/etc/kube-dns` when
@@ -76,7 +76,7 @@ pub struct NodeCacheFlags {
     /// `-pidfile` (CoreDNS's flag).
     pub pid_file: Option<PathBuf>,
     /// `-resolvconf` (skyline's own): the node's resolv.conf, `__PILLAR__UPSTREAM__SERVERS__`
-    /// when the kube-dns ConfigMap names no upstream [/etc/resolv.conf].
+    /// when the kube-dns ConfigMap names no upstream (default /etc/resolv.conf).
     pub resolv_conf: PathBuf,
     /// Flags given that change nothing for skyline, as written, for the start's log line.
     pub without_effect: Vec<String>,
