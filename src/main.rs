@@ -402,7 +402,9 @@ fn run(cli: &Cli, upkeep: nodelocal::Upkeep, follower: Option<Follower>) -> Resu
             .enable_all()
             .build()
             .map_err(StartError::Runtime)?;
-        let observed = http::Observed::new(server.stats_reader(), cell, reported).serving(server.local_addrs());
+        let observed = http::Observed::new(server.stats_reader(), cell, reported)
+            .observing(server.observe_reader())
+            .serving(server.local_addrs());
         draining = observed.draining();
         reload_stats = observed.reloads();
         let upgrading = upgraded_http.is_some();

@@ -27,7 +27,6 @@ const KNOWN_CYCLES: &[(&str, &[&str])] = &[
         ],
     ),
     ("dataplane/src", &["answer", "dnssec", "rewrite", "snapshot"]),
-    ("dataplane/src", &["observe", "stats"]),
 ];
 
 fn root() -> PathBuf {
@@ -51,8 +50,33 @@ fn modules(src: &Path) -> BTreeSet<String> {
         .collect()
 }
 
+/// The files of the modules `file` declares under `#[cfg(test)]` (`#[cfg(test)] mod NAME;`).
+fn test_modules_of(file: &Path) -> Vec<PathBuf> {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+    let dir = match stem {
+        "mod" | "lib" | "main" => file.parent().map(Path::to_path_buf),
+        _ => file.parent().map(|p| p.join(stem)),
+    }
+    .unwrap_or_default();
+    let mut lines = text.lines();
+    let mut found = Vec::new();
+    while let Some(line) = lines.next() {
+        if line.trim() != "#[cfg(test)]" {
+            continue;
+        }
+        let Some(next) = lines.next() else { break };
+        let declared = next.trim().trim_start_matches("pub(crate) ").trim_start_matches("pub ");
+        if let Some(name) = declared.strip_prefix("mod ").and_then(|rest| rest.strip_suffix(';')) {
+            found.push(dir.join(format!("{name}.rs")));
+            found.push(dir.join(name));
+        }
+    }
+    found
+}
+
 /// Every `.rs` file of module `name`, its tests left out (files named `tests.rs`, directories
-/// named `tests`).
+/// named `tests`, and modules declared under `#[cfg(test)]`).
 fn files_of(src: &Path, name: &str) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let file = src.join(format!("{name}.rs"));
@@ -76,6 +100,8 @@ fn files_of(src: &Path, name: &str) -> Vec<PathBuf> {
             }
         }
     }
+    let test_only: Vec<PathBuf> = files.iter().flat_map(|f| test_modules_of(f)).collect();
+    files.retain(|f| !test_only.iter().any(|t| f.starts_with(t)));
     files
 }
 
@@ -236,6 +262,12 @@ fn the_reader_finds_a_cycle_and_skips_comments_and_tests() {
     std::fs::create_dir(src.join("b")).unwrap();
     std::fs::write(src.join("b/mod.rs"), "pub struct B(crate::a::A);\n").unwrap();
     std::fs::write(src.join("b/tests.rs"), "use crate::c::C;\n").unwrap();
+    std::fs::write(src.join("b/replies.rs"), "use crate::c::C;\n").unwrap();
+    std::fs::write(
+        src.join("b/mod.rs"),
+        "pub struct B(crate::a::A);\n#[cfg(test)]\nmod replies;\n",
+    )
+    .unwrap();
     std::fs::write(
         src.join("c.rs"),
         "pub struct C;\n#[cfg(test)]\nmod tests {\n    use crate::a::A;\n}\n",
@@ -243,6 +275,11 @@ fn the_reader_finds_a_cycle_and_skips_comments_and_tests() {
     .unwrap();
     let graph = graph(src);
     assert_eq!(graph["c"], BTreeSet::new(), "tests and comments are not dependencies");
+    assert_eq!(
+        graph["b"],
+        ["a".to_string()].into(),
+        "nor a module declared for tests only"
+    );
     let found = cycles(&graph);
     assert_eq!(found, [["a", "b"].iter().map(|s| s.to_string()).collect()]);
 }

@@ -7,8 +7,6 @@
 
 use crate::answer::{Outcome, Reply, Transport};
 use crate::io::{QueueStats, QueueTotals};
-use crate::observe::topk::TopTalkers;
-use crate::observe::ObserveReader;
 use crate::wire::types::{rcode, rtype};
 use crate::wire::DropReason;
 use crossbeam_utils::CachePadded;
@@ -907,19 +905,13 @@ impl Counters {
 #[derive(Debug, Clone)]
 pub struct StatsReader {
     workers: Arc<[Arc<WorkerStats>]>,
-    observe: ObserveReader,
     xdp: Arc<[Arc<QueueStats>]>,
 }
 
 impl StatsReader {
-    pub(crate) fn new(
-        workers: Vec<Arc<WorkerStats>>,
-        observe: ObserveReader,
-        xdp: Vec<Arc<QueueStats>>,
-    ) -> StatsReader {
+    pub(crate) fn new(workers: Vec<Arc<WorkerStats>>, xdp: Vec<Arc<QueueStats>>) -> StatsReader {
         StatsReader {
             workers: workers.into(),
-            observe,
             xdp: xdp.into(),
         }
     }
@@ -939,27 +931,14 @@ impl StatsReader {
         self.xdp.iter().map(|queue| queue.totals()).collect()
     }
 
-    /// Every worker's counters, and the dnstap and query-log writers', summed now.
+    /// Every worker's counters, summed now (the dnstap and query-log writers' are the
+    /// observation's: [`crate::observe::ObserveReader::add_to`]).
     pub fn totals(&self) -> Totals {
         let mut totals = Totals::default();
         for worker in self.workers.iter() {
             worker.add_to(&mut totals);
         }
-        if let Some(dnstap) = &self.observe.dnstap {
-            totals.dnstap_sent += dnstap.sent.load(Ordering::Relaxed);
-            totals.dnstap_dropped += dnstap.dropped.load(Ordering::Relaxed);
-        }
-        if let Some(log) = &self.observe.query_log {
-            totals.query_log_lines += log.sent.load(Ordering::Relaxed);
-            totals.query_log_suppressed += log.dropped.load(Ordering::Relaxed);
-        }
         totals
-    }
-
-    /// The top client addresses and query names over every worker, when they are counted
-    /// (`--top-talkers`).
-    pub fn top_talkers(&self) -> Option<TopTalkers> {
-        self.observe.top_talkers()
     }
 }
 

@@ -14,7 +14,7 @@ use crate::cookie::{CookieCell, CookieSecrets};
 use crate::dnssec::denial::Signing;
 use crate::forward::{Answered, Client, ForwardConfig, Forwarding, Resolver};
 use crate::io::{Datagrams, KernelUdp, PacketIo, Path, XdpConfig};
-use crate::observe::{Observation, ObserveConfig, Observer};
+use crate::observe::{Observation, ObserveConfig, ObserveReader, Observer};
 use crate::rewrite::Plugins;
 use crate::rrl::{self, Action, Limiter, RrlConfig};
 use crate::snapshot::{Snapshot, SnapshotCell};
@@ -130,6 +130,8 @@ pub struct Server {
     cookies: Option<CookieCell>,
     local_addrs: Vec<SocketAddr>,
     stats: StatsReader,
+    /// What the dnstap and query-log writers and the top talkers count.
+    observe: ObserveReader,
     wakers: Vec<Waker>,
     orders: Arc<Orders>,
     threads: Vec<JoinHandle<()>>,
@@ -347,7 +349,8 @@ impl Server {
             forwarding,
             cookies: options.cookies.clone(),
             local_addrs,
-            stats: StatsReader::new(stats, observation.reader, xdp_stats(&xdp)),
+            stats: StatsReader::new(stats, xdp_stats(&xdp)),
+            observe: observation.reader,
             wakers,
             orders,
             threads: Vec::with_capacity(count),
@@ -404,15 +407,23 @@ impl Server {
         &self.local_addrs
     }
 
-    /// Every worker's counters, summed now.
+    /// Every worker's counters, and the dnstap and query-log writers', summed now.
     pub fn stats(&self) -> Totals {
-        self.stats.totals()
+        let mut totals = self.stats.totals();
+        self.observe.add_to(&mut totals);
+        totals
     }
 
     /// A handle on the workers' counters that outlives this borrow: for the metrics endpoint,
     /// which runs on the control plane's runtime while the server is owned elsewhere.
     pub fn stats_reader(&self) -> StatsReader {
         self.stats.clone()
+    }
+
+    /// A handle on what the observers count (the dnstap and query-log writers, the top
+    /// talkers), for the metrics endpoint beside [`Server::stats_reader`].
+    pub fn observe_reader(&self) -> ObserveReader {
+        self.observe.clone()
     }
 
     /// Stops the workers and waits for them to finish; their sockets and connections close.

@@ -614,7 +614,7 @@ fn the_top_talkers_rank_clients_and_names_by_their_queries() {
             ..ObserveConfig::default()
         },
     );
-    let reader = server.stats_reader();
+    let reader = server.observe_reader();
     // 127.0.0.2 asks 30 times, 127.0.0.3 20 times, 127.0.0.4 5 times; web. 40, big. 15.
     for (last, n) in [(2u8, 30), (3, 20), (4, 5)] {
         let client = UdpSocket::bind((Ipv4Addr::new(127, 0, 0, last), 0)).unwrap();
@@ -651,7 +651,7 @@ fn the_top_talkers_rank_clients_and_names_by_their_queries() {
 #[test]
 fn observation_off_leaves_no_writer_and_no_top_talkers() {
     let server = server(None, ObserveConfig::default());
-    assert!(server.stats_reader().top_talkers().is_none());
+    assert!(server.observe_reader().top_talkers().is_none());
     ask(&client(), server.local_addr(), "web.skydns.test.");
     let totals = server.stats();
     assert_eq!(

@@ -6,6 +6,7 @@ use crate::source::{Family, HistogramFamily, SourceReport, SourceStats};
 use crate::state::StateHealth;
 use skyline_dataplane::io::QueueTotals;
 use skyline_dataplane::observe::topk::TopTalkers;
+use skyline_dataplane::observe::ObserveReader;
 use skyline_dataplane::stats::{StatsReader, Totals, UpstreamTotals};
 use skyline_dataplane::SnapshotCell;
 use std::net::SocketAddr;
@@ -18,6 +19,7 @@ use std::time::{Duration, SystemTime};
 #[derive(Debug, Clone)]
 pub struct Observed {
     dns: StatsReader,
+    observe: ObserveReader,
     served: SnapshotCell,
     sources: Vec<Arc<dyn SourceReport>>,
     draining: Arc<AtomicBool>,
@@ -81,12 +83,20 @@ impl Observed {
     pub fn new(dns: StatsReader, served: SnapshotCell, sources: Vec<Arc<dyn SourceReport>>) -> Observed {
         Observed {
             dns,
+            observe: ObserveReader::default(),
             served,
             sources,
             draining: Arc::new(AtomicBool::new(false)),
             reloads: Arc::default(),
             server: String::new(),
         }
+    }
+
+    /// Reports what the observers count too: the dnstap and query-log writers, the top
+    /// talkers.
+    pub fn observing(mut self, observe: ObserveReader) -> Observed {
+        self.observe = observe;
+        self
     }
 
     /// Names the DNS listen addresses in the metrics' `server` label, as CoreDNS names a
@@ -115,10 +125,14 @@ impl Observed {
         Report {
             draining: self.draining.load(Ordering::Acquire),
             reloads: self.reloads.read(),
-            dns: self.dns.totals(),
+            dns: {
+                let mut totals = self.dns.totals();
+                self.observe.add_to(&mut totals);
+                totals
+            },
             upstreams: self.dns.upstreams(),
             server: self.server.clone(),
-            top_talkers: self.dns.top_talkers(),
+            top_talkers: self.observe.top_talkers(),
             xdp: self.dns.xdp_queues(),
             generation: self.served.load().generation,
             sources: self.sources.iter().map(|source| Status::read(&**source, now)).collect(),

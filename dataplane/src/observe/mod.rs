@@ -16,13 +16,14 @@ pub mod topk;
 
 use crate::answer::Transport;
 use crate::io::Peer;
-use crate::stats::WorkerStats;
+use crate::stats::{Totals, WorkerStats};
 use arc_swap::ArcSwap;
 use dnstap::{Event, Kind};
 use sink::{Feed, SinkStats};
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Instant, SystemTime};
@@ -322,6 +323,18 @@ impl ObserveReader {
     /// The merged top talkers, when they are counted.
     pub fn top_talkers(&self) -> Option<topk::TopTalkers> {
         self.top.as_ref().map(TopReader::read)
+    }
+
+    /// Adds the dnstap and query-log writers' counters to `totals`.
+    pub fn add_to(&self, totals: &mut Totals) {
+        if let Some(dnstap) = &self.dnstap {
+            totals.dnstap_sent += dnstap.sent.load(Ordering::Relaxed);
+            totals.dnstap_dropped += dnstap.dropped.load(Ordering::Relaxed);
+        }
+        if let Some(log) = &self.query_log {
+            totals.query_log_lines += log.sent.load(Ordering::Relaxed);
+            totals.query_log_suppressed += log.dropped.load(Ordering::Relaxed);
+        }
     }
 }
 
