@@ -15,7 +15,8 @@
 #   callgrind  user-space instructions per answered query, each server under valgrind, on
 #              CALLGRIND_MIXES: the mixes, and `views`/`viewless` (A for names with views, and for
 #              names whose view maps' lists agree: what views cost a name that has them) and
-#              `alias` (A for names whose record points to a host name, answered flattened)
+#              `alias` (A for names whose record points to a host name, answered flattened) and
+#              `directory` (A for directories of one record, a registrator's usual shape)
 #   allocations  the data plane's zero-allocation tests (answer path, running worker)
 #   report     summary tables, JSON and the SVG picture from what is in RESULTS
 #   all        peak, tcp, callgrind, the zero-allocation tests, report
@@ -24,7 +25,7 @@
 # ["a nxdomain srv mixedcase"], GENERATORS ["loadgen dnsperf"], SERVERS ["echo skyline knot"],
 # PACED_MIXES ["a"; empty for none], PACED_FRACTION [0.8], SERVICES [2500] (four A names each),
 # QUERIES [100000] per mix file, CALLGRIND_QUERIES [10000], CALLGRIND_MIXES ["$MIXES views
-# viewless alias"], WINDOW [100] and BATCH [16] for
+# viewless alias directory"], WINDOW [100] and BATCH [16] for
 # skyline-loadgen, SOCKETS [1] client source ports, SERVER_CPU [1] (a taskset CPU list),
 # CLIENT_CPU [0], SKYLINE_BIN [target/release/skyline] (e.g. a build with another batch size),
 # SKYLINE_FLAGS ["--workers 1 --no-pin"], BUILD [1] (0: use the binaries as they are), RESULTS
@@ -51,7 +52,7 @@ PACED_FRACTION="${PACED_FRACTION:-0.8}"
 SERVICES="${SERVICES:-2500}"
 QUERIES="${QUERIES:-100000}"
 CALLGRIND_QUERIES="${CALLGRIND_QUERIES:-10000}"
-CALLGRIND_MIXES="${CALLGRIND_MIXES:-$MIXES views viewless alias}"
+CALLGRIND_MIXES="${CALLGRIND_MIXES:-$MIXES views viewless alias directory}"
 CALLGRIND_DNSPERF="${CALLGRIND_DNSPERF:-}"
 WINDOW="${WINDOW:-100}"
 BATCH="${BATCH:-16}"

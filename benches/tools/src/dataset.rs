@@ -13,7 +13,9 @@
 //! the two mixes that ask them measure what views cost a name that has them. The zone file
 //! holds what the benchmark's clients get. And `alias<s>`, a name whose record points to a host
 //! name (`h0.svc<s>`): it answers that host's address at its own name (flattened), which the
-//! zone file states as a plain address.
+//! zone file states as a plain address. And `one<s>`, a directory of one record (`one<s>/i0`,
+//! the shape a registrator writes for a service with one instance): its A answer is that
+//! record's address at the directory's name.
 
 use crate::rng::SplitMix64;
 use std::fmt::Write;
@@ -77,6 +79,16 @@ impl Spec {
         self.services.div_ceil(EVERY)
     }
 
+    /// Directories of one record: `one<s>` of every tenth service.
+    pub fn directory_names(&self) -> usize {
+        self.services.div_ceil(EVERY)
+    }
+
+    /// The address of `one<s>/i0`.
+    fn single(service: usize) -> String {
+        format!("10.210.{}.{}", (service >> 8) & 0xFF, service & 0xFF)
+    }
+
     /// Names holding a view map: `view<s>` and `same<s>` of every tenth service.
     pub fn view_names(&self) -> usize {
         2 * self.services.div_ceil(EVERY)
@@ -119,6 +131,11 @@ impl Spec {
                     ",\n  \"{prefix}/alias{s}\": {{\"host\": \"h0.svc{s}.{}.\"}}",
                     self.domain
                 );
+                let one = Spec::single(s);
+                let _ = write!(
+                    out,
+                    ",\n  \"{prefix}/one{s}/i0\": {{\"host\": \"{one}\", \"port\": {PORT}}}"
+                );
             }
         }
         out.push_str("\n}\n");
@@ -153,6 +170,8 @@ impl Spec {
                 let local = Spec::viewed(s, 0);
                 let _ = writeln!(out, "view{s} A {local}\nsame{s} A {local}");
                 let _ = writeln!(out, "alias{s} A {}", Spec::v4(s, 0));
+                let one = Spec::single(s);
+                let _ = writeln!(out, "one{s} A {one}\ni0.one{s} A {one}");
             }
             for h in 0..instances {
                 let _ = writeln!(out, "svc{s} SRV {PRIORITY} {weight} {PORT} h{h}.svc{s}");
@@ -177,6 +196,7 @@ impl Spec {
                 Mix::Views => writeln!(out, "view{}.{d} A", s / EVERY as u64 * EVERY as u64),
                 Mix::Viewless => writeln!(out, "same{}.{d} A", s / EVERY as u64 * EVERY as u64),
                 Mix::Alias => writeln!(out, "alias{}.{d} A", s / EVERY as u64 * EVERY as u64),
+                Mix::Directory => writeln!(out, "one{}.{d} A", s / EVERY as u64 * EVERY as u64),
                 Mix::MixedCase => {
                     let name = format!("h{h}.svc{s}.{d}");
                     let mixed: String = name
@@ -215,11 +235,13 @@ pub enum Mix {
     Viewless,
     /// A queries for names whose record points to a host name: its address, flattened.
     Alias,
+    /// A queries for directories of one record (a registrator's service of one instance).
+    Directory,
 }
 
 impl Mix {
     /// Every mix, in report order.
-    pub const ALL: [Mix; 7] = [
+    pub const ALL: [Mix; 8] = [
         Mix::A,
         Mix::Nxdomain,
         Mix::Srv,
@@ -227,6 +249,7 @@ impl Mix {
         Mix::Views,
         Mix::Viewless,
         Mix::Alias,
+        Mix::Directory,
     ];
 
     /// The name used in file names and reports.
@@ -239,6 +262,7 @@ impl Mix {
             Mix::Views => "views",
             Mix::Viewless => "viewless",
             Mix::Alias => "alias",
+            Mix::Directory => "directory",
         }
     }
 }
@@ -263,8 +287,9 @@ mod tests {
         assert!(json.contains("\"/skydns/local/skydns/svc10/h4\": {\"host\": \"2001:db8::a\""));
         assert_eq!(
             json.matches("\"host\"").count(),
-            1 + spec().address_names() + spec().view_names() / 2 * 5 + spec().alias_names()
+            1 + spec().address_names() + spec().view_names() / 2 * 5 + spec().alias_names() + spec().directory_names()
         );
+        assert!(json.contains("\"/skydns/local/skydns/one10/i0\": {\"host\": \"10.210.0.10\", \"port\": 8080}"));
         assert!(json.contains("\"/skydns/local/skydns/alias10\": {\"host\": \"h0.svc10.skydns.local.\"}"));
         assert!(json.contains(
             "\"/skydns/local/skydns/view10\": {\"default\": [{\"host\": \"10.202.0.10\"}], \"10.0.0.0/8\": \
@@ -281,6 +306,7 @@ mod tests {
         assert!(zone.contains("h4.svc10 AAAA 2001:db8::a\n"));
         assert!(zone.contains("info.svc0 TXT \"service 0: owner team-0, tier web\"\n"));
         assert!(zone.contains("view10 A 10.200.0.10\nsame10 A 10.200.0.10\n"));
+        assert!(zone.contains("one10 A 10.210.0.10\ni0.one10 A 10.210.0.10\n"));
     }
 
     #[test]
