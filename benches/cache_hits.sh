@@ -37,25 +37,13 @@ echo '{"/skydns/local/skydns/node1": {"host": "10.0.0.1"}}' >"$work/records.json
 
 for name in knot skyline echo dnsdist; do PORT[$name]=$(free_port); done
 knot_conf "${PORT[knot]}" "$ZONE." "$work/zone"
-cat >"$work/dnsdist.conf" <<CONF
-setLocal("127.0.0.1:${PORT[dnsdist]}")
-setACL({"127.0.0.0/8"})
-setSecurityPollSuffix("")
-newServer({address="127.0.0.1:${PORT[knot]}"})
-getPool(""):setCache(newPacketCache(100000))
-CONF
+dnsdist_cache_conf "${PORT[dnsdist]}" "${PORT[knot]}" "$work/dnsdist.conf"
 
-run() { # name cpu command...
-  local name=$1 cpu=$2
-  shift 2
-  taskset -c "$cpu" "${prio[@]}" "$@" >"$work/$name.log" 2>&1 &
-  PID[$name]=$!
-}
-run knot "$CLIENT_CPU" knotd -c "$work/knot/knot.conf"
-run skyline "$SERVER_CPU" target/release/skyline --records "$work/records.json" \
+run_pinned knot "$CLIENT_CPU" knotd -c "$work/knot/knot.conf"
+run_pinned skyline "$SERVER_CPU" target/release/skyline --records "$work/records.json" \
   --nameservers "127.0.0.1:${PORT[knot]}" --addr "127.0.0.1:${PORT[skyline]}" --workers 1 --no-pin
-run echo "$SERVER_CPU" target/release/skyline-echo --addr "127.0.0.1:${PORT[echo]}"
-run dnsdist "$SERVER_CPU" dnsdist --supervised --disable-syslog -C "$work/dnsdist.conf"
+run_pinned echo "$SERVER_CPU" target/release/skyline-echo --addr "127.0.0.1:${PORT[echo]}"
+run_pinned dnsdist "$SERVER_CPU" dnsdist --supervised --disable-syslog -C "$work/dnsdist.conf"
 wait_ready knot "$ZONE." 10
 wait_ready skyline "$ZONE." 10
 wait_ready dnsdist "$ZONE." 10

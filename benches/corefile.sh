@@ -36,13 +36,7 @@ awk -v z="$ZONE" 'BEGIN {for (i = 1; i <= 1000; i++) printf "n%04d.%s A\n", i, z
 
 for name in knot flags corefile dnsdist; do PORT[$name]=$(free_port); done
 knot_conf "${PORT[knot]}" "$ZONE." "$work/zone"
-cat >"$work/dnsdist.conf" <<CONF
-setLocal("127.0.0.1:${PORT[dnsdist]}")
-setACL({"127.0.0.0/8"})
-setSecurityPollSuffix("")
-newServer({address="127.0.0.1:${PORT[knot]}"})
-getPool(""):setCache(newPacketCache(100000))
-CONF
+dnsdist_cache_conf "${PORT[dnsdist]}" "${PORT[knot]}" "$work/dnsdist.conf"
 # The kubeadm shape, less what needs a cluster: errors, cache 30, loadbalance, forward.
 cat >"$work/Corefile" <<CONF
 .:${PORT[corefile]} {
@@ -54,18 +48,12 @@ cat >"$work/Corefile" <<CONF
 }
 CONF
 
-run() { # name cpu command...
-  local name=$1 cpu=$2
-  shift 2
-  taskset -c "$cpu" "${prio[@]}" "$@" >"$work/$name.log" 2>&1 &
-  PID[$name]=$!
-}
-run knot "$CLIENT_CPU" knotd -c "$work/knot/knot.conf"
-run flags "$SERVER_CPU" target/release/skyline --addr "127.0.0.1:${PORT[flags]}" \
+run_pinned knot "$CLIENT_CPU" knotd -c "$work/knot/knot.conf"
+run_pinned flags "$SERVER_CPU" target/release/skyline --addr "127.0.0.1:${PORT[flags]}" \
   --nameservers "127.0.0.1:${PORT[knot]}" --cache-max-ttl 30 --cache-negative-ttl 30 \
   --no-prefetch --serve-stale 0 --workers 1 --no-pin
-run corefile "$SERVER_CPU" target/release/skyline --corefile "$work/Corefile" --workers 1 --no-pin
-run dnsdist "$SERVER_CPU" dnsdist --supervised --disable-syslog -C "$work/dnsdist.conf"
+run_pinned corefile "$SERVER_CPU" target/release/skyline --corefile "$work/Corefile" --workers 1 --no-pin
+run_pinned dnsdist "$SERVER_CPU" dnsdist --supervised --disable-syslog -C "$work/dnsdist.conf"
 for name in knot flags corefile dnsdist; do wait_ready "$name" "$ZONE." 10; done
 
 for name in flags corefile dnsdist; do

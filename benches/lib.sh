@@ -1,7 +1,7 @@
 # Shared by the load scripts in benches/ (compare.sh, miss_latency.sh, miss_instructions.sh,
-# cache_hits.sh): logging, the scratch directory and the servers started in it, stopped on exit,
-# free ports, readiness, a Knot configuration, a dnsdist one and the wildcard zone the
-# forwarding benches serve. Source it after `set -euo pipefail`; it sets `work`, `PID`, `PORT`
+# cache_hits.sh, corefile.sh, node_cache.sh, ...): logging, the scratch directory and the servers
+# started in it (pinned), stopped on exit, free ports, readiness, a Knot configuration, dnsdist
+# ones (forwarding, caching) and the wildcard zone the forwarding benches serve. Source it after `set -euo pipefail`; it sets `work`, `PID`, `PORT`
 # and `prio`.
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -121,6 +121,25 @@ setACL({"127.0.0.0/8"})
 setSecurityPollSuffix("")
 newServer({address="127.0.0.1:$2", checkName="$3.", checkType="SOA"})
 CONF
+}
+
+dnsdist_cache_conf() { # port, upstream port, file, [packet cache arguments]: dnsdist as a cache in
+  # front of the upstream on 127.0.0.1 (a packet cache of 100000 entries unless told otherwise)
+  cat >"$3" <<CONF
+setLocal("127.0.0.1:$1")
+setACL({"127.0.0.0/8"})
+setSecurityPollSuffix("")
+newServer({address="127.0.0.1:$2"})
+getPool(""):setCache(newPacketCache(${4:-100000}))
+CONF
+}
+
+run_pinned() { # name, CPU list, command...: in the background on those CPUs (at real-time priority
+  # as root), its output in $work/NAME.log, its PID in PID[NAME]
+  local name=$1 cpu=$2
+  shift 2
+  taskset -c "$cpu" "${prio[@]}" "$@" >"$work/$name.log" 2>&1 &
+  PID[$name]=$!
 }
 
 wildcard_zone() { # zone (without its final dot), file: a zone where every name holds `A 192.0.2.1`

@@ -51,13 +51,7 @@ awk '/^  Corefile: \|/ {on = 1; next} on && /^[^ ]/ {on = 0} on {sub(/^    /, ""
 mkdir -p "$work/kube-dns"
 echo "[\"127.0.0.1:${PORT[knot]}\"]" >"$work/kube-dns/upstreamNameservers"
 
-cat >"$work/dnsdist.conf" <<CONF
-setLocal("127.0.0.1:${PORT[dnsdist]}")
-setACL({"127.0.0.0/8"})
-setSecurityPollSuffix("")
-newServer({address="127.0.0.1:${PORT[knot]}"})
-getPool(""):setCache(newPacketCache(10000, {maxTTL=30}))
-CONF
+dnsdist_cache_conf "${PORT[dnsdist]}" "${PORT[knot]}" "$work/dnsdist.conf" "10000, {maxTTL=30}"
 cat >"$work/unbound.conf" <<CONF
 server:
   interface: 127.0.0.1@${PORT[unbound]}
@@ -81,20 +75,14 @@ forward-zone:
   forward-addr: 127.0.0.1@${PORT[knot]}
 CONF
 
-run() { # name cpu command...
-  local name=$1 cpu=$2
-  shift 2
-  taskset -c "$cpu" "${prio[@]}" "$@" >"$work/$name.log" 2>&1 &
-  PID[$name]=$!
-}
-run knot "$CLIENT_CPU" knotd -c "$work/knot/knot.conf"
+run_pinned knot "$CLIENT_CPU" knotd -c "$work/knot/knot.conf"
 # The cluster DNS address fills __PILLAR__CLUSTER__DNS__ (cluster.local, not asked here).
-KUBE_DNS_UPSTREAM_SERVICE_HOST=127.0.0.2 run skyline "$SERVER_CPU" target/release/skyline node-cache \
+KUBE_DNS_UPSTREAM_SERVICE_HOST=127.0.0.2 run_pinned skyline "$SERVER_CPU" target/release/skyline node-cache \
   -localip 127.0.0.1 -dns.port "${PORT[skyline]}" -setupinterface=false -setupiptables=false \
   -upstreamsvc kube-dns-upstream -basecorefile "$work/Corefile.base" -conf "$work/Corefile" \
   -kubednscm "$work/kube-dns" -pidfile "$work/node-cache.pid"
-run dnsdist "$SERVER_CPU" dnsdist --supervised --disable-syslog -C "$work/dnsdist.conf"
-run unbound "$SERVER_CPU" unbound -d -c "$work/unbound.conf"
+run_pinned dnsdist "$SERVER_CPU" dnsdist --supervised --disable-syslog -C "$work/dnsdist.conf"
+run_pinned unbound "$SERVER_CPU" unbound -d -c "$work/unbound.conf"
 for name in knot skyline dnsdist unbound; do wait_ready "$name" "$ZONE." 10; done
 
 for name in skyline dnsdist unbound; do

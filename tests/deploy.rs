@@ -425,16 +425,11 @@ impl PodFiles {
                 "{what}: a ConfigMap mounted by subPath, which this test does not stand in for"
             );
             let name = config_map["name"].as_str().unwrap();
-            let found = of_kind(docs, "ConfigMap")
+            let data = of_kind(docs, "ConfigMap")
                 .into_iter()
                 .find(|m| m.name() == name && m.namespace() == workload.namespace())
-                .map(|m| string_map(&m.value["data"]));
-            // An optional ConfigMap that is not there mounts as an empty directory.
-            let data = match found {
-                Some(data) => data,
-                None if config_map["optional"].as_bool() == Some(true) => Default::default(),
-                None => panic!("{what}: no ConfigMap {}/{name}", workload.namespace()),
-            };
+                .map(|m| string_map(&m.value["data"]))
+                .unwrap_or_else(|| panic!("{what}: no ConfigMap {}/{name}", workload.namespace()));
             // Without items every key is a file of its own name.
             let files: Vec<(String, String)> = match config_map["items"].as_array() {
                 Some(items) => items
@@ -1645,29 +1640,6 @@ fn can_run_in_a_namespace() -> bool {
     common::can_use_namespaces(&[("ip", "iproute2"), ("nft", "nftables"), ("sh", "dash")])
 }
 
-/// A named network namespace, removed on drop.
-struct Namespace(String);
-
-impl Namespace {
-    fn new() -> Namespace {
-        let name = format!("skyline-deploy-{}", std::process::id());
-        let _ = Command::new("ip").args(["netns", "del", &name]).output();
-        let out = Command::new("ip").args(["netns", "add", &name]).output().unwrap();
-        assert!(
-            out.status.success(),
-            "ip netns add: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Namespace(name)
-    }
-}
-
-impl Drop for Namespace {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
-    }
-}
-
 /// A process killed (if still running) on drop.
 struct Running(std::process::Child, &'static str);
 
@@ -1787,30 +1759,11 @@ fn load(
 fn a_node_local_update_by_surge_loses_no_query() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
-    const NAME: &str = "a_node_local_update_by_surge_loses_no_query";
-    if std::env::var_os(IN_NAMESPACE).is_none() {
-        if !can_run_in_a_namespace() {
-            return;
-        }
-        let ns = Namespace::new();
-        let out = Command::new("ip")
-            .args(["netns", "exec", &ns.0])
-            .arg(std::env::current_exe().unwrap())
-            .args(["--exact", NAME, "--test-threads=1", "--nocapture"])
-            .env(IN_NAMESPACE, "1")
-            .output()
-            .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(out.status.success(), "in the namespace:\n{text}");
-        assert!(
-            text.contains("1 passed"),
-            "the test did not run in the namespace:\n{text}"
-        );
-        eprintln!("{text}");
+    if !common::inside_a_namespace(
+        "a_node_local_update_by_surge_loses_no_query",
+        IN_NAMESPACE,
+        can_run_in_a_namespace,
+    ) {
         return;
     }
 
@@ -1841,7 +1794,6 @@ fn a_node_local_update_by_surge_loses_no_query() {
         .map(|(_, v)| v.clone())
         .unwrap();
 
-    must(Command::new("ip").args(["link", "set", "lo", "up"]));
     let set_up = || {
         must(
             Command::new(&script[0])
@@ -2088,10 +2040,7 @@ fn setup_notrack_installs_what_the_node_local_init_container_installs() {
     }
     let docs = manifests();
     let (env, table) = init_notrack_table(&docs);
-    let name = format!("skyline-notrack-{}", std::process::id());
-    let _ = Command::new("ip").args(["netns", "del", &name]).output();
-    must(Command::new("ip").args(["netns", "add", &name]));
-    let ns = Namespace(name);
+    let ns = common::Namespace::new("skyline-notrack");
     let in_ns = |args: &[&str]| {
         let mut command = Command::new("ip");
         command.args(["netns", "exec", &ns.0]).args(args);

@@ -333,58 +333,9 @@ fn can_run() -> bool {
     ])
 }
 
-/// Runs the test `name` again in a namespace of its own: true in there (the body runs), false
-/// outside, once the run in the namespace passed (or when the test cannot run here).
+/// Runs the test `name` again in a namespace of its own: see [`common::inside_a_namespace`].
 fn inside_a_namespace(name: &str) -> bool {
-    if std::env::var_os(IN_NAMESPACE).is_some() {
-        must(Command::new("ip").args(["link", "set", "lo", "up"]));
-        return true;
-    }
-    if !can_run() {
-        return false;
-    }
-    let ns = Namespace::new();
-    let out = Command::new("ip")
-        .args(["netns", "exec", &ns.0])
-        .arg(std::env::current_exe().unwrap())
-        .args(["--exact", name, "--test-threads=1", "--nocapture"])
-        .env(IN_NAMESPACE, "1")
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "in the namespace:\n{text}");
-    assert!(
-        text.contains("1 passed"),
-        "the test did not run in the namespace:\n{text}"
-    );
-    false
-}
-
-/// A named network namespace, removed on drop.
-struct Namespace(String);
-
-impl Namespace {
-    fn new() -> Namespace {
-        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let name = format!(
-            "skyline-nc-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let _ = Command::new("ip").args(["netns", "del", &name]).output();
-        must(Command::new("ip").args(["netns", "add", &name]));
-        Namespace(name)
-    }
-}
-
-impl Drop for Namespace {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
-    }
+    common::inside_a_namespace(name, IN_NAMESPACE, can_run)
 }
 
 /// Runs `command`, failing the test unless it succeeds; its standard output.

@@ -574,3 +574,66 @@ pub fn metric_value(metrics: &str, series: &str) -> Option<f64> {
         .lines()
         .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok())
 }
+
+/// A named network namespace, removed on drop, even when the test fails.
+pub struct Namespace(pub String);
+
+impl Namespace {
+    /// A fresh namespace named after `prefix`, this process and a counter.
+    pub fn new(prefix: &str) -> Namespace {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let name = format!(
+            "{prefix}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let _ = Command::new("ip").args(["netns", "del", &name]).output();
+        let out = Command::new("ip").args(["netns", "add", &name]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "ip netns add: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Namespace(name)
+    }
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+    }
+}
+
+/// Runs the test `name` of this binary again, alone, in a namespace of its own with `marker`
+/// set in its environment: true in there (loopback up; the body runs), false outside once the
+/// run inside passed, or when `can_run` says the test cannot run here.
+pub fn inside_a_namespace(name: &str, marker: &str, can_run: fn() -> bool) -> bool {
+    if std::env::var_os(marker).is_some() {
+        let out = Command::new("ip").args(["link", "set", "lo", "up"]).output().unwrap();
+        assert!(out.status.success(), "ip link set lo up");
+        return true;
+    }
+    if !can_run() {
+        return false;
+    }
+    let ns = Namespace::new("skyline-test");
+    let out = Command::new("ip")
+        .args(["netns", "exec", &ns.0])
+        .arg(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--test-threads=1", "--nocapture"])
+        .env(marker, "1")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "in the namespace:\n{text}");
+    assert!(
+        text.contains("1 passed"),
+        "the test did not run in the namespace:\n{text}"
+    );
+    eprintln!("{text}");
+    false
+}
