@@ -15,7 +15,7 @@ use crate::settings::{
     CacheFile, EtcdFile, ForwardFile, HostsFile, KubernetesFile, MainFile, ObserveFile, PluginsFile, RewriteFile,
     TemplateFile,
 };
-use skyline_dataplane::forward::TLS_PORT;
+use skyline_dataplane::forward::{resolv_conf, TLS_PORT};
 use skyline_dataplane::rewrite::{Plugins, PluginsConfig};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -1357,29 +1357,15 @@ fn upstream_addr(text: &str, default_port: u16) -> Result<SocketAddr, String> {
     ))
 }
 
-/// The search domains of the resolv.conf at `path` (its last `search` or `domain` line, as
-/// the resolver takes it); none when it cannot be read.
+/// The search domains of the resolv.conf at `path`; none when it cannot be read.
 fn search_domains(path: &std::path::Path) -> Vec<String> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let mut domains = Vec::new();
-    for line in text.lines() {
-        let mut words = line.split_whitespace();
-        if let Some("search" | "domain") = words.next() {
-            domains = words.filter_map(|w| fqdn(w).ok()).filter(|d| d != ".").collect();
-        }
-    }
-    domains
+    resolv_conf::search_domains(&std::fs::read_to_string(path).unwrap_or_default())
 }
 
 /// The nameserver lines of the resolv.conf at `path`, on port 53.
 fn nameservers_of(path: &std::path::Path) -> Result<Vec<SocketAddr>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let servers: Vec<SocketAddr> = text
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("nameserver"))
-        .filter_map(|rest| rest.trim().split('%').next()?.parse::<IpAddr>().ok())
-        .map(|ip| SocketAddr::new(ip, 53))
-        .collect();
+    let servers = resolv_conf::nameservers(&text);
     if servers.is_empty() {
         return Err(format!("{} lists no nameserver", path.display()));
     }

@@ -24,9 +24,41 @@ pub fn nameservers(text: &str) -> Vec<SocketAddr> {
         .collect()
 }
 
+/// The search domains of resolv.conf text, as the C library takes them: those of the last
+/// `search` or `domain` line, each with its final dot; the root is left out.
+pub fn search_domains(text: &str) -> Vec<String> {
+    let mut domains = Vec::new();
+    for line in text.lines() {
+        let line = line.split(['#', ';']).next().unwrap_or_default();
+        let mut words = line.split_whitespace();
+        if let Some("search" | "domain") = words.next() {
+            domains = words
+                .map(|w| w.trim_end_matches('.').to_ascii_lowercase())
+                .filter(|w| !w.is_empty())
+                .map(|w| w + ".")
+                .collect();
+        }
+    }
+    domains
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_last_search_or_domain_line_gives_the_search_domains() {
+        let text = "domain old.example
+search Svc.Cluster.Local cluster.local. . # comment
+nameserver 10.0.0.1
+";
+        assert_eq!(search_domains(text), ["svc.cluster.local.", "cluster.local."]);
+        assert!(search_domains(
+            "nameserver 10.0.0.1
+"
+        )
+        .is_empty());
+    }
 
     #[test]
     fn nameserver_lines_are_read_in_order() {
