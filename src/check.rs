@@ -6,9 +6,9 @@
 //! (and serve the others) are a warning that names how many, not a failure.
 
 use crate::cli::Cli;
-use crate::config::{self, ConfigError, FileConfig};
+use crate::config::{self, ConfigError};
 use crate::in_force::InForce;
-use crate::settings::Given;
+use crate::settings::FileConfig;
 use crate::validate::{self, OverData, Valid};
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -44,7 +44,7 @@ fn effective(cli: &Cli) -> Result<String, Vec<String>> {
     let (records, prefix) = match &valid {
         Ok(valid) => (valid.operator.records.clone(), valid.operator.path_prefix.clone()),
         Err(_) => {
-            let given = Given::merge(cli, file.as_ref(), &mut unchecked);
+            let given = cli.given(file.as_ref(), &mut unchecked);
             match config::operator(&given) {
                 Ok(operator) => (operator.records, operator.path_prefix),
                 Err(_) => (None, String::new()),

@@ -3,15 +3,13 @@
 //! is the command they make, with the few options that are not settings.
 
 use crate::settings::{
-    CacheArgs, CookiesArgs, EtcdArgs, ForwardArgs, HostsArgs, KubernetesArgs, MainArgs, ObserveArgs, PluginsArgs,
-    RewriteArgs, RrlArgs, TemplateArgs,
+    Cache, CacheArgs, Cookies, CookiesArgs, Etcd, EtcdArgs, FileConfig, Forward, ForwardArgs, Given, Hosts, HostsArgs,
+    Invalid, Kubernetes, KubernetesArgs, Main, MainArgs, Observe, ObserveArgs, Plugins, PluginsArgs, Rewrite,
+    RewriteArgs, Rrl, RrlArgs, Template, TemplateArgs,
 };
 use clap::{CommandFactory, FromArgMatches, Parser};
-use skyline_controlplane::skydns::config;
-use skyline_dataplane::wire::Name;
 use std::ffi::OsString;
-use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// skyline: a service-discovery DNS server serving SkyDNS records.
 ///
@@ -114,6 +112,47 @@ pub struct Cli {
 }
 
 impl Cli {
+    /// Every setting this command line gives, stacked over the configuration file `file` and
+    /// the declared defaults; each file value that does not convert is added to `problems` and
+    /// counts as not set.
+    pub fn given(&self, file: Option<&FileConfig>, problems: &mut Vec<Invalid>) -> Given {
+        let dir = file.map_or(Path::new(""), |f| f.dir.as_path());
+        Given {
+            main: Main::merge(&self.main, file.map(|f| &f.main), dir, problems),
+            etcd: Etcd::merge(&self.etcd, file.map(|f| &f.etcd), dir, problems),
+            forward: Forward::merge(&self.forward, file.and_then(|f| f.forward.as_ref()), dir, problems),
+            cache: Cache::merge(&self.cache, file.and_then(|f| f.cache.as_ref()), dir, problems),
+            kubernetes: Kubernetes::merge(
+                &self.kubernetes,
+                file.and_then(|f| f.kubernetes.as_ref()),
+                dir,
+                problems,
+            ),
+            kubernetes_on: self.kubernetes_on
+                || self.kubernetes != KubernetesArgs::default()
+                || file.is_some_and(|f| f.kubernetes.is_some()),
+            hosts: Hosts::merge(&self.hosts, file.and_then(|f| f.hosts.as_ref()), dir, problems),
+            hosts_given: self.hosts != HostsArgs::default() || file.is_some_and(|f| f.hosts.is_some()),
+            observe: Observe::merge(&self.observe, file.and_then(|f| f.observe.as_ref()), dir, problems),
+            cookies: Cookies::merge(&self.cookies, file.and_then(|f| f.cookies.as_ref()), dir, problems),
+            rrl: Rrl::merge(&self.rrl, file.and_then(|f| f.rrl.as_ref()), dir, problems),
+            rewrite: Rewrite::merge(&self.rewrite, file.and_then(|f| f.rewrite.as_ref()), dir, problems),
+            template: Template::merge(&self.template, file.and_then(|f| f.template.as_ref()), dir, problems),
+            plugins: Plugins::merge(&self.plugins, file.map(|f| &f.plugins), dir, problems),
+        }
+    }
+
+    /// [`Cli::given`], failing on the first value that does not convert.
+    #[cfg(test)]
+    pub fn given_valid(&self, file: Option<&FileConfig>) -> Result<Given, Invalid> {
+        let mut problems = Vec::new();
+        let given = self.given(file, &mut problems);
+        match problems.into_iter().next() {
+            Some(problem) => Err(problem),
+            None => Ok(given),
+        }
+    }
+
     /// Parses a command line, reading the environment variables as SkyDNS does: Go's
     /// `os.Getenv` makes an empty variable the same as an unset one (deployments often carry
     /// e.g. `SKYDNS_NAMESERVERS=""`), whereas clap would take it as an empty, invalid value.
@@ -180,30 +219,6 @@ fn from_the_environment(command: &clap::Command, args: &[OsString], error: clap:
             )
         }
         None => error,
-    }
-}
-
-pub(crate) fn parse_addr(text: &str) -> Result<SocketAddr, String> {
-    config::address("addr", text).map_err(|_| {
-        crate::file_value::missing_port(text)
-            .unwrap_or_else(|| format!("\"{text}\" is not an IP:port address (a host name is not accepted)"))
-    })
-}
-
-pub(crate) fn parse_domain(text: &str) -> Result<Name, String> {
-    config::domain("domain", text).map_err(|e| e.to_string())
-}
-
-pub(crate) fn parse_hostmaster(text: &str) -> Result<Name, String> {
-    config::hostmaster(text).map_err(|e| e.to_string())
-}
-
-/// Boolean values as Go's `strconv.ParseBool` takes them, so SkyDNS command lines keep working.
-pub(crate) fn parse_go_bool(text: &str) -> Result<bool, String> {
-    match text {
-        "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
-        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
-        _ => Err(format!("{text:?} is not a boolean (true or false)")),
     }
 }
 
@@ -281,20 +296,5 @@ mod tests {
             unknown.is_empty(),
             "the tables of README.md or docs/settings.md name variables skyline lacks: {unknown:?}"
         );
-    }
-
-    #[test]
-    fn go_booleans_are_accepted() {
-        for (text, value) in [
-            ("true", true),
-            ("T", true),
-            ("1", true),
-            ("false", false),
-            ("F", false),
-            ("0", false),
-        ] {
-            assert_eq!(parse_go_bool(text), Ok(value));
-        }
-        assert!(parse_go_bool("yes").is_err());
     }
 }

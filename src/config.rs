@@ -1,7 +1,9 @@
-//! The configuration file, and the stacking of every setting into one [`Settings`].
+//! The configuration file's reader (the [`FileConfig`] that `crate::settings` declares, read
+//! from TOML or, through its `corefile` key, from a Corefile), and the stacking of every setting
+//! into one [`Settings`].
 //!
 //! Precedence, highest first: command-line flags, environment variables (clap applies these two),
-//! the TOML file given with `--config` ([`crate::settings::Given`] stacks these), the records
+//! the TOML file given with `--config` ([`crate::cli::Cli::given`] stacks these), the records
 //! file's or etcd's `/<prefix>/config` object, the defaults. SkyDNS itself lets its etcd config
 //! override flags; skyline lets what the operator typed win over data, so that a stray key in
 //! the data cannot move the server elsewhere.
@@ -22,10 +24,9 @@
 use crate::observe::ObserveError;
 use crate::protection::ProtectionError;
 use crate::settings::{
-    CacheFile, CookiesFile, EtcdFile, ForwardFile, Given, HostsFile, Invalid, KubernetesFile, Main, MainFile,
-    ObserveFile, PluginsFile, RewriteFile, RrlFile, TemplateFile,
+    CacheFile, CookiesFile, EtcdFile, FileConfig, ForwardFile, Given, HostsFile, Invalid, KubernetesFile, Main,
+    MainFile, ObserveFile, PluginsFile, RewriteFile, RrlFile, TemplateFile,
 };
-use serde::Deserialize;
 use skyline_controlplane::etcd::EtcdOptions;
 use skyline_controlplane::hosts::{parse_inline, HostsOptions};
 use skyline_controlplane::kubernetes::KubernetesOptions;
@@ -215,43 +216,6 @@ pub enum ConfigError {
         /// The records file.
         records: PathBuf,
     },
-}
-
-/// The TOML configuration file: each setting's key is its long option in snake_case, at the top
-/// level or, for a group with a table, inside that table without the group's prefix (see
-/// [`crate::settings`]). Unknown keys are errors, so that a typo is reported instead of silently
-/// ignored.
-#[derive(Debug, Default, PartialEq)]
-pub struct FileConfig {
-    /// The top-level keys but etcd's.
-    pub main: MainFile,
-    /// etcd's top-level keys.
-    pub etcd: EtcdFile,
-    /// The `[forward]` table.
-    pub forward: Option<ForwardFile>,
-    /// The `[cache]` table.
-    pub cache: Option<CacheFile>,
-    /// The `[kubernetes]` table: its presence serves Kubernetes cluster DNS.
-    pub kubernetes: Option<KubernetesFile>,
-    /// The `[hosts]` table: names from a hosts file and inline entries.
-    pub hosts: Option<HostsFile>,
-    /// The `[observe]` table: dnstap, the query log, the top talkers.
-    pub observe: Option<ObserveFile>,
-    /// The `[cookies]` table.
-    pub cookies: Option<CookiesFile>,
-    /// The `[rrl]` table.
-    pub rrl: Option<RrlFile>,
-    /// The `[rewrite]` table.
-    pub rewrite: Option<RewriteFile>,
-    /// The `[template]` table.
-    pub template: Option<TemplateFile>,
-    /// The top-level keys of `whoami`, `chaos` and `any`.
-    pub plugins: PluginsFile,
-    /// The file's directory, which relative paths in it are relative to.
-    pub dir: PathBuf,
-    /// What a Corefile runs differently from CoreDNS: logged at start, printed by
-    /// `--check-config`.
-    pub notes: Vec<String>,
 }
 
 /// The Kubernetes source's settings, resolved.
@@ -542,16 +506,6 @@ pub struct Settings {
     pub ns_rotate: bool,
     /// SkyDNS `read_timeout`, if set: the forwarding time budget.
     pub read_timeout: Option<std::time::Duration>,
-}
-
-/// One listening address or several, as `addr` may be written in the TOML file.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(untagged)]
-pub enum Addrs {
-    /// `addr = "127.0.0.1:53"`.
-    One(SocketAddr),
-    /// `addr = ["169.254.20.10:53", "10.96.0.10:53"]`.
-    Many(Vec<SocketAddr>),
 }
 
 /// What the operator gave that decides the data source and overrides the data's
@@ -892,7 +846,7 @@ mod tests {
 
     /// The settings `cli` and `file` give, every file value valid.
     fn given(cli: &Cli, file: Option<&FileConfig>) -> Given {
-        Given::new(cli, file).unwrap()
+        cli.given_valid(file).unwrap()
     }
 
     fn settings(args: &[&str], env: &[(&str, &str)], file: Option<&str>, records: Option<&str>) -> Settings {
@@ -1299,7 +1253,7 @@ mod tests {
         let flag = cli(&["--drain", "0s"], &[]).unwrap();
         assert_eq!(given(&flag, Some(&file)).main.drain, Duration::ZERO);
         assert!(matches!(
-            Given::new(&cli(&[], &[]).unwrap(), Some(&toml("drain = \"soon\""))),
+            cli(&[], &[]).unwrap().given_valid(Some(&toml("drain = \"soon\""))),
             Err(Invalid { key: "drain", .. })
         ));
         assert!(cli(&["--drain", "5"], &[]).is_err(), "a unit is required");
@@ -1323,7 +1277,9 @@ mod tests {
         let default = state(&given(&cli(&["--state-dir", "d"], &[]).unwrap(), None).main).unwrap();
         assert_eq!(default.max_age(), skyline_controlplane::state::DEFAULT_MAX_AGE);
         assert!(matches!(
-            Given::new(&cli(&[], &[]).unwrap(), Some(&toml("state_max_age = \"old\""))),
+            cli(&[], &[])
+                .unwrap()
+                .given_valid(Some(&toml("state_max_age = \"old\""))),
             Err(Invalid {
                 key: "state_max_age",
                 ..

@@ -3,11 +3,11 @@
 //! named (a single deserialisation of the whole file stops at the first), and the message says
 //! what the value must be in words, not in the name of a Rust type.
 
-use crate::config::Addrs;
-use crate::forwarding::StubZoneFile;
+use crate::flag_value::missing_port;
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 /// A type a configuration file key holds, with what its values must look like.
@@ -19,6 +19,16 @@ pub trait FileValue: DeserializeOwned {
     fn hint(_value: &toml::Value) -> Option<String> {
         None
     }
+}
+
+/// One listening address or several, as `addr` may be written in the TOML file.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum Addrs {
+    /// `addr = "127.0.0.1:53"`.
+    One(SocketAddr),
+    /// `addr = ["169.254.20.10:53", "10.96.0.10:53"]`.
+    Many(Vec<SocketAddr>),
 }
 
 /// `value` as a `T`, or why not: the value as the file wrote it, and what it must be.
@@ -37,19 +47,8 @@ fn shown(value: &toml::Value) -> String {
     }
 }
 
-/// Why `text` is not an `IP:port` address, when it is an address without its port: the most
-/// common slip (`127.0.0.1` for `127.0.0.1:53`).
-pub fn missing_port(text: &str) -> Option<String> {
-    let text = text.trim();
-    let bare = text.trim_start_matches('[').trim_end_matches(']');
-    bare.parse::<IpAddr>().ok().map(|ip| {
-        let example = SocketAddr::new(ip, 53);
-        format!("\"{text}\" has no port: write IP:port, e.g. \"{example}\"")
-    })
-}
-
 /// [`missing_port`] of `value` when it is a string, or of the first such string of a list.
-fn address_hint(value: &toml::Value) -> Option<String> {
+pub fn address_hint(value: &toml::Value) -> Option<String> {
     match value {
         toml::Value::String(text) => missing_port(text),
         toml::Value::Array(items) => items.iter().find_map(address_hint),
@@ -110,15 +109,6 @@ impl FileValue for Addrs {
 
     fn hint(value: &toml::Value) -> Option<String> {
         address_hint(value)
-    }
-}
-
-impl FileValue for Vec<StubZoneFile> {
-    const EXPECTED: &'static str =
-        "a list of tables, each with zone = \"name\", servers = [\"IP:port\", ...] (or [\"tls://IP:port\", ...]), and optionally force_tcp, tls_servername and tls_ca";
-
-    fn hint(value: &toml::Value) -> Option<String> {
-        address_hint(&value.as_array()?.iter().find_map(|t| t.get("servers"))?.clone())
     }
 }
 

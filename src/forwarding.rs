@@ -2,27 +2,21 @@
 //! [`crate::settings`], the `[forward]` and `[cache]` tables) into the data plane's
 //! [`ForwardConfig`], and the stub zones learnt from records.
 
+use crate::flag_value::NO_RESOLV_CONF;
 use crate::settings::{Cache, Forward};
-use serde::Deserialize;
+use crate::stub_zone::{health_check, Ask};
 use skyline_controlplane::etcd::SourceHealth;
 use skyline_dataplane::cache::CacheConfig;
 use skyline_dataplane::forward::{
-    resolv_conf, Acl, ForwardConfig, ForwardOptions, Forwarding, HealthCheck, Policy, Prefix, StubZone, Tls, TlsError,
-    Transport, TLS_PORT,
+    resolv_conf, Acl, ForwardConfig, ForwardOptions, Forwarding, StubZone, Tls, TlsError, Transport,
 };
-use skyline_dataplane::wire::Name;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Where nameservers are read from when none are configured.
 pub const DEFAULT_RESOLV_CONF: &str = "/etc/resolv.conf";
-
-/// The `--resolv-conf` value that reads no file: without `--nameservers`, only stub zones are
-/// forwarded. The way to say so on purpose, since a file given that lists no nameserver is an
-/// error.
-pub const NO_RESOLV_CONF: &str = "none";
 
 /// Why forwarding cannot be set up: a resolv.conf that gives no upstream, or TLS upstreams
 /// without a usable name or CA file. For the file the operator named it stops the start
@@ -75,150 +69,49 @@ pub struct Resolved {
     pub default_unusable: Option<ResolvConfError>,
 }
 
-/// One stub zone in the TOML file: the zone, its servers, and how they are used, with the
-/// keys and meanings of the `[forward]` table's options (each left out takes its default, not
-/// the `[forward]` table's value: a stub zone is a `forward` block of its own).
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct StubZoneFile {
-    /// The zone.
-    pub zone: String,
-    /// Its servers, `IP:port`, or all `tls://IP[:port]` for DNS over TLS.
-    pub servers: Vec<String>,
-    /// Every query over TCP (CoreDNS `force_tcp`).
-    #[serde(default)]
-    pub force_tcp: bool,
-    /// The name the servers' certificates must carry (CoreDNS `tls_servername`).
-    #[serde(default)]
-    pub tls_servername: Option<String>,
-    /// Certificate authorities trusted besides the platform's.
-    #[serde(default)]
-    pub tls_ca: Option<PathBuf>,
-    /// `policy`.
-    pub policy: Option<String>,
-    /// `max_fails`.
-    pub max_fails: Option<u32>,
-    /// `health_check`.
-    pub health_check: Option<String>,
-    /// `health_check_no_rec`.
-    pub health_check_no_rec: Option<bool>,
-    /// `health_check_domain`.
-    pub health_check_domain: Option<String>,
-    /// `except`.
-    pub except: Option<Vec<String>>,
-    /// `max_concurrent`.
-    pub max_concurrent: Option<usize>,
-}
-
-impl StubZoneFile {
-    /// The options of the zone's servers the table gives, the others at their defaults.
-    pub fn options(&self) -> Result<ForwardOptions, String> {
-        let defaults = ForwardOptions::default();
-        let health_check = self
-            .health_check
-            .as_deref()
-            .map(parse_duration)
-            .transpose()?
-            .map(|interval| {
-                Ok::<_, String>(HealthCheck {
-                    interval,
-                    recursion_desired: !self.health_check_no_rec.unwrap_or(false),
-                    domain: match &self.health_check_domain {
-                        Some(name) => parse_zone("health_check_domain", name)?,
-                        None => Name::root(),
-                    },
-                })
-            })
-            .transpose()?;
-        Ok(ForwardOptions {
-            policy: self
-                .policy
-                .as_deref()
-                .map(parse_policy)
-                .transpose()?
-                .unwrap_or_default(),
-            max_fails: self.max_fails.unwrap_or(defaults.max_fails),
-            health_check,
-            except: self
-                .except
-                .iter()
-                .flatten()
-                .map(|z| parse_zone("except", z))
-                .collect::<Result<_, _>>()?,
-            max_concurrent: self.max_concurrent.unwrap_or(defaults.max_concurrent),
-        })
-    }
-}
-
 /// The options of the default resolvers from the `[forward]` settings.
 fn options(forward: &Forward) -> ForwardOptions {
     ForwardOptions {
         policy: forward.policy,
         max_fails: forward.max_fails,
-        health_check: forward.health_check.map(|interval| HealthCheck {
-            interval,
-            recursion_desired: !forward.health_check_no_rec,
-            domain: forward.health_check_domain.clone().unwrap_or_else(Name::root),
+        health_check: forward.health_check.map(|interval| {
+            health_check(
+                interval,
+                forward.health_check_no_rec,
+                forward.health_check_domain.clone(),
+            )
         }),
         except: forward.except.clone(),
         max_concurrent: forward.max_concurrent,
     }
 }
 
-/// How a set of upstreams is asked, as configured: CoreDNS `forward`'s options, kept apart
-/// from the set's servers so that the default resolvers and each stub zone have their own.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Ask {
-    /// Every query over TCP, on persistent connections (`force_tcp`).
-    pub force_tcp: bool,
-    /// Every query over TLS (`tls://` servers).
-    pub tls: bool,
-    /// The name the servers' certificates must carry; their IP addresses without it.
-    pub tls_servername: Option<String>,
-    /// Certificate authorities trusted besides the platform's root store.
-    pub tls_ca: Option<PathBuf>,
-}
-
-impl Ask {
-    /// The data plane's transport for the set named `set` in errors; reads the CA file.
-    fn transport(&self, set: &str) -> Result<Transport, ResolvConfError> {
-        if !self.tls {
-            return Ok(if self.force_tcp {
-                Transport::ForceTcp
-            } else {
-                Transport::PreferUdp
-            });
-        }
-        let ca = self
-            .tls_ca
-            .as_ref()
-            .map(|path| {
-                std::fs::read(path).map_err(|source| ResolvConfError::TlsCa {
-                    set: set.to_owned(),
-                    path: path.clone(),
-                    source,
-                })
-            })
-            .transpose()?;
-        let tls = Tls::new(self.tls_servername.as_deref(), ca.as_deref()).map_err(|source| ResolvConfError::Tls {
-            set: set.to_owned(),
-            source,
-        })?;
-        Ok(Transport::Tls(Arc::new(tls)))
+/// The data plane's transport for a set of upstreams asked as `ask`, named `set` in errors;
+/// reads the CA file.
+fn transport(ask: &Ask, set: &str) -> Result<Transport, ResolvConfError> {
+    if !ask.tls {
+        return Ok(if ask.force_tcp {
+            Transport::ForceTcp
+        } else {
+            Transport::PreferUdp
+        });
     }
-}
-
-/// A stub zone as configured: its servers, how they are used and how they are asked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StubZoneSetting {
-    /// The zone apex.
-    pub zone: Name,
-    /// Its servers.
-    pub servers: Vec<SocketAddr>,
-    /// How they are used.
-    pub options: ForwardOptions,
-    /// How they are asked.
-    pub ask: Ask,
+    let ca = ask
+        .tls_ca
+        .as_ref()
+        .map(|path| {
+            std::fs::read(path).map_err(|source| ResolvConfError::TlsCa {
+                set: set.to_owned(),
+                path: path.clone(),
+                source,
+            })
+        })
+        .transpose()?;
+    let tls = Tls::new(ask.tls_servername.as_deref(), ca.as_deref()).map_err(|source| ResolvConfError::Tls {
+        set: set.to_owned(),
+        source,
+    })?;
+    Ok(Transport::Tls(Arc::new(tls)))
 }
 
 /// The SkyDNS settings that decide forwarding, already stacked (flags, file, data, defaults).
@@ -282,7 +175,7 @@ pub fn forward_config(
                 zone: s.zone.clone(),
                 servers: s.servers.clone(),
                 options: s.options.clone(),
-                transport: s.ask.transport(&format!("forward.stub_zones {}", s.zone))?,
+                transport: transport(&s.ask, &format!("forward.stub_zones {}", s.zone))?,
             })
         })
         .collect::<Result<Vec<_>, ResolvConfError>>()?;
@@ -290,7 +183,7 @@ pub fn forward_config(
         transport: if upstreams.is_empty() {
             Transport::PreferUdp
         } else {
-            ask.transport("forward.tls")?
+            transport(&ask, "forward.tls")?
         },
         upstreams,
         options: options(forward),
@@ -370,125 +263,12 @@ pub async fn follow_stub_records(source: Arc<SourceHealth>, zones: Forwarding) {
     }
 }
 
-/// An address prefix, `10.0.0.0/8`.
-pub(crate) fn parse_prefix(text: &str) -> Result<Prefix, String> {
-    text.parse()
-        .map_err(|e: skyline_dataplane::forward::PrefixError| e.to_string())
-}
-
-fn parse_zone(setting: &'static str, text: &str) -> Result<Name, String> {
-    skyline_controlplane::skydns::config::domain(setting, text).map_err(|e| e.to_string())
-}
-
-/// A duration as `1500ms`, `2s`, `1m` or `24h`.
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration such as 1500ms or 2s"))?;
-    match unit.trim() {
-        "ms" => Ok(Duration::from_millis(n)),
-        "s" => Ok(Duration::from_secs(n)),
-        "m" => Ok(Duration::from_secs(n.saturating_mul(60))),
-        "h" => Ok(Duration::from_secs(n.saturating_mul(3600))),
-        _ => Err(format!("{text:?} is not a duration such as 1500ms or 2s")),
-    }
-}
-
-/// A memory size as bytes, or with a unit: `64MiB`, `64M`, `512KiB`, `1GiB`.
-pub(crate) fn parse_size(text: &str) -> Result<usize, String> {
-    let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let n: usize = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size such as 64MiB"))?;
-    let scale: usize = match unit.trim() {
-        "" | "B" => 1,
-        "K" | "KiB" | "k" => 1 << 10,
-        "M" | "MiB" => 1 << 20,
-        "G" | "GiB" => 1 << 30,
-        _ => return Err(format!("{text:?} is not a size such as 64MiB")),
-    };
-    n.checked_mul(scale).ok_or_else(|| format!("{text:?} is too large"))
-}
-
-/// `ZONE=SECS`.
-pub(crate) fn parse_zone_ttl(text: &str) -> Result<(Name, u32), String> {
-    let (zone, secs) = text
-        .split_once('=')
-        .ok_or_else(|| format!("{text:?} is not ZONE=SECS"))?;
-    let zone = parse_zone("ZONE", zone)?;
-    let secs = secs.trim().parse().map_err(|_| format!("{text:?} is not ZONE=SECS"))?;
-    Ok((zone, secs))
-}
-
-/// `ZONE=IP:PORT[,IP:PORT...]`, or `ZONE=tls://IP[:PORT][,...]`.
-pub(crate) fn parse_stub_zone(text: &str) -> Result<StubZoneSetting, String> {
-    let (zone, servers) = text
-        .split_once('=')
-        .ok_or_else(|| format!("{text:?} is not ZONE=IP:PORT[,IP:PORT...]"))?;
-    let zone = parse_zone("--stub-zone", zone)?;
-    let (servers, tls) = parse_servers(servers.split(',')).map_err(|e| format!("{text:?}: {e}"))?;
-    Ok(StubZoneSetting {
-        zone,
-        servers,
-        options: ForwardOptions::default(),
-        ask: Ask { tls, ..Ask::default() },
-    })
-}
-
-/// Servers as `IP:PORT`, or all as `tls://IP[:PORT]` (port 853 when none is given, as
-/// CoreDNS takes them); whether they are TLS ones. A set is asked one way: TLS and plain
-/// servers mixed are refused.
-pub(crate) fn parse_servers<'a>(texts: impl Iterator<Item = &'a str>) -> Result<(Vec<SocketAddr>, bool), String> {
-    let mut servers = Vec::new();
-    let mut tls = None;
-    for text in texts {
-        let text = text.trim();
-        let (is_tls, addr) = match text.strip_prefix("tls://") {
-            Some(rest) => {
-                let addr = rest.parse::<SocketAddr>().or_else(|_| {
-                    rest.trim_start_matches('[')
-                        .trim_end_matches(']')
-                        .parse::<IpAddr>()
-                        .map(|ip| SocketAddr::new(ip, TLS_PORT))
-                });
-                (true, addr.map_err(|_| format!("{text:?} is not tls://IP[:PORT]"))?)
-            }
-            None => (
-                false,
-                text.parse::<SocketAddr>().map_err(|_| {
-                    crate::file_value::missing_port(text)
-                        .unwrap_or_else(|| format!("{text:?} is not IP:PORT (or tls://IP[:PORT])"))
-                })?,
-            ),
-        };
-        if *tls.get_or_insert(is_tls) != is_tls {
-            return Err("the servers of a set are all tls:// or none are".to_owned());
-        }
-        servers.push(addr);
-    }
-    Ok((servers, tls.unwrap_or(false)))
-}
-
-/// A forwarding policy: fastest, random, round_robin or sequential.
-pub(crate) fn parse_policy(text: &str) -> Result<Policy, String> {
-    text.parse()
-        .map_err(|e: skyline_dataplane::forward::UnknownPolicy| e.to_string())
-}
-
-/// A domain name, as a zone or a name to ask.
-pub(crate) fn parse_name(text: &str) -> Result<Name, String> {
-    parse_zone("name", text)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::settings::{CacheArgs, CacheFile, ForwardArgs, ForwardFile};
+    use skyline_dataplane::forward::{HealthCheck, Policy, Prefix};
+    use skyline_dataplane::wire::Name;
 
     fn stacked(nameservers: &[&str]) -> Stacked {
         Stacked {
@@ -509,9 +289,8 @@ mod tests {
         cache: Option<&str>,
         s: &Stacked,
     ) -> Option<ForwardConfig> {
-        let forward: Option<ForwardFile> =
-            forward.map(|t| crate::settings::tests::parse_group(t, ForwardFile::take).unwrap());
-        let cache: Option<CacheFile> = cache.map(|t| crate::settings::tests::parse_group(t, CacheFile::take).unwrap());
+        let forward: Option<ForwardFile> = forward.map(|t| crate::settings::parse_group(t, ForwardFile::take).unwrap());
+        let cache: Option<CacheFile> = cache.map(|t| crate::settings::parse_group(t, CacheFile::take).unwrap());
         let mut problems = Vec::new();
         let dir = Path::new("/etc/skyline");
         let forward = Forward::merge(&args.0, forward.as_ref(), dir, &mut problems);
@@ -712,7 +491,7 @@ mod tests {
             servers = ["10.1.0.53:53"]
             policy = "least_used"
         "#;
-        let forward: ForwardFile = crate::settings::tests::parse_group(bad, ForwardFile::take).unwrap();
+        let forward: ForwardFile = crate::settings::parse_group(bad, ForwardFile::take).unwrap();
         let mut problems = Vec::new();
         Forward::merge(&ForwardArgs::default(), Some(&forward), Path::new(""), &mut problems);
         assert!(problems[0].to_string().contains("least_used"), "{problems:?}");
@@ -743,7 +522,7 @@ mod tests {
 
         let missing_ca = "tls = true\ntls_ca = \"/nonexistent/ca.pem\"\n";
         let args = Default::default();
-        let forward: ForwardFile = crate::settings::tests::parse_group(missing_ca, ForwardFile::take).unwrap();
+        let forward: ForwardFile = crate::settings::parse_group(missing_ca, ForwardFile::take).unwrap();
         let forward = Forward::merge(&args, Some(&forward), Path::new(""), &mut Vec::new());
         let (_, cache) = defaults();
         let err = forward_config(&forward, &cache, &stacked(&["192.0.2.1:853"]), missing).unwrap_err();
@@ -763,37 +542,9 @@ mod tests {
     }
 
     #[test]
-    fn values_parse() {
-        assert_eq!(parse_duration("1500ms"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86_400)));
-        assert!(parse_duration("fast").is_err());
-        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert!(parse_size("lots").is_err());
-        let (zone, secs) = parse_zone_ttl("cluster.local.=5").unwrap();
-        assert_eq!((zone.to_string(), secs), ("cluster.local.".to_owned(), 5));
-        let stub = parse_stub_zone("corp.example=10.0.0.1:53,10.0.0.2:5353").unwrap();
-        assert_eq!(stub.servers.len(), 2);
-        assert!(!stub.ask.tls);
-        assert!(parse_stub_zone("corp.example=10.0.0.1").is_err());
-        let tls = parse_stub_zone("corp.example=tls://10.0.0.1,tls://[2001:db8::1]:8853").unwrap();
-        assert!(tls.ask.tls);
-        assert_eq!(
-            tls.servers,
-            [
-                "10.0.0.1:853".parse::<SocketAddr>().unwrap(),
-                "[2001:db8::1]:8853".parse().unwrap()
-            ]
-        );
-        assert!(parse_stub_zone("corp.example=tls://10.0.0.1,10.0.0.2:53").is_err());
-        assert!(parse_prefix("10.0.0.0/33").is_err());
-    }
-
-    #[test]
     fn the_example_configuration_resolves() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/skyline-full.toml");
-        let file = crate::config::FileConfig::load(&path).unwrap();
+        let file = crate::settings::FileConfig::load(&path).unwrap();
         let mut problems = Vec::new();
         let forward = Forward::merge(&ForwardArgs::default(), file.forward.as_ref(), &file.dir, &mut problems);
         let cache = Cache::merge(&CacheArgs::default(), file.cache.as_ref(), &file.dir, &mut problems);
@@ -809,7 +560,7 @@ mod tests {
 
     #[test]
     fn unknown_keys_in_the_tables_are_rejected() {
-        assert!(crate::settings::tests::parse_group("timeuot = \"1s\"", ForwardFile::take).is_err());
-        assert!(crate::settings::tests::parse_group("sise = \"1MiB\"", CacheFile::take).is_err());
+        assert!(crate::settings::parse_group("timeuot = \"1s\"", ForwardFile::take).is_err());
+        assert!(crate::settings::parse_group("sise = \"1MiB\"", CacheFile::take).is_err());
     }
 }

@@ -3,9 +3,9 @@
 //! settings, so that it answers "what is this server running with" in the form an operator
 //! edits.
 
-use crate::config::Addrs;
-use crate::forwarding::{StubZoneFile, StubZoneSetting};
-use skyline_dataplane::forward::{ForwardOptions, Policy, Prefix};
+use crate::file_value::Addrs;
+use crate::flag_value::NO_RESOLV_CONF;
+use skyline_dataplane::forward::{Policy, Prefix};
 use skyline_dataplane::io::XdpMode;
 use skyline_dataplane::wire::Name;
 use std::collections::BTreeMap;
@@ -40,7 +40,6 @@ impl FileForm for String {
 impl FileForm for PathBuf {}
 impl FileForm for Addrs {}
 impl FileForm for Vec<String> {}
-impl FileForm for Vec<StubZoneFile> {}
 /// Negative TTL caps are one table of zone = seconds in the file, not a list of one-entry tables.
 impl FileForm for BTreeMap<String, u32> {
     fn form(value: toml::Value) -> toml::Value {
@@ -118,9 +117,7 @@ impl InForce for PathBuf {
 
 /// `path` made absolute, unless it is a word that names no file.
 pub fn absolute(path: &std::path::Path) -> PathBuf {
-    let word = ["-", crate::forwarding::NO_RESOLV_CONF]
-        .iter()
-        .any(|w| path.as_os_str() == *w);
+    let word = ["-", NO_RESOLV_CONF].iter().any(|w| path.as_os_str() == *w);
     match std::path::absolute(path) {
         Ok(absolute) if !word => absolute,
         _ => path.to_owned(),
@@ -142,69 +139,6 @@ impl InForce for Duration {
 impl<T: InForce> InForce for Vec<T> {
     fn in_force(&self) -> Option<toml::Value> {
         Some(toml::Value::Array(self.iter().filter_map(InForce::in_force).collect()))
-    }
-}
-
-impl InForce for StubZoneSetting {
-    fn in_force(&self) -> Option<toml::Value> {
-        let mut table = toml::Table::new();
-        table.insert("zone".to_owned(), toml::Value::String(self.zone.to_string()));
-        let scheme = if self.ask.tls { "tls://" } else { "" };
-        let servers = self
-            .servers
-            .iter()
-            .map(|s| toml::Value::String(format!("{scheme}{s}")))
-            .collect();
-        table.insert("servers".to_owned(), toml::Value::Array(servers));
-        if self.ask.force_tcp {
-            table.insert("force_tcp".to_owned(), toml::Value::Boolean(true));
-        }
-        if let Some(name) = &self.ask.tls_servername {
-            table.insert("tls_servername".to_owned(), toml::Value::String(name.clone()));
-        }
-        if let Some(ca) = &self.ask.tls_ca {
-            table.insert("tls_ca".to_owned(), ca.in_force()?);
-        }
-        let options = &self.options;
-        let defaults = ForwardOptions::default();
-        let mut set = |key: &str, value: Option<toml::Value>| {
-            if let Some(value) = value {
-                table.insert(key.to_owned(), value);
-            }
-        };
-        set(
-            "policy",
-            (options.policy != defaults.policy)
-                .then(|| options.policy.in_force())
-                .flatten(),
-        );
-        set(
-            "max_fails",
-            (options.max_fails != defaults.max_fails)
-                .then(|| options.max_fails.in_force())
-                .flatten(),
-        );
-        if let Some(check) = &options.health_check {
-            set("health_check", check.interval.in_force());
-            set(
-                "health_check_no_rec",
-                Some(toml::Value::Boolean(!check.recursion_desired)),
-            );
-            set("health_check_domain", check.domain.in_force());
-        }
-        set(
-            "except",
-            (!options.except.is_empty())
-                .then(|| options.except.in_force())
-                .flatten(),
-        );
-        set(
-            "max_concurrent",
-            (options.max_concurrent != 0)
-                .then(|| options.max_concurrent.in_force())
-                .flatten(),
-        );
-        Some(toml::Value::Table(table))
     }
 }
 
@@ -232,7 +166,7 @@ mod tests {
         assert_eq!(String::form(toml::Value::Integer(1000)).as_str(), Some("1000"));
         for d in [1500, 5000, 5_400_000, 0] {
             let d = Duration::from_millis(d);
-            assert_eq!(crate::forwarding::parse_duration(&text(d)), Ok(d));
+            assert_eq!(crate::flag_value::parse_duration(&text(d)), Ok(d));
         }
     }
 }

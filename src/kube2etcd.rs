@@ -3,7 +3,7 @@
 //! options are the server's own declarations; the options that make no sense for records in
 //! etcd are refused by name.
 
-use crate::cli::{parse_addr, parse_domain};
+use crate::flag_value::{parse_addr, parse_domain};
 use crate::settings::{EtcdArgs, Kubernetes, KubernetesArgs};
 use clap::{CommandFactory, FromArgMatches, Parser};
 use skyline_controlplane::etcd::EtcdOptions;

@@ -5,10 +5,6 @@
 use crate::settings::Observe;
 use skyline_dataplane::observe::{DnstapConfig, ObserveConfig, QueryLogConfig, QueryLogTarget, TopConfig};
 
-/// Query-log lines per second when not set.
-pub const DEFAULT_QUERY_LOG_RATE: u32 = 1000;
-/// Top talkers exported per family when not set.
-pub const DEFAULT_TOP_K: usize = 10;
 /// The most top talkers that may be exported per family: the exported series stay few.
 pub const MAX_TOP_K: usize = 1000;
 
@@ -95,7 +91,7 @@ mod tests {
 
     #[test]
     fn flags_beat_the_file_and_the_file_beats_the_defaults() {
-        let file = crate::settings::tests::parse_group(
+        let file = crate::settings::parse_group(
             "dnstap = \"/run/dnstap.sock\"\ndnstap_identity = \"a\"\ndnstap_sample = 4\n\
              query_log = \"-\"\ntop_talkers = true\ntop_talkers_k = 5\n",
             ObserveFile::take,
@@ -106,7 +102,8 @@ mod tests {
         assert_eq!((d.identity.as_str(), d.sample), ("a", 4));
         assert_eq!(d.socket, PathBuf::from("/run/dnstap.sock"));
         assert_eq!(c.query_log.clone().unwrap().target, QueryLogTarget::Stderr);
-        assert_eq!(c.query_log.unwrap().rate, DEFAULT_QUERY_LOG_RATE);
+        let declared = Observe::merge(&ObserveArgs::default(), None, Path::new(""), &mut Vec::new());
+        assert_eq!(c.query_log.unwrap().rate, declared.query_log_rate);
         assert_eq!(c.top_talkers, Some(TopConfig { k: 5, sample: 1 }));
         let args = ObserveArgs {
             dnstap_sample: Some(2),
@@ -137,6 +134,6 @@ mod tests {
             ..ObserveArgs::default()
         };
         assert_eq!(resolve(&args, None), Err(ObserveError::TopK(0)));
-        assert!(crate::settings::tests::parse_group("dnstapp = \"/x\"", ObserveFile::take).is_err());
+        assert!(crate::settings::parse_group("dnstapp = \"/x\"", ObserveFile::take).is_err());
     }
 }

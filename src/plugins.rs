@@ -35,14 +35,14 @@ pub fn plugins(given: &Given) -> Result<Option<Arc<Plugins>>, PluginError> {
 mod tests {
     use super::*;
     use crate::cli::Cli;
-    use crate::config::FileConfig;
+    use crate::settings::FileConfig;
     use clap::Parser;
     use std::path::Path;
 
     fn given(args: &[&str], file: &str) -> Given {
         let cli = Cli::try_parse_from(std::iter::once("skyline").chain(args.iter().copied())).unwrap();
         let file = FileConfig::parse(file, Path::new("x.toml")).unwrap();
-        Given::new(&cli, Some(&file)).unwrap()
+        cli.given_valid(Some(&file)).unwrap()
     }
 
     #[test]

@@ -10,11 +10,11 @@
 //! `restart`), and the tables of `docs/settings.md` show it.
 
 use crate::cli::Cli;
-use crate::config::{ConfigError, FileConfig};
+use crate::config::ConfigError;
 use crate::forwarding::ResolvConfError;
 use crate::notify::Notifier;
 use crate::protection::CookieSettings;
-use crate::settings::Given;
+use crate::settings::{FileConfig, Given};
 use crate::validate::{self, Valid};
 use skyline_controlplane::http::ReloadStats;
 use skyline_controlplane::skydns::ConfigPatch;

@@ -6,11 +6,19 @@
 //!
 //! Each `settings!` block is one group, one table of the configuration file (the top-level
 //! keys are two groups, [`Main`] and [`Etcd`], so that `skyline kube2etcd` can take the etcd
-//! flags alone). From it come three structs: `…Args`, the flags, flattened into [`Cli`]; `…File`,
-//! the table as the file spells it; and the group itself, the two stacked by
-//! [`merge`](Main::merge), flags (then their environment variables) over the file over the
-//! declared default. [`Given`] holds every group merged; `crate::config` stacks it over the
-//! data's `/<prefix>/config` and turns it into what the server runs with.
+//! flags alone). From it come three structs: `…Args`, the flags, flattened into
+//! `crate::cli::Cli`; `…File`, the table as the file spells it, gathered in [`FileConfig`]; and
+//! the group itself, the two stacked by [`merge`](Main::merge), flags (then their environment
+//! variables) over the file over the declared default. [`Given`] holds every group merged
+//! (`Cli::given`); `crate::config` stacks it over the data's `/<prefix>/config`, and
+//! `crate::forwarding`, `crate::observe` and `crate::protection` turn their groups into what the
+//! server runs with.
+//!
+//! This module is vocabulary: it sits below everything that reads a setting (the command line,
+//! the file reader, the Corefile's translation, the resolutions), and uses only the value forms
+//! below it: `crate::flag_value` (the text of a value), `crate::file_value` (a file value
+//! converted on its own), `crate::in_force` (a value written back as TOML) and
+//! `crate::stub_zone`.
 //!
 //! An entry reads
 //!
@@ -32,16 +40,15 @@
 //! whose keys repeat another group's (`ttl`, `zones`) gives its flags ids of their own, each
 //! `#[arg(id = "prefix_key", …)]`, and says `ids "prefix_"` after its `keys`.
 
-use crate::cli::{parse_addr, parse_domain, parse_go_bool, parse_hostmaster, Cli};
-use crate::config::{Addrs, FileConfig};
-use crate::forwarding::{
-    parse_duration, parse_name, parse_policy, parse_prefix, parse_size, parse_stub_zone, parse_zone_ttl,
+use crate::file_value::Addrs;
+use crate::flag_value::{
+    parse_addr, parse_domain, parse_duration, parse_go_bool, parse_hostmaster, parse_name, parse_policy, parse_prefix,
+    parse_size, parse_zone_ttl,
 };
-use crate::forwarding::{StubZoneFile, StubZoneSetting};
-use crate::observe::{DEFAULT_QUERY_LOG_RATE, DEFAULT_TOP_K};
+use crate::stub_zone::{parse_servers, parse_stub_zone, Ask, StubZoneFile, StubZoneSetting};
 use skyline_controlplane::skydns::config as skydns_config;
 use skyline_dataplane::cache::CacheConfig;
-use skyline_dataplane::forward::{ForwardConfig, Policy, Prefix, MAX_FAILS};
+use skyline_dataplane::forward::{ForwardConfig, ForwardOptions, Policy, Prefix};
 use skyline_dataplane::io::XdpMode;
 use skyline_dataplane::rrl::RrlConfig;
 use skyline_dataplane::snapshot::hosts_file::DEFAULT_TTL as HOSTS_TTL;
@@ -564,12 +571,12 @@ settings! {
         /// much slower than the fastest), random, round_robin or sequential (the first that is
         /// up); retries go to the next one up (CoreDNS policy) [default: fastest]
         #[arg(long, value_name = "POLICY", value_parser = parse_policy)]
-        applied policy: Policy = Policy::default(), file String => policy;
+        applied policy: Policy = ForwardOptions::default().policy, file String => policy;
 
         /// Failures in a row (tries, over 500ms without an answer, or health checks) that mark
         /// a nameserver down; 0 never does (CoreDNS max_fails) [default: 3]
         #[arg(long, value_name = "N")]
-        applied max_fails: u32 = MAX_FAILS;
+        applied max_fails: u32 = ForwardOptions::default().max_fails;
 
         /// Check every nameserver with a `. NS` query at this interval from the start, up or
         /// down; a failed check counts toward --max-fails, an answer brings it up (CoreDNS
@@ -596,13 +603,13 @@ settings! {
         /// Comma-separated zones whose names are not sent to the nameservers: they get REFUSED,
         /// as names with no upstream do (CoreDNS except) [default: none]
         #[arg(long, value_name = "ZONE,...", value_delimiter = ',', value_parser = parse_name)]
-        applied except: Vec<Name> = Vec::new(), file Vec<String> => names;
+        applied except: Vec<Name> = ForwardOptions::default().except, file Vec<String> => names;
 
         /// Client queries waiting on the nameservers at once, all workers together; more get
         /// REFUSED at once (coredns_forward_max_concurrent_rejects_total); 0: no limit but
         /// --max-in-flight (CoreDNS max_concurrent) [default: 0]
         #[arg(long, value_name = "N")]
-        applied max_concurrent: usize = 0;
+        applied max_concurrent: usize = ForwardOptions::default().max_concurrent;
 
         /// Send every nameserver (and stub zone server) a query for a random name of its own at
         /// start; one that hands it back to this server forwards in a loop: it is logged,
@@ -719,7 +726,7 @@ settings! {
         /// of the cache (CoreDNS disable success); repeat for more zones; in the file a table
         /// of zone = seconds [default: none]
         #[arg(long = "cache-success-ttl-zone", value_name = "ZONE=SECS", value_parser = parse_zone_ttl)]
-        applied success_ttl_zones: Vec<(Name, u32)> = Vec::new(),
+        applied success_ttl_zones: Vec<(Name, u32)> = CacheConfig::default().success_zone_caps,
             file BTreeMap<String, u32> => zone_ttls;
 
         /// Answer from the cache with the TTLs as received, not counted down (CoreDNS keepttl)
@@ -732,7 +739,7 @@ settings! {
             default_missing_value = "true",
             value_parser = parse_go_bool
         )]
-        applied keep_ttl: bool = false;
+        applied keep_ttl: bool = CacheConfig::default().keep_ttl;
     }
 }
 
@@ -893,7 +900,7 @@ settings! {
         /// Query-log lines per second at most, all workers together; the rest are counted as
         /// suppressed [default: 1000]
         #[arg(long, value_name = "N")]
-        restart query_log_rate: u32 = DEFAULT_QUERY_LOG_RATE;
+        restart query_log_rate: u32 = 1000;
 
         /// Count the heaviest client addresses and query names, exported on /metrics
         /// [default: false]
@@ -902,7 +909,7 @@ settings! {
 
         /// Top talkers exported per family [default: 10]
         #[arg(long, value_name = "K")]
-        restart top_talkers_k: usize = DEFAULT_TOP_K;
+        restart top_talkers_k: usize = 10;
 
         /// Count one query in N for the top talkers [default: 1]
         #[arg(long, value_name = "N")]
@@ -1067,42 +1074,45 @@ pub struct Given {
     pub plugins: Plugins,
 }
 
+/// The configuration file's settings, group by group, as a `--config` file or a Corefile gives
+/// them: each setting's key is its long option in snake_case, at the top level or, for a group
+/// with a table, inside that table without the group's prefix. `crate::config` reads the TOML
+/// file (unknown keys are errors, so that a typo is reported instead of silently ignored) and
+/// `crate::corefile` translates a Corefile into one.
+#[derive(Debug, Default, PartialEq)]
+pub struct FileConfig {
+    /// The top-level keys but etcd's.
+    pub main: MainFile,
+    /// etcd's top-level keys.
+    pub etcd: EtcdFile,
+    /// The `[forward]` table.
+    pub forward: Option<ForwardFile>,
+    /// The `[cache]` table.
+    pub cache: Option<CacheFile>,
+    /// The `[kubernetes]` table: its presence serves Kubernetes cluster DNS.
+    pub kubernetes: Option<KubernetesFile>,
+    /// The `[hosts]` table: names from a hosts file and inline entries.
+    pub hosts: Option<HostsFile>,
+    /// The `[observe]` table: dnstap, the query log, the top talkers.
+    pub observe: Option<ObserveFile>,
+    /// The `[cookies]` table.
+    pub cookies: Option<CookiesFile>,
+    /// The `[rrl]` table.
+    pub rrl: Option<RrlFile>,
+    /// The `[rewrite]` table.
+    pub rewrite: Option<RewriteFile>,
+    /// The `[template]` table.
+    pub template: Option<TemplateFile>,
+    /// The top-level keys of `whoami`, `chaos` and `any`.
+    pub plugins: PluginsFile,
+    /// The file's directory, which relative paths in it are relative to.
+    pub dir: PathBuf,
+    /// What a Corefile runs differently from CoreDNS: logged at start, printed by
+    /// `--check-config`.
+    pub notes: Vec<String>,
+}
+
 impl Given {
-    /// Stacks the command line `cli` over the configuration file `file`; each file value that
-    /// does not convert is added to `problems` and counts as not set.
-    pub fn merge(cli: &Cli, file: Option<&FileConfig>, problems: &mut Vec<Invalid>) -> Given {
-        let dir = file.map_or(Path::new(""), |f| f.dir.as_path());
-        Given {
-            main: Main::merge(&cli.main, file.map(|f| &f.main), dir, problems),
-            etcd: Etcd::merge(&cli.etcd, file.map(|f| &f.etcd), dir, problems),
-            forward: Forward::merge(&cli.forward, file.and_then(|f| f.forward.as_ref()), dir, problems),
-            cache: Cache::merge(&cli.cache, file.and_then(|f| f.cache.as_ref()), dir, problems),
-            kubernetes: Kubernetes::merge(&cli.kubernetes, file.and_then(|f| f.kubernetes.as_ref()), dir, problems),
-            kubernetes_on: cli.kubernetes_on
-                || cli.kubernetes != KubernetesArgs::default()
-                || file.is_some_and(|f| f.kubernetes.is_some()),
-            hosts: Hosts::merge(&cli.hosts, file.and_then(|f| f.hosts.as_ref()), dir, problems),
-            hosts_given: cli.hosts != HostsArgs::default() || file.is_some_and(|f| f.hosts.is_some()),
-            observe: Observe::merge(&cli.observe, file.and_then(|f| f.observe.as_ref()), dir, problems),
-            cookies: Cookies::merge(&cli.cookies, file.and_then(|f| f.cookies.as_ref()), dir, problems),
-            rrl: Rrl::merge(&cli.rrl, file.and_then(|f| f.rrl.as_ref()), dir, problems),
-            rewrite: Rewrite::merge(&cli.rewrite, file.and_then(|f| f.rewrite.as_ref()), dir, problems),
-            template: Template::merge(&cli.template, file.and_then(|f| f.template.as_ref()), dir, problems),
-            plugins: Plugins::merge(&cli.plugins, file.map(|f| &f.plugins), dir, problems),
-        }
-    }
-
-    /// [`Given::merge`], failing on the first value that does not convert.
-    #[cfg(test)]
-    pub fn new(cli: &Cli, file: Option<&FileConfig>) -> Result<Given, Invalid> {
-        let mut problems = Vec::new();
-        let given = Given::merge(cli, file, &mut problems);
-        match problems.into_iter().next() {
-            Some(problem) => Err(problem),
-            None => Ok(given),
-        }
-    }
-
     /// The TOML keys of the settings only a restart applies that differ from `started`'s,
     /// `[kubernetes]` when cluster DNS was turned on or off.
     pub fn restart_changes(&self, started: &Given) -> Vec<&'static str> {
@@ -1190,12 +1200,12 @@ fn stub_zones(zones: Vec<StubZoneFile>, dir: &Path) -> Result<Vec<StubZoneSettin
     zones
         .into_iter()
         .map(|s| {
-            let (servers, tls) = crate::forwarding::parse_servers(s.servers.iter().map(String::as_str))?;
+            let (servers, tls) = parse_servers(s.servers.iter().map(String::as_str))?;
             Ok(StubZoneSetting {
                 zone: zone(&s.zone)?,
                 servers,
                 options: s.options()?,
-                ask: crate::forwarding::Ask {
+                ask: Ask {
                     force_tcp: s.force_tcp,
                     tls,
                     tls_servername: s.tls_servername,
@@ -1225,23 +1235,25 @@ fn zone(text: &str) -> Result<Name, String> {
     skydns_config::domain("", text).map_err(|e| name_error(text, e))
 }
 
+/// The table `text` as a group's keys, taken with `take`; an unknown key or a wrong value
+/// is an error.
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-    use clap::CommandFactory;
-
-    /// The table `text` as a group's keys, taken with `take`; an unknown key or a wrong value
-    /// is an error.
-    pub fn parse_group<F>(text: &str, take: fn(&mut toml::Table, &mut Vec<Invalid>) -> F) -> Result<F, String> {
-        let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
-        let mut problems = Vec::new();
-        let file = take(&mut table, &mut problems);
-        match (problems.first(), table.keys().next()) {
-            (Some(problem), _) => Err(problem.to_string()),
-            (None, Some(key)) => Err(format!("unknown key {key}")),
-            (None, None) => Ok(file),
-        }
+pub fn parse_group<F>(text: &str, take: fn(&mut toml::Table, &mut Vec<Invalid>) -> F) -> Result<F, String> {
+    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
+    let mut problems = Vec::new();
+    let file = take(&mut table, &mut problems);
+    match (problems.first(), table.keys().next()) {
+        (Some(problem), _) => Err(problem.to_string()),
+        (None, Some(key)) => Err(format!("unknown key {key}")),
+        (None, None) => Ok(file),
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Cli;
+    use clap::CommandFactory;
 
     /// One setting as the tables of `docs/settings.md` show it, beside what clap knows of its flag.
     pub struct Setting {

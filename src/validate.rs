@@ -9,10 +9,10 @@
 //! nothing.
 
 use crate::cli::Cli;
-use crate::config::{self, ConfigError, FileConfig, KubernetesSettings, Operator, Settings};
+use crate::config::{self, ConfigError, KubernetesSettings, Operator, Settings};
 use crate::forwarding;
 use crate::protection::{self, CookieSettings};
-use crate::settings::Given;
+use crate::settings::{FileConfig, Given};
 use skyline_controlplane::etcd::EtcdSource;
 use skyline_controlplane::hosts::{parse as parse_hosts, HostsError, HostsOptions};
 use skyline_controlplane::skydns::config::ConfigPatch;
@@ -64,7 +64,7 @@ pub struct OverData {
 /// what they name on disk; every problem is returned, not only the first.
 pub fn validate(cli: &Cli, file: Option<&FileConfig>) -> Result<Valid, Vec<ConfigError>> {
     let mut invalid = Vec::new();
-    let given = Given::merge(cli, file, &mut invalid);
+    let given = cli.given(file, &mut invalid);
     let mut problems: Vec<ConfigError> = invalid.into_iter().map(ConfigError::from).collect();
     let operator = keep(&mut problems, config::operator(&given));
     if let Some(operator) = &operator {

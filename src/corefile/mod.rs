@@ -6,7 +6,7 @@ mod lex;
 mod parse;
 mod translate;
 
-use crate::config::FileConfig;
+use crate::settings::FileConfig;
 pub use parse::ParseError;
 use std::path::Path;
 pub use translate::CorefileError;

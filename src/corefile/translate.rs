@@ -9,12 +9,12 @@
 
 use super::lex::{Place, Token};
 use super::parse::{Directive, ServerBlock};
-use crate::config::{Addrs, FileConfig};
-use crate::forwarding::StubZoneFile;
+use crate::file_value::Addrs;
 use crate::settings::{
-    CacheFile, EtcdFile, ForwardFile, HostsFile, KubernetesFile, MainFile, ObserveFile, PluginsFile, RewriteFile,
-    TemplateFile,
+    CacheFile, EtcdFile, FileConfig, ForwardFile, HostsFile, KubernetesFile, MainFile, ObserveFile, PluginsFile,
+    RewriteFile, TemplateFile,
 };
+use crate::stub_zone::StubZoneFile;
 use skyline_dataplane::forward::{resolv_conf, TLS_PORT};
 use skyline_dataplane::rewrite::{Plugins, PluginsConfig};
 use std::collections::BTreeMap;
