@@ -39,6 +39,7 @@ use skyline_dataplane::snapshot::skydns::Config;
 use skyline_dataplane::wire::Name;
 use skyline_dataplane::worker::TcpConfig;
 use std::net::SocketAddr;
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 
 /// Where a pod's service account is mounted, which a Kubernetes client uses in a cluster.
@@ -702,8 +703,9 @@ fn kube_zone(key: &'static str, text: &str) -> Result<Name, ConfigError> {
     })
 }
 
-/// The largest `ttl` CoreDNS's `hosts` accepts.
-const HOSTS_MAX_TTL: u32 = 65535;
+/// The `ttl`s CoreDNS's `hosts` accepts. `--help` states the same range (a test in
+/// `crate::settings` keeps the two together).
+pub const HOSTS_TTL: RangeInclusive<u32> = 1..=65535;
 
 /// The hosts source's settings over CoreDNS's defaults, the inline entries read; `None` when
 /// neither a file nor an inline entry is given.
@@ -734,10 +736,11 @@ pub fn hosts(given: &Given) -> Result<Option<HostsOptions>, ConfigError> {
         .as_ref()
         .map(|zones| zones.iter().map(|z| zone("fallthrough", z)).collect())
         .transpose()?;
-    if h.ttl == 0 || h.ttl > HOSTS_MAX_TTL {
+    if !HOSTS_TTL.contains(&h.ttl) {
+        let (first, last) = HOSTS_TTL.into_inner();
         return Err(ConfigError::Hosts {
             key: "ttl",
-            message: format!("{} is not from 1 to {HOSTS_MAX_TTL}", h.ttl),
+            message: format!("{} is not from {first} to {last}", h.ttl),
         });
     }
     let inline = parse_inline(&lines).map_err(|e| ConfigError::Hosts {

@@ -5,6 +5,8 @@
 use crate::settings::{Cookies, Rrl};
 use skyline_dataplane::cookie::{CookieSecrets, Secret};
 use skyline_dataplane::rrl::RrlConfig;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::ops::RangeInclusive;
 
 /// Why a protection setting is unusable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -33,12 +35,15 @@ pub enum ProtectionError {
     },
 }
 
+/// The seconds `rrl.window` may be: a bucket holds at most an hour's debt. `--help` states the
+/// same range (a test in `crate::settings` keeps the two together).
+pub const RRL_WINDOW: RangeInclusive<u32> = 1..=3600;
+/// The largest `rrl.slip`, for the check and its message alike.
+pub const RRL_MAX_SLIP: u32 = 10;
+
 /// Resolves response rate limiting, checking each value's range.
 pub fn rrl_config(rrl: &Rrl) -> Result<RrlConfig, ProtectionError> {
-    let out_of_range = |setting, reason: &str| ProtectionError::Rrl {
-        setting,
-        reason: reason.to_owned(),
-    };
+    let out_of_range = |setting, reason: String| ProtectionError::Rrl { setting, reason };
     let config = RrlConfig {
         rate: rrl.rate,
         slip: rrl.slip,
@@ -47,17 +52,27 @@ pub fn rrl_config(rrl: &Rrl) -> Result<RrlConfig, ProtectionError> {
         ipv6_prefix: rrl.ipv6_prefix,
         exempt: rrl.exempt.clone(),
     };
-    if !(1..=3600).contains(&config.window) {
-        return Err(out_of_range("rrl.window", "between 1 and 3600 seconds"));
+    if !RRL_WINDOW.contains(&config.window) {
+        let (first, last) = RRL_WINDOW.into_inner();
+        return Err(out_of_range(
+            "rrl.window",
+            format!("between {first} and {last} seconds"),
+        ));
     }
-    if config.slip > 10 {
-        return Err(out_of_range("rrl.slip", "at most 10"));
+    if config.slip > RRL_MAX_SLIP {
+        return Err(out_of_range("rrl.slip", format!("at most {RRL_MAX_SLIP}")));
     }
-    if config.ipv4_prefix > 32 {
-        return Err(out_of_range("rrl.ipv4_prefix", "at most 32 bits"));
+    if u32::from(config.ipv4_prefix) > Ipv4Addr::BITS {
+        return Err(out_of_range(
+            "rrl.ipv4_prefix",
+            format!("at most {} bits", Ipv4Addr::BITS),
+        ));
     }
-    if config.ipv6_prefix > 128 {
-        return Err(out_of_range("rrl.ipv6_prefix", "at most 128 bits"));
+    if u32::from(config.ipv6_prefix) > Ipv6Addr::BITS {
+        return Err(out_of_range(
+            "rrl.ipv6_prefix",
+            format!("at most {} bits", Ipv6Addr::BITS),
+        ));
     }
     Ok(config)
 }

@@ -1403,6 +1403,110 @@ mod tests {
         );
     }
 
+    /// The `[default: …]` ending a setting's help, as `--help` and `docs/settings.md` show it.
+    fn help_default(command: &clap::Command, id: &str) -> String {
+        let arg = command
+            .get_arguments()
+            .find(|a| a.get_id() == id)
+            .unwrap_or_else(|| panic!("{id}: no such flag"));
+        let help = arg
+            .get_help()
+            .map(ToString::to_string)
+            .unwrap_or_default()
+            .replace('\n', " ");
+        help.strip_suffix(']')
+            .and_then(|h| h.rsplit_once(" [default: "))
+            .map(|(_, default)| default.to_owned())
+            .unwrap_or_else(|| panic!("{id}: the doc comment does not end with [default: …]"))
+    }
+
+    /// Each group's settings at their declared defaults, as `--check-config` writes them, in
+    /// the order of [`GROUPS`].
+    fn declared_defaults() -> Vec<Vec<(&'static str, Option<toml::Value>)>> {
+        let dir = Path::new("");
+        let problems = &mut Vec::new();
+        vec![
+            Main::merge(&MainArgs::default(), None, dir, problems).in_force(),
+            Etcd::merge(&EtcdArgs::default(), None, dir, problems).in_force(),
+            Forward::merge(&ForwardArgs::default(), None, dir, problems).in_force(),
+            Cache::merge(&CacheArgs::default(), None, dir, problems).in_force(),
+            Kubernetes::merge(&KubernetesArgs::default(), None, dir, problems).in_force(),
+            Hosts::merge(&HostsArgs::default(), None, dir, problems).in_force(),
+            Observe::merge(&ObserveArgs::default(), None, dir, problems).in_force(),
+            Cookies::merge(&CookiesArgs::default(), None, dir, problems).in_force(),
+            Rrl::merge(&RrlArgs::default(), None, dir, problems).in_force(),
+            Rewrite::merge(&RewriteArgs::default(), None, dir, problems).in_force(),
+            Template::merge(&TemplateArgs::default(), None, dir, problems).in_force(),
+            Plugins::merge(&PluginsArgs::default(), None, dir, problems).in_force(),
+        ]
+    }
+
+    /// Settings whose help says their default in words rather than as a value: `--no-prefetch`
+    /// turns off what `prefetch = true` means.
+    const WORDED_DEFAULTS: &[&str] = &["cache.prefetch"];
+
+    /// A setting's default is declared once, in its `settings!` entry: the `[default: …]` its
+    /// help ends with (and so `docs/settings.md`) is that value as the file writes it, "none"
+    /// for an empty list, so that the text cannot drift from what the server does.
+    #[test]
+    fn the_help_states_each_declared_default() {
+        let mut command = Cli::command();
+        command.build();
+        let groups = declared_defaults();
+        assert_eq!(groups.len(), GROUPS.len());
+        let mut wrong = Vec::new();
+        for ((_, settings), defaults) in GROUPS.iter().zip(groups) {
+            assert_eq!(settings.len(), defaults.len());
+            for (setting, (key, value)) in settings.iter().zip(defaults) {
+                assert!(setting.key.ends_with(key), "{} and {key} out of order", setting.key);
+                let Some(value) = value else { continue };
+                if WORDED_DEFAULTS.contains(&setting.key) {
+                    continue;
+                }
+                let declared = match value {
+                    toml::Value::String(text) => text,
+                    toml::Value::Array(items) if items.is_empty() => "none".to_owned(),
+                    toml::Value::Table(table) if table.is_empty() => "none".to_owned(),
+                    toml::Value::Table(table) => table
+                        .iter()
+                        .map(|(zone, value)| format!("{zone}={value}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    other => other.to_string(),
+                };
+                let stated = help_default(&command, setting.id);
+                if stated != declared {
+                    wrong.push(format!("{}: help says {stated:?}, declared {declared:?}", setting.key));
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "{wrong:#?}");
+    }
+
+    /// A range is declared once, where its setting is resolved; the help states it, and this
+    /// keeps the two the same.
+    #[test]
+    fn the_help_states_the_ranges_that_are_checked() {
+        let mut command = Cli::command();
+        command.build();
+        let (window_first, window_last) = crate::protection::RRL_WINDOW.into_inner();
+        let (hosts_first, hosts_last) = crate::config::HOSTS_TTL.into_inner();
+        let kubernetes_last = skyline_dataplane::snapshot::kubernetes::MAX_TTL;
+        for (id, range) in [
+            ("window", format!("{window_first} to {window_last}")),
+            ("hosts_ttl", format!("{hosts_first}-{hosts_last}")),
+            ("kubernetes_ttl", format!("0-{kubernetes_last}")),
+        ] {
+            let arg = command.get_arguments().find(|a| a.get_id() == id).unwrap();
+            let help = arg
+                .get_help()
+                .map(ToString::to_string)
+                .unwrap_or_default()
+                .replace('\n', " ");
+            assert!(help.contains(&range), "{id}: the help does not say {range}: {help}");
+        }
+    }
+
     /// README.md is what a newcomer reads in minutes: what skyline is, how to run it and the
     /// common configurations, with the reference in `docs/`. 20 KiB is the promise that keeps it so.
     #[test]
