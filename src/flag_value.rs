@@ -14,6 +14,10 @@ use std::time::Duration;
 /// error.
 pub const NO_RESOLV_CONF: &str = "none";
 
+/// The `--query-log` value that writes the lines to stderr, not to a file (also what the flag
+/// without a value means).
+pub const STDERR: &str = "-";
+
 /// An `IP:port` address; a host name is refused, and an address without its port says so.
 pub(crate) fn parse_addr(text: &str) -> Result<SocketAddr, String> {
     config::address("addr", text).map_err(|_| {

@@ -4,7 +4,7 @@
 //! edits.
 
 use crate::file_value::Addrs;
-use crate::flag_value::NO_RESOLV_CONF;
+use crate::flag_value::{NO_RESOLV_CONF, STDERR};
 use skyline_dataplane::forward::{Policy, Prefix};
 use skyline_dataplane::io::XdpMode;
 use skyline_dataplane::wire::Name;
@@ -117,7 +117,7 @@ impl InForce for PathBuf {
 
 /// `path` made absolute, unless it is a word that names no file.
 pub fn absolute(path: &std::path::Path) -> PathBuf {
-    let word = ["-", NO_RESOLV_CONF].iter().any(|w| path.as_os_str() == *w);
+    let word = [STDERR, NO_RESOLV_CONF].iter().any(|w| path.as_os_str() == *w);
     match std::path::absolute(path) {
         Ok(absolute) if !word => absolute,
         _ => path.to_owned(),

@@ -2,6 +2,7 @@
 //! the resolution of the `[observe]` table (declared in [`crate::settings`]) into the data
 //! plane's [`ObserveConfig`]. Everything is off unless asked for, and fixed at start.
 
+use crate::flag_value::STDERR;
 use crate::settings::Observe;
 use skyline_dataplane::observe::{DnstapConfig, ObserveConfig, QueryLogConfig, QueryLogTarget, TopConfig};
 
@@ -39,7 +40,7 @@ pub fn observe_config(observe: &Observe) -> Result<ObserveConfig, ObserveError> 
         None => None,
     };
     let query_log = observe.query_log.clone().map(|path| QueryLogConfig {
-        target: if path.as_os_str() == "-" {
+        target: if path.as_os_str() == STDERR {
             QueryLogTarget::Stderr
         } else {
             QueryLogTarget::File(path)

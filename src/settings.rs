@@ -43,7 +43,7 @@
 use crate::file_value::Addrs;
 use crate::flag_value::{
     parse_addr, parse_domain, parse_duration, parse_go_bool, parse_hostmaster, parse_name, parse_policy, parse_prefix,
-    parse_size, parse_zone_ttl,
+    parse_size, parse_zone_ttl, STDERR,
 };
 use crate::stub_zone::{parse_servers, parse_stub_zone, Ask, StubZoneFile, StubZoneSetting};
 use skyline_controlplane::skydns::config as skydns_config;
@@ -894,7 +894,7 @@ settings! {
 
         /// Write one line per answered query to FILE, or to stderr with `-` or no value
         /// [default: none, no query log]
-        #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "-")]
+        #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = STDERR)]
         restart query_log: PathBuf, file PathBuf => relative_or_stderr;
 
         /// Query-log lines per second at most, all workers together; the rest are counted as
@@ -1173,7 +1173,7 @@ fn relative(path: PathBuf, dir: &Path) -> Result<PathBuf, String> {
 
 /// Like [`relative`], but `-` (stderr) stays as it is.
 fn relative_or_stderr(path: PathBuf, dir: &Path) -> Result<PathBuf, String> {
-    if path.as_os_str() == "-" {
+    if path.as_os_str() == STDERR {
         return Ok(path);
     }
     relative(path, dir)
@@ -1481,6 +1481,56 @@ mod tests {
             }
         }
         assert!(wrong.is_empty(), "{wrong:#?}");
+    }
+
+    /// A setting whose default depends on the data (`/<prefix>/config`) or on other settings
+    /// has it applied where it is resolved; the help states the value that resolution gives
+    /// when nothing is set.
+    #[test]
+    fn the_help_states_the_defaults_applied_where_a_setting_is_resolved() {
+        let mut command = Cli::command();
+        command.build();
+        let dir = Path::new("");
+        let problems = &mut Vec::new();
+        let given = Given {
+            main: Main::merge(&MainArgs::default(), None, dir, problems),
+            etcd: Etcd::merge(&EtcdArgs::default(), None, dir, problems),
+            forward: Forward::merge(&ForwardArgs::default(), None, dir, problems),
+            cache: Cache::merge(&CacheArgs::default(), None, dir, problems),
+            kubernetes: Kubernetes::merge(&KubernetesArgs::default(), None, dir, problems),
+            kubernetes_on: true,
+            hosts: Hosts::merge(&HostsArgs::default(), None, dir, problems),
+            hosts_given: false,
+            observe: Observe::merge(&ObserveArgs::default(), None, dir, problems),
+            cookies: Cookies::merge(&CookiesArgs::default(), None, dir, problems),
+            rrl: Rrl::merge(&RrlArgs::default(), None, dir, problems),
+            rewrite: Rewrite::merge(&RewriteArgs::default(), None, dir, problems),
+            template: Template::merge(&TemplateArgs::default(), None, dir, problems),
+            plugins: Plugins::merge(&PluginsArgs::default(), None, dir, problems),
+        };
+        let resolved = crate::config::resolve(crate::config::operator(&given).unwrap(), None).unwrap();
+        let kubernetes = crate::config::kubernetes(&given).unwrap().unwrap();
+        let shown = |value: &dyn crate::in_force::InForce| match value.in_force() {
+            Some(toml::Value::String(text)) => text,
+            other => other.map(|v| v.to_string()).unwrap_or_default(),
+        };
+        let zones: Vec<String> = kubernetes.zones.zones.iter().map(ToString::to_string).collect();
+        for (id, applied) in [
+            ("addr", shown(&resolved.addr)),
+            ("domain", shown(&resolved.skydns.domain)),
+            ("ndots", shown(&resolved.ndots)),
+            ("round_robin", shown(&resolved.skydns.round_robin)),
+            ("wildcards_marker", shown(&resolved.skydns.wildcards_marker)),
+            ("cname_chains", shown(&resolved.skydns.cname_chains)),
+            ("fallthrough", shown(&resolved.skydns.fallthrough)),
+            ("scache", shown(&skyline_dataplane::dnssec::DEFAULT_CACHE)),
+            ("no_rec", shown(&resolved.no_rec)),
+            ("ns_rotate", shown(&resolved.ns_rotate)),
+            ("timeout", shown(&ForwardConfig::default().timeout)),
+            ("kubernetes_zones", zones.join(",")),
+        ] {
+            assert_eq!(help_default(&command, id), applied, "{id}");
+        }
     }
 
     /// A range is declared once, where its setting is resolved; the help states it, and this
