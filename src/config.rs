@@ -241,6 +241,8 @@ const TABLES: &[(&str, &[&str])] = &[
     ("template", TemplateFile::KEYS),
 ];
 
+/// The reading of the file whose tables `crate::settings` declares: it lives here, above the
+/// Corefile front end, because a `--config` file's `corefile` key reads a Corefile beneath it.
 impl FileConfig {
     /// Parses TOML text read from `path`, whose directory anchors relative file paths; every
     /// value of the wrong type and every unknown key is reported, not only the first.

@@ -1420,24 +1420,48 @@ mod tests {
             .unwrap_or_else(|| panic!("{id}: the doc comment does not end with [default: …]"))
     }
 
+    /// Every setting at its declared default: no flag, no file; cluster DNS on, so that its
+    /// resolution can be read too.
+    fn nothing_given() -> Given {
+        let dir = Path::new("");
+        let problems = &mut Vec::new();
+        let given = Given {
+            main: Main::merge(&MainArgs::default(), None, dir, problems),
+            etcd: Etcd::merge(&EtcdArgs::default(), None, dir, problems),
+            forward: Forward::merge(&ForwardArgs::default(), None, dir, problems),
+            cache: Cache::merge(&CacheArgs::default(), None, dir, problems),
+            kubernetes: Kubernetes::merge(&KubernetesArgs::default(), None, dir, problems),
+            kubernetes_on: true,
+            hosts: Hosts::merge(&HostsArgs::default(), None, dir, problems),
+            hosts_given: false,
+            observe: Observe::merge(&ObserveArgs::default(), None, dir, problems),
+            cookies: Cookies::merge(&CookiesArgs::default(), None, dir, problems),
+            rrl: Rrl::merge(&RrlArgs::default(), None, dir, problems),
+            rewrite: Rewrite::merge(&RewriteArgs::default(), None, dir, problems),
+            template: Template::merge(&TemplateArgs::default(), None, dir, problems),
+            plugins: Plugins::merge(&PluginsArgs::default(), None, dir, problems),
+        };
+        assert_eq!(*problems, []);
+        given
+    }
+
     /// Each group's settings at their declared defaults, as `--check-config` writes them, in
     /// the order of [`GROUPS`].
     fn declared_defaults() -> Vec<Vec<(&'static str, Option<toml::Value>)>> {
-        let dir = Path::new("");
-        let problems = &mut Vec::new();
+        let g = nothing_given();
         vec![
-            Main::merge(&MainArgs::default(), None, dir, problems).in_force(),
-            Etcd::merge(&EtcdArgs::default(), None, dir, problems).in_force(),
-            Forward::merge(&ForwardArgs::default(), None, dir, problems).in_force(),
-            Cache::merge(&CacheArgs::default(), None, dir, problems).in_force(),
-            Kubernetes::merge(&KubernetesArgs::default(), None, dir, problems).in_force(),
-            Hosts::merge(&HostsArgs::default(), None, dir, problems).in_force(),
-            Observe::merge(&ObserveArgs::default(), None, dir, problems).in_force(),
-            Cookies::merge(&CookiesArgs::default(), None, dir, problems).in_force(),
-            Rrl::merge(&RrlArgs::default(), None, dir, problems).in_force(),
-            Rewrite::merge(&RewriteArgs::default(), None, dir, problems).in_force(),
-            Template::merge(&TemplateArgs::default(), None, dir, problems).in_force(),
-            Plugins::merge(&PluginsArgs::default(), None, dir, problems).in_force(),
+            g.main.in_force(),
+            g.etcd.in_force(),
+            g.forward.in_force(),
+            g.cache.in_force(),
+            g.kubernetes.in_force(),
+            g.hosts.in_force(),
+            g.observe.in_force(),
+            g.cookies.in_force(),
+            g.rrl.in_force(),
+            g.rewrite.in_force(),
+            g.template.in_force(),
+            g.plugins.in_force(),
         ]
     }
 
@@ -1490,24 +1514,7 @@ mod tests {
     fn the_help_states_the_defaults_applied_where_a_setting_is_resolved() {
         let mut command = Cli::command();
         command.build();
-        let dir = Path::new("");
-        let problems = &mut Vec::new();
-        let given = Given {
-            main: Main::merge(&MainArgs::default(), None, dir, problems),
-            etcd: Etcd::merge(&EtcdArgs::default(), None, dir, problems),
-            forward: Forward::merge(&ForwardArgs::default(), None, dir, problems),
-            cache: Cache::merge(&CacheArgs::default(), None, dir, problems),
-            kubernetes: Kubernetes::merge(&KubernetesArgs::default(), None, dir, problems),
-            kubernetes_on: true,
-            hosts: Hosts::merge(&HostsArgs::default(), None, dir, problems),
-            hosts_given: false,
-            observe: Observe::merge(&ObserveArgs::default(), None, dir, problems),
-            cookies: Cookies::merge(&CookiesArgs::default(), None, dir, problems),
-            rrl: Rrl::merge(&RrlArgs::default(), None, dir, problems),
-            rewrite: Rewrite::merge(&RewriteArgs::default(), None, dir, problems),
-            template: Template::merge(&TemplateArgs::default(), None, dir, problems),
-            plugins: Plugins::merge(&PluginsArgs::default(), None, dir, problems),
-        };
+        let given = nothing_given();
         let resolved = crate::config::resolve(crate::config::operator(&given).unwrap(), None).unwrap();
         let kubernetes = crate::config::kubernetes(&given).unwrap().unwrap();
         let shown = |value: &dyn crate::in_force::InForce| match value.in_force() {
