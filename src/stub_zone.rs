@@ -236,13 +236,13 @@ impl InForce for StubZoneSetting {
         }
         set(
             "except",
-            (!options.except.is_empty())
+            (options.except != defaults.except)
                 .then(|| options.except.in_force())
                 .flatten(),
         );
         set(
             "max_concurrent",
-            (options.max_concurrent != 0)
+            (options.max_concurrent != defaults.max_concurrent)
                 .then(|| options.max_concurrent.in_force())
                 .flatten(),
         );
