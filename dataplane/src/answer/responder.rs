@@ -541,9 +541,9 @@ impl<'a> Responder<'a> {
             self.flags |= flags::TC;
             return;
         }
-        let apex_at = qname.label_count() - zone.apex.label_count();
+        let apex_at = qname.label_count() - zone.apex_labels();
         let owner = 0xC000 | (HEADER_LEN + qname.label_start(apex_at)) as u16;
-        if zone.apex.label_count() == 0 {
+        if zone.apex_labels() == 0 {
             self.put(&[0]);
         } else {
             self.put(&owner.to_be_bytes());

@@ -120,7 +120,7 @@ pub(super) fn apex_unsigned(
     let Some(signed) = snapshot.dnssec.as_deref() else {
         return false;
     };
-    if zone.apex != *signed.apex() || qname.label_count() != zone.apex.label_count() {
+    if zone.apex != *signed.apex() || qname.label_count() != zone.apex_labels() {
         return false;
     }
     let Some(records) = signed.apex_unsigned(qtype) else {

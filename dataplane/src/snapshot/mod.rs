@@ -82,23 +82,40 @@ impl Slot {
     /// after the slots' answers.
     const VIEWS: u16 = 1 << 15;
 
-    /// The slot answering `qtype`, if any.
-    #[inline]
+    /// The slot answering `qtype`, if any: one look in a table, since every question of a
+    /// node's name asks it.
+    #[inline(always)]
     pub fn for_qtype(qtype: u16) -> Option<Slot> {
-        Some(match qtype {
-            rtype::A => Slot::A,
-            rtype::AAAA => Slot::Aaaa,
-            rtype::CNAME => Slot::Cname,
-            rtype::SRV => Slot::Srv,
-            rtype::TXT => Slot::Txt,
-            rtype::MX => Slot::Mx,
-            rtype::NS => Slot::Ns,
-            rtype::SOA => Slot::Soa,
-            rtype::PTR => Slot::Ptr,
-            _ => return None,
-        })
+        SLOT_OF_TYPE.get(usize::from(qtype)).copied().flatten()
+    }
+
+    /// The record type the slot answers.
+    const fn qtype(self) -> u16 {
+        match self {
+            Slot::A => rtype::A,
+            Slot::Aaaa => rtype::AAAA,
+            Slot::Cname => rtype::CNAME,
+            Slot::Srv => rtype::SRV,
+            Slot::Txt => rtype::TXT,
+            Slot::Mx => rtype::MX,
+            Slot::Ns => rtype::NS,
+            Slot::Soa => rtype::SOA,
+            Slot::Ptr => rtype::PTR,
+        }
     }
 }
+
+/// [`Slot::for_qtype`]'s table, by record type: every slot's type is below 64.
+const SLOT_OF_TYPE: [Option<Slot>; 64] = {
+    let mut table = [None; 64];
+    let mut i = 0;
+    while i < Slot::COUNT {
+        let slot = Slot::ALL[i];
+        table[slot.qtype() as usize] = Some(slot);
+        i += 1;
+    }
+    table
+};
 
 /// An existing name: its precompiled answers per slot (no answer = NODATA).
 ///
@@ -354,6 +371,9 @@ pub struct Zone {
     /// The apex's last four bytes, `None` when it is shorter: every name in the zone ends with
     /// them.
     tail: Option<[u8; 4]>,
+    /// How many labels the apex has, counted once: negative answers and the query-wildcard and
+    /// port-name checks place a name's own labels with it on every query they see.
+    apex_labels: usize,
     /// Ownership semantics.
     pub kind: ZoneKind,
     /// Sync state of the zone's source.
@@ -378,6 +398,7 @@ impl Zone {
     ) -> Zone {
         Zone {
             tail: apex.wire().last_chunk::<4>().copied(),
+            apex_labels: apex.label_count(),
             apex,
             kind,
             state,
@@ -385,6 +406,12 @@ impl Zone {
             negative_ttl,
             default_ttl,
         }
+    }
+
+    /// How many labels the apex has.
+    #[inline]
+    pub fn apex_labels(&self) -> usize {
+        self.apex_labels
     }
 }
 
@@ -502,8 +529,9 @@ impl Snapshot {
     /// Whether `qname` is a SkyDNS query wildcard: a `*` or `any` label anywhere left of the
     /// apex of the SkyDNS domain. In the Kubernetes cluster zones they are ordinary labels: a
     /// Service or port may be named `any`.
+    #[inline(always)]
     fn is_wildcard(&self, qname: &LowerName, zone: &Zone) -> bool {
-        let own = qname.label_count().saturating_sub(zone.apex.label_count());
+        let own = qname.label_count().saturating_sub(zone.apex_labels);
         (0..own).any(|i| matches!(qname.label(i), b"*" | b"any"))
             && self.skydns.as_deref().is_some_and(|index| *index.domain() == zone.apex)
     }
@@ -571,7 +599,7 @@ impl Snapshot {
     /// shorter question moves its answers' pointers. For the answer path, where the node
     /// lookup missed, only for names five labels below `zone`'s apex. Allocation-free.
     pub fn port_name(&self, qname: &LowerName, zone: &Zone) -> Option<(&Node, Shift)> {
-        let (underscored, shift) = kubernetes::names::underscored(qname, zone.apex.label_count())?;
+        let (underscored, shift) = kubernetes::names::underscored(qname, zone.apex_labels)?;
         let node = self.nodes.get_lower(&underscored)?;
         node.underscores_optional().then_some((node, shift))
     }
@@ -676,6 +704,17 @@ mod tests {
     use super::*;
     use crate::snapshot::rrset::{AnswerSet, Rdata, Record, Rrset};
     use std::net::Ipv4Addr;
+
+    #[test]
+    fn each_slot_answers_its_own_type_and_no_other_type_has_a_slot() {
+        for slot in Slot::ALL {
+            assert_eq!(Slot::for_qtype(slot.qtype()), Some(slot));
+        }
+        let slotted = (0..=u16::MAX).filter(|&qtype| Slot::for_qtype(qtype).is_some()).count();
+        assert_eq!(slotted, Slot::COUNT);
+        assert_eq!(Slot::for_qtype(rtype::ANY), None);
+        assert_eq!(Slot::for_qtype(rtype::HINFO), None);
+    }
 
     /// An answer with the address 10.0.0.`last`.
     pub(crate) fn answer(last: u8) -> CompiledAnswer {
