@@ -17,6 +17,7 @@ pub mod observe;
 pub mod reply;
 pub mod rewrite;
 pub mod rrl;
+pub mod signer;
 pub mod snapshot;
 pub mod stats;
 pub mod sys;

@@ -17,6 +17,7 @@ mod signed;
 
 pub use crate::reply::{Outcome, Reply, Transport};
 pub(crate) use responder::{Responder, OPT_LEN};
+pub(crate) use signed::unsigned_sets;
 
 use crate::cookie::{CookieSecrets, Verdict};
 use crate::dnssec::denial::Signing;
@@ -273,7 +274,7 @@ impl Outside for Inside {
 }
 
 /// Answers one query from the zones alone, without DNSSEC, keeping what an answer leaves
-/// outside the zones unresolved: the answers the DNSSEC signer signs (`crate::dnssec::zone`).
+/// outside the zones unresolved: the answers the DNSSEC signer signs ([`unsigned_sets`]).
 pub(crate) fn answer_inside(query: &[u8], snapshot: &Snapshot, ctx: &Context, out: &mut [u8]) -> Outcome {
     answer_with(query, snapshot, ctx, out, &mut Inside)
 }

@@ -4,7 +4,7 @@
 use super::{Context, Reply, Transport, RFC8482_HINFO};
 use crate::cache::{Age, Entry, Relocation};
 use crate::cookie::{self, Verdict, COOKIE_LEN};
-use crate::dnssec::zone::{Records, Section};
+use crate::dnssec::rrsets::{Records, Section};
 use crate::reply::size_limit;
 use crate::snapshot::rrset::CompiledAnswer;
 use crate::snapshot::{Written, Zone, ZoneKind};
@@ -440,7 +440,7 @@ impl<'a> Responder<'a> {
         }
     }
 
-    /// Copies signed records (`crate::dnssec`) as [`Self::compiled`] copies an answer: an
+    /// Copies signed records (`crate::dnssec::rrsets`) as [`Self::compiled`] copies an answer: an
     /// answer or authority RRset that does not fit is [`Self::does_not_fit`], an additional one
     /// is left out.
     pub(crate) fn signed(&mut self, records: &Records) {
