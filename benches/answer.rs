@@ -11,7 +11,8 @@ use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughpu
 use skyline_dataplane::cache::{Cache, CacheConfig, Entry, Key};
 use skyline_dataplane::forward::Routes;
 use skyline_dataplane::forward::{answer_recursive, Recursion, Resolution};
-use skyline_dataplane::snapshot::skydns::{self, Config, Service};
+use skyline_dataplane::signer;
+use skyline_dataplane::snapshot::skydns::{Config, Service};
 use skyline_dataplane::wire::{parse_query, LowerName};
 use skyline_dataplane::{answer, Context, Outcome, Snapshot, Transport};
 use std::time::{Duration, Instant, SystemTime};
@@ -32,7 +33,7 @@ fn snapshot() -> Snapshot {
             )
         })
         .collect();
-    skydns::build(&Config::default(), &records, 1, SystemTime::now())
+    signer::build(&Config::default(), &records, 1, SystemTime::now())
 }
 
 fn query(name: &str, qtype: u16, edns: bool) -> Vec<u8> {

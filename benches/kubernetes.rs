@@ -23,6 +23,7 @@ use cluster::{
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::RecordType;
 use kubernetes_api::{FakeApi, Resource};
+use skyline_dataplane::signer;
 use skyline_dataplane::snapshot::kubernetes::{
     self as model, Changes, Cluster, Endpoint, EndpointSlice, ObjectKey, Protocol, Served, Service, ServiceKind,
     ServicePort,
@@ -203,12 +204,12 @@ fn skydns_changes(o: &Options, config: &model::Config, cluster: &Cluster) -> (Du
             (format!("/skydns/local/skydns/s{}/r{i}", i % 100), service)
         })
         .collect();
-    let mut base = skydns::build(&skydns_config, &records, 0, SystemTime::now());
+    let mut base = signer::build(&skydns_config, &records, 0, SystemTime::now());
     let mut served = compose(&base, model::build(config, cluster, 0, SystemTime::now()), 0);
     let mut times = Vec::new();
     for c in 0..o.changes {
         records[c * 37 % SKYDNS_RECORDS].1.host = Ipv4Addr::from(0xc600_0000 + c as u32).to_string();
-        let next_base = skydns::build(&skydns_config, &records, c as u64 + 1, SystemTime::now());
+        let next_base = signer::build(&skydns_config, &records, c as u64 + 1, SystemTime::now());
         let start = Instant::now();
         let was = Served {
             snapshot: &served,

@@ -9,7 +9,8 @@
 #![allow(missing_docs)]
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use skyline_dataplane::snapshot::skydns::{build, typed, update, Config, Service};
+use skyline_dataplane::signer::{build, update};
+use skyline_dataplane::snapshot::skydns::{typed, Config, Service};
 use skyline_dataplane::wire::Name;
 use std::hint::black_box;
 use std::sync::Arc;

@@ -34,6 +34,7 @@ use skyline_controlplane::http::{self, HttpError, HttpServer};
 use skyline_controlplane::kubernetes::{ConnectError, KubernetesSource};
 use skyline_controlplane::source::{self, FileSource, Overrides, Source};
 use skyline_dataplane::cookie::CookieCell;
+use skyline_dataplane::signer;
 use skyline_dataplane::snapshot::{self, skydns};
 use skyline_dataplane::worker::{AfterDrain, Options, Server, ServerConfig};
 use std::future::Future;
@@ -278,7 +279,7 @@ fn run(cli: &Cli, upkeep: nodelocal::Upkeep, follower: Option<Follower>) -> Resu
     let settings = over.settings;
     let reloader_data = data_config.clone();
     if !skydns_source {
-        let empty = skydns::build::<skydns::Service>(&settings.skydns, &[], 1, SystemTime::now());
+        let empty = signer::build::<skydns::Service>(&settings.skydns, &[], 1, SystemTime::now());
         skydns_cell.store(Arc::new(empty));
     }
     log_settings(&settings);

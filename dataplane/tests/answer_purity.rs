@@ -29,6 +29,7 @@ const FORBIDDEN: &[(&str, &str)] = &[
 /// for every `.rs` file below it, test files aside.
 const ANSWER_PATH: &[(&str, &str)] = &[
     ("answer", "`answer`, the message builder and the signed answers"),
+    ("reply.rs", "the transport, the reply size limit and the reply's facts"),
     (
         "rewrite",
         "the plugins run ahead of answering: rewrite, template, whoami, chaos",
@@ -94,9 +95,14 @@ const ANSWER_PATH: &[(&str, &str)] = &[
         "dnssec/denial.rs",
         "the records signed per query name, their cache and budget",
     ),
+    ("snapshot/signed.rs", "the signed answers and denials copied"),
     (
-        "dnssec/zone.rs",
-        "the signed answers and denials copied, and a query wildcard signed",
+        "dnssec/rrsets.rs",
+        "the records copied into signed replies, and a query wildcard's signed",
+    ),
+    (
+        "dnssec/mod.rs",
+        "the signing settings a denial is signed and cached with",
     ),
     ("dnssec/nsec3.rs", "the NSEC3 hash of a name denied"),
     (

@@ -6,7 +6,8 @@
 mod common;
 
 use common::RawQuery;
-use skyline_dataplane::snapshot::skydns::{build, Config, Service};
+use skyline_dataplane::signer::build;
+use skyline_dataplane::snapshot::skydns::{Config, Service};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 use std::alloc::System;
 use std::time::UNIX_EPOCH;

@@ -6,7 +6,8 @@
 mod common;
 
 use common::RawQuery;
-use skyline_dataplane::snapshot::skydns::{build, Config, Service, Value, ViewKey};
+use skyline_dataplane::signer::build;
+use skyline_dataplane::snapshot::skydns::{Config, Service, Value, ViewKey};
 use skyline_dataplane::{answer, Context, Outcome, Transport};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 use std::alloc::System;

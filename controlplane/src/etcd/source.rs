@@ -21,7 +21,8 @@ use crate::source::{renewal, Overrides, Source, SourceReport, SourceStats, Start
 use crate::state::{self, Persist, StateDir, StateHealth};
 use etcd_client::{Client, ConnectOptions, EventType, WatchOptions, WatchResponse, WatchStream};
 use futures::future::BoxFuture;
-use skyline_dataplane::snapshot::skydns::{build_entries, update, Config};
+use skyline_dataplane::signer::{build_entries, update};
+use skyline_dataplane::snapshot::skydns::Config;
 use skyline_dataplane::snapshot::{publish, Snapshot, ZoneState};
 use skyline_dataplane::SnapshotCell;
 use std::collections::BTreeSet;

@@ -30,7 +30,8 @@ pub async fn sleep(wait: Option<Duration>) {
 mod tests {
     use super::*;
     use skyline_dataplane::dnssec::{Dnssec, SigningKey, DEFAULT_CACHE};
-    use skyline_dataplane::snapshot::skydns::{build_entries, typed, update, Config, Service};
+    use skyline_dataplane::signer::{build_entries, update};
+    use skyline_dataplane::snapshot::skydns::{typed, Config, Service};
     use skyline_dataplane::wire::Name;
     use std::path::Path;
     use std::sync::Arc;

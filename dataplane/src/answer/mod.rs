@@ -11,15 +11,18 @@
 //! that owns them (a worker), so that an answer is a function of its inputs.
 
 mod autopath;
+pub(crate) mod plugins;
 mod responder;
 mod signed;
 
-pub(crate) use responder::{size_limit, Responder, OPT_LEN};
+pub use crate::reply::{Outcome, Reply, Transport};
+pub(crate) use responder::{Responder, OPT_LEN};
+pub(crate) use signed::unsigned_sets;
 
 use crate::cookie::{CookieSecrets, Verdict};
 use crate::dnssec::denial::Signing;
 use crate::io::Peer;
-use crate::rewrite::{Before, Plugins};
+use crate::rewrite::Plugins;
 use crate::snapshot::kubernetes::{Host, MAX_ANSWER};
 use crate::snapshot::rrset::{Beyond, CompiledAnswer};
 use crate::snapshot::skydns::{self, WildcardAnswer};
@@ -28,19 +31,11 @@ use crate::snapshot::{Found, Node, Slot, Snapshot, Zone, ZoneKind};
 use crate::wire::query::parse_query_into;
 use crate::wire::types::{class, flags, rcode, rtype};
 use crate::wire::writer::Shift;
-use crate::wire::{DropReason, LowerName, Name, Query, Question};
+use crate::wire::{LowerName, Name, Query, Question};
+use plugins::Before;
 use std::cell::RefCell;
 use std::net::IpAddr;
 use std::time::SystemTime;
-
-/// The transport a query arrived on; it sets the reply size limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    /// Datagrams: limited by the client's EDNS size (512 without EDNS), capped at 1232.
-    Udp,
-    /// Streams: up to 65535 bytes.
-    Tcp,
-}
 
 /// Per-query facts from the caller, who owns sockets, clocks, the cookie secrets and the
 /// records signed per query name: everything an answer depends on besides the query and the
@@ -126,43 +121,6 @@ impl<'k> Context<'k> {
             ..self
         }
     }
-}
-
-/// What the answer path did with a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// A reply of `len` bytes is in the output buffer.
-    Reply(Reply),
-    /// Nothing is to be sent.
-    Drop(DropReason),
-}
-
-/// Facts about a reply, for counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Reply {
-    /// Bytes written.
-    pub len: usize,
-    /// Response code, extended (BADVERS = 16).
-    pub rcode: u16,
-    /// TC was set.
-    pub truncated: bool,
-    /// The query claimed answer or authority records, which were ignored.
-    pub ignored_records: bool,
-    /// Bytes followed the query, which were ignored.
-    pub trailing: bool,
-    /// The query carried a server cookie this server made (RFC 7873): its client receives at
-    /// its address, so response rate limiting leaves it alone.
-    pub valid_cookie: bool,
-    /// Offset just past the reply's question, 0 when it has none: response rate limiting
-    /// finds the zone's SOA after it without walking the name again.
-    pub question_end: u16,
-    /// The low 32 bits of the question's name's [`crate::wire::LowerName::hash`] (0 without a
-    /// question): response rate limiting keys answers on it without hashing the name again. 32
-    /// bits keep these facts in 24 bytes, which every answer moves several times.
-    pub name_hash: u32,
-    /// The answer is that of a name further down the client pod's search list (CoreDNS's
-    /// `autopath`, docs/kubernetes.md "Autopath"): `coredns_autopath_success_total` counts it.
-    pub searched: bool,
 }
 
 /// What answers the part of a question the zones leave open. The authoritative path hands it
@@ -316,7 +274,7 @@ impl Outside for Inside {
 }
 
 /// Answers one query from the zones alone, without DNSSEC, keeping what an answer leaves
-/// outside the zones unresolved: the answers the DNSSEC signer signs (`crate::dnssec::zone`).
+/// outside the zones unresolved: the answers the DNSSEC signer signs ([`unsigned_sets`]).
 pub(crate) fn answer_inside(query: &[u8], snapshot: &Snapshot, ctx: &Context, out: &mut [u8]) -> Outcome {
     answer_with(query, snapshot, ctx, out, &mut Inside)
 }
@@ -337,7 +295,7 @@ pub fn answer(query: &[u8], snapshot: &Snapshot, ctx: &Context, out: &mut [u8]) 
 #[cold]
 #[inline(never)]
 fn plugged(plugins: &Plugins, query: &[u8], snapshot: &Snapshot, ctx: &Context, out: &mut [u8]) -> Outcome {
-    match plugins.before(query, ctx, out) {
+    match plugins::before(plugins, query, ctx, out) {
         Before::Pass => answer_with(query, snapshot, ctx, out, &mut NoRecursion),
         Before::Answered(outcome) => outcome,
         Before::Rewritten(rewritten) => {

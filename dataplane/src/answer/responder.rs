@@ -4,16 +4,14 @@
 use super::{Context, Reply, Transport, RFC8482_HINFO};
 use crate::cache::{Age, Entry, Relocation};
 use crate::cookie::{self, Verdict, COOKIE_LEN};
-use crate::dnssec::zone::{Records, Section};
+use crate::dnssec::rrsets::{Records, Section};
+use crate::reply::size_limit;
 use crate::snapshot::rrset::CompiledAnswer;
 use crate::snapshot::{Written, Zone, ZoneKind};
 use crate::wire::bytes::copy_short;
 use crate::wire::name::skip_name;
-use crate::wire::query::{CookieAt, Edns};
-use crate::wire::types::{
-    class, ede, flags, option, rcode, rtype, ADVERTISED_UDP_LEN, CLASSIC_UDP_LEN, HEADER_LEN, MAX_MESSAGE_LEN,
-    MAX_NAME_LEN,
-};
+use crate::wire::query::CookieAt;
+use crate::wire::types::{class, ede, flags, option, rcode, rtype, ADVERTISED_UDP_LEN, HEADER_LEN, MAX_NAME_LEN};
 use crate::wire::writer::{relocate_question, shift_pointers, Shift};
 use crate::wire::{LowerName, Query};
 
@@ -30,17 +28,6 @@ const QUESTION_NAME: [u8; 2] = [0xC0, HEADER_LEN as u8];
 
 /// Length of a COOKIE option carrying a client cookie and this server's cookie.
 const COOKIE_OPT_LEN: usize = 4 + COOKIE_LEN;
-
-/// The size a reply may take: a message over TCP; over UDP the client's EDNS size, capped at
-/// the size skyline advertises, or 512 bytes without EDNS.
-#[inline(always)]
-pub(crate) fn size_limit(transport: Transport, edns: Option<Edns>) -> usize {
-    match (transport, edns) {
-        (Transport::Tcp, _) => MAX_MESSAGE_LEN,
-        (Transport::Udp, Some(e)) => (e.udp_size as usize).clamp(CLASSIC_UDP_LEN, ADVERTISED_UDP_LEN as usize),
-        (Transport::Udp, None) => CLASSIC_UDP_LEN,
-    }
-}
 
 /// Writes one reply: header, question, sections, and an OPT when the query had one. The one
 /// message builder: authoritative answers and forwarded ones alike are written through it, so
@@ -453,7 +440,7 @@ impl<'a> Responder<'a> {
         }
     }
 
-    /// Copies signed records (`crate::dnssec`) as [`Self::compiled`] copies an answer: an
+    /// Copies signed records (`crate::dnssec::rrsets`) as [`Self::compiled`] copies an answer: an
     /// answer or authority RRset that does not fit is [`Self::does_not_fit`], an additional one
     /// is left out.
     pub(crate) fn signed(&mut self, records: &Records) {

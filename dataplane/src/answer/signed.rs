@@ -3,17 +3,24 @@
 //! does not exist and a query wildcard cost signatures, made per query name within the
 //! worker's budget. The cache, the budget and the room a wildcard answer is made in are the
 //! caller's [`Signing`], lent in the [`Context`]; the time is the context's too.
+//!
+//! The signer of the snapshot's zone (`crate::signer`, at build time) finds what to sign by
+//! answering each name as the zones alone answer it, [`unsigned_sets`]: the query-time half of
+//! DNSSEC and the build-time half read the zone through this one answer path.
 
-use super::{answer_of, completable, Outside, Responder, Transport};
+use super::{answer_inside, answer_of, completable, Context, Outcome, Outside, Responder, Transport};
 use crate::dnssec::denial::{Covered, Signing};
-use crate::dnssec::nsec3::HASH_LEN;
-use crate::dnssec::zone::{self, sign_query};
-use crate::dnssec::{Signed, SigningKey};
+use crate::dnssec::nsec3::{self, HASH_LEN};
+use crate::dnssec::records::{self, Set};
+use crate::dnssec::rrsets::{Records, RrsetSigner, Section, QTYPES};
+use crate::dnssec::rrsig::{Validity, RRSIG};
+use crate::dnssec::SigningKey;
 use crate::snapshot::rrset::Beyond;
-use crate::snapshot::{Found, Slot, Snapshot, Zone};
-use crate::wire::types::{flags, rcode, rtype};
+use crate::snapshot::{Found, Signed, Slot, Snapshot, Zone};
+use crate::wire::types::{class, flags, rcode, rtype, HEADER_LEN, MAX_NAME_LEN};
 use crate::wire::{LowerName, Query, Question};
-use ring::digest::{Context, SHA1_FOR_LEGACY_USE_ONLY};
+use ring::digest::SHA1_FOR_LEGACY_USE_ONLY;
+use std::net::IpAddr;
 
 /// Answers `question` from `signed` when its name lies in the signed zone; `None` leaves the
 /// query to the unsigned path (names outside the zone), which then answers as without DO.
@@ -131,7 +138,7 @@ pub(super) fn apex_unsigned(
 }
 
 /// NODATA: the SOA and the NSEC3 record matching the name, whose types lack the one asked.
-fn nodata(r: &mut Responder<'_>, signed: &Signed, matching: &crate::dnssec::zone::Records) {
+fn nodata(r: &mut Responder<'_>, signed: &Signed, matching: &Records) {
     r.set_rcode(rcode::NOERROR);
     r.signed(signed.soa());
     r.signed(matching);
@@ -154,7 +161,14 @@ fn nxdomain(r: &mut Responder<'_>, qname: &LowerName, signed: &Signed, signing: 
     r.signed(encloser.matching());
     let next_closer = qname.suffix(closest - 1);
     let now = r.ctx.now;
-    let covered = signing.covering(signed, next_closer, now, |records| r.signed(records));
+    let covered = signing.covering(
+        signed.dnssec(),
+        signed.apex(),
+        signed.negative_ttl(),
+        next_closer,
+        now,
+        |records| r.signed(records),
+    );
     if unsigned(r, covered, mark) {
         return;
     }
@@ -237,7 +251,7 @@ fn signed_wildcard(
     out: &mut [u8],
 ) {
     let client = r.ctx.client.ip();
-    let Some(len) = zone::unsigned(snapshot, qname.wire(), qtype, client, out) else {
+    let Some(len) = unsigned_reply(snapshot, qname.wire(), qtype, client, out) else {
         r.flags &= !flags::AA;
         return r.set_rcode(rcode::SERVFAIL);
     };
@@ -250,13 +264,83 @@ fn signed_wildcard(
     // The reply less its ID (the flags hold its rcode; the question, its name and type):
     // what the client gets signed. A leading 0xFF, a label no name starts with, keeps it
     // apart from the names whose NSEC3 hashes share the cache.
-    let mut digest = Context::new(&SHA1_FOR_LEGACY_USE_ONLY);
+    let mut digest = ring::digest::Context::new(&SHA1_FOR_LEGACY_USE_ONLY);
     digest.update(&[0xFF]);
     digest.update(&msg[2..]);
     let mut id = [0u8; HASH_LEN];
     id.copy_from_slice(digest.finish().as_ref());
     let mark = r.mark();
     let make = |key: &SigningKey, validity| sign_query(snapshot, signed, key, validity, (qname, qtype, client), msg);
-    let covered = signing.cached(signed, id, r.ctx.now, make, |records| r.signed(records));
+    let covered = signing.cached(signed.dnssec(), id, r.ctx.now, make, |records| r.signed(records));
     unsigned(r, covered, mark);
+}
+
+/// The signed records of the reply `msg` (made by [`unsigned_reply`]) to a query wildcard `qname`
+/// (`*` or `any` labels) and `qtype` asked by `client`: its RRsets with their RRSIGs, or for a
+/// NODATA reply the SOA and an NSEC3 record matching `qname` whose bitmap lists the types the
+/// query wildcard answers that client. Signed per query name (see [`Signing::cached`]).
+fn sign_query(
+    snapshot: &Snapshot,
+    signed: &Signed,
+    key: &SigningKey,
+    validity: Validity,
+    question: (&LowerName, u16, IpAddr),
+    msg: &[u8],
+) -> Option<Records> {
+    let (qname, qtype, client) = question;
+    let zone = snapshot.zones.iter().find(|z| z.apex == signed.apex)?;
+    let apex = signed.apex.wire().to_ascii_lowercase();
+    let mut signer = RrsetSigner::new(key, apex, validity, zone.negative_ttl);
+    if msg.get(6..8)? != [0, 0] {
+        return signer.records(&records::sets(msg)?, qname.wire(), Section::Answer);
+    }
+    let mut types = vec![RRSIG];
+    let mut out = vec![0; crate::wire::types::MAX_MESSAGE_LEN];
+    for other in QTYPES.into_iter().filter(|t| *t != qtype) {
+        let sets = unsigned_sets(snapshot, qname, other, client, &mut out);
+        if sets.is_some_and(|sets| {
+            sets.iter()
+                .any(|s| s.section == 0 && s.owner == qname.wire() && s.rtype == other)
+        }) {
+            types.push(other);
+        }
+    }
+    let hash = nsec3::hash_name(qname.wire());
+    let (owner, rdata) = nsec3::matching(&hash, &nsec3::type_bitmap(&types));
+    Some(signed.soa.then(&signer.nsec3(&owner, rdata)?))
+}
+
+/// The RRsets of the unsigned answer to `qname` and `qtype` asked by `client`, written in
+/// `out`, or `None` when it has no answer records (NODATA, or an answer too large for any
+/// message): what a name answers that the signer signs.
+pub(crate) fn unsigned_sets(
+    snapshot: &Snapshot,
+    qname: &LowerName,
+    qtype: u16,
+    client: IpAddr,
+    out: &mut [u8],
+) -> Option<Vec<Set>> {
+    let len = unsigned_reply(snapshot, qname.wire(), qtype, client, out)?;
+    let msg = &out[..len];
+    let ancount = u16::from_be_bytes([msg[6], msg[7]]);
+    if msg[3] & 0x0F != 0 || ancount == 0 {
+        return None;
+    }
+    records::sets(msg)
+}
+
+/// Writes in `out` the unsigned reply to `qname` (wire form) and `qtype` asked by `client` over
+/// TCP, as the zones alone answer it; its length, or `None` when it was dropped or truncated.
+fn unsigned_reply(snapshot: &Snapshot, qname: &[u8], qtype: u16, client: IpAddr, out: &mut [u8]) -> Option<usize> {
+    let mut query = [0u8; HEADER_LEN + MAX_NAME_LEN + 4];
+    query[5] = 1;
+    let end = HEADER_LEN + qname.len();
+    query.get_mut(HEADER_LEN..end)?.copy_from_slice(qname);
+    query[end..end + 2].copy_from_slice(&qtype.to_be_bytes());
+    query[end + 2..end + 4].copy_from_slice(&class::IN.to_be_bytes());
+    let ctx = Context::new(Transport::Tcp).with_client(client);
+    match answer_inside(&query[..end + 4], snapshot, &ctx, out) {
+        Outcome::Reply(reply) if !reply.truncated => Some(reply.len),
+        _ => None,
+    }
 }

@@ -5,14 +5,15 @@
 //! so that a flood of random names cannot starve its other queries.
 //!
 //! The cache, its budget and the room the wildcard answers are made in are a [`Signing`] the
-//! caller owns and lends each answer through [`crate::answer::Context`], with the time: answering
-//! reads no clock, and keeps nothing between queries that its caller did not hand it.
+//! caller owns and lends each answer through the answer path's `Context`, with the time:
+//! answering reads no clock, and keeps nothing between queries that its caller did not hand it.
 
 use super::nsec3::{self, Hash};
 use super::records::Set;
+use super::rrsets::{write_rr, Chunk, Records, Section};
 use super::rrsig::{self, Validity};
-use super::zone::{write_rr, Chunk, Records, Section, Signed};
-use super::SigningKey;
+use super::{Dnssec, SigningKey};
+use crate::wire::Name;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -113,31 +114,39 @@ impl Signing {
     }
 
     /// Hands `write` the signed NSEC3 record covering the hash of `name` (lower-cased wire
-    /// form) in `signed`'s zone, from the cache or signed at `now`.
-    pub fn covering(&mut self, signed: &Signed, name: &[u8], now: SystemTime, write: impl FnOnce(&Records)) -> Covered {
+    /// form) in the zone `apex` signed with `dnssec`, whose NSEC3 records live `ttl` seconds,
+    /// from the cache or signed at `now`.
+    pub fn covering(
+        &mut self,
+        dnssec: &Dnssec,
+        apex: &Name,
+        ttl: u32,
+        name: &[u8],
+        now: SystemTime,
+        write: impl FnOnce(&Records),
+    ) -> Covered {
         let hash = nsec3::hash_name(name);
-        let ttl = signed.negative_ttl();
         let make = |key: &SigningKey, validity| {
-            let apex = signed.apex().wire().to_ascii_lowercase();
+            let apex = apex.wire().to_ascii_lowercase();
             sign_covering(key, &apex, &hash, ttl, validity)
         };
-        self.cached(signed, hash, now, make, write)
+        self.cached(dnssec, hash, now, make, write)
     }
 
     /// Hands `write` the records the cache keeps under `id` (the NSEC3 hash of a name; for
     /// anything else a SHA-1 digest of input that is not a name) while their signatures are
-    /// good at `now`, or those `make` signs with the zone's key and a validity starting at
-    /// `now`, within the budget.
+    /// good at `now`, or those `make` signs with `dnssec`'s key and a validity starting at
+    /// `now`, within the budget; the cache keeps as many as `dnssec` says.
     pub fn cached(
         &mut self,
-        signed: &Signed,
+        dnssec: &Dnssec,
         id: Hash,
         now: SystemTime,
         make: impl FnOnce(&SigningKey, Validity) -> Option<Records>,
         write: impl FnOnce(&Records),
     ) -> Covered {
-        let key = signed.key();
-        let capacity = signed.dnssec().cache.max(1);
+        let key = &dnssec.key;
+        let capacity = dnssec.cache.max(1);
         let denials = match &mut self.denials {
             Some(denials) if denials.key == *key && denials.capacity == capacity => denials,
             other => other.insert(Denials::new(Arc::clone(key), capacity)),

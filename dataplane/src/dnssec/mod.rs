@@ -1,13 +1,15 @@
-//! DNSSEC online signing of the SkyDNS domain (SkyDNS's `-dnssec`), done ahead of time: the
-//! snapshot builder signs every answer a name gives, so that a query with DO set is answered
-//! by copying, as any other; only the denial of a name that does not exist is signed per
-//! query name, within a per-worker budget and cache ([`denial`]).
+//! DNSSEC for the SkyDNS domain (SkyDNS's `-dnssec`): the key, the signatures and NSEC3
+//! records, and the signed records every reply with DO copies, below both the snapshot that
+//! carries a signed zone and the answer path that reads it. Signing is done ahead of time: the
+//! signer (`crate::signer`) signs every answer a name gives when a snapshot is built, so that a
+//! query with DO set is answered by copying, as any other; only the denial of a name that does
+//! not exist is signed per query name, within a per-worker budget and cache ([`denial`]).
 //!
 //! - [`key`]: the key pair, read from BIND's `.key` and `.private` files.
 //! - [`rrsig`]: RRSIG records over canonical RRsets.
 //! - [`nsec3`]: NSEC3 hashes and SkyDNS's "white lies".
 //! - [`records`]: a written reply read back as RRsets to sign.
-//! - [`zone`]: the signed domain a snapshot carries.
+//! - [`rrsets`]: RRsets signed into records ready to copy.
 //!
 //! docs/dnssec.md says what a client sees.
 
@@ -16,11 +18,10 @@ pub mod denial;
 pub mod key;
 pub mod nsec3;
 pub mod records;
+pub mod rrsets;
 pub mod rrsig;
-pub mod zone;
 
 pub use key::{KeyError, SigningKey};
-pub use zone::{sign, Signed, SignedName};
 
 use std::sync::Arc;
 

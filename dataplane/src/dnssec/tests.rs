@@ -5,7 +5,8 @@ use super::key::{algorithm, KeyError, SigningKey};
 use super::rrsig::{self, Validity};
 use super::{base64, nsec3, records, Dnssec};
 use crate::answer::{answer, Context, Outcome, Transport};
-use crate::snapshot::skydns::{build, Config, Service};
+use crate::signer::{build, sign};
+use crate::snapshot::skydns::{Config, Service};
 use crate::wire::Name;
 use hickory_proto::op::ResponseCode;
 use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
@@ -339,7 +340,7 @@ fn an_update_signs_only_what_it_touches_and_keeps_the_rest() {
     let zone = snapshot.dnssec.as_deref().unwrap();
     let later = SystemTime::now() + Duration::from_secs(3600);
     let web = Name::from_dotted("web.skydns.test.").unwrap();
-    let again = super::sign(
+    let again = sign(
         &snapshot,
         zone.dnssec(),
         Some((zone, std::slice::from_ref(&web))),
@@ -351,7 +352,7 @@ fn an_update_signs_only_what_it_touches_and_keeps_the_rest() {
     let web = crate::wire::LowerName::from_wire(web.wire()).unwrap();
     assert_ne!(again.name(&web).unwrap(), zone.name(&web).unwrap());
     let expired = UNIX_EPOCH + Duration::from_secs(u64::from(Validity::from(SystemTime::now()).expiration));
-    let renewed = super::sign(&snapshot, zone.dnssec(), Some((zone, &[])), expired).unwrap();
+    let renewed = sign(&snapshot, zone.dnssec(), Some((zone, &[])), expired).unwrap();
     assert!(!std::ptr::eq(renewed.name(&db).unwrap(), zone.name(&db).unwrap()));
 }
 

@@ -5,11 +5,12 @@
 //! running its query through [`answer_recursive`] again, the upstream's result in hand.
 
 use super::{Failure, Route, Routes};
+use crate::answer::plugins::{before, Before};
 use crate::answer::{
     emptied, outside_every_zone, respond, stands_alone, Context, Outcome, Outside, Responder, OPT_LEN,
 };
 use crate::cache::{Age, Cache, Entry, Key, KeyRef, Lookup};
-use crate::rewrite::{Before, Plugins};
+use crate::rewrite::Plugins;
 use crate::snapshot::rrset::Beyond;
 use crate::snapshot::Snapshot;
 use crate::wire::query::parse_query_into;
@@ -255,7 +256,7 @@ pub(crate) fn plugged(
     qname: &mut LowerName,
     out: &mut [u8],
 ) -> Resolution {
-    let rewritten = match plugins.before(query, ctx, out) {
+    let rewritten = match before(plugins, query, ctx, out) {
         Before::Pass => return resolve(query, snapshot, ctx, rec, qname, out),
         Before::Answered(outcome) => return Resolution::Done(outcome),
         Before::Rewritten(rewritten) => rewritten,

@@ -5,20 +5,24 @@
 //!
 //! Everything is parsed and compiled once, at configuration ([`Plugins::new`]). The answer path
 //! reaches them through [`crate::Context::plugins`]: without any configured, a query pays one
-//! branch on that `None`. With them, `Plugins::before` runs ahead of answering: it rewrites
-//! the question, answers it from a template or `whoami`, or lets it through; a rewritten
-//! question is answered as any other, then `Rewritten::restore` writes the reply the client
-//! gets. A rule that does not match a name allocates nothing; a regex rule that matches, and a
-//! template that writes records, allocate for their groups and records.
+//! branch on that `None`. With them, `Plugins::plan` runs ahead of answering: it rewrites
+//! the question, makes its answer from a template, `whoami` or `any`, or lets it through; a
+//! rewritten question is answered as any other, then `Rewritten::restore` writes the reply the
+//! client gets. The plugins write no reply themselves: the answer path writes what they made
+//! with its message builder (`answer/plugins.rs`), so that this module sits below answering and
+//! knows only the vocabulary of a reply (`crate::reply`). A rule that does not match a name
+//! allocates nothing; a regex rule that matches, and a template that writes records, allocate
+//! for their groups and records.
 
 mod back;
 mod rule;
 mod template;
 mod text;
 
-use crate::answer::{size_limit, Context, Outcome, Responder, Transport};
+use crate::io::Peer;
+use crate::reply::{size_limit, Outcome, Reply, Transport};
 use crate::wire::query::parse_query_into;
-use crate::wire::types::{class, flags, rcode, rtype, HEADER_LEN, MAX_NAME_LEN};
+use crate::wire::types::{class, rcode, rtype, HEADER_LEN, MAX_NAME_LEN};
 use crate::wire::{LowerName, Query};
 use rule::{Rule, Then};
 use template::{Facts, Template, Verdict};
@@ -221,26 +225,27 @@ impl Plugins {
         self.config.chaos.as_ref()
     }
 
-    /// Runs the plugins ahead of answering `query`: a question a rule rewrites comes back
-    /// [`Before::Rewritten`], to be answered and restored; one a template or `whoami` answers
-    /// is written into `out`, for the client's own question.
-    pub(crate) fn before(&self, query: &[u8], ctx: &Context<'_>, out: &mut [u8]) -> Before<'_> {
+    /// Runs the plugins ahead of answering `query`, asked by `client` over `transport`: a
+    /// question a rule rewrites comes back [`Plan::Rewrite`], to be answered and restored; one a
+    /// template, `whoami` or `any` answers comes back with the answer [`Made`] for it, which
+    /// the answer path writes with its message builder.
+    pub(crate) fn plan(&self, query: &[u8], client: &Peer, transport: Transport) -> Plan<'_> {
         let mut qname = LowerName::default();
         let mut q = Query::default();
         if parse_query_into(query, &mut qname, &mut q).is_err() {
-            return Before::Pass;
+            return Plan::Pass;
         }
         let Some(question) = q
             .question
             .filter(|_| q.qdcount == 1 && q.opcode() == 0 && q.error.is_none())
         else {
-            return Before::Pass;
+            return Plan::Pass;
         };
         if self.config.any && question.qtype == rtype::ANY {
-            return Before::Answered(any(query, &q, &qname, ctx, out));
+            return Plan::Answer(any());
         }
         let Some(asked) = Text::of_wire(qname.wire()) else {
-            return Before::Pass;
+            return Plan::Pass;
         };
         let mut name = asked.clone();
         let (mut qtype, mut qclass) = (question.qtype, question.qclass);
@@ -262,17 +267,9 @@ impl Plugins {
             Some(len) if count > 0 => len,
             // No rule matched, or the rules made no name of it: the question stays as asked.
             _ => {
-                return match self.synthesize(
-                    query,
-                    &q,
-                    &qname,
-                    asked.as_str(),
-                    (question.qtype, question.qclass),
-                    ctx,
-                    out,
-                ) {
-                    Some(outcome) => Before::Answered(outcome),
-                    None => Before::Pass,
+                return match self.synthesize(asked.as_str(), (question.qtype, question.qclass), client, transport) {
+                    Some(made) => Plan::Answer(made),
+                    None => Plan::Pass,
                 }
             }
         };
@@ -308,41 +305,21 @@ impl Plugins {
             name_hash: qname.hash() as u32,
             fired,
             fired_len: count,
-            limit: size_limit(ctx.transport, q.edns),
-            tcp: ctx.transport == Transport::Tcp,
+            limit: size_limit(transport, q.edns),
+            tcp: transport == Transport::Tcp,
         };
         let mut new_name = LowerName::default();
         let mut new_q = Query::default();
         if parse_query_into(restore.query(), &mut new_name, &mut new_q).is_err() {
-            return Before::Pass;
+            return Plan::Pass;
         }
-        match self.synthesize(
-            restore.query(),
-            &new_q,
-            &new_name,
-            name.as_str(),
-            (qtype, qclass),
-            ctx,
-            out,
-        ) {
-            Some(outcome) => Before::Answered(restore.restore(outcome, out)),
-            None => Before::Rewritten(restore),
-        }
+        let made = self.synthesize(name.as_str(), (qtype, qclass), client, transport);
+        Plan::Rewrite(restore, made)
     }
 
-    /// The answer of a template or `whoami` to a question (`name` its dotted form), written
-    /// into `out`; `None` when none answers it.
-    #[allow(clippy::too_many_arguments)]
-    fn synthesize(
-        &self,
-        query: &[u8],
-        q: &Query,
-        qname: &LowerName,
-        name: &str,
-        (qtype, qclass): (u16, u16),
-        ctx: &Context<'_>,
-        out: &mut [u8],
-    ) -> Option<Outcome> {
+    /// The answer of a template or `whoami` to a question (`name` its dotted form) `client`
+    /// asked over `transport`; `None` when none answers it.
+    fn synthesize(&self, name: &str, (qtype, qclass): (u16, u16), client: &Peer, transport: Transport) -> Option<Made> {
         for template in &self.templates {
             let (code, sections) = match template.judge(name, qtype, qclass) {
                 Verdict::Pass => continue,
@@ -353,7 +330,7 @@ impl Plugins {
                         zone,
                         qtype,
                         qclass,
-                        remote: ctx.client.ip(),
+                        remote: client.ip(),
                         captures: captures.as_ref(),
                     };
                     match template.records(&facts) {
@@ -365,25 +342,46 @@ impl Plugins {
                     }
                 }
             };
-            return Some(written(query, q, qname, ctx, out, code, &sections));
+            return Some(Made::Records(code, sections));
         }
         if self.whoami.iter().any(|zone| within(name, zone)) {
-            return Some(whoami(query, q, qname, ctx, out));
+            return Some(whoami(client, transport));
         }
         None
     }
 }
 
-/// What [`Plugins::before`] made of a query. The rewritten query stays on the stack: boxing it
+/// What [`Plugins::plan`] made of a query. The rewritten query stays on the stack: boxing it
 /// would allocate per rewritten question.
 #[allow(clippy::large_enum_variant)]
-pub(crate) enum Before<'p> {
+pub(crate) enum Plan<'p> {
     /// Nothing: answer the query as it is.
     Pass,
-    /// A plugin answered it; the reply is written.
-    Answered(Outcome),
-    /// A rule rewrote it: answer [`Rewritten::query`], then [`Rewritten::restore`] the reply.
-    Rewritten(Rewritten<'p>),
+    /// A plugin answers the client's question with this.
+    Answer(Made),
+    /// A rule rewrote it: answer [`Rewritten::query`] (with the answer made for it, when a
+    /// template or `whoami` answers the rewritten question), then [`Rewritten::restore`] the
+    /// reply.
+    Rewrite(Rewritten<'p>, Option<Made>),
+}
+
+/// The length of `any`'s HINFO record.
+const HINFO_LEN: usize = 12 + 2 + ANY_CPU.len() + ANY_OS.len();
+/// `any`'s HINFO CPU string.
+const ANY_CPU: &[u8] = b"ANY obsoleted";
+/// `any`'s HINFO OS string.
+const ANY_OS: &[u8] = b"See RFC 8482";
+
+/// An answer a plugin makes, which the answer path writes after the question with its one
+/// message builder, so that the header, EDNS and cookies of a plugin's reply are any reply's.
+#[derive(Debug)]
+pub(crate) enum Made {
+    /// `any`'s answer to an ANY question (RFC 8482 §4.2), as CoreDNS writes it: one HINFO
+    /// record at the query name, TTL 8482, the answer section of a reply without AA.
+    Hinfo([u8; HINFO_LEN]),
+    /// A template's or `whoami`'s: an authoritative reply with this rcode and the records of the
+    /// answer, authority and additional sections, each with its count.
+    Records(u16, [(Vec<u8>, u16); 3]),
 }
 
 /// Room for a rewritten query on the stack; a longer one (many EDNS options) goes to the heap.
@@ -475,7 +473,7 @@ impl Rewritten<'_> {
                 .rev()
                 .fold(false, |changed, &i| rules[usize::from(i)].revert(owner) | changed)
         });
-        Outcome::Reply(crate::answer::Reply {
+        Outcome::Reply(Reply {
             len: restored.len,
             rcode: if restored.rcode == reply.rcode & 0x000F {
                 reply.rcode
@@ -490,55 +488,26 @@ impl Rewritten<'_> {
     }
 }
 
-/// A synthesized reply: the question, AA, `code`, and the records of the answer, authority and
-/// additional sections.
-fn written(
-    query: &[u8],
-    q: &Query,
-    qname: &LowerName,
-    ctx: &Context<'_>,
-    out: &mut [u8],
-    code: u16,
-    sections: &[(Vec<u8>, u16); 3],
-) -> Outcome {
-    let mut r = Responder::new(query, q, ctx, out);
-    r.copy_question(q, qname);
-    r.flags |= flags::AA;
-    r.set_rcode(code);
-    for (i, (records, count)) in sections.iter().enumerate() {
-        if *count > 0 {
-            r.records(i + 1, records, *count);
-        }
-    }
-    Outcome::Reply(r.finish(q))
-}
-
-/// `any`'s answer to an ANY question (RFC 8482 §4.2), as CoreDNS writes it: one HINFO record
-/// at the query name, TTL 8482.
-fn any(query: &[u8], q: &Query, qname: &LowerName, ctx: &Context<'_>, out: &mut [u8]) -> Outcome {
-    const CPU: &[u8] = b"ANY obsoleted";
-    const OS: &[u8] = b"See RFC 8482";
-    let mut record = [0u8; 12 + 2 + CPU.len() + OS.len()];
+/// `any`'s answer to an ANY question: the HINFO `ANY obsoleted` / `See RFC 8482`.
+fn any() -> Made {
+    let mut record = [0u8; HINFO_LEN];
     record[..2].copy_from_slice(&[0xC0, HEADER_LEN as u8]);
     record[2..4].copy_from_slice(&rtype::HINFO.to_be_bytes());
     record[4..6].copy_from_slice(&class::IN.to_be_bytes());
     record[6..10].copy_from_slice(&8482u32.to_be_bytes());
-    record[10..12].copy_from_slice(&((2 + CPU.len() + OS.len()) as u16).to_be_bytes());
-    record[12] = CPU.len() as u8;
-    record[13..13 + CPU.len()].copy_from_slice(CPU);
-    record[13 + CPU.len()] = OS.len() as u8;
-    record[14 + CPU.len()..].copy_from_slice(OS);
-    let mut r = Responder::new(query, q, ctx, out);
-    r.copy_question(q, qname);
-    r.records(1, &record, 1);
-    Outcome::Reply(r.finish(q))
+    record[10..12].copy_from_slice(&((2 + ANY_CPU.len() + ANY_OS.len()) as u16).to_be_bytes());
+    record[12] = ANY_CPU.len() as u8;
+    record[13..13 + ANY_CPU.len()].copy_from_slice(ANY_CPU);
+    record[13 + ANY_CPU.len()] = ANY_OS.len() as u8;
+    record[14 + ANY_CPU.len()..].copy_from_slice(ANY_OS);
+    Made::Hinfo(record)
 }
 
 /// `whoami`'s answer, as CoreDNS writes it: in the additional section, the client's address
 /// (A or AAAA) at the query name, and an SRV record at `_udp.` or `_tcp.` and the query name
 /// whose port is the client's, TTL 0.
-fn whoami(query: &[u8], q: &Query, qname: &LowerName, ctx: &Context<'_>, out: &mut [u8]) -> Outcome {
-    let client = ctx.client.addr();
+fn whoami(client: &Peer, transport: Transport) -> Made {
+    let client = client.addr();
     let mut records = Vec::with_capacity(64);
     let at_query = [0xC0, HEADER_LEN as u8];
     records.extend_from_slice(&at_query);
@@ -556,7 +525,7 @@ fn whoami(query: &[u8], q: &Query, qname: &LowerName, ctx: &Context<'_>, out: &m
             records.extend_from_slice(&a.octets());
         }
     }
-    let label: &[u8] = match ctx.transport {
+    let label: &[u8] = match transport {
         Transport::Udp => b"\x04_udp",
         Transport::Tcp => b"\x04_tcp",
     };
@@ -567,21 +536,14 @@ fn whoami(query: &[u8], q: &Query, qname: &LowerName, ctx: &Context<'_>, out: &m
     records.extend_from_slice(&[0, 0, 0, 0, 0, 7, 0, 0, 0, 0]);
     records.extend_from_slice(&client.port().to_be_bytes());
     records.push(0);
-    written(
-        query,
-        q,
-        qname,
-        ctx,
-        out,
-        rcode::NOERROR,
-        &[(Vec::new(), 0), (Vec::new(), 0), (records, 2)],
-    )
+    Made::Records(rcode::NOERROR, [(Vec::new(), 0), (Vec::new(), 0), (records, 2)])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::answer::Transport;
+    use crate::answer::plugins::{before, Before};
+    use crate::answer::Context;
     use hickory_proto::op::{Message, MessageType, Query as HQuery, ResponseCode};
     use hickory_proto::rr::{DNSClass, Name, RData, RecordType};
     use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -608,7 +570,7 @@ mod tests {
         let mut out = [0u8; 512];
         let ctx = Context::new(Transport::Udp);
         assert!(matches!(
-            p.before(&query("c.example.", RecordType::A), &ctx, &mut out),
+            before(&p, &query("c.example.", RecordType::A), &ctx, &mut out),
             Before::Pass
         ));
     }
@@ -625,7 +587,7 @@ mod tests {
         });
         let mut out = [0u8; 512];
         let ctx = Context::new(Transport::Udp);
-        let Before::Rewritten(rw) = p.before(&query("Host.old.example.", RecordType::AAAA), &ctx, &mut out) else {
+        let Before::Rewritten(rw) = before(&p, &query("Host.old.example.", RecordType::AAAA), &ctx, &mut out) else {
             panic!("not rewritten");
         };
         let asked = Message::from_vec(rw.query()).unwrap();
@@ -645,7 +607,7 @@ mod tests {
         });
         let mut out = [0u8; 512];
         let ctx = Context::new(Transport::Udp);
-        let Before::Rewritten(rw) = p.before(&query("x.a.example.", RecordType::A), &ctx, &mut out) else {
+        let Before::Rewritten(rw) = before(&p, &query("x.a.example.", RecordType::A), &ctx, &mut out) else {
             panic!("not rewritten");
         };
         assert_eq!(
@@ -662,7 +624,8 @@ mod tests {
         });
         let mut out = [0u8; 512];
         let ctx = Context::new(Transport::Udp);
-        let Before::Answered(Outcome::Reply(reply)) = p.before(&query("printer.local.", RecordType::A), &ctx, &mut out)
+        let Before::Answered(Outcome::Reply(reply)) =
+            before(&p, &query("printer.local.", RecordType::A), &ctx, &mut out)
         else {
             panic!("not answered");
         };
@@ -682,7 +645,7 @@ mod tests {
         let mut ctx = Context::new(Transport::Tcp);
         ctx.client = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7)), 5353).into();
         let Before::Answered(Outcome::Reply(reply)) =
-            p.before(&query("whoami.example.", RecordType::A), &ctx, &mut out)
+            before(&p, &query("whoami.example.", RecordType::A), &ctx, &mut out)
         else {
             panic!("not answered");
         };
@@ -707,7 +670,7 @@ mod tests {
         let mut out = [0u8; 512];
         let ctx = Context::new(Transport::Udp);
         let Before::Answered(Outcome::Reply(reply)) =
-            p.before(&query("outside.example.", RecordType::ANY), &ctx, &mut out)
+            before(&p, &query("outside.example.", RecordType::ANY), &ctx, &mut out)
         else {
             panic!("not answered");
         };
@@ -718,7 +681,7 @@ mod tests {
         assert_eq!((hinfo.cpu(), hinfo.os()), (&b"ANY obsoleted"[..], &b"See RFC 8482"[..]));
         assert_eq!(m.answers()[0].ttl(), 8482);
         assert!(matches!(
-            p.before(&query("outside.example.", RecordType::A), &ctx, &mut out),
+            before(&p, &query("outside.example.", RecordType::A), &ctx, &mut out),
             Before::Pass
         ));
     }

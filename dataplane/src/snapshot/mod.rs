@@ -10,6 +10,7 @@ mod layer;
 pub mod nodes;
 mod retire;
 pub mod rrset;
+pub mod signed;
 pub mod skydns;
 #[cfg(test)]
 mod test_replies;
@@ -26,6 +27,7 @@ pub use layer::{lay_under, Layer};
 pub use nodes::Nodes;
 pub use retire::publish;
 use rrset::CompiledAnswer;
+pub use signed::{Signed, SignedName};
 use std::net::IpAddr;
 use std::sync::Arc;
 use views::Views;
@@ -449,7 +451,7 @@ pub struct Snapshot {
     /// by a question a cluster zone denies (docs/kubernetes.md, "Autopath").
     pub autopath: Option<Arc<kubernetes::Autopath>>,
     /// The SkyDNS domain signed, with `--dnssec`: what queries with DO set are answered from.
-    pub dnssec: Option<Arc<crate::dnssec::Signed>>,
+    pub dnssec: Option<Arc<Signed>>,
 }
 
 /// What a name is in the snapshot: the one lookup the answer path makes, with the precedence

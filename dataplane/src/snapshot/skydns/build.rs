@@ -47,10 +47,11 @@ impl Stored for Value {
     }
 }
 
-/// Builds the snapshot of `records` (etcd key, typed value) under `config`. Keys outside
+/// Builds the snapshot of `records` (etcd key, typed value) under `config`, unsigned (the
+/// sources build through `crate::signer::build`, which signs it). Keys outside
 /// `/<path_prefix>/`, outside the domain and the reverse trees are ignored; keys that are not
 /// valid names and values that cannot serve are skipped with a warning. `now` sets the SOA serial.
-pub fn build<V: Stored>(config: &Config, records: &[(String, V)], generation: u64, now: SystemTime) -> Snapshot {
+pub(crate) fn build<V: Stored>(config: &Config, records: &[(String, V)], generation: u64, now: SystemTime) -> Snapshot {
     let (entries, skipped) = typed(config, records);
     build_from(config, &Arc::new(entries), skipped, generation, now)
 }
@@ -58,7 +59,12 @@ pub fn build<V: Stored>(config: &Config, records: &[(String, V)], generation: u6
 /// Builds the snapshot of `entries`, the records below `/<path_prefix>/` in the order of
 /// [`Entry::cmp_order`], sharing the table: what a source that keeps its records typed builds
 /// from. Entries outside the domain and the reverse trees are ignored.
-pub fn build_entries(config: &Config, entries: &Arc<Vec<Arc<Entry>>>, generation: u64, now: SystemTime) -> Snapshot {
+pub(crate) fn build_entries(
+    config: &Config,
+    entries: &Arc<Vec<Arc<Entry>>>,
+    generation: u64,
+    now: SystemTime,
+) -> Snapshot {
     build_from(config, entries, 0, generation, now)
 }
 
@@ -127,7 +133,7 @@ fn build_from(
         leaves = leaves.len(),
         "built SkyDNS snapshot"
     );
-    let mut snapshot = Snapshot {
+    Snapshot {
         generation,
         zones,
         nodes,
@@ -137,11 +143,7 @@ fn build_from(
         skydns: Some(index),
         autopath: None,
         dnssec: None,
-    };
-    if let Some(dnssec) = &config.dnssec {
-        snapshot.dnssec = crate::dnssec::sign(&snapshot, dnssec, None, now).map(Arc::new);
     }
-    snapshot
 }
 
 /// The apexes of the reverse zones PTR records are served in.

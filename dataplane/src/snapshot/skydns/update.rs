@@ -52,13 +52,15 @@ pub struct Updated {
 /// `changed` must name every key whose record differs from the table `previous` was made from;
 /// `previous` must have been made by [`super::build()`], [`super::build_entries`] or this
 /// function under the same `config`. The names at `catch_up`, stale from earlier updates, are
-/// compiled whatever their size.
+/// compiled whatever their size. Unsigned: the sources update through `crate::signer::update`,
+/// which signs again the names given with it, those whose answers it compiled again when the
+/// domain is signed (`config.dnssec`; none otherwise).
 ///
 /// `None` when the change cannot be applied alone, and a build must run instead: keys that are
 /// not names, keys that differ only in case, a domain inside a reverse zone, or a change that
 /// reaches more than a quarter of the names. A key in the reverse trees recompiles only its own
 /// name and the names above it that hold records ([`reverse_edits`]).
-pub fn update(
+pub(crate) fn update(
     previous: &Snapshot,
     config: &Config,
     records: &Arc<Vec<Arc<Entry>>>,
@@ -66,7 +68,7 @@ pub fn update(
     catch_up: &[Vec<u8>],
     generation: u64,
     now: SystemTime,
-) -> Option<Updated> {
+) -> Option<(Updated, Vec<Name>)> {
     let index = previous.skydns.as_deref()?;
     if index.domain != config.domain || reverse_apexes().iter().any(|r| config.domain.is_within(r)) {
         return None;
@@ -80,7 +82,7 @@ pub fn update(
     if roots.is_empty() && catch_up.is_empty() {
         let mut nodes = previous.nodes.clone();
         reverse_edits(config, records, &zones, &reverse, &mut nodes);
-        let mut snapshot = Snapshot {
+        let snapshot = Snapshot {
             generation,
             zones,
             nodes,
@@ -91,11 +93,11 @@ pub fn update(
             autopath: None,
             dnssec: None,
         };
-        signed(&mut snapshot, previous, config, &[], now);
-        return Some(Updated {
+        let updated = Updated {
             snapshot,
             stale: Vec::new(),
-        });
+        };
+        return Some((updated, Vec::new()));
     }
     let index = index.edited(records, &edits)?;
     // The `local` alias answers with another name's records: compiled again each time, with
@@ -149,7 +151,7 @@ pub fn update(
         stale = stale.len(),
         "updated SkyDNS snapshot"
     );
-    let mut snapshot = Snapshot {
+    let snapshot = Snapshot {
         generation,
         zones,
         nodes,
@@ -160,8 +162,9 @@ pub fn update(
         autopath: None,
         dnssec: None,
     };
+    let mut touched = Vec::new();
     if config.dnssec.is_some() {
-        let mut touched: Vec<Name> = names.iter().map(|path| name_of(path)).collect();
+        touched.extend(names.iter().map(|path| name_of(path)));
         if let Some(alias) = config.local.as_ref().and(local_alias_name(config)) {
             let mut name = alias;
             while name != config.domain && name.is_within(&config.domain) {
@@ -170,19 +173,8 @@ pub fn update(
                 name = parent;
             }
         }
-        signed(&mut snapshot, previous, config, &touched, now);
     }
-    Some(Updated { snapshot, stale })
-}
-
-/// Signs `snapshot`, updated from `previous`, with `config`'s key: again only the names
-/// `touched` when `previous` was signed with it (docs/dnssec.md, "Cost").
-fn signed(snapshot: &mut Snapshot, previous: &Snapshot, config: &Config, touched: &[Name], now: SystemTime) {
-    let Some(dnssec) = &config.dnssec else {
-        return;
-    };
-    let before = previous.dnssec.as_deref().map(|signed| (signed, touched));
-    snapshot.dnssec = crate::dnssec::sign(snapshot, dnssec, before, now).map(Arc::new);
+    Some((Updated { snapshot, stale }, touched))
 }
 
 /// What the keys `changed` reach.

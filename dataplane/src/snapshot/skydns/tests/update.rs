@@ -3,8 +3,9 @@
 //! of the same records holds. Chains of updates are checked, not just one step.
 
 use super::{build, config, Config, Service};
+use crate::signer::update;
 use crate::snapshot::skydns::key::path_of;
-use crate::snapshot::skydns::{typed, update, Value, ViewKey, LARGE};
+use crate::snapshot::skydns::{typed, Value, ViewKey, LARGE};
 use crate::snapshot::test_rng::Rng;
 use crate::snapshot::{Nodes, Slot, Snapshot};
 use crate::wire::Name;
