@@ -9,7 +9,7 @@ use super::rrsig::{self, Validity, RRSIG};
 use super::Dnssec;
 use crate::answer::{answer_inside, Context, Outcome, Transport};
 use crate::snapshot::views::Views;
-use crate::snapshot::{Found, Nodes, Snapshot, Zone};
+use crate::snapshot::{Found, Nodes, Slot, Snapshot, Zone};
 use crate::wire::types::{class, rtype, HEADER_LEN, MAX_MESSAGE_LEN};
 use crate::wire::{LowerName, Name};
 use std::collections::HashMap;
@@ -309,7 +309,7 @@ pub fn sign_query(
         return signer.records(&records::sets(msg)?, qname.wire(), Section::Answer);
     }
     let mut types = vec![RRSIG];
-    for other in QTYPES.into_iter().filter(|t| *t != qtype) {
+    for other in Slot::QTYPES.into_iter().filter(|t| *t != qtype) {
         let sets = signer.answer(qname, other, client);
         if sets.is_some_and(|sets| {
             sets.iter()
@@ -377,19 +377,6 @@ fn zone_names(snapshot: &Snapshot, apex: &Name) -> Vec<Name> {
     names
 }
 
-/// The query types a name may answer from its data, each tried when it is signed.
-const QTYPES: [u16; 9] = [
-    rtype::A,
-    rtype::AAAA,
-    rtype::CNAME,
-    rtype::SRV,
-    rtype::TXT,
-    rtype::MX,
-    rtype::NS,
-    rtype::SOA,
-    rtype::PTR,
-];
-
 /// An RRset as a signature covers it: owner, type, TTL and sorted data.
 type SetId = (Vec<u8>, u16, u32, Vec<Vec<u8>>);
 
@@ -432,7 +419,7 @@ impl Signer<'_> {
     fn as_client(&mut self, qname: &LowerName, client: IpAddr) -> Option<SignedName> {
         let mut answers = Vec::new();
         let mut types = vec![RRSIG];
-        for qtype in QTYPES {
+        for qtype in Slot::QTYPES {
             let Some(sets) = self.answer(qname, qtype, client) else {
                 continue;
             };

@@ -72,6 +72,20 @@ impl Slot {
         Slot::Ptr,
     ];
 
+    /// The query type each slot of [`Slot::ALL`] answers: the types a name answers from its
+    /// data, every other one being NODATA there (ANY aside, answered per RFC 8482).
+    pub const QTYPES: [u16; Slot::COUNT] = [
+        rtype::A,
+        rtype::AAAA,
+        rtype::CNAME,
+        rtype::SRV,
+        rtype::TXT,
+        rtype::MX,
+        rtype::NS,
+        rtype::SOA,
+        rtype::PTR,
+    ];
+
     /// The slot's bit in a node's mask.
     #[inline]
     fn bit(self) -> u16 {
@@ -693,6 +707,15 @@ mod tests {
             additional: vec![],
         };
         CompiledAnswer::compile(&qname, &set)
+    }
+
+    #[test]
+    fn each_slot_answers_its_own_query_type_and_no_other() {
+        for (slot, qtype) in Slot::ALL.into_iter().zip(Slot::QTYPES) {
+            assert_eq!(Slot::for_qtype(qtype), Some(slot));
+        }
+        let others = (0..=u16::MAX).filter(|qtype| !Slot::QTYPES.contains(qtype));
+        assert!(others.into_iter().all(|qtype| Slot::for_qtype(qtype).is_none()));
     }
 
     #[test]
