@@ -301,6 +301,47 @@ mod tests {
     }
 
     #[test]
+    fn rdata_names_are_compressed_exactly_where_their_layout_allows() {
+        let written = records("_http._tcp.svc.ns.svc.cluster.local");
+        let ends_in_pointer =
+            |at: usize| move_name(&mut written.clone(), at, &|_| None).map(|end| written[end - 2] >= 0xC0);
+        let mut at = 0;
+        let mut names = 0;
+        while at < written.len() {
+            let fixed = move_name(&mut written.clone(), at, &|_| None).unwrap();
+            let (rtype_, rclass) = (be16(&written, fixed).unwrap(), be16(&written, fixed + 2).unwrap());
+            let mut pos = fixed + 10;
+            let end = pos + usize::from(be16(&written, fixed + 8).unwrap());
+            let Some(fields) = layout(rtype_, rclass) else {
+                at = end;
+                continue;
+            };
+            for field in fields {
+                pos = match *field {
+                    Field::Name(rule) => {
+                        names += 1;
+                        assert_eq!(
+                            ends_in_pointer(pos),
+                            Some(rule == NameRule::Compressed),
+                            "type {rtype_}"
+                        );
+                        move_name(&mut written.clone(), pos, &|_| None).unwrap()
+                    }
+                    Field::Fixed(len) => pos + len,
+                    Field::Text => pos + 1 + usize::from(written[pos]),
+                    Field::Rest => end,
+                };
+            }
+            assert_eq!(pos, end, "type {rtype_}");
+            at = end;
+        }
+        assert_eq!(
+            names, 6,
+            "SRV, CNAME, PTR, MX and SOA's two, all sharing the query's suffix"
+        );
+    }
+
+    #[test]
     fn shifted_pointers_are_those_written_for_the_shorter_spelling() {
         let compiled = records("_http._tcp.svc.ns.svc.cluster.local");
         for (spelling, by) in [("http._tcp", 1), ("_http.tcp", 1), ("http.tcp", 2)] {
