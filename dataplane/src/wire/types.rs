@@ -1,8 +1,9 @@
 //! Numeric constants of the DNS wire format, named as the RFCs name them.
 
 /// Resource record types (IANA "Resource Record (RR) TYPEs"): the one list of the types skyline
-/// names. Each has its number here and its mnemonic in [`rtype::MNEMONICS`]; the layout of its
-/// data, if it holds names or has a fixed length, is its row of [`super::rdata::layout`].
+/// names. Each has its number here and its mnemonic in [`crate::wire::types::rtype::MNEMONICS`];
+/// the layout of its data, if it holds names or has a fixed length, is its row of
+/// [`crate::wire::rdata::layout`].
 pub mod rtype {
     /// IPv4 host address (RFC 1035).
     pub const A: u16 = 1;
