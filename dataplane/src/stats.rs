@@ -274,29 +274,44 @@ fn size_slot(len: usize) -> usize {
 }
 
 /// The question types counted by name, as CoreDNS counts them (its `monitorType` list, in
-/// `plugin/metrics/vars/monitor.go`), with the names its `type` label gives them; every other
-/// type counts as [`OTHER_TYPE`]. All are below 256, so a type's slot is one table lookup.
-pub const QUESTION_TYPES: [(u16, &str); 19] = [
-    (rtype::A, "A"),
-    (rtype::NS, "NS"),
-    (rtype::CNAME, "CNAME"),
-    (rtype::SOA, "SOA"),
-    (rtype::PTR, "PTR"),
-    (rtype::MX, "MX"),
-    (rtype::TXT, "TXT"),
-    (rtype::AAAA, "AAAA"),
-    (rtype::SRV, "SRV"),
-    (43, "DS"),
-    (46, "RRSIG"),
-    (47, "NSEC"),
-    (48, "DNSKEY"),
-    (50, "NSEC3"),
-    (64, "SVCB"),
-    (65, "HTTPS"),
-    (rtype::IXFR, "IXFR"),
-    (rtype::AXFR, "AXFR"),
-    (rtype::ANY, "ANY"),
-];
+/// `plugin/metrics/vars/monitor.go`), with their mnemonics ([`rtype::MNEMONICS`]) as the names
+/// its `type` label gives them; every other type counts as [`OTHER_TYPE`]. All are below 256,
+/// so a type's slot is one table lookup.
+pub const QUESTION_TYPES: [(u16, &str); 19] = with_mnemonics([
+    rtype::A,
+    rtype::NS,
+    rtype::CNAME,
+    rtype::SOA,
+    rtype::PTR,
+    rtype::MX,
+    rtype::TXT,
+    rtype::AAAA,
+    rtype::SRV,
+    rtype::DS,
+    rtype::RRSIG,
+    rtype::NSEC,
+    rtype::DNSKEY,
+    rtype::NSEC3,
+    rtype::SVCB,
+    rtype::HTTPS,
+    rtype::IXFR,
+    rtype::AXFR,
+    rtype::ANY,
+]);
+
+/// Each of `types` with its mnemonic; a type without one fails the build.
+const fn with_mnemonics<const N: usize>(types: [u16; N]) -> [(u16, &'static str); N] {
+    let mut named = [(0, ""); N];
+    let mut i = 0;
+    while i < N {
+        named[i] = match rtype::mnemonic(types[i]) {
+            Some(mnemonic) => (types[i], mnemonic),
+            None => panic!("a counted question type without a mnemonic"),
+        };
+        i += 1;
+    }
+    named
+}
 
 /// The `type` label of the question types not in [`QUESTION_TYPES`], and of messages with no
 /// readable question.
@@ -1102,6 +1117,14 @@ mod tests {
 
     #[test]
     fn every_coredns_question_type_has_its_own_slot() {
+        assert_eq!(
+            QUESTION_TYPES.map(|(_, name)| name),
+            [
+                "A", "NS", "CNAME", "SOA", "PTR", "MX", "TXT", "AAAA", "SRV", "DS", "RRSIG", "NSEC", "DNSKEY", "NSEC3",
+                "SVCB", "HTTPS", "IXFR", "AXFR", "ANY"
+            ],
+            "the type label's values of CoreDNS"
+        );
         for (i, &(qtype, _)) in QUESTION_TYPES.iter().enumerate() {
             assert_eq!(type_slot(qtype), i);
         }

@@ -113,11 +113,11 @@ const QTYPES: [u16; 16] = [
     rtype::PTR,
     rtype::NS,
     rtype::SOA,
-    35,  // NAPTR
-    39,  // DNAME
-    64,  // SVCB
-    65,  // HTTPS
-    257, // CAA
+    rtype::NAPTR,
+    rtype::DNAME,
+    rtype::SVCB,
+    rtype::HTTPS,
+    rtype::CAA,
     rtype::ANY,
     65280,
 ];

@@ -1,6 +1,7 @@
 //! Query files in dnsperf's format — one `name type` per line, `#` comments — turned into
 //! ready DNS messages once, before a run, so that sending costs a copy and an ID.
 
+use skyline_dataplane::wire::types::rtype;
 use std::fmt;
 
 /// Offset of the question section in a DNS message (after the 12-byte header).
@@ -81,25 +82,7 @@ pub fn parse_file(text: &str, options: QueryOptions) -> Result<Vec<Query>, LineE
 
 /// The numeric code of a record type written as a mnemonic or as `TYPEnnn` (RFC 3597).
 pub fn qtype_code(text: &str) -> Option<u16> {
-    let upper = text.to_ascii_uppercase();
-    let code = match upper.as_str() {
-        "A" => 1,
-        "NS" => 2,
-        "CNAME" => 5,
-        "SOA" => 6,
-        "PTR" => 12,
-        "MX" => 15,
-        "TXT" => 16,
-        "AAAA" => 28,
-        "SRV" => 33,
-        "NAPTR" => 35,
-        "DS" => 43,
-        "DNSKEY" => 48,
-        "ANY" => 255,
-        "CAA" => 257,
-        _ => return upper.strip_prefix("TYPE")?.parse().ok(),
-    };
-    Some(code)
+    rtype::of_mnemonic(text).or_else(|| text.to_ascii_uppercase().strip_prefix("TYPE")?.parse().ok())
 }
 
 /// Builds a query message for `name` (absolute or not, case kept as written) and `qtype`.

@@ -12,7 +12,7 @@ use super::{answer_inside, answer_of, completable, Context, Outcome, Outside, Re
 use crate::dnssec::denial::{Covered, Signing};
 use crate::dnssec::nsec3::{self, HASH_LEN};
 use crate::dnssec::records::{self, Set};
-use crate::dnssec::rrsets::{Records, RrsetSigner, Section, QTYPES};
+use crate::dnssec::rrsets::{Records, RrsetSigner, Section};
 use crate::dnssec::rrsig::{Validity, RRSIG};
 use crate::dnssec::SigningKey;
 use crate::snapshot::rrset::Beyond;
@@ -296,7 +296,7 @@ fn sign_query(
     }
     let mut types = vec![RRSIG];
     let mut out = vec![0; crate::wire::types::MAX_MESSAGE_LEN];
-    for other in QTYPES.into_iter().filter(|t| *t != qtype) {
+    for other in Slot::QTYPES.into_iter().filter(|t| *t != qtype) {
         let sets = unsigned_sets(snapshot, qname, other, client, &mut out);
         if sets.is_some_and(|sets| {
             sets.iter()

@@ -9,9 +9,10 @@
 //! name may be read from the header or a TTL field, the bytes a served reply rewrites (see
 //! [`super::rdata`]).
 
-use super::rdata::{check_rdata, layout, read_stable_name, Field, Rewritten};
+use super::rdata::{check_rdata, read_stable_name, Rewritten};
 use crate::wire::bytes::copy_short;
 use crate::wire::name::same_name_at;
+use crate::wire::rdata::{layout, Field};
 use crate::wire::types::{rcode, rtype, HEADER_LEN, MAX_NAME_LEN};
 use std::time::Instant;
 
@@ -316,7 +317,7 @@ impl Entry {
                     let mut pos = data;
                     for field in fields {
                         let span = match field {
-                            Field::Name => {
+                            Field::Name(_) => {
                                 len += message.expand(message.offset(pos), out.get_mut(len..room)?)?;
                                 pos = message.skip(pos)?;
                                 continue;

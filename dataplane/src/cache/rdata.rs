@@ -7,15 +7,16 @@
 //! required to point backwards (RFC 1035 §4.1.4), so an upstream may point a name into either;
 //! its reply parses, and the same record served from the cache names something else, or
 //! nothing readable. Names are therefore read with the rewritten bytes fenced off: in owners,
-//! and in the data of every type whose layout is known to hold names (RFC 3597 §4 lists those
-//! that may be compressed; decoders read the later ones' names the same way). The data of the
-//! types whose length is fixed is checked too: a 5-byte address would reach every client the
-//! entry is served to.
+//! and in the data of every type whose layout ([`crate::wire::rdata::layout`]) holds names,
+//! compressible or not (RFC 3597 §4 lists those that may be compressed; decoders read the later
+//! ones' names the same way). The data of the types whose length is fixed is checked too: a
+//! 5-byte address would reach every client the entry is served to.
 
 use super::entry::RecordMeta;
 use super::RecordsError;
 use crate::wire::name::read_name;
-use crate::wire::types::{class, rtype, HEADER_LEN};
+use crate::wire::rdata::{layout, Field};
+use crate::wire::types::HEADER_LEN;
 use crate::wire::LowerName;
 
 /// Length of a TTL field.
@@ -78,58 +79,6 @@ pub(super) fn read_stable_name(
     }
 }
 
-/// One field of a record's data.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Field {
-    /// A domain name, possibly compressed.
-    Name,
-    /// So many bytes.
-    Fixed(usize),
-    /// A character string: a length byte and that many bytes.
-    Text,
-    /// Whatever is left (parameters, signatures, type bitmaps).
-    Rest,
-}
-
-/// The layout of `rtype`'s data, for the types whose data holds names or has a fixed length.
-pub(super) fn layout(rtype: u16, rclass: u16) -> Option<&'static [Field]> {
-    use Field::{Fixed, Name, Rest, Text};
-    /// Types named by RFC 1035 and later RFCs, beyond those in [`rtype`].
-    const MD: u16 = 3;
-    const MF: u16 = 4;
-    const MB: u16 = 7;
-    const MG: u16 = 8;
-    const MR: u16 = 9;
-    const MINFO: u16 = 14;
-    const RP: u16 = 17;
-    const AFSDB: u16 = 18;
-    const RT: u16 = 21;
-    const PX: u16 = 26;
-    const NAPTR: u16 = 35;
-    const KX: u16 = 36;
-    const DNAME: u16 = 39;
-    const RRSIG: u16 = 46;
-    const NSEC: u16 = 47;
-    const SVCB: u16 = 64;
-    const HTTPS: u16 = 65;
-    Some(match rtype {
-        // RFC 1035 §3.4.1: the Internet class's address; CHAOS A records hold a name.
-        rtype::A if rclass == class::IN => &[Fixed(4)],
-        rtype::AAAA if rclass == class::IN => &[Fixed(16)],
-        rtype::NS | MD | MF | rtype::CNAME | MB | MG | MR | rtype::PTR | DNAME => &[Name],
-        rtype::SOA => &[Name, Name, Fixed(20)],
-        MINFO | RP => &[Name, Name],
-        rtype::MX | AFSDB | RT | KX => &[Fixed(2), Name],
-        PX => &[Fixed(2), Name, Name],
-        rtype::SRV => &[Fixed(6), Name],
-        NAPTR => &[Fixed(4), Text, Text, Text, Name],
-        SVCB | HTTPS => &[Fixed(2), Name, Rest],
-        RRSIG => &[Fixed(18), Name, Rest],
-        NSEC => &[Name, Rest],
-        _ => return None,
-    })
-}
-
 /// Checks the data of a record of type `rtype` and class `rclass` at `start..end` of `msg`:
 /// its fields fill it exactly, and its names are readable and stable.
 pub(super) fn check_rdata(
@@ -146,7 +95,7 @@ pub(super) fn check_rdata(
     let mut pos = start;
     for field in fields {
         pos = match field {
-            Field::Name => read_stable_name(msg, pos, None, rewritten)?,
+            Field::Name(_) => read_stable_name(msg, pos, None, rewritten)?,
             Field::Fixed(len) => pos + len,
             Field::Text => pos + 1 + usize::from(*msg.get(pos).ok_or(RecordsError::Malformed)?),
             Field::Rest => end,

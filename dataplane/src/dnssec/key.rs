@@ -20,8 +20,7 @@ pub mod algorithm {
     pub const ED25519: u8 = 15;
 }
 
-/// The DNSKEY type number (RFC 4034 §2).
-pub const DNSKEY: u16 = 48;
+pub use crate::wire::types::rtype::DNSKEY;
 
 /// Why a key pair cannot sign the zone: each variant names the file or field at fault.
 #[derive(Debug, thiserror::Error)]

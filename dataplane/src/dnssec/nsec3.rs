@@ -4,12 +4,9 @@
 
 use ring::digest::{digest, SHA1_FOR_LEGACY_USE_ONLY};
 
-/// The NSEC3 type number (RFC 5155 §3).
-pub const NSEC3: u16 = 50;
-
-/// The NSEC3PARAM type number (RFC 5155 §4): the apex publishes the hash parameters, so that a
-/// secondary or a zone checker can hash names as the NSEC3 records do.
-pub const NSEC3PARAM: u16 = 51;
+/// The apex publishes the hash parameters in an NSEC3PARAM (RFC 5155 §4), so that a secondary
+/// or a zone checker can hash names as the NSEC3 records do.
+pub use crate::wire::types::rtype::{NSEC3, NSEC3PARAM};
 
 /// The hash algorithm of the NSEC3 records and the NSEC3PARAM: SHA-1, the only one RFC 5155
 /// §11 defines.

@@ -1,6 +1,7 @@
 //! The RRsets of a reply skyline wrote, read back in canonical form (RFC 4034 §6.2) so that
 //! they can be signed, and written again with their signatures.
 
+use crate::wire::rdata::{layout, Field};
 use crate::wire::types::{class, rtype, HEADER_LEN};
 
 /// One RRset of a reply: owner and names in its data lower-cased and uncompressed.
@@ -65,30 +66,30 @@ pub fn sets(msg: &[u8]) -> Option<Vec<Set>> {
     Some(sets)
 }
 
-/// The data of a record of type `rtype_` at `msg[start..end]`, its names decompressed and
-/// lower-cased.
+/// The data of a record of type `rtype_` at `msg[start..end]` in canonical form: the names
+/// its layout lower-cases decompressed and lower-cased, the rest as written. `None` when the
+/// fields of its layout do not fill the data exactly.
 fn canonical(msg: &[u8], rtype_: u16, start: usize, end: usize) -> Option<Vec<u8>> {
+    let Some(fields) = layout(rtype_, class::IN) else {
+        return Some(msg[start..end].to_vec());
+    };
     let mut out = Vec::with_capacity(end - start);
-    match rtype_ {
-        rtype::CNAME | rtype::NS | rtype::PTR => {
-            name(msg, start, &mut out)?;
-        }
-        rtype::MX => {
-            out.extend_from_slice(msg.get(start..start + 2)?);
-            name(msg, start + 2, &mut out)?;
-        }
-        rtype::SRV => {
-            out.extend_from_slice(msg.get(start..start + 6)?);
-            name(msg, start + 6, &mut out)?;
-        }
-        rtype::SOA => {
-            let next = name(msg, start, &mut out)?;
-            let next = name(msg, next, &mut out)?;
-            out.extend_from_slice(msg.get(next..next + 20)?);
-        }
-        _ => out.extend_from_slice(&msg[start..end]),
+    let mut pos = start;
+    for field in fields {
+        let next = match *field {
+            Field::Name(rule) if rule.lowered() => {
+                pos = name(msg, pos, &mut out)?;
+                continue;
+            }
+            Field::Name(_) => name(msg, pos, &mut Vec::new())?,
+            Field::Fixed(len) => pos + len,
+            Field::Text => pos + 1 + usize::from(*msg.get(pos)?),
+            Field::Rest => end,
+        };
+        out.extend_from_slice(msg.get(pos..next)?);
+        pos = next;
     }
-    Some(out)
+    (pos == end).then_some(out)
 }
 
 /// Reads the name at `pos`, following pointers, lower-cased onto `out`; returns the offset
@@ -116,4 +117,66 @@ pub fn name(msg: &[u8], mut pos: usize, out: &mut Vec<u8>) -> Option<usize> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reply to `Web.Example. A` whose records, one per type, all own the question name.
+    fn reply(records: &[(u16, &[u8])]) -> Vec<u8> {
+        let mut msg = vec![0, 0, 0x84, 0, 0, 1, 0, records.len() as u8, 0, 0, 0, 0];
+        msg.extend_from_slice(b"\x03Web\x07Example\x00\x00\x01\x00\x01");
+        for (rtype_, rdata) in records {
+            msg.extend_from_slice(&[0xC0, 12]);
+            msg.extend_from_slice(&rtype_.to_be_bytes());
+            msg.extend_from_slice(&[0, 1, 0, 0, 0, 60]);
+            msg.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+            msg.extend_from_slice(rdata);
+        }
+        msg
+    }
+
+    #[test]
+    fn canonical_data_lower_cases_and_expands_the_names_rfc_4034_lists_and_keeps_the_rest() {
+        let web_example = [0xC0, 12];
+        let example = [0xC0, 16];
+        let msg = reply(&[
+            (rtype::CNAME, b"\x02Ab\xC0\x0C"),
+            (rtype::MX, b"\x00\x0A\xC0\x10"),
+            (
+                rtype::SOA,
+                b"\x02Ns\xC0\x10\x04Host\xC0\x10\0\0\0\x01\0\0\0\x02\0\0\0\x03\0\0\0\x04\0\0\0\x05",
+            ),
+            (rtype::SRV, b"\x00\x01\x00\x02\x00\x50\x03Srv\x07Example\x00"),
+            (rtype::DNAME, &example),
+            (rtype::NSEC, b"\x03Web\x07Example\x00\x00\x01\x40"),
+            (rtype::SVCB, b"\x00\x01\x03Svc\x00\x00\x03\x00\x02\x01\xBB"),
+            (rtype::TXT, b"\x02Up"),
+            (rtype::PTR, &web_example),
+        ]);
+        let sets = sets(&msg).unwrap();
+        let data: Vec<(u16, &[u8])> = sets.iter().map(|set| (set.rtype, set.rdatas[0].as_slice())).collect();
+        let soa = b"\x02ns\x07example\x00\x04host\x07example\x00\0\0\0\x01\0\0\0\x02\0\0\0\x03\0\0\0\x04\0\0\0\x05";
+        let expected: [(u16, &[u8]); 9] = [
+            (rtype::CNAME, b"\x02ab\x03web\x07example\x00"),
+            (rtype::MX, b"\x00\x0A\x07example\x00"),
+            (rtype::SOA, soa),
+            (rtype::SRV, b"\x00\x01\x00\x02\x00\x50\x03srv\x07example\x00"),
+            (rtype::DNAME, b"\x07example\x00"),
+            (rtype::NSEC, b"\x03Web\x07Example\x00\x00\x01\x40"),
+            (rtype::SVCB, b"\x00\x01\x03Svc\x00\x00\x03\x00\x02\x01\xBB"),
+            (rtype::TXT, b"\x02Up"),
+            (rtype::PTR, b"\x03web\x07example\x00"),
+        ];
+        assert_eq!(data, expected);
+        assert!(sets.iter().all(|set| set.owner == b"\x03web\x07example\x00"));
+    }
+
+    #[test]
+    fn data_its_layout_does_not_fill_does_not_parse() {
+        assert_eq!(sets(&reply(&[(rtype::MX, b"\x00\x0A\xC0\x10\x00")])), None);
+        assert_eq!(sets(&reply(&[(rtype::SOA, b"\x00\x00\x00")])), None);
+        assert_eq!(sets(&reply(&[(rtype::A, b"\x0A\x00\x00")])), None);
+    }
 }

@@ -6,7 +6,7 @@ use super::key::SigningKey;
 use super::nsec3::{self, Hash};
 use super::records::Set;
 use super::rrsig::{self, Validity, RRSIG};
-use crate::wire::types::{class, rtype, HEADER_LEN};
+use crate::wire::types::{class, HEADER_LEN};
 use std::collections::HashMap;
 
 /// Where a run of signed records goes in a reply.
@@ -55,19 +55,6 @@ impl Records {
         }
     }
 }
-
-/// The query types a name may answer from its data, each tried when it is signed.
-pub const QTYPES: [u16; 9] = [
-    rtype::A,
-    rtype::AAAA,
-    rtype::CNAME,
-    rtype::SRV,
-    rtype::TXT,
-    rtype::MX,
-    rtype::NS,
-    rtype::SOA,
-    rtype::PTR,
-];
 
 /// An RRset as a signature covers it: owner, type, TTL and sorted data.
 type SetId = (Vec<u8>, u16, u32, Vec<Vec<u8>>);

@@ -3,8 +3,7 @@
 use super::key::{SigningKey, CLASS};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// The RRSIG type number (RFC 4034 §3).
-pub const RRSIG: u16 = 46;
+pub use crate::wire::types::rtype::RRSIG;
 
 /// How long before it was made a signature is valid: SkyDNS's 3 hours, for clients whose clock
 /// is behind.

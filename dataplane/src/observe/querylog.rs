@@ -82,24 +82,10 @@ struct TypeName(u16);
 
 impl std::fmt::Display for TypeName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let name = match self.0 {
-            rtype::A => "A",
-            rtype::NS => "NS",
-            rtype::CNAME => "CNAME",
-            rtype::SOA => "SOA",
-            rtype::PTR => "PTR",
-            rtype::HINFO => "HINFO",
-            rtype::MX => "MX",
-            rtype::TXT => "TXT",
-            rtype::AAAA => "AAAA",
-            rtype::SRV => "SRV",
-            rtype::OPT => "OPT",
-            rtype::IXFR => "IXFR",
-            rtype::AXFR => "AXFR",
-            rtype::ANY => "ANY",
-            other => return write!(f, "TYPE{other}"),
-        };
-        f.write_str(name)
+        match rtype::mnemonic(self.0) {
+            Some(name) => f.write_str(name),
+            None => write!(f, "TYPE{}", self.0),
+        }
     }
 }
 

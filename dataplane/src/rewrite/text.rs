@@ -115,33 +115,8 @@ pub(crate) fn absolute(text: &str) -> String {
     out
 }
 
-/// Type mnemonics a rule or template may name, besides `TYPEnnn` (RFC 3597).
-const TYPES: &[(&str, u16)] = &[
-    ("A", rtype::A),
-    ("NS", rtype::NS),
-    ("CNAME", rtype::CNAME),
-    ("SOA", rtype::SOA),
-    ("PTR", rtype::PTR),
-    ("HINFO", rtype::HINFO),
-    ("MX", rtype::MX),
-    ("TXT", rtype::TXT),
-    ("AAAA", rtype::AAAA),
-    ("SRV", rtype::SRV),
-    ("NAPTR", 35),
-    ("DNAME", 39),
-    ("DS", 43),
-    ("RRSIG", 46),
-    ("NSEC", 47),
-    ("DNSKEY", 48),
-    ("NSEC3", 50),
-    ("SVCB", 64),
-    ("HTTPS", 65),
-    ("ANY", rtype::ANY),
-    ("CAA", 257),
-];
-
 /// Class mnemonics, besides `CLASSnnn`.
-const CLASSES: &[(&str, u16)] = &[("IN", class::IN), ("CH", class::CH), ("HS", 4), ("ANY", 255)];
+const CLASSES: &[(u16, &str)] = &[(class::IN, "IN"), (class::CH, "CH"), (4, "HS"), (255, "ANY")];
 
 /// Response codes a template may answer with (the names miekg/dns gives them).
 const RCODES: &[(&str, u16)] = &[
@@ -154,24 +129,24 @@ const RCODES: &[(&str, u16)] = &[
     ("REFUSED", rcode::REFUSED),
 ];
 
-fn lookup(table: &[(&str, u16)], generic: &str, text: &str) -> Option<u16> {
+fn lookup(table: &[(u16, &str)], generic: &str, text: &str) -> Option<u16> {
     let upper = text.to_ascii_uppercase();
-    if let Some(&(_, value)) = table.iter().find(|(name, _)| *name == upper) {
+    if let Some(&(value, _)) = table.iter().find(|(_, name)| *name == upper) {
         return Some(value);
     }
     upper.strip_prefix(generic)?.parse().ok()
 }
 
-fn mnemonic(table: &[(&str, u16)], generic: &str, value: u16) -> String {
-    match table.iter().find(|&&(_, v)| v == value) {
-        Some((name, _)) => (*name).to_owned(),
+fn mnemonic(table: &[(u16, &str)], generic: &str, value: u16) -> String {
+    match table.iter().find(|&&(v, _)| v == value) {
+        Some((_, name)) => (*name).to_owned(),
         None => format!("{generic}{value}"),
     }
 }
 
 /// The type `text` names (`AAAA`, `TYPE65`).
 pub(crate) fn rtype_of(text: &str) -> Option<u16> {
-    lookup(TYPES, "TYPE", text)
+    lookup(&rtype::MNEMONICS, "TYPE", text)
 }
 
 /// The class `text` names (`IN`, `CH`, `CLASS3`).
@@ -189,7 +164,7 @@ pub(crate) fn rcode_of(text: &str) -> Option<u16> {
 
 /// The mnemonic of a type, as templates spell `.Type`.
 pub(crate) fn rtype_name(value: u16) -> String {
-    mnemonic(TYPES, "TYPE", value)
+    mnemonic(&rtype::MNEMONICS, "TYPE", value)
 }
 
 /// The mnemonic of a class, as templates spell `.Class`.

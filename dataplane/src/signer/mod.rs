@@ -12,12 +12,12 @@ use crate::answer::unsigned_sets;
 use crate::dnssec::key::{SigningKey, DNSKEY};
 use crate::dnssec::nsec3;
 use crate::dnssec::records::Set;
-use crate::dnssec::rrsets::{write_rr, Chunk, Records, RrsetSigner, Section, QTYPES};
+use crate::dnssec::rrsets::{write_rr, Chunk, Records, RrsetSigner, Section};
 use crate::dnssec::rrsig::{Validity, RRSIG};
 use crate::dnssec::Dnssec;
 use crate::snapshot::skydns::{self, Config, Entry, Stored, Updated};
 use crate::snapshot::views::Views;
-use crate::snapshot::{Found, Nodes, Signed, SignedName, Snapshot, Zone};
+use crate::snapshot::{Found, Nodes, Signed, SignedName, Slot, Snapshot, Zone};
 use crate::wire::types::{rtype, MAX_MESSAGE_LEN};
 use crate::wire::{LowerName, Name};
 use std::net::{IpAddr, Ipv4Addr};
@@ -249,7 +249,7 @@ impl Signer<'_> {
     fn as_client(&mut self, qname: &LowerName, client: IpAddr) -> Option<SignedName> {
         let mut answers = Vec::new();
         let mut types = vec![RRSIG];
-        for qtype in QTYPES {
+        for qtype in Slot::QTYPES {
             let Some(sets) = unsigned_sets(self.snapshot, qname, qtype, client, &mut self.out) else {
                 continue;
             };

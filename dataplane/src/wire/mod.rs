@@ -5,6 +5,7 @@ pub mod bytes;
 pub mod error;
 pub mod name;
 pub mod query;
+pub mod rdata;
 pub mod types;
 pub mod writer;
 

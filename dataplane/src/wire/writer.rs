@@ -7,6 +7,7 @@
 //! RRset would corrupt the reply.
 
 use super::name::{LowerName, Name};
+use super::rdata::{layout, Field, NameRule};
 use super::types::{class, rtype, HEADER_LEN};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -169,8 +170,8 @@ pub struct Shift {
 }
 
 /// Moves by `shift` the pointers of the `count` records at the start of `records`, written by
-/// [`RrWriter`]: in their owners and in the names of the RDATA it compresses (CNAME, NS, PTR,
-/// MX, SOA). Lengths do not change, so spans and truncation stay as compiled. Stops at the first
+/// [`RrWriter`]: in their owners and in the names of the RDATA it compresses (those
+/// [`layout`] marks [`NameRule::Compressed`]). Lengths do not change, so spans and truncation stay as compiled. Stops at the first
 /// record that does not parse, which [`RrWriter`] never writes.
 pub fn shift_pointers(records: &mut [u8], count: usize, shift: Shift) {
     move_pointers(records, count, |pointer| {
@@ -191,32 +192,45 @@ pub fn relocate_question(records: &mut [u8], count: usize, len: usize, to: u16) 
 }
 
 /// Rewrites, by `moved`, the pointers of the `count` records at the start of `records` that
-/// `moved` maps: in their owners and in the names of the RDATA that may be compressed.
+/// `moved` maps: in their owners and in the names of the RDATA that may be compressed
+/// ([`NameRule::Compressed`]).
 fn move_pointers(records: &mut [u8], count: usize, moved: impl Fn(u16) -> Option<u16>) {
     let mut at = 0;
     for _ in 0..count {
         let Some(fixed) = move_name(records, at, &moved) else {
             return;
         };
-        let (Some(rtype_), Some(rdlength)) = (be16(records, fixed), be16(records, fixed + 8)) else {
+        let (Some(rtype_), Some(rclass), Some(rdlength)) =
+            (be16(records, fixed), be16(records, fixed + 2), be16(records, fixed + 8))
+        else {
             return;
         };
         let rdata = fixed + 10;
-        let names: &[usize] = match rtype_ {
-            rtype::CNAME | rtype::NS | rtype::PTR => &[0],
-            rtype::MX => &[2],
-            _ => &[],
-        };
-        for &offset in names {
-            move_name(records, rdata + offset, &moved);
-        }
-        if rtype_ == rtype::SOA {
-            if let Some(rname) = move_name(records, rdata, &moved) {
-                move_name(records, rname, &moved);
-            }
+        if let Some(fields) = layout(rtype_, rclass) {
+            move_rdata_pointers(records, rdata, fields, &moved);
         }
         at = rdata + usize::from(rdlength);
     }
+}
+
+/// Moves, by `moved`, the pointers of the names in the data at `at` of a record whose data has
+/// `fields`, as far as the names that may be compressed go: a type's names all may be or none
+/// may (RFC 3597 §4), so the first other name ends the walk, as does data that does not parse.
+fn move_rdata_pointers(
+    records: &mut [u8],
+    mut at: usize,
+    fields: &[Field],
+    moved: &impl Fn(u16) -> Option<u16>,
+) -> Option<()> {
+    for field in fields {
+        at = match *field {
+            Field::Name(NameRule::Compressed) => move_name(records, at, moved)?,
+            Field::Name(_) | Field::Rest => return Some(()),
+            Field::Fixed(len) => at + len,
+            Field::Text => at + 1 + usize::from(*records.get(at)?),
+        };
+    }
+    Some(())
 }
 
 /// Moves the pointer ending the name at `at`, if it has one that `moved` maps; returns where
@@ -284,6 +298,47 @@ mod tests {
         w.soa(Owner::Name(&base), 5, &below, &base, 1, [1, 2, 3, 4]);
         w.txt(Owner::Name(&below), class::IN, 5, [b"x".as_slice()]);
         out
+    }
+
+    #[test]
+    fn rdata_names_are_compressed_exactly_where_their_layout_allows() {
+        let written = records("_http._tcp.svc.ns.svc.cluster.local");
+        let ends_in_pointer =
+            |at: usize| move_name(&mut written.clone(), at, &|_| None).map(|end| written[end - 2] >= 0xC0);
+        let mut at = 0;
+        let mut names = 0;
+        while at < written.len() {
+            let fixed = move_name(&mut written.clone(), at, &|_| None).unwrap();
+            let (rtype_, rclass) = (be16(&written, fixed).unwrap(), be16(&written, fixed + 2).unwrap());
+            let mut pos = fixed + 10;
+            let end = pos + usize::from(be16(&written, fixed + 8).unwrap());
+            let Some(fields) = layout(rtype_, rclass) else {
+                at = end;
+                continue;
+            };
+            for field in fields {
+                pos = match *field {
+                    Field::Name(rule) => {
+                        names += 1;
+                        assert_eq!(
+                            ends_in_pointer(pos),
+                            Some(rule == NameRule::Compressed),
+                            "type {rtype_}"
+                        );
+                        move_name(&mut written.clone(), pos, &|_| None).unwrap()
+                    }
+                    Field::Fixed(len) => pos + len,
+                    Field::Text => pos + 1 + usize::from(written[pos]),
+                    Field::Rest => end,
+                };
+            }
+            assert_eq!(pos, end, "type {rtype_}");
+            at = end;
+        }
+        assert_eq!(
+            names, 6,
+            "SRV, CNAME, PTR, MX and SOA's two, all sharing the query's suffix"
+        );
     }
 
     #[test]
