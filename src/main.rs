@@ -21,6 +21,7 @@ mod plugins;
 mod protection;
 mod reload;
 mod settings;
+mod sources;
 mod stub_zone;
 mod upgrade;
 mod validate;
@@ -28,11 +29,8 @@ mod validate;
 use cli::Cli;
 use config::{ConfigError, Settings};
 use settings::{FileConfig, Given};
-use skyline_controlplane::etcd::{EtcdSource, OptionsError};
-use skyline_controlplane::hosts::HostsSource;
 use skyline_controlplane::http::{self, HttpError, HttpServer};
-use skyline_controlplane::kubernetes::{ConnectError, KubernetesSource};
-use skyline_controlplane::source::{self, FileSource, Overrides, Source};
+use skyline_controlplane::source;
 use skyline_dataplane::cookie::CookieCell;
 use skyline_dataplane::signer;
 use skyline_dataplane::snapshot::{self, skydns};
@@ -66,9 +64,7 @@ enum StartError {
     #[error(transparent)]
     Source(#[from] source::StartError),
     #[error(transparent)]
-    Etcd(#[from] OptionsError),
-    #[error(transparent)]
-    Kubernetes(ConnectError),
+    Sources(#[from] sources::SourcesError),
     #[error("cannot start the control plane runtime: {0}")]
     Runtime(std::io::Error),
     #[error("cannot install signal handlers: {0}")]
@@ -220,53 +216,21 @@ fn run(cli: &Cli, upkeep: nodelocal::Upkeep, follower: Option<Follower>) -> Resu
         .map_err(StartError::Runtime)?;
     let entered = runtime.enter();
 
-    let kubernetes = valid.kubernetes.clone();
-    let hosts = valid.hosts.clone();
     let cell = snapshot::empty_cell();
-    // The configured sources, in the order they start and serve: the SkyDNS source (the records
-    // file or etcd), then the Kubernetes source, which composes its cluster zones over it, then
-    // the hosts source, which lays its names under what those publish. Each source publishes
-    // into the cell the next one reads, and the last into the cell that is served.
-    let cluster_cell = match hosts {
-        Some(_) => snapshot::empty_cell(),
-        None => Arc::clone(&cell),
-    };
-    let skydns_cell = match kubernetes {
-        Some(_) => snapshot::empty_cell(),
-        None => Arc::clone(&cluster_cell),
-    };
-    let (reload_overrides, overrides) = Overrides::channel(operator.overrides.clone());
-    let mut sources: Vec<Box<dyn Source>> = Vec::new();
-    if let Some(path) = &operator.records {
-        let records = FileSource::new(path, &operator.path_prefix, overrides.clone(), Arc::clone(&skydns_cell));
-        sources.push(Box::new(records));
-    }
-    let mut etcd_health = None;
-    if let Some(options) = &operator.etcd {
-        let mut etcd = EtcdSource::new(options, &operator.path_prefix, overrides, Arc::clone(&skydns_cell))?;
-        if let Some(state) = &state {
-            etcd.persist_to(state);
-        }
-        etcd_health = Some(etcd.health());
-        sources.push(Box::new(etcd));
-    }
-    let skydns_source = !sources.is_empty();
-    if let Some(kubernetes) = kubernetes {
-        let connect = KubernetesSource::connect(
-            kubernetes.options,
-            kubernetes.zones,
-            Arc::clone(&skydns_cell),
-            Arc::clone(&cluster_cell),
-        );
-        let mut cluster = runtime.block_on(connect).map_err(StartError::Kubernetes)?;
-        if let Some(state) = &state {
-            cluster.persist_to(state);
-        }
-        sources.push(Box::new(cluster));
-    }
-    if let Some(hosts) = hosts {
-        sources.push(Box::new(HostsSource::new(hosts, cluster_cell, Arc::clone(&cell))));
-    }
+    let sources::Configured {
+        mut sources,
+        skydns_cell,
+        skydns_source,
+        etcd_health,
+        reload_overrides,
+    } = sources::configured(
+        &operator,
+        valid.kubernetes.clone(),
+        valid.hosts.clone(),
+        state.as_ref(),
+        &cell,
+        &runtime,
+    )?;
     // The settings the SkyDNS source's data carries (`/<prefix>/config`), under the operator's.
     let mut data_config = None;
     for source in &mut sources {
