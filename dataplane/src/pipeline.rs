@@ -193,17 +193,23 @@ impl Turn<'_> {
             },
             None => answer(query, self.snapshot, &ctx, out),
         };
-        let settled = self.settle(&client, AddressFamily::of_peer(peer), query, outcome, out);
-        let reply = match settled {
-            Settled::Slipped(len) => return Fate::Reply(len),
-            Settled::Limited => return Fate::Nothing,
-            Settled::Sent(len) => Some(len),
-            Settled::Dropped => None,
-        };
-        if let Some(observer) = self.observer.as_deref_mut() {
-            observer.exchange(transport, query, reply.and_then(|len| out.get(..len)), peer, self.now);
+        // Each arm ends in its fate, so that the caller's match on it folds into this one.
+        match self.settle(&client, AddressFamily::of_peer(peer), query, outcome, out) {
+            Settled::Sent(len) => {
+                if let Some(observer) = self.observer.as_deref_mut() {
+                    observer.exchange(transport, query, out.get(..len), peer, self.now);
+                }
+                Fate::Reply(len)
+            }
+            Settled::Dropped => {
+                if let Some(observer) = self.observer.as_deref_mut() {
+                    observer.exchange(transport, query, None, peer, self.now);
+                }
+                Fate::Nothing
+            }
+            Settled::Slipped(len) => Fate::Reply(len),
+            Settled::Limited => Fate::Nothing,
         }
-        reply.map_or(Fate::Nothing, Fate::Reply)
     }
 
     /// Lets the resolver read upstream answers and fire its timers, and takes every query whose
