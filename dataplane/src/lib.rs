@@ -14,6 +14,7 @@ pub mod dnssec;
 pub mod forward;
 pub mod io;
 pub mod observe;
+mod pipeline;
 pub mod reply;
 pub mod rewrite;
 pub mod rrl;

@@ -19,24 +19,18 @@
 //! Timeouts are checked by a sweep driven from the poll loop's timeout, not by timers per
 //! connection.
 
-use crate::answer::{answer, Context, Outcome, Transport};
-use crate::cookie::CookieSecrets;
-use crate::dnssec::denial::Signing;
-use crate::forward::{Answered, Client, Resolver};
+use crate::forward::Client;
 use crate::io::Peer;
-use crate::observe::Observer;
-use crate::rewrite::Plugins;
-use crate::snapshot::Snapshot;
-use crate::stats::{AddressFamily, Asked, RateLimitedWarning, WorkerStats};
+use crate::pipeline::{Fate, Turn};
+use crate::stats::{RateLimitedWarning, WorkerStats};
 use crate::wire::types::MAX_MESSAGE_LEN;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry, Token};
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::ops::Range;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// Limits and timeouts of DNS over TCP. The caps are per worker: the kernel spreads connections
 /// over the workers' listeners, so the server as a whole holds up to `workers` times as many.
@@ -122,33 +116,6 @@ pub(crate) struct TcpServer {
     /// Number given to the next connection, so that a late answer for a connection that has
     /// since closed is not delivered to the one that took its slot.
     next_serial: u64,
-}
-
-/// Per-turn facts a connection needs to answer its queries.
-pub(crate) struct Turn<'a> {
-    /// The snapshot loaded for this turn.
-    pub(crate) snapshot: &'a Snapshot,
-    /// The worker's counters.
-    pub(crate) stats: &'a WorkerStats,
-    /// The worker's rotation counter for round-robin answers.
-    pub(crate) rotation: &'a mut u32,
-    /// The time of this turn.
-    pub(crate) now: Instant,
-    /// The clock's last reading in this turn: a message whose answer signed records is charged
-    /// the time from there to the reading after it.
-    pub(crate) read: Instant,
-    /// The wall clock at [`Turn::now`], for cookies and signatures.
-    pub(crate) wall: SystemTime,
-    /// The worker's records signed per query name, lent to every answer.
-    pub(crate) signing: &'a mut RefCell<Signing>,
-    /// The worker's forwarding side, if it forwards.
-    pub(crate) resolver: Option<&'a mut Resolver>,
-    /// dnstap, the query log and the top talkers, if anything is observed.
-    pub(crate) observer: Option<&'a mut Observer>,
-    /// The cookie secrets, when the server does DNS Cookies.
-    pub(crate) cookies: Option<&'a CookieSecrets>,
-    /// The plugins, when configured.
-    pub(crate) plugins: Option<&'a Plugins>,
 }
 
 /// What to do with a connection after serving it.
@@ -283,7 +250,7 @@ impl TcpServer {
     }
 
     /// Accepts waiting connections and serves the connections with work, each within its
-    /// budget.
+    /// budget, every message through the worker's pipeline `turn`.
     pub(crate) fn turn(&mut self, registry: &Registry, turn: &mut Turn<'_>) {
         for i in 0..self.listeners.len() {
             if self.listener_ready[i] {
@@ -298,12 +265,15 @@ impl TcpServer {
             }
         }
         let keepalive = keepalive(self.idle_timeout());
+        // The clock's last reading in this turn: a message whose answer signed records is
+        // charged the time from there to the reading after it.
+        let mut read = turn.now;
         for idx in serving.drain(..) {
             let Some(Some(conn)) = self.conns.get_mut(idx) else {
                 continue;
             };
             conn.queued = false;
-            match conn.serve(&mut self.scratch, turn, keepalive) {
+            match conn.serve(&mut self.scratch, turn, &mut read, keepalive) {
                 Next::Wait => {}
                 Next::Again => {
                     conn.queued = true;
@@ -530,8 +500,8 @@ impl Conn {
     }
 
     /// Answers, writes and reads within the turn's budget.
-    fn serve(&mut self, scratch: &mut [u8], turn: &mut Turn<'_>, keepalive: u16) -> Next {
-        let next = self.serve_inner(scratch, turn, keepalive);
+    fn serve(&mut self, scratch: &mut [u8], turn: &mut Turn<'_>, read: &mut Instant, keepalive: u16) -> Next {
+        let next = self.serve_inner(scratch, turn, read, keepalive);
         if self.in_start < self.in_end {
             self.partial_since.get_or_insert(turn.now);
         } else {
@@ -540,7 +510,7 @@ impl Conn {
         next
     }
 
-    fn serve_inner(&mut self, scratch: &mut [u8], turn: &mut Turn<'_>, keepalive: u16) -> Next {
+    fn serve_inner(&mut self, scratch: &mut [u8], turn: &mut Turn<'_>, read: &mut Instant, keepalive: u16) -> Next {
         let mut messages = 0;
         let mut reads = 0;
         // A read that filled less than the room it had emptied the socket (epoll(7): for a
@@ -552,7 +522,7 @@ impl Conn {
                 let Some(message) = self.next_message() else {
                     break;
                 };
-                self.answer(message, scratch, turn, keepalive);
+                self.answer(message, scratch, turn, read, keepalive);
                 messages += 1;
             }
             if self.flush(turn.now).is_err() {
@@ -592,73 +562,38 @@ impl Conn {
         }
     }
 
-    /// The client's address family, for the request counters.
-    fn family(&self) -> AddressFamily {
-        AddressFamily::of_peer(&self.peer)
-    }
-
-    fn answer(&mut self, message: Range<usize>, scratch: &mut [u8], turn: &mut Turn<'_>, keepalive: u16) {
-        let ctx = Context {
-            transport: Transport::Tcp,
-            rotation: *turn.rotation,
-            keepalive,
-            client: self.peer,
-            cookies: turn.cookies,
-            now: turn.wall,
-            signing: Some(&*turn.signing),
-            plugins: turn.plugins,
+    /// Takes one message through the pipeline and queues its reply, timed (and its signing
+    /// charged) by a clock reading of its own, `read` being the turn's last one: a
+    /// connection's replies leave one by one.
+    fn answer(
+        &mut self,
+        message: Range<usize>,
+        scratch: &mut [u8],
+        turn: &mut Turn<'_>,
+        read: &mut Instant,
+        keepalive: u16,
+    ) {
+        let client = Client::Tcp {
+            conn: self.slot,
+            serial: self.serial,
+            peer: self.client,
         };
-        *turn.rotation = turn.rotation.wrapping_add(1);
         let query = &self.input[message];
-        let out = &mut scratch[PREFIX_LEN..];
-        turn.stats.request(Transport::Tcp, query.len());
-        let outcome = match turn.resolver.as_deref_mut() {
-            Some(resolver) => {
-                let client = Client::Tcp {
-                    conn: self.slot,
-                    serial: self.serial,
-                    peer: self.client,
-                };
-                match resolver.answer(query, turn.snapshot, &ctx, client, turn.now, out) {
-                    Answered::Now(outcome) => outcome,
-                    Answered::Later => {
-                        self.outstanding += 1;
-                        self.last_active = turn.now;
-                        if let Some(observer) = turn.observer.as_deref_mut() {
-                            observer.forwarded(Transport::Tcp, query, self.peer.addr());
-                        }
-                        return;
-                    }
-                    Answered::Dropped => {
-                        turn.stats.requested(Transport::Tcp, self.family(), Asked::Query(query));
-                        self.last_active = turn.now;
-                        return;
-                    }
+        match turn.query(client, &self.peer, keepalive, query, &mut scratch[PREFIX_LEN..]) {
+            Fate::Reply(len) => {
+                let len = len.min(MAX_MESSAGE_LEN);
+                scratch[..PREFIX_LEN].copy_from_slice(&(len as u16).to_be_bytes());
+                self.output.extend_from_slice(&scratch[..PREFIX_LEN + len]);
+                let now = Instant::now();
+                turn.stats.took(now.saturating_duration_since(turn.now), 1);
+                let mut signing = turn.signing.borrow_mut();
+                if signing.signed() {
+                    signing.charge(now.saturating_duration_since(*read));
                 }
+                *read = now;
             }
-            None => answer(query, turn.snapshot, &ctx, out),
-        };
-        turn.stats
-            .requested(Transport::Tcp, self.family(), Asked::of(&outcome, out, query));
-        turn.stats.outcome(Transport::Tcp, &outcome);
-        if let Some(observer) = turn.observer.as_deref_mut() {
-            let reply = match outcome {
-                Outcome::Reply(reply) => out.get(..reply.len),
-                Outcome::Drop(_) => None,
-            };
-            observer.exchange(Transport::Tcp, query, reply, &self.peer, turn.now);
-        }
-        if let Outcome::Reply(reply) = outcome {
-            let len = reply.len.min(MAX_MESSAGE_LEN);
-            scratch[..PREFIX_LEN].copy_from_slice(&(len as u16).to_be_bytes());
-            self.output.extend_from_slice(&scratch[..PREFIX_LEN + len]);
-            let read = Instant::now();
-            turn.stats.took(read.saturating_duration_since(turn.now), 1);
-            let signing = turn.signing.get_mut();
-            if signing.signed() {
-                signing.charge(read.saturating_duration_since(turn.read));
-            }
-            turn.read = read;
+            Fate::Later => self.outstanding += 1,
+            Fate::Nothing => {}
         }
         self.last_active = turn.now;
     }

@@ -9,18 +9,19 @@
 //! budget runs out the loop polls without waiting instead of sleeping, so nothing starves and
 //! edge-triggered readiness is never lost.
 
-use crate::answer::{answer, Context, Outcome, Transport};
-use crate::cookie::{CookieCell, CookieSecrets};
+use crate::answer::Transport;
+use crate::cookie::CookieCell;
 use crate::dnssec::denial::Signing;
-use crate::forward::{Answered, Client, ForwardConfig, Forwarding, Resolver};
+use crate::forward::{Client, ForwardConfig, Forwarding, Resolver};
 use crate::io::{Datagrams, KernelUdp, PacketIo, Path, XdpConfig};
-use crate::observe::{Observation, ObserveConfig, ObserveReader, Observer};
+use crate::observe::{Observation, ObserveConfig, ObserveReader};
+use crate::pipeline::{Fate, Pipeline};
 use crate::rewrite::Plugins;
-use crate::rrl::{self, Action, Limiter, RrlConfig};
-use crate::snapshot::{Snapshot, SnapshotCell};
-use crate::stats::{AddressFamily, Asked, RateLimitedWarning, StatsReader, Totals, WorkerStats};
+use crate::rrl::{Limiter, RrlConfig};
+use crate::snapshot::SnapshotCell;
+use crate::stats::{RateLimitedWarning, StatsReader, Totals, WorkerStats};
 use crate::sys;
-use crate::tcp::{TcpServer, Turn};
+use crate::tcp::TcpServer;
 use arc_swap::Cache;
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -326,23 +327,19 @@ impl Server {
                     )
                 })
                 .transpose()?;
-            workers.push(Worker {
+            let forwarding = resolver.is_some();
+            let pipeline = Pipeline {
+                snapshots: Cache::new(Arc::clone(&snapshots)),
+                cookies: options.cookies.as_ref().map(CookieCell::reader),
+                rrl: Limiter::new(&options.rrl, random_seed(), now),
+                plugins: options.plugins.clone(),
+                stats: Arc::clone(worker_stats),
+                rotation: 0,
+                signing: RefCell::new(Signing::new()),
                 observer,
-                ..Worker::new(
-                    poll,
-                    ios,
-                    tcp,
-                    resolver,
-                    Shared {
-                        snapshots: Cache::new(Arc::clone(&snapshots)),
-                        cookies: options.cookies.as_ref().map(CookieCell::reader),
-                        orders: Arc::clone(&orders),
-                        rrl: Limiter::new(&options.rrl, random_seed(), now),
-                        plugins: options.plugins.clone(),
-                    },
-                    Arc::clone(worker_stats),
-                )
-            });
+                resolver,
+            };
+            workers.push(Worker::new(poll, ios, forwarding, tcp, pipeline, Arc::clone(&orders)));
         }
         let local_addr = local_addrs[0];
         let mut server = Server {
@@ -496,16 +493,6 @@ impl Drop for Server {
 
 type Sockets = Vec<(std::net::UdpSocket, std::net::TcpListener)>;
 
-/// What a worker is given besides its sockets: where it reads what others write (the snapshot,
-/// the cookie secrets, the server's orders), and its rate limiter.
-struct Shared {
-    snapshots: Cache<SnapshotCell, Arc<Snapshot>>,
-    cookies: Option<CookieReader>,
-    orders: Arc<Orders>,
-    rrl: Option<Limiter>,
-    plugins: Option<Arc<Plugins>>,
-}
-
 /// A seed for a worker's rate-limiting hash, from the kernel's generator; a fixed one if that
 /// fails, which only makes the buckets' layout guessable.
 fn random_seed() -> u64 {
@@ -515,9 +502,6 @@ fn random_seed() -> u64 {
     }
     u64::from_le_bytes(seed)
 }
-
-/// A worker's view of the cookie secrets.
-type CookieReader = Cache<Arc<arc_swap::ArcSwap<CookieSecrets>>, Arc<CookieSecrets>>;
 
 /// Attaches AF_XDP when asked to, to the first address (its port as given: the program must
 /// know it before anything is bound). When it cannot start, the start fails with the cause,
@@ -611,37 +595,26 @@ fn bind_once(addr: SocketAddr, count: usize) -> io::Result<(SocketAddr, Sockets)
     Ok((bound, sockets))
 }
 
-/// One worker: its poll, its packet paths (one per listening address), its TCP side, its
-/// forwarding side, its reusable buffers.
+/// One worker: its poll, its packet paths (one per listening address), its TCP side, and the
+/// one pipeline every query goes through, whichever of them it came on.
 struct Worker<P: PacketIo> {
     poll: Poll,
     /// The packet paths, one per listening address (and the AF_XDP socket of the worker's
     /// queue), each with the batches it lent.
     paths: Vec<Listening<P>>,
     tcp: TcpServer,
-    resolver: Option<Resolver>,
-    snapshots: Cache<SnapshotCell, Arc<Snapshot>>,
-    cookies: Option<CookieReader>,
-    /// Response rate limiting of UDP replies, when on.
-    rrl: Option<Limiter>,
-    /// The plugins lent to every answer, when configured.
-    plugins: Option<Arc<Plugins>>,
-    stats: Arc<WorkerStats>,
+    /// The steps around answering, with the state they keep (counters, rate limiter,
+    /// observers, the forwarding side).
+    pipeline: Pipeline,
     orders: Arc<Orders>,
     /// The listeners are closed: the worker finishes what it holds, then ends.
     closed: bool,
     /// When the retired UDP sockets close, if they have been retired.
     retired_until: Option<Instant>,
-    rotation: u32,
     /// The wall clock the answers of a batch are given.
     wall: WallClock,
-    /// The records the worker signed per query name and its budget for signing them, lent to
-    /// every answer it gives (UDP, TCP and the replies that waited for an upstream).
-    signing: RefCell<Signing>,
     recv_warning: RateLimitedWarning,
     send_warning: RateLimitedWarning,
-    /// dnstap, the query log and the top talkers: `None` unless something is observed.
-    observer: Option<Box<Observer>>,
 }
 
 /// One packet path of a worker and the batches it lent: queries are read and replies written
@@ -670,41 +643,27 @@ impl<P: PacketIo> Listening<P> {
 }
 
 impl<P: PacketIo> Worker<P> {
+    /// A worker on the packet paths `io` (with a batch for late replies on each when
+    /// `forwarding`), the TCP side `tcp`, answering through `pipeline`.
     fn new(
         poll: Poll,
         io: Vec<P>,
+        forwarding: bool,
         tcp: TcpServer,
-        resolver: Option<Resolver>,
-        shared: Shared,
-        stats: Arc<WorkerStats>,
+        pipeline: Pipeline,
+        orders: Arc<Orders>,
     ) -> Worker<P> {
-        let Shared {
-            snapshots,
-            cookies,
-            orders,
-            rrl,
-            plugins,
-        } = shared;
-        let forwarding = resolver.is_some();
         Worker {
             poll,
             paths: io.into_iter().map(|io| Listening::new(io, forwarding)).collect(),
             tcp,
-            resolver,
-            snapshots,
-            cookies,
-            rrl,
-            plugins,
-            stats,
+            pipeline,
             orders,
             closed: false,
             retired_until: None,
-            rotation: 0,
             wall: WallClock::new(Instant::now()),
-            signing: RefCell::new(Signing::new()),
             recv_warning: RateLimitedWarning::default(),
             send_warning: RateLimitedWarning::default(),
-            observer: None,
         }
     }
 
@@ -713,11 +672,11 @@ impl<P: PacketIo> Worker<P> {
         loop {
             let busy = self.paths.iter().any(|path| path.ready)
                 || self.tcp.has_work()
-                || self.resolver.as_ref().is_some_and(Resolver::has_work);
+                || self.pipeline.resolver.as_ref().is_some_and(Resolver::has_work);
             let timeout = if busy {
                 Some(Duration::ZERO)
             } else {
-                let upstream = self.resolver.as_mut().and_then(Resolver::next_deadline);
+                let upstream = self.pipeline.resolver.as_mut().and_then(Resolver::next_deadline);
                 let deadline = [self.tcp.next_deadline(), upstream, self.retired_until]
                     .into_iter()
                     .flatten()
@@ -742,7 +701,7 @@ impl<P: PacketIo> Worker<P> {
                 match event.token() {
                     WAKER => {}
                     token if Resolver::owns(token) => {
-                        if let Some(resolver) = self.resolver.as_mut() {
+                        if let Some(resolver) = self.pipeline.resolver.as_mut() {
                             resolver.on_event(token);
                         }
                     }
@@ -752,7 +711,7 @@ impl<P: PacketIo> Worker<P> {
                     },
                 }
             }
-            if let Some(resolver) = self.resolver.as_mut() {
+            if let Some(resolver) = self.pipeline.resolver.as_mut() {
                 resolver.follow_plan();
             }
             for socket in 0..self.paths.len() {
@@ -763,28 +722,15 @@ impl<P: PacketIo> Worker<P> {
             let now = Instant::now();
             let wall = self.wall.at(now);
             self.resolver_turn(now, wall);
-            let mut turn = Turn {
-                snapshot: self.snapshots.load(),
-                stats: &self.stats,
-                rotation: &mut self.rotation,
-                now,
-                read: now,
-                wall,
-                signing: &mut self.signing,
-                resolver: self.resolver.as_mut(),
-                observer: self.observer.as_deref_mut(),
-                cookies: self.cookies.as_mut().map(|c| &**c.load()),
-                plugins: self.plugins.as_deref(),
-            };
-            self.tcp.turn(self.poll.registry(), &mut turn);
-            let signing = self.signing.get_mut();
+            self.tcp.turn(self.poll.registry(), &mut self.pipeline.turn(now, wall));
+            let signing = self.pipeline.signing.get_mut();
             if signing.signed() {
                 // A reply that waited for an upstream signed, and no TCP reply since read the
                 // clock: the turn is charged as one batch.
                 signing.charge(now.elapsed());
             }
-            self.tcp.sweep(self.poll.registry(), &self.stats, now);
-            if let Some(observer) = self.observer.as_mut() {
+            self.tcp.sweep(self.poll.registry(), &self.pipeline.stats, now);
+            if let Some(observer) = self.pipeline.observer.as_mut() {
                 observer.publish(now);
             }
             if self.closed && self.finished() && self.udp_done(now) {
@@ -846,7 +792,7 @@ impl<P: PacketIo> Worker<P> {
     /// nothing is left at all.
     fn finished(&mut self) -> bool {
         self.tcp.close_finished(self.poll.registry());
-        self.tcp.is_empty() && self.resolver.as_ref().is_none_or(|r| r.in_flight() == 0)
+        self.tcp.is_empty() && self.pipeline.resolver.as_ref().is_none_or(|r| r.in_flight() == 0)
     }
 
     /// Receives and answers up to a turn's worth of batches on listening socket `socket`;
@@ -860,7 +806,7 @@ impl<P: PacketIo> Worker<P> {
             let path = &mut self.paths[socket];
             match path.io.recv(&mut path.queries) {
                 Ok(n) => {
-                    self.stats.udp_batches.incr();
+                    self.pipeline.stats.udp_batches.incr();
                     let forwarded = self.answer_batch(socket);
                     if forwarded && n < sys::BATCH_SIZE {
                         return self.paths[socket].io.busy();
@@ -869,7 +815,7 @@ impl<P: PacketIo> Worker<P> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return self.paths[socket].io.busy(),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.stats.udp_receive_errors.incr();
+                    self.pipeline.stats.udp_receive_errors.incr();
                     if let Some(suppressed) = self.recv_warning.allow(Instant::now()) {
                         tracing::warn!(error = %e, suppressed, "receiving UDP datagrams failed");
                     }
@@ -879,54 +825,32 @@ impl<P: PacketIo> Worker<P> {
         true
     }
 
-    /// Answers every received datagram from one snapshot load and sends the replies at once.
-    /// Queries that go upstream are answered later, from [`Worker::resolver_turn`]; returns
-    /// whether there was one.
+    /// Answers every received datagram through the pipeline, from one snapshot load, and sends
+    /// the replies at once. Queries that go upstream are answered later, from
+    /// [`Worker::resolver_turn`]; returns whether there was one.
     fn answer_batch(&mut self, socket: usize) -> bool {
         let Worker {
-            snapshots,
-            cookies,
-            rrl,
-            stats,
+            pipeline,
             paths,
-            rotation,
-            resolver,
-            observer,
             send_warning,
             wall,
-            signing,
-            plugins,
             ..
         } = self;
         let Listening {
             io, queries, replies, ..
         } = &mut paths[socket];
-        let snapshot = snapshots.load();
-        let cookies = cookies.as_mut().map(|c| &**c.load());
         let now = Instant::now();
-        let wall_now = wall.at(now);
-        if let Some(observer) = observer.as_deref_mut() {
+        let mut turn = pipeline.turn(now, wall.at(now));
+        let stats = turn.stats;
+        if let Some(observer) = turn.observer.as_deref_mut() {
             observer.batch_received();
         }
-        let second = rrl.as_ref().map_or(0, |limiter| limiter.second(now));
         let mut forwarded = false;
         let mut answered = 0;
         for i in 0..queries.len() {
             let Some((query, peer)) = queries.get(i) else {
                 break;
             };
-            stats.request(Transport::Udp, query.len());
-            let ctx = Context {
-                transport: Transport::Udp,
-                rotation: *rotation,
-                keepalive: 0,
-                client: *peer,
-                cookies,
-                now: wall_now,
-                signing: Some(&*signing),
-                plugins: plugins.as_deref(),
-            };
-            *rotation = rotation.wrapping_add(1);
             if replies.is_full() {
                 // Only a path that lends fewer frames than a batch gets here: send what is
                 // written to get fresh ones.
@@ -934,74 +858,28 @@ impl<P: PacketIo> Worker<P> {
                 send(io, replies, stats, send_warning);
             }
             let Some(out) = replies.free_slot() else {
+                // Received, with no frame to answer into.
+                stats.request(Transport::Udp, query.len());
                 stats.udp_send_failures.incr();
                 continue;
             };
-            let outcome = match resolver.as_mut() {
-                Some(resolver) => {
-                    match resolver.answer(query, snapshot, &ctx, Client::Udp { socket, peer }, now, out) {
-                        Answered::Now(outcome) => outcome,
-                        Answered::Later => {
-                            forwarded = true;
-                            if let Some(observer) = observer.as_deref_mut() {
-                                observer.forwarded(Transport::Udp, query, peer.addr());
-                            }
-                            continue;
-                        }
-                        Answered::Dropped => {
-                            stats.requested(Transport::Udp, AddressFamily::of_peer(peer), Asked::Query(query));
-                            continue;
-                        }
-                    }
-                }
-                None => answer(query, snapshot, &ctx, out),
-            };
-            stats.requested(
-                Transport::Udp,
-                AddressFamily::of_peer(peer),
-                Asked::of(&outcome, out, query),
-            );
-            if let (Some(limiter), Outcome::Reply(reply)) = (rrl.as_mut(), &outcome) {
-                if !reply.valid_cookie {
-                    match limiter.judge(peer, &out[..reply.len], reply, second) {
-                        Action::Send => {}
-                        Action::Drop => {
-                            stats.rrl_dropped.incr();
-                            continue;
-                        }
-                        Action::Slip => {
-                            stats.rrl_slipped.incr();
-                            let len = rrl::slip(out, reply.len);
-                            stats.slipped(reply, len);
-                            replies.commit(peer, len);
-                            continue;
-                        }
-                    }
-                }
-            }
-            stats.outcome(Transport::Udp, &outcome);
-            if let Some(observer) = observer.as_deref_mut() {
-                let reply = match outcome {
-                    Outcome::Reply(reply) => out.get(..reply.len),
-                    Outcome::Drop(_) => None,
-                };
-                observer.exchange(Transport::Udp, query, reply, peer, now);
-            }
-            if let Outcome::Reply(reply) = outcome {
-                replies.commit(peer, reply.len);
+            match turn.query(Client::Udp { socket, peer }, peer, 0, query, out) {
+                Fate::Reply(len) => replies.commit(peer, len),
+                Fate::Later => forwarded = true,
+                Fate::Nothing => {}
             }
         }
         answered += replies.len();
         if !replies.is_empty() {
             send(io, replies, stats, send_warning);
         }
-        let signing = signing.get_mut();
+        let signing = pipeline.signing.get_mut();
         if answered > 0 || signing.signed() {
             // One clock read serves the latency counter and the signing budget: a batch whose
             // answers signed is charged whole (docs/dnssec.md, "Cost").
             let took = now.elapsed();
             if answered > 0 {
-                stats.took(took, answered as u64);
+                pipeline.stats.took(took, answered as u64);
             }
             signing.charge(took);
         }
@@ -1009,94 +887,51 @@ impl<P: PacketIo> Worker<P> {
     }
 
     /// Lets the resolver read upstream answers and fire its timers, and sends the replies that
-    /// waited for them: UDP ones in batches per listening socket, TCP ones to their connection.
+    /// waited for them, as the pipeline lets them leave: UDP ones in batches per listening
+    /// socket, TCP ones to their connection.
     fn resolver_turn(&mut self, now: Instant, wall: SystemTime) {
         let Worker {
-            resolver: Some(resolver),
-            snapshots,
-            cookies,
+            pipeline,
             tcp,
             paths,
-            stats,
             send_warning,
-            observer,
-            rrl,
-            signing,
-            plugins,
             ..
-        } = self
-        else {
+        } = self;
+        if pipeline.resolver.is_none() {
             return;
-        };
-        let snapshot = snapshots.load();
-        let lent = Context {
-            cookies: cookies.as_mut().map(|c| &**c.load()),
-            plugins: plugins.as_deref(),
-            ..Context::new(Transport::Udp).at(wall).with_signing(signing)
-        };
-        let second = rrl.as_ref().map_or(0, |limiter| limiter.second(now));
-        resolver.turn(snapshot, lent, now, |client, reply, facts, since| {
-            let action = match (&client, rrl.as_mut()) {
-                (Client::Udp { peer, .. }, Some(limiter)) if !facts.valid_cookie => {
-                    limiter.judge(peer, reply, facts, second)
-                }
-                _ => Action::Send,
-            };
-            let (transport, family) = match &client {
-                Client::Udp { peer, .. } => (Transport::Udp, AddressFamily::of_peer(peer)),
-                Client::Tcp { peer, .. } => (Transport::Tcp, AddressFamily::of(*peer)),
-            };
-            stats.requested(transport, family, Asked::Reply(reply, facts));
-            match action {
-                // A slipped reply is counted once its truncated length is known, below.
-                Action::Send => stats.outcome(transport, &Outcome::Reply(*facts)),
-                Action::Drop => return stats.rrl_dropped.incr(),
-                Action::Slip => stats.rrl_slipped.incr(),
-            }
-            stats.took(now.saturating_duration_since(since), 1);
-            if let Some(observer) = observer.as_deref_mut().filter(|_| action == Action::Send) {
-                let addr = match &client {
-                    Client::Udp { peer, .. } => peer.addr(),
-                    Client::Tcp { peer, .. } => SocketAddr::new(*peer, 0),
+        }
+        let mut turn = pipeline.turn(now, wall);
+        let stats = turn.stats;
+        turn.late_replies(|client, reply| match client {
+            Client::Udp { socket, peer } => {
+                let Some(Listening {
+                    io, late: Some(batch), ..
+                }) = paths.get_mut(socket)
+                else {
+                    return;
                 };
-                observer.late_reply(transport, reply, addr, since);
-            }
-            match client {
-                Client::Udp { socket, peer } => {
-                    let Some(Listening {
-                        io, late: Some(batch), ..
-                    }) = paths.get_mut(socket)
-                    else {
-                        return;
-                    };
-                    if batch.is_full() {
-                        send(io, batch, stats, send_warning);
-                    }
-                    let pushed = batch.push_with(&peer, |out| {
-                        let len = reply.len().min(out.len());
-                        out[..len].copy_from_slice(&reply[..len]);
-                        Some(match action {
-                            Action::Slip => {
-                                let len = rrl::slip(out, len);
-                                stats.slipped(facts, len);
-                                len
-                            }
-                            _ => len,
-                        })
-                    });
-                    if !pushed {
-                        stats.udp_send_failures.incr();
-                    }
+                if batch.is_full() {
+                    send(io, batch, stats, send_warning);
                 }
-                Client::Tcp { conn, serial, .. } => tcp.deliver(conn, serial, reply, now),
+                let pushed = batch.push_with(&peer, |out| {
+                    let len = reply.len().min(out.len());
+                    out[..len].copy_from_slice(&reply[..len]);
+                    Some(len)
+                });
+                if !pushed {
+                    stats.udp_send_failures.incr();
+                }
             }
+            Client::Tcp { conn, serial, .. } => tcp.deliver(conn, serial, reply, now),
         });
         for path in paths.iter_mut() {
             if let Some(batch) = path.late.as_mut().filter(|batch| !batch.is_empty()) {
                 send(&mut path.io, batch, stats, send_warning);
             }
         }
-        resolver.tidy(now);
+        if let Some(resolver) = pipeline.resolver.as_mut() {
+            resolver.tidy(now);
+        }
     }
 }
 

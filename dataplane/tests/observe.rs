@@ -682,3 +682,186 @@ fn the_dnstap_writer_connects_when_the_reader_appears() {
     server.shutdown();
     assert!(!receiver.finish().is_empty());
 }
+
+/// Sends `query` on `stream` with its TCP length prefix.
+fn send_framed(stream: &mut std::net::TcpStream, query: &[u8]) {
+    stream.write_all(&(query.len() as u16).to_be_bytes()).unwrap();
+    stream.write_all(query).unwrap();
+}
+
+/// Reads one length-prefixed message from `stream`.
+fn read_framed(stream: &mut std::net::TcpStream) -> Vec<u8> {
+    let mut len = [0u8; 2];
+    stream.read_exact(&mut len).unwrap();
+    let mut message = vec![0; usize::from(u16::from_be_bytes(len))];
+    stream.read_exact(&mut message).unwrap();
+    message
+}
+
+/// The query log's lines without what differs between two transports' (the client's port, the
+/// transport, the duration), sorted.
+fn logged_exchanges(text: &str, proto: &str) -> Vec<String> {
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|line| line.contains(&format!(" proto={proto} ")))
+        .map(|line| {
+            let from = line.find(" name=").unwrap();
+            let to = line.find(" duration_us=").unwrap();
+            line[from..to].to_owned()
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn a_query_over_tcp_is_counted_logged_and_ranked_as_the_same_query_over_udp() {
+    use hickory_proto::op::{Message, ResponseCode};
+    use hickory_proto::rr::RData;
+    use skyline_dataplane::stats::{AddressFamily, QUESTION_TYPES};
+
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("queries.log");
+    let upstream = Upstream::start();
+    let server = server(
+        Some(ForwardConfig {
+            upstreams: vec![upstream.addr],
+            ..ForwardConfig::default()
+        }),
+        ObserveConfig {
+            query_log: Some(QueryLogConfig {
+                target: QueryLogTarget::File(log.clone()),
+                rate: 1000,
+            }),
+            top_talkers: Some(TopConfig { k: 8, sample: 1 }),
+            ..ObserveConfig::default()
+        },
+    );
+    // Per transport: an answer, a name that does not exist, a name forwarded (answered once the
+    // upstream has: the late-reply path), and a message that is a response (dropped unanswered).
+    let queries = |forwarded: &str| {
+        let mut response = RawQuery::new("response.skydns.test.", 1).bytes();
+        response[2] |= 0x80;
+        [
+            RawQuery::new("web.skydns.test.", 1).bytes(),
+            RawQuery::new("nothere.skydns.test.", 1).bytes(),
+            RawQuery::new(forwarded, 1).bytes(),
+            response,
+        ]
+    };
+    let check_replies = |replies: Vec<Vec<u8>>| {
+        let mut codes: Vec<(String, ResponseCode, usize)> = replies
+            .iter()
+            .map(|reply| {
+                let message = Message::from_vec(reply).expect("hickory parses the reply");
+                let name = message.queries()[0].name().to_ascii();
+                let forwarded_a = message
+                    .answers()
+                    .iter()
+                    .filter(|r| matches!(r.data(), Some(RData::A(a)) if a.0 == Ipv4Addr::new(192, 0, 2, 1)))
+                    .count();
+                (name, message.response_code(), forwarded_a)
+            })
+            .collect();
+        codes.sort_by(|a, b| a.0.cmp(&b.0));
+        codes
+    };
+
+    let udp = client();
+    let mut replies = Vec::new();
+    for query in queries("udp.example.org.") {
+        udp.send_to(&query, server.local_addr()).unwrap();
+    }
+    for _ in 0..3 {
+        let mut buf = [0u8; 1500];
+        let (n, _) = udp.recv_from(&mut buf).unwrap();
+        replies.push(buf[..n].to_vec());
+    }
+    let over_udp = check_replies(replies);
+    let after_udp = wait_for(&server, "four UDP requests counted and three logged", |t| {
+        t.requests.over(Transport::Udp) == 4 && t.query_log_lines == 3
+    });
+
+    let mut tcp = std::net::TcpStream::connect(server.local_addr()).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    for query in queries("tcp.example.org.") {
+        send_framed(&mut tcp, &query);
+    }
+    let over_tcp = check_replies((0..3).map(|_| read_framed(&mut tcp)).collect());
+    let after_tcp = wait_for(&server, "four TCP requests counted and three more logged", |t| {
+        t.requests.over(Transport::Tcp) == 4 && t.query_log_lines == 6
+    });
+
+    let answered = |forwarded: &str| {
+        vec![
+            ("nothere.skydns.test.".to_owned(), ResponseCode::NXDomain, 0),
+            (forwarded.to_owned(), ResponseCode::NoError, 1),
+            ("web.skydns.test.".to_owned(), ResponseCode::NoError, 0),
+        ]
+    };
+    assert_eq!(over_udp, answered("udp.example.org."));
+    assert_eq!(over_tcp, answered("tcp.example.org."));
+
+    // The counters the two transports share grew by as much for the one as for the other.
+    let a = QUESTION_TYPES.iter().position(|(_, name)| *name == "A").unwrap();
+    let (u, t) = (after_udp, after_tcp);
+    assert_eq!(u.requests.get(AddressFamily::V4, Transport::Udp, a), 4);
+    assert_eq!(t.requests.get(AddressFamily::V4, Transport::Tcp, a), 4);
+    let shared = |t: &Totals| {
+        (
+            t.replies_noerror,
+            t.replies_nxdomain,
+            t.dropped_response,
+            t.request_duration.count(),
+            t.query_log_lines,
+        )
+    };
+    assert_eq!(shared(&u), (2, 1, 1, 3, 3), "{u:?}");
+    assert_eq!(shared(&t), (4, 2, 2, 6, 6), "{t:?}");
+    assert_eq!((u.request_size[0].count(), u.response_size[0].count()), (4, 3));
+    assert_eq!((t.request_size[1].count(), t.response_size[1].count()), (4, 3));
+    assert_eq!((t.udp_batches > 0, t.tcp_accepted), (true, 1));
+
+    // The top talkers count every message, answered, forwarded or dropped, whatever it came on.
+    let reader = server.observe_reader();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let top = loop {
+        let top = reader.top_talkers().expect("top talkers are on");
+        if top.clients.iter().map(|c| c.count).sum::<u64>() >= 8 || Instant::now() > deadline {
+            break top;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let clients: Vec<(IpAddr, u64)> = top.clients.iter().map(|c| (c.key, c.count)).collect();
+    assert_eq!(clients, [(IpAddr::from([127, 0, 0, 1]), 8)]);
+    let mut names: Vec<(&str, u64)> = top.names.iter().map(|n| (n.key.as_str(), n.count)).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            ("nothere.skydns.test.", 2),
+            ("response.skydns.test.", 2),
+            ("tcp.example.org.", 1),
+            ("udp.example.org.", 1),
+            ("web.skydns.test.", 2),
+        ]
+    );
+    drop(tcp);
+    server.shutdown();
+
+    // The query log has a line per reply, the same for either transport.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let same = |forwarded: &str| {
+        vec![
+            " name=nothere.skydns.test. type=A rcode=NXDOMAIN".to_owned(),
+            " name=web.skydns.test. type=A rcode=NOERROR".to_owned(),
+            format!(" name={forwarded} type=A rcode=NOERROR"),
+        ]
+    };
+    let mut expected_udp = same("udp.example.org.");
+    expected_udp.sort();
+    let mut expected_tcp = same("tcp.example.org.");
+    expected_tcp.sort();
+    assert_eq!(logged_exchanges(&text, "udp"), expected_udp, "{text}");
+    assert_eq!(logged_exchanges(&text, "tcp"), expected_tcp, "{text}");
+}

@@ -36,12 +36,12 @@ pub use route::{Failure, Route, Routes};
 pub use transport::{Tls, TlsError, Transport, TLS_PORT};
 pub use upstream::{SharedHealth, UpstreamSet, MAX_FAILS, PROBE_INTERVAL};
 
-use crate::answer::{Context, Outcome, Reply};
+use crate::answer::{Context, Outcome, Transport as AnswerTransport};
 use crate::cache::{Cache, CacheConfig};
 use crate::io::Peer;
 use crate::observe::Tap;
 use crate::snapshot::Snapshot;
-use crate::stats::{AddressFamily, Asked, WorkerStats};
+use crate::stats::{AddressFamily, WorkerStats};
 use crate::wire::types::MAX_MESSAGE_LEN;
 use crate::wire::{LowerName, Name};
 use flight::{Done, Forwarder, Kind, Waiter, Waiting};
@@ -233,8 +233,17 @@ impl<P: Borrow<Peer>> Client<P> {
         }
     }
 
+    /// The transport the query came on.
+    #[inline(always)]
+    pub(crate) fn transport(&self) -> AnswerTransport {
+        match self {
+            Client::Udp { .. } => AnswerTransport::Udp,
+            Client::Tcp { .. } => AnswerTransport::Tcp,
+        }
+    }
+
     /// The client's address family, for the request counters.
-    fn family(&self) -> AddressFamily {
+    pub(crate) fn family(&self) -> AddressFamily {
         match self {
             Client::Udp { peer, .. } => AddressFamily::of_peer(peer.borrow()),
             Client::Tcp { peer, .. } => AddressFamily::of(*peer),
@@ -251,6 +260,23 @@ impl<P: Borrow<Peer>> Client<P> {
             Client::Tcp { conn, serial, peer } => Client::Tcp { conn, serial, peer },
         }
     }
+}
+
+/// A query that waited for an upstream, answered now that its question has ended: what
+/// [`Resolver::turn`] hands the worker, whose pipeline counts it, rate-limits it and sends it.
+#[derive(Debug)]
+pub(crate) struct Late<'a> {
+    /// Where the reply goes.
+    pub(crate) client: Client,
+    /// The client's query, reduced (its question, for the counters).
+    pub(crate) query: &'a [u8],
+    /// What answering it produced, written into `out`; `None` when it is left unanswered (the
+    /// answer would need another upstream question, or its name loops).
+    pub(crate) outcome: Option<Outcome>,
+    /// The reply's bytes, when there is one; rate limiting may slip it in place.
+    pub(crate) out: &'a mut [u8],
+    /// When the query arrived: its reply's duration counts from here.
+    pub(crate) since: Instant,
 }
 
 /// What became of a query handed to [`Resolver::answer`].
@@ -575,18 +601,19 @@ impl Resolver {
         self.plan = latest;
     }
 
-    /// Reads upstream replies, handles timeouts and probes, and hands every reply now due to
-    /// a waiting client to `send`, with its facts and the time its query arrived. Each reply is
+    /// Reads upstream replies, handles timeouts and probes, and hands every waiting client whose
+    /// question ended to `send`, answered (or left unanswered) as a [`Late`]. Each reply is
     /// made in the client's own context with what the worker `lent` now (its cookie secrets,
-    /// wall clock and signing state). `send` counts the reply as it leaves (response rate
-    /// limiting may drop it or send it truncated, which only the sender knows). Once those
-    /// replies are sent, [`Resolver::tidy`] must follow: it stores the last answer.
+    /// wall clock and signing state). `send` counts the request and its outcome, as for a query
+    /// answered at once (response rate limiting may drop the reply or send it truncated, which
+    /// only the sender knows). Once those replies are sent, [`Resolver::tidy`] must follow: it
+    /// stores the last answer.
     pub(crate) fn turn(
         &mut self,
         snapshot: &Snapshot,
         lent: Context<'_>,
         now: Instant,
-        mut send: impl FnMut(Client, &[u8], &Reply, Instant),
+        mut send: impl FnMut(Late<'_>),
     ) {
         let Resolver {
             routes,
@@ -625,35 +652,25 @@ impl Resolver {
                     resolved: Some(resolved),
                 };
                 let ctx = waiter.ctx.context(lent);
-                let outcome = match answer_recursive(waiter.query.bytes(), snapshot, &ctx, &mut rec, qname, scratch) {
+                let query = waiter.query.bytes();
+                let outcome = match answer_recursive(query, snapshot, &ctx, &mut rec, qname, scratch) {
                     // A waiter asked an address or an outside name: no glue to fetch.
-                    Resolution::Done(outcome) | Resolution::Fetch { outcome, .. } => outcome,
+                    Resolution::Done(outcome) | Resolution::Fetch { outcome, .. } => Some(outcome),
                     Resolution::Cached { outcome, stale, .. } => {
                         if stale {
                             stats.cache_stale_answers.incr();
                         }
-                        outcome
+                        Some(outcome)
                     }
-                    Resolution::Forward(_) | Resolution::Looped => {
-                        stats.requested(
-                            waiter.ctx.transport,
-                            waiter.client.family(),
-                            Asked::Query(waiter.query.bytes()),
-                        );
-                        continue;
-                    }
+                    Resolution::Forward(_) | Resolution::Looped => None,
                 };
-                match outcome {
-                    Outcome::Reply(reply) => send(waiter.client, &scratch[..reply.len], &reply, waiter.since),
-                    Outcome::Drop(_) => {
-                        stats.requested(
-                            waiter.ctx.transport,
-                            waiter.client.family(),
-                            Asked::Query(waiter.query.bytes()),
-                        );
-                        stats.outcome(waiter.ctx.transport, &outcome);
-                    }
-                }
+                send(Late {
+                    client: waiter.client,
+                    query,
+                    outcome,
+                    out: scratch,
+                    since: waiter.since,
+                });
             }
             forwarder.recycle(std::mem::take(waiters));
         }
