@@ -3,10 +3,10 @@
 //! Kubernetes cluster served beside them.
 
 use skyline_controlplane::skydns::parse_record;
+use skyline_dataplane::signer::build;
 use skyline_dataplane::snapshot::kubernetes::{
     self, Cluster, Endpoint, EndpointSlice, ObjectKey, PodMode, Protocol, ServiceKind, ServicePort,
 };
-use skyline_dataplane::signer::build;
 use skyline_dataplane::snapshot::skydns::{Config, Service};
 use skyline_dataplane::snapshot::{compose, Identity, Snapshot};
 use skyline_dataplane::wire::Name;
