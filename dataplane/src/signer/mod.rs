@@ -3,7 +3,7 @@
 //! deny what it does not have, so that a query with DO set is answered by copying, as any
 //! other.
 //!
-//! The signer finds what a name answers by asking the answer path ([`crate::answer`]), so it
+//! The signer finds what a name answers by asking the answer path ([`mod@crate::answer`]), so it
 //! sits above answering, which sits above the snapshot it reads: the SkyDNS builders
 //! (`snapshot::skydns`) compile a snapshot and know nothing of signing, and the sources build
 //! through [`build`], [`build_entries`] and [`update`] here, which compile and then sign.
