@@ -315,10 +315,17 @@ pub fn rerun_with_empty_path(name: &str) -> bool {
         return true;
     }
     let empty = tempfile::tempdir().unwrap();
-    let out = Command::new(std::env::current_exe().unwrap())
+    let mut child = Command::new(std::env::current_exe().unwrap());
+    child.env("PATH", empty.path()).env(EMPTY_PATH_RUN, "1");
+    rerun_alone(child, name, "with an empty PATH");
+    false
+}
+
+/// Runs `child`, this test binary given the arguments that run the test `name` alone, and
+/// fails unless the test ran there and passed; returns what it printed.
+fn rerun_alone(mut child: Command, name: &str, place: &str) -> String {
+    let out = child
         .args(["--exact", name, "--test-threads=1", "--nocapture"])
-        .env("PATH", empty.path())
-        .env(EMPTY_PATH_RUN, "1")
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -327,9 +334,9 @@ pub fn rerun_with_empty_path(name: &str) -> bool {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success(), "{name} failed with an empty PATH:\n{text}");
-    assert!(text.contains("1 passed"), "{name} did not run in the child:\n{text}");
-    false
+    assert!(out.status.success(), "{name} failed {place}:\n{text}");
+    assert!(text.contains("1 passed"), "{name} did not run {place}:\n{text}");
+    text
 }
 
 /// Runs `dig` against skyline and returns its short output lines.
@@ -617,23 +624,11 @@ pub fn inside_a_namespace(name: &str, marker: &str, can_run: fn() -> bool) -> bo
         return false;
     }
     let ns = Namespace::new("skyline-test");
-    let out = Command::new("ip")
+    let mut child = Command::new("ip");
+    child
         .args(["netns", "exec", &ns.0])
         .arg(std::env::current_exe().unwrap())
-        .args(["--exact", name, "--test-threads=1", "--nocapture"])
-        .env(marker, "1")
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "in the namespace:\n{text}");
-    assert!(
-        text.contains("1 passed"),
-        "the test did not run in the namespace:\n{text}"
-    );
-    eprintln!("{text}");
+        .env(marker, "1");
+    eprintln!("{}", rerun_alone(child, name, "in its namespace"));
     false
 }
