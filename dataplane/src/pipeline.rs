@@ -77,11 +77,15 @@ impl Pipeline {
             observer,
             resolver,
         } = self;
+        let signing = &*signing;
         Turn {
             snapshot: snapshots.load(),
-            cookies: cookies.as_mut().map(|c| &**c.load()),
+            lent: Context {
+                cookies: cookies.as_mut().map(|c| &**c.load()),
+                plugins: plugins.as_deref(),
+                ..Context::new(Transport::Udp).at(wall).with_signing(signing)
+            },
             now,
-            wall,
             rrl: rrl.as_mut().map(|limiter| RateLimit {
                 second: limiter.second(now),
                 limiter,
@@ -91,7 +95,6 @@ impl Pipeline {
             signing,
             observer: observer.as_deref_mut(),
             resolver: resolver.as_mut(),
-            plugins: plugins.as_deref(),
         }
     }
 }
@@ -111,8 +114,11 @@ pub(crate) struct Turn<'a> {
     rotation: &'a mut u32,
     /// The time of this turn, from which the replies of on-time answers are timed.
     pub(crate) now: Instant,
-    /// The wall clock at [`Turn::now`], for cookies and signatures.
-    wall: SystemTime,
+    /// What every answer of the turn is lent: the wall clock at [`Turn::now`] (for cookies and
+    /// signatures), the cookie secrets, the plugins and the signing state. Each query sets its
+    /// own transport, rotation, keepalive and client on it, so that the shared part is written
+    /// once a turn rather than once a query.
+    lent: Context<'a>,
     /// The worker's records signed per query name, lent to every answer; the transport
     /// charges the time of the answers that signed.
     pub(crate) signing: &'a RefCell<Signing>,
@@ -120,8 +126,6 @@ pub(crate) struct Turn<'a> {
     pub(crate) observer: Option<&'a mut Observer>,
     resolver: Option<&'a mut Resolver>,
     rrl: Option<RateLimit<'a>>,
-    cookies: Option<&'a CookieSecrets>,
-    plugins: Option<&'a Plugins>,
 }
 
 /// What the transport does with a query once the pipeline is through with it.
@@ -165,19 +169,15 @@ impl Turn<'_> {
     ) -> Fate {
         let transport = client.transport();
         self.stats.request(transport, query.len());
-        let ctx = Context {
-            transport,
-            rotation: *self.rotation,
-            keepalive,
-            client: *peer,
-            cookies: self.cookies,
-            now: self.wall,
-            signing: Some(self.signing),
-            plugins: self.plugins,
-        };
+        let ctx = &mut self.lent;
+        ctx.transport = transport;
+        ctx.rotation = *self.rotation;
+        ctx.keepalive = keepalive;
+        ctx.client = *peer;
+        let ctx = &*ctx;
         *self.rotation = self.rotation.wrapping_add(1);
         let outcome = match self.resolver.as_deref_mut() {
-            Some(resolver) => match resolver.answer(query, self.snapshot, &ctx, client, self.now, out) {
+            Some(resolver) => match resolver.answer(query, self.snapshot, ctx, client, self.now, out) {
                 Answered::Now(outcome) => outcome,
                 Answered::Later => {
                     if let Some(observer) = self.observer.as_deref_mut() {
@@ -191,7 +191,7 @@ impl Turn<'_> {
                     return Fate::Nothing;
                 }
             },
-            None => answer(query, self.snapshot, &ctx, out),
+            None => answer(query, self.snapshot, ctx, out),
         };
         // Each arm ends in its fate, so that the caller's match on it folds into this one.
         match self.settle(&client, AddressFamily::of_peer(peer), query, outcome, out) {
@@ -221,9 +221,8 @@ impl Turn<'_> {
             return;
         };
         let lent = Context {
-            cookies: self.cookies,
-            plugins: self.plugins,
-            ..Context::new(Transport::Udp).at(self.wall).with_signing(self.signing)
+            transport: Transport::Udp,
+            ..self.lent
         };
         let (snapshot, now) = (self.snapshot, self.now);
         resolver.turn(snapshot, lent, now, |mut late| {

@@ -255,9 +255,24 @@ fn duration_slot(elapsed: Duration) -> usize {
     slot.min(DURATION_SLOTS - 1)
 }
 
+/// The size buckets of the lengths below 512 bytes, where nearly every message falls: their
+/// bucket is one load instead of a walk over the bounds.
+const SMALL_SIZE_SLOTS: [u8; 512] = {
+    let mut slots = [0; 512];
+    let mut len = 0;
+    while len < slots.len() {
+        slots[len] = if len <= 400 { len.div_ceil(100) as u8 } else { 5 };
+        len += 1;
+    }
+    slots
+};
+
 /// The size bucket of a message of `len` bytes.
-#[inline]
+#[inline(always)]
 fn size_slot(len: usize) -> usize {
+    if let Some(&slot) = SMALL_SIZE_SLOTS.get(len) {
+        return usize::from(slot);
+    }
     match len {
         0..=400 => len.div_ceil(100),
         401..=511 => 5,
@@ -754,7 +769,27 @@ impl Default for RequestCounters {
 /// Reply counters by rcode: the eight named ones, then "other" ([`RCODE_NAMES`]).
 pub const RCODE_BUCKETS: usize = 9;
 
+/// The reply counter of each response code below 24 (BADCOOKIE, the highest named), so that
+/// counting a reply is one load.
+const RCODE_BUCKET: [u8; 24] = {
+    let mut buckets = [0; 24];
+    let mut code = 0;
+    while code < buckets.len() {
+        buckets[code] = named_rcode_bucket(code as u16) as u8;
+        code += 1;
+    }
+    buckets
+};
+
+#[inline(always)]
 fn rcode_bucket(code: u16) -> usize {
+    match RCODE_BUCKET.get(usize::from(code)) {
+        Some(&bucket) => usize::from(bucket),
+        None => RCODE_BUCKETS - 1,
+    }
+}
+
+const fn named_rcode_bucket(code: u16) -> usize {
     match code {
         rcode::NOERROR => 0,
         rcode::NXDOMAIN => 1,
@@ -822,8 +857,17 @@ impl Counters {
         self.reply(reply);
     }
 
+    #[inline(always)]
     fn reply(&self, reply: &Reply) {
         self.replies[rcode_bucket(reply.rcode)].incr();
+        if reply.truncated | reply.ignored_records | reply.trailing | reply.searched {
+            self.reply_notes(reply);
+        }
+    }
+
+    /// Counts what is rare in a reply, out of the common path.
+    #[cold]
+    fn reply_notes(&self, reply: &Reply) {
         if reply.truncated {
             self.truncated.incr();
         }
@@ -1224,6 +1268,19 @@ mod tests {
         for (slot, &bound) in SIZE_BOUNDS.iter().enumerate() {
             assert_eq!(size_slot(bound as usize), slot, "a bound is in its own bucket");
         }
+        for len in 0..=usize::from(u16::MAX) {
+            let first_holding = SIZE_BOUNDS.iter().position(|&bound| len as u64 <= bound);
+            assert_eq!(size_slot(len), first_holding.unwrap_or(SIZE_SLOTS - 1), "{len}");
+        }
+    }
+
+    #[test]
+    fn every_response_code_counts_in_its_named_bucket_or_as_other() {
+        for code in 0..4096u16 {
+            assert_eq!(rcode_bucket(code), named_rcode_bucket(code), "{code}");
+        }
+        assert_eq!(rcode_bucket(rcode::BADCOOKIE), 7);
+        assert_eq!(rcode_bucket(rcode::BADCOOKIE + 1), RCODE_BUCKETS - 1);
     }
 
     #[test]

@@ -257,7 +257,7 @@ impl Source for EtcdSource {
     fn serve(mut self: Box<Self>, settings: &Config) -> BoxFuture<'static, ()> {
         let generation = self.cell.load().generation + 1;
         let mut snapshot = build_entries(settings, &Arc::default(), generation, SystemTime::now());
-        for zone in &mut snapshot.zones {
+        for zone in snapshot.zones.iter_mut() {
             zone.state = ZoneState::Syncing;
         }
         publish(&self.cell, Arc::new(snapshot));

@@ -707,15 +707,18 @@ mod tests {
     fn one_name(apex: Name, owner: Name, slot: Slot, compiled: CompiledAnswer, ttls: (u32, u32)) -> Snapshot {
         let mut node = Node::default();
         node.set_answer(slot, Some(compiled));
-        let mut snapshot = Snapshot::default();
-        snapshot.zones.push(Zone::new(
-            apex,
-            ZoneKind::Authoritative,
-            ZoneState::Ready,
-            None,
-            ttls.0,
-            ttls.1,
-        ));
+        let mut snapshot = Snapshot {
+            zones: vec![Zone::new(
+                apex,
+                ZoneKind::Authoritative,
+                ZoneState::Ready,
+                None,
+                ttls.0,
+                ttls.1,
+            )]
+            .into(),
+            ..Snapshot::default()
+        };
         snapshot.nodes.insert(owner, node);
         snapshot
     }

@@ -6,7 +6,7 @@ use crate::cache::{Age, Entry, Relocation};
 use crate::cookie::{self, Verdict, COOKIE_LEN};
 use crate::dnssec::rrsets::{Records, Section};
 use crate::reply::size_limit;
-use crate::snapshot::rrset::CompiledAnswer;
+use crate::snapshot::rrset::{CompiledAnswer, RrsetSpan};
 use crate::snapshot::{Written, Zone, ZoneKind};
 use crate::wire::bytes::copy_short;
 use crate::wire::name::skip_name;
@@ -380,6 +380,23 @@ impl<'a> Responder<'a> {
             return self.does_not_fit();
         };
         let records = parts.records;
+        let whole = parts.whole;
+        if records.len() <= self.room() {
+            // Room for every record: the sets go in as compiled, each section in one piece
+            // unless a set of the answer rotates.
+            let (answer, additional) = records.split_at(whole.answer_len);
+            if whole.rotates {
+                for span in parts.answer {
+                    self.rotated(&answer[span.start as usize..span.end as usize], &span);
+                }
+            } else {
+                self.put(answer);
+            }
+            self.put(additional);
+            self.counts[1] += whole.answer_records;
+            self.counts[3] += whole.additional_records;
+            return;
+        }
         let answer_start = self.pos;
         for span in parts.answer {
             if span.len() > self.room() {
@@ -390,14 +407,7 @@ impl<'a> Responder<'a> {
                 }
                 return self.does_not_fit();
             }
-            let bytes = &records[span.start as usize..span.end as usize];
-            if span.rotate_len > 0 {
-                let cut = (self.ctx.rotation % span.count as u32) as usize * span.rotate_len as usize;
-                self.put(&bytes[cut..]);
-                self.put(&bytes[..cut]);
-            } else {
-                self.put(bytes);
-            }
+            self.rotated(&records[span.start as usize..span.end as usize], &span);
             self.counts[1] += span.count;
         }
         for span in parts.additional {
@@ -405,6 +415,19 @@ impl<'a> Responder<'a> {
                 self.put(&records[span.start as usize..span.end as usize]);
                 self.counts[3] += span.count;
             }
+        }
+    }
+
+    /// Copies `bytes`, the records of `span`, starting from the one this reply's rotation
+    /// picks when the set rotates.
+    #[inline(always)]
+    fn rotated(&mut self, bytes: &[u8], span: &RrsetSpan) {
+        if span.rotate_len > 0 {
+            let cut = (self.ctx.rotation % span.count as u32) as usize * span.rotate_len as usize;
+            self.put(&bytes[cut..]);
+            self.put(&bytes[..cut]);
+        } else {
+            self.put(bytes);
         }
     }
 

@@ -2,6 +2,7 @@
 //! open resolver on a cluster IP, so by default only loopback, link-local and private addresses
 //! are served recursion; everyone else gets REFUSED for names outside the zones.
 
+use crate::io::Peer;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
@@ -67,8 +68,10 @@ impl fmt::Display for Prefix {
     }
 }
 
-/// The recursion access list, checked on every query for a name outside the zones: kept as
-/// network and mask per family so that a check is a few integer comparisons.
+/// The recursion access list, checked on every query (its verdict also sets RA): kept as
+/// network and mask per family, their bytes in network order read as native integers as a
+/// socket address holds them ([`Peer::ip_raw`]), so that a check is a few integer comparisons
+/// on the datagram's address as it came.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Acl {
     prefixes: Vec<Prefix>,
@@ -85,8 +88,8 @@ impl Acl {
         let mut v6 = Vec::new();
         for p in &prefixes {
             match p.addr {
-                IpAddr::V4(net) => v4.push((net.to_bits() & mask32(p.len), mask32(p.len))),
-                IpAddr::V6(net) => v6.push((net.to_bits() & mask128(p.len), mask128(p.len))),
+                IpAddr::V4(net) => v4.push(((net.to_bits() & mask32(p.len)).to_be(), mask32(p.len).to_be())),
+                IpAddr::V6(net) => v6.push(((net.to_bits() & mask128(p.len)).to_be(), mask128(p.len).to_be())),
             }
         }
         Acl { prefixes, v4, v6 }
@@ -119,14 +122,26 @@ impl Acl {
     #[inline]
     pub fn allows(&self, ip: IpAddr) -> bool {
         match ip.to_canonical() {
-            IpAddr::V4(ip) => {
-                let ip = ip.to_bits();
-                self.v4.iter().any(|&(net, mask)| ip & mask == net)
-            }
-            IpAddr::V6(ip) => {
-                let ip = ip.to_bits();
-                self.v6.iter().any(|&(net, mask)| ip & mask == net)
-            }
+            IpAddr::V4(ip) => self.allows_raw((u128::from(ip.to_bits().to_be()), true)),
+            IpAddr::V6(ip) => self.allows_raw((ip.to_bits().to_be(), false)),
+        }
+    }
+
+    /// Whether the datagram's sender `peer` may use forwarding, read from its socket address
+    /// without making an [`IpAddr`] of it.
+    #[inline(always)]
+    pub(crate) fn allows_peer(&self, peer: &Peer) -> bool {
+        self.allows_raw(peer.ip_raw())
+    }
+
+    /// [`Acl::allows`] of an address in [`Peer::ip_raw`]'s form.
+    #[inline(always)]
+    fn allows_raw(&self, (ip, v4): (u128, bool)) -> bool {
+        if v4 {
+            let ip = ip as u32;
+            self.v4.iter().any(|&(net, mask)| ip & mask == net)
+        } else {
+            self.v6.iter().any(|&(net, mask)| ip & mask == net)
         }
     }
 
@@ -170,6 +185,33 @@ mod tests {
         for denied in ["8.8.8.8", "172.32.0.1", "192.169.0.1", "2001:db8::1", "100.64.0.1"] {
             assert!(!acl.allows(ip(denied)), "{denied}");
         }
+    }
+
+    #[test]
+    fn a_datagram_sender_is_judged_as_its_address_is() {
+        let acl: Acl = Acl::new(
+            ["10.20.0.0/16", "192.0.2.7", "fd00::/8", "2001:db8:1::/48"]
+                .map(|p| p.parse().unwrap())
+                .to_vec(),
+        );
+        for addr in [
+            "10.20.3.4",
+            "10.21.0.0",
+            "192.0.2.7",
+            "192.0.2.8",
+            "fd12::1",
+            "fe12::1",
+            "2001:db8:1:ffff::1",
+            "2001:db8:2::1",
+            "::ffff:10.20.0.1",
+            "::ffff:10.30.0.1",
+            "127.0.0.1",
+        ] {
+            let peer = Peer::from(std::net::SocketAddr::new(ip(addr), 53));
+            assert_eq!(acl.allows_peer(&peer), acl.allows(ip(addr)), "{addr}");
+        }
+        assert!(acl.allows_peer(&Peer::from(std::net::SocketAddr::new(ip("::ffff:10.20.0.1"), 53))));
+        assert!(!acl.allows_peer(&Peer::from(std::net::SocketAddr::new(ip("fe12::1"), 53))));
     }
 
     #[test]

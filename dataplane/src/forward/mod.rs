@@ -233,6 +233,15 @@ impl<P: Borrow<Peer>> Client<P> {
         }
     }
 
+    /// Whether the client passes the recursion access list `acl`.
+    #[inline(always)]
+    fn allowed_by(&self, acl: &Acl) -> bool {
+        match self {
+            Client::Udp { peer, .. } => acl.allows_peer(peer.borrow()),
+            Client::Tcp { peer, .. } => acl.allows(*peer),
+        }
+    }
+
     /// The transport the query came on.
     #[inline(always)]
     pub(crate) fn transport(&self) -> AnswerTransport {
@@ -369,7 +378,7 @@ impl Resolver {
             cache: &mut self.cache,
             routes: &self.routes,
             down: self.forwarder.down(),
-            allowed: self.acl.allows(client.ip()),
+            allowed: client.allowed_by(&self.acl),
             prohibited: false,
             now,
             resolved: None,
@@ -398,7 +407,7 @@ impl Resolver {
             cache: &mut self.cache,
             routes: &self.routes,
             down: self.forwarder.down(),
-            allowed: self.acl.allows(client.ip()),
+            allowed: client.allowed_by(&self.acl),
             prohibited: false,
             now,
             resolved: None,

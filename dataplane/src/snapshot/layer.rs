@@ -41,7 +41,7 @@ pub fn lay_under(base: &Snapshot, layer: &Layer, generation: u64) -> Snapshot {
             .cmp(&a.apex.wire().len())
             .then_with(|| a.apex.cmp(&b.apex))
     });
-    let mut zones = base.zones.clone();
+    let mut zones = base.zones.to_vec();
     zones.extend(own);
     let mut nodes = base.nodes.clone();
     for (name, node) in &layer.names {
@@ -58,7 +58,7 @@ pub fn lay_under(base: &Snapshot, layer: &Layer, generation: u64) -> Snapshot {
     }
     Snapshot {
         generation,
-        zones,
+        zones: zones.into(),
         nodes,
         hosts: base.hosts.clone(),
         leaves: base.leaves.clone(),

@@ -172,10 +172,14 @@ const MAX_SETS: usize = u16::MAX as usize;
 /// |---|---|
 /// | 2 | RRsets of the answer section (little-endian, as every number here) |
 /// | 2 | RRsets of the additional section |
-/// | 2 | length of the answer section's records; only when the additional section has RRsets |
+/// | 2 | length of the answer section's records |
+/// | 2 | records of the answer section, with bit 15 set when one of its sets rotates |
+/// | 2 | records of the additional section, at most `u16::MAX` |
 /// | 4 per RRset | length, then record count; for a set that rotates, its records' common length, then its count with bit 15 set |
 /// | rest | every record of both sections, back to back |
 ///
+/// The section totals let a reply with room for everything copy the records in one piece
+/// ([`Parts::whole`]); the entries serve a reply that must leave sets out or rotate them.
 /// No bytes at all mark an answer that overflows. Lengths fit two bytes because sections and
 /// sets are at most [`MAX_COMPILED`] bytes, and counts fit fifteen bits because a record takes
 /// at least 11 bytes.
@@ -198,40 +202,18 @@ enum Rich {
     Views(Views),
 }
 
-/// Where the parts of a compiled answer's layout are.
-struct Header {
-    /// RRsets of the answer section.
-    answer: usize,
-    /// RRsets of the additional section.
-    additional: usize,
-    /// Offset of the first RRset's entry.
-    entries: usize,
-    /// Offset of the first record.
-    records: usize,
-}
+/// Length of a compiled answer's header: the five numbers before the entries.
+const HEADER_LEN: usize = 10;
 
-impl Header {
-    /// Reads the header of `data`; an overflowing answer's has no RRsets.
-    #[inline(always)]
-    fn of(data: &[u8]) -> Header {
-        let Some(&[a0, a1, d0, d1]) = data.first_chunk::<4>() else {
-            return Header {
-                answer: 0,
-                additional: 0,
-                entries: 0,
-                records: 0,
-            };
-        };
-        let answer = usize::from(u16::from_le_bytes([a0, a1]));
-        let additional = usize::from(u16::from_le_bytes([d0, d1]));
-        let entries = if additional > 0 { 6 } else { 4 };
-        Header {
-            answer,
-            additional,
-            entries,
-            records: entries + 4 * (answer + additional),
-        }
-    }
+/// The totals a section's compilation leaves for the header.
+#[derive(Default)]
+struct Section {
+    /// RRsets kept.
+    sets: usize,
+    /// Their records.
+    records: usize,
+    /// Whether one of the kept sets rotates.
+    rotates: bool,
 }
 
 /// What a compiled answer names but does not resolve: SkyDNS completes these with upstream
@@ -284,21 +266,27 @@ impl CompiledAnswer {
     pub fn compile(qname: &LowerName, set: &AnswerSet) -> CompiledAnswer {
         let mut records = Vec::new();
         let mut entries = Vec::new();
-        let Some(answer_sets) = compile_section(&mut records, &mut entries, qname, &set.answer, TooLong::Overflows)
-        else {
+        let Some(answer) = compile_section(&mut records, &mut entries, qname, &set.answer, TooLong::Overflows) else {
             return CompiledAnswer::overflowing();
         };
         let answer_len = records.len();
         if answer_len > MAX_COMPILED {
             return CompiledAnswer::overflowing();
         }
-        let additional_sets =
-            compile_section(&mut records, &mut entries, qname, &set.additional, TooLong::IsLeftOut).unwrap_or(0);
-        let mut data = Vec::with_capacity(6 + entries.len() + records.len());
-        data.extend_from_slice(&(answer_sets as u16).to_le_bytes());
-        data.extend_from_slice(&(additional_sets as u16).to_le_bytes());
-        if additional_sets > 0 {
-            data.extend_from_slice(&(answer_len as u16).to_le_bytes());
+        let additional =
+            compile_section(&mut records, &mut entries, qname, &set.additional, TooLong::IsLeftOut).unwrap_or_default();
+        // Fewer than 6,000 records fit an answer section of at most `MAX_COMPILED` bytes.
+        let answer_records = answer.records as u16 | if answer.rotates { ROTATES } else { 0 };
+        let additional_records = additional.records.min(usize::from(u16::MAX)) as u16;
+        let mut data = Vec::with_capacity(HEADER_LEN + entries.len() + records.len());
+        for number in [
+            answer.sets as u16,
+            additional.sets as u16,
+            answer_len as u16,
+            answer_records,
+            additional_records,
+        ] {
+            data.extend_from_slice(&number.to_le_bytes());
         }
         data.extend_from_slice(&entries);
         data.extend_from_slice(&records);
@@ -352,29 +340,29 @@ impl CompiledAnswer {
     /// of every answer it copies. `None` for an answer that overflows.
     #[inline(always)]
     pub fn parts(&self) -> Option<Parts<'_>> {
-        let data = self.data();
-        if data.is_empty() {
-            return None;
-        }
-        let header = Header::of(data);
-        let additional_entries = header.entries + 4 * header.answer;
-        let additional = match header.additional {
-            0 => Spans {
-                entries: &[],
-                offset: 0,
-            },
-            _ => Spans {
-                entries: &data[additional_entries..header.records],
-                offset: u32::from(u16::from_le_bytes([data[4], data[5]])),
-            },
-        };
+        let (&[a0, a1, d0, d1, l0, l1, r0, r1, e0, e1], rest) = self.data().split_first_chunk::<HEADER_LEN>()?;
+        let answer_sets = usize::from(u16::from_le_bytes([a0, a1]));
+        let additional_sets = usize::from(u16::from_le_bytes([d0, d1]));
+        let answer_len = u16::from_le_bytes([l0, l1]);
+        let answer_records = u16::from_le_bytes([r0, r1]);
+        let (entries, records) = rest.split_at(4 * (answer_sets + additional_sets));
+        let (answer, additional) = entries.split_at(4 * answer_sets);
         Some(Parts {
-            records: &data[header.records..],
+            records,
             answer: Spans {
-                entries: &data[header.entries..additional_entries],
+                entries: answer,
                 offset: 0,
             },
-            additional,
+            additional: Spans {
+                entries: additional,
+                offset: u32::from(answer_len),
+            },
+            whole: Whole {
+                answer_len: usize::from(answer_len),
+                answer_records: answer_records & !ROTATES,
+                additional_records: u16::from_le_bytes([e0, e1]),
+                rotates: answer_records & ROTATES != 0,
+            },
         })
     }
 
@@ -441,6 +429,23 @@ pub struct Parts<'a> {
     pub answer: Spans<'a>,
     /// The additional section's RRsets.
     pub additional: Spans<'a>,
+    /// Both sections' totals, for a reply with room for every record.
+    pub whole: Whole,
+}
+
+/// The totals of a compiled answer's sections: a reply with room for all of its records copies
+/// them in one piece (the answer section's in two, around the rotation, when a set rotates)
+/// instead of set by set.
+#[derive(Debug, Clone, Copy)]
+pub struct Whole {
+    /// Length of the answer section's records, which come first in [`Parts::records`].
+    pub answer_len: usize,
+    /// Records of the answer section.
+    pub answer_records: u16,
+    /// Records of the additional section.
+    pub additional_records: u16,
+    /// Whether a set of the answer section rotates, so that it is copied set by set.
+    pub rotates: bool,
 }
 
 impl Iterator for Spans<'_> {
@@ -486,20 +491,20 @@ enum TooLong {
 }
 
 /// Appends the records of `sets` to `records` and an entry per set to `entries` (see
-/// [`CompiledAnswer`]'s layout), at most [`MAX_SETS`] of them; returns how many sets it kept,
-/// or `None` when a set is too long and `too_long` says the answer then overflows. Empty sets
-/// are left out.
+/// [`CompiledAnswer`]'s layout), at most [`MAX_SETS`] of them; returns the totals of the sets it
+/// kept, or `None` when a set is too long and `too_long` says the answer then overflows. Empty
+/// sets are left out.
 fn compile_section(
     records: &mut Vec<u8>,
     entries: &mut Vec<u8>,
     qname: &LowerName,
     sets: &[Rrset],
     too_long: TooLong,
-) -> Option<usize> {
-    let mut kept = 0;
+) -> Option<Section> {
+    let mut kept = Section::default();
     let mut lens = Vec::new();
     for set in sets {
-        if kept == MAX_SETS {
+        if kept.sets == MAX_SETS {
             break;
         }
         if set.records.is_empty() {
@@ -524,13 +529,15 @@ fn compile_section(
         let count = set.records.len() as u16;
         let uniform = lens.windows(2).all(|w| w[0] == w[1]);
         let entry = if set.rotate && set.records.len() > 1 && uniform {
+            kept.rotates = true;
             [lens[0] as u16, count | ROTATES]
         } else {
             [len as u16, count]
         };
         entries.extend_from_slice(&entry[0].to_le_bytes());
         entries.extend_from_slice(&entry[1].to_le_bytes());
-        kept += 1;
+        kept.sets += 1;
+        kept.records += set.records.len();
     }
     Some(kept)
 }
@@ -602,7 +609,7 @@ mod tests {
     }
 
     #[test]
-    fn one_address_takes_its_record_and_eight_bytes() {
+    fn one_address_takes_its_record_and_fourteen_bytes() {
         let set = AnswerSet {
             flattened: Vec::new(),
             answer: vec![addresses(None, &[1], true)],
@@ -617,7 +624,7 @@ mod tests {
         };
         assert_eq!(compiled.answer().collect::<Vec<_>>(), [span]);
         assert_eq!(compiled.additional().count(), 0);
-        assert_eq!((compiled.bytes().len(), compiled.heap_size()), (16, 24));
+        assert_eq!((compiled.bytes().len(), compiled.heap_size()), (16, 30));
         assert!(!compiled.overflow() && compiled.beyond().is_none());
     }
 
@@ -646,6 +653,13 @@ mod tests {
             (2, additional[0].len() as u16 / 2)
         );
         assert_eq!(additional[0].end as usize, compiled.bytes().len());
+        let whole = compiled.parts().expect("fits").whole;
+        assert_eq!(
+            whole.answer_len, answer[1].end as usize,
+            "the answer's records come first"
+        );
+        assert_eq!((whole.answer_records, whole.additional_records), (5, 2));
+        assert!(whole.rotates, "the first set rotates");
     }
 
     #[test]
@@ -676,6 +690,13 @@ mod tests {
         assert_eq!(additional.len(), 1);
         assert_eq!((additional[0].start, additional[0].count), (16, 1));
         assert_eq!(additional[0].end as usize, compiled.bytes().len());
+        let whole = compiled.parts().expect("fits").whole;
+        assert_eq!(
+            (whole.answer_records, whole.additional_records),
+            (1, 1),
+            "the left-out set counts no records"
+        );
+        assert!(!whole.rotates);
     }
 
     #[test]

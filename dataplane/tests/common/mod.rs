@@ -58,16 +58,17 @@ fn a_set(owner: Option<&str>, ips: impl IntoIterator<Item = Ipv4Addr>, ttl: u32)
 pub fn snapshot() -> Snapshot {
     let mut snap = Snapshot {
         generation: 1,
+        zones: vec![Zone::new(
+            name(ZONE),
+            ZoneKind::Authoritative,
+            ZoneState::Ready,
+            Some(soa_rdata()),
+            60,
+            3600,
+        )]
+        .into(),
         ..Snapshot::default()
     };
-    snap.zones.push(Zone::new(
-        name(ZONE),
-        ZoneKind::Authoritative,
-        ZoneState::Ready,
-        Some(soa_rdata()),
-        60,
-        3600,
-    ));
     let soa = AnswerSet {
         flattened: Vec::new(),
         answer: vec![Rrset {

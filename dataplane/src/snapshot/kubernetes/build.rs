@@ -48,7 +48,7 @@ const SOA_TTL_CAP: u32 = 300;
 pub fn syncing(config: &Config, generation: u64, now: SystemTime) -> Snapshot {
     Snapshot {
         generation,
-        zones: zones(config, ZoneState::Syncing, now),
+        zones: zones(config, ZoneState::Syncing, now).into(),
         ..Snapshot::default()
     }
 }
@@ -177,7 +177,7 @@ fn snapshot(zones: Vec<Zone>, nodes: Nodes, hosts: Hosts, generation: u64, clust
     );
     Snapshot {
         generation,
-        zones,
+        zones: zones.into(),
         nodes,
         hosts,
         leaves: Default::default(),

@@ -205,7 +205,7 @@ pub fn update(
     };
     Some(Snapshot {
         generation,
-        zones,
+        zones: zones.into(),
         nodes,
         hosts,
         leaves,
@@ -290,7 +290,7 @@ fn rebased(config: &Config, before: &Snapshot, base: &Snapshot, zones: &mut [Zon
 /// `previous`'s zones with the cluster zones `fresh` in their places; `None` when `previous`
 /// does not hold one of them ready (it was not built from a synced cluster).
 fn renewed(previous: &Snapshot, fresh: Vec<Zone>) -> Option<Vec<Zone>> {
-    let mut zones = previous.zones.clone();
+    let mut zones = previous.zones.to_vec();
     for zone in fresh {
         let held = zones
             .iter_mut()

@@ -135,7 +135,7 @@ fn build_from(
     );
     Snapshot {
         generation,
-        zones,
+        zones: zones.into(),
         nodes,
         hosts: Default::default(),
         leaves,

@@ -84,7 +84,7 @@ pub(crate) fn update(
         reverse_edits(config, records, &zones, &reverse, &mut nodes);
         let snapshot = Snapshot {
             generation,
-            zones,
+            zones: zones.into(),
             nodes,
             hosts: Default::default(),
             leaves: previous.leaves.clone(),
@@ -153,7 +153,7 @@ pub(crate) fn update(
     );
     let snapshot = Snapshot {
         generation,
-        zones,
+        zones: zones.into(),
         nodes,
         hosts: Default::default(),
         leaves,

@@ -134,7 +134,7 @@ fn assert_same(updated: &Snapshot, built: &Snapshot, seed: u64, step: usize) {
         assert_eq!(other.views(), node.views(), "{name}: views (seed {seed}, step {step})");
     }
     assert_eq!(updated.zones.len(), built.zones.len());
-    for (u, b) in updated.zones.iter().zip(&built.zones) {
+    for (u, b) in updated.zones.iter().zip(built.zones.iter()) {
         assert_eq!((&u.apex, &u.soa_rdata), (&b.apex, &b.soa_rdata));
     }
     let (u, b) = (updated.skydns.as_ref().unwrap(), built.skydns.as_ref().unwrap());
