@@ -13,7 +13,7 @@
 
 use super::entry::{Entry, Host, HostKind};
 use super::index::Index;
-use super::key::{components, is_path_of, is_wildcard, name_of, wire_of};
+use super::key::{components, depth, is_path_of, is_wildcard, name_of, wire_of};
 use super::srv::{effective_weight, normalised_weight};
 use crate::snapshot::written::{Cursor, Written};
 use crate::wire::name::{name_hash, same_wire};
@@ -39,6 +39,12 @@ fn shard_of(hash: u64) -> usize {
     (hash >> SHARD_SHIFT) as usize % SHARDS
 }
 
+/// The bit of [`Leaves`]'s depths that names of `labels` labels have (at most 127 in a name).
+#[inline(always)]
+fn depth_bit(labels: usize) -> u128 {
+    1 << labels.min(127)
+}
+
 /// The hash a query for the name at `path` looks the entry up by.
 fn hash_of(path: &[u8]) -> u64 {
     let mut buf = [0; MAX_NAME_LEN];
@@ -60,6 +66,11 @@ pub struct Leaves {
     /// Another source's names may shadow a leaf (a composed snapshot): a leaf then answers only
     /// where no node or cluster table holds its name.
     shadowed: bool,
+    /// Bit `n` set when a leaf may have `n` labels: a name of another depth is no leaf, which
+    /// spares the names of directories (a service above its instances, most often one label
+    /// above every leaf) the table lookup. A removal leaves its bit set, which costs a name of
+    /// that depth a lookup, never an answer; a full build starts it again.
+    depths: u128,
     shards: Box<[Arc<Shard>]>,
     len: usize,
 }
@@ -73,6 +84,7 @@ impl Default for Leaves {
             priority: 0,
             apex: Box::default(),
             shadowed: false,
+            depths: 0,
             shards: (0..SHARDS).map(|_| Arc::clone(&empty)).collect(),
             len: 0,
         }
@@ -102,6 +114,7 @@ impl Leaves {
     /// The entries of `leaves` (each a leaf's, see [`Leaves::leaf_of`]), each shard sized once.
     pub(super) fn with_entries(mut self, leaves: Vec<Arc<Entry>>) -> Leaves {
         let hashed: Vec<(u64, Arc<Entry>)> = leaves.into_iter().map(|e| (hash_of(e.path()), e)).collect();
+        self.depths |= hashed.iter().fold(0, |bits, (_, e)| bits | depth_bit(depth(e.path())));
         let mut counts = [0usize; SHARDS];
         for (hash, _) in &hashed {
             counts[shard_of(*hash)] += 1;
@@ -175,7 +188,7 @@ impl Leaves {
     /// Allocation-free, for the query path.
     #[inline(always)]
     pub fn get(&self, qname: &LowerName) -> Option<Leaf<'_>> {
-        if self.len == 0 {
+        if self.depths & depth_bit(qname.label_count()) == 0 {
             return None;
         }
         let wire = qname.wire();
@@ -209,6 +222,7 @@ impl Leaves {
     /// Makes `entry` the leaf of its name, unless that very entry is already (which would
     /// copy its shard for nothing).
     pub(super) fn insert(&mut self, entry: &Arc<Entry>) {
+        self.depths |= depth_bit(depth(entry.path()));
         let h = hash_of(entry.path());
         let index = shard_of(h);
         let same = |e: &Arc<Entry>| e.path() == entry.path();

@@ -403,3 +403,40 @@ fn a_large_name_stays_as_it_was_until_its_catch_up_and_then_equals_a_full_build(
     assert!(caught_up.stale.is_empty());
     assert_same(&caught_up.snapshot, &build(&config, &records, 3, now), 0, 0);
 }
+
+#[test]
+fn a_leaf_of_a_depth_no_leaf_had_is_found_once_an_update_adds_it() {
+    let now = UNIX_EPOCH + Duration::from_secs(1_700_001_234);
+    let config = config();
+    let mut records: Vec<(String, Service)> = (1..=3)
+        .map(|i| {
+            (
+                format!("/skydns/test/skydns/d/r{i}"),
+                super::host(&format!("10.0.0.{i}")),
+            )
+        })
+        .collect();
+    let previous = build(&config, &records, 1, now);
+    let solo = "/skydns/test/skydns/solo".to_owned();
+    records.push((solo.clone(), super::host("10.0.9.9")));
+    records.sort_by(|a, b| a.0.cmp(&b.0));
+    let updated = update(
+        &previous,
+        &config,
+        &Arc::new(typed(&config, &records).0),
+        std::slice::from_ref(&solo),
+        &[],
+        2,
+        now,
+    )
+    .unwrap()
+    .snapshot;
+    let lower = |name: &str| crate::wire::LowerName::from_wire(Name::from_dotted(name).unwrap().wire()).unwrap();
+    let (leaf, _) = updated
+        .leaf(&lower("solo.skydns.test."))
+        .expect("a leaf one label above the others");
+    assert_eq!(leaf.v4(), Some(std::net::Ipv4Addr::new(10, 0, 9, 9)));
+    assert!(updated.leaf(&lower("r2.d.skydns.test.")).is_some());
+    assert!(previous.leaf(&lower("solo.skydns.test.")).is_none());
+    assert_same(&updated, &build(&config, &records, 2, now), 0, 0);
+}
