@@ -39,10 +39,10 @@ fn shard_of(hash: u64) -> usize {
     (hash >> SHARD_SHIFT) as usize % SHARDS
 }
 
-/// The bit of [`Leaves`]'s depths that names of `labels` labels have (at most 127 in a name).
+/// The bit of [`Leaves`]'s depths that names of `labels` labels have.
 #[inline(always)]
-fn depth_bit(labels: usize) -> u128 {
-    1 << labels.min(127)
+fn depth_bit(labels: usize) -> u64 {
+    1 << labels.min(63)
 }
 
 /// The hash a query for the name at `path` looks the entry up by.
@@ -66,11 +66,11 @@ pub struct Leaves {
     /// Another source's names may shadow a leaf (a composed snapshot): a leaf then answers only
     /// where no node or cluster table holds its name.
     shadowed: bool,
-    /// Bit `n` set when a leaf may have `n` labels: a name of another depth is no leaf, which
-    /// spares the names of directories (a service above its instances, most often one label
-    /// above every leaf) the table lookup. A removal leaves its bit set, which costs a name of
-    /// that depth a lookup, never an answer; a full build starts it again.
-    depths: u128,
+    /// Bit `n` set when a leaf may have `n` labels (bit 63: 63 or more): a name of another
+    /// depth is no leaf, which spares the names of directories (a service above its instances,
+    /// most often one label above every leaf) the table lookup. A removal leaves its bit set,
+    /// which costs a name of that depth a lookup, never an answer; a full build starts it again.
+    depths: u64,
     shards: Box<[Arc<Shard>]>,
     len: usize,
 }
