@@ -261,7 +261,7 @@ const SMALL_SIZE_SLOTS: [u8; 512] = {
     let mut slots = [0; 512];
     let mut len = 0;
     while len < slots.len() {
-        slots[len] = if len <= 400 { len.div_ceil(100) as u8 } else { 5 };
+        slots[len] = bounded_size_slot(len) as u8;
         len += 1;
     }
     slots
@@ -270,22 +270,22 @@ const SMALL_SIZE_SLOTS: [u8; 512] = {
 /// The size bucket of a message of `len` bytes.
 #[inline(always)]
 fn size_slot(len: usize) -> usize {
-    if let Some(&slot) = SMALL_SIZE_SLOTS.get(len) {
-        return usize::from(slot);
+    match SMALL_SIZE_SLOTS.get(len) {
+        Some(&slot) => usize::from(slot),
+        None => bounded_size_slot(len),
     }
-    match len {
-        0..=400 => len.div_ceil(100),
-        401..=511 => 5,
-        512..=1023 => 6,
-        1024..=2047 => 7,
-        2048..=4095 => 8,
-        4096..=8291 => 9,
-        8292..=16000 => 10,
-        16001..=32000 => 11,
-        32001..=48000 => 12,
-        48001..=64000 => 13,
-        _ => 14,
+}
+
+/// The first size bucket whose bound holds `len`, found by walking [`SIZE_BOUNDS`].
+const fn bounded_size_slot(len: usize) -> usize {
+    let mut slot = 0;
+    while slot < SIZE_BOUNDS.len() {
+        if len as u64 <= SIZE_BOUNDS[slot] {
+            return slot;
+        }
+        slot += 1;
     }
+    SIZE_SLOTS - 1
 }
 
 /// The question types counted by name, as CoreDNS counts them (its `monitorType` list, in
