@@ -95,7 +95,7 @@ fn benches(c: &mut Criterion) {
             b.iter(|| {
                 ctx.rotation = ctx.rotation.wrapping_add(1);
                 match answer(black_box(q), &snap, &ctx, &mut out) {
-                    Outcome::Reply(r) => r.len,
+                    Outcome::Reply(r) => r.len(),
                     Outcome::Drop(_) => 0,
                 }
             })
@@ -152,7 +152,7 @@ fn cache_hit(c: &mut Criterion) {
                     Resolution::Cached {
                         outcome: Outcome::Reply(r),
                         ..
-                    } => r.len,
+                    } => r.len(),
                     other => panic!("not a cache hit: {other:?}"),
                 }
             })

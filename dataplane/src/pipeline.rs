@@ -282,8 +282,11 @@ impl Turn<'_> {
             }
         };
         if let (true, Some(rrl), Client::Udp { peer, .. }) = (rate_limited(transport), self.rrl.as_mut(), client) {
-            if !reply.valid_cookie {
-                match rrl.limiter.judge(peer.borrow(), &out[..reply.len], &reply, rrl.second) {
+            if !reply.valid_cookie() {
+                match rrl
+                    .limiter
+                    .judge(peer.borrow(), &out[..reply.len()], &reply, rrl.second)
+                {
                     Action::Send => {}
                     Action::Drop => {
                         self.stats.rrl_dropped.incr();
@@ -291,7 +294,7 @@ impl Turn<'_> {
                     }
                     Action::Slip => {
                         self.stats.rrl_slipped.incr();
-                        let len = rrl::slip(out, reply.len);
+                        let len = rrl::slip(out, reply.len());
                         self.stats.slipped(&reply, len);
                         return Settled::Slipped(len);
                     }
@@ -299,6 +302,6 @@ impl Turn<'_> {
             }
         }
         self.stats.outcome(transport, &outcome);
-        Settled::Sent(reply.len)
+        Settled::Sent(reply.len())
     }
 }

@@ -464,7 +464,7 @@ impl CacheKind {
     #[inline]
     fn of_reply(reply: &[u8], facts: &Reply) -> CacheKind {
         let answers = reply.get(6..8).map_or(0, |c| u16::from_be_bytes([c[0], c[1]]));
-        if facts.rcode == rcode::NOERROR && answers > 0 {
+        if facts.rcode() == rcode::NOERROR && answers > 0 {
             CacheKind::Success
         } else {
             CacheKind::Denial
@@ -498,7 +498,7 @@ impl<'a> Asked<'a> {
     fn qtype(self) -> u16 {
         match self {
             Asked::Reply(reply, facts) => {
-                let end = usize::from(facts.question_end);
+                let end = usize::from(facts.question_end());
                 match end.checked_sub(4).and_then(|at| reply.get(at..at + 2)) {
                     Some(t) if end > HEADER_LEN + 4 => u16::from_be_bytes([t[0], t[1]]),
                     _ => 0,
@@ -839,7 +839,7 @@ impl Counters {
     pub(crate) fn outcome(&self, transport: Transport, outcome: &Outcome) {
         match outcome {
             Outcome::Reply(reply) => {
-                self.response_size[transport as usize].observe(size_slot(reply.len), reply.len as u64, 1);
+                self.response_size[transport as usize].observe(size_slot(reply.len()), reply.len() as u64, 1);
                 self.reply(reply);
             }
             Outcome::Drop(DropReason::TooShort) => self.dropped_too_short.incr(),
@@ -859,8 +859,8 @@ impl Counters {
 
     #[inline(always)]
     fn reply(&self, reply: &Reply) {
-        self.replies[rcode_bucket(reply.rcode)].incr();
-        if reply.truncated | reply.ignored_records | reply.trailing | reply.searched {
+        self.replies[rcode_bucket(reply.rcode())].incr();
+        if reply.truncated() | reply.ignored_records() | reply.trailing() | reply.searched() {
             self.reply_notes(reply);
         }
     }
@@ -868,16 +868,16 @@ impl Counters {
     /// Counts what is rare in a reply, out of the common path.
     #[cold]
     fn reply_notes(&self, reply: &Reply) {
-        if reply.truncated {
+        if reply.truncated() {
             self.truncated.incr();
         }
-        if reply.ignored_records {
+        if reply.ignored_records() {
             self.ignored_records.incr();
         }
-        if reply.trailing {
+        if reply.trailing() {
             self.trailing_bytes.incr();
         }
-        if reply.searched {
+        if reply.searched() {
             self.autopath_success.incr();
         }
     }
@@ -1032,6 +1032,7 @@ impl RateLimitedWarning {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reply::note;
 
     fn query(stats: &WorkerStats, transport: Transport, outcome: &Outcome) {
         stats.requested(transport, AddressFamily::V4, Asked::of(outcome, &[], &[]));
@@ -1052,17 +1053,7 @@ mod tests {
     }
 
     fn reply(code: u16) -> Outcome {
-        Outcome::Reply(Reply {
-            len: 12,
-            rcode: code,
-            truncated: false,
-            ignored_records: false,
-            trailing: false,
-            valid_cookie: false,
-            question_end: 0,
-            name_hash: 0,
-            searched: false,
-        })
+        Outcome::Reply(Reply::new(12, code, 0, 0))
     }
 
     #[test]
@@ -1074,17 +1065,12 @@ mod tests {
         query(
             &stats,
             Transport::Tcp,
-            &Outcome::Reply(Reply {
-                len: 12,
-                rcode: 0,
-                truncated: true,
-                ignored_records: true,
-                trailing: true,
-                valid_cookie: false,
-                question_end: 0,
-                name_hash: 0,
-                searched: false,
-            }),
+            &Outcome::Reply(Reply::new(
+                12,
+                0,
+                0,
+                note::TRUNCATED | note::IGNORED_RECORDS | note::TRAILING,
+            )),
         );
         query(&stats, Transport::Udp, &Outcome::Drop(DropReason::TooShort));
         query(&stats, Transport::Tcp, &Outcome::Drop(DropReason::Response));
@@ -1117,17 +1103,7 @@ mod tests {
         let slot = |name: &str| QUESTION_TYPES.iter().position(|(_, n)| *n == name).unwrap();
         let aaaa = wire_query("web.example.org", rtype::AAAA);
         // The reply echoes the question; its type is read where the question ends.
-        let facts = Reply {
-            len: aaaa.len(),
-            rcode: rcode::NOERROR,
-            truncated: false,
-            ignored_records: false,
-            trailing: false,
-            valid_cookie: false,
-            question_end: aaaa.len() as u16,
-            name_hash: 0,
-            searched: false,
-        };
+        let facts = Reply::new(aaaa.len(), rcode::NOERROR, aaaa.len() as u16, 0);
         stats.requested(Transport::Udp, AddressFamily::V4, Asked::Reply(&aaaa, &facts));
         stats.requested(
             Transport::Tcp,
@@ -1183,17 +1159,7 @@ mod tests {
     fn cache_hits_are_split_into_success_and_denial() {
         let stats = WorkerStats::default();
         let mut reply = wire_query("a.org", rtype::A);
-        let facts = |code| Reply {
-            len: reply.len(),
-            rcode: code,
-            truncated: false,
-            ignored_records: false,
-            trailing: false,
-            valid_cookie: false,
-            question_end: 0,
-            name_hash: 0,
-            searched: false,
-        };
+        let facts = |code| Reply::new(reply.len(), code, 0, 0);
         let (noerror, nxdomain) = (facts(rcode::NOERROR), facts(rcode::NXDOMAIN));
         stats.cache_hit(&Outcome::Reply(noerror), &reply);
         stats.cache_hit(&Outcome::Reply(nxdomain), &reply);
@@ -1306,7 +1272,7 @@ mod tests {
             unreachable!("a reply")
         };
         // Built with 380 bytes, sent as its header, question and OPT: 40.
-        stats.slipped(&Reply { len: 380, ..built }, 40);
+        stats.slipped(&built.with_len(380), 40);
         let mut t = Totals::default();
         stats.add_to(&mut t);
         assert_eq!(t.replies_nxdomain, 1);

@@ -238,7 +238,7 @@ fn cookies_are_made_and_checked_at_the_time_the_context_gives_and_nothing_else()
         let Outcome::Reply(reply) = answer(&query(7, Some(cookie)), &snapshot, &ctx, &mut out) else {
             panic!("dropped");
         };
-        out.truncate(reply.len);
+        out.truncate(reply.len());
         out
     };
     let stamp = 1_800_000_000;

@@ -109,7 +109,7 @@ impl Fixture {
             | Resolution::Cached {
                 outcome: Outcome::Reply(r),
                 ..
-            } => r.len,
+            } => r.len(),
             _ => 0,
         };
         out.truncate(len);

@@ -350,8 +350,8 @@ fn answer_and_authority_records_in_a_query_are_ignored_and_noted() {
     let Outcome::Reply(r) = answer(&q.bytes(), &snapshot(), &Context::new(Transport::Udp), &mut out) else {
         panic!()
     };
-    assert!(r.ignored_records);
-    let reply = hickory_proto::op::Message::from_vec(&out[..r.len]).unwrap();
+    assert!(r.ignored_records());
+    let reply = hickory_proto::op::Message::from_vec(&out[..r.len()]).unwrap();
     assert_eq!(reply.answers().len(), 2);
 }
 
@@ -363,9 +363,9 @@ fn trailing_bytes_are_ignored_and_noted() {
     let Outcome::Reply(r) = answer(&bytes, &snapshot(), &Context::new(Transport::Udp), &mut out) else {
         panic!()
     };
-    assert!(r.trailing);
+    assert!(r.trailing());
     assert_eq!(
-        hickory_proto::op::Message::from_vec(&out[..r.len])
+        hickory_proto::op::Message::from_vec(&out[..r.len()])
             .unwrap()
             .answers()
             .len(),
@@ -417,7 +417,7 @@ fn address_rrsets_rotate_between_queries() {
         let Outcome::Reply(r) = answer(&q, &snapshot(), &ctx, &mut out) else {
             panic!()
         };
-        let reply = hickory_proto::op::Message::from_vec(&out[..r.len]).unwrap();
+        let reply = hickory_proto::op::Message::from_vec(&out[..r.len()]).unwrap();
         reply.answers()[0].data().unwrap().clone()
     };
     assert_ne!(first(0), first(1));

@@ -137,8 +137,8 @@ proptest! {
             if let skyline_dataplane::Outcome::Reply(r) =
                 skyline_dataplane::answer(&bytes, &snap, &skyline_dataplane::Context::new(transport), &mut out)
             {
-                prop_assert!(r.len >= 12);
-                prop_assert!(Message::from_vec(&out[..r.len]).is_ok() || out[2] & 0x78 != 0);
+                prop_assert!(r.len() >= 12);
+                prop_assert!(Message::from_vec(&out[..r.len()]).is_ok() || out[2] & 0x78 != 0);
             }
         }
     }

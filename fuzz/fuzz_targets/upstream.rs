@@ -230,7 +230,7 @@ fn sent<'a>(client: &Client, outcome: Outcome, out: &'a [u8]) -> &'a [u8] {
     let Outcome::Reply(reply) = outcome else {
         panic!("a client of the forwarder gets no reply: {outcome:?}");
     };
-    let bytes = &out[..reply.len];
+    let bytes = &out[..reply.len()];
     forwarded::reply(client, bytes);
     bytes
 }

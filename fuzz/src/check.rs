@@ -20,7 +20,7 @@ pub fn answered<'o>(
     };
     match answer(query, snapshot, &ctx, out) {
         Outcome::Reply(reply) => {
-            let bytes = &out[..reply.len];
+            let bytes = &out[..reply.len()];
             self::reply(query, bytes, transport);
             Some(bytes)
         }

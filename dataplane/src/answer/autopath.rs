@@ -100,7 +100,7 @@ fn within<O: Outside>(
     let after = r.mark();
     let flow = found(r, q, candidate, question, snapshot, outside, at);
     r.relocate(after, candidate.wire().len(), target);
-    r.searched = true;
+    r.note_searched();
     if r.answers() > mark.1[1] + 1 {
         r.cname_ttl(mark.0);
         return Some(flow);

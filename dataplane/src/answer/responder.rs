@@ -5,7 +5,7 @@ use super::{Context, Reply, Transport, RFC8482_HINFO};
 use crate::cache::{Age, Entry, Relocation};
 use crate::cookie::{self, Verdict, COOKIE_LEN};
 use crate::dnssec::rrsets::{Records, Section};
-use crate::reply::size_limit;
+use crate::reply::{note, size_limit};
 use crate::snapshot::rrset::{CompiledAnswer, RrsetSpan};
 use crate::snapshot::{Written, Zone, ZoneKind};
 use crate::wire::bytes::copy_short;
@@ -49,14 +49,11 @@ pub(crate) struct Responder<'a> {
     has_opt: bool,
     /// The COOKIE option's data for the reply (room already subtracted).
     cookie: Option<[u8; COOKIE_LEN]>,
-    /// The query's server cookie is one this server made.
-    valid_cookie: bool,
     /// Offset just past the reply's question; 0 while it has none.
     question_end: u16,
-    /// The hash of the question's name, once it is written.
-    name_hash: u32,
-    /// The answer is a search list's (autopath), counted apart.
-    pub(crate) searched: bool,
+    /// The [`note`]s decided while answering: a valid server cookie, an answer from a search
+    /// list (autopath).
+    notes: u8,
 }
 
 impl<'a> Responder<'a> {
@@ -92,10 +89,8 @@ impl<'a> Responder<'a> {
             ede: None,
             has_opt: q.edns.is_some(),
             cookie: None,
-            valid_cookie: false,
             question_end: 0,
-            name_hash: 0,
-            searched: false,
+            notes: 0,
         }
     }
 
@@ -114,7 +109,9 @@ impl<'a> Responder<'a> {
         );
         self.limit = self.limit.saturating_sub(COOKIE_OPT_LEN);
         self.cookie = Some(reply);
-        self.valid_cookie = verdict.is_valid();
+        if verdict.is_valid() {
+            self.notes |= note::VALID_COOKIE;
+        }
         Some(verdict)
     }
 
@@ -315,7 +312,7 @@ impl<'a> Responder<'a> {
                 self.does_not_fit();
             }
         }
-        self.searched = true;
+        self.note_searched();
         true
     }
 
@@ -323,6 +320,11 @@ impl<'a> Responder<'a> {
     pub(crate) fn fail(&mut self, ede: u16) {
         self.rcode = rcode::SERVFAIL;
         self.set_ede(ede);
+    }
+
+    /// Marks the answer as one from further down a search list (autopath), counted apart.
+    pub(crate) fn note_searched(&mut self) {
+        self.notes |= note::SEARCHED;
     }
 
     pub(crate) fn room(&self) -> usize {
@@ -370,8 +372,6 @@ impl<'a> Responder<'a> {
         }
         self.counts[0] = 1;
         self.question_end = self.pos as u16;
-        // The low half: enough to key a rate limit, and it keeps a reply's facts in 24 bytes.
-        self.name_hash = qname.hash() as u32;
     }
 
     #[inline(always)]
@@ -382,17 +382,17 @@ impl<'a> Responder<'a> {
         let records = parts.records;
         let whole = parts.whole;
         if records.len() <= self.room() {
-            // Room for every record: the sets go in as compiled, each section in one piece
+            // Room for every record: the sets go in as compiled, both sections in one piece
             // unless a set of the answer rotates.
-            let (answer, additional) = records.split_at(whole.answer_len);
             if whole.rotates {
+                let (answer, additional) = records.split_at(whole.answer_len);
                 for span in parts.answer {
                     self.rotated(&answer[span.start as usize..span.end as usize], &span);
                 }
+                self.put(additional);
             } else {
-                self.put(answer);
+                self.put(records);
             }
-            self.put(additional);
             self.counts[1] += whole.answer_records;
             self.counts[3] += whole.additional_records;
             return;
@@ -625,10 +625,8 @@ impl<'a> Responder<'a> {
             opt_keepalive,
             ede: ede_code,
             cookie,
-            valid_cookie,
             question_end,
-            name_hash,
-            searched,
+            notes,
             ..
         } = self;
         if let Some(edns) = q.edns {
@@ -671,16 +669,10 @@ impl<'a> Responder<'a> {
             header[4 + 2 * i..6 + 2 * i].copy_from_slice(&c.to_be_bytes());
         }
         out[..HEADER_LEN].copy_from_slice(&header);
-        Reply {
-            len: pos,
-            rcode: code,
-            truncated: fl & flags::TC != 0,
-            ignored_records: q.ancount != 0 || q.nscount != 0,
-            trailing: q.trailing,
-            valid_cookie,
-            question_end,
-            name_hash,
-            searched,
-        }
+        let notes = notes
+            | u8::from(fl & flags::TC != 0) * note::TRUNCATED
+            | u8::from(q.ancount != 0 || q.nscount != 0) * note::IGNORED_RECORDS
+            | u8::from(q.trailing) * note::TRAILING;
+        Reply::new(pos, code, question_end, notes)
     }
 }

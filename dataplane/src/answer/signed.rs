@@ -340,7 +340,7 @@ fn unsigned_reply(snapshot: &Snapshot, qname: &[u8], qtype: u16, client: IpAddr,
     query[end + 2..end + 4].copy_from_slice(&class::IN.to_be_bytes());
     let ctx = Context::new(Transport::Tcp).with_client(client);
     match answer_inside(&query[..end + 4], snapshot, &ctx, out) {
-        Outcome::Reply(reply) if !reply.truncated => Some(reply.len),
+        Outcome::Reply(reply) if !reply.truncated() => Some(reply.len()),
         _ => None,
     }
 }

@@ -221,7 +221,7 @@ fn ask_at(
     let Outcome::Reply(reply) = answer(&query, snapshot, &ctx, &mut out) else {
         panic!("dropped");
     };
-    out.truncate(reply.len);
+    out.truncate(reply.len());
     out
 }
 

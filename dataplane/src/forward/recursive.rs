@@ -688,7 +688,7 @@ mod tests {
             match transport {
                 Transport::Tcp => {
                     assert_eq!((word & 0x000F, word & flags::TC, ancount), (rcode::SERVFAIL, 0, 0));
-                    assert!(r.len < 100, "header, question and OPT only");
+                    assert!(r.len() < 100, "header, question and OPT only");
                 }
                 Transport::Udp => assert_eq!((word & 0x000F, word & flags::TC), (rcode::NOERROR, flags::TC)),
             }
@@ -802,7 +802,7 @@ mod tests {
             | Resolution::Fetch {
                 outcome: Outcome::Reply(r),
                 ..
-            } => Some(hickory_proto::op::Message::from_vec(&out[..r.len]).unwrap()),
+            } => Some(hickory_proto::op::Message::from_vec(&out[..r.len()]).unwrap()),
             _ => None,
         };
         (resolution, reply)
@@ -1005,8 +1005,8 @@ mod tests {
                 outcome: Outcome::Reply(r),
                 ..
             } => (
-                Some(hickory_proto::op::Message::from_vec(&out[..r.len]).unwrap()),
-                r.searched,
+                Some(hickory_proto::op::Message::from_vec(&out[..r.len()]).unwrap()),
+                r.searched(),
             ),
             _ => (None, false),
         };

@@ -20,7 +20,7 @@ mod template;
 mod text;
 
 use crate::io::Peer;
-use crate::reply::{size_limit, Outcome, Reply, Transport};
+use crate::reply::{note, size_limit, Outcome, Reply, Transport};
 use crate::wire::query::parse_query_into;
 use crate::wire::types::{class, rcode, rtype, HEADER_LEN, MAX_NAME_LEN};
 use crate::wire::{LowerName, Query};
@@ -302,7 +302,6 @@ impl Plugins {
             question_len,
             qname: client_name,
             qname_len: qname.wire().len(),
-            name_hash: qname.hash() as u32,
             fired,
             fired_len: count,
             limit: size_limit(transport, q.edns),
@@ -426,7 +425,6 @@ pub(crate) struct Rewritten<'p> {
     question_len: usize,
     qname: [u8; MAX_NAME_LEN],
     qname_len: usize,
-    name_hash: u32,
     fired: [u16; MAX_FIRED],
     fired_len: usize,
     limit: usize,
@@ -451,7 +449,7 @@ impl Rewritten<'_> {
         };
         let mut small = [0u8; SMALL_REPLY];
         let heap;
-        let written = &out[..reply.len.min(out.len())];
+        let written = &out[..reply.len().min(out.len())];
         let source: &[u8] = if written.len() <= SMALL_REPLY {
             small[..written.len()].copy_from_slice(written);
             &small[..written.len()]
@@ -473,18 +471,18 @@ impl Rewritten<'_> {
                 .rev()
                 .fold(false, |changed, &i| rules[usize::from(i)].revert(owner) | changed)
         });
-        Outcome::Reply(Reply {
-            len: restored.len,
-            rcode: if restored.rcode == reply.rcode & 0x000F {
-                reply.rcode
-            } else {
-                restored.rcode
-            },
-            truncated: restored.truncated,
-            question_end: (HEADER_LEN + self.question_len) as u16,
-            name_hash: self.name_hash,
-            ..reply
-        })
+        let rcode = if restored.rcode == reply.rcode() & 0x000F {
+            reply.rcode()
+        } else {
+            restored.rcode
+        };
+        let notes = reply.notes() & !note::TRUNCATED | u8::from(restored.truncated) * note::TRUNCATED;
+        Outcome::Reply(Reply::new(
+            restored.len,
+            rcode,
+            (HEADER_LEN + self.question_len) as u16,
+            notes,
+        ))
     }
 }
 
@@ -629,7 +627,7 @@ mod tests {
         else {
             panic!("not answered");
         };
-        let m = Message::from_vec(&out[..reply.len]).unwrap();
+        let m = Message::from_vec(&out[..reply.len()]).unwrap();
         assert_eq!(m.response_code(), ResponseCode::NXDomain);
         assert!(m.authoritative());
         assert_eq!(m.queries()[0].name().to_ascii(), "printer.local.");
@@ -649,7 +647,7 @@ mod tests {
         else {
             panic!("not answered");
         };
-        let m = Message::from_vec(&out[..reply.len]).unwrap();
+        let m = Message::from_vec(&out[..reply.len()]).unwrap();
         assert!(m.answers().is_empty());
         let extra = m.additionals();
         assert_eq!(extra[0].data(), Some(&RData::A(Ipv4Addr::new(192, 0, 2, 7).into())));
@@ -674,7 +672,7 @@ mod tests {
         else {
             panic!("not answered");
         };
-        let m = Message::from_vec(&out[..reply.len]).unwrap();
+        let m = Message::from_vec(&out[..reply.len()]).unwrap();
         let Some(RData::HINFO(hinfo)) = m.answers()[0].data() else {
             panic!("no HINFO: {m:?}");
         };

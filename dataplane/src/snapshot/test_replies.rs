@@ -19,7 +19,7 @@ pub(crate) fn reply(s: &Snapshot, name: &str, rtype: RecordType, transport: Tran
     let Outcome::Reply(reply) = answer(&query.to_vec().unwrap(), s, &Context::new(transport), &mut out) else {
         panic!("no reply to {name} {rtype}");
     };
-    out.truncate(reply.len);
+    out.truncate(reply.len());
     out
 }
 

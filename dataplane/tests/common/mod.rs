@@ -225,7 +225,7 @@ impl RawQuery {
 pub fn ask_raw(snap: &Snapshot, query: &[u8], transport: Transport) -> Option<Vec<u8>> {
     let mut out = vec![0u8; 65535];
     match answer(query, snap, &Context::new(transport), &mut out) {
-        Outcome::Reply(r) => Some(out[..r.len].to_vec()),
+        Outcome::Reply(r) => Some(out[..r.len()].to_vec()),
         Outcome::Drop(_) => None,
     }
 }

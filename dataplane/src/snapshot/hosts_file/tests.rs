@@ -55,7 +55,7 @@ fn ask(snap: &Snapshot, name: &str, rtype: RecordType) -> Message {
     let Outcome::Reply(reply) = answer(&query.to_vec().unwrap(), snap, &Context::new(Transport::Udp), &mut out) else {
         panic!("no reply to {name} {rtype}");
     };
-    Message::from_vec(&out[..reply.len]).unwrap()
+    Message::from_vec(&out[..reply.len()]).unwrap()
 }
 
 /// The answer's records as `ttl data`, in order; the reply must be NOERROR.

@@ -72,7 +72,7 @@ fn ask_from(snap: &Snapshot, client: &str, name: &str, rtype: RecordType) -> (Me
     let Outcome::Reply(reply) = answer(&query.to_vec().unwrap(), snap, &ctx, &mut out) else {
         panic!("no reply to {name} {rtype}");
     };
-    (Message::from_vec(&out[..reply.len]).unwrap(), reply.searched)
+    (Message::from_vec(&out[..reply.len()]).unwrap(), reply.searched())
 }
 
 fn lines(records: &[Record]) -> Vec<String> {

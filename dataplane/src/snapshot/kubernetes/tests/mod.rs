@@ -167,7 +167,7 @@ fn ask(snap: &Snapshot, name: &str, rtype: RecordType) -> Message {
     let Outcome::Reply(reply) = answer(&query.to_vec().unwrap(), snap, &Context::new(Transport::Tcp), &mut out) else {
         panic!("no reply to {name} {rtype}");
     };
-    Message::from_vec(&out[..reply.len]).unwrap()
+    Message::from_vec(&out[..reply.len()]).unwrap()
 }
 
 /// The answer section as sorted `owner ttl type data` lines; the reply must be NOERROR.

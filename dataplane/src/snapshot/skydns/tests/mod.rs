@@ -70,7 +70,7 @@ fn ask_with(snap: &Snapshot, name: &str, rtype: RecordType, ctx: &Context) -> Me
     let Outcome::Reply(reply) = answer(&query.to_vec().unwrap(), snap, ctx, &mut out) else {
         panic!("no reply to {name} {rtype}");
     };
-    Message::from_vec(&out[..reply.len]).unwrap()
+    Message::from_vec(&out[..reply.len()]).unwrap()
 }
 
 /// Records as `owner ttl type data` lines.

@@ -204,7 +204,7 @@ fn forwarded_from(snap: &Snapshot, client: &str, name: &str, allowed: bool) -> O
     let mut out = vec![0; 65535];
     let mut qname = crate::wire::LowerName::default();
     match answer_recursive(&query.to_vec().unwrap(), snap, &ctx, &mut rec, &mut qname, &mut out) {
-        Resolution::Done(Outcome::Reply(reply)) => Some(Message::from_vec(&out[..reply.len]).unwrap()),
+        Resolution::Done(Outcome::Reply(reply)) => Some(Message::from_vec(&out[..reply.len()]).unwrap()),
         Resolution::Forward(_) => None,
         _ => panic!("{name} from {client}: neither answered nor forwarded"),
     }
