@@ -44,6 +44,13 @@ pub mod note {
     /// The answer is that of a name further down the client pod's search list (CoreDNS's
     /// `autopath`, docs/kubernetes.md "Autopath"): `coredns_autopath_success_total` counts it.
     pub const SEARCHED: u8 = 1 << 4;
+
+    /// `note` when `cond` holds, else none: notes decided by a test, put together without a
+    /// branch.
+    #[inline(always)]
+    pub fn when(cond: bool, note: u8) -> u8 {
+        u8::from(cond) * note
+    }
 }
 
 const QUESTION_END_SHIFT: u32 = 16;
@@ -67,6 +74,7 @@ impl Reply {
 
     /// Bytes written.
     #[inline(always)]
+    #[expect(clippy::len_without_is_empty, reason = "a reply has at least its header")]
     pub fn len(self) -> usize {
         (self.0 & 0xFFFF) as usize
     }

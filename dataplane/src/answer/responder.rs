@@ -670,9 +670,9 @@ impl<'a> Responder<'a> {
         }
         out[..HEADER_LEN].copy_from_slice(&header);
         let notes = notes
-            | u8::from(fl & flags::TC != 0) * note::TRUNCATED
-            | u8::from(q.ancount != 0 || q.nscount != 0) * note::IGNORED_RECORDS
-            | u8::from(q.trailing) * note::TRAILING;
+            | note::when(fl & flags::TC != 0, note::TRUNCATED)
+            | note::when(q.ancount != 0 || q.nscount != 0, note::IGNORED_RECORDS)
+            | note::when(q.trailing, note::TRAILING);
         Reply::new(pos, code, question_end, notes)
     }
 }

@@ -476,7 +476,7 @@ impl Rewritten<'_> {
         } else {
             restored.rcode
         };
-        let notes = reply.notes() & !note::TRUNCATED | u8::from(restored.truncated) * note::TRUNCATED;
+        let notes = (reply.notes() & !note::TRUNCATED) | note::when(restored.truncated, note::TRUNCATED);
         Outcome::Reply(Reply::new(
             restored.len,
             rcode,

@@ -58,10 +58,19 @@ impl<V> Nodes<V> {
         self.get_hashed(name.hash(), name.wire())
     }
 
+    /// The table calls its test out of line, through a pointer, unless it is this small: a
+    /// name of the length wanted behind a matching 7-bit tag is all but surely the one, and
+    /// the bytes are compared here, inlined, with every candidate walked only when they differ.
     #[inline(always)]
     fn get_hashed(&self, h: u64, wire: &[u8]) -> Option<&V> {
-        self.shards[shard_of(h)]
-            .find(h, |(name, _)| same_wire(name.wire(), wire))
+        let shard = &self.shards[shard_of(h)];
+        let (name, node) = shard.find(h, |(name, _)| name.wire().len() == wire.len())?;
+        if same_wire(name.wire(), wire) {
+            return Some(node);
+        }
+        shard
+            .iter_hash(h)
+            .find(|(name, _)| same_wire(name.wire(), wire))
             .map(|(_, node)| node)
     }
 

@@ -78,6 +78,23 @@ impl LowerName {
         &self.bytes[start + 1..start + 1 + len]
     }
 
+    /// Whether label `i` is `*` or `any`, SkyDNS's query wildcards: its length octet and three
+    /// bytes read as one word, so that the question every answer from a name's node asks of
+    /// each of its labels is one load and two comparisons.
+    #[inline(always)]
+    pub fn is_wildcard_label(&self, i: usize) -> bool {
+        const STAR: u32 = u32::from_le_bytes([1, b'*', 0, 0]);
+        const ANY: u32 = u32::from_le_bytes([3, b'a', b'n', b'y']);
+        let start = self.label_start(i);
+        match self.bytes.get(start..start + 4) {
+            Some(&[len, a, b, c]) => {
+                let word = u32::from_le_bytes([len, a, b, c]);
+                word & 0xFFFF == STAR || word == ANY
+            }
+            _ => matches!(self.label(i), b"*" | b"any"),
+        }
+    }
+
     /// Whether the name equals the lower-case wire name `zone` or lies below it. Every query
     /// asks this of each zone: the labels' offsets are at hand, so it is one comparison of the
     /// tail and a look at where the tail starts.
@@ -683,6 +700,31 @@ mod tests {
             assert_eq!(followed.label_count(), plain.label_count());
             for i in 0..plain.label_count() {
                 assert_eq!(followed.label(i), plain.label(i));
+            }
+        }
+    }
+
+    #[test]
+    fn only_star_and_any_labels_are_wildcard_labels_wherever_they_start() {
+        let labels: [&[u8]; 9] = [b"*", b"any", b"an", b"anyx", b"a", b"**", b"*a", b"xany", b"any-"];
+        for label in labels {
+            let expected = matches!(label, b"*" | b"any");
+            // One- and two-byte labels ahead of it move the label to every offset a name allows,
+            // up to the last bytes of the buffer, where its word cannot be read whole.
+            for lead in [&b""[..], b"\x02xx"] {
+                for filler in 0.. {
+                    let mut wire = lead.to_vec();
+                    wire.extend(std::iter::repeat_n(*b"\x01x", filler).flatten());
+                    wire.push(label.len() as u8);
+                    wire.extend_from_slice(label);
+                    wire.push(0);
+                    if wire.len() > MAX_NAME_LEN {
+                        break;
+                    }
+                    let name = LowerName::from_wire(&wire).unwrap();
+                    let i = name.label_count() - 1;
+                    assert_eq!(name.is_wildcard_label(i), expected, "{label:?} at {}", name.label_start(i));
+                }
             }
         }
     }
