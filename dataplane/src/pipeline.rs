@@ -273,7 +273,7 @@ impl Turn<'_> {
         out: &mut [u8],
     ) -> Settled {
         let transport = client.transport();
-        self.stats.requested(transport, family, Asked::of(&outcome, out, query));
+        self.stats.requested(transport, family, Asked::of(&outcome, query));
         let reply = match outcome {
             Outcome::Reply(reply) => reply,
             Outcome::Drop(_) => {

@@ -53,19 +53,25 @@ pub mod note {
     }
 }
 
-const QUESTION_END_SHIFT: u32 = 16;
-const RCODE_SHIFT: u32 = 32;
-const NOTES_SHIFT: u32 = 48;
+const QTYPE_SHIFT: u32 = 16;
+const QUESTION_END_SHIFT: u32 = 32;
+const QUESTION_END_BITS: u32 = 10;
+const RCODE_SHIFT: u32 = 42;
+const RCODE_BITS: u32 = 12;
+const NOTES_SHIFT: u32 = 54;
 
 impl Reply {
     /// A reply of `len` bytes (at most a message's 65535) with the extended response code
-    /// `rcode` (12 bits), its question ending at `question_end` (0 without a question) and the
-    /// [`note`]s `notes`.
+    /// `rcode` (12 bits), echoing a question of type `qtype` that ends at `question_end` (both
+    /// 0 without a question; a question ends by byte 271), with the [`note`]s `notes`.
     #[inline(always)]
-    pub fn new(len: usize, rcode: u16, question_end: u16, notes: u8) -> Reply {
+    pub fn new(len: usize, rcode: u16, question_end: u16, qtype: u16, notes: u8) -> Reply {
         debug_assert!(len <= usize::from(u16::MAX));
+        debug_assert!(question_end < 1 << QUESTION_END_BITS);
+        debug_assert!(rcode < 1 << RCODE_BITS);
         Reply(
             (len as u64 & 0xFFFF)
+                | u64::from(qtype) << QTYPE_SHIFT
                 | u64::from(question_end) << QUESTION_END_SHIFT
                 | u64::from(rcode) << RCODE_SHIFT
                 | u64::from(notes) << NOTES_SHIFT,
@@ -89,14 +95,21 @@ impl Reply {
     /// Response code, extended (BADVERS = 16).
     #[inline(always)]
     pub fn rcode(self) -> u16 {
-        (self.0 >> RCODE_SHIFT) as u16
+        ((self.0 >> RCODE_SHIFT) & ((1 << RCODE_BITS) - 1)) as u16
+    }
+
+    /// The type of the question the reply echoes, 0 without one: the requests counted by type
+    /// read it here, not from the reply's bytes.
+    #[inline(always)]
+    pub fn qtype(self) -> u16 {
+        (self.0 >> QTYPE_SHIFT) as u16
     }
 
     /// Offset just past the reply's question, 0 when it has none: response rate limiting
     /// finds the question's name and the zone's SOA after it without walking the name again.
     #[inline(always)]
     pub fn question_end(self) -> u16 {
-        (self.0 >> QUESTION_END_SHIFT) as u16
+        ((self.0 >> QUESTION_END_SHIFT) & ((1 << QUESTION_END_BITS) - 1)) as u16
     }
 
     /// The [`note`]s, as bits.
@@ -147,6 +160,7 @@ impl std::fmt::Debug for Reply {
             .field("len", &self.len())
             .field("rcode", &self.rcode())
             .field("question_end", &self.question_end())
+            .field("qtype", &self.qtype())
             .field("truncated", &self.truncated())
             .field("ignored_records", &self.ignored_records())
             .field("trailing", &self.trailing())
@@ -176,12 +190,18 @@ mod tests {
         let every_note = note::TRUNCATED | note::IGNORED_RECORDS | note::TRAILING | note::VALID_COOKIE | note::SEARCHED;
         for len in [0, 12, 512, 1232, 65535] {
             for rcode in [0, 3, 16, 23, 0x0FFF] {
-                for question_end in [0, 17, 271, u16::MAX] {
+                for (question_end, qtype) in [(0, 0), (17, 1), (271, 0xFFFF), (1023, 255)] {
                     for notes in [0, every_note, note::TRUNCATED, note::SEARCHED] {
-                        let reply = Reply::new(len, rcode, question_end, notes);
+                        let reply = Reply::new(len, rcode, question_end, qtype, notes);
                         assert_eq!(
-                            (reply.len(), reply.rcode(), reply.question_end(), reply.notes()),
-                            (len, rcode, question_end, notes)
+                            (
+                                reply.len(),
+                                reply.rcode(),
+                                reply.question_end(),
+                                reply.qtype(),
+                                reply.notes()
+                            ),
+                            (len, rcode, question_end, qtype, notes)
                         );
                         assert_eq!(reply.truncated(), notes & note::TRUNCATED != 0);
                         assert_eq!(reply.ignored_records(), notes & note::IGNORED_RECORDS != 0);
@@ -190,8 +210,14 @@ mod tests {
                         assert_eq!(reply.searched(), notes & note::SEARCHED != 0);
                         let resized = reply.with_len(40);
                         assert_eq!(
-                            (resized.len(), resized.rcode(), resized.question_end(), resized.notes()),
-                            (40, rcode, question_end, notes)
+                            (
+                                resized.len(),
+                                resized.rcode(),
+                                resized.question_end(),
+                                resized.qtype(),
+                                resized.notes()
+                            ),
+                            (40, rcode, question_end, qtype, notes)
                         );
                     }
                 }

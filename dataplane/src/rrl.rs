@@ -510,7 +510,12 @@ mod tests {
     /// The facts the answer path would report with a test reply.
     fn facts(reply: &[u8]) -> Reply {
         let end = question_name_end(reply).map_or(0, |end| end + 4);
-        Reply::new(reply.len(), u16::from(reply[3] & 0x0F), end as u16, 0)
+        let qtype = if end == 0 {
+            0
+        } else {
+            u16::from_be_bytes([reply[end - 4], reply[end - 3]])
+        };
+        Reply::new(reply.len(), u16::from(reply[3] & 0x0F), end as u16, qtype, 0)
     }
 
     fn peer(ip: &str) -> Peer {
@@ -537,7 +542,7 @@ mod tests {
         assert_eq!(class(&reply(name, 5, 0, None)), Class::Error.bits());
         let r = reply(name, 0, 1, None);
         let with_question = facts(&r);
-        let no_question = Reply::new(with_question.len(), with_question.rcode(), 0, with_question.notes());
+        let no_question = Reply::new(with_question.len(), with_question.rcode(), 0, 0, with_question.notes());
         assert_eq!(limiter.class_hash(&r, &no_question), Class::Error.bits());
         assert_eq!(fold_hash(1, b"\x01A\x07Example"), fold_hash(1, b"\x01a\x07eXAMPLE"));
         assert_ne!(fold_hash(1, b"\x01a\x07example"), fold_hash(1, b"\x01b\x07example"));

@@ -475,20 +475,19 @@ impl CacheKind {
 /// Where a request's question type is read when it is counted.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Asked<'a> {
-    /// The reply written for it (its bytes and facts): the question it echoes ends at
-    /// `question_end`, so the type is read there without walking the name again.
-    Reply(&'a [u8], &'a Reply),
+    /// The reply written for it, whose facts carry the type of the question it echoes.
+    Reply(&'a Reply),
     /// The query itself, for a request that got no reply (dropped, or never answered): its
     /// name is walked to find the type. Off the answer path.
     Query(&'a [u8]),
 }
 
 impl<'a> Asked<'a> {
-    /// The reply written into `out` when `outcome` is one, else `query`.
+    /// The reply when `outcome` is one, else `query`.
     #[inline]
-    pub(crate) fn of(outcome: &'a Outcome, out: &'a [u8], query: &'a [u8]) -> Asked<'a> {
+    pub(crate) fn of(outcome: &'a Outcome, query: &'a [u8]) -> Asked<'a> {
         match outcome {
-            Outcome::Reply(reply) => Asked::Reply(out, reply),
+            Outcome::Reply(reply) => Asked::Reply(reply),
             Outcome::Drop(_) => Asked::Query(query),
         }
     }
@@ -497,13 +496,7 @@ impl<'a> Asked<'a> {
     #[inline]
     fn qtype(self) -> u16 {
         match self {
-            Asked::Reply(reply, facts) => {
-                let end = usize::from(facts.question_end());
-                match end.checked_sub(4).and_then(|at| reply.get(at..at + 2)) {
-                    Some(t) if end > HEADER_LEN + 4 => u16::from_be_bytes([t[0], t[1]]),
-                    _ => 0,
-                }
-            }
+            Asked::Reply(reply) => reply.qtype(),
             Asked::Query(query) => query_type(query),
         }
     }
@@ -1035,7 +1028,7 @@ mod tests {
     use crate::reply::note;
 
     fn query(stats: &WorkerStats, transport: Transport, outcome: &Outcome) {
-        stats.requested(transport, AddressFamily::V4, Asked::of(outcome, &[], &[]));
+        stats.requested(transport, AddressFamily::V4, Asked::of(outcome, &[]));
         stats.outcome(transport, outcome);
     }
 
@@ -1053,7 +1046,7 @@ mod tests {
     }
 
     fn reply(code: u16) -> Outcome {
-        Outcome::Reply(Reply::new(12, code, 0, 0))
+        Outcome::Reply(Reply::new(12, code, 0, 0, 0))
     }
 
     #[test]
@@ -1067,6 +1060,7 @@ mod tests {
             Transport::Tcp,
             &Outcome::Reply(Reply::new(
                 12,
+                0,
                 0,
                 0,
                 note::TRUNCATED | note::IGNORED_RECORDS | note::TRAILING,
@@ -1102,9 +1096,9 @@ mod tests {
         let stats = WorkerStats::default();
         let slot = |name: &str| QUESTION_TYPES.iter().position(|(_, n)| *n == name).unwrap();
         let aaaa = wire_query("web.example.org", rtype::AAAA);
-        // The reply echoes the question; its type is read where the question ends.
-        let facts = Reply::new(aaaa.len(), rcode::NOERROR, aaaa.len() as u16, 0);
-        stats.requested(Transport::Udp, AddressFamily::V4, Asked::Reply(&aaaa, &facts));
+        // The reply's facts carry the type of the question it echoes.
+        let facts = Reply::new(aaaa.len(), rcode::NOERROR, aaaa.len() as u16, rtype::AAAA, 0);
+        stats.requested(Transport::Udp, AddressFamily::V4, Asked::Reply(&facts));
         stats.requested(
             Transport::Tcp,
             AddressFamily::V6,
@@ -1159,7 +1153,7 @@ mod tests {
     fn cache_hits_are_split_into_success_and_denial() {
         let stats = WorkerStats::default();
         let mut reply = wire_query("a.org", rtype::A);
-        let facts = |code| Reply::new(reply.len(), code, 0, 0);
+        let facts = |code| Reply::new(reply.len(), code, 0, 0, 0);
         let (noerror, nxdomain) = (facts(rcode::NOERROR), facts(rcode::NXDOMAIN));
         stats.cache_hit(&Outcome::Reply(noerror), &reply);
         stats.cache_hit(&Outcome::Reply(nxdomain), &reply);

@@ -673,6 +673,10 @@ impl<'a> Responder<'a> {
             | note::when(fl & flags::TC != 0, note::TRUNCATED)
             | note::when(q.ancount != 0 || q.nscount != 0, note::IGNORED_RECORDS)
             | note::when(q.trailing, note::TRAILING);
-        Reply::new(pos, code, question_end, notes)
+        let qtype = match q.question {
+            Some(question) if question_end != 0 => question.qtype,
+            _ => 0,
+        };
+        Reply::new(pos, code, question_end, qtype, notes)
     }
 }

@@ -127,16 +127,10 @@ impl Acl {
         }
     }
 
-    /// Whether the datagram's sender `peer` may use forwarding, read from its socket address
-    /// without making an [`IpAddr`] of it.
+    /// [`Acl::allows`] of an address in [`Peer::ip_raw`]'s form: a datagram's sender read from
+    /// its socket address without making an [`IpAddr`] of it.
     #[inline(always)]
-    pub(crate) fn allows_peer(&self, peer: &Peer) -> bool {
-        self.allows_raw(peer.ip_raw())
-    }
-
-    /// [`Acl::allows`] of an address in [`Peer::ip_raw`]'s form.
-    #[inline(always)]
-    fn allows_raw(&self, (ip, v4): (u128, bool)) -> bool {
+    pub(crate) fn allows_raw(&self, (ip, v4): (u128, bool)) -> bool {
         if v4 {
             let ip = ip as u32;
             self.v4.iter().any(|&(net, mask)| ip & mask == net)
@@ -148,6 +142,41 @@ impl Acl {
     /// The prefixes.
     pub fn prefixes(&self) -> &[Prefix] {
         &self.prefixes
+    }
+}
+
+/// A worker's recursion ACL with its verdict on the last datagram's sender kept: the
+/// datagrams of a turn mostly come from a few clients, often one (a node's resolver stub), so
+/// most queries compare one address instead of walking the prefixes.
+#[derive(Debug)]
+pub(crate) struct Admission {
+    acl: Acl,
+    last: ((u128, bool), bool),
+}
+
+impl Admission {
+    pub(crate) fn new(acl: Acl) -> Admission {
+        let unspecified = (0, true);
+        Admission {
+            last: (unspecified, acl.allows_raw(unspecified)),
+            acl,
+        }
+    }
+
+    /// [`Acl::allows_peer`], remembering the verdict for the next datagram from the same
+    /// address.
+    #[inline(always)]
+    pub(crate) fn allows_peer(&mut self, peer: &Peer) -> bool {
+        let ip = peer.ip_raw();
+        if ip != self.last.0 {
+            self.last = (ip, self.acl.allows_raw(ip));
+        }
+        self.last.1
+    }
+
+    /// [`Acl::allows`], for a client on a stream.
+    pub(crate) fn allows(&self, ip: IpAddr) -> bool {
+        self.acl.allows(ip)
     }
 }
 
@@ -208,10 +237,42 @@ mod tests {
             "127.0.0.1",
         ] {
             let peer = Peer::from(std::net::SocketAddr::new(ip(addr), 53));
-            assert_eq!(acl.allows_peer(&peer), acl.allows(ip(addr)), "{addr}");
+            assert_eq!(acl.allows_raw(peer.ip_raw()), acl.allows(ip(addr)), "{addr}");
         }
-        assert!(acl.allows_peer(&Peer::from(std::net::SocketAddr::new(ip("::ffff:10.20.0.1"), 53))));
-        assert!(!acl.allows_peer(&Peer::from(std::net::SocketAddr::new(ip("fe12::1"), 53))));
+        assert!(acl.allows_raw(Peer::from(std::net::SocketAddr::new(ip("::ffff:10.20.0.1"), 53)).ip_raw()));
+        assert!(!acl.allows_raw(Peer::from(std::net::SocketAddr::new(ip("fe12::1"), 53)).ip_raw()));
+    }
+
+    #[test]
+    fn the_remembered_verdict_follows_the_sender() {
+        let acl = Acl::new(vec!["10.20.0.0/16".parse().unwrap(), "fd00::/8".parse().unwrap()]);
+        let mut admission = Admission::new(acl.clone());
+        let senders = [
+            "10.20.3.4",
+            "10.20.3.4",
+            "10.21.0.0",
+            "10.21.0.0",
+            "10.20.3.4",
+            "0.0.0.0",
+            "::",
+            "fd12::1",
+            "::ffff:10.20.0.1",
+            "::ffff:10.30.0.1",
+            "fe12::1",
+            "10.20.9.9",
+        ];
+        for addr in senders {
+            let peer = Peer::from(std::net::SocketAddr::new(ip(addr), 53));
+            assert_eq!(admission.allows_peer(&peer), acl.allows(ip(addr)), "{addr}");
+            assert_eq!(admission.allows(ip(addr)), acl.allows(ip(addr)), "{addr}");
+        }
+        let everyone = Acl::new(vec!["0.0.0.0/0".parse().unwrap()]);
+        let mut admission = Admission::new(everyone);
+        let unspecified = Peer::from(std::net::SocketAddr::new(ip("0.0.0.0"), 53));
+        assert!(
+            admission.allows_peer(&unspecified),
+            "the first verdict is the ACL's own"
+        );
     }
 
     #[test]

@@ -25,6 +25,7 @@ mod transport;
 mod upstream;
 
 use crate::rewrite::Plugins;
+use acl::Admission;
 pub use acl::{Acl, Prefix, PrefixError};
 pub use flight::machine;
 pub use message::{read_reply, Mismatch, Verdict};
@@ -235,7 +236,7 @@ impl<P: Borrow<Peer>> Client<P> {
 
     /// Whether the client passes the recursion access list `acl`.
     #[inline(always)]
-    fn allowed_by(&self, acl: &Acl) -> bool {
+    fn allowed_by(&self, acl: &mut Admission) -> bool {
         match self {
             Client::Udp { peer, .. } => acl.allows_peer(peer.borrow()),
             Client::Tcp { peer, .. } => acl.allows(*peer),
@@ -301,7 +302,7 @@ pub(crate) enum Answered {
 
 /// One worker's forwarding side: cache, upstream sockets, questions in flight.
 pub(crate) struct Resolver {
-    acl: Acl,
+    acl: Admission,
     routes: Routes,
     /// The forwarding plan in force, and where newer ones appear.
     plan: Arc<plan::Plan>,
@@ -345,7 +346,7 @@ impl Resolver {
             tap,
         );
         Ok(Resolver {
-            acl: config.acl.clone(),
+            acl: Admission::new(config.acl.clone()),
             routes: plan.routes(),
             cache: Cache::new(worker_share(&config.cache, workers)),
             plan_updates: arc_swap::Cache::new(forwarding.cell()),
@@ -374,11 +375,12 @@ impl Resolver {
         if let Some(plugins) = ctx.plugins {
             return self.answer_plugged(plugins, query, snapshot, ctx, client, now, out);
         }
+        let allowed = client.allowed_by(&mut self.acl);
         let mut rec = Recursion {
             cache: &mut self.cache,
             routes: &self.routes,
             down: self.forwarder.down(),
-            allowed: client.allowed_by(&self.acl),
+            allowed,
             prohibited: false,
             now,
             resolved: None,
@@ -403,11 +405,12 @@ impl Resolver {
         now: Instant,
         out: &mut [u8],
     ) -> Answered {
+        let allowed = client.allowed_by(&mut self.acl);
         let mut rec = Recursion {
             cache: &mut self.cache,
             routes: &self.routes,
             down: self.forwarder.down(),
-            allowed: client.allowed_by(&self.acl),
+            allowed,
             prohibited: false,
             now,
             resolved: None,
@@ -600,7 +603,7 @@ impl Resolver {
         }
         let latest = Arc::clone(latest);
         if !Arc::ptr_eq(&latest.config, &self.plan.config) {
-            self.acl = latest.config.acl.clone();
+            self.acl = Admission::new(latest.config.acl.clone());
             let evicted = self.cache.reconfigure(worker_share(&latest.config.cache, self.workers));
             self.stats.cache_evictions.add(evicted);
         }

@@ -477,10 +477,16 @@ impl Rewritten<'_> {
             restored.rcode
         };
         let notes = (reply.notes() & !note::TRUNCATED) | note::when(restored.truncated, note::TRUNCATED);
+        let question = &self.question[..self.question_len];
+        let qtype = question
+            .len()
+            .checked_sub(4)
+            .map_or(0, |at| u16::from_be_bytes([question[at], question[at + 1]]));
         Outcome::Reply(Reply::new(
             restored.len,
             rcode,
             (HEADER_LEN + self.question_len) as u16,
+            qtype,
             notes,
         ))
     }
@@ -592,6 +598,34 @@ mod tests {
         assert_eq!(asked.id(), 7);
         assert_eq!(asked.queries()[0].name().to_ascii(), "host.new.example.");
         assert_eq!(asked.queries()[0].query_type(), RecordType::A);
+    }
+
+    #[test]
+    fn a_restored_reply_reports_the_clients_question_and_type() {
+        let p = plugins(PluginsConfig {
+            rewrite: vec!["type AAAA A".into(), "name exact host.example. other.example.".into()],
+            ..Default::default()
+        });
+        let mut out = [0u8; 512];
+        let ctx = Context::new(Transport::Udp);
+        let client = query("host.example.", RecordType::AAAA);
+        let Before::Rewritten(rw) = before(&p, &client, &ctx, &mut out) else {
+            panic!("not rewritten");
+        };
+        let snapshot = crate::snapshot::Snapshot::default();
+        let answered = crate::answer::answer(rw.query(), &snapshot, &ctx, &mut out);
+        let Outcome::Reply(asked) = answered else {
+            panic!("no reply to the rewritten query");
+        };
+        assert_eq!(asked.qtype(), rtype::A);
+        let Outcome::Reply(restored) = rw.restore(answered, &mut out) else {
+            panic!("no restored reply");
+        };
+        assert_eq!(restored.qtype(), rtype::AAAA);
+        assert_eq!(usize::from(restored.question_end()), client.len());
+        let reply = Message::from_vec(&out[..restored.len()]).unwrap();
+        assert_eq!(reply.queries()[0].query_type(), RecordType::AAAA);
+        assert_eq!(reply.queries()[0].name().to_ascii(), "host.example.");
     }
 
     #[test]

@@ -611,7 +611,8 @@ impl Snapshot {
     #[inline(always)]
     fn is_wildcard(&self, qname: &LowerName, zone: &Zone) -> bool {
         let own = qname.label_count().saturating_sub(zone.apex_labels);
-        (0..own).any(|i| qname.is_wildcard_label(i)) && self.skydns.as_deref().is_some_and(|index| *index.domain() == zone.apex)
+        (0..own).any(|i| qname.is_wildcard_label(i))
+            && self.skydns.as_deref().is_some_and(|index| *index.domain() == zone.apex)
     }
 
     /// The node of a lower-cased wire name.

@@ -723,7 +723,12 @@ mod tests {
                     }
                     let name = LowerName::from_wire(&wire).unwrap();
                     let i = name.label_count() - 1;
-                    assert_eq!(name.is_wildcard_label(i), expected, "{label:?} at {}", name.label_start(i));
+                    assert_eq!(
+                        name.is_wildcard_label(i),
+                        expected,
+                        "{label:?} at {}",
+                        name.label_start(i)
+                    );
                 }
             }
         }
