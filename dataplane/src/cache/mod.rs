@@ -13,6 +13,7 @@
 //! only churns the small FIFO and never pushes out the popular names in main.
 
 mod entry;
+mod index;
 mod rdata;
 
 pub use entry::{Age, Entry, RecordsError, Relocation, TtlCaps, Written, STALE_TTL};
@@ -20,7 +21,7 @@ pub use entry::{Age, Entry, RecordsError, Relocation, TtlCaps, Written, STALE_TT
 use crate::wire::name::{is_within, name_hash, same_wire};
 use crate::wire::types::MAX_NAME_LEN;
 use crate::wire::{LowerName, Name};
-use hashbrown::HashTable;
+use index::Index;
 use std::collections::{HashSet, VecDeque};
 use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, Instant};
@@ -37,8 +38,9 @@ const KEY_CD: u8 = 2;
 const MAX_FREQ: u8 = 3;
 /// Share of the memory bound held by the small FIFO, in tenths.
 const SMALL_TENTHS: usize = 1;
-/// Bookkeeping per entry beyond its key and records: the slot, the index and queue entries.
-const ENTRY_OVERHEAD: usize = std::mem::size_of::<Stored>() + 32;
+/// Bookkeeping per entry beyond its key and records: its slot, its queue entries, and the
+/// index's 16-byte buckets, of which a table at most half full holds two to four per entry.
+const ENTRY_OVERHEAD: usize = std::mem::size_of::<Stored>() + 64;
 /// A refresh (prefetch or stale recheck) of one name starts at most this often.
 pub const REFRESH_INTERVAL: Duration = Duration::from_secs(1);
 /// Entries with a shorter lifetime are not prefetched: refreshing them would cost more than
@@ -319,7 +321,7 @@ pub struct Cache {
     /// This cache's secret: the keys' hashes are keyed with it (see [`Cache::hash`]).
     secret: [u64; 2],
     /// The slot of each key's hash.
-    index: HashTable<(u64, u32)>,
+    index: Index,
     slots: Vec<Option<Stored>>,
     free: Vec<u32>,
     small: VecDeque<u32>,
@@ -342,7 +344,7 @@ impl Cache {
                 let random = foldhash::fast::RandomState::default();
                 [random.hash_one(0u64), random.hash_one(1u64) | 1]
             },
-            index: HashTable::new(),
+            index: Index::default(),
             slots: Vec::new(),
             free: Vec::new(),
             small: VecDeque::new(),
@@ -423,7 +425,7 @@ impl Cache {
     /// The slot holding the key of hash `hash`.
     #[inline(always)]
     fn slot_of(&self, hash: u64) -> Option<u32> {
-        self.index.find(hash, |&(h, _)| h == hash).map(|&(_, slot)| slot)
+        self.index.get(hash)
     }
 
     /// Looks `key` up at time `now`. A fresh entry counts as a hit for eviction; a stale one is
@@ -552,12 +554,7 @@ impl Cache {
                 (self.slots.len() - 1) as u32
             }
         };
-        match self.index.find_mut(hash, |&(h, _)| h == hash) {
-            Some(found) => found.1 = slot,
-            None => {
-                self.index.insert_unique(hash, (hash, slot), |&(h, _)| h);
-            }
-        }
+        self.index.set(hash, slot);
         self.bytes += cost;
         if in_main {
             self.main.push_back(slot);
@@ -634,12 +631,7 @@ impl Cache {
         if let Some(stored) = self.slots[slot as usize].take() {
             self.bytes -= stored.cost;
             self.denials -= usize::from(stored.entry.is_negative());
-            if let Ok(found) = self
-                .index
-                .find_entry(stored.hash, |&(h, s)| h == stored.hash && s == slot)
-            {
-                found.remove();
-            }
+            self.index.remove(stored.hash, slot);
             self.free.push(slot);
         }
     }

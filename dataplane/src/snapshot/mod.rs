@@ -611,8 +611,16 @@ impl Snapshot {
     #[inline(always)]
     fn is_wildcard(&self, qname: &LowerName, zone: &Zone) -> bool {
         let own = qname.label_count().saturating_sub(zone.apex_labels);
-        (0..own).any(|i| qname.is_wildcard_label(i))
-            && self.skydns.as_deref().is_some_and(|index| *index.domain() == zone.apex)
+        // A loop of its own: as an iterator's `any` it was compiled out of line, a call per
+        // answer.
+        let mut i = 0;
+        while i < own {
+            if qname.is_wildcard_label(i) {
+                return self.skydns.as_deref().is_some_and(|index| *index.domain() == zone.apex);
+            }
+            i += 1;
+        }
+        false
     }
 
     /// The node of a lower-cased wire name.
