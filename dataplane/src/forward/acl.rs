@@ -163,8 +163,8 @@ impl Admission {
         }
     }
 
-    /// [`Acl::allows_peer`], remembering the verdict for the next datagram from the same
-    /// address.
+    /// Whether the datagram's sender `peer` may use forwarding ([`Acl::allows_raw`]), the
+    /// verdict remembered for the next datagram from the same address.
     #[inline(always)]
     pub(crate) fn allows_peer(&mut self, peer: &Peer) -> bool {
         let ip = peer.ip_raw();

@@ -289,8 +289,10 @@ pub(crate) struct Late<'a> {
     pub(crate) since: Instant,
 }
 
-/// What became of a query handed to [`Resolver::answer`].
+/// What became of a query handed to [`Resolver::answer`]. A tag byte of its own, as
+/// [`recursive::Flow`] has.
 #[derive(Debug)]
+#[repr(u8)]
 pub(crate) enum Answered {
     /// Answered (or dropped) now, as [`crate::answer::answer`] would report it.
     Now(Outcome),

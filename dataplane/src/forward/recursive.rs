@@ -55,8 +55,10 @@ pub enum Resolved<'a> {
 }
 
 /// What [`answer_recursive`] did with a message. The forwarding variants are boxed: a miss
-/// allocates anyway, and the common results stay small.
+/// allocates anyway, and the common results stay small. A tag byte of its own, as [`Flow`]
+/// has.
 #[derive(Debug)]
+#[repr(u8)]
 pub enum Resolution {
     /// Answered (or dropped) without the cache.
     Done(Outcome),
@@ -175,8 +177,10 @@ impl ClientQuery {
     }
 }
 
-/// What answering decided beyond writing a reply.
+/// What answering decided beyond writing a reply. A tag byte of its own (`repr(u8)`): kept in
+/// the spare values of the `Vec`'s capacity, every match on the result first decoded it.
 #[derive(Default)]
+#[repr(u8)]
 pub(crate) enum Flow {
     /// The reply is written.
     #[default]
