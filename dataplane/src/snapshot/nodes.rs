@@ -5,10 +5,12 @@
 //! the shard that holds it. Lookups hash the name once; the hash picks the shard and then the
 //! slot within it, so sharding costs the answer path one pointer more than a single table.
 
+mod shard;
+
 use super::Node;
-use crate::wire::name::{name_hash as hash, same_wire};
+use crate::wire::name::name_hash as hash;
 use crate::wire::{LowerName, Name};
-use hashbrown::HashTable;
+use shard::Shard;
 use std::sync::Arc;
 
 /// Number of shards: enough that one shard of a million names (about 250) copies in tens of
@@ -17,11 +19,9 @@ use std::sync::Arc;
 /// (32 KiB of shard pointers).
 const SHARDS: usize = 4096;
 
-/// Bits of the hash that pick the shard. The table inside a shard takes its slot from the low
-/// bits and its tag from the top seven, so the shard uses bits neither of those reads.
+/// Bits of the hash that pick the shard. The index inside a shard takes its first bucket from
+/// the low bits, so the shard uses bits above those.
 const SHARD_SHIFT: u32 = 40;
-
-type Shard<V> = HashTable<(Name, V)>;
 
 /// Every existing name of a snapshot with its node, keyed by lower-cased wire name; or, with
 /// another `V`, any per-name data that snapshots share the same way (the DNSSEC signatures).
@@ -33,7 +33,7 @@ pub struct Nodes<V = Node> {
 
 impl<V> Default for Nodes<V> {
     fn default() -> Nodes<V> {
-        let empty = Arc::new(Shard::new());
+        let empty = Arc::new(Shard::default());
         Nodes {
             shards: (0..SHARDS).map(|_| Arc::clone(&empty)).collect(),
             len: 0,
@@ -58,20 +58,9 @@ impl<V> Nodes<V> {
         self.get_hashed(name.hash(), name.wire())
     }
 
-    /// The table calls its test out of line, through a pointer, unless it is this small: a
-    /// name of the length wanted behind a matching 7-bit tag is all but surely the one, and
-    /// the bytes are compared here, inlined, with every candidate walked only when they differ.
     #[inline(always)]
     fn get_hashed(&self, h: u64, wire: &[u8]) -> Option<&V> {
-        let shard = &self.shards[shard_of(h)];
-        let (name, node) = shard.find(h, |(name, _)| name.wire().len() == wire.len())?;
-        if same_wire(name.wire(), wire) {
-            return Some(node);
-        }
-        shard
-            .iter_hash(h)
-            .find(|(name, _)| same_wire(name.wire(), wire))
-            .map(|(_, node)| node)
+        self.shards[shard_of(h)].get(h, wire).map(|(_, node)| node)
     }
 
     /// Whether the name has a node.
@@ -106,40 +95,32 @@ impl<V: Clone> Nodes<V> {
     /// The node of `name`, to change in place; copies its shard if another snapshot shares it.
     pub fn get_mut(&mut self, name: &Name) -> Option<&mut V> {
         let h = hash(name.wire());
-        let shard = Arc::make_mut(&mut self.shards[shard_of(h)]);
-        shard.find_mut(h, |(n, _)| n == name).map(|(_, node)| node)
+        Arc::make_mut(&mut self.shards[shard_of(h)]).get_mut(h, name)
     }
 
     /// Sets the node of `name`, returning the one it replaces.
     pub fn insert(&mut self, name: Name, node: V) -> Option<V> {
         let h = hash(name.wire());
-        let shard = Arc::make_mut(&mut self.shards[shard_of(h)]);
-        match shard.find_mut(h, |(n, _)| *n == name) {
-            Some((_, old)) => Some(std::mem::replace(old, node)),
-            None => {
-                shard.insert_unique(h, (name, node), |(n, _)| hash(n.wire()));
-                self.len += 1;
-                None
-            }
+        let replaced = Arc::make_mut(&mut self.shards[shard_of(h)]).insert(h, name, node);
+        if replaced.is_none() {
+            self.len += 1;
         }
+        replaced
     }
 
     /// Removes the node of `name`, if any.
     pub fn remove(&mut self, name: &Name) -> Option<V> {
         let h = hash(name.wire());
         let index = shard_of(h);
-        self.shards[index].find(h, |(n, _)| n == name)?;
-        let shard = Arc::make_mut(&mut self.shards[index]);
-        let (entry, _) = shard.find_entry(h, |(n, _)| n == name).ok()?.remove();
+        self.shards[index].get(h, name.wire())?;
+        let removed = Arc::make_mut(&mut self.shards[index]).remove(h, name)?;
         self.len -= 1;
-        Some(entry.1)
+        Some(removed)
     }
 
     /// Every node, to change in place; copies every shard another snapshot shares.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = (&Name, &mut V)> {
-        self.shards
-            .iter_mut()
-            .flat_map(|shard| Arc::make_mut(shard).iter_mut().map(|(name, node)| (&*name, node)))
+        self.shards.iter_mut().flat_map(|shard| Arc::make_mut(shard).iter_mut())
     }
 }
 
