@@ -705,6 +705,31 @@ mod tests {
     }
 
     #[test]
+    fn a_bad_length_octet_anywhere_in_a_name_is_refused_however_the_walk_lands() {
+        // A label type 0x40 or 0x80, or a length over 63, ahead of bytes that would read as a
+        // name ending in a root label once the walk jumps over them.
+        for bad in [0x40u8, 0x41, 0x7F, 0x80, 0xBF] {
+            for lead in [&b""[..], b"\x03www", b"\x01a\x02bc"] {
+                let mut msg = lead.to_vec();
+                msg.push(bad);
+                msg.extend(std::iter::repeat_n(b'x', usize::from(bad)));
+                msg.extend_from_slice(b"\x03org\x00");
+                let mut out = LowerName::default();
+                assert_eq!(
+                    read_name(&msg, 0, Some(&mut out)),
+                    Err(WireError::BadLabel),
+                    "{bad:#x} after {lead:?}"
+                );
+                assert_eq!(
+                    read_name(&msg, 0, None),
+                    Err(WireError::BadLabel),
+                    "{bad:#x} after {lead:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn only_star_and_any_labels_are_wildcard_labels_wherever_they_start() {
         let labels: [&[u8]; 9] = [b"*", b"any", b"an", b"anyx", b"a", b"**", b"*a", b"xany", b"any-"];
         for label in labels {
