@@ -32,10 +32,23 @@ fn position(bucket: u64) -> usize {
 }
 
 /// Names with their values, found by their [`name_hash`].
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(super) struct Shard<V> {
     buckets: Box<[u64]>,
     entries: Vec<(Name, V)>,
+}
+
+/// A copy keeps the entries' spare room: a snapshot's change copies the shard it writes, and a
+/// copy sized to the entries it holds would double its memory on the insert that follows.
+impl<V: Clone> Clone for Shard<V> {
+    fn clone(&self) -> Shard<V> {
+        let mut entries = Vec::with_capacity(self.entries.capacity());
+        entries.extend_from_slice(&self.entries);
+        Shard {
+            buckets: self.buckets.clone(),
+            entries,
+        }
+    }
 }
 
 impl<V> Default for Shard<V> {
@@ -68,7 +81,9 @@ impl<V> Shard<V> {
         }
     }
 
-    /// Where `name`'s entry is, in the index and in the entries.
+    /// Where `name`'s entry is, in the index and in the entries: the walk of [`Shard::get`]
+    /// for the writers. The answer path's own walk stays written out: with one walk taking its
+    /// test as a closure, answers from a node measured 25 instructions more.
     fn find(&self, hash: u64, name: &Name) -> Option<(usize, usize)> {
         let mask = self.buckets.len().checked_sub(1)?;
         let mut i = hash as usize & mask;
@@ -227,6 +242,27 @@ mod tests {
         assert_eq!(shard.iter().count(), model.len());
         assert!(shard.buckets.len() >= 2 * model.len());
         assert_eq!(shard.buckets.iter().filter(|&&b| b != EMPTY).count(), model.len());
+    }
+
+    #[test]
+    fn a_copy_keeps_the_room_of_the_original() {
+        let mut shard = Shard::default();
+        for i in 0..5 {
+            let n = name(i);
+            shard.insert(name_hash(n.wire()), n, i);
+        }
+        assert!(shard.entries.capacity() > shard.entries.len());
+        let mut copy = shard.clone();
+        assert_eq!(copy.entries.capacity(), shard.entries.capacity());
+        let n = name(5);
+        copy.insert(name_hash(n.wire()), n.clone(), 5);
+        assert_eq!(
+            copy.entries.capacity(),
+            shard.entries.capacity(),
+            "no growth on the next insert"
+        );
+        assert_eq!(copy.get(name_hash(n.wire()), n.wire()).map(|(_, v)| *v), Some(5));
+        assert!(shard.get(name_hash(n.wire()), n.wire()).is_none());
     }
 
     #[test]
