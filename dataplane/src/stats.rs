@@ -1266,7 +1266,10 @@ mod tests {
             unreachable!("a reply")
         };
         // Built with 380 bytes, sent as its header, question and OPT: 40.
-        stats.slipped(&built.with_len(380), 40);
+        stats.slipped(
+            &Reply::new(380, built.rcode(), built.question_end(), built.qtype(), built.notes()),
+            40,
+        );
         let mut t = Totals::default();
         stats.add_to(&mut t);
         assert_eq!(t.replies_nxdomain, 1);
