@@ -422,12 +422,6 @@ impl Cache {
         (product as u64) ^ ((product >> 64) as u64)
     }
 
-    /// The slot holding the key of hash `hash`.
-    #[inline(always)]
-    fn slot_of(&self, hash: u64) -> Option<u32> {
-        self.index.get(hash)
-    }
-
     /// Looks `key` up at time `now`. A fresh entry counts as a hit for eviction; a stale one is
     /// returned only inside the stale window. `upstreams_down` says the entry would be served
     /// stale because no upstream can be asked, which is when a stale recheck is due.
@@ -435,7 +429,7 @@ impl Cache {
     pub fn lookup(&mut self, key: KeyRef<'_>, now: Instant, upstreams_down: bool) -> Lookup<'_> {
         let now = self.clock.now(now);
         let hash = self.hash(key);
-        let Some(slot) = self.slot_of(hash) else {
+        let Some(slot) = self.index.get(hash) else {
             return Lookup::Miss;
         };
         let stale_for = u64::from(self.config.stale_for);
@@ -488,7 +482,8 @@ impl Cache {
     /// Whether `key` has an entry that [`Cache::lookup`] would return now, fresh or stale.
     pub fn can_serve(&self, key: KeyRef<'_>, now: Instant) -> bool {
         let Some(stored) = self
-            .slot_of(self.hash(key))
+            .index
+            .get(self.hash(key))
             .and_then(|slot| self.slots.get(slot as usize))
             .and_then(Option::as_ref)
         else {
@@ -509,7 +504,7 @@ impl Cache {
         }
         let hash = self.hash(KeyRef::from_bytes(key));
         let stored_at = self.clock.nanos(entry.stored());
-        if let Some(slot) = self.slot_of(hash) {
+        if let Some(slot) = self.index.get(hash) {
             if let Some(stored) = self.slots[slot as usize].as_mut() {
                 let (old, in_main) = (stored.cost, stored.in_main);
                 self.denials =

@@ -240,7 +240,7 @@ fn a_name_evicted_and_asked_again_returns_to_main() {
     let first = key("g0.example.");
     assert!(matches!(cache.lookup(first.key_ref(), t0, false), Lookup::Miss));
     cache.insert(first.bytes(), entry("g0.example.", 300, t0));
-    let slot = cache.slot_of(cache.hash(first.key_ref())).unwrap();
+    let slot = cache.index.get(cache.hash(first.key_ref())).unwrap();
     assert!(cache.slots[slot as usize].as_ref().unwrap().in_main);
 }
 

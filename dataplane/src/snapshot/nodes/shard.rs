@@ -114,7 +114,7 @@ impl<V> Shard<V> {
             self.grow();
         }
         self.entries.push((name, value));
-        self.place(bucket(hash, self.entries.len() - 1));
+        self.place(hash, self.entries.len() - 1);
         None
     }
 
@@ -144,17 +144,15 @@ impl<V> Shard<V> {
         self.entries.iter_mut().map(|(name, value)| (&*name, value))
     }
 
-    /// Puts `bucket` in the first empty bucket of its run.
-    fn place(&mut self, bucket: u64) {
+    /// Puts the bucket of the entry at `at`, whose name hashes to `hash`, in the first empty
+    /// bucket of its run.
+    fn place(&mut self, hash: u64, at: usize) {
         let mask = self.buckets.len() - 1;
-        // The tag is the hash's upper half; the first bucket comes from its lower bits, which
-        // the bucket no longer holds, so they are taken from the entry's name.
-        let home = name_hash(self.entries[position(bucket)].0.wire());
-        let mut i = home as usize & mask;
+        let mut i = hash as usize & mask;
         while self.buckets[i] != EMPTY {
             i = (i + 1) & mask;
         }
-        self.buckets[i] = bucket;
+        self.buckets[i] = bucket(hash, at);
     }
 
     /// Empties bucket `hole` and closes the gap: a later bucket of the run moves into it unless
@@ -182,7 +180,7 @@ impl<V> Shard<V> {
         self.buckets = vec![EMPTY; buckets].into_boxed_slice();
         for at in 0..self.entries.len() {
             let hash = name_hash(self.entries[at].0.wire());
-            self.place(bucket(hash, at));
+            self.place(hash, at);
         }
     }
 }
