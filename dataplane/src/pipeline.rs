@@ -58,6 +58,11 @@ pub(crate) struct Pipeline {
     pub(crate) observer: Option<Box<Observer>>,
     /// The forwarding side, when the worker forwards.
     pub(crate) resolver: Option<Resolver>,
+    /// Where the snapshot of the last turn lives, and how many different ones the worker has
+    /// loaded: what the resolver's replayed replies are checked against. The snapshot at that
+    /// address is held by `snapshots` until a newer one is loaded, and that one was made while
+    /// it lived, so a changed snapshot always shows as a changed address.
+    pub(crate) seen: (usize, u64),
 }
 
 impl Pipeline {
@@ -76,10 +81,17 @@ impl Pipeline {
             signing,
             observer,
             resolver,
+            seen,
         } = self;
         let signing = &*signing;
+        let snapshot = snapshots.load();
+        let at = Arc::as_ptr(snapshot) as usize;
+        if at != seen.0 {
+            *seen = (at, seen.1 + 1);
+        }
         Turn {
-            snapshot: snapshots.load(),
+            snapshot,
+            snapshot_epoch: seen.1,
             lent: Context {
                 cookies: cookies.as_mut().map(|c| &**c.load()),
                 plugins: plugins.as_deref(),
@@ -109,6 +121,8 @@ pub(crate) struct RateLimit<'a> {
 pub(crate) struct Turn<'a> {
     /// The snapshot loaded for this turn.
     pub(crate) snapshot: &'a Snapshot,
+    /// How many different snapshots the worker has loaded, this one included.
+    snapshot_epoch: u64,
     /// The worker's counters.
     pub(crate) stats: &'a WorkerStats,
     rotation: &'a mut u32,
@@ -177,20 +191,22 @@ impl Turn<'_> {
         let ctx = &*ctx;
         *self.rotation = self.rotation.wrapping_add(1);
         let outcome = match self.resolver.as_deref_mut() {
-            Some(resolver) => match resolver.answer(query, self.snapshot, ctx, client, self.now, out) {
-                Answered::Now(outcome) => outcome,
-                Answered::Later => {
-                    if let Some(observer) = self.observer.as_deref_mut() {
-                        observer.forwarded(transport, query, peer.addr());
+            Some(resolver) => {
+                match resolver.answer(query, self.snapshot, self.snapshot_epoch, ctx, client, self.now, out) {
+                    Answered::Now(outcome) => outcome,
+                    Answered::Later => {
+                        if let Some(observer) = self.observer.as_deref_mut() {
+                            observer.forwarded(transport, query, peer.addr());
+                        }
+                        return Fate::Later;
                     }
-                    return Fate::Later;
+                    Answered::Dropped => {
+                        self.stats
+                            .requested(transport, AddressFamily::of_peer(peer), Asked::Query(query));
+                        return Fate::Nothing;
+                    }
                 }
-                Answered::Dropped => {
-                    self.stats
-                        .requested(transport, AddressFamily::of_peer(peer), Asked::Query(query));
-                    return Fate::Nothing;
-                }
-            },
+            }
             None => answer(query, self.snapshot, ctx, out),
         };
         // Each arm ends in its fate, so that the caller's match on it folds into this one.

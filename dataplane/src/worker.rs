@@ -338,6 +338,7 @@ impl Server {
                 signing: RefCell::new(Signing::new()),
                 observer,
                 resolver,
+                seen: (0, 0),
             };
             workers.push(Worker::new(poll, ios, forwarding, tcp, pipeline, Arc::clone(&orders)));
         }

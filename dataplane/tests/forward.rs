@@ -335,3 +335,95 @@ fn a_new_configuration_handed_in_while_serving_takes_effect() {
     });
     switched(&|reply| reply[3] & 0x0F == 5, "the new access list refuses loopback");
 }
+
+/// A cache hit asked again in the same shape is replayed from what its first reply left
+/// (`forward/replay.rs`): replayed replies must keep each client's ID and spelling, and must
+/// stop the moment a new snapshot or forwarding plan changes what the name answers.
+#[test]
+fn replayed_hits_follow_the_client_and_stop_when_the_snapshot_or_plan_changes() {
+    let upstream = Upstream::start(|query, from, socket| {
+        socket.send_to(&answer(query, [192, 0, 2, 1]), from).unwrap();
+    });
+    let snapshots = empty_cell();
+    snapshots.store(Arc::new(skyline_dataplane::snapshot::Snapshot::default()));
+    let config = ForwardConfig {
+        upstreams: vec![upstream.addr],
+        ..ForwardConfig::default()
+    };
+    let server = Server::start_with(
+        ServerConfig {
+            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            workers: 1,
+            pin: false,
+            tcp: TcpConfig::default(),
+        },
+        Options {
+            extra_addrs: Vec::new(),
+            forward: Some(config.clone()),
+            ..Options::default()
+        },
+        Arc::clone(&snapshots),
+    )
+    .unwrap();
+    let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    client.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let ask = |name: &str, id: u16| {
+        let mut query = RawQuery::new(name, 1).bytes();
+        query[..2].copy_from_slice(&id.to_be_bytes());
+        client.send_to(&query, server.local_addr()).unwrap();
+        let mut buf = [0u8; 512];
+        let (n, _) = client.recv_from(&mut buf).unwrap();
+        hickory_proto::op::Message::from_vec(&buf[..n]).unwrap()
+    };
+    let address = |reply: &hickory_proto::op::Message| {
+        reply
+            .answers()
+            .iter()
+            .map(|r| r.data().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    // A miss, a hit that leaves a memo, then hits replayed from it.
+    for (id, spelling) in [
+        (1, "web.skydns.test."),
+        (2, "web.skydns.test."),
+        (3, "WEB.SkyDns.test."),
+        (4, "wEb.skydns.TEST."),
+    ] {
+        let reply = ask(spelling, id);
+        assert_eq!(reply.id(), id);
+        assert_eq!(reply.queries()[0].name().to_ascii(), spelling);
+        assert_eq!(address(&reply), ["192.0.2.1"], "{spelling}");
+        assert!(reply.recursion_available() && !reply.authoritative());
+    }
+    let hits = |t: &Totals| t.cache_hits.iter().sum::<u64>();
+    assert_eq!(
+        hits(&wait_for(&server, |t| hits(t) >= 3)),
+        3,
+        "every hit counted, replayed or not"
+    );
+
+    // The zone now holds the name: its own answer, at once.
+    snapshots.store(Arc::new(snapshot()));
+    let reply = ask("web.skydns.test.", 5);
+    assert!(reply.authoritative(), "the zone answers");
+    assert!(!address(&reply).contains(&"192.0.2.1".to_string()));
+
+    // Back to no zones, the cache answers again; then a plan that keeps short names from the
+    // upstreams (ndots) refuses them what the cache holds, replayed or not.
+    snapshots.store(Arc::new(skyline_dataplane::snapshot::Snapshot::default()));
+    for id in 6..9 {
+        assert_eq!(address(&ask("web.skydns.test.", id)), ["192.0.2.1"]);
+    }
+    server
+        .forwarding()
+        .unwrap()
+        .reconfigure(ForwardConfig { ndots: 4, ..config });
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let reply = ask("web.skydns.test.", 9);
+        if reply.response_code() == hickory_proto::op::ResponseCode::ServFail {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the new plan's ndots is not in force");
+    }
+}

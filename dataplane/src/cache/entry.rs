@@ -258,6 +258,41 @@ impl Entry {
 }
 
 impl Entry {
+    /// Records per section: answer, authority, additional.
+    pub fn counts(&self) -> [u16; 3] {
+        self.counts
+    }
+
+    /// Bytes of all its records, as [`Entry::write`] writes them when they fit.
+    pub fn records_len(&self) -> usize {
+        self.body.len()
+    }
+
+    /// Whether `bytes` are exactly what [`Entry::write`] writes with room for every record and
+    /// TTLs rewritten for `age`: the check a reply passes before it is remembered for replay.
+    pub fn wrote(&self, bytes: &[u8], age: Age) -> bool {
+        if bytes.len() != self.body.len() {
+            return false;
+        }
+        let records = self.counts.iter().map(|&c| usize::from(c)).sum::<usize>();
+        let mut from = 0;
+        for record in &self.records[..records.min(self.records.len())] {
+            let at = usize::from(record.ttl_at);
+            let stored = u32::from_be_bytes([self.body[at], self.body[at + 1], self.body[at + 2], self.body[at + 3]]);
+            let ttl = match age {
+                Age::Fresh(age) => stored.min(self.lifetime).saturating_sub(age),
+                Age::Stale => STALE_TTL,
+            };
+            if bytes[from..at] != self.body[from..at] || bytes[at..at + 4] != ttl.to_be_bytes() {
+                return false;
+            }
+            from = at + 4;
+        }
+        bytes[from..] == self.body[from..]
+    }
+}
+
+impl Entry {
     /// Writes the answer records that `how` keeps into `out` at any place of another reply,
     /// with every name written out in full: their compression pointers meant offsets of the
     /// upstream's message, whose question was `question` (the name asked, then type and class),

@@ -14,9 +14,11 @@
 
 mod entry;
 mod index;
+mod memo;
 mod rdata;
 
 pub use entry::{Age, Entry, RecordsError, Relocation, TtlCaps, Written, STALE_TTL};
+pub use memo::{Asked, Memo, PLAIN_OPT_LEN};
 
 use crate::wire::name::{is_within, name_hash, same_wire};
 use crate::wire::types::MAX_NAME_LEN;
@@ -38,9 +40,10 @@ const KEY_CD: u8 = 2;
 const MAX_FREQ: u8 = 3;
 /// Share of the memory bound held by the small FIFO, in tenths.
 const SMALL_TENTHS: usize = 1;
-/// Bookkeeping per entry beyond its key and records: its slot, its queue entries, and the
-/// index's 16-byte buckets, of which a table at most half full holds two to four per entry.
-const ENTRY_OVERHEAD: usize = std::mem::size_of::<Stored>() + 64;
+/// Bookkeeping per entry beyond its key and records: its slot, its queue entries, the index's
+/// 16-byte buckets, of which a table at most half full holds two to four per entry, and room
+/// for a [`Memo`] with its allocation's header, whether or not the entry gets one.
+const ENTRY_OVERHEAD: usize = std::mem::size_of::<Stored>() + 64 + std::mem::size_of::<Memo>() + 16;
 /// A refresh (prefetch or stale recheck) of one name starts at most this often.
 pub const REFRESH_INTERVAL: Duration = Duration::from_secs(1);
 /// Entries with a shorter lifetime are not prefetched: refreshing them would cost more than
@@ -263,6 +266,29 @@ struct Stored {
     /// When a refresh was last started, in [`Clock`] nanoseconds.
     last_refresh: Option<i64>,
     cost: usize,
+    /// The reply made from the entry for one exact query, to replay (see [`Cache::replay`]).
+    memo: Option<Box<Memo>>,
+}
+
+impl Stored {
+    /// Whether a fresh hit `age` seconds after the entry was stored, counted among its hits,
+    /// should start a prefetch at `now`: near the end of a lifetime worth refreshing, for an
+    /// entry asked more than once, once per [`REFRESH_INTERVAL`].
+    #[inline(always)]
+    fn prefetch_due(&self, age: u64, now: i64) -> bool {
+        let lifetime = self.entry.lifetime();
+        let remaining = u64::from(lifetime).saturating_sub(age);
+        remaining * 10 <= u64::from(lifetime)
+            && self.hits.saturating_add(1) >= PREFETCH_MIN_HITS
+            && lifetime >= PREFETCH_MIN_LIFETIME
+            && refresh_due(self.last_refresh, now)
+    }
+}
+
+/// Whether a refresh last started at `last_refresh` leaves another due at `now`.
+#[inline(always)]
+fn refresh_due(last_refresh: Option<i64>, now: i64) -> bool {
+    last_refresh.is_none_or(|at| now.saturating_sub(at) >= REFRESH_INTERVAL.as_nanos() as i64)
 }
 
 /// Times as signed nanoseconds from the cache's creation, read once per distinct `now`. A hit
@@ -332,6 +358,8 @@ pub struct Cache {
     small_bytes: usize,
     /// Entries whose answer is negative (NXDOMAIN, NODATA), for the metrics' `denial` kind.
     denials: usize,
+    /// Entries with a [`Memo`]: while there are none, no query looks for one.
+    memos: usize,
     clock: Clock,
 }
 
@@ -354,6 +382,7 @@ impl Cache {
             bytes: 0,
             small_bytes: 0,
             denials: 0,
+            memos: 0,
             clock: Clock::new(Instant::now()),
         }
     }
@@ -443,18 +472,10 @@ impl Cache {
         }
         let age = seconds_between(stored.stored_at, now);
         let lifetime = u64::from(stored.entry.lifetime());
-        let refresh_due = |last_refresh: Option<i64>| {
-            last_refresh.is_none_or(|at| now.saturating_sub(at) >= REFRESH_INTERVAL.as_nanos() as i64)
-        };
         if age < lifetime {
+            let refresh = prefetch && stored.prefetch_due(age, now);
             stored.freq = (stored.freq + 1).min(MAX_FREQ);
             stored.hits = stored.hits.saturating_add(1);
-            let remaining = lifetime - age;
-            let refresh = prefetch
-                && remaining * 10 <= lifetime
-                && stored.hits >= PREFETCH_MIN_HITS
-                && stored.entry.lifetime() >= PREFETCH_MIN_LIFETIME
-                && refresh_due(stored.last_refresh);
             if refresh {
                 stored.last_refresh = Some(now);
             }
@@ -465,7 +486,7 @@ impl Cache {
             });
         }
         if age < lifetime + stale_for {
-            let refresh = upstreams_down && refresh_due(stored.last_refresh);
+            let refresh = upstreams_down && refresh_due(stored.last_refresh, now);
             if refresh {
                 stored.last_refresh = Some(now);
             }
@@ -477,6 +498,78 @@ impl Cache {
         }
         stored.dead = true;
         Lookup::Miss
+    }
+
+    /// Whether some entry holds a [`Memo`]: until one does, [`Cache::replay`] finds nothing, and
+    /// a query need not pay for asking.
+    #[inline(always)]
+    pub fn has_memos(&self) -> bool {
+        self.memos > 0
+    }
+
+    /// The fresh entry of `key` with its age and memo, counted as a hit as [`Cache::lookup`]
+    /// counts one, when its memo passes `fits` and this hit would start no prefetch: a
+    /// prefetch, a stale entry or a memo that does not fit are left to [`Cache::lookup`],
+    /// which this call has then changed nothing for.
+    #[inline(always)]
+    pub fn replay(
+        &mut self,
+        key: KeyRef<'_>,
+        now: Instant,
+        fits: impl FnOnce(&Memo) -> bool,
+    ) -> Option<(&Entry, Age, &Memo)> {
+        let now = self.clock.now(now);
+        let slot = self.index.get(self.hash(key))?;
+        let prefetch = self.config.prefetch;
+        let keep_ttl = self.config.keep_ttl;
+        let stored = self.slots.get_mut(slot as usize)?.as_mut()?;
+        if stored.dead || !key.matches(&stored.key) || !stored.memo.as_deref().is_some_and(fits) {
+            return None;
+        }
+        let age = seconds_between(stored.stored_at, now);
+        if age >= u64::from(stored.entry.lifetime()) || (prefetch && stored.prefetch_due(age, now)) {
+            return None;
+        }
+        stored.freq = (stored.freq + 1).min(MAX_FREQ);
+        stored.hits = stored.hits.saturating_add(1);
+        let age = Age::Fresh(if keep_ttl { 0 } else { age as u32 });
+        Some((&stored.entry, age, stored.memo.as_deref()?))
+    }
+
+    /// The fresh entry of `key` and its age, when it has no memo made under `stamp` and should
+    /// be given one: what the reply just made from it is checked against before
+    /// [`Cache::remember`] keeps it. Counts nothing.
+    pub fn memo_wanted(&self, key: KeyRef<'_>, now: Instant, stamp: u64) -> Option<(&Entry, Age)> {
+        let stored = self.slots.get(self.index.get(self.hash(key))? as usize)?.as_ref()?;
+        if stored.dead || !key.matches(&stored.key) || stored.memo.as_ref().is_some_and(|memo| memo.stamp == stamp) {
+            return None;
+        }
+        let age = seconds_between(stored.stored_at, self.clock.nanos(now));
+        if age >= u64::from(stored.entry.lifetime()) {
+            return None;
+        }
+        Some((
+            &stored.entry,
+            Age::Fresh(if self.config.keep_ttl { 0 } else { age as u32 }),
+        ))
+    }
+
+    /// Keeps `memo` with the entry of `key`, in place of an older one; its room is part of
+    /// every entry's cost (`ENTRY_OVERHEAD`).
+    pub fn remember(&mut self, key: KeyRef<'_>, memo: Memo) {
+        let Some(slot) = self.index.get(self.hash(key)) else {
+            return;
+        };
+        let Some(stored) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        if stored.dead || !key.matches(&stored.key) {
+            return;
+        }
+        if stored.memo.is_none() {
+            self.memos += 1;
+        }
+        stored.memo = Some(Box::new(memo));
     }
 
     /// Whether `key` has an entry that [`Cache::lookup`] would return now, fresh or stale.
@@ -515,6 +608,9 @@ impl Cache {
                 stored.dead = false;
                 stored.cost = cost;
                 stored.last_refresh = None;
+                if stored.memo.take().is_some() {
+                    self.memos -= 1;
+                }
                 self.bytes = self.bytes - old + cost;
                 if !in_main {
                     self.small_bytes = self.small_bytes - old + cost;
@@ -538,6 +634,7 @@ impl Cache {
             stored_at,
             last_refresh: None,
             cost,
+            memo: None,
         };
         let slot = match self.free.pop() {
             Some(slot) => {
@@ -626,6 +723,7 @@ impl Cache {
         if let Some(stored) = self.slots[slot as usize].take() {
             self.bytes -= stored.cost;
             self.denials -= usize::from(stored.entry.is_negative());
+            self.memos -= usize::from(stored.memo.is_some());
             self.index.remove(stored.hash, slot);
             self.free.push(slot);
         }

@@ -19,6 +19,7 @@ mod message;
 mod options;
 mod plan;
 mod recursive;
+mod replay;
 pub mod resolv_conf;
 mod route;
 mod transport;
@@ -325,6 +326,12 @@ pub(crate) struct Resolver {
     /// Clients by address with how many of their questions wait on upstreams, for
     /// `max_in_flight_per_client`.
     waiting: HashMap<IpAddr, usize, foldhash::fast::RandomState>,
+    /// What the cache's memos are made and replayed under (`replay.rs`): a new value with every
+    /// snapshot and every forwarding plan, so that none outlives what its reply depended on.
+    stamp: u64,
+    /// The worker's count of the snapshots it loaded, as of the last query (see
+    /// [`Resolver::answer`]).
+    snapshot_epoch: u64,
 }
 
 impl Resolver {
@@ -360,15 +367,21 @@ impl Resolver {
             qname: LowerName::default(),
             done: Vec::new(),
             waiting: HashMap::default(),
+            stamp: 0,
+            snapshot_epoch: 0,
         })
     }
 
     /// Answers `query` from `client`: authoritative names and cache hits now, misses later.
+    /// `snapshot_epoch` is the worker's count of the snapshots it has loaded, `snapshot` the
+    /// last: a new one voids the cache's memos, whose replies it may change.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn answer(
         &mut self,
         query: &[u8],
         snapshot: &Snapshot,
+        snapshot_epoch: u64,
         ctx: &Context,
         client: Client<&Peer>,
         now: Instant,
@@ -376,6 +389,10 @@ impl Resolver {
     ) -> Answered {
         if let Some(plugins) = ctx.plugins {
             return self.answer_plugged(plugins, query, snapshot, ctx, client, now, out);
+        }
+        if snapshot_epoch != self.snapshot_epoch {
+            self.snapshot_epoch = snapshot_epoch;
+            self.stamp += 1;
         }
         let allowed = client.allowed_by(&mut self.acl);
         let mut rec = Recursion {
@@ -387,7 +404,7 @@ impl Resolver {
             now,
             resolved: None,
         };
-        let resolution = resolve(query, snapshot, ctx, &mut rec, &mut self.qname, out);
+        let resolution = resolve(query, snapshot, ctx, &mut rec, &mut self.qname, Some(self.stamp), out);
         let prohibited = rec.prohibited;
         self.answered(resolution, prohibited, query, snapshot, ctx, client, now, out)
     }
@@ -610,6 +627,7 @@ impl Resolver {
             self.stats.cache_evictions.add(evicted);
         }
         self.routes = latest.routes();
+        self.stamp += 1;
         self.forwarder
             .replace(&latest.groups(), &latest.config, &latest.health, Instant::now());
         self.plan = latest;

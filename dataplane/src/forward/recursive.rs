@@ -4,6 +4,7 @@
 //! answering knows nothing of forwarding; a client that waited for an upstream is answered by
 //! running its query through [`answer_recursive`] again, the upstream's result in hand.
 
+use super::replay::{self, Replayed};
 use super::{Failure, Route, Routes};
 use crate::answer::plugins::{before, Before};
 use crate::answer::{
@@ -13,7 +14,7 @@ use crate::cache::{Age, Cache, Entry, Key, KeyRef, Lookup};
 use crate::rewrite::Plugins;
 use crate::snapshot::rrset::Beyond;
 use crate::snapshot::Snapshot;
-use crate::wire::query::parse_query_into;
+use crate::wire::query::{parse_query_into, parse_query_named};
 use crate::wire::types::{class, ede, flags, option, rcode, rtype, HEADER_LEN, MAX_NAME_LEN};
 use crate::wire::{LowerName, Name, Query, Question};
 use std::time::Instant;
@@ -187,6 +188,9 @@ pub(crate) enum Flow {
     Written,
     /// The reply is written from the cache.
     Cached { stale: bool, refresh: Option<Box<Refresh>> },
+    /// The reply is the query's own fresh answer from the cache and nothing else: one to
+    /// remember for replay (`replay.rs`).
+    Hit(Option<Box<Refresh>>),
     /// Nothing written: forward; a stale answer is at hand. Boxed, as is a refresh: the
     /// result travels up several calls, and a hit should not carry a key's 260 bytes along.
     Forward(Box<Key>, Route, bool),
@@ -242,7 +246,7 @@ pub fn answer_recursive(
     if let Some(plugins) = ctx.plugins {
         return plugged(plugins, query, snapshot, ctx, rec, qname, out);
     }
-    resolve(query, snapshot, ctx, rec, qname, out)
+    resolve(query, snapshot, ctx, rec, qname, None, out)
 }
 
 /// [`answer_recursive`] with the plugins run ahead of it (docs/rewrite.md). A rewritten
@@ -261,11 +265,11 @@ pub(crate) fn plugged(
     out: &mut [u8],
 ) -> Resolution {
     let rewritten = match before(plugins, query, ctx, out) {
-        Before::Pass => return resolve(query, snapshot, ctx, rec, qname, out),
+        Before::Pass => return resolve(query, snapshot, ctx, rec, qname, None, out),
         Before::Answered(outcome) => return Resolution::Done(outcome),
         Before::Rewritten(rewritten) => rewritten,
     };
-    match resolve(rewritten.query(), snapshot, ctx, rec, qname, out) {
+    match resolve(rewritten.query(), snapshot, ctx, rec, qname, None, out) {
         Resolution::Done(outcome) => Resolution::Done(rewritten.restore(outcome, out)),
         Resolution::Cached {
             outcome,
@@ -292,7 +296,9 @@ pub(crate) fn plugged(
 }
 
 /// [`answer_recursive`] of a query as it is, without the plugins: what a worker with none
-/// calls.
+/// calls. With `memos` (the stamp of the snapshot and plan in force), a cache hit asked again
+/// in the same shape is replayed from its entry's memo, and a fresh hit answered here leaves
+/// one (`replay.rs`); `None` neither replays nor remembers.
 #[inline(always)]
 pub(crate) fn resolve(
     query: &[u8],
@@ -300,10 +306,26 @@ pub(crate) fn resolve(
     ctx: &Context,
     rec: &mut Recursion<'_>,
     qname: &mut LowerName,
+    memos: Option<u64>,
     out: &mut [u8],
 ) -> Resolution {
+    let replayed = match memos {
+        Some(stamp) => replay::replay(query, qname, ctx, rec, stamp, out),
+        None => Replayed::Unread,
+    };
     let mut q = Query::default();
-    if let Err(reason) = parse_query_into(query, qname, &mut q) {
+    let parsed = match replayed {
+        Replayed::Reply(reply) => {
+            return Resolution::Cached {
+                outcome: Outcome::Reply(reply),
+                stale: false,
+                refresh: None,
+            }
+        }
+        Replayed::Named(name_end) => parse_query_named(query, qname, name_end, &mut q),
+        Replayed::Unread => parse_query_into(query, qname, &mut q),
+    };
+    if let Err(reason) = parsed {
         return Resolution::Done(Outcome::Drop(reason));
     }
     let qname = &*qname;
@@ -315,6 +337,17 @@ pub(crate) fn resolve(
             stale,
             refresh,
         },
+        Flow::Hit(refresh) => {
+            let reply = r.finish(&q);
+            if let (Some(stamp), None) = (memos, &refresh) {
+                replay::remember(query, &q, qname, ctx, rec, stamp, reply, out);
+            }
+            Resolution::Cached {
+                outcome: Outcome::Reply(reply),
+                stale: false,
+                refresh,
+            }
+        }
         Flow::Forward(key, route, stale) => Resolution::Forward(Box::new(Forward {
             key: *key,
             route,
@@ -395,10 +428,7 @@ fn beyond(r: &mut Responder<'_>, q: &Query, qname: &LowerName, question: Questio
             Lookup::Fresh(hit) => {
                 let wanted = hit.refresh;
                 r.cached(q, hit.entry, hit.age);
-                Flow::Cached {
-                    stale: false,
-                    refresh: wanted.then(|| refresh(key)),
-                }
+                Flow::Hit(wanted.then(|| refresh(key)))
             }
             Lookup::Stale(hit) if down => {
                 let wanted = hit.refresh;

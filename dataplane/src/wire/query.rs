@@ -131,6 +131,20 @@ pub fn parse_query(msg: &[u8], qname: &mut LowerName) -> Result<Query, DropReaso
 /// the stack and then copied whole. `q` is left as it was when the message is dropped.
 #[inline(always)]
 pub fn parse_query_into(msg: &[u8], qname: &mut LowerName, q: &mut Query) -> Result<(), DropReason> {
+    parse(msg, qname, None, q)
+}
+
+/// [`parse_query_into`] of a message whose first question's name the caller has read into
+/// `qname` already, with [`read_name`] at the end of the header (returning `name_end`): a
+/// caller that looks the name up before it parses the rest does not read it twice. The
+/// message must have a question.
+#[inline(always)]
+pub fn parse_query_named(msg: &[u8], qname: &mut LowerName, name_end: usize, q: &mut Query) -> Result<(), DropReason> {
+    parse(msg, qname, Some(name_end), q)
+}
+
+#[inline(always)]
+fn parse(msg: &[u8], qname: &mut LowerName, name_end: Option<usize>, q: &mut Query) -> Result<(), DropReason> {
     let Some(header) = msg.first_chunk::<HEADER_LEN>() else {
         return Err(DropReason::TooShort);
     };
@@ -151,17 +165,26 @@ pub fn parse_query_into(msg: &[u8], qname: &mut LowerName, q: &mut Query) -> Res
         trailing: false,
     };
     let arcount = word(10);
-    if let Err(e) = parse_body(msg, q, arcount, qname) {
+    if let Err(e) = parse_body(msg, q, arcount, qname, name_end) {
         q.error.get_or_insert(e);
     }
     Ok(())
 }
 
 #[inline(always)]
-fn parse_body(msg: &[u8], q: &mut Query, arcount: u16, qname: &mut LowerName) -> Result<(), FormatError> {
+fn parse_body(
+    msg: &[u8],
+    q: &mut Query,
+    arcount: u16,
+    qname: &mut LowerName,
+    name_end: Option<usize>,
+) -> Result<(), FormatError> {
     let mut pos = HEADER_LEN;
     if q.qdcount > 0 {
-        let end = read_name(msg, pos, Some(qname)).map_err(FormatError::Wire)?;
+        let end = match name_end {
+            Some(end) => end,
+            None => read_name(msg, pos, Some(qname)).map_err(FormatError::Wire)?,
+        };
         let Some(&[t0, t1, c0, c1]) = msg.get(end..).and_then(|rest| rest.first_chunk::<4>()) else {
             return Err(FormatError::Wire(WireError::Truncated));
         };
