@@ -242,7 +242,25 @@ impl Entry {
         };
         let len = end_of(kept);
         copy_short(out, &self.body[..len]);
-        for record in &self.records[..kept] {
+        self.patch_ttls(out, kept, age);
+        Written { len, counts, truncated }
+    }
+
+    /// Writes every record into `out`, which has room for them (a replayed reply's, checked
+    /// against the whole entry when it was remembered), with TTLs rewritten for `age`; returns
+    /// the bytes written.
+    #[inline(always)]
+    pub fn write_whole(&self, out: &mut [u8], age: Age) -> usize {
+        copy_short(out, &self.body);
+        let [an, ns, ar] = self.counts.map(usize::from);
+        self.patch_ttls(out, an + ns + ar, age);
+        self.body.len()
+    }
+
+    /// Rewrites the TTLs of the first `records` records copied into `out` for `age`.
+    #[inline(always)]
+    fn patch_ttls(&self, out: &mut [u8], records: usize, age: Age) {
+        for record in &self.records[..records] {
             let at = usize::from(record.ttl_at);
             let Some(field) = out.get_mut(at..at + 4).and_then(|f| <&mut [u8; 4]>::try_from(f).ok()) else {
                 continue;
@@ -253,7 +271,6 @@ impl Entry {
             };
             *field = ttl.to_be_bytes();
         }
-        Written { len, counts, truncated }
     }
 }
 

@@ -1,7 +1,8 @@
 //! What a served entry remembers of the reply it made for one exact query, so that the same
 //! query asked again is answered by copying: the header and OPT of that reply, around the
 //! client's own question and the entry's records with their TTLs counted down
-//! (`forward/replay.rs` makes and replays memos; docs/forwarding.md, "Replayed hits").
+//! (`forward/replay.rs` makes and replays memos; ARCHITECTURE.md, "A cache miss, to the upstream
+//! and back").
 //!
 //! A memo holds only for a query of the plain shape most clients send (one question, nothing
 //! else but an OPT without options), over UDP, and only while the snapshot and the forwarding
@@ -53,4 +54,76 @@ pub struct Memo {
     pub opt_record: [u8; PLAIN_OPT_LEN],
     /// The facts of the reply: its length, response code and question.
     pub reply: Reply,
+}
+
+/// Fewest bits a [`Filter`] has.
+const MIN_FILTER_BITS: usize = 4096;
+/// Bits a [`Filter`] is given per memo when it is rebuilt.
+const FILTER_BITS_PER_MEMO: usize = 32;
+
+/// Which names may have a memo: one bit per name hash (a Bloom filter with one hash). A query
+/// asks it before it looks for a memo, so that a name answered from the zones, which has none,
+/// pays a bit test rather than a probe of the cache's index. A bit stays set when its memo
+/// goes (a name that finds it set only probes for nothing); the filter is rebuilt from the
+/// memos held, at 32 bits per memo, once the names noted since it was built reach an eighth of
+/// its bits, which keeps the share of bits set, and so of names probed in vain, near 1 in 8.
+#[derive(Debug)]
+pub(super) struct Filter {
+    words: Box<[u64]>,
+    /// How far a name hash is shifted to leave a bit's index: its top bits, which are
+    /// independent of the cache index's (`Cache::hash` mixes in a secret).
+    shift: u32,
+    /// Names noted since the filter was last built.
+    noted: usize,
+}
+
+impl Default for Filter {
+    fn default() -> Filter {
+        Filter::with_bits(MIN_FILTER_BITS)
+    }
+}
+
+impl Filter {
+    fn with_bits(bits: usize) -> Filter {
+        let bits = bits.next_power_of_two();
+        Filter {
+            words: vec![0; bits / 64].into_boxed_slice(),
+            shift: 64 - bits.trailing_zeros(),
+            noted: 0,
+        }
+    }
+
+    /// The index of `name_hash`'s bit.
+    #[inline(always)]
+    fn bit(&self, name_hash: u64) -> usize {
+        (name_hash >> self.shift) as usize
+    }
+
+    /// Whether a name with hash `name_hash` may have a memo.
+    #[inline(always)]
+    pub(super) fn may_hold(&self, name_hash: u64) -> bool {
+        let bit = self.bit(name_hash);
+        self.words.get(bit / 64).is_some_and(|word| word >> (bit % 64) & 1 != 0)
+    }
+
+    /// Notes that a name with hash `name_hash` has a memo; whether the filter should now be
+    /// rebuilt (see [`Filter::rebuilt`]).
+    pub(super) fn note(&mut self, name_hash: u64) -> bool {
+        let bit = self.bit(name_hash);
+        if let Some(word) = self.words.get_mut(bit / 64) {
+            *word |= 1 << (bit % 64);
+        }
+        self.noted += 1;
+        self.noted * 8 > self.words.len() * 64
+    }
+
+    /// A filter for `memos` memos, the names of which `names` gives.
+    pub(super) fn rebuilt(memos: usize, names: impl Iterator<Item = u64>) -> Filter {
+        let mut filter = Filter::with_bits((memos * FILTER_BITS_PER_MEMO).max(MIN_FILTER_BITS));
+        for name_hash in names {
+            filter.note(name_hash);
+        }
+        filter.noted = 0;
+        filter
+    }
 }

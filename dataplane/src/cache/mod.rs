@@ -40,10 +40,12 @@ const KEY_CD: u8 = 2;
 const MAX_FREQ: u8 = 3;
 /// Share of the memory bound held by the small FIFO, in tenths.
 const SMALL_TENTHS: usize = 1;
-/// Bookkeeping per entry beyond its key and records: its slot, its queue entries, the index's
-/// 16-byte buckets, of which a table at most half full holds two to four per entry, and room
-/// for a [`Memo`] with its allocation's header, whether or not the entry gets one.
-const ENTRY_OVERHEAD: usize = std::mem::size_of::<Stored>() + 64 + std::mem::size_of::<Memo>() + 16;
+/// Bookkeeping per entry beyond its key and records: its slot, its queue entries, and the
+/// index's 16-byte buckets, of which a table at most half full holds two to four per entry.
+const ENTRY_OVERHEAD: usize = std::mem::size_of::<Stored>() + 64;
+/// What a [`Memo`] adds to its entry's cost: the memo, its allocation's header, and its bits
+/// in the filter.
+const MEMO_COST: usize = std::mem::size_of::<Memo>() + 16 + 8;
 /// A refresh (prefetch or stale recheck) of one name starts at most this often.
 pub const REFRESH_INTERVAL: Duration = Duration::from_secs(1);
 /// Entries with a shorter lifetime are not prefetched: refreshing them would cost more than
@@ -358,8 +360,13 @@ pub struct Cache {
     small_bytes: usize,
     /// Entries whose answer is negative (NXDOMAIN, NODATA), for the metrics' `denial` kind.
     denials: usize,
-    /// Entries with a [`Memo`]: while there are none, no query looks for one.
+    /// Entries with a [`Memo`].
     memos: usize,
+    /// Entries evicted to make room for memos, not yet counted (see
+    /// [`Cache::take_memo_evictions`]).
+    memo_evictions: u64,
+    /// The names that may have a memo.
+    filter: memo::Filter,
     clock: Clock,
 }
 
@@ -383,6 +390,8 @@ impl Cache {
             small_bytes: 0,
             denials: 0,
             memos: 0,
+            memo_evictions: 0,
+            filter: memo::Filter::default(),
             clock: Clock::new(Instant::now()),
         }
     }
@@ -500,11 +509,17 @@ impl Cache {
         Lookup::Miss
     }
 
-    /// Whether some entry holds a [`Memo`]: until one does, [`Cache::replay`] finds nothing, and
-    /// a query need not pay for asking.
+    /// Whether some entry holds a [`Memo`]: until one does, no query need look for one.
     #[inline(always)]
     pub fn has_memos(&self) -> bool {
         self.memos > 0
+    }
+
+    /// Whether a name whose [`name_hash`] is `name_hash` may have a [`Memo`]: a name answered
+    /// from the zones, which has none, learns it from one bit, and needs no [`Cache::replay`].
+    #[inline(always)]
+    pub fn may_replay(&self, name_hash: u64) -> bool {
+        self.filter.may_hold(name_hash)
     }
 
     /// The fresh entry of `key` with its age and memo, counted as a hit as [`Cache::lookup`]
@@ -518,8 +533,8 @@ impl Cache {
         now: Instant,
         fits: impl FnOnce(&Memo) -> bool,
     ) -> Option<(&Entry, Age, &Memo)> {
-        let now = self.clock.now(now);
         let slot = self.index.get(self.hash(key))?;
+        let now = self.clock.now(now);
         let prefetch = self.config.prefetch;
         let keep_ttl = self.config.keep_ttl;
         let stored = self.slots.get_mut(slot as usize)?.as_mut()?;
@@ -554,8 +569,9 @@ impl Cache {
         ))
     }
 
-    /// Keeps `memo` with the entry of `key`, in place of an older one; its room is part of
-    /// every entry's cost (`ENTRY_OVERHEAD`).
+    /// Keeps `memo` with the entry of `key`, in place of an older one. A first memo adds to the
+    /// entry's cost, and entries are evicted down to the memory bound (counted by
+    /// [`Cache::take_memo_evictions`]).
     pub fn remember(&mut self, key: KeyRef<'_>, memo: Memo) {
         let Some(slot) = self.index.get(self.hash(key)) else {
             return;
@@ -566,10 +582,34 @@ impl Cache {
         if stored.dead || !key.matches(&stored.key) {
             return;
         }
-        if stored.memo.is_none() {
+        let first = stored.memo.is_none();
+        stored.memo = Some(Box::new(memo));
+        if first {
+            stored.cost += MEMO_COST;
+            self.bytes += MEMO_COST;
+            if !stored.in_main {
+                self.small_bytes += MEMO_COST;
+            }
             self.memos += 1;
         }
-        stored.memo = Some(Box::new(memo));
+        if self.filter.note(key.name_hash) {
+            let names = self
+                .slots
+                .iter()
+                .flatten()
+                .filter(|stored| stored.memo.is_some())
+                .map(|stored| name_hash(stored.key.get(KEY_PREFIX_LEN..).unwrap_or_default()));
+            self.filter = memo::Filter::rebuilt(self.memos, names);
+        }
+        if first {
+            self.memo_evictions += self.evict();
+        }
+    }
+
+    /// Entries evicted to make room for memos since the last call: the worker adds them to its
+    /// eviction counter once a turn.
+    pub fn take_memo_evictions(&mut self) -> u64 {
+        std::mem::take(&mut self.memo_evictions)
     }
 
     /// Whether `key` has an entry that [`Cache::lookup`] would return now, fresh or stale.

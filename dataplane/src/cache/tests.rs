@@ -272,3 +272,81 @@ fn ages_in_clock_nanoseconds_read_as_instants_subtracted() {
         }
     }
 }
+
+/// A memo as `forward/replay.rs` makes one; only its stamp matters here.
+fn memo(stamp: u64) -> Memo {
+    Memo {
+        stamp,
+        asked: Asked::new(&[1, 0, 0, 1, 0, 0, 0, 0, 0, 0], None),
+        header: [0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0],
+        opt_record: [0; PLAIN_OPT_LEN],
+        reply: crate::reply::Reply::new(64, 0, 30, 1, 0),
+    }
+}
+
+#[test]
+fn every_memo_is_found_through_the_filter_s_rebuilds_and_goes_with_its_entry() {
+    let t0 = Instant::now();
+    let mut cache = Cache::new(CacheConfig::default());
+    let names: Vec<String> = (0..3000).map(|i| format!("h{i}.memo.example.")).collect();
+    for (i, name) in names.iter().enumerate() {
+        cache.insert(key(name).bytes(), entry(name, 300, t0));
+        cache.remember(key(name).key_ref(), memo(i as u64));
+    }
+    assert!(cache.has_memos());
+    assert_eq!(cache.memos, names.len());
+    for (i, name) in names.iter().enumerate() {
+        assert!(
+            cache.may_replay(key(name).key_ref().name_hash),
+            "{name}: the filter lost it"
+        );
+        let found = cache.replay(key(name).key_ref(), t0, |m| m.stamp == i as u64);
+        assert!(found.is_some(), "{name}");
+    }
+    let unknown = (0..3000)
+        .filter(|i| cache.may_replay(key(&format!("u{i}.other.example.")).key_ref().name_hash))
+        .count();
+    assert!(
+        unknown < 3000 / 4,
+        "{unknown} of 3000 names without a memo pass the filter"
+    );
+    // A new answer for a name takes its memo with the old one.
+    cache.insert(key(&names[0]).bytes(), entry(&names[0], 300, t0));
+    assert!(cache.replay(key(&names[0]).key_ref(), t0, |_| true).is_none());
+    assert_eq!(cache.memos, names.len() - 1);
+    cache.reconfigure(CacheConfig {
+        max_bytes: 0,
+        ..CacheConfig::default()
+    });
+    assert!(!cache.has_memos(), "evicted entries take theirs");
+}
+
+#[test]
+fn memos_count_against_the_memory_bound() {
+    let t0 = Instant::now();
+    let mut cache = small_cache(64 * 1024);
+    let names: Vec<String> = (0..2000).map(|i| format!("h{i}.bound.example.")).collect();
+    for name in &names {
+        cache.insert(key(name).bytes(), entry(name, 300, t0));
+    }
+    let (held, bytes) = (cache.len(), cache.bytes());
+    assert!(
+        bytes <= 64 * 1024 && bytes + 1024 > 64 * 1024,
+        "filled to the bound: {bytes}"
+    );
+    let last = names.last().unwrap();
+    cache.remember(key(last).key_ref(), memo(1));
+    assert_eq!(cache.take_memo_evictions(), 1, "one entry makes room for the memo");
+    assert!(cache.bytes() <= 64 * 1024 && cache.bytes() + 2 * MEMO_COST > bytes);
+    for name in &names {
+        cache.remember(key(name).key_ref(), memo(1));
+    }
+    assert!(cache.bytes() <= 64 * 1024, "{} over the bound", cache.bytes());
+    let evicted = cache.take_memo_evictions();
+    assert!(
+        evicted > 0 && cache.len() < held,
+        "{evicted} evicted, {} of {held} held",
+        cache.len()
+    );
+    assert_eq!(cache.take_memo_evictions(), 0, "counted once");
+}

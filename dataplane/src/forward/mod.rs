@@ -597,6 +597,7 @@ impl Resolver {
     /// its answer.
     pub(crate) fn tidy(&mut self, now: Instant) {
         settle(&mut self.cache, &self.stats, &mut self.done);
+        self.stats.cache_evictions.add(self.cache.take_memo_evictions());
         self.stats.cache_entries.set(self.cache.len() as u64);
         self.stats.cache_denials.set(self.cache.denials() as u64);
         self.stats.cache_bytes.set(self.cache.bytes() as u64);

@@ -17,89 +17,46 @@ use crate::answer::{Context, Transport};
 use crate::cache::{Asked, KeyRef, Memo, PLAIN_OPT_LEN};
 use crate::reply::Reply;
 use crate::wire::bytes::copy_short;
-use crate::wire::name::read_name;
 use crate::wire::types::{flags, rtype, HEADER_LEN};
 use crate::wire::{LowerName, Query};
 
-/// What [`replay`] did with a query.
-pub(super) enum Replayed {
-    /// Its reply is written: this long, with these facts.
-    Reply(Reply),
-    /// Not replayed; its first question's name is read into the name buffer, and ends here.
-    Named(usize),
-    /// Not replayed, and not read.
-    Unread,
-}
-
-/// The shape of a query's end as a memo is kept for it: nothing after the question, or an OPT
-/// record without options, which is all a plain query may carry.
-#[inline(always)]
-fn tail_opt(tail: &[u8]) -> Option<Option<&[u8; PLAIN_OPT_LEN]>> {
-    match tail.len() {
-        0 => Some(None),
-        PLAIN_OPT_LEN => tail.first_chunk::<PLAIN_OPT_LEN>().map(Some),
-        _ => None,
-    }
-}
-
-/// Writes the reply to `query` from its entry's memo into `out`, when the cache holds one made
-/// under `stamp` for this very query, the client may use forwarding, and the hit needs nothing
-/// else; counts the hit as a lookup does. Reads no more of the query than the memo needs: its
-/// first name (into `qname`), its type and class, and the bytes compared with the memo, which
-/// were those of a query the answer path read whole. Anything else is left to the answer path,
-/// with the name read when it was.
+/// Writes the reply to `query` (read into `q` and `qname`) from its entry's memo into `out`,
+/// when the cache holds one made under `stamp` for this very query, the client may use
+/// forwarding, and the hit needs nothing else; counts the hit as a lookup does. `None` leaves
+/// the query to the answer path. A name without a memo, such as one the zones answer, costs a
+/// load while the cache holds no memo and a bit test of its filter once it does.
 #[inline(always)]
 pub(super) fn replay(
     query: &[u8],
-    qname: &mut LowerName,
+    q: &Query,
+    qname: &LowerName,
     ctx: &Context,
     rec: &mut Recursion<'_>,
     stamp: u64,
     out: &mut [u8],
-) -> Replayed {
-    let Some(header) = query.get(2..HEADER_LEN).and_then(|h| h.first_chunk::<10>()) else {
-        return Replayed::Unread;
-    };
-    if !rec.cache.has_memos() || !rec.allowed || ctx.transport != Transport::Udp || header[2..4] != [0, 1] {
-        return Replayed::Unread;
+) -> Option<Reply> {
+    if !rec.cache.has_memos() || !rec.allowed || !rec.cache.may_replay(qname.hash()) {
+        return None;
     }
-    let Ok(name_end) = read_name(query, HEADER_LEN, Some(qname)) else {
-        return Replayed::Unread;
-    };
-    let question_end = name_end + 4;
-    let (Some(&[t0, t1, c0, c1]), Some(tail)) = (query.get(name_end..question_end), query.get(question_end..)) else {
-        return Replayed::Named(name_end);
-    };
-    let Some(opt) = tail_opt(tail) else {
-        return Replayed::Named(name_end);
-    };
-    let dnssec_ok = opt.is_some_and(|opt| opt[7] & 0x80 != 0);
-    let checking_disabled = u16::from(header[1]) & flags::CD != 0;
-    let key = KeyRef::new(
-        qname,
-        u16::from_be_bytes([t0, t1]),
-        u16::from_be_bytes([c0, c1]),
-        dnssec_ok,
-        checking_disabled,
-    );
+    let (asked, question_end) = plain(query, q, ctx)?;
     let room = out.len();
-    let fits = |memo: &Memo| memo.stamp == stamp && memo.asked == Asked::new(header, opt) && memo.reply.len() <= room;
-    let Some((entry, age, memo)) = rec.cache.replay(key, rec.now, fits) else {
-        return Replayed::Named(name_end);
-    };
+    let fits = |memo: &Memo| memo.stamp == stamp && memo.asked == asked && memo.reply.len() <= room;
+    let (entry, age, memo) = rec.cache.replay(key(q, qname)?, rec.now, fits)?;
     out[..2].copy_from_slice(&query[..2]);
     out[2..HEADER_LEN].copy_from_slice(&memo.header);
     copy_short(&mut out[HEADER_LEN..question_end], &query[HEADER_LEN..question_end]);
-    let records_end = question_end + entry.write(&mut out[question_end..], room - question_end, age).len;
-    if opt.is_some() {
+    let records_end = question_end + entry.write_whole(&mut out[question_end..], age);
+    if asked.opt() {
         out[records_end..records_end + PLAIN_OPT_LEN].copy_from_slice(&memo.opt_record);
     }
-    Replayed::Reply(memo.reply)
+    Some(memo.reply)
 }
 
-/// A query the answer path read, as a memo is kept for it: the plain shape, over UDP, without
-/// plugins, which are the queries whose replies depend on nothing but the question, the header
-/// and the OPT. The asked parts and where the question ends.
+/// A query as a memo is kept for it: the plain shape (one question, and nothing else but an
+/// OPT without options), over UDP, without plugins, which are the queries whose replies depend
+/// on nothing but the question, the header and the OPT. The asked parts and where the question
+/// ends.
+#[inline(always)]
 fn plain(query: &[u8], q: &Query, ctx: &Context) -> Option<(Asked, usize)> {
     if ctx.transport != Transport::Udp
         || ctx.plugins.is_some()
@@ -113,15 +70,16 @@ fn plain(query: &[u8], q: &Query, ctx: &Context) -> Option<(Asked, usize)> {
     }
     let question_end = q.question?.end;
     let header = query.get(2..HEADER_LEN)?.first_chunk::<10>()?;
-    let opt = tail_opt(query.get(question_end..)?)?;
-    match (q.edns, opt) {
-        (None, None) => Some((Asked::new(header, None), question_end)),
-        (Some(edns), Some(opt)) if edns.options == 0 => Some((Asked::new(header, Some(opt)), question_end)),
+    let tail = query.get(question_end..)?;
+    match q.edns {
+        None if tail.is_empty() => Some((Asked::new(header, None), question_end)),
+        Some(edns) if edns.options == 0 => Some((Asked::new(header, Some(tail.first_chunk()?)), question_end)),
         _ => None,
     }
 }
 
 /// The cache key of `q`'s question, as the answer path looks it up.
+#[inline(always)]
 fn key<'a>(q: &Query, qname: &'a LowerName) -> Option<KeyRef<'a>> {
     let question = q.question?;
     Some(KeyRef::new(
@@ -204,6 +162,7 @@ mod tests {
     use crate::forward::recursive::{resolve, Resolution};
     use crate::forward::Routes;
     use crate::snapshot::Snapshot;
+    use crate::wire::query::parse_query_into;
     use crate::wire::types::{class, MAX_MESSAGE_LEN};
     use hickory_proto::op::Message;
     use std::time::{Duration, Instant};
@@ -309,11 +268,11 @@ mod tests {
             now,
             resolved: None,
         };
+        let (mut q, mut qname) = (Query::default(), LowerName::default());
+        parse_query_into(query, &mut qname, &mut q).unwrap();
         let mut out = vec![0u8; MAX_MESSAGE_LEN];
-        match replay(query, &mut LowerName::default(), ctx, &mut rec, stamp, &mut out) {
-            Replayed::Reply(reply) => Some((out[..reply.len()].to_vec(), reply)),
-            Replayed::Named(_) | Replayed::Unread => None,
-        }
+        let reply = replay(query, &q, &qname, ctx, &mut rec, stamp, &mut out)?;
+        Some((out[..reply.len()].to_vec(), reply))
     }
 
     #[test]
@@ -330,10 +289,7 @@ mod tests {
                 Some(7),
                 true,
             );
-            assert!(
-                first.is_some() && cache.has_memos(),
-                "a fresh hit leaves a memo ({opt:?})"
-            );
+            assert!(first.is_some(), "a fresh hit ({opt:?})");
             for (spelling, id, later) in [
                 ("WWW.Example.ORG", 2, 0),
                 ("wWw.eXample.org", 0xFFFF, 120),
