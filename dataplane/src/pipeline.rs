@@ -89,9 +89,11 @@ impl Pipeline {
         if at != seen.0 {
             *seen = (at, seen.1 + 1);
         }
+        if let Some(resolver) = resolver.as_mut() {
+            resolver.follow_snapshot(seen.1);
+        }
         Turn {
             snapshot,
-            snapshot_epoch: seen.1,
             lent: Context {
                 cookies: cookies.as_mut().map(|c| &**c.load()),
                 plugins: plugins.as_deref(),
@@ -121,8 +123,6 @@ pub(crate) struct RateLimit<'a> {
 pub(crate) struct Turn<'a> {
     /// The snapshot loaded for this turn.
     pub(crate) snapshot: &'a Snapshot,
-    /// How many different snapshots the worker has loaded, this one included.
-    snapshot_epoch: u64,
     /// The worker's counters.
     pub(crate) stats: &'a WorkerStats,
     rotation: &'a mut u32,
@@ -191,22 +191,20 @@ impl Turn<'_> {
         let ctx = &*ctx;
         *self.rotation = self.rotation.wrapping_add(1);
         let outcome = match self.resolver.as_deref_mut() {
-            Some(resolver) => {
-                match resolver.answer(query, self.snapshot, self.snapshot_epoch, ctx, client, self.now, out) {
-                    Answered::Now(outcome) => outcome,
-                    Answered::Later => {
-                        if let Some(observer) = self.observer.as_deref_mut() {
-                            observer.forwarded(transport, query, peer.addr());
-                        }
-                        return Fate::Later;
+            Some(resolver) => match resolver.answer(query, self.snapshot, ctx, client, self.now, out) {
+                Answered::Now(outcome) => outcome,
+                Answered::Later => {
+                    if let Some(observer) = self.observer.as_deref_mut() {
+                        observer.forwarded(transport, query, peer.addr());
                     }
-                    Answered::Dropped => {
-                        self.stats
-                            .requested(transport, AddressFamily::of_peer(peer), Asked::Query(query));
-                        return Fate::Nothing;
-                    }
+                    return Fate::Later;
                 }
-            }
+                Answered::Dropped => {
+                    self.stats
+                        .requested(transport, AddressFamily::of_peer(peer), Asked::Query(query));
+                    return Fate::Nothing;
+                }
+            },
             None => answer(query, self.snapshot, ctx, out),
         };
         // Each arm ends in its fate, so that the caller's match on it folds into this one.

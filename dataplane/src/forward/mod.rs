@@ -329,8 +329,8 @@ pub(crate) struct Resolver {
     /// What the cache's memos are made and replayed under (`replay.rs`): a new value with every
     /// snapshot and every forwarding plan, so that none outlives what its reply depended on.
     stamp: u64,
-    /// The worker's count of the snapshots it loaded, as of the last query (see
-    /// [`Resolver::answer`]).
+    /// The worker's count of the snapshots it loaded, as of its last turn (see
+    /// [`Resolver::follow_snapshot`]).
     snapshot_epoch: u64,
 }
 
@@ -372,16 +372,22 @@ impl Resolver {
         })
     }
 
-    /// Answers `query` from `client`: authoritative names and cache hits now, misses later.
-    /// `snapshot_epoch` is the worker's count of the snapshots it has loaded, `snapshot` the
-    /// last: a new one voids the cache's memos, whose replies it may change.
+    /// Voids the cache's memos, whose replies a snapshot may change, when the worker has loaded
+    /// another one: `epoch` is its count of the snapshots it has loaded. Called once a turn.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn follow_snapshot(&mut self, epoch: u64) {
+        if epoch != self.snapshot_epoch {
+            self.snapshot_epoch = epoch;
+            self.stamp += 1;
+        }
+    }
+
+    /// Answers `query` from `client`: authoritative names and cache hits now, misses later.
+    #[inline(always)]
     pub(crate) fn answer(
         &mut self,
         query: &[u8],
         snapshot: &Snapshot,
-        snapshot_epoch: u64,
         ctx: &Context,
         client: Client<&Peer>,
         now: Instant,
@@ -389,10 +395,6 @@ impl Resolver {
     ) -> Answered {
         if let Some(plugins) = ctx.plugins {
             return self.answer_plugged(plugins, query, snapshot, ctx, client, now, out);
-        }
-        if snapshot_epoch != self.snapshot_epoch {
-            self.snapshot_epoch = snapshot_epoch;
-            self.stamp += 1;
         }
         let allowed = client.allowed_by(&mut self.acl);
         let mut rec = Recursion {

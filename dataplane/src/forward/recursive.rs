@@ -186,11 +186,13 @@ pub(crate) enum Flow {
     /// The reply is written.
     #[default]
     Written,
-    /// The reply is written from the cache.
-    Cached { stale: bool, refresh: Option<Box<Refresh>> },
-    /// The reply is the query's own fresh answer from the cache and nothing else: one to
-    /// remember for replay (`replay.rs`).
-    Hit(Option<Box<Refresh>>),
+    /// The reply is written from the cache; `replayable` when it is the query's own fresh
+    /// answer and nothing else, a reply to remember for replay (`replay.rs`).
+    Cached {
+        stale: bool,
+        refresh: Option<Box<Refresh>>,
+        replayable: bool,
+    },
     /// Nothing written: forward; a stale answer is at hand. Boxed, as is a refresh: the
     /// result travels up several calls, and a hit should not carry a key's 260 bytes along.
     Forward(Box<Key>, Route, bool),
@@ -314,29 +316,33 @@ pub(crate) fn resolve(
         return Resolution::Done(Outcome::Drop(reason));
     }
     let qname = &*qname;
-    if let Some(reply) = memos.and_then(|stamp| replay::replay(query, &q, qname, ctx, rec, stamp, out)) {
-        return Resolution::Cached {
-            outcome: Outcome::Reply(reply),
-            stale: false,
-            refresh: None,
-        };
+    // Only the test that the cache holds a memo is inlined here: with the replay inlined as
+    // well, the answer path around it spilled more registers, and every authoritative answer
+    // paid for it. (In a closure, the test itself was compiled out of line.)
+    if let (Some(stamp), true) = (memos, rec.cache.has_memos()) {
+        if let Some(reply) = replay::replay(query, &q, qname, ctx, rec, stamp, out) {
+            return Resolution::Cached {
+                outcome: Outcome::Reply(reply),
+                stale: false,
+                refresh: None,
+            };
+        }
     }
     let mut r = Responder::new(query, &q, ctx, out);
     match respond(&mut r, &q, qname, snapshot, rec) {
         Flow::Written => Resolution::Done(Outcome::Reply(r.finish(&q))),
-        Flow::Cached { stale, refresh } => Resolution::Cached {
-            outcome: Outcome::Reply(r.finish(&q)),
+        Flow::Cached {
             stale,
             refresh,
-        },
-        Flow::Hit(refresh) => {
+            replayable,
+        } => {
             let reply = r.finish(&q);
-            if let (Some(stamp), None) = (memos, &refresh) {
+            if let (Some(stamp), true, None) = (memos, replayable, &refresh) {
                 replay::remember(query, &q, qname, ctx, rec, stamp, reply, out);
             }
             Resolution::Cached {
                 outcome: Outcome::Reply(reply),
-                stale: false,
+                stale,
                 refresh,
             }
         }
@@ -404,6 +410,7 @@ fn beyond(r: &mut Responder<'_>, q: &Query, qname: &LowerName, question: Questio
                 Flow::Cached {
                     stale: hit.age == Age::Stale,
                     refresh: None,
+                    replayable: false,
                 }
             }
             Lookup::Miss if failure == Failure::OverConcurrent => {
@@ -420,7 +427,11 @@ fn beyond(r: &mut Responder<'_>, q: &Query, qname: &LowerName, question: Questio
             Lookup::Fresh(hit) => {
                 let wanted = hit.refresh;
                 r.cached(q, hit.entry, hit.age);
-                Flow::Hit(wanted.then(|| refresh(key)))
+                Flow::Cached {
+                    stale: false,
+                    refresh: wanted.then(|| refresh(key)),
+                    replayable: true,
+                }
             }
             Lookup::Stale(hit) if down => {
                 let wanted = hit.refresh;
@@ -428,6 +439,7 @@ fn beyond(r: &mut Responder<'_>, q: &Query, qname: &LowerName, question: Questio
                 Flow::Cached {
                     stale: true,
                     refresh: wanted.then(|| refresh(key)),
+                    replayable: false,
                 }
             }
             Lookup::Miss if down => {
@@ -480,7 +492,7 @@ fn complete(
             });
             match completed {
                 Some(Flow::Written) => {}
-                Some(Flow::Cached { stale, refresh }) => {
+                Some(Flow::Cached { stale, refresh, .. }) => {
                     // One refresh travels back; a second stale or prefetched target waits for
                     // its next answer.
                     if let Flow::Cached {
@@ -491,7 +503,11 @@ fn complete(
                             *kept = refresh;
                         }
                     } else {
-                        flow = Flow::Cached { stale, refresh };
+                        flow = Flow::Cached {
+                            stale,
+                            refresh,
+                            replayable: false,
+                        };
                     }
                 }
                 Some(other) => return Some(other),
@@ -636,11 +652,27 @@ fn upstream_answer<'r>(
     Some(match rec.cache.lookup(key, rec.now, down || settled) {
         Lookup::Fresh(hit) => {
             let refresh = refresh(hit.refresh);
-            Ok((hit.entry, hit.age, Flow::Cached { stale: false, refresh }))
+            Ok((
+                hit.entry,
+                hit.age,
+                Flow::Cached {
+                    stale: false,
+                    refresh,
+                    replayable: false,
+                },
+            ))
         }
         Lookup::Stale(hit) if down || settled => {
             let refresh = refresh(hit.refresh);
-            Ok((hit.entry, Age::Stale, Flow::Cached { stale: true, refresh }))
+            Ok((
+                hit.entry,
+                Age::Stale,
+                Flow::Cached {
+                    stale: true,
+                    refresh,
+                    replayable: false,
+                },
+            ))
         }
         Lookup::Miss if down || settled => return None,
         Lookup::Stale(_) => Err(Flow::Forward(Box::new(key.to_key()), route, true)),

@@ -23,9 +23,9 @@ use crate::wire::{LowerName, Query};
 /// Writes the reply to `query` (read into `q` and `qname`) from its entry's memo into `out`,
 /// when the cache holds one made under `stamp` for this very query, the client may use
 /// forwarding, and the hit needs nothing else; counts the hit as a lookup does. `None` leaves
-/// the query to the answer path. A name without a memo, such as one the zones answer, costs a
-/// load while the cache holds no memo and a bit test of its filter once it does.
-#[inline(always)]
+/// the query to the answer path, which calls this only once the cache holds a memo; a name
+/// without one, such as one the zones answer, then costs the call and a bit test of the filter.
+#[inline(never)]
 pub(super) fn replay(
     query: &[u8],
     q: &Query,
@@ -35,7 +35,7 @@ pub(super) fn replay(
     stamp: u64,
     out: &mut [u8],
 ) -> Option<Reply> {
-    if !rec.cache.has_memos() || !rec.allowed || !rec.cache.may_replay(qname.hash()) {
+    if !rec.allowed || !rec.cache.may_replay(qname.hash()) {
         return None;
     }
     let (asked, question_end) = plain(query, q, ctx)?;
