@@ -4,7 +4,7 @@
 //! answering knows nothing of forwarding; a client that waited for an upstream is answered by
 //! running its query through [`answer_recursive`] again, the upstream's result in hand.
 
-use super::replay;
+use super::replay::{self, Replayed};
 use super::{Failure, Route, Routes};
 use crate::answer::plugins::{before, Before};
 use crate::answer::{
@@ -14,7 +14,7 @@ use crate::cache::{Age, Cache, Entry, Key, KeyRef, Lookup};
 use crate::rewrite::Plugins;
 use crate::snapshot::rrset::Beyond;
 use crate::snapshot::Snapshot;
-use crate::wire::query::parse_query_into;
+use crate::wire::query::{parse_query_into, parse_query_named};
 use crate::wire::types::{class, ede, flags, option, rcode, rtype, HEADER_LEN, MAX_NAME_LEN};
 use crate::wire::{LowerName, Name, Query, Question};
 use std::time::Instant;
@@ -312,22 +312,24 @@ pub(crate) fn resolve(
     out: &mut [u8],
 ) -> Resolution {
     let mut q = Query::default();
-    if let Err(reason) = parse_query_into(query, qname, &mut q) {
+    let parsed = match memos {
+        Some(stamp) if replay::may_replay(rec) => match replay::replay(query, qname, ctx, rec, stamp, out) {
+            Replayed::Reply(reply) => {
+                return Resolution::Cached {
+                    outcome: Outcome::Reply(reply),
+                    stale: false,
+                    refresh: None,
+                }
+            }
+            Replayed::Named(name_end) => parse_query_named(query, qname, name_end, &mut q),
+            Replayed::Unread => parse_query_into(query, qname, &mut q),
+        },
+        _ => parse_query_into(query, qname, &mut q),
+    };
+    if let Err(reason) = parsed {
         return Resolution::Done(Outcome::Drop(reason));
     }
     let qname = &*qname;
-    // Only the test that the cache holds a memo is inlined here: with the replay inlined as
-    // well, the answer path around it spilled more registers, and every authoritative answer
-    // paid for it. (In a closure, the test itself was compiled out of line.)
-    if let (Some(stamp), true) = (memos, rec.cache.has_memos()) {
-        if let Some(reply) = replay::replay(query, &q, qname, ctx, rec, stamp, out) {
-            return Resolution::Cached {
-                outcome: Outcome::Reply(reply),
-                stale: false,
-                refresh: None,
-            };
-        }
-    }
     let mut r = Responder::new(query, &q, ctx, out);
     match respond(&mut r, &q, qname, snapshot, rec) {
         Flow::Written => Resolution::Done(Outcome::Reply(r.finish(&q))),

@@ -17,46 +17,94 @@ use crate::answer::{Context, Transport};
 use crate::cache::{Asked, KeyRef, Memo, PLAIN_OPT_LEN};
 use crate::reply::Reply;
 use crate::wire::bytes::copy_short;
+use crate::wire::name::read_name;
 use crate::wire::types::{flags, rtype, HEADER_LEN};
 use crate::wire::{LowerName, Query};
 
-/// Writes the reply to `query` (read into `q` and `qname`) from its entry's memo into `out`,
-/// when the cache holds one made under `stamp` for this very query, the client may use
-/// forwarding, and the hit needs nothing else; counts the hit as a lookup does. `None` leaves
-/// the query to the answer path, which calls this only once the cache holds a memo; a name
-/// without one, such as one the zones answer, then costs the call and a bit test of the filter.
+/// What [`replay`] did with a query.
+pub(super) enum Replayed {
+    /// Its reply is written, with these facts.
+    Reply(Reply),
+    /// Not replayed; its first question's name is read into the name buffer and ends here, so
+    /// that the answer path reads on from there.
+    Named(usize),
+    /// Not replayed, and not read.
+    Unread,
+}
+
+/// Whether a query may be answered from a memo at all: the cache holds one, and the client may
+/// use forwarding. The one test inlined into the answer path: while no entry has a memo, an
+/// authoritative answer pays a load and a branch for replays. With the replay itself inlined,
+/// the answer path around it spilled more registers, and every answer paid for that.
+#[inline(always)]
+pub(super) fn may_replay(rec: &Recursion<'_>) -> bool {
+    rec.cache.has_memos() && rec.allowed
+}
+
+/// Writes the reply to `query` from its entry's memo into `out`, when the cache holds one made
+/// under `stamp` for this very query and the hit needs nothing else; counts the hit as a lookup
+/// does. Reads no more of the query than that takes: its first name (into `qname`), its type
+/// and class, and the bytes compared with the memo, which were those of a query the answer path
+/// read whole. A name whose bit in the memo filter is clear, such as one the zones answer, goes
+/// back to the answer path after the name, which is read once whatever happens.
 #[inline(never)]
 pub(super) fn replay(
     query: &[u8],
-    q: &Query,
-    qname: &LowerName,
+    qname: &mut LowerName,
     ctx: &Context,
     rec: &mut Recursion<'_>,
     stamp: u64,
     out: &mut [u8],
-) -> Option<Reply> {
-    if !rec.allowed || !rec.cache.may_replay(qname.hash()) {
-        return None;
+) -> Replayed {
+    let Some(header) = query.get(2..HEADER_LEN).and_then(|h| h.first_chunk::<10>()) else {
+        return Replayed::Unread;
+    };
+    if header[2..4] == [0, 0] {
+        return Replayed::Unread;
     }
-    let (asked, question_end) = plain(query, q, ctx)?;
+    let Ok(name_end) = read_name(query, HEADER_LEN, Some(qname)) else {
+        return Replayed::Unread;
+    };
+    if ctx.transport != Transport::Udp || ctx.plugins.is_some() || !rec.cache.may_replay(qname.hash()) {
+        return Replayed::Named(name_end);
+    }
+    let question_end = name_end + 4;
+    let (Some(&[t0, t1, c0, c1]), Some(tail)) = (query.get(name_end..question_end), query.get(question_end..)) else {
+        return Replayed::Named(name_end);
+    };
+    let opt = match tail.len() {
+        0 => None,
+        PLAIN_OPT_LEN => tail.first_chunk::<PLAIN_OPT_LEN>(),
+        _ => return Replayed::Named(name_end),
+    };
+    let dnssec_ok = opt.is_some_and(|opt| opt[7] & 0x80 != 0);
+    let checking_disabled = u16::from(header[1]) & flags::CD != 0;
+    let key = KeyRef::new(
+        qname,
+        u16::from_be_bytes([t0, t1]),
+        u16::from_be_bytes([c0, c1]),
+        dnssec_ok,
+        checking_disabled,
+    );
     let room = out.len();
-    let fits = |memo: &Memo| memo.stamp == stamp && memo.asked == asked && memo.reply.len() <= room;
-    let (entry, age, memo) = rec.cache.replay(key(q, qname)?, rec.now, fits)?;
+    let fits = |memo: &Memo| memo.stamp == stamp && memo.asked == Asked::new(header, opt) && memo.reply.len() <= room;
+    let Some((entry, age, memo)) = rec.cache.replay(key, rec.now, fits) else {
+        return Replayed::Named(name_end);
+    };
     out[..2].copy_from_slice(&query[..2]);
     out[2..HEADER_LEN].copy_from_slice(&memo.header);
     copy_short(&mut out[HEADER_LEN..question_end], &query[HEADER_LEN..question_end]);
     let records_end = question_end + entry.write_whole(&mut out[question_end..], age);
-    if asked.opt() {
+    if opt.is_some() {
         out[records_end..records_end + PLAIN_OPT_LEN].copy_from_slice(&memo.opt_record);
     }
-    Some(memo.reply)
+    Replayed::Reply(memo.reply)
 }
 
 /// A query as a memo is kept for it: the plain shape (one question, and nothing else but an
 /// OPT without options), over UDP, without plugins, which are the queries whose replies depend
 /// on nothing but the question, the header and the OPT. The asked parts and where the question
 /// ends.
-#[inline(always)]
 fn plain(query: &[u8], q: &Query, ctx: &Context) -> Option<(Asked, usize)> {
     if ctx.transport != Transport::Udp
         || ctx.plugins.is_some()
@@ -79,7 +127,6 @@ fn plain(query: &[u8], q: &Query, ctx: &Context) -> Option<(Asked, usize)> {
 }
 
 /// The cache key of `q`'s question, as the answer path looks it up.
-#[inline(always)]
 fn key<'a>(q: &Query, qname: &'a LowerName) -> Option<KeyRef<'a>> {
     let question = q.question?;
     Some(KeyRef::new(
@@ -162,7 +209,6 @@ mod tests {
     use crate::forward::recursive::{resolve, Resolution};
     use crate::forward::Routes;
     use crate::snapshot::Snapshot;
-    use crate::wire::query::parse_query_into;
     use crate::wire::types::{class, MAX_MESSAGE_LEN};
     use hickory_proto::op::Message;
     use std::time::{Duration, Instant};
@@ -256,7 +302,8 @@ mod tests {
         }
     }
 
-    /// The reply [`replay`] writes for `query`, if it replays one.
+    /// The reply [`replay`] writes for `query`, if it replays one, behind [`may_replay`] as the
+    /// answer path calls it.
     fn replayed(cache: &mut Cache, query: &[u8], ctx: &Context, now: Instant, stamp: u64) -> Option<(Vec<u8>, Reply)> {
         let routes = Routes::new(1, true, Vec::new());
         let mut rec = Recursion {
@@ -268,11 +315,14 @@ mod tests {
             now,
             resolved: None,
         };
-        let (mut q, mut qname) = (Query::default(), LowerName::default());
-        parse_query_into(query, &mut qname, &mut q).unwrap();
+        if !may_replay(&rec) {
+            return None;
+        }
         let mut out = vec![0u8; MAX_MESSAGE_LEN];
-        let reply = replay(query, &q, &qname, ctx, &mut rec, stamp, &mut out)?;
-        Some((out[..reply.len()].to_vec(), reply))
+        match replay(query, &mut LowerName::default(), ctx, &mut rec, stamp, &mut out) {
+            Replayed::Reply(reply) => Some((out[..reply.len()].to_vec(), reply)),
+            Replayed::Named(_) | Replayed::Unread => None,
+        }
     }
 
     #[test]

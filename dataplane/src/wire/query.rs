@@ -290,6 +290,50 @@ fn parse_opt(msg: &[u8], fixed: usize, rdata: usize, end: usize) -> Result<(Edns
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_query_whose_name_was_read_first_parses_as_one_read_whole() {
+        let mut two_questions = query(b"\x01a\x00", 1, None);
+        two_questions[5] = 2;
+        two_questions.extend_from_slice(b"\x01b\x00\x00\x01\x00\x01");
+        let mut trailing = query(b"\x03WwW\x07example\x00", 28, None);
+        trailing.push(7);
+        let mut with_answer = query(b"\x01a\x00", 1, None);
+        with_answer[7] = 1;
+        with_answer.extend_from_slice(&[0xC0, 12, 0, 1, 0, 1, 0, 0, 0, 9, 0, 4, 10, 0, 0, 1]);
+        let mut response = query(b"\x01a\x00", 1, None);
+        response[2] |= 0x80;
+        let cases = [
+            query(b"\x03WwW\x07example\x03org\x00", 1, None),
+            query(b"\x01a\x00", 33, Some(&[0, 0, 41, 4, 208, 0, 0, 0x80, 0, 0, 0])),
+            query(
+                b"\x01a\x00",
+                1,
+                Some(&[0, 0, 41, 4, 208, 0, 1, 0, 0, 0, 4, 0, 11, 0, 0]),
+            ),
+            query(b"\x01a\x00", 1, Some(&[0, 0, 41, 4, 208])),
+            two_questions,
+            trailing,
+            with_answer,
+            response,
+        ];
+        for msg in cases {
+            let (mut whole, mut whole_name) = (Query::default(), LowerName::default());
+            let read = parse_query_into(&msg, &mut whole_name, &mut whole);
+            let mut named_name = LowerName::default();
+            let end = read_name(&msg, HEADER_LEN, Some(&mut named_name)).unwrap();
+            let mut named = Query::default();
+            assert_eq!(
+                parse_query_named(&msg, &mut named_name, end, &mut named),
+                read,
+                "{msg:?}"
+            );
+            assert_eq!(named, whole, "{msg:?}");
+            if read.is_ok() {
+                assert_eq!(named_name.wire(), whole_name.wire());
+            }
+        }
+    }
+
     fn query(name: &[u8], qtype: u16, opt: Option<&[u8]>) -> Vec<u8> {
         let mut m = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, opt.is_some() as u8];
         m.extend_from_slice(name);
