@@ -4,7 +4,7 @@
 //! answering knows nothing of forwarding; a client that waited for an upstream is answered by
 //! running its query through [`answer_recursive`] again, the upstream's result in hand.
 
-use super::replay::{self, Replayed};
+use super::replay;
 use super::{Failure, Route, Routes};
 use crate::answer::plugins::{before, Before};
 use crate::answer::{
@@ -14,7 +14,7 @@ use crate::cache::{Age, Cache, Entry, Key, KeyRef, Lookup};
 use crate::rewrite::Plugins;
 use crate::snapshot::rrset::Beyond;
 use crate::snapshot::Snapshot;
-use crate::wire::query::{parse_query_into, parse_query_named};
+use crate::wire::query::{parse_query_at, parse_query_into};
 use crate::wire::types::{class, ede, flags, option, rcode, rtype, HEADER_LEN, MAX_NAME_LEN};
 use crate::wire::{LowerName, Name, Query, Question};
 use std::time::Instant;
@@ -311,22 +311,23 @@ pub(crate) fn resolve(
     memos: Option<u64>,
     out: &mut [u8],
 ) -> Resolution {
-    let mut q = Query::default();
-    let parsed = match memos {
-        Some(stamp) if replay::may_replay(rec) => match replay::replay(query, qname, ctx, rec, stamp, out) {
-            Replayed::Reply(reply) => {
-                return Resolution::Cached {
-                    outcome: Outcome::Reply(reply),
-                    stale: false,
-                    refresh: None,
+    let mut name_end = None;
+    if let Some(stamp) = memos {
+        name_end = replay::read_first_name(query, qname, rec);
+        if let Some(end) = name_end {
+            if rec.cache.may_replay(qname.hash()) {
+                if let Some(reply) = replay::replay(query, qname, end, ctx, rec, stamp, out) {
+                    return Resolution::Cached {
+                        outcome: Outcome::Reply(reply),
+                        stale: false,
+                        refresh: None,
+                    };
                 }
             }
-            Replayed::Named(name_end) => parse_query_named(query, qname, name_end, &mut q),
-            Replayed::Unread => parse_query_into(query, qname, &mut q),
-        },
-        _ => parse_query_into(query, qname, &mut q),
-    };
-    if let Err(reason) = parsed {
+        }
+    }
+    let mut q = Query::default();
+    if let Err(reason) = parse_query_at(query, qname, name_end, &mut q) {
         return Resolution::Done(Outcome::Drop(reason));
     }
     let qname = &*qname;

@@ -134,13 +134,18 @@ pub fn parse_query_into(msg: &[u8], qname: &mut LowerName, q: &mut Query) -> Res
     parse(msg, qname, None, q)
 }
 
-/// [`parse_query_into`] of a message whose first question's name the caller has read into
+/// [`parse_query_into`] of a message whose first question's name the caller may have read into
 /// `qname` already, with [`read_name`] at the end of the header (returning `name_end`): a
-/// caller that looks the name up before it parses the rest does not read it twice. The
-/// message must have a question.
+/// caller that looks the name up before it parses the rest does not read it twice. With a
+/// `name_end`, the message must have a question.
 #[inline(always)]
-pub fn parse_query_named(msg: &[u8], qname: &mut LowerName, name_end: usize, q: &mut Query) -> Result<(), DropReason> {
-    parse(msg, qname, Some(name_end), q)
+pub fn parse_query_at(
+    msg: &[u8],
+    qname: &mut LowerName,
+    name_end: Option<usize>,
+    q: &mut Query,
+) -> Result<(), DropReason> {
+    parse(msg, qname, name_end, q)
 }
 
 #[inline(always)]
@@ -323,7 +328,7 @@ mod tests {
             let end = read_name(&msg, HEADER_LEN, Some(&mut named_name)).unwrap();
             let mut named = Query::default();
             assert_eq!(
-                parse_query_named(&msg, &mut named_name, end, &mut named),
+                parse_query_at(&msg, &mut named_name, Some(end), &mut named),
                 read,
                 "{msg:?}"
             );
