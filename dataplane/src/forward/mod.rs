@@ -406,7 +406,15 @@ impl Resolver {
             now,
             resolved: None,
         };
-        let resolution = resolve(query, snapshot, ctx, &mut rec, &mut self.qname, Some(self.stamp), out);
+        // Two copies of the answer path: the one without memos has none of the replay's code, so
+        // that a server with nothing to replay (or one answering only from its zones) answers as
+        // it did before replays existed.
+        let stamp = Some(self.stamp);
+        let resolution = if rec.cache.has_memos() {
+            resolve(query, snapshot, ctx, &mut rec, &mut self.qname, stamp, true, out)
+        } else {
+            resolve(query, snapshot, ctx, &mut rec, &mut self.qname, stamp, false, out)
+        };
         let prohibited = rec.prohibited;
         self.answered(resolution, prohibited, query, snapshot, ctx, client, now, out)
     }

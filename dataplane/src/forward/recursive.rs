@@ -248,7 +248,7 @@ pub fn answer_recursive(
     if let Some(plugins) = ctx.plugins {
         return plugged(plugins, query, snapshot, ctx, rec, qname, out);
     }
-    resolve(query, snapshot, ctx, rec, qname, None, out)
+    resolve(query, snapshot, ctx, rec, qname, None, false, out)
 }
 
 /// [`answer_recursive`] with the plugins run ahead of it (docs/rewrite.md). A rewritten
@@ -267,11 +267,11 @@ pub(crate) fn plugged(
     out: &mut [u8],
 ) -> Resolution {
     let rewritten = match before(plugins, query, ctx, out) {
-        Before::Pass => return resolve(query, snapshot, ctx, rec, qname, None, out),
+        Before::Pass => return resolve(query, snapshot, ctx, rec, qname, None, false, out),
         Before::Answered(outcome) => return Resolution::Done(outcome),
         Before::Rewritten(rewritten) => rewritten,
     };
-    match resolve(rewritten.query(), snapshot, ctx, rec, qname, None, out) {
+    match resolve(rewritten.query(), snapshot, ctx, rec, qname, None, false, out) {
         Resolution::Done(outcome) => Resolution::Done(rewritten.restore(outcome, out)),
         Resolution::Cached {
             outcome,
@@ -298,10 +298,12 @@ pub(crate) fn plugged(
 }
 
 /// [`answer_recursive`] of a query as it is, without the plugins: what a worker with none
-/// calls. With `memos` (the stamp of the snapshot and plan in force), a cache hit asked again
-/// in the same shape is replayed from its entry's memo, and a fresh hit answered here leaves
-/// one (`replay.rs`); `None` neither replays nor remembers.
+/// calls. With `memos` (the stamp of the snapshot and plan in force), a fresh hit answered here
+/// leaves a memo, and with `replaying` too, a cache hit asked again in the same shape is
+/// replayed from its entry's memo (`replay.rs`); `None` neither replays nor remembers. The
+/// caller passes `replaying` as a constant, so that the copy without it has none of its code.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn resolve(
     query: &[u8],
     snapshot: &Snapshot,
@@ -309,10 +311,11 @@ pub(crate) fn resolve(
     rec: &mut Recursion<'_>,
     qname: &mut LowerName,
     memos: Option<u64>,
+    replaying: bool,
     out: &mut [u8],
 ) -> Resolution {
     let mut name_end = None;
-    if let Some(stamp) = memos {
+    if let (true, Some(stamp)) = (replaying, memos) {
         name_end = replay::read_first_name(query, qname, rec);
         if let Some(end) = name_end {
             if rec.cache.may_replay(qname.hash()) {

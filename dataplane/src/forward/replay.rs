@@ -278,6 +278,7 @@ mod tests {
             &mut rec,
             &mut LowerName::default(),
             stamp,
+            true,
             &mut out,
         ) {
             Resolution::Done(Outcome::Reply(reply))
@@ -432,6 +433,7 @@ mod tests {
             &mut rec,
             &mut LowerName::default(),
             Some(7),
+            true,
             &mut out,
         );
         assert!(
