@@ -25,8 +25,8 @@ use crate::wire::{LowerName, Query};
 /// Reads the first question's name of `query` into `qname`, when a memo may answer it: the
 /// cache holds one, the client may use forwarding, and the query has a question. Returns where
 /// the name ends, for [`replay`] and then, if it does not replay, for the parse of the rest.
-/// Inlined into the answer path, which reads the name here instead of in its parse: while no
-/// entry has a memo, a query pays a load and a branch for replays.
+/// Inlined into the copy of the answer path that replays, which reads the name here instead of
+/// in its parse; the resolver runs the other copy while no entry has a memo.
 #[inline(always)]
 pub(super) fn read_first_name(query: &[u8], qname: &mut LowerName, rec: &Recursion<'_>) -> Option<usize> {
     if !rec.cache.has_memos() || !rec.allowed || query.get(4..6)? == [0, 0] {
