@@ -265,11 +265,17 @@ impl Entry {
             let Some(field) = out.get_mut(at..at + 4).and_then(|f| <&mut [u8; 4]>::try_from(f).ok()) else {
                 continue;
             };
-            let ttl = match age {
-                Age::Fresh(age) => u32::from_be_bytes(*field).min(self.lifetime).saturating_sub(age),
-                Age::Stale => STALE_TTL,
-            };
-            *field = ttl.to_be_bytes();
+            *field = self.ttl_at(u32::from_be_bytes(*field), age).to_be_bytes();
+        }
+    }
+
+    /// The TTL a record stored with TTL `stored` is served with at `age`: cut to the entry's
+    /// lifetime and counted down, or [`STALE_TTL`] past it.
+    #[inline(always)]
+    fn ttl_at(&self, stored: u32, age: Age) -> u32 {
+        match age {
+            Age::Fresh(age) => stored.min(self.lifetime).saturating_sub(age),
+            Age::Stale => STALE_TTL,
         }
     }
 }
@@ -296,11 +302,7 @@ impl Entry {
         for record in &self.records[..records.min(self.records.len())] {
             let at = usize::from(record.ttl_at);
             let stored = u32::from_be_bytes([self.body[at], self.body[at + 1], self.body[at + 2], self.body[at + 3]]);
-            let ttl = match age {
-                Age::Fresh(age) => stored.min(self.lifetime).saturating_sub(age),
-                Age::Stale => STALE_TTL,
-            };
-            if bytes[from..at] != self.body[from..at] || bytes[at..at + 4] != ttl.to_be_bytes() {
+            if bytes[from..at] != self.body[from..at] || bytes[at..at + 4] != self.ttl_at(stored, age).to_be_bytes() {
                 return false;
             }
             from = at + 4;
@@ -352,13 +354,8 @@ impl Entry {
             };
             let fixed = out.get_mut(len..len + 10)?;
             fixed[..8].copy_from_slice(&self.body[type_at..type_at + 8]);
-            let ttl = match age {
-                Age::Fresh(age) => {
-                    let original = u32::from_be_bytes([fixed[4], fixed[5], fixed[6], fixed[7]]);
-                    original.min(self.lifetime).saturating_sub(age).min(cap)
-                }
-                Age::Stale => STALE_TTL.min(cap),
-            };
+            let original = u32::from_be_bytes([fixed[4], fixed[5], fixed[6], fixed[7]]);
+            let ttl = self.ttl_at(original, age).min(cap);
             fixed[4..8].copy_from_slice(&ttl.to_be_bytes());
             let rdata_at = len + 10;
             len = rdata_at;

@@ -287,6 +287,13 @@ impl Stored {
     }
 }
 
+/// The age a fresh hit `age` seconds after its entry was stored is served at: none with
+/// `keep_ttl` (CoreDNS `keepttl`).
+#[inline(always)]
+fn fresh_age(age: u64, keep_ttl: bool) -> Age {
+    Age::Fresh(if keep_ttl { 0 } else { age as u32 })
+}
+
 /// Whether a refresh last started at `last_refresh` leaves another due at `now`.
 #[inline(always)]
 fn refresh_due(last_refresh: Option<i64>, now: i64) -> bool {
@@ -490,7 +497,7 @@ impl Cache {
             }
             return Lookup::Fresh(Hit {
                 entry: &stored.entry,
-                age: Age::Fresh(if keep_ttl { 0 } else { age as u32 }),
+                age: fresh_age(age, keep_ttl),
                 refresh,
             });
         }
@@ -547,51 +554,48 @@ impl Cache {
         }
         stored.freq = (stored.freq + 1).min(MAX_FREQ);
         stored.hits = stored.hits.saturating_add(1);
-        let age = Age::Fresh(if keep_ttl { 0 } else { age as u32 });
-        Some((&stored.entry, age, stored.memo.as_deref()?))
+        Some((&stored.entry, fresh_age(age, keep_ttl), stored.memo.as_deref()?))
     }
 
     /// The fresh entry of `key` and its age, when it has no memo made under `stamp` and should
     /// be given one: what the reply just made from it is checked against before
     /// [`Cache::remember`] keeps it. Counts nothing.
     pub fn memo_wanted(&self, key: KeyRef<'_>, now: Instant, stamp: u64) -> Option<(&Entry, Age)> {
-        let stored = self.slots.get(self.index.get(self.hash(key))? as usize)?.as_ref()?;
-        if stored.dead || !key.matches(&stored.key) || stored.memo.as_ref().is_some_and(|memo| memo.stamp == stamp) {
+        let stored = self.slots[self.live_slot(key)?].as_ref()?;
+        if stored.memo.as_ref().is_some_and(|memo| memo.stamp == stamp) {
             return None;
         }
         let age = seconds_between(stored.stored_at, self.clock.nanos(now));
         if age >= u64::from(stored.entry.lifetime()) {
             return None;
         }
-        Some((
-            &stored.entry,
-            Age::Fresh(if self.config.keep_ttl { 0 } else { age as u32 }),
-        ))
+        Some((&stored.entry, fresh_age(age, self.config.keep_ttl)))
+    }
+
+    /// The slot of `key`'s entry, when it holds one that is not past its stale window.
+    fn live_slot(&self, key: KeyRef<'_>) -> Option<usize> {
+        let slot = self.index.get(self.hash(key))? as usize;
+        let stored = self.slots.get(slot)?.as_ref()?;
+        (!stored.dead && key.matches(&stored.key)).then_some(slot)
     }
 
     /// Keeps `memo` with the entry of `key`, in place of an older one. A first memo adds to the
     /// entry's cost, and entries are evicted down to the memory bound (counted by
     /// [`Cache::take_memo_evictions`]).
     pub fn remember(&mut self, key: KeyRef<'_>, memo: Memo) {
-        let Some(slot) = self.index.get(self.hash(key)) else {
+        let Some(stored) = self.live_slot(key).and_then(|slot| self.slots[slot].as_mut()) else {
             return;
         };
-        let Some(stored) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
-            return;
-        };
-        if stored.dead || !key.matches(&stored.key) {
+        // A memo in place of another costs nothing more, and its name is in the filter already.
+        if stored.memo.replace(Box::new(memo)).is_some() {
             return;
         }
-        let first = stored.memo.is_none();
-        stored.memo = Some(Box::new(memo));
-        if first {
-            stored.cost += MEMO_COST;
-            self.bytes += MEMO_COST;
-            if !stored.in_main {
-                self.small_bytes += MEMO_COST;
-            }
-            self.memos += 1;
+        stored.cost += MEMO_COST;
+        self.bytes += MEMO_COST;
+        if !stored.in_main {
+            self.small_bytes += MEMO_COST;
         }
+        self.memos += 1;
         if self.filter.note(key.name_hash) {
             let names = self
                 .slots
@@ -601,9 +605,7 @@ impl Cache {
                 .map(|stored| name_hash(stored.key.get(KEY_PREFIX_LEN..).unwrap_or_default()));
             self.filter = memo::Filter::rebuilt(self.memos, names);
         }
-        if first {
-            self.memo_evictions += self.evict();
-        }
+        self.memo_evictions += self.evict();
     }
 
     /// Entries evicted to make room for memos since the last call: the worker adds them to its

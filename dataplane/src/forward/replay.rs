@@ -250,6 +250,20 @@ mod tests {
         q
     }
 
+    /// A fresh query's recursion over `cache` at `now`, for a client `allowed` or not, its one
+    /// route up.
+    fn recursion<'a>(cache: &'a mut Cache, routes: &'a Routes, now: Instant, allowed: bool) -> Recursion<'a> {
+        Recursion {
+            cache,
+            routes,
+            down: &[false],
+            allowed,
+            prohibited: false,
+            now,
+            resolved: None,
+        }
+    }
+
     /// What `resolve` makes of `query` at `now` with memos under `stamp` (or none): the reply
     /// as bytes and facts.
     fn resolved(
@@ -261,15 +275,7 @@ mod tests {
         allowed: bool,
     ) -> Option<(Vec<u8>, Reply)> {
         let routes = Routes::new(1, true, Vec::new());
-        let mut rec = Recursion {
-            cache,
-            routes: &routes,
-            down: &[false],
-            allowed,
-            prohibited: false,
-            now,
-            resolved: None,
-        };
+        let mut rec = recursion(cache, &routes, now, allowed);
         let mut out = vec![0u8; MAX_MESSAGE_LEN];
         match resolve(
             query,
@@ -294,15 +300,7 @@ mod tests {
     /// path makes first.
     fn replayed(cache: &mut Cache, query: &[u8], ctx: &Context, now: Instant, stamp: u64) -> Option<(Vec<u8>, Reply)> {
         let routes = Routes::new(1, true, Vec::new());
-        let mut rec = Recursion {
-            cache,
-            routes: &routes,
-            down: &[false],
-            allowed: true,
-            prohibited: false,
-            now,
-            resolved: None,
-        };
+        let mut rec = recursion(cache, &routes, now, true);
         let mut qname = LowerName::default();
         let name_end = read_first_name(query, &mut qname, &rec)?;
         if !rec.cache.may_replay(qname.hash()) {
@@ -416,15 +414,7 @@ mod tests {
             "a prefetch is due"
         );
         let routes = Routes::new(1, true, Vec::new());
-        let mut rec = Recursion {
-            cache: &mut cache,
-            routes: &routes,
-            down: &[false],
-            allowed: true,
-            prohibited: false,
-            now: late,
-            resolved: None,
-        };
+        let mut rec = recursion(&mut cache, &routes, late, true);
         let mut out = vec![0u8; MAX_MESSAGE_LEN];
         let resolution = resolve(
             &asked,

@@ -131,7 +131,7 @@ pub fn parse_query(msg: &[u8], qname: &mut LowerName) -> Result<Query, DropReaso
 /// the stack and then copied whole. `q` is left as it was when the message is dropped.
 #[inline(always)]
 pub fn parse_query_into(msg: &[u8], qname: &mut LowerName, q: &mut Query) -> Result<(), DropReason> {
-    parse(msg, qname, None, q)
+    parse_query_at(msg, qname, None, q)
 }
 
 /// [`parse_query_into`] of a message whose first question's name the caller may have read into
@@ -145,11 +145,6 @@ pub fn parse_query_at(
     name_end: Option<usize>,
     q: &mut Query,
 ) -> Result<(), DropReason> {
-    parse(msg, qname, name_end, q)
-}
-
-#[inline(always)]
-fn parse(msg: &[u8], qname: &mut LowerName, name_end: Option<usize>, q: &mut Query) -> Result<(), DropReason> {
     let Some(header) = msg.first_chunk::<HEADER_LEN>() else {
         return Err(DropReason::TooShort);
     };
